@@ -1,0 +1,3 @@
+"""Data contracts of evalbeam: input cases, in-flight records, output tables."""
+
+SCHEMA_VERSION = "1"

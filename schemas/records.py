@@ -1,0 +1,60 @@
+"""In-flight records: what travels between the pipeline's stages.
+
+Plain dataclasses with slots so that they are cheap to create, pickle and
+compare; no Beam import here (layers point pipeline -> transforms -> schemas).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class EvalCase:
+    """One validated input row."""
+
+    case_id: str
+    question: str
+    expected_answer: str | None = None
+    contexts: list[str] | None = None
+    answer: str | None = None  # recorded answer, used by the `precomputed` bot
+    suite: str | None = None
+    tags: list[str] = field(default_factory=list)
+    source: str = ""  # "file#row" so that errors can point at the input
+
+
+@dataclass(slots=True)
+class MetricResult:
+    """A metric's value, or null with the reason it could not be computed.
+
+    `value` is None exactly when the metric could not be computed; `error`
+    then says why. A computed 0 is a real score, never a stand-in for failure.
+    """
+
+    value: float | None
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @staticmethod
+    def null(reason: str, **details: Any) -> "MetricResult":
+        return MetricResult(None, dict(details), reason)
+
+
+@dataclass(slots=True)
+class Turn:
+    """One case answered by one bot, collecting scores as it passes each metric."""
+
+    case: EvalCase
+    bot: str
+    answer: str | None
+    latency_ms: float | None = None
+    error: str | None = None  # set when the bot could not answer
+    details: dict[str, Any] = field(default_factory=dict)
+    contexts: list[str] | None = None  # retrieved by the bot, else the case's
+    scores: dict[str, MetricResult] = field(default_factory=dict)
+    verdict: str | None = None
+    verdict_reason: str | None = None
+
+    @property
+    def effective_contexts(self) -> list[str] | None:
+        return self.contexts if self.contexts is not None else self.case.contexts

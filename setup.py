@@ -1,0 +1,27 @@
+"""Packaging for evalbeam: console script `evalbeam`, extras for tests."""
+from setuptools import find_packages, setup
+
+setup(
+    name="evalbeam",
+    version="0.1.0",
+    description="Evaluate chatbots and LLM assistants at corpus scale on Apache Beam",
+    python_requires=">=3.11",
+    packages=find_packages(include=["schemas", "schemas.*", "transforms", "transforms.*",
+                                    "pipeline", "pipeline.*"]),
+    package_data={"transforms": ["data/*.txt", "data/*.md"]},
+    install_requires=[
+        "apache-beam>=2.77,<3",   # the pipeline and its runners
+        "pyarrow>=15",            # Parquet in and out, output table schemas
+        "numpy>=1.26",            # vector maths (FAQ index, embeddings)
+        "scipy>=1.11",            # sparse matrices for the FAQ matcher at scale
+        "PyYAML>=6",              # the config file
+        "sacrebleu>=2.4,<3",      # BLEU: the reference implementation itself
+        "rouge-score>=0.1.2",     # ROUGE tokenizer + Porter stemmer (parity)
+        "httpx>=0.27",            # remote calls (bots, embeddings, judges)
+        "tenacity>=8.2",          # retry policy of remote calls
+    ],
+    extras_require={
+        "test": ["pytest>=8", "duckdb>=1.0", "psutil>=5.9"],
+    },
+    entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},
+)

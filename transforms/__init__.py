@@ -1,0 +1,1 @@
+"""Beam PTransforms and DoFns of evalbeam, each a thin shell over plain Python."""
