@@ -1,0 +1,1 @@
+"""Assembly of evalbeam: config loading, the CLI and the pipeline graph."""

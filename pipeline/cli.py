@@ -1,0 +1,152 @@
+"""The `evalbeam` command line.
+
+    evalbeam run --input PATH_OR_GLOB --output DIR [--config FILE.yaml]
+                 [--run-id ID] [--run-date YYYY-MM-DD] [Beam options ...]
+
+Everything that can be checked before the run is checked first (config,
+input files and their columns, FAQ files, run id), so a bad invocation exits
+non-zero with one clear line and writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import secrets
+import sys
+from typing import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.config import REMOTE_BOT_TYPES, ConfigError, load_config
+from pipeline.graph import Plan, build_pipeline
+from schemas.cases import InputError, source_columns
+from transforms.faq_index import check_faq_file
+from transforms.finalize import RunInfo
+from transforms.read import plan_shards
+from transforms.scoring import LOWER_IS_BETTER, select_scorers
+from transforms.write import RUN_ID_PATTERN
+
+EXIT_USAGE = 2
+EXIT_NOT_RECONCILED = 3
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalbeam", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="evaluate the cases in --input and write tables to --output",
+                         epilog="Any other --option is passed to Beam (e.g. --runner, "
+                                "--direct_running_mode, --direct_num_workers, --project).")
+    run.add_argument("--input", required=True, help="Parquet file, folder or glob of cases")
+    run.add_argument("--output", required=True, help="folder (or gs://, s3:// URL) for the tables")
+    run.add_argument("--config", help="YAML config (default: built-in defaults)")
+    run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
+    run.add_argument("--run-date", help="partition date YYYY-MM-DD (default: today, UTC)")
+    return parser
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
+    cfg = load_config(args.config)
+    run_id = args.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + \
+        secrets.token_hex(2)
+    if not RUN_ID_PATTERN.match(run_id):
+        raise UsageError(f"--run-id {run_id!r} must be 1-128 letters, digits, '-' or '_'")
+    run_date = args.run_date or dt.datetime.now(dt.timezone.utc).date().isoformat()
+    try:
+        dt.date.fromisoformat(run_date)
+    except ValueError:
+        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD") from None
+    for bot in cfg.bots:
+        if bot.type in REMOTE_BOT_TYPES:
+            raise ConfigError(f"bot {bot.name!r}: type {bot.type!r} needs the remote-call layer, "
+                              "which this build does not include yet")
+        if bot.type == "faq_match":
+            try:
+                check_faq_file(bot.faq)
+            except ValueError as exc:
+                raise ConfigError(f"bot {bot.name!r}: {exc}") from None
+    try:
+        scorers = select_scorers(cfg.metrics, cfg.metric_options)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    columns = source_columns(cfg.input.columns)
+    shards = plan_shards(args.input, columns)
+    metrics = tuple(m for s, _ in scorers for m in s.metrics)
+    info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
+                   input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
+                   bots=tuple(b.name for b in cfg.bots), metrics=metrics,
+                   lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict())
+    return Plan(cfg, info, shards, columns, scorers)
+
+
+def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
+    args = list(beam_args)
+    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
+        args.append("--runner=FnApiRunner")  # local default: never downloads a runner binary
+    return PipelineOptions(args)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args, beam_args = _parser().parse_known_args(argv)
+    unknown = [a for a in beam_args if not a.startswith("--")]
+    if unknown:
+        print(f"evalbeam: error: unexpected argument {unknown[0]!r}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        plan = make_plan(args)
+    except (ConfigError, InputError, UsageError) as exc:
+        print(f"evalbeam: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with beam.Pipeline(options=_beam_options(beam_args)) as p:
+        build_pipeline(p, plan)
+    return _print_outcome(plan.info)
+
+
+def _print_outcome(info: RunInfo) -> int:
+    path = os.path.join(info.output, "runs", info.run_id, "manifest.json")
+    with open(path, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    c = manifest["counts"]
+    print(f"run {info.run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
+          f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
+          f"({c['errors_rows']} rows in errors/)")
+    for bot in manifest["bots"]:
+        print(f"  {bot}: " + _bot_line(info.output, info.run_id, info.run_date, bot))
+    print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
+    print(f"report:  {info.output}/runs/{info.run_id}/report.md")
+    if not manifest["reconciliation"]["ok"]:
+        print("evalbeam: error: the counts do not reconcile; see manifest.json", file=sys.stderr)
+        return EXIT_NOT_RECONCILED
+    return 0
+
+
+def _bot_line(output: str, run_id: str, run_date: str, bot: str) -> str:
+    import pyarrow.parquet as pq
+    from schemas.tables import ALL_SUITES, SUMMARY, VERDICT_METRIC
+    folder = os.path.join(output, SUMMARY.name, f"run_date={run_date}")
+    rows = pq.read_table(os.path.join(folder, f"part-{run_id}.0.parquet")).to_pylist()
+    by = {r["metric"]: r for r in rows if r["bot"] == bot and r["suite"] == ALL_SUITES}
+    v = by.get(VERDICT_METRIC)
+    parts = [] if v is None else [f"PASS {v['pass_count']}  WARN {v['warn_count']}  "
+                                  f"FAIL {v['fail_count']}  ERROR {v['error_count']}"]
+    for m in ("hallucination", "lexical_relevance", "completeness", "rougeL", "bleu"):
+        if m in by and by[m]["mean"] is not None:
+            parts.append(f"{m} {by[m]['mean']:.3f}")
+    return " | ".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    sys.exit(run(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

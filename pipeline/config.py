@@ -1,0 +1,288 @@
+"""The YAML run configuration: parsing, defaults and strict validation.
+
+Every key is optional; unknown keys are an error naming the key's full path,
+because a misspelt key silently ignored is a nightly job evaluated wrongly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import yaml
+
+VERDICTS = ("PASS", "WARN", "FAIL")
+BOT_TYPES = ("precomputed", "faq_match", "full_context", "chat", "http")
+REMOTE_BOT_TYPES = ("full_context", "chat", "http")
+EMBEDDING_PROVIDERS = ("local", "endpoint", "hashing")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message is one line and names the key."""
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    columns: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    base_url: str
+    api_key_env: str | None = None
+    requests_per_second: float = 10.0
+    tokens_per_minute: float | None = None
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_attempts: int = 6
+    price_per_million: dict[str, float] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # values may name env vars: ${VAR}
+    worker_share: float = 1.0  # this worker's share of the global limits
+    api_version: str | None = None  # Azure OpenAI
+
+
+@dataclass(frozen=True)
+class BotConfig:
+    name: str
+    type: str
+    faq: str | None = None              # faq_match: Parquet or CSV with question, answer
+    endpoint: str | None = None         # remote bots
+    model: str | None = None
+    knowledge: str | None = None        # full_context: the knowledge document
+    prompt_template: str | None = None  # full_context: template file
+    system_prompt: str | None = None    # chat
+    options: dict[str, Any] = field(default_factory=dict)  # http bot: url, body, paths...
+
+
+@dataclass(frozen=True)
+class EmbeddingsConfig:
+    provider: str = "local"
+    endpoint: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    endpoint: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class VerdictRule:
+    metric: str
+    verdict: str
+    above: float | None = None
+    below: float | None = None
+
+
+DEFAULT_RULES = (
+    VerdictRule("hallucination", "FAIL", above=0.5),
+    VerdictRule("lexical_relevance", "FAIL", below=0.1),
+    VerdictRule("completeness", "WARN", below=0.6),
+)
+
+
+@dataclass(frozen=True)
+class VerdictConfig:
+    rules: tuple[VerdictRule, ...] = DEFAULT_RULES
+    otherwise: str = "PASS"
+
+
+@dataclass(frozen=True)
+class Config:
+    input: InputConfig = field(default_factory=InputConfig)
+    endpoints: dict[str, EndpointConfig] = field(default_factory=dict)
+    bots: tuple[BotConfig, ...] = (BotConfig(name="recorded", type="precomputed"),)
+    embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    metrics: tuple[str, ...] | None = None  # None: every metric the inputs allow
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    source_path: str | None = None  # where it was loaded from (not a config key)
+
+    def to_public_dict(self) -> dict[str, Any]:
+        """The config as plain data for the manifest; secrets cannot be in it."""
+        data = dataclasses.asdict(self)
+        data.pop("source_path", None)
+        return redact(data)
+
+
+_SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """Replace values under secret-looking keys; `*_env` keys hold names, kept."""
+    if isinstance(value, Mapping):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v, key) for v in value]
+    low = key.lower()
+    if isinstance(value, str) and any(w in low for w in _SECRET_WORDS) and not low.endswith("_env"):
+        return "<redacted>" if "${" not in value else value
+    return value
+
+
+# ---------------------------------------------------------------- parsing
+
+def _check_keys(data: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where or 'config'} must be a mapping, got {type(data).__name__}")
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        path = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise ConfigError(f"unknown key '{path}' (allowed here: {', '.join(sorted(allowed))})")
+    return dict(data)
+
+
+def _build(cls: type, data: Any, where: str, **overrides: Any) -> Any:
+    """Construct a dataclass from a mapping, rejecting unknown keys."""
+    names = {f.name for f in dataclasses.fields(cls)} - {"source_path"}
+    values = _check_keys(data, names, where)
+    values.update(overrides)
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in values]
+    if missing:
+        raise ConfigError(f"missing key '{where}.{missing[0]}'")
+    try:
+        return cls(**values)
+    except TypeError as exc:  # pragma: no cover - guarded by the key checks
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _number(value: Any, where: str, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where} must be a number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{where} must be > 0, got {value!r}")
+    return float(value)
+
+
+def _endpoint(name: str, data: Any) -> EndpointConfig:
+    where = f"endpoints.{name}"
+    ep = _build(EndpointConfig, data, where)
+    if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.base_url must be an http(s) URL, got {ep.base_url!r}")
+    for key in ("requests_per_second", "timeout_s", "worker_share"):
+        _number(getattr(ep, key), f"{where}.{key}")
+    if ep.tokens_per_minute is not None:
+        _number(ep.tokens_per_minute, f"{where}.tokens_per_minute")
+    for key in ("max_concurrency", "max_attempts"):
+        if not isinstance(getattr(ep, key), int) or getattr(ep, key) < 1:
+            raise ConfigError(f"{where}.{key} must be an integer >= 1")
+    prices = _check_keys(ep.price_per_million, {"input", "output"}, f"{where}.price_per_million")
+    for k, v in prices.items():
+        _number(v, f"{where}.price_per_million.{k}", positive=False)
+    if ep.api_key_env is not None and not str(ep.api_key_env).replace("_", "").isalnum():
+        raise ConfigError(f"{where}.api_key_env must be an environment variable's NAME, "
+                          "not a key")
+    return ep
+
+
+def _rule(data: Any, where: str) -> VerdictRule:
+    rule = _build(VerdictRule, data, where)
+    if (rule.above is None) == (rule.below is None):
+        raise ConfigError(f"{where} needs exactly one of 'above' or 'below'")
+    _number(rule.above if rule.above is not None else rule.below, where, positive=False)
+    if rule.verdict not in VERDICTS:
+        raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
+    return rule
+
+
+def _resolve(path: str | None, base_dir: str) -> str | None:
+    if path is None or "://" in path or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(base_dir, path))
+
+
+def parse_config(data: Any, base_dir: str = ".") -> Config:
+    """Validate plain data (from YAML) into a Config; paths relative to base_dir."""
+    top = _check_keys(data, {f.name for f in dataclasses.fields(Config)} - {"source_path"}, "")
+    kwargs: dict[str, Any] = {}
+    if "input" in top:
+        inp = _build(InputConfig, top["input"], "input")
+        if not isinstance(inp.columns, Mapping):
+            raise ConfigError("input.columns must be a mapping of canonical column -> file column")
+        kwargs["input"] = inp
+    endpoints = _check_keys(top.get("endpoints"), set(map(str, top.get("endpoints") or {})),
+                            "endpoints")
+    kwargs["endpoints"] = {n: _endpoint(n, d) for n, d in endpoints.items()}
+    if "bots" in top:
+        bots_data = top["bots"]
+        if not isinstance(bots_data, list) or not bots_data:
+            raise ConfigError("bots must be a non-empty list")
+        bots = []
+        for i, item in enumerate(bots_data):
+            bot = _build(BotConfig, item, f"bots[{i}]")
+            bots.append(_validate_bot(bot, i, kwargs["endpoints"], base_dir))
+        names = [b.name for b in bots]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(f"bots: duplicate bot name {dupes[0]!r}")
+        kwargs["bots"] = tuple(bots)
+    if "embeddings" in top:
+        emb = _build(EmbeddingsConfig, top["embeddings"], "embeddings")
+        if emb.provider not in EMBEDDING_PROVIDERS:
+            raise ConfigError(f"embeddings.provider must be one of {EMBEDDING_PROVIDERS}")
+        kwargs["embeddings"] = emb
+    if "judge" in top:
+        kwargs["judge"] = _build(JudgeConfig, top["judge"], "judge")
+    if top.get("metrics") is not None:
+        metrics = top["metrics"]
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise ConfigError("metrics must be a list of metric names")
+        kwargs["metrics"] = tuple(metrics)
+    if "metric_options" in top:
+        opts = top["metric_options"] or {}
+        if not isinstance(opts, Mapping) or not all(isinstance(v, Mapping) for v in opts.values()):
+            raise ConfigError("metric_options must map a metric name to a mapping of options")
+        kwargs["metric_options"] = {str(k): dict(v) for k, v in opts.items()}
+    if "verdict" in top:
+        vd = _check_keys(top["verdict"], {"rules", "otherwise"}, "verdict")
+        rules = vd.get("rules", [dataclasses.asdict(r) for r in DEFAULT_RULES])
+        if not isinstance(rules, list):
+            raise ConfigError("verdict.rules must be a list")
+        otherwise = vd.get("otherwise", "PASS")
+        if otherwise not in VERDICTS:
+            raise ConfigError(f"verdict.otherwise must be one of {VERDICTS}")
+        kwargs["verdict"] = VerdictConfig(
+            tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise)
+    return Config(**kwargs)
+
+
+def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],
+                  base_dir: str) -> BotConfig:
+    where = f"bots[{i}]"
+    if not isinstance(bot.name, str) or not bot.name or not bot.name.replace("_", "").replace(
+            "-", "").isalnum():
+        raise ConfigError(f"{where}.name must be letters, digits, '-' or '_', got {bot.name!r}")
+    if bot.type not in BOT_TYPES:
+        raise ConfigError(f"{where}.type must be one of {BOT_TYPES}, got {bot.type!r}")
+    if bot.type == "faq_match" and not bot.faq:
+        raise ConfigError(f"{where}: a faq_match bot needs 'faq' (a Parquet or CSV file)")
+    if bot.type in REMOTE_BOT_TYPES:
+        if bot.type != "http" and bot.endpoint not in endpoints:
+            raise ConfigError(f"{where}.endpoint {bot.endpoint!r} is not a configured endpoint")
+    return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
+                               knowledge=_resolve(bot.knowledge, base_dir),
+                               prompt_template=_resolve(bot.prompt_template, base_dir))
+
+
+def load_config(path: str | None) -> Config:
+    """Load and validate a YAML file; None gives the defaults."""
+    if path is None:
+        return Config()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"config {path} is not valid YAML{where}") from None
+    cfg = parse_config(data, os.path.dirname(os.path.abspath(path)))
+    return dataclasses.replace(cfg, source_path=path)

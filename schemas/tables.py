@@ -1,0 +1,55 @@
+"""Output table contracts: pyarrow schemas and Hive partition columns.
+
+Partition columns are not stored inside the files (they live in the folder
+names), which is what DuckDB, Spark and Athena expect of Hive layouts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+_S, _D, _I = pa.string(), pa.float64(), pa.int64()
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    schema: pa.Schema            # columns stored in the files
+    partitions: tuple[str, ...]  # Hive partition columns, outermost first
+
+
+RESULTS = TableSpec("results", pa.schema([
+    ("run_id", _S), ("case_id", _S), ("suite", _S), ("question", _S),
+    ("expected_answer", _S), ("answer", _S), ("contexts", pa.list_(_S)), ("tags", pa.list_(_S)),
+    ("latency_ms", _D), ("verdict", _S), ("verdict_reason", _S), ("error", _S),
+    ("bot_details", _S),
+]), ("run_date", "bot"))
+
+SCORES = TableSpec("scores", pa.schema([
+    ("run_id", _S), ("case_id", _S), ("suite", _S), ("metric", _S), ("value", _D),
+    ("details", _S), ("error", _S),
+]), ("run_date", "bot"))
+
+SUMMARY = TableSpec("summary", pa.schema([
+    ("run_id", _S), ("bot", _S), ("suite", _S), ("metric", _S), ("count", _I), ("missing", _I),
+    ("mean", _D), ("p50", _D), ("p90", _D), ("min", _D), ("max", _D),
+    ("higher_is_better", pa.bool_()),
+    ("pass_count", _I), ("warn_count", _I), ("fail_count", _I), ("error_count", _I),
+]), ("run_date",))
+
+ERRORS = TableSpec("errors", pa.schema([
+    ("run_id", _S), ("stage", _S), ("case_id", _S), ("bot", _S), ("error_type", _S),
+    ("message", _S), ("source", _S),
+]), ("run_date",))
+
+USAGE = TableSpec("usage", pa.schema([
+    ("run_id", _S), ("endpoint", _S), ("model", _S), ("calls", _I), ("retries", _I),
+    ("failures", _I), ("cache_hits", _I), ("prompt_tokens", _I), ("completion_tokens", _I),
+    ("cost", _D), ("latency_p50_ms", _D), ("latency_p95_ms", _D),
+]), ("run_date",))
+
+TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}
+
+ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite
+VERDICT_METRIC = "verdict"  # summary rows carrying verdict counts

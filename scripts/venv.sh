@@ -1,0 +1,21 @@
+# Sourced by run_local.sh and run_tests.sh: create or reuse ./.venv and
+# (re)install the package when setup.py changed. Sets $PY.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${EVALBEAM_VENV:-$ROOT/.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "creating virtual environment in $VENV" >&2
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+fi
+STAMP="$VENV/.evalbeam-installed"
+WANT="$(cat "$ROOT/setup.py" | sha1sum | cut -d' ' -f1)-${EVALBEAM_EXTRAS:-test}"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "installing evalbeam and its dependencies into $VENV" >&2
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[${EVALBEAM_EXTRAS:-test}]" 2>&1 \
+    | grep -v -e '^WARNING: Location' -e '^\s*$' >&2 || true
+  "$VENV/bin/python" -c "import apache_beam, pyarrow, sacrebleu, rouge_score" \
+    || { echo "installation failed" >&2; exit 1; }
+  echo "$WANT" > "$STAMP"
+fi
+PY="$VENV/bin/python"

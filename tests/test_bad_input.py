@@ -1,0 +1,79 @@
+"""Bad input: a clear one-line error and nothing written, or error rows and nothing lost."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+from tests.conftest import SAMPLE_ROWS, write_cases
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+
+
+def _fails_cleanly(capsys, out, *args):
+    code = run_cli(*args, "--output", out)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("evalbeam: error: ") and "\n" not in err and "Traceback" not in err
+    assert not os.path.exists(out), "nothing may be written"
+    return err
+
+
+def test_missing_column_bad_config_and_unreadable_input(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    no_q = write_cases(str(tmp_path / "noq.parquet"), [{"prompt": "x"}])
+    assert "missing required column 'question'" in _fails_cleanly(capsys, out, "--input", no_q)
+    good = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("metrics: [bleu, blue]\n")
+    assert "unknown metric 'blue'" in _fails_cleanly(capsys, out, "--input", good,
+                                                       "--config", str(cfg))
+    cfg.write_text("bots:\n  - {name: f, type: faq_match, faq: missing.csv}\n")
+    assert "FAQ file not found" in _fails_cleanly(capsys, out, "--input", good,
+                                                  "--config", str(cfg))
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("this is not parquet")
+    assert "cannot read" in _fails_cleanly(capsys, out, "--input", str(junk))
+    assert "no input files" in _fails_cleanly(capsys, out, "--input", str(tmp_path / "x*.pq"))
+    assert "--run-id" in _fails_cleanly(capsys, out, "--input", good, "--run-id", "a/b")
+
+
+def test_empty_file_runs_with_zero_rows(tmp_path):
+    schema = pa.schema([("question", pa.string()), ("answer", pa.string())])
+    path = write_cases(str(tmp_path / "empty.parquet"), [], schema)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "e") == 0
+    m = manifest(out, "e")
+    assert m["counts"]["input_rows"] == 0 and m["reconciliation"]["ok"]
+
+
+def test_wrong_types_nulls_binary_and_odd_text_lose_nothing(tmp_path):
+    schema = pa.schema([("case_id", pa.string()), ("question", pa.binary()),
+                        ("answer", pa.string())])
+    binary = write_cases(str(tmp_path / "a.parquet"),
+                         [{"case_id": "b1", "question": b"\xff\xfe caf\xe9", "answer": "x"}],
+                         schema)
+    odd = [
+        {"case_id": "rtl", "question": "ما هي مدة الاسترداد؟",
+         "answer": "\u202bيمكنك استرداد المبلغ خلال 30 يومًا\u202c", "expected_answer": "30 يومًا"},
+        {"case_id": "mojibake", "question": "CafÃ© refund Ã©tÃ©?\u200b\x00",
+         "answer": "Ã©tÃ© refunds â€” 30 days", "expected_answer": "Refunds take 30 days."},
+        {"case_id": "huge", "question": "Tell me everything about refunds",
+         "answer": "refund policy details " * 50_000, "expected_answer": "Refunds in 30 days."},
+        {"case_id": "nulls", "question": "Is there a fee?", "answer": None,
+         "expected_answer": None},
+    ]
+    write_cases(str(tmp_path / "b.parquet"), odd)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(tmp_path / "*.parquet"), "--output", out, "--run-id", "o") == 0
+    m = manifest(out, "o")
+    assert m["counts"]["input_rows"] == 5 and m["counts"]["invalid_rows"] == 1
+    assert m["reconciliation"]["ok"]
+    errors = read_rows(out, "errors")
+    assert {(e["case_id"], e["error_type"]) for e in errors} == {
+        ("b1", "wrong_type"), ("nulls", "bot_error")}
+    results = {r["case_id"]: r for r in read_rows(out, "results")}
+    assert len(results["huge"]["answer"]) == len("refund policy details " * 50_000)
+    assert results["rtl"]["answer"].startswith("\u202b")
+    assert results["nulls"]["verdict"] == "ERROR"
+    assert {r["verdict"] for r in results.values()} <= {"PASS", "WARN", "FAIL", "ERROR"}

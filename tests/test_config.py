@@ -1,0 +1,104 @@
+import textwrap
+
+import pytest
+
+from pipeline.config import ConfigError, Config, load_config, parse_config, redact
+
+
+def _load(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(textwrap.dedent(text))
+    return load_config(str(path))
+
+
+def test_defaults_run_offline():
+    cfg = Config()
+    assert [b.type for b in cfg.bots] == ["precomputed"]
+    assert [(r.metric, r.verdict) for r in cfg.verdict.rules] == [
+        ("hallucination", "FAIL"), ("lexical_relevance", "FAIL"), ("completeness", "WARN")]
+    assert cfg.verdict.rules[0].above == 0.5
+
+
+def test_full_shape_from_architecture_parses(tmp_path):
+    cfg = _load(tmp_path, """
+        input:
+          columns: {question: user_input, answer: response, expected_answer: reference,
+                    contexts: retrieved_contexts}
+        endpoints:
+          llm:
+            base_url: http://127.0.0.1:8000/v1
+            api_key_env: OPENAI_API_KEY
+            requests_per_second: 50
+            tokens_per_minute: 200000
+            max_concurrency: 32
+            timeout_s: 60
+            max_attempts: 6
+            price_per_million: {input: 0.15, output: 0.60}
+        bots:
+          - {name: faq, type: faq_match, faq: faq.parquet}
+          - {name: recorded, type: precomputed}
+          - {name: assistant, type: full_context, endpoint: llm, model: gpt-4o-mini,
+             knowledge: knowledge.md}
+        embeddings: {provider: local}
+        judge: {endpoint: llm, model: gpt-4o-mini}
+        metrics: [exact_match, bleu]
+        verdict:
+          rules:
+            - {metric: hallucination, above: 0.6, verdict: FAIL}
+          otherwise: PASS
+        """)
+    assert cfg.input.columns["question"] == "user_input"
+    assert cfg.endpoints["llm"].max_concurrency == 32
+    assert cfg.bots[0].faq == str(tmp_path / "faq.parquet")  # relative to the config file
+    assert cfg.verdict.rules[0].above == 0.6
+    assert cfg.metrics == ("exact_match", "bleu")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("bots:\n  - {name: a, type: precomputed, nmae: x}\n", "bots[0].nmae"),
+    ("verdcit: {}\n", "verdcit"),
+    ("endpoints:\n  llm: {base_url: 'http://x', retries: 3}\n", "endpoints.llm.retries"),
+    ("verdict:\n  rules:\n    - {metric: m, above: 1, verdict: FAIL, when: x}\n",
+     "verdict.rules[0].when"),
+])
+def test_unknown_keys_are_named(tmp_path, text, key):
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, text)
+    assert f"'{key}'" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"bots": [{"name": "a", "type": "telepathy"}]}, "type must be one of"),
+    ({"bots": [{"name": "a", "type": "faq_match"}]}, "needs 'faq'"),
+    ({"bots": [{"name": "a", "type": "precomputed"}, {"name": "a", "type": "precomputed"}]},
+     "duplicate bot name"),
+    ({"verdict": {"rules": [{"metric": "m", "verdict": "FAIL"}]}}, "exactly one of"),
+    ({"verdict": {"rules": [{"metric": "m", "above": 1, "verdict": "MAYBE"}]}}, "verdict must be"),
+    ({"endpoints": {"llm": {"base_url": "ftp://x"}}}, "http(s) URL"),
+    ({"endpoints": {"llm": {"base_url": "http://x", "api_key_env": "sk-abc123 secret"}}},
+     "environment variable's NAME"),
+    ({"metrics": "bleu"}, "list of metric names"),
+])
+def test_invalid_values_are_one_line_errors(data, words):
+    with pytest.raises(ConfigError) as err:
+        parse_config(data)
+    assert words in str(err.value)
+
+
+def test_missing_and_invalid_yaml_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(str(tmp_path / "nope.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("bots: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML at line"):
+        load_config(str(bad))
+
+
+def test_redaction_keeps_env_names_and_hides_values():
+    data = {"api_key_env": "OPENAI_API_KEY", "headers": {"Authorization": "Bearer sk-123"},
+            "token": "abc", "model": "m"}
+    out = redact(data)
+    assert out["api_key_env"] == "OPENAI_API_KEY"
+    assert out["headers"]["Authorization"] == "<redacted>"
+    assert out["token"] == "<redacted>" and out["model"] == "m"

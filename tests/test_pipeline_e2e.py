@@ -1,0 +1,135 @@
+"""End to end: CLI -> Beam (FnApiRunner) -> Parquet tables read back."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import duckdb
+import pytest
+
+from tests.conftest import EXAMPLE, FAQ_ROWS, ROOT, SAMPLE_ROWS, write_cases
+from tests.pipeline_helpers import TABLE_NAMES, files_under, manifest, read_rows, run_cli
+
+BAD_ROWS = [
+    {"case_id": "bad-null", "question": None, "expected_answer": "x", "contexts": None,
+     "answer": "x", "suite": "s", "tags": None},
+    {"case_id": "bad-empty", "question": "  ", "expected_answer": None, "contexts": None,
+     "answer": "x", "suite": "s", "tags": None},
+]
+
+
+@pytest.fixture
+def setup_files(tmp_path):
+    cases = write_cases(str(tmp_path / "cases.parquet"), SAMPLE_ROWS + BAD_ROWS
+                        + [dict(SAMPLE_ROWS[0], question="Refund window again?")])  # dup id c1
+    write_cases(str(tmp_path / "faq.parquet"), FAQ_ROWS)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("bots:\n  - {name: faq, type: faq_match, faq: faq.parquet}\n"
+                   "  - {name: recorded, type: precomputed}\n")
+    return cases, str(cfg), str(tmp_path / "out")
+
+
+def test_tables_reconcile_and_read_back(setup_files):
+    cases, cfg, out = setup_files
+    assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "r1",
+                   "--run-date", "2026-11-21") == 0
+    m = manifest(out, "r1")
+    c = m["counts"]
+    assert (c["input_rows"], c["valid_cases"], c["invalid_rows"]) == (7, 5, 2)
+    assert c["duplicate_case_ids"] == 1 and c["bot_errors"] == 1  # c4 has no recorded answer
+    assert m["reconciliation"]["ok"], m["reconciliation"]
+
+    results = read_rows(out, "results")
+    assert len(results) == 10 and {r["bot"] for r in results} == {"faq", "recorded"}
+    assert {r["run_date"] for r in results} == {"2026-11-21"}
+    by = {(r["bot"], r["case_id"], r["question"]): r for r in results}
+    err = by[("recorded", "c4", "Do you ship to Canada?")]
+    assert err["verdict"] == "ERROR" and "no recorded answer" in err["error"]
+    faq = by[("faq", "c2", "What does the Pro plan cost per month?")]
+    assert faq["answer"] == "The Pro plan costs $12 per month."
+    assert '"matched_question": "How much is the Pro plan?"' in faq["bot_details"]
+    invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
+    assert invented["verdict"] == "FAIL" and "hallucination" in invented["verdict_reason"]
+
+    scores = read_rows(out, "scores")
+    assert len(scores) == len(results) * len(m["metrics"])
+    per_metric = Counter(s["metric"] for s in scores)
+    assert set(per_metric.values()) == {10}
+    no_ref = [s for s in scores if s["case_id"] == "c3" and s["metric"] == "bleu"]
+    assert all(s["value"] is None and s["error"] == "no expected_answer" for s in no_ref)
+    assert all(s["value"] is None and s["error"].startswith("bot failed")
+               for s in scores if s["case_id"] == "c4" and s["bot"] == "recorded")
+
+    errors = read_rows(out, "errors")
+    assert Counter(e["error_type"] for e in errors) == Counter(
+        {"invalid_value": 2, "bot_error": 1, "duplicate_case_id": 1})
+    assert all(e["source"] and "#" in e["source"] for e in errors if e["stage"] == "read"
+               and e["error_type"] != "duplicate_case_id")
+
+    summary = read_rows(out, "summary")
+    verdict_all = [s for s in summary if s["metric"] == "verdict" and s["suite"] == "*"]
+    assert sum(s["count"] for s in verdict_all) == 10
+    bleu = [s for s in summary if s["metric"] == "bleu" and s["suite"] == "*"
+            and s["bot"] == "recorded"][0]
+    assert bleu["count"] + bleu["missing"] == 5
+    assert not [s for s in summary if s["metric"] == "hallucination"][0]["higher_is_better"]
+    assert len(read_rows(out, "usage")) == 0
+
+    report = open(os.path.join(out, "runs", "r1", "report.md"), encoding="utf-8").read()
+    assert "| recorded |" in report and "Worst cases" in report and "reconcile: **yes**" in report
+    assert not os.path.exists(os.path.join(out, "_tmp", "r1"))
+
+    con = duckdb.connect()
+    n = con.execute(f"select count(*) from read_parquet('{out}/scores/**/*.parquet', "
+                    "hive_partitioning=true) where bot = 'faq'").fetchone()[0]
+    assert n == 5 * len(m["metrics"])
+
+
+def test_rerun_replaces_only_that_run(setup_files):
+    cases, cfg, out = setup_files
+    args = ["--input", cases, "--output", out, "--config", cfg, "--run-date", "2026-11-21"]
+    assert run_cli(*args, "--run-id", "a") == 0
+    assert run_cli(*args, "--run-id", "a-1") == 0  # a prefix of another id must not collide
+    before = files_under(out)
+    assert run_cli(*args, "--run-id", "a") == 0
+    assert len(files_under(out)) == len(before)
+    results = read_rows(out, "results")
+    assert Counter(r["run_id"] for r in results) == {"a": 10, "a-1": 10}
+    # the same run id on another date moves, it does not duplicate
+    assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "a",
+                   "--run-date", "2026-11-22") == 0
+    assert Counter(r["run_id"] for r in read_rows(out, "results")) == {"a": 10, "a-1": 10}
+
+
+def test_every_table_is_readable_by_duckdb_glob(setup_files):
+    cases, cfg, out = setup_files
+    assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "x") == 0
+    con = duckdb.connect()
+    for name in TABLE_NAMES:
+        con.execute(f"select * from read_parquet('{out}/{name}/**/*.parquet', "
+                    "hive_partitioning=true)").fetchall()
+
+
+@pytest.mark.slow
+def test_multi_processing_mode_matches_in_memory(tmp_path):
+    """Two worker processes: the pipeline pickles and the outputs are the same."""
+    out_mp, out_mem = str(tmp_path / "mp"), str(tmp_path / "mem")
+    cases = os.path.join(EXAMPLE, "cases.parquet")
+    cfg = os.path.join(EXAMPLE, "config.yaml")
+    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--config", cfg,
+           "--run-id", "mp", "--run-date", "2026-11-21"]
+    proc = subprocess.run(cmd + ["--output", out_mp, "--direct_running_mode=multi_processing",
+                                 "--direct_num_workers=2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert run_cli("--input", cases, "--config", cfg, "--run-id", "mp", "--run-date",
+                   "2026-11-21", "--output", out_mem) == 0
+    assert manifest(out_mp, "mp")["reconciliation"]["ok"]
+
+    def key(rows):
+        return sorted((r["bot"], r["case_id"], r.get("metric"), r.get("value"),
+                       r.get("verdict")) for r in rows)
+    for table in ("results", "scores"):
+        assert key(read_rows(out_mp, table)) == key(read_rows(out_mem, table))

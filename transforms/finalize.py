@@ -1,0 +1,78 @@
+"""Finalize: once every table's files are written, put them in place and
+write the small tables, the manifest and the report. Runs exactly once."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import SCHEMA_VERSION
+from schemas.tables import ERRORS, RESULTS, SCORES, SUMMARY, TABLES, USAGE
+from transforms.report import package_versions, reconcile, render_report
+from transforms.summary import summary_rows
+from transforms.write import (finalize_files, partition_dir, temp_dir, write_table_file)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    run_date: str
+    output: str
+    input: str
+    planned_rows: int
+    bots: tuple[str, ...]
+    metrics: tuple[str, ...]
+    lower_is_better: frozenset[str]
+    config: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+
+
+def _small_table(info: RunInfo, spec, rows: list[dict]) -> int:
+    folder = partition_dir(info.output, spec.name, (("run_date", info.run_date),))
+    write_table_file(FileSystems.join(folder, f"part-{info.run_id}.0.parquet"), spec.schema, rows)
+    return len(rows)
+
+
+class Finalize(beam.DoFn):
+    def __init__(self, info: RunInfo):
+        self._info = info
+
+    def process(self, _, written, metric_stats, verdicts, counts, worst, usage):
+        info = self._info
+        rows = finalize_files(info.output, info.run_id, TABLES.values(), written)
+        if rows[ERRORS.name] == 0:  # keep every table readable by a glob
+            _small_table(info, ERRORS, [])
+        summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
+        rows[SUMMARY.name] = _small_table(info, SUMMARY, summary)
+        rows[USAGE.name] = _small_table(info, USAGE, list(usage))
+        counts = dict(counts)
+        counts.update(results_rows=rows[RESULTS.name], scores_rows=rows[SCORES.name],
+                      errors_rows=rows[ERRORS.name])
+        manifest = {
+            "run_id": info.run_id, "run_date": info.run_date, "schema_version": SCHEMA_VERSION,
+            "input": info.input, "output": info.output, "bots": list(info.bots),
+            "metrics": list(info.metrics), "counts": counts, "tables": rows,
+            "reconciliation": reconcile(counts, len(info.bots), len(info.metrics)),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": info.config, "versions": package_versions(),
+        }
+        run_dir = FileSystems.join(info.output, "runs", info.run_id)
+        worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)
+                        for bot, items in worst}
+        for w in worst_by_bot.values():
+            for item in w:
+                item.pop("severity", None)
+        manifest["worst_cases"] = worst_by_bot
+        with FileSystems.create(FileSystems.join(run_dir, "manifest.json")) as fh:
+            fh.write(json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode())
+        with FileSystems.create(FileSystems.join(run_dir, "report.md")) as fh:
+            fh.write(render_report(manifest, summary, worst_by_bot).encode())
+        tmp = temp_dir(info.output, info.run_id)
+        if FileSystems.exists(tmp):
+            FileSystems.delete([tmp])
+        yield manifest

@@ -1,0 +1,131 @@
+"""ReadCases: Parquet file, folder or glob -> EvalCase | RowProblem.
+
+The files are planned into shards (a file's row-group slice) when the graph is
+built; the shards are distributed over workers and each is read in batches,
+so the input is never held in memory at once and every worker gets a share.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.cases import InputError, RowProblem, check_file_schema, to_case
+from schemas.records import EvalCase
+
+SHARD_ROWS = 20_000  # rows per shard: small enough to balance two workers
+BATCH_ROWS = 2_048   # rows decoded at a time
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    path: str
+    row_group: int
+    first_row: int   # index of the row group's first row within the file
+    start: int       # slice of the row group, in rows
+    stop: int
+
+
+def list_input_files(pattern: str) -> list[str]:
+    """A file, a folder (every *.parquet under it) or a glob; sorted; never empty."""
+    if os.path.isdir(pattern):
+        found = [os.path.join(root, name) for root, _, names in os.walk(pattern)
+                 for name in names if name.endswith(".parquet") and not name.startswith((".", "_"))]
+    else:
+        try:
+            results = FileSystems.match([pattern])[0].metadata_list
+        except Exception as exc:  # Beam raises BeamIOError with the details inside
+            raise InputError(f"cannot list input {pattern}: {exc}") from None
+        found = [m.path for m in results]
+    if not found:
+        raise InputError(f"no input files match {pattern}")
+    return sorted(found)
+
+
+def _open_parquet(path: str) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(FileSystems.open(path))
+    except Exception as exc:
+        raise InputError(f"cannot read {path} as Parquet: {exc}") from None
+
+
+def plan_shards(pattern: str, columns: Mapping[str, str]) -> list[Shard]:
+    """Check every file's schema (metadata only) and cut the files into shards."""
+    shards: list[Shard] = []
+    for path in list_input_files(pattern):
+        pf = _open_parquet(path)
+        check_file_schema(pf.schema_arrow, columns, path)
+        first = 0
+        for rg in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(rg).num_rows
+            for start in range(0, n, SHARD_ROWS):
+                shards.append(Shard(path, rg, first, start, min(n, start + SHARD_ROWS)))
+            first += n
+    return shards
+
+
+def read_shard_rows(shard: Shard, columns: Mapping[str, str]) -> Iterator[tuple[str, dict]]:
+    """(source, raw row dict) for each row of the shard, decoded batch by batch."""
+    pf = _open_parquet(shard.path)
+    wanted = sorted(set(columns.values()) & set(pf.schema_arrow.names))
+    offset = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[shard.row_group],
+                                 columns=wanted, use_threads=False):
+        end = offset + batch.num_rows
+        if end > shard.start and offset < shard.stop:
+            lo, hi = max(shard.start - offset, 0), min(shard.stop, end) - offset
+            for i, row in enumerate(batch.slice(lo, hi - lo).to_pylist()):
+                yield f"{shard.path}#{shard.first_row + offset + lo + i}", row
+        offset = end
+        if offset >= shard.stop:
+            break
+
+
+class _ReadShardFn(beam.DoFn):
+    PROBLEMS = "problems"
+
+    def __init__(self, columns: Mapping[str, str]):
+        self._columns = dict(columns)
+        self._rows = beam.metrics.Metrics.counter("evalbeam", "input_rows")
+        self._invalid = beam.metrics.Metrics.counter("evalbeam", "invalid_rows")
+
+    def process(self, shard: Shard):
+        for source, raw in read_shard_rows(shard, self._columns):
+            self._rows.inc()
+            result = to_case(raw, self._columns, source)
+            if isinstance(result, RowProblem):
+                self._invalid.inc()
+                yield beam.pvalue.TaggedOutput(self.PROBLEMS, result)
+            else:
+                yield result
+
+
+class ReadCases(beam.PTransform):
+    """Shards -> valid EvalCases (main output) and RowProblems ('problems')."""
+
+    def __init__(self, shards: list[Shard], columns: Mapping[str, str]):
+        super().__init__()
+        self._shards = shards
+        self._columns = dict(columns)
+
+    def expand(self, pbegin):
+        return (pbegin
+                | "Shards" >> beam.Create(self._shards, reshuffle=len(self._shards) > 1)
+                | "Decode" >> beam.ParDo(_ReadShardFn(self._columns)).with_outputs(
+                    _ReadShardFn.PROBLEMS, main="cases"))
+
+
+def read_case_texts(shard: Shard, columns: Mapping[str, str]) -> Iterator[str]:
+    """Every text of a shard's valid rows (question, answers, passages): the IDF corpus."""
+    for source, raw in read_shard_rows(shard, columns):
+        case = to_case(raw, columns, source)
+        if isinstance(case, EvalCase):
+            yield case.question
+            for text in (case.expected_answer, case.answer):
+                if text:
+                    yield text
+            yield from case.contexts or ()

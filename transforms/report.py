@@ -1,0 +1,84 @@
+"""The run's manifest (machine-readable) and report.md (for people)."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from typing import Any, Iterable, Mapping
+
+from schemas.tables import ALL_SUITES, VERDICT_METRIC
+
+_PACKAGES = ("evalbeam", "apache-beam", "pyarrow", "numpy", "scipy", "sacrebleu", "rouge-score",
+             "httpx", "tenacity", "PyYAML")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[str, Any]:
+    """The checks that prove no row was lost; each states both sides."""
+    checks = {
+        "input_rows == valid_cases + invalid_rows":
+            (counts["input_rows"], counts["valid_cases"] + counts["invalid_rows"]),
+        "results_rows == valid_cases × bots":
+            (counts["results_rows"], counts["valid_cases"] * n_bots),
+        "scores_rows == results_rows × metrics":
+            (counts["scores_rows"], counts["results_rows"] * n_metrics),
+        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids":
+            (counts["errors_rows"],
+             counts["invalid_rows"] + counts["bot_errors"] + counts["duplicate_case_ids"]),
+    }
+    return {"ok": all(a == b for a, b in checks.values()),
+            "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
+                  worst: Mapping[str, list[Mapping[str, Any]]]) -> str:
+    summary = [r for r in summary if r["suite"] == ALL_SUITES]
+    bots = sorted({r["bot"] for r in summary})
+    c = manifest["counts"]
+    lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
+             f"Input: `{manifest['input']}` — {c['input_rows']} rows, {c['valid_cases']} valid, "
+             f"{c['invalid_rows']} invalid, {c['duplicate_case_ids']} duplicate case ids.",
+             f"Bots: {', '.join(manifest['bots'])}. Results rows: {c['results_rows']}; "
+             f"bot errors: {c['bot_errors']}. Counts reconcile: "
+             f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**.", "",
+             "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in summary:
+        if r["metric"] == VERDICT_METRIC:
+            lines.append(f"| {r['bot']} | {r['pass_count']} | {r['warn_count']} | "
+                         f"{r['fail_count']} | {r['error_count']} | {_num(r['mean'])} |")
+    metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
+    by = {(r["bot"], r["metric"]): r for r in summary}
+    lines += ["", "## Metric means (null values excluded; missing = could not be computed)", "",
+              "| metric | " + " | ".join(bots) + " |", "|---|" + "---:|" * len(bots)]
+    for m in metrics:
+        cells = []
+        for b in bots:
+            r = by.get((b, m))
+            cells.append("–" if r is None else f"{_num(r['mean'])} (n={r['count']}, "
+                                               f"missing {r['missing']})")
+        arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
+        lines.append(f"| {m}{arrow} | " + " | ".join(cells) + " |")
+    lines += ["", "↓ lower is better.", "", "## Worst cases", ""]
+    for bot in sorted(worst):
+        lines += [f"### {bot}", "", "| case | verdict | reason | question |", "|---|---|---|---|"]
+        for w in worst[bot]:
+            q = w["question"].replace("|", "\\|").replace("\n", " ")[:80]
+            reason = (w["reason"] or "").replace("|", "\\|")[:160]
+            lines.append(f"| {w['case_id']} | {w['verdict']} | {reason} | {q} |")
+        lines.append("")
+    lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
+              ""]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""Turn -> output table rows (plain dicts keyed by the table's columns)."""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from schemas.cases import RowProblem
+from schemas.records import Turn
+
+
+def to_json(value: Any) -> str | None:
+    if value is None or value == {}:
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def result_row(turn: Turn, run_id: str) -> dict:
+    c = turn.case
+    return {"run_id": run_id, "bot": turn.bot, "case_id": c.case_id, "suite": c.suite,
+            "question": c.question, "expected_answer": c.expected_answer, "answer": turn.answer,
+            "contexts": turn.effective_contexts, "tags": c.tags, "latency_ms": turn.latency_ms,
+            "verdict": turn.verdict, "verdict_reason": turn.verdict_reason, "error": turn.error,
+            "bot_details": to_json(turn.details)}
+
+
+def score_rows(turn: Turn, run_id: str) -> Iterator[dict]:
+    c = turn.case
+    for metric, r in turn.scores.items():
+        yield {"run_id": run_id, "bot": turn.bot, "case_id": c.case_id, "suite": c.suite,
+               "metric": metric, "value": r.value, "details": to_json(r.details),
+               "error": r.error}
+
+
+def bot_error_row(turn: Turn, run_id: str) -> dict:
+    return {"run_id": run_id, "stage": "bot", "case_id": turn.case.case_id, "bot": turn.bot,
+            "error_type": "bot_error", "message": turn.error, "source": turn.case.source}
+
+
+def problem_row(problem: RowProblem, run_id: str) -> dict:
+    return {"run_id": run_id, "stage": "read", "case_id": problem.case_id, "bot": None,
+            "error_type": problem.error_type, "message": problem.message,
+            "source": problem.source}
+
+
+def duplicate_row(case_id: str, count: int, run_id: str) -> dict:
+    return {"run_id": run_id, "stage": "read", "case_id": case_id, "bot": None,
+            "error_type": "duplicate_case_id",
+            "message": f"case_id {case_id!r} appears {count} times; every occurrence is "
+                       "evaluated, so its rows in results/ and scores/ repeat",
+            "source": None}
+
+
+def severity(turn: Turn) -> tuple:
+    """Sort key for "worst cases": ERROR, FAIL, WARN, then by low relevance."""
+    rank = {"ERROR": 4, "FAIL": 3, "WARN": 2, "PASS": 0}.get(turn.verdict or "", 1)
+    rel = turn.scores.get("lexical_relevance")
+    hall = turn.scores.get("hallucination")
+    return (rank, hall.value if hall and hall.value is not None else 0.0,
+            -(rel.value if rel and rel.value is not None else 1.0), turn.case.case_id)
+
+
+def worst_case_row(turn: Turn) -> dict:
+    return {"case_id": turn.case.case_id, "suite": turn.case.suite, "verdict": turn.verdict,
+            "reason": turn.verdict_reason, "question": turn.case.question[:200],
+            "answer": (turn.answer or "")[:200], "severity": severity(turn)}

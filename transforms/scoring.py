@@ -1,0 +1,138 @@
+"""ScoreWith: one ParDo per metric family, wrapping the plain metric functions.
+
+A scorer declares what it needs; when a turn lacks it (or the bot failed) every
+metric of the scorer is null with the reason, never 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import apache_beam as beam
+
+from schemas.records import MetricResult, Turn
+from transforms.metrics import hallucination as hall
+from transforms.metrics import lexical, overlap, relevance
+
+Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
+
+
+@dataclass(frozen=True)
+class Scorer:
+    name: str                      # the ParDo is labelled Score[name]
+    metrics: tuple[str, ...]       # metric names it produces
+    needs: tuple[str, ...]         # question | answer | expected_answer | contexts
+    compute: Compute
+    uses_idf: bool = False
+    lower_is_better: frozenset[str] = field(default_factory=frozenset)
+    option_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) -> Compute:
+    return lambda turn, opts, idf: {name: fn(turn, opts, idf)}
+
+
+def _latency(turn: Turn, opts, idf) -> MetricResult:
+    if turn.latency_ms is None:
+        return MetricResult.null("no latency measured (recorded answer)")
+    return MetricResult(float(turn.latency_ms))
+
+
+SCORERS: tuple[Scorer, ...] = (
+    Scorer("exact_match", ("exact_match",), ("answer", "expected_answer"),
+           _one("exact_match", lambda t, o, i: lexical.exact_match(t.answer, t.case.expected_answer))),
+    Scorer("keyword_recall", ("keyword_recall",), ("answer", "expected_answer"),
+           _one("keyword_recall",
+                lambda t, o, i: lexical.keyword_recall(t.answer, t.case.expected_answer))),
+    Scorer("answer_length", ("answer_length",), ("answer",),
+           _one("answer_length", lambda t, o, i: lexical.answer_length(t.answer))),
+    Scorer("politeness", ("politeness",), ("answer",),
+           _one("politeness", lambda t, o, i: lexical.politeness(t.answer, tuple(o["markers"]))),
+           option_defaults={"markers": lexical.DEFAULT_POLITENESS_MARKERS}),
+    Scorer("latency_ms", ("latency_ms",), (), _one("latency_ms", _latency),
+           lower_is_better=frozenset({"latency_ms"})),
+    Scorer("bleu", ("bleu",), ("answer", "expected_answer"),
+           _one("bleu", lambda t, o, i: overlap.bleu(t.answer, t.case.expected_answer))),
+    Scorer("rouge", ("rouge1", "rouge2", "rougeL"), ("answer", "expected_answer"),
+           lambda t, o, i: overlap.rouge(t.answer, t.case.expected_answer,
+                                         use_stemmer=bool(o["use_stemmer"])),
+           option_defaults={"use_stemmer": False}),
+    Scorer("lexical_relevance", ("lexical_relevance",), ("question", "answer"),
+           _one("lexical_relevance",
+                lambda t, o, idf: relevance.lexical_relevance(t.case.question, t.answer, idf)),
+           uses_idf=True),
+    Scorer("completeness", ("completeness",), ("question", "answer"),
+           _one("completeness", lambda t, o, i: relevance.completeness(t.case.question, t.answer))),
+    Scorer("hallucination", ("hallucination",), ("answer", "contexts"),
+           _one("hallucination",
+                lambda t, o, i: hall.hallucination(t.answer, t.effective_contexts, **o)),
+           lower_is_better=frozenset({"hallucination"})),
+)
+
+METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
+LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in SCORERS))
+
+
+def select_scorers(metrics: tuple[str, ...] | None,
+                   options: Mapping[str, Mapping[str, Any]]) -> list[tuple[Scorer, dict]]:
+    """The scorers to run with their options; unknown names raise ValueError."""
+    known = set(METRIC_NAMES) | {s.name for s in SCORERS}
+    wanted = set(metrics) if metrics is not None else known
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ValueError(f"unknown metric {unknown[0]!r}; known: {', '.join(METRIC_NAMES)}")
+    chosen = []
+    for scorer in SCORERS:
+        if scorer.name in wanted or wanted & set(scorer.metrics):
+            opts = dict(scorer.option_defaults)
+            given = dict(options.get(scorer.name, {}))
+            extra = sorted(set(given) - set(opts))
+            if extra and scorer.name != "hallucination":
+                raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
+            opts.update(given)
+            chosen.append((scorer, opts))
+    unknown_opts = sorted(set(options) - {s.name for s in SCORERS})
+    if unknown_opts:
+        raise ValueError(f"metric_options names unknown metric {unknown_opts[0]!r}")
+    return chosen
+
+
+def missing_input(turn: Turn, needs: tuple[str, ...]) -> str | None:
+    """Why the turn cannot be scored by a scorer with these needs, or None."""
+    if turn.error:
+        return f"bot failed: {turn.error}"
+    for need in needs:
+        if need == "answer" and turn.answer is None:
+            return "no answer"
+        if need == "expected_answer" and turn.case.expected_answer is None:
+            return "no expected_answer"
+        if need == "contexts" and not turn.effective_contexts:
+            return "no contexts"
+    return None
+
+
+def score_turn(scorer: Scorer, options: Mapping[str, Any], turn: Turn, idf=None) -> dict[str, MetricResult]:
+    """Plain-Python scoring of one turn by one scorer (what the ParDo runs)."""
+    reason = missing_input(turn, scorer.needs)
+    if reason:
+        return {m: MetricResult.null(reason) for m in scorer.metrics}
+    try:
+        return scorer.compute(turn, options, idf)
+    except Exception as exc:  # a metric bug is recorded on the row, not fatal
+        msg = f"metric failed: {type(exc).__name__}: {exc}"[:500]
+        return {m: MetricResult.null(msg) for m in scorer.metrics}
+
+
+class ScoreWith(beam.DoFn):
+    """Adds one scorer's metrics to each Turn (a new Turn; inputs are not mutated)."""
+
+    def __init__(self, scorer: Scorer, options: Mapping[str, Any]):
+        self._scorer, self._options = scorer, dict(options)
+        self._nulls = beam.metrics.Metrics.counter("evalbeam.metrics", f"{scorer.name}_null")
+
+    def process(self, turn: Turn, idf=None):
+        results = score_turn(self._scorer, self._options, turn, idf)
+        if any(r.value is None for r in results.values()):
+            self._nulls.inc()
+        yield dataclasses.replace(turn, scores={**turn.scores, **results})

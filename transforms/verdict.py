@@ -1,0 +1,51 @@
+"""ApplyVerdict: ordered rules over metric values -> PASS / WARN / FAIL / ERROR.
+
+The first rule that matches decides. A rule whose metric is null (or was not
+computed) is skipped, and the reason says so, so a PASS is never mistaken for
+"checked and fine" when the check could not run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+import apache_beam as beam
+
+from schemas.records import MetricResult, Turn
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
+           bot_error: str | None = None) -> tuple[str, str]:
+    """(verdict, reason) for one turn."""
+    if bot_error:
+        return "ERROR", f"bot failed: {bot_error}"
+    skipped = []
+    for rule in rules:
+        result = scores.get(rule.metric)
+        if result is None or result.value is None:
+            why = "not computed" if result is None else (result.error or "null")
+            skipped.append(f"{rule.metric} ({why})")
+            continue
+        v = result.value
+        if rule.above is not None and v > rule.above:
+            return rule.verdict, f"{rule.metric} {_fmt(v)} > {_fmt(rule.above)}"
+        if rule.below is not None and v < rule.below:
+            return rule.verdict, f"{rule.metric} {_fmt(v)} < {_fmt(rule.below)}"
+    reason = "no rule matched"
+    if skipped:
+        reason += "; skipped: " + ", ".join(skipped)
+    return otherwise, reason
+
+
+class ApplyVerdict(beam.DoFn):
+    def __init__(self, rules: Sequence, otherwise: str):
+        self._rules, self._otherwise = tuple(rules), otherwise
+
+    def process(self, turn: Turn):
+        verdict, reason = decide(turn.scores, self._rules, self._otherwise, turn.error)
+        beam.metrics.Metrics.counter("evalbeam.verdict", verdict).inc()
+        yield dataclasses.replace(turn, verdict=verdict, verdict_reason=reason)
