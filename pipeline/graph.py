@@ -110,7 +110,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     duplicates = (cases | "CaseIds" >> beam.Map(lambda c: c.case_id)
                   | "CountIds" >> beam.combiners.Count.PerElement()
                   | "Duplicates" >> beam.Filter(lambda kv: kv[1] > 1))
-    written.append(duplicates | "DuplicateRows" >> beam.MapTuple(duplicate_row, run_id)
+    written.append(duplicates | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                    | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
 
     metric_stats = (

@@ -130,6 +130,7 @@ def test_multi_processing_mode_matches_in_memory(tmp_path):
 
     def key(rows):
         return sorted((r["bot"], r["case_id"], r.get("metric"), r.get("value"),
-                       r.get("verdict")) for r in rows)
+                       r.get("verdict")) for r in rows
+                      if r.get("metric") != "latency_ms")  # timings differ run to run
     for table in ("results", "scores"):
         assert key(read_rows(out_mp, table)) == key(read_rows(out_mem, table))

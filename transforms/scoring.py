@@ -66,8 +66,9 @@ SCORERS: tuple[Scorer, ...] = (
            _one("completeness", lambda t, o, i: relevance.completeness(t.case.question, t.answer))),
     Scorer("hallucination", ("hallucination",), ("answer", "contexts"),
            _one("hallucination",
-                lambda t, o, i: hall.hallucination(t.answer, t.effective_contexts, **o)),
-           lower_is_better=frozenset({"hallucination"})),
+                lambda t, o, i: hall.hallucination(t.answer, t.effective_contexts,
+                                                   window=int(o["window"]))),
+           lower_is_better=frozenset({"hallucination"}), option_defaults={"window": 12}),
 )
 
 METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
@@ -88,7 +89,7 @@ def select_scorers(metrics: tuple[str, ...] | None,
             opts = dict(scorer.option_defaults)
             given = dict(options.get(scorer.name, {}))
             extra = sorted(set(given) - set(opts))
-            if extra and scorer.name != "hallucination":
+            if extra:
                 raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
             opts.update(given)
             chosen.append((scorer, opts))

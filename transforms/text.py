@@ -10,6 +10,8 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
+from nltk.stem import porter
+
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
 # hyphens, dots and commas between digits ("don't", "e-mail", "3.5", "10,000").
@@ -46,3 +48,21 @@ def keywords(text: str) -> list[str]:
         if tok not in stops and tok not in seen:
             seen[tok] = None
     return list(seen)
+
+
+# nltk's Porter stemmer (what rouge-score uses), memoised: stemming is hot.
+porter_stem = lru_cache(maxsize=1 << 16)(porter.PorterStemmer().stem)
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(token: str) -> str:
+    """Porter stem of an ASCII word ("refunds" -> "refund"); other tokens as they are."""
+    if 3 < len(token) <= 30 and token.isascii() and token.isalpha():
+        return porter_stem(token)
+    return token
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed tokens: what relevance and completeness compare, so that a
+    question about "refunds" is answered by a text about "refund"."""
+    return [stem(t) for t in tokenize(text)]

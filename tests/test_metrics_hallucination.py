@@ -1,0 +1,347 @@
+"""Claim-based hallucination: anchors, evidence, drift gate, nulls and speed."""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from transforms.metrics.hallucination import (
+    extract_claims,
+    extract_dates,
+    extract_numbers,
+    hallucination,
+    ngram_overlap,
+)
+
+
+def norms(anchors) -> list[str]:
+    return [a.norm for a in anchors]
+
+
+# --------------------------------------------------------------------------
+# Numbers
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["10k", "10K", "10,000", "$10,000", "10000", "10 thousand", "USD 10,000", "€10k"])
+def test_ten_thousand_in_every_format(text):
+    assert norms(extract_numbers(f"It costs {text} a year.")) == ["10000"]
+
+
+@pytest.mark.parametrize("text", ["1.5M", "1,500,000", "1.5 million", "$1.5m", "1500000"])
+def test_one_and_a_half_million(text):
+    assert norms(extract_numbers(f"We have {text} users")) == ["1500000"]
+
+
+@pytest.mark.parametrize("text", ["5%", "5 %", "5 percent", "5 per cent", "5.0%", "five percent"])
+def test_percentages(text):
+    assert norms(extract_numbers(f"a discount of {text} today")) == ["5%"]
+
+
+def test_percent_is_not_the_bare_number():
+    assert norms(extract_numbers("5% of 5")) == ["5%", "5"]
+
+
+def test_money_kind_and_plain_number_share_the_value():
+    money, plain = extract_numbers("$20 or 20")
+    assert (money.kind, plain.kind) == ("money", "number")
+    assert money.norm == plain.norm == "20"
+
+
+@pytest.mark.parametrize("text, value", [
+    ("three days", "3"), ("twenty-five users", "25"), ("twenty five users", "25"),
+    ("eleven seats", "11"), ("two million", "2000000"), ("a hundred", "100"),
+    ("one thousand", "1000"), ("zero fees", "0"),
+])
+def test_spelled_out_numbers(text, value):
+    assert norms(extract_numbers(text)) == [value]
+
+
+def test_lone_one_and_a_are_not_numbers():
+    assert extract_numbers("One of them is a good one.") == []
+
+
+def test_numbers_inside_words_versions_and_list_markers_are_skipped():
+    text = "1. Open the iPhone15 app\n2) Update to version 2.0.1\nThen pay 30 dollars"
+    assert norms(extract_numbers(text)) == ["30"]
+
+
+def test_lowercase_m_is_a_unit_without_currency():
+    assert norms(extract_numbers("a 5m cable")) == ["5"]
+    assert norms(extract_numbers("a $5m deal")) == ["5000000"]
+
+
+def test_other_digit_systems_and_full_width():
+    assert norms(extract_numbers("السعر ١٠٠٠ ريال")) == ["1000"]   # Arabic-Indic digits
+    assert norms(extract_numbers("価格は１０％")) == ["10%"]        # full-width
+    assert norms(extract_numbers("价格是100元")) == ["100"]          # glued to ideographs
+
+
+# --------------------------------------------------------------------------
+# Dates and times
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "March 3, 2024", "3 March 2024", "2024-03-03", "Mar 3rd, 2024", "Mar. 3 2024",
+    "the 3rd of March, 2024", "Sunday, March 3, 2024", "2024/03/03", "2024年3月3日",
+])
+def test_dates_normalise_to_iso(text):
+    assert norms(extract_dates(f"It launched on {text}.")) == ["2024-03-03"]
+
+
+def test_numbers_inside_dates_are_not_counted_again():
+    assert extract_numbers("It launched on March 3, 2024 and on 2024-03-05.") == []
+    assert norms(extract_numbers("It launched on March 3, 2024 for $30.")) == ["30"]
+
+
+def test_bare_years_month_years_and_month_days():
+    assert norms(extract_dates("Founded in 2021, public since May 2023, renews on June 1.")) == [
+        "2021", "2023-05", "--06-01"]
+
+
+def test_bare_four_digit_number_without_cue_is_a_number():
+    assert extract_dates("We have 2021 users.") == []
+    assert norms(extract_numbers("We have 2021 users.")) == ["2021"]
+
+
+def test_lowercase_may_is_not_a_month():
+    assert extract_dates("You may 3 times retry, in may 2024") == []
+
+
+def test_invalid_dates_are_not_dates():
+    assert extract_dates("February 30, 2024 and 2024-13-01") == []
+
+
+def test_ambiguous_numeric_date_keeps_both_readings():
+    (anchor,) = extract_dates("Due 03/04/2024.")
+    assert set(anchor.keys) == {"2024-03-04", "2024-04-03"}
+    (unambiguous,) = extract_dates("Due 13/04/2024.")
+    assert unambiguous.keys == ("2024-04-13",)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("9am", "09:00"), ("9 a.m.", "09:00"), ("09:00", "09:00"), ("9:30 PM", "21:30"),
+    ("12am", "00:00"), ("12pm", "12:00"), ("17:45", "17:45"),
+])
+def test_times(text, value):
+    anchors = extract_dates(f"Open at {text} daily")
+    assert [(a.kind, a.norm) for a in anchors] == [("time", value)]
+    assert extract_numbers(f"Open at {text} daily") == []
+
+
+# --------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------
+
+def test_claim_subject_verb_object():
+    claims = extract_claims("The warranty covers water damage.")
+    assert [(c.subject, c.verb, c.obj) for c in claims] == [(("warranty",), "covers", ("water", "damage"))]
+
+
+def test_second_verb_shares_the_subject():
+    claims = extract_claims("The Pro plan costs $20 per month and includes SSO.")
+    assert [c.verb for c in claims] == ["costs", "includes"]
+    assert all("plan" in c.subject for c in claims)
+    assert "sso" in claims[1].obj
+    assert all(not any(ch.isdigit() for w in c.obj for ch in w) for c in claims)  # numbers are anchors
+
+
+@pytest.mark.parametrize("sentence", [
+    "The warranty might cover water damage.",
+    "The warranty may cover water damage.",
+    "The warranty probably covers water damage.",
+    "It seems the warranty covers water damage.",
+    "Perhaps the warranty covers water damage.",
+    "Does the warranty cover water damage?",
+])
+def test_hedged_sentences_and_questions_give_no_claims(sentence):
+    assert extract_claims(sentence) == []
+
+
+def test_month_may_does_not_hedge():
+    assert extract_claims("The Pro plan launched in May with SSO.") != []
+
+
+def test_no_claim_without_subject_or_object():
+    assert extract_claims("It is.") == []
+    assert extract_claims("Yes, it is available.") == []
+
+
+# --------------------------------------------------------------------------
+# The metric
+# --------------------------------------------------------------------------
+
+PRICING = [
+    "Pricing: the Pro plan costs 10k per year and includes single sign-on (SSO).",
+    "The Pro plan was launched on 2024-03-03. Refunds are available within 30 days of purchase.",
+]
+
+
+def _unsupported(result) -> list[str]:
+    return [a["text"] for a in result.details["unsupported"]]
+
+
+def test_formatted_price_and_date_are_supported():
+    result = hallucination(
+        "The Pro plan costs $10,000 per year and includes SSO. It launched on March 3, 2024.", PRICING)
+    assert result.value == 0.0
+    kinds = {a["kind"] for a in result.details["anchors"]}
+    assert {"money", "date", "claim"} <= kinds
+    assert all(a["supported"] for a in result.details["anchors"])
+
+
+def test_wrong_price_is_unsupported():
+    result = hallucination("The Pro plan costs $12,000 per year.", PRICING)
+    assert _unsupported(result) == ["$12,000"]
+    assert result.details["s_claims"] == pytest.approx(1 / result.details["n_anchors"])
+    assert result.value == result.details["s_claims"] > 0
+
+
+def test_wrong_date_is_unsupported_but_its_month_is_supported():
+    wrong = hallucination("The Pro plan launched on March 5, 2024.", PRICING)
+    assert _unsupported(wrong) == ["March 5, 2024"]
+    month = hallucination("The Pro plan launched in March 2024.", PRICING)
+    assert month.value == 0.0
+
+
+def test_a_month_in_the_context_does_not_support_a_precise_date():
+    result = hallucination("The plan launched on 2024-03-05.", ["The plan launched in March 2024."])
+    assert _unsupported(result) == ["2024-03-05"]
+
+
+def test_ambiguous_date_is_supported_by_either_reading():
+    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on April 3, 2024."]).value == 0.0
+    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on March 4, 2024."]).value == 0.0
+    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on May 3, 2024."]).value > 0
+
+
+def test_percent_and_spelled_numbers_are_supported_across_formats():
+    ctx = ["Annual plans get a 5 per cent discount and refunds take three days."]
+    assert hallucination("Annual plans get a 5% discount; refunds take 3 days.", ctx).value == 0.0
+    assert _unsupported(hallucination("Annual plans get a 15% discount.", ctx)) == ["15%"]
+
+
+def test_time_is_supported_across_formats():
+    ctx = ["Support opens at 09:00 and closes at 17:30 on weekdays."]
+    assert hallucination("Support opens at 9am and closes at 5:30 pm.", ctx).value == 0.0
+    assert _unsupported(hallucination("Support opens at 8am.", ctx)) == ["8am"]
+
+
+def test_claim_needs_subject_and_object_close_together():
+    near = ["Our warranty covers water damage for two years."]
+    far = ["Our warranty is described in detail in the booklet that ships with every unit, "
+           "and separately we sell accessories, cases, screens and chargers, none of which "
+           "protect against water damage."]
+    answer = "The warranty covers water damage."
+    assert hallucination(answer, near).value == 0.0
+    result = hallucination(answer, far)
+    assert _unsupported(result) == ["warranty covers water damage"]
+    # A wider window finds them.
+    assert hallucination(answer, far, window=40).details["n_unsupported"] == 0
+
+
+def test_claims_match_on_stems():
+    ctx = ["Every premium subscription included priority shipping."]
+    assert hallucination("Premium subscriptions include priority shipping.", ctx).details["n_unsupported"] == 0
+
+
+def test_hedged_answer_yields_no_claims():
+    result = hallucination("The Pro plan might include phone support.", PRICING)
+    assert result.details["n_anchors"] == 0
+    assert result.details["note"] == "no anchors"
+    assert result.details["s_claims"] == 0.0
+
+
+def test_off_topic_answer_hits_the_drift_gate():
+    result = hallucination("Bananas grow well in tropical climates with plenty of rain.", PRICING)
+    assert result.details["note"] == "no anchors"
+    assert result.details["overlap"] < 0.2
+    assert result.details["p_drift"] == 0.2
+    assert result.value == 0.2
+
+
+def test_on_topic_answer_without_anchors_passes_the_gate():
+    result = hallucination("Refunds are available for the Pro plan.", PRICING)
+    assert result.details["overlap"] >= 0.2
+    assert result.details["p_drift"] == 0.0
+    assert result.value == 0.0
+
+
+def test_unsupported_claims_dominate_the_drift_penalty():
+    result = hallucination("Bananas contain potassium. Mangoes cost $3.", PRICING)
+    assert result.details["p_drift"] == 0.2
+    assert result.value == 1.0  # every anchor unsupported: max(1.0, 0.2)
+
+
+def test_repeated_figures_count_once():
+    result = hallucination("The Pro plan costs $12,000. Yes, $12,000. Really 12k.", PRICING)
+    assert result.details["n_unsupported"] == 1
+
+
+def test_ngram_overlap_definition():
+    # content stems: answer [refund, avail] -> {refund, avail, (refund, avail)}
+    # context has refund and avail, but not adjacent as content words... they are:
+    # "Refunds are available" -> [refund, avail] -> the bigram is there too.
+    assert ngram_overlap("Refunds are available.", ["Refunds are available within 30 days."]) == 1.0
+    # Unigrams present, bigram absent: 2 of 3.
+    assert ngram_overlap("Refunds available.", ["Refunds take days; it is available."]) == pytest.approx(2 / 3)
+    assert ngram_overlap("It is.", ["anything"]) is None  # only stop words
+
+
+@pytest.mark.parametrize("contexts", [None, [], [""], ["   ", "\n"]])
+def test_null_without_contexts(contexts):
+    result = hallucination("The Pro plan costs $10,000.", contexts)
+    assert result.value is None and result.error == "no contexts"
+
+
+@pytest.mark.parametrize("answer", [None, "", "  \n "])
+def test_null_for_empty_answer(answer):
+    result = hallucination(answer, PRICING)
+    assert result.value is None and result.error == "empty answer"
+
+
+# --------------------------------------------------------------------------
+# Other scripts and size
+# --------------------------------------------------------------------------
+
+def test_arabic_answer_with_arabic_indic_digits():
+    ctx = ["سعر الخطة الاحترافية 1000 دولار سنويا"]
+    ok = hallucination("سعر الخطة الاحترافية ١٠٠٠ دولار", ctx)
+    assert ok.value == 0.0 and ok.details["anchors"][0]["normalized"] == "1000"
+    wrong = hallucination("سعر الخطة الاحترافية ٢٠٠٠ دولار", ctx)
+    assert wrong.value == 1.0
+
+
+def test_hebrew_answer_does_not_crash():
+    result = hallucination("התוכנית עולה 20 דולר לחודש", ["התוכנית עולה 20 דולר לחודש"])
+    assert result.value == 0.0
+    assert [a["normalized"] for a in result.details["anchors"]] == ["20"]
+
+
+def test_chinese_answer():
+    ctx = ["专业版价格是100元，于2024年3月3日发布。"]
+    result = hallucination("专业版价格是100元，于2024年3月3日发布。", ctx)
+    assert result.value == 0.0
+    assert {a["normalized"] for a in result.details["anchors"]} == {"100", "2024-03-03"}
+    assert hallucination("专业版价格是200元。", ctx).details["n_unsupported"] == 1
+
+
+def test_megabyte_answer_is_scored_in_seconds():
+    rng = random.Random(5)
+    words = ("the pro plan costs $10,000 per year and includes SSO . it launched on March 3, 2024 "
+             "with 5% discount refunds are available within 30 days at 9am for 12k users").split()
+    answer = " ".join(rng.choice(words) for _ in range(250_000))[:1_000_000]
+    start = time.perf_counter()
+    result = hallucination(answer, PRICING)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 6.0
+    assert 0.0 < result.value < 1.0
+    assert len(result.details["anchors"]) <= 50  # details stay bounded
+
+
+def test_megabyte_of_numbers_is_scored_in_seconds():
+    answer = " ".join(str(i) for i in range(150_000))[:1_000_000]
+    start = time.perf_counter()
+    result = hallucination(answer, ["30 days, 10k per year"])
+    assert time.perf_counter() - start < 6.0
+    assert result.value > 0.99

@@ -1,0 +1,301 @@
+"""BLEU and ROUGE must be the reference libraries' numbers, only faster."""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+import sacrebleu
+from rouge_score import rouge_scorer
+
+from transforms.metrics.overlap import ROUGE_TYPES, bleu, lcs_length, rouge, rouge_tokens
+
+# --------------------------------------------------------------------------
+# (a) Published cases
+# --------------------------------------------------------------------------
+
+# From sacrebleu's test/test_sentence_bleu.py (example from sacrebleu issue
+# #98): with the defaults of sentence_bleu (smooth 'exp', tokenizer '13a',
+# case-sensitive, effective order) the expected score is 8.493 (EPSILON 1e-3).
+SB_REF = "producţia de zahăr brut se exprimă în zahăr alb;"
+SB_SYS = "Producția de zahăr primă va fi exprimată în ceea ce privește zahărul alb;"
+# Same file, issue #141: no matching n-gram at all gives exactly 0.
+SB_REF_0 = "okay thanks"
+SB_SYS_0 = "this is a cat"
+
+
+def test_sacrebleu_published_sentence_bleu():
+    assert bleu(SB_SYS, SB_REF).value == pytest.approx(8.493 / 100, abs=1e-3 / 100)
+    assert bleu(SB_SYS_0, SB_REF_0).value == 0.0
+
+
+# From sacrebleu's test/test_bleu.py, `test_case_effective_order` (hyp, ref,
+# expected BLEU / 100). Those run with floor smoothing; the two cases below
+# have no zero-count n-gram order, so smoothing does not enter and the
+# expected values hold for sentence_bleu's exp smoothing too. (The third
+# case, "a little test", does depend on the smoothing and is left out.)
+@pytest.mark.parametrize("hyp, ref, expected", [
+    ("test", "a test", 0.3678794411714425),
+    ("a test", "a test", 1.0),
+])
+def test_sacrebleu_published_effective_order(hyp, ref, expected):
+    assert bleu(hyp, ref).value == pytest.approx(expected, abs=1e-8)
+
+
+def _rouge_prf(result, key):
+    r = result[key]
+    return r.details["precision"], r.details["recall"], r.value
+
+
+# From rouge-score's rouge/rouge_scorer_test.py (google-research), where
+# score(target, prediction) is our rouge(answer=prediction, expected=target).
+def test_rouge_published_rouge1():  # testRouge1
+    p, r, f = _rouge_prf(rouge("testing", "testing one two"), "rouge1")
+    assert (p, r, f) == (pytest.approx(1), pytest.approx(1 / 3), pytest.approx(1 / 2))
+
+
+def test_rouge_published_rouge2():  # testRouge2
+    p, r, f = _rouge_prf(rouge("testing one", "testing one two"), "rouge2")
+    assert (p, r, f) == (pytest.approx(1), pytest.approx(1 / 2), pytest.approx(2 / 3))
+
+
+def test_rouge_published_rougeL_consecutive():  # testRougeLConsecutive
+    p, r, f = _rouge_prf(rouge("testing one", "testing one two"), "rougeL")
+    assert (p, r, f) == (pytest.approx(1), pytest.approx(2 / 3), pytest.approx(4 / 5))
+
+
+def test_rouge_published_rougeL_non_consecutive():  # testRougeLNonConsecutive
+    p, r, f = _rouge_prf(rouge("testing two", "testing one two"), "rougeL")
+    assert (p, r, f) == (pytest.approx(1), pytest.approx(2 / 3), pytest.approx(4 / 5))
+
+
+def test_rouge_published_multiple_types():  # testMultipleRougeTypes
+    result = rouge("testing one", "testing one two")
+    for key in ("rouge1", "rougeL"):
+        assert _rouge_prf(result, key) == (pytest.approx(1), pytest.approx(2 / 3), pytest.approx(4 / 5))
+
+
+@pytest.mark.parametrize("key", ROUGE_TYPES)
+def test_rouge_published_empty_prediction(key):  # testRougeEmpty: a real 0, not a null
+    result = rouge("", "testing one two")[key]
+    assert result.error is None
+    assert (result.details["precision"], result.details["recall"], result.value) == (0, 0, 0)
+
+
+def test_lcs_published_table():  # testLcsTable
+    assert lcs_length([1, 2, 3, 4, 5], [2, 5, 3, 4]) == 3
+    assert lcs_length([1, 2, 3, 4, 5], [8, 9]) == 0
+
+
+# rouge-score's rouge/testdata/target.txt and prediction.txt (lines 0 and 1,
+# read with readlines(), so with their newline), scored against ROUGE-1.5.5 in
+# testRouge{1,2,L}AgainstRouge155[WithStemming]: (recall, precision, F).
+RS_TARGETS = [
+    "ZfbCUIUuePaiLVUlCaUXxkpu XPeWing tUHfPMuZ',-Xd Y BrUgVJing M-HV.-DgdDaY.rFDJCRing Ht-LM "
+    "EKBDXkME,yz'RBr q'wtion wIojNbN wL,b .a-'XdQggyFl jB-RPP'iyOIcUxer tKM L\n",
+    "KsJdPByEtAor fE-Qg Dpdbring cw-WeFyu vC MoBL Xdn g wkvcEiGvKtion BDFhrpMtion psing sbKao Q m "
+    "qiing LMmer HqqLFXe,XPY,J XsurkMer ,ed nB'wH'bWVHjWFEing tQ.saefZwJtKrTlixYpMMsJing "
+    "UCAPwNHeYVjDing c T BUySKtion gMPfJpwGw p'NvxAoping eu pBwMBKV'I DNxqelhu,PHPxDEq,mtion SN\n",
+]
+RS_PREDICTIONS = [
+    "rFDJCRtion Ht-LM EKtDXkME,yz'RBr q'wer wrojNbN wL,b .a-'XdQggyFl jB-RPP'iyOIcUxi\n",
+    "n cw-WeFyu vC MoBL Xdn g wkvcEiGvKtion BDFhrpMer pstion sbKao Q m qier LMmed HqqLFXe,XPY,J "
+    "XsurkMeo ,ed nB'wH'bWVHjWFEer tQ.saefZwJtKrTlixYpMMNJtion UCAPwNHeYVjD\n",
+]
+RS_155 = [
+    ("rouge1", False, 0, (0.40741, 0.68750, 0.51163)),
+    ("rouge1", False, 1, (0.40476, 0.65385, 0.50000)),
+    ("rouge1", True, 0, (0.40741, 0.68750, 0.51163)),
+    ("rouge1", True, 1, (0.42857, 0.69231, 0.52941)),
+    ("rouge2", False, 0, (0.30769, 0.53333, 0.39024)),
+    ("rouge2", False, 1, (0.29268, 0.48000, 0.36364)),
+    ("rouge2", True, 0, (0.30769, 0.53333, 0.39024)),
+    ("rouge2", True, 1, (0.29268, 0.48000, 0.36364)),
+    ("rougeL", False, 0, (0.40741, 0.68750, 0.51163)),
+    ("rougeL", False, 1, (0.40476, 0.65385, 0.50000)),
+]
+
+
+@pytest.mark.parametrize("key, stem, line, expected", RS_155)
+def test_rouge_published_against_rouge155(key, stem, line, expected):
+    result = rouge(RS_PREDICTIONS[line], RS_TARGETS[line], use_stemmer=stem)[key]
+    recall, precision, f1 = expected
+    assert result.details["recall"] == pytest.approx(recall, abs=5e-6)
+    assert result.details["precision"] == pytest.approx(precision, abs=5e-6)
+    assert result.value == pytest.approx(f1, abs=5e-6)
+
+
+# --------------------------------------------------------------------------
+# (b) Randomised parity with the installed libraries
+# --------------------------------------------------------------------------
+
+_VOCAB = (
+    "the a of to is plan plans planning refund refunds refunded price prices cost costs "
+    "running runs ran happily happiness customer customers support supported within days "
+    "The Plan REFUND Price Customer USA e-mail don't it's 10 10,000 3.5 2024 $20 5% 9am "
+    "ZfbCUI q'wtion x-y A.B. café naïve İstanbul Straße 退款 政策 مرحبا שלום 😀 ... "
+    ". , ; : ! ? ( ) \" ' - -- / & # @"
+).split()
+
+
+def _random_text(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.05:
+        return rng.choice(["", " ", "\n", "...", "?!", "退款政策", "مرحبا بك"])
+    if roll < 0.08:
+        n = rng.randint(150, 300)  # long, but the O(n·m) reference stays affordable
+    else:
+        n = rng.randint(1, 40)
+    # A small per-text sub-vocabulary makes repeated words (and n-gram clipping) common.
+    vocab = rng.sample(_VOCAB, rng.randint(3, 25))
+    seps = [" ", " ", " ", "  ", "\n", "\t", ""]
+    return "".join(rng.choice(vocab) + rng.choice(seps) for _ in range(n))
+
+
+def _pairs(seed: int, n: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        ref = _random_text(rng)
+        # Half the hypotheses are edits of the reference, so scores cover the whole range.
+        if rng.random() < 0.5 and ref:
+            words = ref.split(" ")
+            rng.shuffle(words) if rng.random() < 0.3 else None
+            hyp = " ".join(w for w in words if rng.random() < 0.8) + " " + _random_text(rng)[:20]
+        else:
+            hyp = _random_text(rng)
+        pairs.append((hyp, ref))
+    return pairs
+
+
+def test_bleu_parity_with_sacrebleu():
+    pairs = _pairs(seed=20240303, n=1200)
+    checked = 0
+    for hyp, ref in pairs:
+        ours = bleu(hyp, ref)
+        if not ref.strip():
+            assert ours.value is None and ours.error
+            continue
+        theirs = sacrebleu.sentence_bleu(hyp, [ref])
+        assert ours.value == pytest.approx(theirs.score / 100, abs=1e-9), (hyp, ref)
+        assert ours.details["sys_len"] == theirs.sys_len and ours.details["ref_len"] == theirs.ref_len
+        assert ours.details["bp"] == theirs.bp
+        checked += 1
+    assert checked >= 1000
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_rouge_parity_with_rouge_score(use_stemmer):
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+    checked = 0
+    for hyp, ref in _pairs(seed=7 + use_stemmer, n=1200):
+        ours = rouge(hyp, ref, use_stemmer=use_stemmer)
+        theirs = scorer.score(target=ref, prediction=hyp)
+        if not rouge_tokens(ref, use_stemmer):
+            # rouge-score returns 0s here; we say it cannot be computed.
+            assert all(theirs[k].fmeasure == 0 for k in ROUGE_TYPES)
+            assert all(ours[k].value is None and "no ROUGE tokens" in ours[k].error for k in ROUGE_TYPES)
+            continue
+        for k in ROUGE_TYPES:
+            assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, hyp, ref)
+            assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
+            assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+        checked += 1
+    assert checked >= 1000
+
+
+def test_lcs_matches_dynamic_programming_on_long_random_lists():
+    # Beyond 4096 tokens the masks are built from byte buffers: check that path too.
+    rng = random.Random(3)
+    for _ in range(4):
+        vocab = [str(i) for i in range(rng.randint(2, 40))]
+        a = [rng.choice(vocab) for _ in range(rng.randint(4100, 4600))]
+        b = [rng.choice(vocab) for _ in range(rng.randint(50, 120))]
+        table = rouge_scorer._lcs_table(b, a)
+        assert lcs_length(a, b) == table[-1][-1]
+        assert lcs_length(b, a) == table[-1][-1]
+
+
+# --------------------------------------------------------------------------
+# Nulls, details, other scripts
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ref", ["", "   ", "\n\t"])
+def test_bleu_null_on_empty_reference(ref):
+    result = bleu("some answer", ref)
+    assert result.value is None and "empty" in result.error
+
+
+def test_bleu_details_and_signature():
+    result = bleu("The dog bit the man.", "The dog bit the man.")
+    assert result.value == 1.0  # sacrebleu gives 100.00000000000004; kept within [0, 1]
+    assert result.details["precisions"] == [1.0, 1.0, 1.0, 1.0]
+    sig = result.details["signature"]
+    assert "nrefs:1" in sig and "tok:13a" in sig and "smooth:exp" in sig and "eff:yes" in sig
+
+
+def test_rouge_null_for_non_latin_reference_but_bleu_scores_it():
+    for ref in ("退款政策是三十天", "سياسة الاسترداد ثلاثون يوما", "מדיניות החזרים"):
+        result = rouge(ref, ref)
+        assert all(r.value is None and "Chinese" in r.error for r in result.values())
+        assert bleu(ref, ref).value == pytest.approx(1.0)  # 13a keeps any script
+
+
+def test_rouge_empty_candidate_is_a_real_zero():
+    result = rouge("", "refunds take thirty days")
+    assert all(r.value == 0 and r.error is None for r in result.values())
+    result = rouge("退款", "refunds take thirty days")  # no ASCII tokens in the answer
+    assert all(r.value == 0 and r.error is None for r in result.values())
+
+
+def test_rouge2_of_one_token_reference_follows_rouge_score():
+    ours = rouge("yes", "yes")
+    theirs = rouge_scorer.RougeScorer(["rouge2"]).score("yes", "yes")
+    assert ours["rouge1"].value == 1.0
+    assert ours["rouge2"].value == theirs["rouge2"].fmeasure == 0
+
+
+def test_none_inputs_are_nulls():
+    assert bleu(None, "x").error == "no answer" and bleu("x", None).error == "no expected answer"
+    assert all(r.error == "no expected answer" for r in rouge("x", None).values())
+
+
+# --------------------------------------------------------------------------
+# (c) Speed
+# --------------------------------------------------------------------------
+
+
+def _megabyte_answer(seed: int = 1) -> str:
+    rng = random.Random(seed)
+    words = ("refund policy within thirty days of purchase customers can request the full price "
+             "running supported happily 10,000 plans, costs. and").split()
+    return " ".join(rng.choice(words) for _ in range(200_000))[:1_000_000]
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_rouge_megabyte_answer_is_fast(use_stemmer):
+    answer = _megabyte_answer()
+    reference = "Customers can request the full refund within thirty days of purchase, running plans."
+    start = time.perf_counter()
+    result = rouge(answer, reference, use_stemmer=use_stemmer)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0
+    # Every reference token occurs in a 170k-token random answer: full recall.
+    assert result["rougeL"].details["recall"] == 1.0
+
+
+def test_rouge_two_long_texts_stay_fast():
+    answer = _megabyte_answer(1)
+    reference = _megabyte_answer(2)[:100_000]
+    start = time.perf_counter()
+    result = rouge(answer, reference)
+    assert time.perf_counter() - start < 2.0
+    assert 0 < result["rougeL"].value < 1
+
+
+def test_bleu_megabyte_answer_is_fast():
+    start = time.perf_counter()
+    result = bleu(_megabyte_answer(), "Customers can request a full refund within thirty days.")
+    assert time.perf_counter() - start < 2.0
+    assert 0 <= result.value < 0.01  # a megabyte answer gets a crushing n-gram precision

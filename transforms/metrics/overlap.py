@@ -1,0 +1,188 @@
+"""Reference-overlap metrics: sentence BLEU and ROUGE-1/2/L.
+
+Both must be comparable with published numbers, so they reproduce the
+reference libraries exactly:
+
+* BLEU *is* sacrebleu: one shared `BLEU(effective_order=True)` object (the
+  settings of `sacrebleu.sentence_bleu`) scores every pair, which avoids
+  rebuilding the metric per call.
+* ROUGE re-implements `rouge_score.rouge_scorer.RougeScorer.score` on top of
+  rouge-score's own tokenizer and F-measure, but tokenises each text once for
+  all three variants and computes the LCS with a bit-parallel algorithm, so a
+  megabyte-long answer costs a fraction of a second instead of an O(n·m) table.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+from types import SimpleNamespace
+from rouge_score import tokenize as rouge_tokenize
+from rouge_score.scoring import fmeasure
+from sacrebleu.metrics import BLEU
+
+from schemas.records import MetricResult
+from transforms.text import porter_stem
+
+ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
+
+# The settings of sacrebleu.sentence_bleu: 13a tokenizer, exp smoothing,
+# effective order. sentence_score keeps no per-call state that matters.
+_BLEU = BLEU(effective_order=True)
+_BLEU_SIGNATURE: str | None = None
+
+
+def _bleu_signature() -> str:
+    """sacrebleu's signature string; nrefs is only known after the first call."""
+    global _BLEU_SIGNATURE
+    if _BLEU_SIGNATURE is None:
+        _BLEU_SIGNATURE = _BLEU.get_signature().format()
+    return _BLEU_SIGNATURE
+
+
+def bleu(answer: str | None, expected: str | None) -> MetricResult:
+    """Sentence BLEU in [0, 1]: sacrebleu.sentence_bleu(answer, [expected]).score / 100.
+
+    Null when there is no reference (empty or whitespace only): sacrebleu would
+    return 0, but that 0 would say nothing about the answer.
+    """
+    if answer is None:
+        return MetricResult.null("no answer")
+    if expected is None:
+        return MetricResult.null("no expected answer")
+    if not expected.strip():
+        return MetricResult.null("empty expected answer")
+    score = _BLEU.sentence_score(answer, [expected])
+    return MetricResult(
+        min(1.0, score.score / 100.0),  # sacrebleu can give 100.00000000000004
+        {
+            "precisions": [p / 100.0 for p in score.precisions],
+            "bp": score.bp,
+            "sys_len": score.sys_len,
+            "ref_len": score.ref_len,
+            "signature": _bleu_signature(),
+        },
+    )
+
+
+# rouge-score's Porter stemmer (same `stem`), memoised: stemming dominates ROUGE's cost.
+_STEMMER = SimpleNamespace(stem=porter_stem)
+
+
+def rouge_tokens(text: str, use_stemmer: bool = False) -> list[str]:
+    """rouge-score's DefaultTokenizer tokens: lower-cased [a-z0-9] runs, optionally stemmed."""
+    return rouge_tokenize.tokenize(text, _STEMMER if use_stemmer else None)
+
+
+def _ngram_counts(tokens: list[str], n: int) -> Counter:
+    if n == 1:
+        return Counter(tokens)
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+def _score_ngrams(target: list[str], prediction: list[str], n: int) -> tuple[float, float, float]:
+    """rouge_scorer._score_ngrams: counts clipped per n-gram, max(count, 1) denominators."""
+    target_ngrams = _ngram_counts(target, n)
+    prediction_ngrams = _ngram_counts(prediction, n)
+    overlap = sum(min(c, prediction_ngrams[g]) for g, c in target_ngrams.items())
+    target_count = max(len(target) - n + 1, 0)
+    prediction_count = max(len(prediction) - n + 1, 0)
+    precision = overlap / max(prediction_count, 1)
+    recall = overlap / max(target_count, 1)
+    return precision, recall, fmeasure(precision, recall)
+
+
+def _match_masks(seq: list[str], keep: set[str]) -> dict[str, int]:
+    """Bit i of masks[tok] is set when seq[i] == tok (only for tokens in `keep`)."""
+    n = len(seq)
+    if n <= 4096:
+        masks: dict[str, int] = {}
+        for i, tok in enumerate(seq):
+            if tok in keep:
+                masks[tok] = masks.get(tok, 0) | (1 << i)
+        return masks
+    # Long sequences: OR-ing ever larger ints is quadratic, so set bits in a
+    # byte buffer per token and convert once.
+    positions: dict[str, list[int]] = {}
+    for i, tok in enumerate(seq):
+        if tok in keep:
+            positions.setdefault(tok, []).append(i)
+    nbytes = (n + 7) // 8
+    masks = {}
+    for tok, where in positions.items():
+        buf = bytearray(nbytes)
+        for i in where:
+            buf[i >> 3] |= 1 << (i & 7)
+        masks[tok] = int.from_bytes(buf, "little")
+    return masks
+
+
+def lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence of two token lists.
+
+    Bit-parallel (Allison-Dix / Hyyrö 2004) with Python ints as bit vectors:
+    one add, one subtract and a few bitwise ops per token of the longer list,
+    each over ⌈len(shorter)/64⌉ machine words, instead of an O(n·m) table.
+    Tokens absent from the other list can never match, so they are dropped
+    first; that does not change the LCS.
+    """
+    shared = set(a)
+    shared.intersection_update(b)
+    if not shared:
+        return 0
+    a = [t for t in a if t in shared]
+    b = [t for t in b if t in shared]
+    if len(a) > len(b):
+        a, b = b, a
+    masks = _match_masks(a, shared)
+    all_ones = (1 << len(a)) - 1
+    v = all_ones  # zero bits of v mark the LCS "steps" found so far
+    get = masks.get
+    for tok in b:
+        u = v & get(tok, 0)
+        v = ((v + u) | (v - u)) & all_ones
+    return len(a) - v.bit_count()
+
+
+def _score_lcs(target: list[str], prediction: list[str]) -> tuple[float, float, float]:
+    """rouge_scorer._score_lcs with the LCS length computed bit-parallel."""
+    if not target or not prediction:
+        return 0.0, 0.0, 0.0
+    lcs = lcs_length(target, prediction)
+    precision = lcs / len(prediction)
+    recall = lcs / len(target)
+    return precision, recall, fmeasure(precision, recall)
+
+
+def _as_result(scores: tuple[float, float, float], **details: Any) -> MetricResult:
+    precision, recall, f1 = scores
+    return MetricResult(f1, {"precision": precision, "recall": recall, **details})
+
+
+def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False) -> dict[str, MetricResult]:
+    """ROUGE-1, ROUGE-2 and ROUGE-L F1 of the answer against the expected answer.
+
+    Equal to RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer).score(
+    target=expected, prediction=answer), including its conventions (e.g. a
+    one-token reference gives ROUGE-2 = 0). Null when the reference has no
+    token rouge-score can see: its tokenizer keeps only [a-z0-9] runs, so an
+    all-Chinese, Arabic or punctuation-only reference cannot be scored. An
+    answer without tokens against a scorable reference is a real 0.
+    """
+    if answer is None:
+        return {k: MetricResult.null("no answer") for k in ROUGE_TYPES}
+    if expected is None:
+        return {k: MetricResult.null("no expected answer") for k in ROUGE_TYPES}
+    target = rouge_tokens(expected, use_stemmer)
+    if not target:
+        reason = ("expected answer has no ROUGE tokens (rouge-score keeps only "
+                  "ASCII letters and digits, e.g. Chinese or Arabic text cannot be scored)")
+        return {k: MetricResult.null(reason) for k in ROUGE_TYPES}
+    prediction = rouge_tokens(answer, use_stemmer)
+    details = {"target_tokens": len(target), "prediction_tokens": len(prediction)}
+    return {
+        "rouge1": _as_result(_score_ngrams(target, prediction, 1), **details),
+        "rouge2": _as_result(_score_ngrams(target, prediction, 2), **details),
+        "rougeL": _as_result(_score_lcs(target, prediction), **details),
+    }
