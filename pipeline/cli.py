@@ -13,12 +13,12 @@ import argparse
 import datetime as dt
 import json
 import logging
-import os
 import secrets
 import sys
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, ConfigError, load_config
@@ -111,9 +111,9 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_outcome(info: RunInfo) -> int:
-    path = os.path.join(info.output, "runs", info.run_id, "manifest.json")
-    with open(path, encoding="utf-8") as fh:
-        manifest = json.load(fh)
+    path = FileSystems.join(info.output, "runs", info.run_id, "manifest.json")
+    with FileSystems.open(path) as fh:  # works for gs://, s3:// outputs too
+        manifest = json.loads(fh.read().decode("utf-8"))
     c = manifest["counts"]
     print(f"run {info.run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
           f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
@@ -131,8 +131,10 @@ def _print_outcome(info: RunInfo) -> int:
 def _bot_line(output: str, run_id: str, run_date: str, bot: str) -> str:
     import pyarrow.parquet as pq
     from schemas.tables import ALL_SUITES, SUMMARY, VERDICT_METRIC
-    folder = os.path.join(output, SUMMARY.name, f"run_date={run_date}")
-    rows = pq.read_table(os.path.join(folder, f"part-{run_id}.0.parquet")).to_pylist()
+    path = FileSystems.join(output, SUMMARY.name, f"run_date={run_date}",
+                            f"part-{run_id}.0.parquet")
+    with FileSystems.open(path) as fh:
+        rows = pq.read_table(fh).to_pylist()
     by = {r["metric"]: r for r in rows if r["bot"] == bot and r["suite"] == ALL_SUITES}
     v = by.get(VERDICT_METRIC)
     parts = [] if v is None else [f"PASS {v['pass_count']}  WARN {v['warn_count']}  "
