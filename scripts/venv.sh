@@ -12,10 +12,13 @@ STAMP="$VENV/.evalbeam-installed"
 WANT="$(cat "$ROOT/setup.py" | sha1sum | cut -d' ' -f1)-${EVALBEAM_EXTRAS:-test}"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "installing evalbeam and its dependencies into $VENV" >&2
-  "$VENV/bin/python" -m pip install -q -e "$ROOT[${EVALBEAM_EXTRAS:-test}]" 2>&1 \
-    | grep -v -e '^WARNING: Location' -e '^\s*$' >&2 || true
-  "$VENV/bin/python" -c "import apache_beam, pyarrow, sacrebleu, rouge_score" \
-    || { echo "installation failed" >&2; exit 1; }
+  LOG="$VENV/pip-install.log"
+  if ! "$VENV/bin/python" -m pip install -q -e "$ROOT[${EVALBEAM_EXTRAS:-test}]" >"$LOG" 2>&1 \
+     || ! "$VENV/bin/python" -c "import apache_beam, pyarrow, sacrebleu, rouge_score" 2>>"$LOG"; then
+    cat "$LOG" >&2
+    echo "installation failed (log: $LOG)" >&2
+    exit 1
+  fi
   echo "$WANT" > "$STAMP"
 fi
 PY="$VENV/bin/python"
