@@ -13,6 +13,7 @@ import argparse
 import datetime as dt
 import json
 import logging
+import os
 import secrets
 import sys
 from typing import Sequence
@@ -146,8 +147,19 @@ def _bot_line(output: str, run_id: str, run_date: str, bot: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point.
+
+    Leaves through os._exit once everything is written and flushed: native
+    threads of gRPC/Arrow that Beam leaves behind can abort the interpreter's
+    final teardown ("terminate called without an active exception"), which
+    would turn a finished run into a crash exit code.
+    """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    sys.exit(run(argv))
+    code = run(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
