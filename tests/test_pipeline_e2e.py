@@ -50,6 +50,9 @@ def test_tables_reconcile_and_read_back(setup_files):
     faq = by[("faq", "c2", "What does the Pro plan cost per month?")]
     assert faq["answer"] == "The Pro plan costs $12 per month."
     assert '"matched_question": "How much is the Pro plan?"' in faq["bot_details"]
+    assert faq["latency_ms"] > 0  # timed with a monotonic clock
+    recorded = [r for r in results if r["bot"] == "recorded"]
+    assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
     assert invented["verdict"] == "FAIL" and "hallucination" in invented["verdict_reason"]
 
@@ -59,6 +62,8 @@ def test_tables_reconcile_and_read_back(setup_files):
     assert set(per_metric.values()) == {10}
     no_ref = [s for s in scores if s["case_id"] == "c3" and s["metric"] == "bleu"]
     assert all(s["value"] is None and s["error"] == "no expected_answer" for s in no_ref)
+    assert {s["error"] for s in scores if s["metric"] == "latency_ms" and s["bot"] == "recorded"
+            and s["case_id"] != "c4"} == {"no latency measured (recorded answer)"}
     assert all(s["value"] is None and s["error"].startswith("bot failed")
                for s in scores if s["case_id"] == "c4" and s["bot"] == "recorded")
 

@@ -29,7 +29,7 @@ class PrecomputedBot:
     def answer(self, case: EvalCase) -> Turn:
         if case.answer is None:
             return Turn(case, self.name, None, error="no recorded answer in the 'answer' column")
-        return Turn(case, self.name, case.answer, latency_ms=0.0,
+        return Turn(case, self.name, case.answer, latency_ms=None,  # nothing was timed
                     details={"source": "recorded"})
 
 

@@ -42,6 +42,12 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def _cell(text: str | None, limit: int) -> str:
+    """Text safe for one markdown table cell."""
+    text = " ".join((text or "").split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
                   worst: Mapping[str, list[Mapping[str, Any]]]) -> str:
     summary = [r for r in summary if r["suite"] == ALL_SUITES]
@@ -73,11 +79,11 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines.append(f"| {m}{arrow} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better.", "", "## Worst cases", ""]
     for bot in sorted(worst):
-        lines += [f"### {bot}", "", "| case | verdict | reason | question |", "|---|---|---|---|"]
+        lines += [f"### {bot}", "", "| case | verdict | reason | question | answer |",
+                  "|---|---|---|---|---|"]
         for w in worst[bot]:
-            q = w["question"].replace("|", "\\|").replace("\n", " ")[:80]
-            reason = (w["reason"] or "").replace("|", "\\|")[:160]
-            lines.append(f"| {w['case_id']} | {w['verdict']} | {reason} | {q} |")
+            lines.append(f"| {w['case_id']} | {w['verdict']} | {_cell(w['reason'], 160)} | "
+                         f"{_cell(w['question'], 80)} | {_cell(w['answer'], 80)} |")
         lines.append("")
     lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
               ""]
