@@ -53,6 +53,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_remote_bot(bot, endpoints) -> None:
+    """Files exist, the template has its placeholder, secrets are in the environment."""
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    from transforms.remote_bots import QUESTION, read_text
+    for label, path in (("knowledge", bot.knowledge), ("prompt_template", bot.prompt_template)):
+        if path:
+            try:
+                text = read_text(path)
+            except Exception as exc:
+                raise ConfigError(f"bot {bot.name!r}: cannot read {label} {path}: "
+                                  f"{getattr(exc, 'strerror', None) or exc}") from None
+            if label == "prompt_template" and QUESTION not in text:
+                raise ConfigError(f"bot {bot.name!r}: prompt_template {path} has no "
+                                  f"{QUESTION} placeholder")
+    try:
+        endpoint_secrets(bot.endpoint, endpoints[bot.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"bot {bot.name!r}: {exc}") from None
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
     cfg = load_config(args.config)
@@ -67,8 +87,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD") from None
     for bot in cfg.bots:
         if bot.type in REMOTE_BOT_TYPES:
-            raise ConfigError(f"bot {bot.name!r}: type {bot.type!r} needs the remote-call layer, "
-                              "which this build does not include yet")
+            check_remote_bot(bot, cfg.endpoints)
         if bot.type == "faq_match":
             try:
                 check_faq_file(bot.faq)
@@ -84,7 +103,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
-                   lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict())
+                   lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
+                   prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()})
     return Plan(cfg, info, shards, columns, scorers)
 
 

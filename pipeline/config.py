@@ -264,8 +264,21 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
     if bot.type == "faq_match" and not bot.faq:
         raise ConfigError(f"{where}: a faq_match bot needs 'faq' (a Parquet or CSV file)")
     if bot.type in REMOTE_BOT_TYPES:
-        if bot.type != "http" and bot.endpoint not in endpoints:
+        if bot.endpoint not in endpoints:
             raise ConfigError(f"{where}.endpoint {bot.endpoint!r} is not a configured endpoint")
+        if bot.type != "http" and not bot.model:
+            raise ConfigError(f"{where}: a {bot.type} bot needs 'model'")
+        if bot.type == "full_context" and not bot.knowledge:
+            raise ConfigError(f"{where}: a full_context bot needs 'knowledge' (a text file)")
+        if bot.type == "http":
+            from transforms.remote_bots import HTTP_BOT_OPTIONS
+            unknown = sorted(set(bot.options) - HTTP_BOT_OPTIONS)
+            if unknown:
+                raise ConfigError(f"unknown key '{where}.options.{unknown[0]}' (allowed here: "
+                                  f"{', '.join(sorted(HTTP_BOT_OPTIONS))})")
+            if not isinstance(bot.options.get("answer_path"), str):
+                raise ConfigError(f"{where}: an http bot needs options.answer_path "
+                                  "(e.g. data.answer)")
     return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
                                knowledge=_resolve(bot.knowledge, base_dir),
                                prompt_template=_resolve(bot.prompt_template, base_dir))

@@ -24,6 +24,7 @@ from transforms.read import ReadCases, Shard, read_case_texts
 from transforms.rows import (bot_error_row, duplicate_row, problem_row, result_row, score_rows,
                              worst_case_row)
 from transforms.scoring import Scorer, ScoreWith
+from transforms.remote.usage import UsageFn
 from transforms.summary import MetricStatsFn, summary_keys
 from transforms.verdict import ApplyVerdict
 from transforms.write import WriteRows
@@ -88,7 +89,11 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
             | "CorpusTexts" >> beam.FlatMap(_corpus_texts, dict(plan.columns))
             | "DocumentFrequencies" >> beam.CombineGlobally(DocumentFrequencyFn()))
 
-    turns = cases | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots))
+    answered = (cases
+                | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
+                | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints)).with_outputs(
+                    AnswerWith.CALLS, main="turns"))
+    turns = answered.turns
     for scorer, options in plan.scorers:
         side = {"idf": idf} if scorer.uses_idf else {}
         turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options), **side)
@@ -138,7 +143,9 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
         p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
     ]
-    usage = p | "NoUsage" >> beam.Create([])  # remote calls report usage here
+    usage = (answered[AnswerWith.CALLS]
+             | "CallKeys" >> beam.Map(lambda rec: ((rec.endpoint, rec.model), rec))
+             | "Usage" >> beam.CombinePerKey(UsageFn()))
 
     _ = (p | "Once" >> beam.Create([None])
          | "Finalize" >> beam.ParDo(

@@ -6,9 +6,11 @@ every case × bot reaches results/. Latency is measured with a monotonic clock.
 from __future__ import annotations
 
 import time
-from typing import Protocol, Sequence
+import concurrent.futures
+from typing import Mapping, Protocol, Sequence
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
 
 from schemas.records import EvalCase, Turn
 from transforms.faq_index import FaqIndex, load_faq
@@ -53,36 +55,125 @@ class FaqMatchBot:
                              "similarity": round(match.similarity, 6)})
 
 
-def make_bot(cfg) -> Bot:
+def make_bot(cfg, runtime=None):
     """A bot from its BotConfig (pipeline.config), built inside the worker."""
     if cfg.type == "precomputed":
         return PrecomputedBot(cfg.name)
     if cfg.type == "faq_match":
         return FaqMatchBot(cfg.name, cfg.faq)
-    raise ValueError(f"bot type {cfg.type!r} is not available in this build")
+    from transforms import remote_bots
+    cls = {"full_context": remote_bots.FullContextBot, "chat": remote_bots.ChatBot,
+           "http": remote_bots.HttpBot}[cfg.type]
+    return cls(cfg, runtime)
+
+
+def _runtime_key(endpoints: Mapping) -> int:
+    return hash(repr(sorted(endpoints.items())))
 
 
 class AnswerWith(beam.DoFn):
-    """Every case answered by every configured bot (one Turn per bot).
+    """Every case answered by every configured bot (one Turn per case × bot).
 
+    Takes batches (beam.BatchElements). Offline bots answer inline; remote
+    bots' calls go to the worker's asyncio loop and stay in flight across
+    batches (at most `max_pending` awaiting here, `max_concurrency` per
+    endpoint on the wire), and their Turns are emitted as they complete, so a
+    slow call never stalls a whole batch. finish_bundle waits for the rest.
     One DoFn for all bots keeps the stage fused (a Flatten of per-bot branches
     would make the runner materialise every Turn between stages).
+    Call records go to the CALLS output for usage/.
     """
 
-    def __init__(self, bot_configs: Sequence):
+    CALLS = "calls"
+
+    def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None):
         self._configs = tuple(bot_configs)
-        self._bots: list[Bot] = []
+        self._endpoints = dict(endpoints or {})
+        self._bots: list = []
+        self._runtime = None
+        self._pending: list[concurrent.futures.Future] = []
+        self._max_pending = 2 * sum(e.max_concurrency for e in self._endpoints.values()) or 64
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
+        self._calls = beam.metrics.Metrics.counter("evalbeam.remote", "calls")
+        self._retries = beam.metrics.Metrics.counter("evalbeam.remote", "retries")
+        self._failed = beam.metrics.Metrics.counter("evalbeam.remote", "failed_calls")
 
     def setup(self):
-        self._bots = [make_bot(cfg) for cfg in self._configs]
+        if any(c.type in ("full_context", "chat", "http") for c in self._configs):
+            from transforms.remote.runtime import acquire_runtime
+            self._runtime = acquire_runtime(_runtime_key(self._endpoints), self._endpoints)
+        self._bots = [make_bot(cfg, self._runtime) for cfg in self._configs]
 
-    def process(self, case: EvalCase):
-        for bot in self._bots:
-            try:
-                turn = bot.answer(case)
-            except Exception as exc:  # a bot bug must not lose the row
-                turn = Turn(case, bot.name, None, error=f"{type(exc).__name__}: {exc}")
-            if turn.error:
-                self._errors.inc()
-            yield turn
+    def start_bundle(self):
+        self._pending = []
+
+    def _checked(self, turn: Turn) -> Turn:
+        if turn.error:
+            self._errors.inc()
+        if self._runtime is not None:
+            self._runtime.progress.on_case()
+        return turn
+
+    def _call_outputs(self):
+        if self._runtime is None:
+            return
+        for rec in self._runtime.drain_records():
+            self._calls.inc()
+            self._retries.inc(max(0, rec.attempts - 1))
+            if not rec.ok:
+                self._failed.inc()
+            yield rec
+
+    def _done(self, block: bool) -> list[Turn]:
+        """Completed remote Turns; with block, wait until the backlog is at most half full."""
+        finished: list[concurrent.futures.Future] = []
+        if block:
+            while len(self._pending) > self._max_pending // 2:
+                done, rest = concurrent.futures.wait(
+                    self._pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                finished.extend(done)
+                self._pending = list(rest)
+        still = []
+        for f in self._pending:
+            (finished if f.done() else still).append(f)
+        self._pending = still
+        return [self._checked(f.result()) for f in finished]
+
+    def process(self, cases):
+        for case in cases if isinstance(cases, list) else [cases]:
+            for bot in self._bots:
+                if getattr(bot, "remote", False):
+                    self._pending.append(self._runtime.submit(_safe_answer(bot, case)))
+                else:
+                    yield self._checked(_safe_sync_answer(bot, case))
+        yield from self._done(block=len(self._pending) >= self._max_pending)
+        for rec in self._call_outputs():
+            yield beam.pvalue.TaggedOutput(self.CALLS, rec)
+
+    def finish_bundle(self):
+        if self._pending:
+            concurrent.futures.wait(self._pending)
+        for turn in self._done(block=False):
+            yield GlobalWindows.windowed_value(turn)
+        for rec in self._call_outputs():
+            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(rec))
+
+    def teardown(self):
+        if self._runtime is not None:
+            from transforms.remote.runtime import release_runtime
+            release_runtime(_runtime_key(self._endpoints))
+            self._runtime = None
+
+
+def _safe_sync_answer(bot, case: EvalCase) -> Turn:
+    try:
+        return bot.answer(case)
+    except Exception as exc:  # a bot bug must not lose the row
+        return Turn(case, bot.name, None, error=f"{type(exc).__name__}: {exc}")
+
+
+async def _safe_answer(bot, case: EvalCase) -> Turn:
+    try:
+        return await bot.answer_async(case)
+    except Exception as exc:  # a bot bug must not lose the row
+        return Turn(case, bot.name, None, error=f"{type(exc).__name__}: {exc}"[:500])

@@ -12,6 +12,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, RESULTS, SCORES, SUMMARY, TABLES, USAGE
+from transforms.remote.usage import usage_rows
 from transforms.report import package_versions, reconcile, render_report
 from transforms.summary import summary_rows
 from transforms.write import (finalize_files, partition_dir, temp_dir, write_table_file)
@@ -28,6 +29,7 @@ class RunInfo:
     metrics: tuple[str, ...]
     lower_is_better: frozenset[str]
     config: dict[str, Any] = field(default_factory=dict)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)  # endpoint -> per million
     started: float = field(default_factory=time.time)
 
 
@@ -48,7 +50,7 @@ class Finalize(beam.DoFn):
             _small_table(info, ERRORS, [])
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
         rows[SUMMARY.name] = _small_table(info, SUMMARY, summary)
-        rows[USAGE.name] = _small_table(info, USAGE, list(usage))
+        rows[USAGE.name] = _small_table(info, USAGE, usage_rows(info.run_id, usage, info.prices))
         counts = dict(counts)
         counts.update(results_rows=rows[RESULTS.name], scores_rows=rows[SCORES.name],
                       errors_rows=rows[ERRORS.name])

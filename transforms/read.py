@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.cases import InputError, RowProblem, check_file_schema, to_case
 from schemas.records import EvalCase
 
-SHARD_ROWS = 20_000  # rows per shard: small enough to balance two workers
+SHARD_ROWS = 5_000  # rows per shard: small enough to balance the workers
 BATCH_ROWS = 2_048   # rows decoded at a time
 
 

@@ -5,7 +5,6 @@ metric of the scorer is null with the reason, never 0.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -136,4 +135,4 @@ class ScoreWith(beam.DoFn):
         results = score_turn(self._scorer, self._options, turn, idf)
         if any(r.value is None for r in results.values()):
             self._nulls.inc()
-        yield dataclasses.replace(turn, scores={**turn.scores, **results})
+        yield turn.evolve(scores={**turn.scores, **results})

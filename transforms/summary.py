@@ -66,14 +66,16 @@ class MetricStats:
             _SKETCH.create_accumulator(), other.values)
         self.sketch = _SKETCH.merge_accumulators([self.sketch, other_sketch])
 
-    def percentiles(self) -> tuple[float | None, float | None]:
+    def percentile(self, q: int) -> float | None:
+        """The q-th percentile (integer 0..100): exact, or from the sketch."""
         if self.count == 0:
-            return None, None
+            return None
         if self.values is not None:
-            p50, p90 = np.percentile(np.frombuffer(self.values, dtype=np.float64), [50, 90])
-            return float(p50), float(p90)
-        q = _SKETCH.extract_output(_SKETCH.compact(self.sketch))
-        return float(q[50]), float(q[90])
+            return float(np.percentile(np.frombuffer(self.values, dtype=np.float64), q))
+        return float(_SKETCH.extract_output(_SKETCH.compact(self.sketch))[q])
+
+    def percentiles(self) -> tuple[float | None, float | None]:
+        return self.percentile(50), self.percentile(90)
 
     def as_row(self) -> dict:
         p50, p90 = self.percentiles()

@@ -6,7 +6,6 @@ computed) is skipped, and the reason says so, so a PASS is never mistaken for
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping, Sequence
 
 import apache_beam as beam
@@ -48,4 +47,4 @@ class ApplyVerdict(beam.DoFn):
     def process(self, turn: Turn):
         verdict, reason = decide(turn.scores, self._rules, self._otherwise, turn.error)
         beam.metrics.Metrics.counter("evalbeam.verdict", verdict).inc()
-        yield dataclasses.replace(turn, verdict=verdict, verdict_reason=reason)
+        yield turn.evolve(verdict=verdict, verdict_reason=reason)

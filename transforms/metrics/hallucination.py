@@ -548,8 +548,20 @@ def ngram_overlap(answer: str, contexts: Sequence[str]) -> float | None:
     answer_grams = _ngrams(_content_stems(answer))
     if not answer_grams:
         return None
-    context_grams = _ngrams(_content_stems("\n".join(contexts)))
+    context_grams = _context_grams(tuple(contexts))
     return len(answer_grams & context_grams) / len(answer_grams)
+
+
+@lru_cache(maxsize=256)
+def _context_grams(contexts: tuple[str, ...]) -> frozenset:
+    """The contexts' n-grams, memoised: every bot answering a case (and cases
+    that retrieved the same passages) share them."""
+    return frozenset(_ngrams(_content_stems("\n".join(contexts))))
+
+
+@lru_cache(maxsize=256)
+def _evidence_for(contexts: tuple[str, ...]) -> "_Evidence":
+    return _Evidence(contexts)
 
 
 # --------------------------------------------------------------------------
@@ -587,7 +599,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     if answer is None or not answer.strip():
         return MetricResult.null("empty answer")
 
-    evidence = _Evidence(usable)
+    evidence = _evidence_for(tuple(usable))
     temporal, numbers = _scan(_prepare(answer), unique=True)
     values = _dedupe_values((*temporal, *numbers))
     claims = _dedupe_claims(extract_claims(answer))

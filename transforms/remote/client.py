@@ -1,0 +1,194 @@
+"""EndpointClient: one configured endpoint, as every remote caller sees it.
+
+A call = up to `max_attempts` attempts, each waiting for the rate limiter and
+holding one of `max_concurrency` slots only while on the wire. Every call ends
+as a CallRecord (success or failure) that rolls up into usage/; a failure is
+returned as data, never raised into the pipeline.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from transforms.remote.ratelimit import AdaptiveRateLimiter
+from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
+                                     error_for_status, is_retryable)
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+REQUEST_ID_HEADER = "X-Client-Request-Id"  # one id per logical call, the same on every retry
+
+
+class MissingSecret(ValueError):
+    """An environment variable named in the config is not set."""
+
+
+@dataclass(slots=True)
+class CallRecord:
+    endpoint: str
+    model: str
+    purpose: str            # e.g. "bot:assistant", "embeddings", "judge:faithfulness"
+    ok: bool
+    status: int | None      # HTTP status of the last attempt (None: no response)
+    attempts: int
+    latency_ms: float | None  # the successful attempt's time on the wire
+    total_ms: float         # from the first attempt to the end, retries and waits included
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rate_limited: int = 0   # 429 answers among the attempts
+    error: str | None = None
+    cache_hit: bool = False
+
+
+@dataclass(slots=True)
+class CallResult:
+    data: Any | None        # the parsed JSON body, None on failure
+    record: CallRecord
+
+
+def resolve_env_refs(value: str, where: str) -> str:
+    """Replace ${VAR} by the environment variable's value (secrets stay out of configs)."""
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in os.environ:
+            raise MissingSecret(f"environment variable {m.group(1)} ({where}) is not set")
+        return os.environ[m.group(1)]
+    return _ENV_REF.sub(sub, value)
+
+
+def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
+    """(auth/extra headers, secret values to scrub) for an endpoint config."""
+    headers: dict[str, str] = {}
+    secrets: list[str] = []
+    if cfg.api_key_env:
+        key = os.environ.get(cfg.api_key_env)
+        if not key:
+            raise MissingSecret(f"environment variable {cfg.api_key_env} "
+                                f"(endpoints.{name}.api_key_env) is not set")
+        secrets.append(key)
+        if cfg.api_version:  # Azure OpenAI
+            headers["api-key"] = key
+        else:
+            headers["Authorization"] = f"Bearer {key}"
+    for header, value in cfg.headers.items():
+        resolved = resolve_env_refs(str(value), f"endpoints.{name}.headers.{header}")
+        if resolved != value:
+            secrets.extend(os.environ[v] for v in _ENV_REF.findall(str(value)))
+        headers[header] = resolved
+    return headers, [s for s in secrets if s]
+
+
+def _usage_tokens(data: Any) -> tuple[int, int]:
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0
+    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
+    completion = usage.get("completion_tokens") or usage.get("output_tokens") or 0
+    return int(prompt), int(completion)
+
+
+class EndpointClient:
+    def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
+                 backoff: BackoffWait | None = None):
+        self.name, self.cfg = name, cfg
+        headers, self._secrets = endpoint_secrets(name, cfg)
+        share = cfg.worker_share
+        self.limiter = AdaptiveRateLimiter(
+            cfg.requests_per_second * share,
+            cfg.tokens_per_minute * share if cfg.tokens_per_minute else None)
+        self._slots = asyncio.Semaphore(cfg.max_concurrency)
+        self._backoff = backoff or BackoffWait()
+        self.http = httpx.AsyncClient(
+            base_url=cfg.base_url, headers=headers, transport=transport,
+            timeout=httpx.Timeout(cfg.timeout_s, connect=min(10.0, cfg.timeout_s)),
+            limits=httpx.Limits(max_connections=cfg.max_concurrency,
+                                max_keepalive_connections=cfg.max_concurrency))
+        self.params = {"api-version": cfg.api_version} if cfg.api_version else {}
+
+    def scrub(self, text: str) -> str:
+        """Remove every secret value from text that may reach a table or a log."""
+        for secret in self._secrets:
+            text = text.replace(secret, "<redacted>")
+        return text
+
+    async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
+                        estimated_tokens: float = 0.0) -> CallResult:
+        """POST JSON with retries; always returns (never raises for HTTP/network trouble)."""
+        request_id = uuid.uuid4().hex
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None}
+        start = time.perf_counter()
+        data, error = None, None
+        try:
+            async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(self.cfg.max_attempts), wait=self._backoff,
+                    retry=retry_if_exception(is_retryable), reraise=True):
+                with attempt:
+                    data = await self._attempt(path, payload, request_id, estimated_tokens, state)
+        except RemoteCallError as exc:
+            error = self.scrub(str(exc))
+        except Exception as exc:  # noqa: BLE001 - anything else is recorded, not raised
+            error = self.scrub(f"{type(exc).__name__}: {exc}")[:500]
+        prompt, completion = _usage_tokens(data)
+        if data is not None and self.limiter.tokens:
+            self.limiter.correct_tokens(estimated_tokens, prompt + completion or estimated_tokens)
+        record = CallRecord(self.name, model, purpose, ok=error is None, status=state["status"],
+                            attempts=state["attempts"], latency_ms=state["latency"],
+                            total_ms=(time.perf_counter() - start) * 1000.0,
+                            prompt_tokens=prompt, completion_tokens=completion,
+                            rate_limited=state["rate_limited"], error=error)
+        return CallResult(data if error is None else None, record)
+
+    async def _attempt(self, path: str, payload: bytes, request_id: str, tokens: float,
+                       state: dict) -> Any:
+        await self.limiter.acquire(tokens)
+        state["attempts"] += 1
+        async with self._slots:
+            t0 = time.perf_counter()
+            try:
+                response = await self.http.post(
+                    path, content=payload, params=self.params,
+                    headers={"Content-Type": "application/json", REQUEST_ID_HEADER: request_id})
+                body = response.content
+            except Exception as exc:
+                state["status"] = None
+                raise error_for_exception(exc) from None
+            elapsed = (time.perf_counter() - t0) * 1000.0
+        state["status"] = response.status_code
+        if response.status_code == 429:
+            state["rate_limited"] += 1
+        if response.status_code >= 400:
+            err = error_for_status(response, _error_detail(body))
+            if response.status_code == 429:
+                self.limiter.on_rate_limited(err.retry_after)
+            raise err
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise RemoteCallError(f"HTTP {response.status_code} with a body that is not JSON "
+                                  f"({len(body)} bytes)", status=response.status_code,
+                                  retryable=True) from None
+        self.limiter.on_success()
+        state["latency"] = elapsed
+        return data
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+def _error_detail(body: bytes) -> str:
+    """The server's error message (OpenAI shape or plain text), shortened."""
+    try:
+        data = json.loads(body)
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            return str(data["error"].get("message", ""))[:300]
+        return json.dumps(data)[:300]
+    except ValueError:
+        return body[:300].decode("utf-8", "replace")

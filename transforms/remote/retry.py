@@ -1,0 +1,89 @@
+"""Which failures are retried, how long to wait, and Retry-After parsing.
+
+Retried: 429, 5xx, timeouts, connection errors, a 2xx whose body is not the
+JSON it should be (truncated or malformed). Never retried: any other 4xx (a
+bad request or a bad key does not get better by asking again).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import random
+
+import httpx
+from tenacity import RetryCallState
+
+MAX_RETRY_AFTER_S = 300.0
+
+
+class RemoteCallError(Exception):
+    """A failed attempt. `retryable` decides whether another attempt is made."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.retryable, self.retry_after = status, retryable, retry_after
+
+
+def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
+
+    None when absent or unparsable; never negative; capped at 5 minutes so a
+    misbehaving server cannot park a nightly job.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        now = now or dt.datetime.now(dt.timezone.utc)
+        seconds = (when - now).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def error_for_status(response: httpx.Response, detail: str) -> RemoteCallError:
+    status = response.status_code
+    retryable = status == 429 or status >= 500
+    retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+    return RemoteCallError(f"HTTP {status}: {detail}", status=status, retryable=retryable,
+                           retry_after=retry_after)
+
+
+def error_for_exception(exc: Exception) -> RemoteCallError:
+    """Transport failures: timeouts and broken connections are worth retrying."""
+    if isinstance(exc, httpx.TimeoutException):
+        return RemoteCallError(f"timeout ({type(exc).__name__})", retryable=True)
+    if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
+        return RemoteCallError(f"connection error ({type(exc).__name__}: {exc})"[:300],
+                               retryable=True)
+    return RemoteCallError(f"{type(exc).__name__}: {exc}"[:300], retryable=False)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, RemoteCallError) and exc.retryable
+
+
+class BackoffWait:
+    """Exponential backoff with full jitter, but never shorter than Retry-After."""
+
+    def __init__(self, initial_s: float = 0.5, max_s: float = 30.0, rng: random.Random | None = None):
+        self.initial_s, self.max_s = initial_s, max_s
+        self._rng = rng or random.Random()
+
+    def __call__(self, state: RetryCallState) -> float:
+        ceiling = min(self.max_s, self.initial_s * 2 ** (state.attempt_number - 1))
+        wait = self._rng.uniform(self.initial_s / 2, ceiling)
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        return max(wait, retry_after) if retry_after is not None else wait

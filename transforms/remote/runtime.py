@@ -1,0 +1,95 @@
+"""The asyncio loop that remote calls run on, one per worker process.
+
+Beam calls a DoFn one element at a time; the DoFn hands each call to this
+loop (running in its own thread) and keeps going, so up to `max_concurrency`
+requests per endpoint are in flight while the worker also scores and writes.
+DoFn instances of the same process share the runtime (and so each endpoint's
+rate limiter and connection pool): a per-worker limit means per process.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any, Awaitable, Mapping
+
+from transforms.remote.client import CallRecord, EndpointClient
+from transforms.remote.progress import Progress
+
+
+class AsyncRuntime:
+    def __init__(self, endpoints: Mapping[str, Any]):
+        self._configs = dict(endpoints)
+        self._clients: dict[str, EndpointClient] = {}
+        self._records: list[CallRecord] = []
+        self._records_lock = threading.Lock()
+        self.progress = Progress()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="evalbeam-remote",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Awaitable) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Awaitable) -> Any:
+        return self.submit(coro).result()
+
+    def client(self, name: str) -> EndpointClient:
+        """The endpoint's client (created on the loop's thread on first use)."""
+        client = self._clients.get(name)
+        if client is None:
+            if name not in self._configs:
+                raise KeyError(f"endpoint {name!r} is not configured")
+
+            async def make() -> EndpointClient:
+                return EndpointClient(name, self._configs[name])
+            client = self._clients.setdefault(name, self.run(make()))
+        return client
+
+    def record(self, rec: CallRecord) -> None:
+        with self._records_lock:
+            self._records.append(rec)
+        self.progress.on_call(rec)
+
+    def drain_records(self) -> list[CallRecord]:
+        with self._records_lock:
+            records, self._records = self._records, []
+        return records
+
+    def close(self) -> None:
+        async def close_all():
+            for c in self._clients.values():
+                await c.aclose()
+        try:
+            self.run(close_all())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+            self.progress.stop()
+
+
+_SHARED: dict[int, tuple[AsyncRuntime, int]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def acquire_runtime(key: int, endpoints: Mapping[str, Any]) -> AsyncRuntime:
+    """The process's runtime for this set of endpoints (reference counted)."""
+    with _SHARED_LOCK:
+        runtime, refs = _SHARED.get(key, (None, 0))
+        if runtime is None:
+            runtime = AsyncRuntime(endpoints)
+        _SHARED[key] = (runtime, refs + 1)
+        return runtime
+
+
+def release_runtime(key: int) -> None:
+    with _SHARED_LOCK:
+        runtime, refs = _SHARED.get(key, (None, 0))
+        if runtime is None:
+            return
+        if refs <= 1:
+            del _SHARED[key]
+            runtime.close()
+        else:
+            _SHARED[key] = (runtime, refs - 1)

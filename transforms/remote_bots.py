@@ -1,0 +1,163 @@
+"""Bots that call a model or an assistant over HTTP, through the remote-call layer.
+
+latency_ms is the successful attempt's time on the wire; attempts and the
+total time including retries and rate-limit waits are in the bot's details.
+A failed call is a Turn with `error` (the row reaches results/ as ERROR).
+"""
+from __future__ import annotations
+
+import copy
+from importlib import resources
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.records import EvalCase, Turn
+from transforms.remote.client import CallRecord
+from transforms.remote.openai_api import chat
+from transforms.remote.runtime import AsyncRuntime
+
+QUESTION = "{question}"
+KNOWLEDGE = "{knowledge}"
+
+
+def read_text(path: str) -> str:
+    with FileSystems.open(path) as fh:
+        return fh.read().decode("utf-8")
+
+
+def default_prompt_template() -> str:
+    return resources.files("transforms").joinpath("data/full_context_prompt.txt").read_text("utf-8")
+
+
+def fill(template: str, **values: str) -> str:
+    """Placeholder substitution that leaves every other brace alone (JSON-safe)."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template
+
+
+def _call_details(rec: CallRecord) -> dict[str, Any]:
+    return {"endpoint": rec.endpoint, "model": rec.model, "status": rec.status,
+            "attempts": rec.attempts, "total_ms": round(rec.total_ms, 3),
+            "rate_limited": rec.rate_limited, "prompt_tokens": rec.prompt_tokens,
+            "completion_tokens": rec.completion_tokens}
+
+
+def _turn(case: EvalCase, bot: str, answer: str | None, rec: CallRecord,
+          contexts: list[str] | None = None, **details: Any) -> Turn:
+    return Turn(case, bot, answer if rec.ok else None,
+                latency_ms=rec.latency_ms if rec.ok else None,
+                error=None if rec.ok else rec.error, contexts=contexts,
+                details={**_call_details(rec), **details})
+
+
+class ChatBot:
+    """A chat model answering the question directly (optional system prompt)."""
+
+    remote = True
+
+    def __init__(self, cfg, runtime: AsyncRuntime):
+        self.name, self.model = cfg.name, cfg.model
+        self.client = runtime.client(cfg.endpoint)
+        self.runtime = runtime
+        self.system_prompt = cfg.system_prompt
+        self.temperature = float(cfg.options.get("temperature", 0.0))
+        self.max_tokens = cfg.options.get("max_tokens")
+
+    def messages(self, case: EvalCase) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return msgs + [{"role": "user", "content": case.question}]
+
+    async def answer_async(self, case: EvalCase) -> Turn:
+        reply = await chat(self.client, self.model, self.messages(case),
+                           purpose=f"bot:{self.name}", temperature=self.temperature,
+                           max_tokens=self.max_tokens)
+        self.runtime.record(reply.record)
+        extras = reply.message_extras[0] if reply.message_extras else {}
+        return _turn(case, self.name, reply.texts[0] if reply.texts else None, reply.record,
+                     **({"reasoning_content": extras["reasoning_content"]}
+                        if extras.get("reasoning_content") else {}))
+
+
+class FullContextBot(ChatBot):
+    """The whole knowledge document and the question in one prompt template."""
+
+    def __init__(self, cfg, runtime: AsyncRuntime):
+        super().__init__(cfg, runtime)
+        self.knowledge = read_text(cfg.knowledge)
+        self.template = read_text(cfg.prompt_template) if cfg.prompt_template \
+            else default_prompt_template()
+
+    def messages(self, case: EvalCase) -> list[dict[str, str]]:
+        prompt = fill(self.template, knowledge=self.knowledge, question=case.question)
+        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return msgs + [{"role": "user", "content": prompt}]
+
+
+def json_path(data: Any, path: str) -> Any:
+    """Follow "a.b.0.c" through dicts and lists; KeyError with the failing step."""
+    for step in path.split(".") if path else []:
+        if isinstance(data, list) and step.lstrip("-").isdigit():
+            data = data[int(step)]
+        elif isinstance(data, dict) and step in data:
+            data = data[step]
+        else:
+            raise KeyError(f"no '{step}' at '{path}'")
+    return data
+
+
+def _substitute(value: Any, question: str, case_id: str) -> Any:
+    if isinstance(value, str):
+        return fill(value, question=question, case_id=case_id)
+    if isinstance(value, dict):
+        return {k: _substitute(v, question, case_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, question, case_id) for v in value]
+    return value
+
+
+HTTP_BOT_OPTIONS = {"path", "body", "answer_path", "contexts_path", "context_field"}
+
+
+class HttpBot:
+    """Any JSON HTTP assistant: a body template, and JSON paths to the answer and
+    (for RAG assistants) the retrieved contexts, so context metrics apply."""
+
+    remote = True
+
+    def __init__(self, cfg, runtime: AsyncRuntime):
+        self.name, self.runtime = cfg.name, runtime
+        self.client = runtime.client(cfg.endpoint)
+        opts = cfg.options
+        self.path = opts.get("path", "")
+        self.body = copy.deepcopy(opts.get("body", {"question": QUESTION}))
+        self.answer_path = opts["answer_path"]
+        self.contexts_path = opts.get("contexts_path")
+        self.context_field = opts.get("context_field", "text")
+        self.model = cfg.model or "http"
+
+    def _contexts(self, data: Any) -> list[str] | None:
+        if not self.contexts_path:
+            return None
+        items = json_path(data, self.contexts_path)
+        if not isinstance(items, list):
+            raise KeyError(f"'{self.contexts_path}' is not a list")
+        return [i if isinstance(i, str) else str(json_path(i, self.context_field)) for i in items]
+
+    async def answer_async(self, case: EvalCase) -> Turn:
+        body = _substitute(self.body, case.question, case.case_id)
+        result = await self.client.post_json(self.path, body, model=self.model,
+                                             purpose=f"bot:{self.name}")
+        rec = result.record
+        answer, contexts = None, None
+        if rec.ok:
+            try:
+                answer = json_path(result.data, self.answer_path)
+                if not isinstance(answer, str):
+                    raise KeyError(f"'{self.answer_path}' is {type(answer).__name__}, not text")
+                contexts = self._contexts(result.data)
+            except (KeyError, IndexError, TypeError) as exc:
+                rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"
+        self.runtime.record(rec)
+        return _turn(case, self.name, answer, rec, contexts)
