@@ -36,6 +36,8 @@ class EndpointConfig:
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_attempts: int = 6
+    backoff_initial_s: float = 0.5  # first retry waits U(initial/2, initial), doubling up to max
+    backoff_max_s: float = 30.0
     price_per_million: dict[str, float] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # values may name env vars: ${VAR}
     worker_share: float = 1.0  # this worker's share of the global limits
@@ -166,7 +168,8 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     ep = _build(EndpointConfig, data, where)
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url must be an http(s) URL, got {ep.base_url!r}")
-    for key in ("requests_per_second", "timeout_s", "worker_share"):
+    for key in ("requests_per_second", "timeout_s", "worker_share", "backoff_initial_s",
+                "backoff_max_s"):
         _number(getattr(ep, key), f"{where}.{key}")
     if ep.tokens_per_minute is not None:
         _number(ep.tokens_per_minute, f"{where}.tokens_per_minute")

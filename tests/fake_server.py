@@ -119,6 +119,7 @@ class RecordedRequest:
     request_id: str | None = None     # X-Client-Request-Id
     status: int | None = None         # status answered (None: connection dropped)
     fault: str | None = None          # fault applied, if any ("429" for rate limited)
+    counted: bool = False             # its status is already in the stats
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -484,13 +485,29 @@ class FakeOpenAI:
             raise
         finally:
             with self._lock:
-                st = self._stats
-                st.in_flight -= 1
-                if tag is None and rec.fault == "timeout":
-                    tag = "timeout"  # the write may have failed: the client gave up
-                st.by_status[tag or str(rec.status)] += 1
-                if rec.status == 429:
-                    st.rate_limited += 1
+                self._stats.in_flight -= 1
+            if tag is None and rec.fault == "timeout":
+                tag = "timeout"  # the write may have failed: the client gave up
+            if tag is not None:
+                if rec.counted:  # counted as a clean status, but it was a fault
+                    self._uncount_status(str(rec.status), rec.status)
+                self._count_status(tag, None)
+            elif not rec.counted:
+                self._count_status(str(rec.status), rec.status)
+
+    def _count_status(self, key: str, status: int | None) -> None:
+        with self._lock:
+            self._stats.by_status[key] += 1
+            if status == 429:
+                self._stats.rate_limited += 1
+
+    def _uncount_status(self, key: str, status: int | None) -> None:
+        with self._lock:
+            self._stats.by_status[key] -= 1
+            if not self._stats.by_status[key]:
+                del self._stats.by_status[key]
+            if status == 429:
+                self._stats.rate_limited -= 1
 
     def _handle(self, h: _Handler, cfg: ServerConfig, rec: RecordedRequest, path: str,
                 query: str, body: bytes, data: Any, headers: dict, started: float) -> str | None:
@@ -498,6 +515,8 @@ class FakeOpenAI:
 
         def reply(status: int, payload: Any, extra: dict | None = None) -> None:
             rec.status = status
+            self._count_status(str(status), status)  # before the bytes go out: no race
+            rec.counted = True
             h.send_raw(status, json.dumps(payload).encode(), extra)
 
         def error(status: int, message: str, extra: dict | None = None) -> None:

@@ -104,7 +104,7 @@ class EndpointClient:
             cfg.requests_per_second * share,
             cfg.tokens_per_minute * share if cfg.tokens_per_minute else None)
         self._slots = asyncio.Semaphore(cfg.max_concurrency)
-        self._backoff = backoff or BackoffWait()
+        self._backoff = backoff or BackoffWait(cfg.backoff_initial_s, cfg.backoff_max_s)
         self.http = httpx.AsyncClient(
             base_url=cfg.base_url, headers=headers, transport=transport,
             timeout=httpx.Timeout(cfg.timeout_s, connect=min(10.0, cfg.timeout_s)),

@@ -1,0 +1,215 @@
+"""Benchmark: evalbeam's remote-call layer vs a plain one-call-at-a-time DoFn.
+
+    python bench/remote_calls.py [--calls 3000] [--baseline-calls 150] [--ragas]
+
+Starts the loopback fake OpenAI server (tests/fake_server.py) as a subprocess,
+then for each scenario runs, one after the other:
+
+  ours      `python -m pipeline run` with a `chat` bot (in-memory FnApiRunner:
+            one worker process), endpoint limit = the server's limit;
+  baseline  a Beam pipeline whose DoFn sends one request per element with a
+            synchronous httpx client (what a plain DoFn does), on fewer calls
+            (its rate is what is compared; it is latency-bound);
+  ragas     (optional, --ragas) Ragas' Executor with its default RunConfig,
+            sending the same chat requests through the OpenAI client.
+
+Achieved rate = requests the server answered / (last - first request time),
+from the server's own counters; 429s are counted by the server too.
+Writes bench/results/remote_calls.json (+ .md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+PY = sys.executable
+sys.path.insert(0, str(ROOT))
+
+SCENARIOS = [
+    {"name": "200 ms latency, 50 req/s limit", "latency": 0.2, "limit": 50,
+     "goal_rps": 45, "max_429_share": 0.02, "concurrency": 32},
+    {"name": "100 ms latency, 200 req/s limit", "latency": 0.1, "limit": 200,
+     "goal_rps": 180, "max_429_share": 0.02, "concurrency": 64},
+]
+
+
+class Server:
+    """tests/fake_server.py in its own process, so it does not share our GIL."""
+
+    def __init__(self, latency: float, limit: float):
+        self.proc = subprocess.Popen(
+            [PY, "-m", "tests.fake_server", "--port", "0", "--latency", str(latency),
+             "--rate-limit", str(limit), "--no-record"],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        self.url = line.split()[1]
+
+    def reset(self):
+        httpx.post(self.url + "/_admin/reset")
+
+    def stats(self) -> dict:
+        return httpx.get(self.url + "/_admin/stats").json()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def _cases(path: Path, n: int) -> Path:
+    rows = [{"case_id": f"b{i:05d}", "question": f"What is the refund window for order {i}?"}
+            for i in range(n)]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def _rate(stats: dict) -> dict:
+    answered = stats["total"]
+    span = max((stats.get("last_ts") or 0) - (stats.get("first_ts") or 0), 1e-9)
+    return {"requests": answered, "seconds": round(span, 2),
+            "rps": round(answered / span, 1) if answered > 1 else None,
+            "http_429": stats["rate_limited"],
+            "share_429": round(stats["rate_limited"] / answered, 4) if answered else None,
+            "max_in_flight": stats.get("max_in_flight")}
+
+
+def run_ours(server: Server, sc: dict, calls: int, work: Path) -> dict:
+    cfg = work / "ours.yaml"
+    ep = {"base_url": server.url + "/v1", "requests_per_second": sc["limit"],
+          "max_concurrency": sc["concurrency"], "timeout_s": 30, "max_attempts": 6}
+    cfg.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\nbots:\n"
+                   "  - {name: bot, type: chat, endpoint: llm, model: m}\nmetrics: [answer_length]\n")
+    server.reset()
+    start = time.perf_counter()
+    proc = subprocess.run([PY, "-m", "pipeline", "run", "--input",
+                           str(_cases(work / "cases.parquet", calls)), "--output",
+                           str(work / "out"), "--config", str(cfg), "--run-id", "bench"],
+                          cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return {"run": "evalbeam (BatchElements + asyncio, 1 worker)", "calls": calls,
+            "wall_s": round(wall, 1), **_rate(server.stats())}
+
+
+ONE_AT_A_TIME = r'''
+import sys, httpx, apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+url, n = sys.argv[1], int(sys.argv[2])
+
+class CallOneAtATime(beam.DoFn):
+    """What a plain DoFn does: one blocking request per element."""
+    def setup(self):
+        self.client = httpx.Client(base_url=url, timeout=30)
+    def process(self, i):
+        r = self.client.post("/v1/chat/completions", json={"model": "m", "messages": [
+            {"role": "user", "content": f"What is the refund window for order {i}?"}]})
+        yield r.status_code
+    def teardown(self):
+        self.client.close()
+
+with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+    p | beam.Create(range(n)) | beam.ParDo(CallOneAtATime()) | beam.combiners.Count.PerElement() | beam.Map(print)
+'''
+
+
+def run_baseline(server: Server, calls: int) -> dict:
+    server.reset()
+    start = time.perf_counter()
+    subprocess.run([PY, "-c", ONE_AT_A_TIME, server.url, str(calls)], cwd=ROOT, check=True,
+                   capture_output=True)
+    return {"run": "plain DoFn, one call at a time", "calls": calls,
+            "wall_s": round(time.perf_counter() - start, 1), **_rate(server.stats())}
+
+
+RAGAS = r'''
+import sys, asyncio
+from openai import AsyncOpenAI
+from ragas.executor import Executor
+from ragas.run_config import RunConfig
+url, n = sys.argv[1], int(sys.argv[2])
+client = AsyncOpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+async def call(i):
+    r = await client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": f"What is the refund window for order {i}?"}])
+    return r.choices[0].message.content
+ex = Executor(desc="bench", keep_progress_bar=False, raise_exceptions=False, run_config=RunConfig())
+for i in range(n):
+    ex.submit(call, i)
+res = ex.results()
+print(sum(1 for r in res if isinstance(r, str)), "ok of", len(res))
+'''
+
+
+def run_ragas(server: Server, calls: int) -> dict:
+    server.reset()
+    start = time.perf_counter()
+    proc = subprocess.run([PY, "-c", RAGAS, server.url, str(calls)], cwd=ROOT,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"run": "ragas Executor (default RunConfig)", "error": proc.stderr[-500:]}
+    return {"run": "ragas Executor (default RunConfig)", "calls": calls, "note": proc.stdout.strip(),
+            "wall_s": round(time.perf_counter() - start, 1), **_rate(server.stats())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--baseline-calls", type=int, default=150)
+    ap.add_argument("--ragas", action="store_true")
+    args = ap.parse_args(argv)
+    command = "python bench/remote_calls.py " + " ".join(argv or sys.argv[1:])
+    rows = []
+    for sc in SCENARIOS:
+        server = Server(sc["latency"], sc["limit"])
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                ours = run_ours(server, sc, args.calls, Path(tmp))
+            ours["goal_met"] = (ours["rps"] >= sc["goal_rps"]
+                                and ours["share_429"] <= sc["max_429_share"])
+            runs = [ours, run_baseline(server, args.baseline_calls)]
+            if args.ragas:
+                runs.append(run_ragas(server, args.calls))
+        finally:
+            server.stop()
+        for r in runs:
+            rows.append({"scenario": sc["name"], "goal": f">= {sc['goal_rps']} req/s, "
+                         f"<= {sc['max_429_share']:.0%} 429", **r})
+    lines = [f"Command: `{command}`", "",
+             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}", "",
+             "| scenario | run | calls | wall s | achieved req/s | 429s (share) | max in flight | goal met |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['scenario']} | {r['run']} | – | – | – | – | – | error: "
+                         f"{r['error'][:80]} |")
+            continue
+        lines.append(f"| {r['scenario']} | {r['run']} | {r['calls']} | {r['wall_s']} | "
+                     f"{r['rps']} | {r['http_429']} ({r['share_429']:.2%}) | {r['max_in_flight']} | "
+                     f"{'yes' if r.get('goal_met') else ('no' if 'goal_met' in r else '')} |")
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "remote_calls.json").write_text(json.dumps({"command": command, "runs": rows},
+                                                          indent=2))
+    (RESULTS / "remote_calls.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""EndpointClient and the OpenAI adapters against httpx.MockTransport."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+
+from pipeline.config import EndpointConfig
+from transforms.remote.client import REQUEST_ID_HEADER, EndpointClient, MissingSecret
+from transforms.remote.openai_api import chat, embeddings
+
+KEY = "sk-unit-test-SECRET-0123456789"
+
+
+def _cfg(**kw) -> EndpointConfig:
+    base = dict(base_url="http://llm.test/v1", requests_per_second=1000, max_attempts=4,
+                backoff_initial_s=0.01, backoff_max_s=0.05, timeout_s=2)
+    base.update(kw)
+    return EndpointConfig(**base)
+
+
+def _ok(content="hi", prompt=7, completion=3):
+    return httpx.Response(200, json={"choices": [{"message": {"role": "assistant",
+                                                               "content": content}}],
+                                     "usage": {"prompt_tokens": prompt,
+                                               "completion_tokens": completion}})
+
+
+def _run(handler, coro_fn, **cfg):
+    seen: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return handler(request, len(seen))
+
+    async def main():
+        client = EndpointClient("llm", _cfg(**cfg), transport=httpx.MockTransport(record))
+        try:
+            return await coro_fn(client)
+        finally:
+            await client.aclose()
+    return asyncio.run(main()), seen
+
+
+def _chat(client):
+    return chat(client, "m", [{"role": "user", "content": "hello"}], purpose="bot:x")
+
+
+def test_retries_5xx_then_succeeds_with_one_request_id():
+    reply, seen = _run(lambda r, n: httpx.Response(503) if n < 3 else _ok(), _chat)
+    assert reply.texts == ["hi"] and reply.record.ok
+    assert reply.record.attempts == 3 and reply.record.status == 200
+    assert len({r.headers[REQUEST_ID_HEADER] for r in seen}) == 1
+    assert (reply.record.prompt_tokens, reply.record.completion_tokens) == (7, 3)
+    body = json.loads(seen[0].content)
+    assert body["temperature"] == 0 and body["model"] == "m"
+    assert str(seen[0].url) == "http://llm.test/v1/chat/completions"
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_other_4xx_are_not_retried(status):
+    reply, seen = _run(lambda r, n: httpx.Response(status, json={"error": {"message": "no"}}),
+                       _chat)
+    assert len(seen) == 1 and not reply.record.ok
+    assert reply.error == f"HTTP {status}: no"
+
+
+def test_attempts_are_bounded_and_error_is_kept():
+    reply, seen = _run(lambda r, n: httpx.Response(500, text="boom"), _chat, max_attempts=3)
+    assert len(seen) == 3 and reply.record.attempts == 3
+    assert reply.texts == [] and reply.error == "HTTP 500: boom"
+
+
+def test_malformed_and_truncated_bodies_are_retried():
+    def handler(request, n):
+        if n == 1:
+            return httpx.Response(200, content=b'{"choices": [')
+        if n == 2:
+            raise httpx.RemoteProtocolError("peer closed connection", request=request)
+        if n == 3:
+            raise httpx.ReadTimeout("slow", request=request)
+        return _ok("fine")
+    reply, seen = _run(handler, _chat)
+    assert reply.texts == ["fine"] and reply.record.attempts == 4
+
+
+def test_retry_after_is_honoured():
+    def handler(request, n):
+        return httpx.Response(429, headers={"Retry-After": "0.3"}) if n == 1 else _ok()
+    start = time.perf_counter()
+    reply, seen = _run(handler, _chat)
+    assert time.perf_counter() - start >= 0.3
+    assert reply.record.rate_limited == 1 and reply.record.ok
+
+
+def test_api_key_from_env_never_in_errors(monkeypatch):
+    monkeypatch.setenv("UNIT_KEY", KEY)
+    reply, seen = _run(
+        lambda r, n: httpx.Response(401, json={"error": {"message": "bad key " + r.headers[
+            "authorization"]}}), _chat, api_key_env="UNIT_KEY")
+    assert seen[0].headers["authorization"] == f"Bearer {KEY}"
+    assert KEY not in reply.error and "<redacted>" in reply.error
+
+
+def test_missing_key_variable_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    with pytest.raises(MissingSecret, match="NOPE_KEY"):
+        EndpointClient("llm", _cfg(api_key_env="NOPE_KEY"))
+
+
+def test_azure_uses_deployment_path_api_key_header_and_version(monkeypatch):
+    monkeypatch.setenv("AZ_KEY", KEY)
+    reply, seen = _run(lambda r, n: _ok(), _chat, base_url="https://res.openai.azure.test",
+                       api_key_env="AZ_KEY", api_version="2024-06-01")
+    url = seen[0].url
+    assert url.path == "/openai/deployments/m/chat/completions"
+    assert url.params["api-version"] == "2024-06-01"
+    assert seen[0].headers["api-key"] == KEY and "authorization" not in seen[0].headers
+
+
+def test_header_secrets_come_from_env_and_are_scrubbed(monkeypatch):
+    monkeypatch.setenv("ASSIST_TOKEN", "tok-SECRET-42")
+    reply, seen = _run(lambda r, n: httpx.Response(400, text="echo " + r.headers["x-token"]),
+                       _chat, headers={"X-Token": "${ASSIST_TOKEN}"})
+    assert seen[0].headers["x-token"] == "tok-SECRET-42"
+    assert "tok-SECRET-42" not in reply.error
+
+
+def test_embeddings_in_order_and_shape_errors():
+    def handler(request, n):
+        texts = json.loads(request.content)["input"]
+        data = [{"index": i, "embedding": [float(i), 1.0]} for i in range(len(texts))]
+        return httpx.Response(200, json={"data": list(reversed(data)),
+                                         "usage": {"prompt_tokens": 5}})
+    (vectors, rec), _ = _run(handler, lambda c: embeddings(c, "e", ["a", "b", "c"]))
+    assert vectors == [[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]] and rec.prompt_tokens == 5
+    (vectors, rec), _ = _run(lambda r, n: httpx.Response(200, json={"data": []}),
+                             lambda c: embeddings(c, "e", ["a"]))
+    assert vectors is None and not rec.ok and "1 texts" in rec.error
+
+
+def test_concurrency_is_bounded():
+    in_flight, peak = 0, 0
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        return _ok()
+
+    async def main():
+        client = EndpointClient("llm", _cfg(max_concurrency=3),
+                                transport=httpx.MockTransport(slow))
+        replies = await asyncio.gather(*(_chat(client) for _ in range(20)))
+        await client.aclose()
+        return replies
+    replies = asyncio.run(main())
+    assert all(r.texts == ["hi"] for r in replies) and peak == 3

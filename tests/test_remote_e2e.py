@@ -1,0 +1,213 @@
+"""Remote bots end to end against the loopback fake OpenAI server."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import EXAMPLE, ROOT, write_cases
+from tests.fake_server import FakeOpenAI, ServerConfig
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+
+KEY = "sk-e2e-THIS-KEY-MUST-NOT-LEAK-7f3a9c"
+
+
+def _cases(tmp_path, n: int) -> str:
+    rows = [{"case_id": f"r{i:04d}", "question": f"How long is the refund window for order {i}?",
+             "expected_answer": "Refunds are accepted within 30 days.",
+             "contexts": ["Refunds are accepted within 30 days of delivery."], "suite": "returns"}
+            for i in range(n)]
+    return write_cases(str(tmp_path / "cases.parquet"), rows)
+
+
+def _config(tmp_path, server, bots: str, **endpoint) -> str:
+    ep = dict(base_url=server.openai_base_url, api_key_env="E2E_KEY", requests_per_second=500,
+              max_concurrency=32, timeout_s=1.0, max_attempts=6, backoff_initial_s=0.02,
+              backoff_max_s=0.2, price_per_million={"input": 0.15, "output": 0.6})
+    ep.update(endpoint)
+    path = tmp_path / "config.yaml"
+    path.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\nbots:\n{bots}")
+    return str(path)
+
+
+FULL_CONTEXT = ("  - {name: assistant, type: full_context, endpoint: llm, model: gpt-test, "
+                f"knowledge: {os.path.join(EXAMPLE, 'knowledge.md')}}}\n")
+
+
+@pytest.fixture
+def key_env(monkeypatch):
+    monkeypatch.setenv("E2E_KEY", KEY)
+
+
+def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env):
+    server_cfg = ServerConfig(fault_rate=0.2, timeout_sleep_s=1.5, seed=3)
+    with FakeOpenAI(server_cfg, api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 1000), "--output", out, "--config", cfg,
+                       "--run-id", "faults") == 0
+        stats = server.stats()
+        prompts = [r.json["messages"][-1]["content"] for r in server.requests
+                   if r.path == "/v1/chat/completions" and r.json]
+    m = manifest(out, "faults")
+    assert m["reconciliation"]["ok"], m["reconciliation"]
+    results = read_rows(out, "results")
+    keys = [(r["case_id"], r["bot"]) for r in results]
+    assert len(keys) == 1000 and len(set(keys)) == 1000  # every case × bot, no duplicates
+    assert stats["max_attempts_per_request_id"] <= 6
+    assert len(stats["attempts_by_request_id"]) == 1000  # one logical call per case
+    assert sum(stats["by_fault"].values()) > 100  # the faults really happened
+    answered = [r for r in results if r["error"] is None]
+    failed = [r for r in results if r["error"] is not None]
+    assert len(answered) >= 990  # 6 attempts at 20% faults: failures are rare
+    assert all(r["verdict"] == "ERROR" for r in failed)
+    assert all(r["answer"].startswith("Echo:") and r["latency_ms"] > 0 for r in answered)
+    details = [json.loads(r["bot_details"]) for r in answered]
+    assert any(d["attempts"] > 1 for d in details)
+    assert all(d["total_ms"] >= r["latency_ms"] for d, r in zip(details, answered))
+    assert "Lumenfold" in prompts[0] and "refund window for order" in prompts[0]
+
+    usage = read_rows(out, "usage")
+    assert len(usage) == 1
+    u = usage[0]
+    assert (u["endpoint"], u["model"], u["calls"]) == ("llm", "gpt-test", 1000)
+    assert u["retries"] == sum(stats["attempts_by_request_id"].values()) - 1000
+    assert u["failures"] == len(failed) and u["prompt_tokens"] > 0
+    assert u["cost"] == pytest.approx((u["prompt_tokens"] * 0.15
+                                       + u["completion_tokens"] * 0.6) / 1e6)
+    assert 0 < u["latency_p50_ms"] <= u["latency_p95_ms"]
+    errors = read_rows(out, "errors")
+    assert len(errors) == len(failed)
+    assert KEY not in _all_output_text(out)
+
+
+@pytest.mark.parametrize("status", [400, 401])
+def test_400_and_401_are_not_retried(tmp_path, key_env, status):
+    with FakeOpenAI(ServerConfig(status_override=status), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 20), "--output", out, "--config", cfg,
+                       "--run-id", "s") == 0
+        stats = server.stats()
+    assert stats["total"] == 20 and stats["max_attempts_per_request_id"] == 1
+    results = read_rows(out, "results")
+    assert all(r["verdict"] == "ERROR" and r["error"].startswith(f"HTTP {status}")
+               for r in results)
+
+
+def _all_output_text(folder: str) -> str:
+    """Every byte we wrote, Parquet decoded to text (compressed columns hide strings)."""
+    chunks = []
+    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        if path.endswith(".parquet"):
+            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str))
+        else:
+            chunks.append(open(path, "rb").read().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+def test_api_key_never_leaks(tmp_path, key_env):
+    """A server that echoes the credential in its errors; the key is in no output or log."""
+    bots = FULL_CONTEXT + ("  - {name: rag, type: http, endpoint: llm, "
+                           "options: {path: /assistant, body: {query: '{question}'}, "
+                           "answer_path: data.answer}}\n")
+    with FakeOpenAI(ServerConfig(fault_rate=0.3, faults=("500", "503"),
+                                 echo_auth_in_errors=True), api_key=KEY + "-server") as server:
+        cfg = _config(tmp_path, server, bots, base_url=server.base_url + "/v1",
+                      max_attempts=2)
+        out = str(tmp_path / "out")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline", "run", "--input", _cases(tmp_path, 30),
+             "--output", out, "--config", cfg, "--run-id", "leak"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "E2E_KEY": KEY, "EVALBEAM_PROGRESS_S": "0.2"})
+        echoed = [r for r in server.requests if r.status == 401]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert echoed, "the server must have rejected (and echoed) the wrong key"
+    results = read_rows(out, "results")
+    assert any(r["error"] and "<redacted>" in r["error"] for r in results)
+    everything = _all_output_text(out) + proc.stdout + proc.stderr
+    assert KEY not in everything
+    assert "E2E_KEY" in open(os.path.join(out, "runs", "leak", "manifest.json")).read()
+
+
+def test_http_bot_contexts_feed_context_metrics(tmp_path, key_env):
+    bots = ("  - {name: rag, type: http, endpoint: llm, options: {path: /assistant, "
+            "body: {query: '{question}', meta: {id: '{case_id}'}}, answer_path: data.answer, "
+            "contexts_path: data.sources, context_field: text}}\n")
+    with FakeOpenAI(api_key=None) as server:
+        server.set_assistant_handler(lambda body: {  # becomes the reply's "data"
+            "answer": "Refunds are accepted within 45 days.",
+            "sources": [{"text": "Refunds are accepted within 30 days."}]})
+        cfg = _config(tmp_path, server, bots, base_url=server.base_url, api_key_env=None)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 5), "--output", out, "--config", cfg,
+                       "--run-id", "h") == 0
+        bodies = [r.json for r in server.requests if r.path == "/assistant"]
+    assert bodies[0]["query"].startswith("How long is the refund window")
+    assert bodies[0]["meta"]["id"].startswith("r000")
+    results = read_rows(out, "results")
+    assert all(r["contexts"] == ["Refunds are accepted within 30 days."] for r in results)
+    hall = [s for s in read_rows(out, "scores") if s["metric"] == "hallucination"]
+    assert all(s["value"] is not None and s["value"] > 0 for s in hall)  # 45 is not 30
+    assert all("45" in s["details"] for s in hall)
+
+
+def test_chat_bot_system_prompt_and_reasoning_trace(tmp_path, key_env):
+    bots = ("  - {name: plain, type: chat, endpoint: llm, model: small, "
+            "system_prompt: 'You are terse.'}\n")
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(lambda req: {"content": "Thirty days.",
+                                             "reasoning_content": "refund policy says 30"})
+        cfg = _config(tmp_path, server, bots)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", cfg,
+                       "--run-id", "c") == 0
+        msgs = [r.json["messages"] for r in server.requests if r.json]
+    assert msgs[0][0] == {"role": "system", "content": "You are terse."}
+    assert msgs[0][1]["content"].startswith("How long is the refund window")
+    results = read_rows(out, "results")
+    assert {r["answer"] for r in results} == {"Thirty days."}
+    assert all(json.loads(r["bot_details"])["reasoning_content"] == "refund policy says 30"
+               for r in results)
+
+
+def test_remote_config_errors_before_anything_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("E2E_KEY", raising=False)
+    with FakeOpenAI() as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config", cfg) == 2
+        assert server.stats()["total"] == 0
+    err = capsys.readouterr().err
+    assert "E2E_KEY" in err and "is not set" in err and not os.path.exists(out)
+
+
+@pytest.mark.slow
+def test_remote_bot_in_multi_processing_mode(tmp_path):
+    with FakeOpenAI(ServerConfig(fault_rate=0.1, faults=("500", "drop"),
+                                 latency_s=0.01), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT + "  - {name: recorded, type: precomputed}\n")
+        out = str(tmp_path / "out")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline", "run", "--input", _cases(tmp_path, 300),
+             "--output", out, "--config", cfg, "--run-id", "mp",
+             "--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "E2E_KEY": KEY})
+        stats = server.stats()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = manifest(out, "mp")
+    assert m["reconciliation"]["ok"] and m["counts"]["results_rows"] == 600
+    assert stats["max_attempts_per_request_id"] <= 6
+    assert Counter(r["bot"] for r in read_rows(out, "results")) == {"assistant": 300,
+                                                                   "recorded": 300}
+    assert read_rows(out, "usage")[0]["calls"] == 300
