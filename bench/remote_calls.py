@@ -1,6 +1,7 @@
 """Benchmark: evalbeam's remote-call layer vs a plain one-call-at-a-time DoFn.
 
-    python bench/remote_calls.py [--calls 3000] [--baseline-calls 150] [--ragas]
+    python bench/remote_calls.py [--calls 3000] [--baseline-calls 150]
+                                 [--ragas-python /tmp/ragas-venv/bin/python]
 
 Starts the loopback fake OpenAI server (tests/fake_server.py) as a subprocess,
 then for each scenario runs, one after the other:
@@ -10,8 +11,12 @@ then for each scenario runs, one after the other:
   baseline  a Beam pipeline whose DoFn sends one request per element with a
             synchronous httpx client (what a plain DoFn does), on fewer calls
             (its rate is what is compared; it is latency-bound);
-  ragas     (optional, --ragas) Ragas' Executor with its default RunConfig,
-            sending the same chat requests through the OpenAI client.
+  ragas     (optional) Ragas' Executor with its default RunConfig (16 workers,
+            no rate limiter), sending the same chat requests through the OpenAI
+            client with its default retries (which honour Retry-After). Ragas
+            needs its own environment (it pins langchain < 1):
+              python3 -m venv /tmp/ragas-venv && /tmp/ragas-venv/bin/pip install ragas \
+                "langchain-community<0.4" "langchain<1" "langchain-core<1" "langchain-openai<1"
 
 Achieved rate = requests the server answered / (last - first request time),
 from the server's own counters; 429s are counted by the server too.
@@ -143,7 +148,7 @@ from openai import AsyncOpenAI
 from ragas.executor import Executor
 from ragas.run_config import RunConfig
 url, n = sys.argv[1], int(sys.argv[2])
-client = AsyncOpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+client = AsyncOpenAI(base_url=url + "/v1", api_key="x")  # default retries (2)
 async def call(i):
     r = await client.chat.completions.create(model="m", messages=[
         {"role": "user", "content": f"What is the refund window for order {i}?"}])
@@ -156,10 +161,10 @@ print(sum(1 for r in res if isinstance(r, str)), "ok of", len(res))
 '''
 
 
-def run_ragas(server: Server, calls: int) -> dict:
+def run_ragas(server: Server, calls: int, python: str) -> dict:
     server.reset()
     start = time.perf_counter()
-    proc = subprocess.run([PY, "-c", RAGAS, server.url, str(calls)], cwd=ROOT,
+    proc = subprocess.run([python, "-c", RAGAS, server.url, str(calls)], cwd="/",
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return {"run": "ragas Executor (default RunConfig)", "error": proc.stderr[-500:]}
@@ -171,7 +176,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--baseline-calls", type=int, default=150)
-    ap.add_argument("--ragas", action="store_true")
+    ap.add_argument("--ragas-python", help="python of an environment with ragas installed")
     args = ap.parse_args(argv)
     command = "python bench/remote_calls.py " + " ".join(argv or sys.argv[1:])
     rows = []
@@ -183,8 +188,8 @@ def main(argv=None) -> int:
             ours["goal_met"] = (ours["rps"] >= sc["goal_rps"]
                                 and ours["share_429"] <= sc["max_429_share"])
             runs = [ours, run_baseline(server, args.baseline_calls)]
-            if args.ragas:
-                runs.append(run_ragas(server, args.calls))
+            if args.ragas_python:
+                runs.append(run_ragas(server, args.calls, args.ragas_python))
         finally:
             server.stop()
         for r in runs:

@@ -10,6 +10,7 @@ non-zero with one clear line and writes nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -73,9 +74,29 @@ def check_remote_bot(bot, endpoints) -> None:
         raise ConfigError(f"bot {bot.name!r}: {exc}") from None
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
+def worker_count(options: PipelineOptions) -> int:
+    """How many worker processes will call the endpoints at once (for the limit share)."""
+    opts = options.get_all_options(retain_unknown_options=True)
+    if opts.get("direct_running_mode") == "multi_processing":
+        return max(1, int(opts.get("direct_num_workers") or 1))
+    for key in ("max_num_workers", "num_workers"):
+        if opts.get(key):
+            return max(1, int(opts[key]))
+    return 1
+
+
+def share_limits(cfg, workers: int):
+    """Endpoints whose worker_share is unset get 1 / workers of the global limits."""
+    endpoints = {name: ep if ep.worker_share is not None
+                 else dataclasses.replace(ep, worker_share=1.0 / workers)
+                 for name, ep in cfg.endpoints.items()}
+    return dataclasses.replace(cfg, endpoints=endpoints)
+
+
+def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
-    cfg = load_config(args.config)
+    cfg = share_limits(load_config(args.config),
+                       worker_count(options) if options is not None else 1)
     run_id = args.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + \
         secrets.token_hex(2)
     if not RUN_ID_PATTERN.match(run_id):
@@ -121,12 +142,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"evalbeam: error: unexpected argument {unknown[0]!r}", file=sys.stderr)
         return EXIT_USAGE
+    options = _beam_options(beam_args)
     try:
-        plan = make_plan(args)
+        plan = make_plan(args, options)
     except (ConfigError, InputError, UsageError) as exc:
         print(f"evalbeam: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    with beam.Pipeline(options=_beam_options(beam_args)) as p:
+    with beam.Pipeline(options=options) as p:
         build_pipeline(p, plan)
     return _print_outcome(plan.info)
 

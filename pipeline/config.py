@@ -40,7 +40,7 @@ class EndpointConfig:
     backoff_max_s: float = 30.0
     price_per_million: dict[str, float] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # values may name env vars: ${VAR}
-    worker_share: float = 1.0  # this worker's share of the global limits
+    worker_share: float | None = None  # a worker's share of the limits; None: 1 / workers
     api_version: str | None = None  # Azure OpenAI
 
 
@@ -168,9 +168,10 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     ep = _build(EndpointConfig, data, where)
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url must be an http(s) URL, got {ep.base_url!r}")
-    for key in ("requests_per_second", "timeout_s", "worker_share", "backoff_initial_s",
-                "backoff_max_s"):
+    for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s"):
         _number(getattr(ep, key), f"{where}.{key}")
+    if ep.worker_share is not None and not 0 < _number(ep.worker_share, f"{where}.worker_share") <= 1:
+        raise ConfigError(f"{where}.worker_share must be in (0, 1]")
     if ep.tokens_per_minute is not None:
         _number(ep.tokens_per_minute, f"{where}.tokens_per_minute")
     for key in ("max_concurrency", "max_attempts"):

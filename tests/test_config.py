@@ -102,3 +102,19 @@ def test_redaction_keeps_env_names_and_hides_values():
     assert out["api_key_env"] == "OPENAI_API_KEY"
     assert out["headers"]["Authorization"] == "<redacted>"
     assert out["token"] == "<redacted>" and out["model"] == "m"
+
+
+def test_worker_share_defaults_to_one_over_workers():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from pipeline.cli import share_limits, worker_count
+    cfg = parse_config({"endpoints": {"a": {"base_url": "http://x"},
+                                      "b": {"base_url": "http://y", "worker_share": 0.25}}})
+    mp = PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=4"])
+    assert worker_count(mp) == 4
+    assert worker_count(PipelineOptions(["--runner=DataflowRunner", "--max_num_workers=10"])) == 10
+    assert worker_count(PipelineOptions([])) == 1
+    shared = share_limits(cfg, worker_count(mp))
+    assert shared.endpoints["a"].worker_share == 0.25  # auto: 1 / 4 workers
+    assert shared.endpoints["b"].worker_share == 0.25  # explicit value kept
+    with pytest.raises(ConfigError, match="worker_share must be in"):
+        parse_config({"endpoints": {"a": {"base_url": "http://x", "worker_share": 2}}})

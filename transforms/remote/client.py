@@ -99,7 +99,7 @@ class EndpointClient:
                  backoff: BackoffWait | None = None):
         self.name, self.cfg = name, cfg
         headers, self._secrets = endpoint_secrets(name, cfg)
-        share = cfg.worker_share
+        share = cfg.worker_share if cfg.worker_share is not None else 1.0
         self.limiter = AdaptiveRateLimiter(
             cfg.requests_per_second * share,
             cfg.tokens_per_minute * share if cfg.tokens_per_minute else None)
