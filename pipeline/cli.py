@@ -74,6 +74,20 @@ def check_remote_bot(bot, endpoints) -> None:
         raise ConfigError(f"bot {bot.name!r}: {exc}") from None
 
 
+def applicable_rules(cfg, metrics: tuple[str, ...]):
+    """Rules the user wrote must name a metric of the run; default rules whose
+    metric was not selected are dropped (a user who picked `metrics: [bleu]`
+    did not ask for a hallucination gate)."""
+    if cfg.verdict.explicit:
+        for i, rule in enumerate(cfg.verdict.rules):
+            if rule.metric not in metrics:
+                raise ConfigError(f"verdict.rules[{i}].metric {rule.metric!r} is not a metric "
+                                  f"of this run (metrics: {', '.join(metrics)})")
+        return cfg
+    kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
+    return dataclasses.replace(cfg, verdict=dataclasses.replace(cfg.verdict, rules=kept))
+
+
 def worker_count(options: PipelineOptions) -> int:
     """How many worker processes will call the endpoints at once (for the limit share)."""
     opts = options.get_all_options(retain_unknown_options=True)
@@ -118,9 +132,10 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
         scorers = select_scorers(cfg.metrics, cfg.metric_options)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    metrics = tuple(m for s, _ in scorers for m in s.metrics)
+    cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
     shards = plan_shards(args.input, columns)
-    metrics = tuple(m for s, _ in scorers for m in s.metrics)
     info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,

@@ -89,6 +89,7 @@ DEFAULT_RULES = (
 class VerdictConfig:
     rules: tuple[VerdictRule, ...] = DEFAULT_RULES
     otherwise: str = "PASS"
+    explicit: bool = False  # the rules were written in the config (not the defaults)
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,8 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         if otherwise not in VERDICTS:
             raise ConfigError(f"verdict.otherwise must be one of {VERDICTS}")
         kwargs["verdict"] = VerdictConfig(
-            tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise)
+            tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise,
+            explicit="rules" in vd)
     return Config(**kwargs)
 
 

@@ -28,6 +28,13 @@ def test_missing_column_bad_config_and_unreadable_input(tmp_path, capsys):
     cfg.write_text("metrics: [bleu, blue]\n")
     assert "unknown metric 'blue'" in _fails_cleanly(capsys, out, "--input", good,
                                                        "--config", str(cfg))
+    cfg.write_text("verdict:\n  rules:\n    - {metric: halucination, above: 0.5, verdict: FAIL}\n")
+    assert "'halucination' is not a metric of this run" in _fails_cleanly(
+        capsys, out, "--input", good, "--config", str(cfg))
+    cfg.write_text("metrics: [bleu]\nverdict:\n  rules:\n"
+                   "    - {metric: completeness, below: 0.5, verdict: WARN}\n")
+    assert "is not a metric of this run" in _fails_cleanly(capsys, out, "--input", good,
+                                                           "--config", str(cfg))
     cfg.write_text("bots:\n  - {name: f, type: faq_match, faq: missing.csv}\n")
     assert "FAQ file not found" in _fails_cleanly(capsys, out, "--input", good,
                                                   "--config", str(cfg))

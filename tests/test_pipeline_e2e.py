@@ -139,3 +139,15 @@ def test_multi_processing_mode_matches_in_memory(tmp_path):
                       if r.get("metric") != "latency_ms")  # timings differ run to run
     for table in ("results", "scores"):
         assert key(read_rows(out_mp, table)) == key(read_rows(out_mem, table))
+
+
+def test_restricted_metrics_drop_default_rules_they_lack(tmp_path):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("metrics: [bleu, rouge, completeness]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "m") == 0
+    m = manifest(out, "m")
+    assert m["metrics"] == ["bleu", "rouge1", "rouge2", "rougeL", "completeness"]
+    assert [r["metric"] for r in m["config"]["verdict"]["rules"]] == ["completeness"]
+    assert {s["metric"] for s in read_rows(out, "scores")} == set(m["metrics"])
