@@ -24,7 +24,7 @@ from transforms.read import ReadCases, Shard, read_case_texts
 from transforms.rows import (bot_error_row, duplicate_row, problem_row, result_row, score_rows,
                              worst_case_row)
 from transforms.scoring import Scorer, ScoreWith
-from transforms.remote.usage import UsageFn
+from transforms.remote.usage import MergeUsageFn
 from transforms.summary import MetricStatsFn, summary_keys
 from transforms.verdict import ApplyVerdict
 from transforms.write import WriteRows
@@ -144,8 +144,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
     ]
     usage = (answered[AnswerWith.CALLS]
-             | "CallKeys" >> beam.Map(lambda rec: ((rec.endpoint, rec.model), rec))
-             | "Usage" >> beam.CombinePerKey(UsageFn()))
+             | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
 
     _ = (p | "Once" >> beam.Create([None])
          | "Finalize" >> beam.ParDo(

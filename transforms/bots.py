@@ -14,6 +14,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from schemas.records import EvalCase, Turn
 from transforms.faq_index import FaqIndex, load_faq
+from transforms.remote.usage import CallLog, call_counters, count_calls
 
 
 class Bot(Protocol):
@@ -55,7 +56,7 @@ class FaqMatchBot:
                              "similarity": round(match.similarity, 6)})
 
 
-def make_bot(cfg, runtime=None):
+def make_bot(cfg, runtime=None, log=None):
     """A bot from its BotConfig (pipeline.config), built inside the worker."""
     if cfg.type == "precomputed":
         return PrecomputedBot(cfg.name)
@@ -64,7 +65,7 @@ def make_bot(cfg, runtime=None):
     from transforms import remote_bots
     cls = {"full_context": remote_bots.FullContextBot, "chat": remote_bots.ChatBot,
            "http": remote_bots.HttpBot}[cfg.type]
-    return cls(cfg, runtime)
+    return cls(cfg, runtime, log)
 
 
 def _runtime_key(endpoints: Mapping) -> int:
@@ -81,7 +82,8 @@ class AnswerWith(beam.DoFn):
     slow call never stalls a whole batch. finish_bundle waits for the rest.
     One DoFn for all bots keeps the stage fused (a Flatten of per-bot branches
     would make the runner materialise every Turn between stages).
-    Call records go to the CALLS output for usage/.
+    The DoFn's calls are tallied in a CallLog and emitted once per bundle on
+    the CALLS output as ((endpoint, model), usage accumulator) for usage/.
     """
 
     CALLS = "calls"
@@ -94,15 +96,15 @@ class AnswerWith(beam.DoFn):
         self._pending: list[concurrent.futures.Future] = []
         self._max_pending = 2 * sum(e.max_concurrency for e in self._endpoints.values()) or 64
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
-        self._calls = beam.metrics.Metrics.counter("evalbeam.remote", "calls")
-        self._retries = beam.metrics.Metrics.counter("evalbeam.remote", "retries")
-        self._failed = beam.metrics.Metrics.counter("evalbeam.remote", "failed_calls")
+        self._log = None
 
     def setup(self):
         if any(c.type in ("full_context", "chat", "http") for c in self._configs):
             from transforms.remote.runtime import acquire_runtime
             self._runtime = acquire_runtime(_runtime_key(self._endpoints), self._endpoints)
-        self._bots = [make_bot(cfg, self._runtime) for cfg in self._configs]
+        self._log = CallLog()
+        self._counters = call_counters()
+        self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
     def start_bundle(self):
         self._pending = []
@@ -113,16 +115,6 @@ class AnswerWith(beam.DoFn):
         if self._runtime is not None:
             self._runtime.progress.on_case()
         return turn
-
-    def _call_outputs(self):
-        if self._runtime is None:
-            return
-        for rec in self._runtime.drain_records():
-            self._calls.inc()
-            self._retries.inc(max(0, rec.attempts - 1))
-            if not rec.ok:
-                self._failed.inc()
-            yield rec
 
     def _done(self, block: bool) -> list[Turn]:
         """Completed remote Turns; with block, wait until the backlog is at most half full."""
@@ -147,16 +139,16 @@ class AnswerWith(beam.DoFn):
                 else:
                     yield self._checked(_safe_sync_answer(bot, case))
         yield from self._done(block=len(self._pending) >= self._max_pending)
-        for rec in self._call_outputs():
-            yield beam.pvalue.TaggedOutput(self.CALLS, rec)
 
     def finish_bundle(self):
         if self._pending:
             concurrent.futures.wait(self._pending)
         for turn in self._done(block=False):
             yield GlobalWindows.windowed_value(turn)
-        for rec in self._call_outputs():
-            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(rec))
+        tallies = self._log.drain()
+        count_calls(tallies, self._counters)
+        for item in tallies:
+            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))
 
     def teardown(self):
         if self._runtime is not None:

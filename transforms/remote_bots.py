@@ -57,10 +57,10 @@ class ChatBot:
 
     remote = True
 
-    def __init__(self, cfg, runtime: AsyncRuntime):
+    def __init__(self, cfg, runtime: AsyncRuntime, log):
         self.name, self.model = cfg.name, cfg.model
         self.client = runtime.client(cfg.endpoint)
-        self.runtime = runtime
+        self.runtime, self.log = runtime, log
         self.system_prompt = cfg.system_prompt
         self.temperature = float(cfg.options.get("temperature", 0.0))
         self.max_tokens = cfg.options.get("max_tokens")
@@ -73,7 +73,7 @@ class ChatBot:
         reply = await chat(self.client, self.model, self.messages(case),
                            purpose=f"bot:{self.name}", temperature=self.temperature,
                            max_tokens=self.max_tokens)
-        self.runtime.record(reply.record)
+        self.runtime.record(reply.record, self.log)
         extras = reply.message_extras[0] if reply.message_extras else {}
         return _turn(case, self.name, reply.texts[0] if reply.texts else None, reply.record,
                      **({"reasoning_content": extras["reasoning_content"]}
@@ -83,8 +83,8 @@ class ChatBot:
 class FullContextBot(ChatBot):
     """The whole knowledge document and the question in one prompt template."""
 
-    def __init__(self, cfg, runtime: AsyncRuntime):
-        super().__init__(cfg, runtime)
+    def __init__(self, cfg, runtime: AsyncRuntime, log):
+        super().__init__(cfg, runtime, log)
         self.knowledge = read_text(cfg.knowledge)
         self.template = read_text(cfg.prompt_template) if cfg.prompt_template \
             else default_prompt_template()
@@ -126,8 +126,8 @@ class HttpBot:
 
     remote = True
 
-    def __init__(self, cfg, runtime: AsyncRuntime):
-        self.name, self.runtime = cfg.name, runtime
+    def __init__(self, cfg, runtime: AsyncRuntime, log):
+        self.name, self.runtime, self.log = cfg.name, runtime, log
         self.client = runtime.client(cfg.endpoint)
         opts = cfg.options
         self.path = opts.get("path", "")
@@ -159,5 +159,5 @@ class HttpBot:
                 contexts = self._contexts(result.data)
             except (KeyError, IndexError, TypeError) as exc:
                 rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"
-        self.runtime.record(rec)
+        self.runtime.record(rec, self.log)
         return _turn(case, self.name, answer, rec, contexts)

@@ -21,8 +21,6 @@ class AsyncRuntime:
     def __init__(self, endpoints: Mapping[str, Any]):
         self._configs = dict(endpoints)
         self._clients: dict[str, EndpointClient] = {}
-        self._records: list[CallRecord] = []
-        self._records_lock = threading.Lock()
         self.progress = Progress()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="evalbeam-remote",
@@ -47,15 +45,10 @@ class AsyncRuntime:
             client = self._clients.setdefault(name, self.run(make()))
         return client
 
-    def record(self, rec: CallRecord) -> None:
-        with self._records_lock:
-            self._records.append(rec)
+    def record(self, rec: CallRecord, log) -> None:
+        """Count a finished call: in the caller's CallLog and in the progress line."""
+        log.add(rec)
         self.progress.on_call(rec)
-
-    def drain_records(self) -> list[CallRecord]:
-        with self._records_lock:
-            records, self._records = self._records, []
-        return records
 
     def close(self) -> None:
         async def close_all():

@@ -1,6 +1,13 @@
-"""usage/: CallRecords rolled up per endpoint × model (a bounded CombineFn)."""
+"""usage/: calls rolled up per endpoint × model, bounded in memory.
+
+A DoFn that makes remote calls gives its callers a CallLog; the log tallies
+each CallRecord into a per-(endpoint, model) accumulator at once, and the DoFn
+emits the few accumulators at the end of its bundle. They merge with
+MergeUsageFn, so no per-call element ever crosses a stage boundary.
+"""
 from __future__ import annotations
 
+import threading
 from typing import Iterable, Mapping
 
 import apache_beam as beam
@@ -8,47 +15,89 @@ import apache_beam as beam
 from transforms.remote.client import CallRecord
 from transforms.summary import MetricStats
 
+COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens")
 
-class UsageFn(beam.CombineFn):
-    """CallRecords of one (endpoint, model) -> the usage row's figures."""
 
-    def create_accumulator(self):
-        return {"calls": 0, "retries": 0, "failures": 0, "cache_hits": 0, "prompt_tokens": 0,
-                "completion_tokens": 0, "latency": MetricStats()}
+def new_usage() -> dict:
+    return {**{k: 0 for k in COUNTED}, "latency": MetricStats()}
 
-    def add_input(self, acc, rec: CallRecord):
-        acc["calls"] += 1
-        acc["retries"] += max(0, rec.attempts - 1)
-        acc["failures"] += 0 if rec.ok else 1
-        acc["cache_hits"] += 1 if rec.cache_hit else 0
-        acc["prompt_tokens"] += rec.prompt_tokens
-        acc["completion_tokens"] += rec.completion_tokens
-        if rec.latency_ms is not None:
-            acc["latency"].add(rec.latency_ms)
-        return acc
+
+def add_call(acc: dict, rec: CallRecord) -> dict:
+    acc["calls"] += 1
+    acc["retries"] += max(0, rec.attempts - 1)
+    acc["failures"] += 0 if rec.ok else 1
+    acc["cache_hits"] += 1 if rec.cache_hit else 0
+    acc["prompt_tokens"] += rec.prompt_tokens
+    acc["completion_tokens"] += rec.completion_tokens
+    if rec.latency_ms is not None:
+        acc["latency"].add(rec.latency_ms)
+    return acc
+
+
+def merge_usage(into: dict, other: dict) -> dict:
+    for k in COUNTED:
+        into[k] += other[k]
+    into["latency"].merge(other["latency"])
+    return into
+
+
+class CallLog:
+    """Thread-safe tally of one DoFn's calls (the calls run on the loop thread)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._accs: dict[tuple[str, str], dict] = {}
+
+    def add(self, rec: CallRecord) -> None:
+        with self._lock:
+            add_call(self._accs.setdefault((rec.endpoint, rec.model), new_usage()), rec)
+
+    def drain(self) -> list[tuple[tuple[str, str], dict]]:
+        with self._lock:
+            items, self._accs = list(self._accs.items()), {}
+        return items
+
+
+def count_calls(items: Iterable[tuple[tuple[str, str], dict]], counters: Mapping) -> None:
+    """Beam counters from drained tallies (called on the DoFn's thread)."""
+    for _, acc in items:
+        counters["calls"].inc(acc["calls"])
+        counters["retries"].inc(acc["retries"])
+        counters["failed_calls"].inc(acc["failures"])
+
+
+def call_counters() -> dict:
+    return {name: beam.metrics.Metrics.counter("evalbeam.remote", name)
+            for name in ("calls", "retries", "failed_calls")}
+
+
+class MergeUsageFn(beam.CombineFn):
+    """Usage accumulators of one (endpoint, model) -> the usage row's figures."""
+
+    def create_accumulator(self) -> dict:
+        return new_usage()
+
+    def add_input(self, acc: dict, partial: dict) -> dict:
+        return merge_usage(acc, partial)
 
     def merge_accumulators(self, accs):
-        accs = list(accs)
-        out = accs[0]
-        for acc in accs[1:]:
-            for k, v in acc.items():
-                if k == "latency":
-                    out[k].merge(v)
-                else:
-                    out[k] += v
+        accs = iter(accs)
+        out = next(accs)
+        for acc in accs:
+            merge_usage(out, acc)
         return out
 
-    def extract_output(self, acc):
-        latency = acc.pop("latency")
-        p50, _ = latency.percentiles()
-        return {**acc, "latency_p50_ms": p50, "latency_p95_ms": latency.percentile(95)}
+    def extract_output(self, acc: dict) -> dict:
+        latency = acc["latency"]
+        return {**{k: acc[k] for k in COUNTED}, "latency_p50_ms": latency.percentile(50),
+                "latency_p95_ms": latency.percentile(95)}
 
 
 def usage_rows(run_id: str, rolled: Iterable[tuple[tuple[str, str], dict]],
                prices: Mapping[str, Mapping[str, float]]) -> list[dict]:
     """Rows of usage/, with cost from each endpoint's price_per_million."""
     rows = []
-    for (endpoint, model), figures in sorted(rolled):
+    for (endpoint, model), figures in sorted(rolled, key=lambda kv: kv[0]):
         price = prices.get(endpoint, {})
         cost = None
         if price:

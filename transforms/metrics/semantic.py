@@ -1,0 +1,117 @@
+"""Embedding-based metrics: answer similarity, BERTScore-style matching,
+answer relevance. Vectors in, MetricResult out; no model here (the pipeline's
+Enrich step computes the vectors, batched and cached, and hands them over).
+
+BERTScore follows bert_score's `greedy_cos_idf`: token vectors are
+L2-normalised, each candidate token takes its best cosine with any reference
+token (precision) and each reference token its best with any candidate token
+(recall), weighted by idf (or uniformly), F1 = 2PR / (P + R).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from schemas.records import MetricResult
+
+MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an answer
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？؟])\s+|\n+")
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
+    """cos(expected, answer) with negatives clamped to 0 (a scale of [0, 1])."""
+    raw = cosine(expected, answer)
+    return MetricResult(max(0.0, min(1.0, raw)), {"cosine": raw})
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (or lines) of an answer, stripped, empty ones dropped."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: int
+                     ) -> MetricResult:
+    """Mean over the answer's sentences of cos(sentence, question), each clamped at 0."""
+    if len(sentences) == 0:
+        return MetricResult.null("answer has no sentence")
+    sims = [max(0.0, cosine(question, s)) for s in sentences]
+    details = {"sentences": n_sentences, "per_sentence": [round(x, 4) for x in sims[:20]]}
+    if n_sentences > len(sentences):
+        details["note"] = f"first {len(sentences)} of {n_sentences} sentences scored"
+    return MetricResult(float(np.mean(sims)), details)
+
+
+def bertscore_idf(reference_token_sets: Iterable[Iterable[str]]) -> "BertIdf":
+    """idf(w) = ln((M + 1) / (df(w) + 1)) over M references (bert_score's get_idf_dict)."""
+    df: Counter[str] = Counter()
+    m = 0
+    for tokens in reference_token_sets:
+        m += 1
+        df.update(set(tokens))
+    return BertIdf(m, dict(df))
+
+
+class BertIdf:
+    """Token idf over the run's references; unseen tokens get ln(M + 1)."""
+
+    __slots__ = ("n_docs", "df")
+
+    def __init__(self, n_docs: int, df: dict[str, int]):
+        self.n_docs, self.df = n_docs, df
+
+    def weights(self, tokens: Sequence[str]) -> np.ndarray:
+        top = self.n_docs + 1
+        return np.array([math.log(top / (self.df.get(t, 0) + 1)) for t in tokens],
+                        dtype=np.float64)
+
+    def __getstate__(self):
+        return self.n_docs, self.df
+
+    def __setstate__(self, state):
+        self.n_docs, self.df = state
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = np.asarray(rows, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1.0, norms)
+
+
+def greedy_match(ref: np.ndarray, cand: np.ndarray, ref_w: np.ndarray,
+                 cand_w: np.ndarray) -> tuple[float, float, float]:
+    """(P, R, F1) of greedy cosine matching with token weights."""
+    sim = _unit(cand) @ _unit(ref).T                 # (n_cand, n_ref)
+    p_scale = cand_w / cand_w.sum() if cand_w.sum() > 0 else np.zeros_like(cand_w)
+    r_scale = ref_w / ref_w.sum() if ref_w.sum() > 0 else np.zeros_like(ref_w)
+    precision = float((sim.max(axis=1) * p_scale).sum())
+    recall = float((sim.max(axis=0) * r_scale).sum())
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: Sequence[str],
+              cand_vectors: np.ndarray, idf: BertIdf | None = None) -> MetricResult:
+    """BERTScore-style F1 of a candidate against a reference (P and R in details)."""
+    if len(ref_tokens) == 0:
+        return MetricResult.null("reference has no tokens")
+    if len(cand_tokens) == 0:  # nothing said covers nothing: bert_score also gives 0
+        return MetricResult(0.0, {"precision": 0.0, "recall": 0.0, "note": "empty answer"})
+    if idf is None:
+        ref_w, cand_w = np.ones(len(ref_tokens)), np.ones(len(cand_tokens))
+    else:
+        ref_w, cand_w = idf.weights(ref_tokens), idf.weights(cand_tokens)
+    p, r, f = greedy_match(ref_vectors, cand_vectors, ref_w, cand_w)
+    return MetricResult(max(0.0, f), {"precision": p, "recall": r, "idf": idf is not None,
+                                      "ref_tokens": len(ref_tokens),
+                                      "answer_tokens": len(cand_tokens)})
