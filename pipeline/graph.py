@@ -7,7 +7,6 @@ counts) cross stage boundaries.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -17,10 +16,12 @@ from apache_beam.pvalue import AsList, AsSingleton
 from pipeline.config import Config
 from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.bots import AnswerWith
-from transforms.faq_index import load_faq
 from transforms.finalize import Finalize, RunInfo
-from transforms.metrics.relevance import IdfTable, document_terms
-from transforms.read import ReadCases, Shard, read_case_texts
+from transforms.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
+                               read_references)
+from transforms.duplicates import FindDuplicateIds
+from transforms.enrich import EmbedTurns
+from transforms.read import ReadCases, Shard
 from transforms.rows import (bot_error_row, duplicate_row, problem_row, result_row, score_rows,
                              worst_case_row)
 from transforms.scoring import Scorer, ScoreWith
@@ -30,37 +31,6 @@ from transforms.verdict import ApplyVerdict
 from transforms.write import WriteRows
 
 WORST_CASES_PER_BOT = 10
-
-
-class DocumentFrequencyFn(beam.CombineFn):
-    """Texts -> IdfTable (document frequencies over the run's input corpus)."""
-
-    def create_accumulator(self):
-        return Counter(), 0
-
-    def add_input(self, acc, text: str):
-        df, n = acc
-        df.update(document_terms(text))
-        return df, n + 1
-
-    def merge_accumulators(self, accs):
-        total, n = Counter(), 0
-        for df, k in accs:
-            total.update(df)
-            n += k
-        return total, n
-
-    def extract_output(self, acc) -> IdfTable:
-        df, n = acc
-        return IdfTable.from_document_frequencies(df, n)
-
-
-def _corpus_texts(item: tuple[str, Any], columns: Mapping[str, str]) -> Iterable[str]:
-    kind, what = item
-    if kind == "shard":
-        yield from read_case_texts(what, columns)
-    else:  # a FAQ file: its answers are responses the faq bot can give
-        yield from load_faq(what)[1]
 
 
 @dataclass(frozen=True)
@@ -86,7 +56,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
             ("faq", b.faq) for b in cfg.bots if b.type == "faq_match"]
         idf = AsSingleton(
             p | "IdfCorpus" >> beam.Create(sources, reshuffle=len(sources) > 1)
-            | "CorpusTexts" >> beam.FlatMap(_corpus_texts, dict(plan.columns))
+            | "CorpusTexts" >> beam.FlatMap(corpus_texts, dict(plan.columns))
             | "DocumentFrequencies" >> beam.CombineGlobally(DocumentFrequencyFn()))
 
     answered = (cases
@@ -94,9 +64,27 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
     turns = answered.turns
+    calls = [answered[AnswerWith.CALLS]]
+    needs = frozenset(f for s, _ in plan.scorers for f in s.features)
+    if needs:
+        enriched = (turns
+                    | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
+                    | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints, needs))
+                    .with_outputs(EmbedTurns.CALLS, main="turns"))
+        turns = enriched.turns
+        calls.append(enriched[EmbedTurns.CALLS])
+    sides = {"idf": idf}
+    if any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers):
+        sides["bert_idf"] = AsSingleton(
+            p | "ReferenceShards" >> beam.Create(list(plan.shards), reshuffle=len(plan.shards) > 1)
+            | "References" >> beam.FlatMap(read_references, dict(plan.columns))
+            | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings, cfg.endpoints))
+            | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
     for scorer, options in plan.scorers:
-        side = {"idf": idf} if scorer.uses_idf else {}
-        turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options), **side)
+        side = sides.get(scorer.side_input)
+        kwargs = {"side": side} if side is not None else {}
+        turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options),
+                                                              **kwargs)
     judged = turns | "ApplyVerdict" >> beam.ParDo(
         ApplyVerdict(cfg.verdict.rules, cfg.verdict.otherwise))
 
@@ -112,9 +100,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         problems | "ProblemRows" >> beam.Map(problem_row, run_id)
         | "WriteReadErrors" >> WriteRows(ERRORS, *out),
     ]
-    duplicates = (cases | "CaseIds" >> beam.Map(lambda c: c.case_id)
-                  | "CountIds" >> beam.combiners.Count.PerElement()
-                  | "Duplicates" >> beam.Filter(lambda kv: kv[1] > 1))
+    duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds(list(plan.shards), plan.columns)
     written.append(duplicates | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                    | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
 
@@ -143,7 +129,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
         p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
     ]
-    usage = (answered[AnswerWith.CALLS]
+    usage = (calls | "AllCalls" >> beam.Flatten()
              | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
 
     _ = (p | "Once" >> beam.Create([None])

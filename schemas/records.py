@@ -54,15 +54,19 @@ class Turn:
     scores: dict[str, MetricResult] = field(default_factory=dict)
     verdict: str | None = None
     verdict_reason: str | None = None
+    # Enrichment for the metrics (vectors, token vectors); never written out.
+    features: dict[str, Any] = field(default_factory=dict)
 
     @property
     def effective_contexts(self) -> list[str] | None:
         return self.contexts if self.contexts is not None else self.case.contexts
 
     def evolve(self, *, scores: dict[str, MetricResult] | None = None,
-               verdict: str | None = None, verdict_reason: str | None = None) -> "Turn":
-        """A copy with new scores or verdict (4× cheaper than dataclasses.replace,
-        which matters at ten steps per row)."""
+               verdict: str | None = None, verdict_reason: str | None = None,
+               features: dict[str, Any] | None = None) -> "Turn":
+        """A copy with new scores, verdict or features (4× cheaper than
+        dataclasses.replace, which matters at ten steps per row)."""
         return Turn(self.case, self.bot, self.answer, self.latency_ms, self.error, self.details,
                     self.contexts, self.scores if scores is None else scores,
-                    verdict or self.verdict, verdict_reason or self.verdict_reason)
+                    verdict or self.verdict, verdict_reason or self.verdict_reason,
+                    self.features if features is None else features)

@@ -12,7 +12,9 @@ import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
 from transforms.metrics import hallucination as hall
-from transforms.metrics import lexical, overlap, relevance
+from transforms.enrich import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
+                               VEC_EXPECTED, VEC_QUESTION)
+from transforms.metrics import lexical, overlap, relevance, semantic
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
 
@@ -23,9 +25,14 @@ class Scorer:
     metrics: tuple[str, ...]       # metric names it produces
     needs: tuple[str, ...]         # question | answer | expected_answer | contexts
     compute: Compute
-    uses_idf: bool = False
+    side_input: str | None = None  # "idf" (lexical) or "bert_idf"; given to compute
     lower_is_better: frozenset[str] = field(default_factory=frozenset)
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
+    features: tuple[str, ...] = ()  # what the Enrich step must attach (embeddings)
+
+    @property
+    def uses_idf(self) -> bool:
+        return self.side_input == "idf"
 
 
 def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) -> Compute:
@@ -38,7 +45,7 @@ def _latency(turn: Turn, opts, idf) -> MetricResult:
     return MetricResult(float(turn.latency_ms))
 
 
-SCORERS: tuple[Scorer, ...] = (
+SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("exact_match", ("exact_match",), ("answer", "expected_answer"),
            _one("exact_match", lambda t, o, i: lexical.exact_match(t.answer, t.case.expected_answer))),
     Scorer("keyword_recall", ("keyword_recall",), ("answer", "expected_answer"),
@@ -60,7 +67,7 @@ SCORERS: tuple[Scorer, ...] = (
     Scorer("lexical_relevance", ("lexical_relevance",), ("question", "answer"),
            _one("lexical_relevance",
                 lambda t, o, idf: relevance.lexical_relevance(t.case.question, t.answer, idf)),
-           uses_idf=True),
+           side_input="idf"),
     Scorer("completeness", ("completeness",), ("question", "answer"),
            _one("completeness", lambda t, o, i: relevance.completeness(t.case.question, t.answer))),
     Scorer("hallucination", ("hallucination",), ("answer", "contexts"),
@@ -68,6 +75,33 @@ SCORERS: tuple[Scorer, ...] = (
                 lambda t, o, i: hall.hallucination(t.answer, t.effective_contexts,
                                                    window=int(o["window"]))),
            lower_is_better=frozenset({"hallucination"}), option_defaults={"window": 12}),
+)
+
+def _similarity(t: Turn, o, side) -> MetricResult:
+    if not t.answer.strip():  # an empty text's embedding means nothing: nothing said, 0
+        return MetricResult(0.0, {"note": "empty answer"})
+    return semantic.answer_similarity(t.features[VEC_EXPECTED], t.features[VEC_ANSWER])
+
+
+def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
+    ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
+    return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
+                              bert_idf if o["idf"] else None)
+
+
+def _relevance(t: Turn, o, side) -> MetricResult:
+    n_sentences, vectors = t.features[SENTENCES]
+    return semantic.answer_relevance(t.features[VEC_QUESTION], vectors, n_sentences)
+
+
+SCORERS += (
+    Scorer("answer_similarity", ("answer_similarity",), ("answer", "expected_answer"),
+           _one("answer_similarity", _similarity), features=(VEC_EXPECTED, VEC_ANSWER)),
+    Scorer("bertscore", ("bertscore",), ("answer", "expected_answer"),
+           _one("bertscore", _bertscore), side_input="bert_idf",
+           option_defaults={"idf": False}, features=(TOK_EXPECTED, TOK_ANSWER)),
+    Scorer("answer_relevance", ("answer_relevance",), ("question", "answer"),
+           _one("answer_relevance", _relevance), features=(VEC_QUESTION, SENTENCES)),
 )
 
 METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
@@ -98,7 +132,8 @@ def select_scorers(metrics: tuple[str, ...] | None,
     return chosen
 
 
-def missing_input(turn: Turn, needs: tuple[str, ...]) -> str | None:
+def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] = ()
+                  ) -> str | None:
     """Why the turn cannot be scored by a scorer with these needs, or None."""
     if turn.error:
         return f"bot failed: {turn.error}"
@@ -109,16 +144,19 @@ def missing_input(turn: Turn, needs: tuple[str, ...]) -> str | None:
             return "no expected_answer"
         if need == "contexts" and not turn.effective_contexts:
             return "no contexts"
+    if any(f not in turn.features for f in features):
+        return turn.features.get(EMBED_ERROR, "no embeddings for this turn")
     return None
 
 
-def score_turn(scorer: Scorer, options: Mapping[str, Any], turn: Turn, idf=None) -> dict[str, MetricResult]:
+def score_turn(scorer: Scorer, options: Mapping[str, Any], turn: Turn,
+               side=None) -> dict[str, MetricResult]:
     """Plain-Python scoring of one turn by one scorer (what the ParDo runs)."""
-    reason = missing_input(turn, scorer.needs)
+    reason = missing_input(turn, scorer.needs, scorer.features)
     if reason:
         return {m: MetricResult.null(reason) for m in scorer.metrics}
     try:
-        return scorer.compute(turn, options, idf)
+        return scorer.compute(turn, options, side)
     except Exception as exc:  # a metric bug is recorded on the row, not fatal
         msg = f"metric failed: {type(exc).__name__}: {exc}"[:500]
         return {m: MetricResult.null(msg) for m in scorer.metrics}
@@ -131,8 +169,8 @@ class ScoreWith(beam.DoFn):
         self._scorer, self._options = scorer, dict(options)
         self._nulls = beam.metrics.Metrics.counter("evalbeam.metrics", f"{scorer.name}_null")
 
-    def process(self, turn: Turn, idf=None):
-        results = score_turn(self._scorer, self._options, turn, idf)
+    def process(self, turn: Turn, side=None):
+        results = score_turn(self._scorer, self._options, turn, side)
         if any(r.value is None for r in results.values()):
             self._nulls.inc()
         yield turn.evolve(scores={**turn.scores, **results})

@@ -26,8 +26,9 @@ class EmbeddingError(RuntimeError):
 
 class EndpointEmbedder:
     def __init__(self, runtime: AsyncRuntime, endpoint: str, model: str,
-                 request_size: int = 64):
+                 request_size: int = 64, log=None):
         self.runtime, self.model, self.request_size = runtime, model, request_size
+        self.log = log
         self.client = runtime.client(endpoint)
         self.name = f"endpoint:{endpoint}/{model}"
         self.dim: int | None = None  # known after the first answer
@@ -42,7 +43,7 @@ class EndpointEmbedder:
         to_send = [t for t in texts if t.strip()]
         vectors: list[list[float]] = []
         for got, record in self.runtime.run(self._embed_all(to_send)) if to_send else []:
-            self.runtime.record(record)
+            self.runtime.record(record, self.log)
             if got is None:
                 raise EmbeddingError(f"embeddings failed: {record.error}")
             vectors.extend(got)

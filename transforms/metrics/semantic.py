@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from schemas.records import MetricResult
 
 MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an answer
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？؟])\s+|\n+")
+# Latin/Arabic ends need a following space ("3.5" is no end); CJK ends need none.
+_SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？])\s*|\n+")
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -43,8 +44,8 @@ def split_sentences(text: str) -> list[str]:
 def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: int
                      ) -> MetricResult:
     """Mean over the answer's sentences of cos(sentence, question), each clamped at 0."""
-    if len(sentences) == 0:
-        return MetricResult.null("answer has no sentence")
+    if n_sentences == 0:  # says nothing, so addresses nothing (as lexical relevance)
+        return MetricResult(0.0, {"sentences": 0, "note": "empty answer"})
     sims = [max(0.0, cosine(question, s)) for s in sentences]
     details = {"sentences": n_sentences, "per_sentence": [round(x, 4) for x in sims[:20]]}
     if n_sentences > len(sentences):

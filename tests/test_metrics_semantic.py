@@ -1,0 +1,81 @@
+"""Semantic metric maths on hand-made vectors (no model needed)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from transforms.metrics.semantic import (BertIdf, answer_relevance, answer_similarity,
+                                         bertscore, bertscore_idf, greedy_match,
+                                         split_sentences)
+
+
+def test_answer_similarity_is_cosine_clamped_at_zero():
+    assert answer_similarity(np.array([1.0, 0]), np.array([1.0, 1.0])).value == pytest.approx(
+        1 / math.sqrt(2))
+    opposite = answer_similarity(np.array([1.0, 0]), np.array([-1.0, 0]))
+    assert opposite.value == 0.0 and opposite.details["cosine"] == pytest.approx(-1)
+    assert answer_similarity(np.zeros(3), np.ones(3)).value == 0.0
+
+
+def _naive_bertscore(ref, cand, ref_w, cand_w):
+    """The definition written out with loops (what greedy_match must equal)."""
+    def cos(a, b):
+        return float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
+    p = sum(w * max(cos(c, r) for r in ref) for c, w in zip(cand, cand_w)) / sum(cand_w)
+    r = sum(w * max(cos(r_, c) for c in cand) for r_, w in zip(ref, ref_w)) / sum(ref_w)
+    return p, r, 2 * p * r / (p + r)
+
+
+def test_greedy_match_equals_the_definition():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        ref, cand = rng.normal(size=(rng.integers(1, 9), 8)), rng.normal(size=(rng.integers(1, 9), 8))
+        ref_w, cand_w = rng.random(len(ref)) + 0.1, rng.random(len(cand)) + 0.1
+        got = greedy_match(ref, cand, ref_w, cand_w)
+        assert got == pytest.approx(_naive_bertscore(ref, cand, ref_w, cand_w), abs=1e-12)
+
+
+def test_bertscore_identical_and_disjoint():
+    vecs = np.eye(4)
+    same = bertscore(["a", "b"], vecs[:2], ["a", "b"], vecs[:2])
+    assert same.value == pytest.approx(1.0)
+    assert same.details["precision"] == pytest.approx(1) == same.details["recall"]
+    disjoint = bertscore(["a", "b"], vecs[:2], ["c", "d"], vecs[2:])
+    assert disjoint.value == 0.0
+    partial = bertscore(["a", "b"], vecs[:2], ["a"], vecs[:1])  # precise but incomplete
+    assert partial.details["precision"] == pytest.approx(1.0)
+    assert partial.details["recall"] == pytest.approx(0.5)
+    assert partial.value == pytest.approx(2 / 3)
+
+
+def test_bertscore_empty_sides():
+    assert bertscore([], np.zeros((0, 3)), ["a"], np.ones((1, 3))).value is None
+    empty_answer = bertscore(["a"], np.ones((1, 3)), [], np.zeros((0, 3)))
+    assert empty_answer.value == 0.0 and empty_answer.details["note"] == "empty answer"
+
+
+def test_bertscore_idf_is_bert_score_formula_and_weights_rare_tokens():
+    idf = bertscore_idf([["the", "refund"], ["the", "plan"], ["the", "window"]])
+    w = idf.weights(["the", "refund", "unseen"])
+    assert w == pytest.approx([math.log(4 / 4), math.log(4 / 2), math.log(4 / 1)])
+    vecs = np.eye(3)
+    # the answer gets "the" right but misses "refund": with idf the miss weighs more
+    plain = bertscore(["the", "refund"], vecs[:2], ["the"], vecs[:1])
+    weighted = bertscore(["the", "refund"], vecs[:2], ["the"], vecs[:1], idf)
+    assert weighted.details["recall"] < plain.details["recall"]
+    assert BertIdf(*idf.__getstate__()).weights(["plan"]) == pytest.approx(idf.weights(["plan"]))
+
+
+def test_sentences_and_answer_relevance():
+    assert split_sentences("Refunds take 30 days. Is that ok?\nYes!  ") == [
+        "Refunds take 30 days.", "Is that ok?", "Yes!"]
+    assert split_sentences("第一句。第二句。") == ["第一句。", "第二句。"]
+    q = np.array([1.0, 0.0])
+    rel = answer_relevance(q, np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]), 3)
+    assert rel.value == pytest.approx(1 / 3)  # 1, 0 and a negative clamped to 0
+    capped = answer_relevance(q, np.array([[1.0, 0.0]]), 100)
+    assert "first 1 of 100" in capped.details["note"]
+    empty = answer_relevance(q, np.zeros((0, 2)), 0)
+    assert empty.value == 0.0 and empty.details["note"] == "empty answer"

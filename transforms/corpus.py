@@ -1,0 +1,90 @@
+"""Corpus statistics computed in a cheap second pass over the input and handed
+to every worker as side inputs: document frequencies for lexical relevance's
+IDF, and BERTScore's idf over the run's references.
+
+Reading the input again (only the text columns) keeps the main stage fused: a
+side input computed from the main stage's own output would force the runner
+to hold every row until it is ready.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+import apache_beam as beam
+
+from schemas.cases import to_case
+from schemas.records import EvalCase
+from transforms.enrich import make_embedder
+from transforms.faq_index import load_faq
+from transforms.metrics.relevance import IdfTable, document_terms
+from transforms.metrics.semantic import BertIdf
+from transforms.read import Shard, read_case_texts, read_shard_rows
+
+
+class _DocumentCounts(beam.CombineFn):
+    """Terms of documents -> (documents containing each term, number of documents)."""
+
+    def create_accumulator(self):
+        return Counter(), 0
+
+    def add_input(self, acc, terms):
+        df, n = acc
+        df.update(set(terms))
+        return df, n + 1
+
+    def merge_accumulators(self, accs):
+        total, n = Counter(), 0
+        for df, k in accs:
+            total.update(df)
+            n += k
+        return total, n
+
+
+class BertIdfFn(_DocumentCounts):
+    """Reference token lists -> BertIdf (bert_score's idf over the run's references)."""
+
+    def extract_output(self, acc) -> BertIdf:
+        df, n = acc
+        return BertIdf(n, dict(df))
+
+
+class TokenizeReferences(beam.DoFn):
+    """Reference text -> the embedder's tokens (wordpieces for the local model)."""
+
+    def __init__(self, embeddings_cfg, endpoints):
+        self._cfg, self._endpoints = embeddings_cfg, dict(endpoints)
+
+    def setup(self):
+        # the embedder's own tokenizer (no remote call is made for tokenizing)
+        self._tokenize = make_embedder(self._cfg).inner.tokenize
+
+    def process(self, text: str):
+        yield self._tokenize(text)
+
+
+def read_references(shard: Shard, columns: Mapping[str, str]) -> Iterable[str]:
+    """The expected answers of a shard's valid rows (the BERTScore idf corpus)."""
+    for source, raw in read_shard_rows(shard, columns):
+        case = to_case(raw, columns, source)
+        if isinstance(case, EvalCase) and case.expected_answer is not None:
+            yield case.expected_answer
+
+
+class DocumentFrequencyFn(_DocumentCounts):
+    """Texts -> IdfTable (document frequencies over the run's input corpus)."""
+
+    def add_input(self, acc, text: str):
+        return super().add_input(acc, document_terms(text))
+
+    def extract_output(self, acc) -> IdfTable:
+        df, n = acc
+        return IdfTable.from_document_frequencies(df, n)
+
+
+def corpus_texts(item: tuple[str, Any], columns: Mapping[str, str]) -> Iterable[str]:
+    kind, what = item
+    if kind == "shard":
+        yield from read_case_texts(what, columns)
+    else:  # a FAQ file: its answers are responses the faq bot can give
+        yield from load_faq(what)[1]

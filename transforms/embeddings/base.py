@@ -1,0 +1,40 @@
+"""The embedder interface shared by the local, hashing and endpoint embedders."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@dataclass
+class TokenVectors:
+    """Contextual vectors of one text's tokens (what BERTScore matches).
+
+    tokens: wordpieces WITHOUT [CLS]/[SEP] and without padding;
+    ids: their vocabulary ids; vectors: (len(tokens), dim) float32, raw (not
+    normalised) last-layer hidden states.
+    """
+    tokens: list[str]
+    ids: list[int]
+    vectors: np.ndarray
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str   # e.g. "local:all-MiniLM-L6-v2", "hashing:256"
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalised; "" gives a valid vector."""
+        ...
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        """One TokenVectors per text, in input order."""
+        ...
+
+
+def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows divided by max(norm, eps), like torch.nn.functional.normalize."""
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float32))[:, None]
+    return (x / np.maximum(norms, np.float32(eps))).astype(np.float32, copy=False)

@@ -1,0 +1,97 @@
+"""CachingEmbedder: per-call dedupe + a bounded LRU cache around any Embedder.
+
+Within one `embed` call the texts are deduplicated; the distinct texts not yet
+cached are sent to the inner embedder in batches of `batch_size`; rows come
+back in input order. The cache is keyed by a blake2b hash of the UTF-8 text
+(16 bytes, so long texts cost no more memory than short ones) and holds at most
+`max_items` vectors, least recently used evicted first. Thread-safe: the lock
+guards the cache only, never the inner (possibly slow or remote) call.
+
+Counters, per distinct text of a call: `hits` (already cached), `misses`
+(had to be embedded); `embedded_batches` counts calls to the inner embed.
+`embed_tokens` is passed through uncached (token matrices are large), but
+deduplicated within the call.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import numpy as np
+
+from transforms.embeddings.base import Embedder, TokenVectors
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class CachingEmbedder:
+    def __init__(self, inner: Embedder, max_items: int = 100_000, batch_size: int = 64):
+        if batch_size <= 0 or max_items < 0:
+            raise ValueError("batch_size must be > 0 and max_items >= 0")
+        self.inner = inner
+        self.max_items = max_items
+        self.batch_size = batch_size
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.embedded_batches = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim  # an endpoint embedder may only know it after a call
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [text_key(t) for t in texts]
+        unique: dict[bytes, str] = {}
+        for k, t in zip(keys, texts):
+            unique.setdefault(k, t)
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for k in unique:
+                row = self._cache.get(k)
+                if row is not None:
+                    self._cache.move_to_end(k)
+                    found[k] = row
+            self.hits += len(found)
+            self.misses += len(unique) - len(found)
+        todo = [(k, t) for k, t in unique.items() if k not in found]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            rows = np.asarray(self.inner.embed([t for _, t in chunk]), dtype=np.float32)
+            with self._lock:
+                self.embedded_batches += 1
+                for (k, _), row in zip(chunk, rows):
+                    row = row.copy()  # own the row: never pin the whole batch matrix
+                    found[k] = row
+                    if self.max_items:
+                        self._cache[k] = row
+                        self._cache.move_to_end(k)
+                while len(self._cache) > self.max_items:
+                    self._cache.popitem(last=False)
+        if not keys:
+            dim = self.inner.dim or 0
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return []
+        by_text = dict(zip(unique, self.inner.embed_tokens(unique)))
+        return [by_text[t] for t in texts]

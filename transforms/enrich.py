@@ -1,0 +1,123 @@
+"""EmbedTurns: the Enrich step — embeddings the semantic metrics need.
+
+Turns arrive in batches (beam.BatchElements); the texts of a batch (questions,
+expected answers, answers, answer sentences) are deduplicated, embedded in
+batches and cached by text hash in the worker (CachingEmbedder), so a question
+shared by several bots, or a reference repeated across cases, is embedded once.
+The vectors ride on the Turn as `features` until scoring; they are never
+written. A failed embedding call leaves the features out and says why, so the
+metrics are null with that reason, not 0.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import apache_beam as beam
+
+from schemas.records import Turn
+from transforms.metrics.semantic import MAX_SENTENCES, split_sentences
+from transforms.remote.usage import CallLog, call_counters, count_calls
+
+# feature -> what it holds
+VEC_QUESTION, VEC_EXPECTED, VEC_ANSWER = "vec:question", "vec:expected", "vec:answer"
+SENTENCES = "sentences"            # (n_sentences_total, matrix of the first MAX_SENTENCES)
+TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
+EMBED_ERROR = "embed_error"
+
+
+def make_embedder(cfg, runtime=None, log=None):
+    """The configured embedder, wrapped in the worker's dedupe + cache layer."""
+    from transforms.embeddings.cache import CachingEmbedder
+    if cfg.provider == "hashing":
+        from transforms.embeddings.hashing import HashingEmbedder
+        return CachingEmbedder(HashingEmbedder())
+    if cfg.provider == "endpoint":
+        from transforms.embeddings.endpoint import EndpointEmbedder
+        inner = EndpointEmbedder(runtime, cfg.endpoint, cfg.model, log=log)
+        return CachingEmbedder(inner, batch_size=100_000)  # the endpoint batches its requests
+    from transforms.embeddings.local_minilm import get_local_minilm
+    return CachingEmbedder(get_local_minilm())
+
+
+class EmbedTurns(beam.DoFn):
+    CALLS = "calls"
+
+    def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str]):
+        self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
+        self._embedder = None
+        self._runtime = None
+        self._token_cache: dict[str, Any] = {}
+
+    def setup(self):
+        if self._cfg.provider == "endpoint":
+            from transforms.bots import _runtime_key
+            from transforms.remote.runtime import acquire_runtime
+            self._runtime = acquire_runtime(_runtime_key(self._endpoints), self._endpoints)
+        self._log = CallLog()
+        self._counters = call_counters()
+        self._embedder = make_embedder(self._cfg, self._runtime, self._log)
+
+    def _texts(self, turns: Sequence[Turn]) -> tuple[list[str], list[str]]:
+        vec, tok = {}, {}
+        for t in turns:
+            if t.error or t.answer is None:
+                continue
+            expected, answer = t.case.expected_answer, t.answer
+            if VEC_QUESTION in self._needs:
+                vec[t.case.question] = None
+            if SENTENCES in self._needs:
+                vec.update((s, None) for s in split_sentences(answer)[:MAX_SENTENCES])
+            if expected is not None:
+                if VEC_EXPECTED in self._needs:
+                    vec[expected] = vec[answer] = None
+                if TOK_EXPECTED in self._needs:
+                    tok[expected] = tok[answer] = None
+        return list(vec), list(tok)
+
+    def process(self, turns):
+        turns = turns if isinstance(turns, list) else [turns]
+        vec_texts, tok_texts = self._texts(turns)
+        vectors, tokens, error = {}, {}, None
+        try:
+            if vec_texts:
+                vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
+            if tok_texts:
+                tokens = dict(zip(tok_texts, self._embedder.embed_tokens(tok_texts)))
+        except Exception as exc:  # recorded on every turn of the batch, never fatal
+            error = f"embedding failed: {type(exc).__name__}: {exc}"[:500]
+        for t in turns:
+            yield t.evolve(features={**t.features,
+                                     **self._features(t, vectors, tokens, error)})
+
+    def _features(self, t: Turn, vectors: dict, tokens: dict, error: str | None) -> dict:
+        if t.error or t.answer is None:
+            return {}
+        if error:
+            return {EMBED_ERROR: error}
+        out: dict[str, Any] = {}
+        if VEC_QUESTION in self._needs:
+            out[VEC_QUESTION] = vectors[t.case.question]
+        if SENTENCES in self._needs:
+            sentences = split_sentences(t.answer)
+            out[SENTENCES] = (len(sentences), [vectors[s] for s in sentences[:MAX_SENTENCES]])
+        expected = t.case.expected_answer
+        if expected is not None:
+            if VEC_EXPECTED in self._needs:
+                out[VEC_EXPECTED], out[VEC_ANSWER] = vectors[expected], vectors[t.answer]
+            if TOK_EXPECTED in self._needs:
+                out[TOK_EXPECTED], out[TOK_ANSWER] = tokens[expected], tokens[t.answer]
+        return out
+
+    def finish_bundle(self):
+        from apache_beam.transforms.window import GlobalWindows
+        tallies = self._log.drain()
+        count_calls(tallies, self._counters)
+        for item in tallies:
+            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))
+
+    def teardown(self):
+        if self._runtime is not None:
+            from transforms.bots import _runtime_key
+            from transforms.remote.runtime import release_runtime
+            release_runtime(_runtime_key(self._endpoints))
+            self._runtime = None
