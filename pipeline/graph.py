@@ -46,7 +46,7 @@ class Plan:
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     cfg, info = plan.config, plan.info
-    out = (info.output, info.run_id, info.run_date)
+    out = (info.output, info.run_id, info.run_date, info.attempt)
     read = p | "ReadCases" >> ReadCases(list(plan.shards), plan.columns)
     cases, problems = read.cases, read.problems
 

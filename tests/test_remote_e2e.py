@@ -45,7 +45,8 @@ def key_env(monkeypatch):
     monkeypatch.setenv("E2E_KEY", KEY)
 
 
-def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env):
+def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monkeypatch, capfd):
+    monkeypatch.setenv("EVALBEAM_PROGRESS_S", "0.5")
     server_cfg = ServerConfig(fault_rate=0.2, timeout_sleep_s=1.5, seed=3)
     with FakeOpenAI(server_cfg, api_key=KEY) as server:
         cfg = _config(tmp_path, server, FULL_CONTEXT)
@@ -85,6 +86,8 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env):
     errors = read_rows(out, "errors")
     assert len(errors) == len(failed)
     assert KEY not in _all_output_text(out)
+    progress = [line for line in capfd.readouterr().err.splitlines() if "calls (" in line]
+    assert progress and "retries" in progress[-1] and "answers" in progress[-1]
 
 
 @pytest.mark.parametrize("status", [400, 401])

@@ -3,6 +3,7 @@ write the small tables, the manifest and the report. Runs exactly once."""
 from __future__ import annotations
 
 import json
+import uuid
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ class RunInfo:
     lower_is_better: frozenset[str]
     config: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # endpoint -> per million
+    # unique per attempt: two runs of one run id must not share temporary files
+    attempt: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: float = field(default_factory=time.time)
 
 
@@ -74,7 +77,7 @@ class Finalize(beam.DoFn):
             fh.write(json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode())
         with FileSystems.create(FileSystems.join(run_dir, "report.md")) as fh:
             fh.write(render_report(manifest, summary, worst_by_bot).encode())
-        tmp = temp_dir(info.output, info.run_id)
+        tmp = temp_dir(info.output, info.run_id, info.attempt)
         if FileSystems.exists(tmp):
             FileSystems.delete([tmp])
         yield manifest

@@ -34,8 +34,9 @@ class WrittenFile:
     rows: int
 
 
-def temp_dir(output: str, run_id: str) -> str:
-    return FileSystems.join(output, "_tmp", run_id)
+def temp_dir(output: str, run_id: str, attempt: str) -> str:
+    """Where one attempt of a run writes before Finalize moves files into place."""
+    return FileSystems.join(output, "_tmp", f"{run_id}-{attempt}")
 
 
 def partition_dir(output: str, table: str, partition: Sequence[tuple[str, str]]) -> str:
@@ -87,8 +88,9 @@ class _PartWriter:
 
 
 class _WriteBundleFn(beam.DoFn):
-    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str):
+    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str):
         self._spec, self._output, self._run_id, self._run_date = spec, output, run_id, run_date
+        self._attempt = attempt
         self._writers: dict[tuple, _PartWriter] = {}
 
     def start_bundle(self):
@@ -102,7 +104,7 @@ class _WriteBundleFn(beam.DoFn):
         part = self._partition(row)
         writer = self._writers.get(part)
         if writer is None:
-            path = FileSystems.join(temp_dir(self._output, self._run_id),
+            path = FileSystems.join(temp_dir(self._output, self._run_id, self._attempt),
                                     f"{uuid.uuid4().hex}.parquet")
             writer = self._writers[part] = _PartWriter(path, self._spec.schema)
         writer.add(row)
@@ -118,9 +120,9 @@ class _WriteBundleFn(beam.DoFn):
 class WriteRows(beam.PTransform):
     """Rows (dicts) -> WrittenFile records of temporary files for one table."""
 
-    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str):
+    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str):
         super().__init__()
-        self._args = (spec, output, run_id, run_date)
+        self._args = (spec, output, run_id, run_date, attempt)
 
     def expand(self, rows):
         return rows | beam.ParDo(_WriteBundleFn(*self._args))

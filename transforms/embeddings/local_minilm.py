@@ -70,13 +70,12 @@ def resolve_model_dir(model_dir: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def _erf():
-    try:
-        from scipy.special import erf  # float32 loop, vectorised
-        return erf
-    except ImportError:  # pragma: no cover - scipy is a dependency of the product
-        import math as _m
-        return np.frompyfunc(_m.erf, 1, 1)
+# erfc(z) ~= (a1 u + a2 u^2 + ... + a5 u^5) exp(-z^2), u = 1 / (1 + p z): A&S 7.1.26,
+# with z = |x| / sqrt(2) folded into p
+_AS_P = F32(0.3275911 / math.sqrt(2.0))
+_AS_A = tuple(F32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736,
+                                0.254829592))  # a5 .. a1
+_CHUNK = 65536  # elements per element-wise chunk (256 KiB of float32: stays in L2)
 
 
 def _default_workers() -> int:
@@ -171,7 +170,6 @@ class LocalMiniLM:
             L.ln2_b = get(q + "output.LayerNorm.bias")
             self._layers.append(L)
         del w
-        self._erf = _erf()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         type(self).loads += 1
@@ -190,12 +188,38 @@ class LocalMiniLM:
         return x
 
     def _gelu(self, h: np.ndarray) -> np.ndarray:
-        """In place: x * 0.5 * (1 + erf(x / sqrt(2))), the exact GELU of HF BERT."""
-        t = h * F32(1.0 / math.sqrt(2.0))
-        self._erf(t, out=t)
-        t += F32(1.0)
-        h *= F32(0.5)
-        h *= t
+        """In place: the exact (erf) GELU of HF BERT, x/2 * (1 + erf(x/sqrt(2))).
+
+        Written as (x + |x| erf(|x|/sqrt 2)) / 2 with erf(z) = 1 - erfc(z) and
+        erfc(z) = poly(1/(1 + p z)) exp(-z^2) for z >= 0 (Abramowitz & Stegun
+        7.1.26, |error| <= 1.5e-7, i.e. float32 rounding level). All numpy ufuncs
+        on cache-sized chunks: ~5x faster than scipy.special.erf on float32."""
+        flat = h.reshape(-1)
+        a5, a4, a3, a2, a1 = _AS_A
+        for i in range(0, flat.size, _CHUNK):
+            x = flat[i:i + _CHUNK]
+            a = np.abs(x)
+            u = a * _AS_P
+            u += F32(1.0)
+            np.reciprocal(u, out=u)
+            e = np.square(a)
+            e *= F32(-0.5)
+            np.exp(e, out=e)
+            q = u * a5
+            q += a4
+            q *= u
+            q += a3
+            q *= u
+            q += a2
+            q *= u
+            q += a1
+            q *= u
+            q *= e                       # erfc(|x| / sqrt 2)
+            np.subtract(F32(1.0), q, out=q)
+            q *= a
+            q += x
+            q *= F32(0.5)
+            x[...] = q
         return h
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -330,6 +354,21 @@ _BLAS_USERS = 0
 _BLAS_LIMITER = None
 
 
+_CONTROLLER: list = []
+
+
+def _controller():
+    """threadpoolctl's view of the loaded BLAS libraries (built once: ~0.01 ms per
+    limit then, instead of ~0.7 ms for a fresh scan), or None without threadpoolctl."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # pragma: no cover - a dependency of the product
+            _CONTROLLER.append(None)
+    return _CONTROLLER[0]
+
+
 class _blas_threads:
     """Limit BLAS to n threads while at least one embed call is running (re-entrant
     across threads: the limit is lifted when the last one finishes). Needs
@@ -342,11 +381,9 @@ class _blas_threads:
         global _BLAS_USERS, _BLAS_LIMITER
         with _BLAS_LOCK:
             if _BLAS_USERS == 0:
-                try:
-                    from threadpoolctl import threadpool_limits
-                    _BLAS_LIMITER = threadpool_limits(limits=self.n, user_api="blas")
-                except ImportError:
-                    _BLAS_LIMITER = None
+                controller = _controller()
+                _BLAS_LIMITER = (controller.limit(limits=self.n, user_api="blas")
+                                 if controller is not None else None)
             _BLAS_USERS += 1
         return self
 

@@ -6,13 +6,19 @@ import sys
 import threading
 import time
 
-PROGRESS_INTERVAL_S = float(os.environ.get("EVALBEAM_PROGRESS_S", "5"))
+DEFAULT_INTERVAL_S = 5.0
+
+
+def interval_from_env() -> float:
+    """EVALBEAM_PROGRESS_S: seconds between progress lines (0 turns them off)."""
+    return float(os.environ.get("EVALBEAM_PROGRESS_S", DEFAULT_INTERVAL_S))
 
 
 class Progress:
     """Counts calls, retries, errors and answered cases; a daemon thread prints them."""
 
-    def __init__(self, interval_s: float = PROGRESS_INTERVAL_S, stream=None):
+    def __init__(self, interval_s: float | None = None, stream=None):
+        interval_s = interval_from_env() if interval_s is None else interval_s
         self.cases = self.calls = self.retries = self.errors = self.rate_limited = 0
         self._lock = threading.Lock()
         self._start = time.monotonic()
