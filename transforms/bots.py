@@ -14,7 +14,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from schemas.records import EvalCase, Turn
 from transforms.faq_index import FaqIndex, load_faq
-from transforms.remote.usage import CallLog, call_counters, count_calls
+from transforms.remote.calling import CallingDoFn
 
 
 class Bot(Protocol):
@@ -68,11 +68,7 @@ def make_bot(cfg, runtime=None, log=None):
     return cls(cfg, runtime, log)
 
 
-def _runtime_key(endpoints: Mapping) -> int:
-    return hash(repr(sorted(endpoints.items())))
-
-
-class AnswerWith(beam.DoFn):
+class AnswerWith(CallingDoFn):
     """Every case answered by every configured bot (one Turn per case × bot).
 
     Takes batches (beam.BatchElements). Offline bots answer inline; remote
@@ -86,24 +82,18 @@ class AnswerWith(beam.DoFn):
     the CALLS output as ((endpoint, model), usage accumulator) for usage/.
     """
 
-    CALLS = "calls"
-
     def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None):
         self._configs = tuple(bot_configs)
         self._endpoints = dict(endpoints or {})
         self._bots: list = []
-        self._runtime = None
         self._pending: list[concurrent.futures.Future] = []
         self._max_pending = 2 * sum(e.max_concurrency for e in self._endpoints.values()) or 64
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
-        self._log = None
 
     def setup(self):
-        if any(c.type in ("full_context", "chat", "http") for c in self._configs):
-            from transforms.remote.runtime import acquire_runtime
-            self._runtime = acquire_runtime(_runtime_key(self._endpoints), self._endpoints)
-        self._log = CallLog()
-        self._counters = call_counters()
+        self.open_calls(self._endpoints,
+                        remote=any(c.type in ("full_context", "chat", "http")
+                                   for c in self._configs))
         self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
     def start_bundle(self):
@@ -145,16 +135,10 @@ class AnswerWith(beam.DoFn):
             concurrent.futures.wait(self._pending)
         for turn in self._done(block=False):
             yield GlobalWindows.windowed_value(turn)
-        tallies = self._log.drain()
-        count_calls(tallies, self._counters)
-        for item in tallies:
-            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))
+        yield from self.call_tallies()
 
     def teardown(self):
-        if self._runtime is not None:
-            from transforms.remote.runtime import release_runtime
-            release_runtime(_runtime_key(self._endpoints))
-            self._runtime = None
+        self.close_calls()
 
 
 def _safe_sync_answer(bot, case: EvalCase) -> Turn:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import apache_beam as beam
 
 from schemas.records import Turn
 from transforms.metrics.semantic import MAX_SENTENCES, split_sentences
-from transforms.remote.usage import CallLog, call_counters, count_calls
+from transforms.remote.calling import CallingDoFn
 
 # feature -> what it holds
 VEC_QUESTION, VEC_EXPECTED, VEC_ANSWER = "vec:question", "vec:expected", "vec:answer"
@@ -39,22 +38,13 @@ def make_embedder(cfg, runtime=None, log=None):
     return CachingEmbedder(get_local_minilm())
 
 
-class EmbedTurns(beam.DoFn):
-    CALLS = "calls"
-
+class EmbedTurns(CallingDoFn):
     def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str]):
         self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
         self._embedder = None
-        self._runtime = None
-        self._token_cache: dict[str, Any] = {}
 
     def setup(self):
-        if self._cfg.provider == "endpoint":
-            from transforms.bots import _runtime_key
-            from transforms.remote.runtime import acquire_runtime
-            self._runtime = acquire_runtime(_runtime_key(self._endpoints), self._endpoints)
-        self._log = CallLog()
-        self._counters = call_counters()
+        self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint")
         self._embedder = make_embedder(self._cfg, self._runtime, self._log)
 
     def _texts(self, turns: Sequence[Turn]) -> tuple[list[str], list[str]]:
@@ -109,15 +99,7 @@ class EmbedTurns(beam.DoFn):
         return out
 
     def finish_bundle(self):
-        from apache_beam.transforms.window import GlobalWindows
-        tallies = self._log.drain()
-        count_calls(tallies, self._counters)
-        for item in tallies:
-            yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))
+        yield from self.call_tallies()
 
     def teardown(self):
-        if self._runtime is not None:
-            from transforms.bots import _runtime_key
-            from transforms.remote.runtime import release_runtime
-            release_runtime(_runtime_key(self._endpoints))
-            self._runtime = None
+        self.close_calls()
