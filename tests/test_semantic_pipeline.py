@@ -1,0 +1,140 @@
+"""Semantic metrics in the pipeline: endpoint embedder over HTTP, and the
+signal they give on the bundled example."""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import EndpointConfig
+from tests.conftest import EXAMPLE, SAMPLE_ROWS, write_cases
+from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.embeddings.cache import CachingEmbedder
+from transforms.embeddings.endpoint import EmbeddingError, EndpointEmbedder
+from transforms.remote.runtime import AsyncRuntime
+from transforms.remote.usage import CallLog
+
+
+def _embedder(server, request_size=4, **ep):
+    cfg = dict(base_url=server.openai_base_url, max_attempts=5, backoff_initial_s=0.01,
+               backoff_max_s=0.05, requests_per_second=1000, max_concurrency=4)
+    cfg.update(ep)
+    runtime = AsyncRuntime({"emb": EndpointConfig(**cfg)})
+    log = CallLog()
+    return runtime, log, EndpointEmbedder(runtime, "emb", "text-embed", request_size, log=log)
+
+
+def test_endpoint_embedder_batches_dedupes_and_matches_the_server():
+    texts = [f"sentence number {i}" for i in range(10)]
+    with FakeOpenAI(ServerConfig(embedding_dim=16)) as server:
+        runtime, log, inner = _embedder(server, request_size=4)
+        emb = CachingEmbedder(inner, batch_size=100_000)
+        try:
+            got = emb.embed(texts + texts[:3] + [""])  # duplicates and an empty text
+            again = emb.embed(texts[:5])               # all cached: no request
+        finally:
+            runtime.close()
+        bodies = [r.json["input"] for r in server.requests if r.path == "/v1/embeddings"]
+    assert [len(b) for b in bodies] == [4, 4, 2]  # 10 unique texts, 4 per request
+    assert "" not in sum(bodies, [])               # empty texts are never sent
+    want = np.array([embed_text(t, 16) for t in texts], dtype=np.float32)
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    assert np.allclose(got[:10], want, atol=1e-6) and np.allclose(got[10:13], want[:3])
+    assert not got[13].any()                      # empty text: a zero vector
+    assert np.allclose(again, want[:5])
+    (key, usage), = log.drain()
+    assert key == ("emb", "text-embed") and usage["calls"] == 3 and usage["prompt_tokens"] > 0
+
+
+def test_endpoint_embedder_retries_then_reports_failure():
+    with FakeOpenAI(ServerConfig(fault_rate=0.5, faults=("503", "drop"), seed=1,
+                                 retry_after_s=None)) as server:
+        runtime, log, emb = _embedder(server, request_size=2, max_attempts=8)
+        try:
+            vectors = emb.embed([f"t{i}" for i in range(12)])
+        finally:
+            runtime.close()
+        stats = server.stats()
+    assert vectors.shape == (12, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1)
+    assert stats["total"] > 6 and max(stats["attempts_by_request_id"].values()) > 1
+    with FakeOpenAI(ServerConfig(status_override=500, retry_after_s=None)) as server:
+        runtime, log, emb = _embedder(server, max_attempts=2)
+        try:
+            with pytest.raises(EmbeddingError, match="HTTP 500"):
+                emb.embed(["x"])
+        finally:
+            runtime.close()
+        assert server.stats()["total"] == 2
+
+
+def test_endpoint_embeddings_in_the_pipeline_with_usage(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMB_KEY", "sk-embedding-key")
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    with FakeOpenAI(api_key="sk-embedding-key") as server:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}', api_key_env: EMB_KEY,"
+            " price_per_million: {input: 0.02}}\n"
+            "embeddings: {provider: endpoint, endpoint: emb, model: text-embed}\n"
+            "metrics: [answer_similarity, bertscore, answer_relevance]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", "e") == 0
+        n_requests = server.stats()["by_path"]["/v1/embeddings"]
+    scores = read_rows(out, "scores")
+    sim = {s["case_id"]: s for s in scores if s["metric"] == "answer_similarity"}
+    assert sim["c1"]["value"] == pytest.approx(1.0, abs=1e-6)  # the recorded answer is exact
+    assert sim["c3"]["error"] == "no expected_answer" and sim["c4"]["value"] is None
+    assert all(s["value"] is not None for s in scores
+               if s["metric"] == "bertscore" and s["case_id"] in ("c1", "c2"))
+    usage = read_rows(out, "usage")
+    assert [(u["endpoint"], u["model"], u["calls"]) for u in usage] == [
+        ("emb", "text-embed", n_requests)]
+    assert usage[0]["cost"] == pytest.approx(usage[0]["prompt_tokens"] * 0.02 / 1e6)
+    assert manifest(out, "e")["reconciliation"]["ok"]
+
+
+def test_failed_embeddings_make_metrics_null_with_the_reason(tmp_path):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    with FakeOpenAI(ServerConfig(status_override=401)) as server:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}'}}\n"
+                       "embeddings: {provider: endpoint, endpoint: emb, model: m}\n"
+                       "metrics: [answer_similarity, bleu]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", "f") == 0
+    sims = [s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"
+            and s["case_id"] in ("c1", "c2")]
+    assert all(s["value"] is None and "embedding failed" in s["error"] and "401" in s["error"]
+               for s in sims)
+    bleu = [s for s in read_rows(out, "scores") if s["metric"] == "bleu" and s["case_id"] == "c1"]
+    assert bleu[0]["value"] == pytest.approx(1.0)  # other metrics are unaffected
+
+
+def test_example_paraphrases_beat_wrong_and_off_topic_answers(tmp_path):
+    """On the bundled example with the local model: correct paraphrases score higher
+    answer_similarity and bertscore on average than off-topic or empty answers, and
+    exact answers score highest."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n"
+                   "metrics: [answer_similarity, bertscore]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", os.path.join(EXAMPLE, "cases.parquet"), "--output", out,
+                   "--config", str(cfg), "--run-id", "x") == 0
+    quality = dict(zip(*pq.read_table(os.path.join(EXAMPLE, "cases.parquet"),
+                                      columns=["case_id", "quality"]).to_pydict().values()))
+    means: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in read_rows(out, "scores"):
+        if s["value"] is not None:
+            means[(s["metric"], quality[s["case_id"]])].append(s["value"])
+    for metric in ("answer_similarity", "bertscore"):
+        m = {q: float(np.mean(v)) for (met, q), v in means.items() if met == metric}
+        assert m["exact"] > m["paraphrase"] > m["off_topic"], (metric, m)
+        assert m["paraphrase"] > m["empty"] and m["paraphrase"] > m["off_topic"] + 0.3
+        assert m["missing_facts"] > m["off_topic"]
