@@ -23,8 +23,8 @@ def _naive_bertscore(ref, cand, ref_w, cand_w):
     """The definition written out with loops (what greedy_match must equal)."""
     def cos(a, b):
         return float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
-    p = sum(w * max(cos(c, r) for r in ref) for c, w in zip(cand, cand_w)) / sum(cand_w)
-    r = sum(w * max(cos(r_, c) for c in cand) for r_, w in zip(ref, ref_w)) / sum(ref_w)
+    p = sum(w * max(0, max(cos(c, r) for r in ref)) for c, w in zip(cand, cand_w)) / sum(cand_w)
+    r = sum(w * max(0, max(cos(r_, c) for c in cand)) for r_, w in zip(ref, ref_w)) / sum(ref_w)
     return p, r, 2 * p * r / (p + r)
 
 

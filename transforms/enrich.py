@@ -72,7 +72,8 @@ class EmbedTurns(CallingDoFn):
             if vec_texts:
                 vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
             if tok_texts:
-                tokens = dict(zip(tok_texts, self._embedder.embed_tokens(tok_texts)))
+                tokens = dict(zip(tok_texts, self._embedder.embed_tokens(tok_texts,
+                                                                          special_tokens=True)))
         except Exception as exc:  # recorded on every turn of the batch, never fatal
             error = f"embedding failed: {type(exc).__name__}: {exc}"[:500]
         for t in turns:

@@ -89,9 +89,9 @@ class CachingEmbedder:
             return np.zeros((0, dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
-    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+    def embed_tokens(self, texts: Sequence[str], **options) -> list[TokenVectors]:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return []
-        by_text = dict(zip(unique, self.inner.embed_tokens(unique)))
+        by_text = dict(zip(unique, self.inner.embed_tokens(unique, **options)))
         return [by_text[t] for t in texts]

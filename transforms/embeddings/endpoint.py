@@ -60,7 +60,9 @@ class EndpointEmbedder:
     def tokenize(self, text: str) -> list[str]:
         return tokenize(text)
 
-    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+    def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
+                     ) -> list[TokenVectors]:
+        """Non-contextual word vectors (no special tokens exist here)."""
         per_text = [self.tokenize(t) for t in texts]
         vocab = sorted({tok for toks in per_text for tok in toks})
         index = {tok: i for i, tok in enumerate(vocab)}

@@ -68,7 +68,9 @@ class HashingEmbedder:
             out[i] = self._raw(text)
         return l2_normalise(out)
 
-    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+    def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
+                     ) -> list[TokenVectors]:
+        """Non-contextual word vectors (no special tokens exist here)."""
         result = []
         for text in texts:
             words = self.tokenize(text)

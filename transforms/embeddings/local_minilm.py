@@ -326,7 +326,10 @@ class LocalMiniLM:
             out[idx] = pooled
         return l2_normalise(out)
 
-    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+    def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
+                     ) -> list[TokenVectors]:
+        """Last-layer token vectors; with special_tokens, [CLS] and [SEP] are kept
+        (bert_score matches against them, with weight 0)."""
         n = len(texts)
         if n == 0:
             return []
@@ -335,13 +338,15 @@ class LocalMiniLM:
 
         def one(idx):
             hidden, _, lens = self._run_batch(enc, idx)
-            return [(i, np.ascontiguousarray(hidden[r, 1:ln - 1]))
+            lo, trim = (0, 0) if special_tokens else (1, 1)
+            return [(i, np.ascontiguousarray(hidden[r, lo:ln - trim]))
                     for r, (i, ln) in enumerate(zip(idx, lens))]
 
         for part in self._map(one, self._batches(enc)):
             for i, vectors in part:
                 e = enc[i]
-                result[i] = TokenVectors(list(e.tokens[1:-1]), list(e.ids[1:-1]), vectors)
+                keep = slice(None) if special_tokens else slice(1, -1)
+                result[i] = TokenVectors(list(e.tokens[keep]), list(e.ids[keep]), vectors)
         return result  # type: ignore[return-value]
 
     def tokenize(self, text: str) -> list[str]:

@@ -5,7 +5,9 @@ Enrich step computes the vectors, batched and cached, and hands them over).
 BERTScore follows bert_score's `greedy_cos_idf`: token vectors are
 L2-normalised, each candidate token takes its best cosine with any reference
 token (precision) and each reference token its best with any candidate token
-(recall), weighted by idf (or uniformly), F1 = 2PR / (P + R).
+(recall), weighted by idf (or uniformly), F1 = 2PR / (P + R). As in bert_score,
+[CLS] and [SEP] are matchable but weigh 0, and best cosines are floored at 0;
+tests/test_bertscore_parity.py checks the numbers against the package.
 """
 from __future__ import annotations
 
@@ -91,28 +93,41 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 def greedy_match(ref: np.ndarray, cand: np.ndarray, ref_w: np.ndarray,
                  cand_w: np.ndarray) -> tuple[float, float, float]:
-    """(P, R, F1) of greedy cosine matching with token weights."""
+    """(P, R, F1) of greedy cosine matching with token weights.
+
+    A token's best cosine is floored at 0: bert_score multiplies the similarity
+    matrix by the padding mask before taking maxima, so a token with only
+    negative similarities scores 0 there (in any batch with padding); flooring
+    gives the same numbers without depending on batch composition.
+    """
     sim = _unit(cand) @ _unit(ref).T                 # (n_cand, n_ref)
     p_scale = cand_w / cand_w.sum() if cand_w.sum() > 0 else np.zeros_like(cand_w)
     r_scale = ref_w / ref_w.sum() if ref_w.sum() > 0 else np.zeros_like(ref_w)
-    precision = float((sim.max(axis=1) * p_scale).sum())
-    recall = float((sim.max(axis=0) * r_scale).sum())
+    precision = float((np.maximum(sim.max(axis=1), 0.0) * p_scale).sum())
+    recall = float((np.maximum(sim.max(axis=0), 0.0) * r_scale).sum())
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     return precision, recall, f1
+
+
+SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]"})
+
+
+def _weights(tokens: Sequence[str], idf: BertIdf | None) -> np.ndarray:
+    """idf (or 1) per token; [CLS]/[SEP] weigh 0 but stay matchable, as in bert_score."""
+    w = idf.weights(tokens) if idf is not None else np.ones(len(tokens))
+    return np.where([t in SPECIAL_TOKENS for t in tokens], 0.0, w)
 
 
 def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: Sequence[str],
               cand_vectors: np.ndarray, idf: BertIdf | None = None) -> MetricResult:
     """BERTScore-style F1 of a candidate against a reference (P and R in details)."""
-    if len(ref_tokens) == 0:
+    n_ref = sum(t not in SPECIAL_TOKENS for t in ref_tokens)
+    n_cand = sum(t not in SPECIAL_TOKENS for t in cand_tokens)
+    if n_ref == 0:
         return MetricResult.null("reference has no tokens")
-    if len(cand_tokens) == 0:  # nothing said covers nothing: bert_score also gives 0
+    if n_cand == 0:  # nothing said covers nothing: bert_score also gives 0
         return MetricResult(0.0, {"precision": 0.0, "recall": 0.0, "note": "empty answer"})
-    if idf is None:
-        ref_w, cand_w = np.ones(len(ref_tokens)), np.ones(len(cand_tokens))
-    else:
-        ref_w, cand_w = idf.weights(ref_tokens), idf.weights(cand_tokens)
+    ref_w, cand_w = _weights(ref_tokens, idf), _weights(cand_tokens, idf)
     p, r, f = greedy_match(ref_vectors, cand_vectors, ref_w, cand_w)
     return MetricResult(max(0.0, f), {"precision": p, "recall": r, "idf": idf is not None,
-                                      "ref_tokens": len(ref_tokens),
-                                      "answer_tokens": len(cand_tokens)})
+                                      "ref_tokens": n_ref, "answer_tokens": n_cand})
