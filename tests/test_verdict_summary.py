@@ -70,3 +70,38 @@ def test_summary_rows_carry_verdict_counts():
     v = [r for r in rows if r["metric"] == "verdict"][0]
     assert (v["count"], v["pass_count"], v["fail_count"], v["warn_count"]) == (4, 3, 1, 0)
     assert v["mean"] == 0.75
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng: rng.random(50_000),                                   # scores in [0, 1]
+    lambda rng: np.concatenate([np.zeros(20_000), rng.random(30_000)]),  # many exact zeros
+    lambda rng: rng.lognormal(5, 2, 50_000),                          # latencies, lengths
+    lambda rng: rng.normal(0, 1, 50_000),                             # negatives too
+])
+def test_sketch_percentiles_within_half_a_percent(make):
+    from transforms.summary import LogBuckets
+    vals = make(np.random.default_rng(3))
+    halves = [LogBuckets(), LogBuckets()]
+    for i, v in enumerate(vals):
+        halves[i % 2].add(float(v))
+    halves[0].merge(halves[1])
+    ordered = np.sort(vals)
+    for q in (0.1, 0.5, 0.9, 0.99):
+        rank = q * (len(vals) - 1)  # the value at this rank, give or take one rank, ±0.5%
+        lo, hi = ordered[max(int(rank) - 1, 0)], ordered[min(int(rank) + 2, len(vals) - 1)]
+        got = halves[0].quantile(q)
+        assert lo - 0.005 * abs(lo) - 1e-12 <= got <= hi + 0.005 * abs(hi) + 1e-12, (q, got)
+
+
+def test_sketch_size_depends_on_the_value_range_not_the_count():
+    import pickle
+    from transforms.summary import LogBuckets
+    rng = np.random.default_rng(0)
+    few, many = LogBuckets(), LogBuckets()
+    for v in rng.uniform(0.01, 1.0, 10_000):
+        few.add(float(v))
+    for v in rng.uniform(0.01, 1.0, 1_000_000):
+        many.add(float(v))
+    # [0.01, 1] spans ln(100) / ln(γ) ≈ 461 buckets, whatever the count
+    assert len(few.pos) <= len(many.pos) <= 462
+    assert len(pickle.dumps(many)) < 20_000
