@@ -169,7 +169,7 @@ def generate(n: int, out: str, seed: int = 0) -> None:
         by_suite.setdefault(b.suite, []).append(b)
     rng = random.Random(seed)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = out + ".tmp"
+    tmp = f"{out}.tmp{os.getpid()}"
     with pq.ParquetWriter(tmp, SCHEMA, compression="snappy") as writer:
         for start in range(0, n, ROW_GROUP):
             cols: dict[str, list] = {name: [] for name in SCHEMA.names}

@@ -45,6 +45,8 @@ ROOT = BENCH.parent
 DATA = BENCH / "data"
 RESULTS = BENCH / "results"
 CONFIG = BENCH / "config_deterministic.yaml"
+# Outputs of this invocation only, so that two invocations never share a folder.
+RUNS = DATA / "runs" / f"pid{os.getpid()}"
 PY = sys.executable
 N_METRICS = 12  # exact_match keyword_recall answer_length politeness latency_ms bleu
                 # rouge1 rouge2 rougeL lexical_relevance completeness hallucination
@@ -224,7 +226,7 @@ def parity(baseline_out: Path, pipeline_out: Path) -> dict:
 # ---------------------------------------------------------------- runs
 
 def run_baseline(path: Path, rows: int) -> dict:
-    out = DATA / "runs" / f"baseline_{rows}"
+    out = RUNS / f"baseline_{rows}"
     shutil.rmtree(out, ignore_errors=True)
     m = measure([PY, str(BENCH / "baseline_loop.py"), "--input", str(path), "--output", str(out)],
                 RESULTS / "logs" / f"baseline_{rows}.log")
@@ -235,7 +237,7 @@ def run_baseline(path: Path, rows: int) -> dict:
 
 def run_pipeline(path: Path, rows: int, mode: str, workers: int = 2) -> dict:
     run_id = f"bench-{mode}-{rows}"
-    out = DATA / "runs" / run_id
+    out = RUNS / run_id
     shutil.rmtree(out, ignore_errors=True)
     cmd = [PY, "-m", "pipeline", "run", "--input", str(path), "--output", str(out),
            "--config", str(CONFIG), "--run-id", run_id, f"--direct_running_mode={mode}"]
@@ -290,10 +292,13 @@ def main(argv=None) -> int:
                     help="before each run, wait up to S seconds until other processes use "
                          "< 0.3 cores (default 900; 0 = do not wait)")
     ap.add_argument("--json", default=str(RESULTS / "deterministic.json"))
+    ap.add_argument("--keep-outputs", action="store_true",
+                    help=f"keep the runs' output tables (default: delete {RUNS.parent}/pid<PID> at the end)")
     args = ap.parse_args(argv)
     command = "python " + shlex.join(["bench/run_deterministic.py", *(argv or sys.argv[1:])])
     RESULTS.mkdir(parents=True, exist_ok=True)
     print(f"$ {command}", flush=True)
+    commit_at_start = _git_commit()
 
     small = input_file(args.rows, args.seed)
     big = None if args.skip_1m else input_file(args.memory_rows, args.seed)
@@ -336,7 +341,9 @@ def main(argv=None) -> int:
     md = [f"Command: `{command}`", "",
           f"Machine: {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
           f"Python {platform.python_version()}, {platform.platform()}, "
-          f"evalbeam commit {_git_commit()}", "",
+          f"evalbeam commit {commit_at_start}"
+          + ("" if _git_commit() == commit_at_start else f" (HEAD moved to {_git_commit()} during the runs)"),
+          "",
           table(runs, base, ratio), "",
           f"Speed-up (multi_processing, {args.workers} workers, vs baseline at {args.rows:,} rows): "
           f"{speedup:.2f}× (goal ≥ 1.5×: {'met' if goals['speedup_met'] else 'NOT met'})"]
@@ -362,7 +369,7 @@ def main(argv=None) -> int:
         dirty = [line for line in dirty if line.strip()]
     except OSError:
         commit, dirty = None, []
-    report = {"command": command, "git_commit": commit, "git_dirty_outside_bench": dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    report = {"command": command, "git_commit_at_start": commit_at_start, "git_commit": commit, "git_dirty_outside_bench": dirty, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "machine": {"cpus": psutil.cpu_count(), "ram_gib": psutil.virtual_memory().total / 2**30,
                           "python": platform.python_version(), "platform": platform.platform(),
                           "apache_beam": beam_version},
@@ -371,6 +378,8 @@ def main(argv=None) -> int:
     Path(args.json).write_text(json.dumps(report, indent=2, default=str))
     Path(args.json).with_suffix(".md").write_text(text + "\n")
     print(f"\nwrote {args.json}", flush=True)
+    if not args.keep_outputs:
+        shutil.rmtree(RUNS, ignore_errors=True)
     return 0 if all(r["check"]["ok"] and r["returncode"] == 0 for r in runs) else 1
 
 
