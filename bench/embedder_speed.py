@@ -102,13 +102,15 @@ def _worker(kind: str, texts_path: str, out_path: str, batch_size: int, warmup: 
     results, vectors = {}, {}
     for name, texts in sets.items():
         encode(texts[:warmup])  # warm-up, not timed
-        best = None
+        best = cpu = None
         for _ in range(repeats):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             v = encode(texts)
-            dt = time.perf_counter() - t
+            dt, dc = time.perf_counter() - t, time.process_time() - c
             best = dt if best is None else min(best, dt)
-        results[name] = {"n": len(texts), "seconds": best, "per_s": len(texts) / best}
+            cpu = dc if cpu is None else min(cpu, dc)
+        results[name] = {"n": len(texts), "seconds": best, "per_s": len(texts) / best,
+                         "cpu_seconds": cpu, "per_cpu_s": len(texts) / cpu}
         vectors[name] = np.asarray(v, dtype=np.float32)
     info["results"] = results
     np.savez(out_path + ".npz", **vectors)
@@ -126,6 +128,9 @@ def _run_worker(python: str, kind: str, texts_path: str, args, tmp: str,
     env.pop("PYTHONPATH", None)
     if workers:
         env["EVALBEAM_EMBED_WORKERS"] = str(workers)
+    if args.single_thread:  # both sides on one thread: a contention-robust per-core view
+        env.update(EVALBEAM_EMBED_WORKERS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} worker failed:\n{proc.stderr[-3000:]}")
@@ -147,6 +152,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--compare-workers", action="store_true",
                     help="also time ours with workers=1 (one thread, BLAS on 2 threads)")
+    ap.add_argument("--single-thread", action="store_true",
+                    help="run both sides on one thread (OMP/OpenBLAS/MKL threads = 1, "
+                         "workers = 1): per-core speed, less distorted by a busy machine")
     ap.add_argument("--out", default=os.path.join(RESULTS, "embedder_speed"))
     ap.add_argument("--worker", choices=["local", "st"], help=argparse.SUPPRESS)
     ap.add_argument("--texts", help=argparse.SUPPRESS)
@@ -179,6 +187,9 @@ def main() -> None:
         if st:
             r["st_per_s"] = st["results"][name]["per_s"]
             r["ratio"] = r["local_per_s"] / r["st_per_s"]
+            r["local_per_cpu_s"] = ours["results"][name]["per_cpu_s"]
+            r["st_per_cpu_s"] = st["results"][name]["per_cpu_s"]
+            r["cpu_ratio"] = r["local_per_cpu_s"] / r["st_per_cpu_s"]
             a, b = ours["_vectors"][name], st["_vectors"][name]
             r["min_cosine"] = float(np.min(np.einsum("ij,ij->i", a, b)))
         if one:
@@ -186,21 +197,23 @@ def main() -> None:
         rows.append(r)
 
     command = " ".join(["python"] + [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+    nan = float("nan")
     lines = ["| texts | n | mean tokens (max) | local numpy (sent/s) | "
-             "sentence-transformers torch (sent/s) | ratio | min cosine |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "sentence-transformers torch (sent/s) | ratio | ratio per CPU-second | min cosine |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['texts']} | {r['n']} | {r['mean_tokens']:.1f} ({r['max_tokens']}) | "
-            f"{r['local_per_s']:.1f} | {r.get('st_per_s', float('nan')):.1f} | "
-            f"{r.get('ratio', float('nan')):.2f} | {r.get('min_cosine', float('nan')):.6f} |")
+            f"{r['local_per_s']:.1f} | {r.get('st_per_s', nan):.1f} | "
+            f"{r.get('ratio', nan):.2f} | {r.get('cpu_ratio', nan):.2f} | "
+            f"{r.get('min_cosine', nan):.6f} |")
     if one:
         lines.append("")
         lines.append("local numpy with workers=1 (one thread, OpenBLAS on 2 threads): " + ", ".join(
             f"{r['texts']} {r['local_workers1_per_s']:.1f} sent/s" for r in rows))
     table = "\n".join(lines)
     env = {"cpus": os.cpu_count(), "python": platform.python_version(),
-           "loadavg_before": load_before, "loadavg_after": load_after, "batch_size": args.batch_size,
+           "single_thread": args.single_thread, "loadavg_before": load_before, "loadavg_after": load_after, "batch_size": args.batch_size,
            "warmup": args.warmup, "repeats": args.repeats,
            "local": {k: v for k, v in ours.items() if not k.startswith("_") and k != "results"},
            "st": ({k: v for k, v in st.items() if not k.startswith("_") and k != "results"}

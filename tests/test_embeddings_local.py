@@ -100,6 +100,21 @@ def test_long_text_is_truncated_at_256_tokens(minilm):
 
 
 @needs_model
+def test_batching_does_not_change_vectors(minilm):
+    """Padded batches (both attention paths: stacked for short, per sequence for long)
+    give what each text gives alone."""
+    words = "refund delivery order invoice payment account email support".split()
+    texts = [" ".join(words[j % 8] for j in range(i, i + n))
+             for i, n in enumerate([5, 9, 12, 60, 70, 80, 95, 100])]
+    together = minilm.embed(texts)
+    alone = np.vstack([minilm.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    tok_together = minilm.embed_tokens(texts)
+    for t, tv in zip(texts, tok_together):
+        np.testing.assert_allclose(tv.vectors, minilm.embed_tokens([t])[0].vectors, atol=1e-4)
+
+
+@needs_model
 def test_token_vectors_match_transformers(reference, minilm):
     texts = [str(s) for s in reference["token_texts"]]
     assert len(texts) == 20

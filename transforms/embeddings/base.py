@@ -29,8 +29,10 @@ class Embedder(Protocol):
         """(len(texts), dim) float32, rows L2-normalised; "" gives a valid vector."""
         ...
 
-    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
-        """One TokenVectors per text, in input order."""
+    def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
+                     ) -> list[TokenVectors]:
+        """One TokenVectors per text, in input order; special_tokens keeps [CLS]/[SEP]
+        where the model has them (bert_score matches them, at idf weight 0)."""
         ...
 
 

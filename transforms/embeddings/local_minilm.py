@@ -75,6 +75,7 @@ def resolve_model_dir(model_dir: str | os.PathLike | None = None) -> Path:
 _AS_P = F32(0.3275911 / math.sqrt(2.0))
 _AS_A = tuple(F32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736,
                                 0.254829592))  # a5 .. a1
+_PER_SEQUENCE_FROM = 64  # padded length from which attention runs sequence by sequence
 _CHUNK = 65536  # elements per element-wise chunk (256 KiB of float32: stays in L2)
 
 
@@ -222,28 +223,51 @@ class LocalMiniLM:
             x[...] = q
         return h
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Last hidden layer (B, L, dim) float32 for padded ids (B, L) and mask (B, L)."""
+    def _attention_batched(self, qkv: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
+        """Short sequences: one stacked matmul over (B, heads); padding masked by `neg`."""
+        s = np.matmul(qkv[0], qkv[1].transpose(0, 1, 3, 2))          # (B, nh, L, L)
+        if neg is not None:
+            s += neg
+        s -= s.max(axis=-1, keepdims=True)
+        np.exp(s, out=s)
+        s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
+        ctx = np.matmul(s, qkv[2])                                   # (B, nh, L, hd)
+        B, nh, L, hd = ctx.shape
+        return ctx.transpose(0, 2, 1, 3).reshape(B * L, nh * hd)
+
+    def _attention_per_sequence(self, qkv: np.ndarray, lens: Sequence[int]) -> np.ndarray:
+        """Long sequences: one sequence at a time over its real tokens only (no mask,
+        no padded keys or queries), so the (heads, n, n) scores stay in cache through
+        the softmax. Padding rows of the output are left at 0 (never read)."""
+        _, B, nh, L, hd = qkv.shape
+        ctx = np.zeros((B, L, nh, hd), dtype=F32)
+        for b, n in enumerate(lens):
+            q, k, v = qkv[0, b, :, :n], qkv[1, b, :, :n], qkv[2, b, :, :n]
+            s = np.matmul(q, k.transpose(0, 2, 1))                   # (nh, n, n)
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
+            ctx[b, :n] = np.matmul(s, v).transpose(1, 0, 2)          # (n, nh, hd)
+        return ctx.reshape(B * L, nh * hd)
+
+    def _forward(self, ids: np.ndarray, lens: Sequence[int]) -> np.ndarray:
+        """Last hidden layer (B, L, dim) float32 for ids (B, L) padded after lens[b]."""
         B, L = ids.shape
         H, nh, hd = self.dim, self.heads, self.head_dim
         x = self._word[ids.reshape(-1)]                     # (B*L, H) gather = copy
         x.reshape(B, L, H)[...] += self._pos_type[:L]
         x = self._layer_norm(x, *self._ln0)
+        per_sequence = L >= _PER_SEQUENCE_FROM
         neg = None
-        if not mask.all():
+        if not per_sequence and min(lens) < L:
+            mask = np.arange(L)[None, :] < np.asarray(lens)[:, None]
             neg = np.where(mask, F32(0.0), F32(-1e9)).astype(F32)[:, None, None, :]
         for ly in self._layers:
             qkv = x @ ly.wqkv
             qkv += ly.bqkv
             qkv = qkv.reshape(B, L, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, B, nh, L, hd)
-            s = np.matmul(qkv[0], qkv[1].transpose(0, 1, 3, 2))          # (B, nh, L, L)
-            if neg is not None:
-                s += neg
-            s -= s.max(axis=-1, keepdims=True)
-            np.exp(s, out=s)
-            s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
-            ctx = np.matmul(s, qkv[2])                                   # (B, nh, L, hd)
-            ctx = ctx.transpose(0, 2, 1, 3).reshape(B * L, H)
+            ctx = (self._attention_per_sequence(qkv, lens) if per_sequence
+                   else self._attention_batched(qkv, neg))
             a = ctx @ ly.wo
             a += ly.bo
             a += x
@@ -291,7 +315,7 @@ class LocalMiniLM:
         for r, (i, n) in enumerate(zip(idx, lens)):
             ids[r, :n] = encodings[i].ids
             mask[r, :n] = True
-        return self._forward(ids, mask), mask, lens
+        return self._forward(ids, lens), mask, lens
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:
