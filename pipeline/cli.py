@@ -97,6 +97,55 @@ def check_embeddings(cfg) -> None:
             raise ConfigError(f"embeddings: {exc}") from None
 
 
+def check_judge(cfg) -> None:
+    """The judge's endpoint has its secrets; template overrides exist and keep
+    the placeholders of the packaged template they replace."""
+    from transforms.judge.prompts import PLACEHOLDERS, required_placeholders
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    try:
+        endpoint_secrets(cfg.judge.endpoint, cfg.endpoints[cfg.judge.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"judge: {exc}") from None
+    for name, path in cfg.judge.prompts.items():
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise ConfigError(f"judge.prompts.{name}: cannot read {path}: {exc.strerror}") from None
+        missing = sorted(p for p in required_placeholders(name)
+                         if "{" + p + "}" not in text)
+        if missing:
+            raise ConfigError(f"judge.prompts.{name}: {path} lacks the placeholder "
+                              f"{{{missing[0]}}} (placeholders: {', '.join(PLACEHOLDERS)})")
+
+
+def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
+    scales = {}
+    for scorer, options in scorers:
+        if scorer.judge and "scale" in options:
+            scale = options["scale"]
+            if (not isinstance(scale, (list, tuple)) or len(scale) != 2
+                    or not all(isinstance(v, (int, float)) for v in scale)
+                    or not scale[0] < scale[1]):
+                raise ConfigError(f"metric_options.{scorer.name}.scale must be [low, high] "
+                                  f"with low < high, got {scale!r}")
+            scales[scorer.name] = (float(scale[0]), float(scale[1]))
+    return scales
+
+
+def call_cache_path(cfg, output: str, notes: list[str]) -> str | None:
+    """Where judge and embedding calls are cached (None: no cache)."""
+    if not cfg.cache.enabled:
+        return None
+    if cfg.cache.path:
+        return cfg.cache.path
+    if "://" in output:
+        notes.append("call cache off: the output is not a local folder; set cache.path to a "
+                     "local or mounted path to cache judge and embedding calls")
+        return None
+    return os.path.join(output.rstrip("/"), "_cache", "calls.sqlite")
+
+
 def applicable_rules(cfg, metrics: tuple[str, ...]):
     """Rules the user wrote must name a metric of the run; default rules whose
     metric was not selected are dropped (a user who picked `metrics: [bleu]`
@@ -152,12 +201,29 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
             except ValueError as exc:
                 raise ConfigError(f"bot {bot.name!r}: {exc}") from None
     try:
-        scorers = select_scorers(cfg.metrics, cfg.metric_options)
+        scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
     if any(s.features for s, _ in scorers):
         check_embeddings(cfg)
+    judge_metrics = tuple(m for s, _ in scorers if s.judge for m in s.metrics)
+    notes: list[str] = []
+    if cfg.judge.configured:
+        check_judge(cfg)
+    elif judge_metrics:
+        notes.append(f"no judge configured (set judge.endpoint and judge.model): "
+                     f"{len(judge_metrics)} judge metrics are null: {', '.join(judge_metrics)}")
+    elif cfg.metrics is None:
+        notes.append("judge metrics are off: no judge configured (set judge.endpoint and "
+                     "judge.model to add faithfulness, answer_correctness, context metrics, "
+                     "rubric judges and safety critics)")
+    scales = rubric_scales(scorers)
+    uses_cache = (cfg.judge.configured and judge_metrics) or (
+        cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
+    cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
+    for note in notes:  # said once, before the run
+        print(f"evalbeam: note: {note}", file=sys.stderr)
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
     shards = plan_shards(args.input, columns)
@@ -165,8 +231,11 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
                    lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
-                   prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()})
-    return Plan(cfg, info, shards, columns, scorers)
+                   prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
+                   notes=tuple(notes))
+    return Plan(cfg, info, shards, columns, scorers,
+                judge_metrics=judge_metrics if cfg.judge.configured else (),
+                rubric_scales=scales, cache_path=cache_path)
 
 
 def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:

@@ -65,9 +65,33 @@ class EmbeddingsConfig:
 
 
 @dataclass(frozen=True)
+class SafetyConfig:
+    votes: int = 3                # independent votes; the majority decides
+    temperature: float = 0.7      # votes are sampled, so that they can differ
+    mode: str = "calls"           # calls: one request per vote | n: one request, n choices
+    per_category: bool = False    # one request per category (x votes) instead of all ten
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     endpoint: str | None = None
     model: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    keep_trace: bool = False      # keep the raw reply and any reasoning trace in details
+    prompts: dict[str, str] = field(default_factory=dict)  # template name -> file
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoint and self.model)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """The on-disk cache of judge and embedding calls (never of bots under test)."""
+    enabled: bool = True
+    path: str | None = None  # default: <output>/_cache/calls.sqlite
 
 
 @dataclass(frozen=True)
@@ -99,6 +123,7 @@ class Config:
     bots: tuple[BotConfig, ...] = (BotConfig(name="recorded", type="precomputed"),)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     metrics: tuple[str, ...] | None = None  # None: every metric the inputs allow
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
@@ -234,7 +259,12 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
             raise ConfigError(f"embeddings.provider must be one of {EMBEDDING_PROVIDERS}")
         kwargs["embeddings"] = emb
     if "judge" in top:
-        kwargs["judge"] = _build(JudgeConfig, top["judge"], "judge")
+        kwargs["judge"] = _judge(top["judge"], kwargs["endpoints"], base_dir)
+    if "cache" in top:
+        cache = _build(CacheConfig, top["cache"], "cache")
+        if not isinstance(cache.enabled, bool):
+            raise ConfigError("cache.enabled must be true or false")
+        kwargs["cache"] = dataclasses.replace(cache, path=_resolve(cache.path, base_dir))
     if top.get("metrics") is not None:
         metrics = top["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
@@ -257,6 +287,33 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
             tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise,
             explicit="rules" in vd)
     return Config(**kwargs)
+
+
+def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:
+    from transforms.judge.prompts import TEMPLATE_NAMES
+    raw = _check_keys(data, {f.name for f in dataclasses.fields(JudgeConfig)}, "judge")
+    safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
+    judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k != "safety"}, "judge",
+                   safety=safety)
+    if judge.endpoint is not None and judge.endpoint not in endpoints:
+        raise ConfigError(f"judge.endpoint {judge.endpoint!r} is not a configured endpoint")
+    if bool(judge.endpoint) != bool(judge.model):
+        raise ConfigError("judge needs both 'endpoint' and 'model' (or neither)")
+    _number(judge.temperature, "judge.temperature", positive=False)
+    _number(safety.temperature, "judge.safety.temperature", positive=False)
+    for key, value in (("judge.max_tokens", judge.max_tokens), ("judge.safety.votes", safety.votes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{key} must be an integer >= 1")
+    if safety.mode not in ("calls", "n"):
+        raise ConfigError(f"judge.safety.mode must be 'calls' or 'n', got {safety.mode!r}")
+    for key in ("keep_trace",):
+        if not isinstance(getattr(judge, key), bool):
+            raise ConfigError(f"judge.{key} must be true or false")
+    if not isinstance(safety.per_category, bool):
+        raise ConfigError("judge.safety.per_category must be true or false")
+    prompts = _check_keys(judge.prompts, set(TEMPLATE_NAMES), "judge.prompts")
+    return dataclasses.replace(judge, prompts={k: _resolve(str(v), base_dir)
+                                               for k, v in prompts.items()})
 
 
 def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],

@@ -7,7 +7,7 @@ counts) cross stage boundaries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import apache_beam as beam
@@ -21,6 +21,7 @@ from transforms.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReference
                                read_references)
 from transforms.duplicates import FindDuplicateIds
 from transforms.enrich import EmbedTurns
+from transforms.judge.stage import JudgeTurns
 from transforms.read import ReadCases, Shard
 from transforms.rows import (bot_error_row, duplicate_row, problem_row, result_row, score_rows,
                              worst_case_row)
@@ -42,6 +43,9 @@ class Plan:
     shards: Sequence[Shard]
     columns: Mapping[str, str]
     scorers: Sequence[tuple[Scorer, dict]]
+    judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
+    rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    cache_path: str | None = None         # call cache of judge and embedding calls
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
@@ -69,10 +73,19 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     if needs:
         enriched = (turns
                     | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
-                    | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints, needs))
+                    | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints, needs,
+                                                            plan.cache_path))
                     .with_outputs(EmbedTurns.CALLS, main="turns"))
         turns = enriched.turns
         calls.append(enriched[EmbedTurns.CALLS])
+    if plan.judge_metrics:
+        asked = (turns
+                 | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
+                 | "JudgeTurns" >> beam.ParDo(JudgeTurns(
+                     cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
+                     plan.cache_path)).with_outputs(JudgeTurns.CALLS, main="turns"))
+        turns = asked.turns
+        calls.append(asked[JudgeTurns.CALLS])
     sides = {"idf": idf}
     if any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers):
         sides["bert_idf"] = AsSingleton(

@@ -44,7 +44,8 @@ ERRORS = TableSpec("errors", pa.schema([
 ]), ("run_date",))
 
 USAGE = TableSpec("usage", pa.schema([
-    ("run_id", _S), ("endpoint", _S), ("model", _S), ("calls", _I), ("retries", _I),
+    ("run_id", _S), ("endpoint", _S), ("model", _S), ("purpose", _S), ("calls", _I),
+    ("retries", _I),
     ("failures", _I), ("cache_hits", _I), ("prompt_tokens", _I), ("completion_tokens", _I),
     ("cost", _D), ("latency_p50_ms", _D), ("latency_p95_ms", _D),
 ]), ("run_date",))

@@ -50,7 +50,7 @@ def test_endpoint_embedder_batches_dedupes_and_matches_the_server():
     assert not got[13].any()                      # empty text: a zero vector
     assert np.allclose(again, want[:5])
     (key, usage), = log.drain()
-    assert key == ("emb", "text-embed") and usage["calls"] == 3 and usage["prompt_tokens"] > 0
+    assert key == ("emb", "text-embed", "embeddings") and usage["calls"] == 3 and usage["prompt_tokens"] > 0
 
 
 def test_endpoint_embedder_retries_then_reports_failure():

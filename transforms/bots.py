@@ -6,7 +6,6 @@ every case × bot reaches results/. Latency is measured with a monotonic clock.
 from __future__ import annotations
 
 import time
-import concurrent.futures
 from typing import Mapping, Protocol, Sequence
 
 import apache_beam as beam
@@ -86,8 +85,6 @@ class AnswerWith(CallingDoFn):
         self._configs = tuple(bot_configs)
         self._endpoints = dict(endpoints or {})
         self._bots: list = []
-        self._pending: list[concurrent.futures.Future] = []
-        self._max_pending = 2 * sum(e.max_concurrency for e in self._endpoints.values()) or 64
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
 
     def setup(self):
@@ -96,9 +93,6 @@ class AnswerWith(CallingDoFn):
                                    for c in self._configs))
         self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
-    def start_bundle(self):
-        self._pending = []
-
     def _checked(self, turn: Turn) -> Turn:
         if turn.error:
             self._errors.inc()
@@ -106,35 +100,19 @@ class AnswerWith(CallingDoFn):
             self._runtime.progress.on_case()
         return turn
 
-    def _done(self, block: bool) -> list[Turn]:
-        """Completed remote Turns; with block, wait until the backlog is at most half full."""
-        finished: list[concurrent.futures.Future] = []
-        if block:
-            while len(self._pending) > self._max_pending // 2:
-                done, rest = concurrent.futures.wait(
-                    self._pending, return_when=concurrent.futures.FIRST_COMPLETED)
-                finished.extend(done)
-                self._pending = list(rest)
-        still = []
-        for f in self._pending:
-            (finished if f.done() else still).append(f)
-        self._pending = still
-        return [self._checked(f.result()) for f in finished]
-
     def process(self, cases):
         for case in cases if isinstance(cases, list) else [cases]:
             for bot in self._bots:
                 if getattr(bot, "remote", False):
-                    self._pending.append(self._runtime.submit(_safe_answer(bot, case)))
+                    self.submit(_safe_answer(bot, case))
                 else:
                     yield self._checked(_safe_sync_answer(bot, case))
-        yield from self._done(block=len(self._pending) >= self._max_pending)
+        for turn in self.completed(block=self.backlog_full):
+            yield self._checked(turn)
 
     def finish_bundle(self):
-        if self._pending:
-            concurrent.futures.wait(self._pending)
-        for turn in self._done(block=False):
-            yield GlobalWindows.windowed_value(turn)
+        for turn in self.wait_all():
+            yield GlobalWindows.windowed_value(self._checked(turn))
         yield from self.call_tallies()
 
     def teardown(self):

@@ -39,12 +39,15 @@ def make_embedder(cfg, runtime=None, log=None):
 
 
 class EmbedTurns(CallingDoFn):
-    def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str]):
+    def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str],
+                 cache_path: str | None = None):
         self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
+        self._cache_path = cache_path
         self._embedder = None
 
     def setup(self):
-        self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint")
+        self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint",
+                        cache_path=self._cache_path)
         self._embedder = make_embedder(self._cfg, self._runtime, self._log)
 
     def _texts(self, turns: Sequence[Turn]) -> tuple[list[str], list[str]]:

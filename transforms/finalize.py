@@ -31,6 +31,7 @@ class RunInfo:
     lower_is_better: frozenset[str]
     config: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # endpoint -> per million
+    notes: tuple[str, ...] = ()  # what the run said before starting (e.g. no judge configured)
     # unique per attempt: two runs of one run id must not share temporary files
     attempt: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     started: float = field(default_factory=time.time)
@@ -64,7 +65,7 @@ class Finalize(beam.DoFn):
             "reconciliation": reconcile(counts, len(info.bots), len(info.metrics)),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "config": info.config, "versions": package_versions(),
+            "notes": list(info.notes), "config": info.config, "versions": package_versions(),
         }
         run_dir = FileSystems.join(info.output, "runs", info.run_id)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)

@@ -15,6 +15,8 @@ from transforms.metrics import hallucination as hall
 from transforms.enrich import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
                                VEC_EXPECTED, VEC_QUESTION)
 from transforms.metrics import lexical, overlap, relevance, semantic
+from transforms.judge import scorers as judged
+from transforms.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
 
@@ -29,6 +31,7 @@ class Scorer:
     lower_is_better: frozenset[str] = field(default_factory=frozenset)
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     features: tuple[str, ...] = ()  # what the Enrich step must attach (embeddings)
+    judge: bool = False  # its inputs come from the judge (JudgeTurns)
 
     @property
     def uses_idf(self) -> bool:
@@ -104,18 +107,63 @@ SCORERS += (
            _one("answer_relevance", _relevance), features=(VEC_QUESTION, SENTENCES)),
 )
 
+def _correctness(t: Turn, o, side) -> MetricResult:
+    return judged.answer_correctness(t, o, _similarity(t, o, side))
+
+
+_rubric_opts = {"scale": list(DEFAULT_SCALE)}
+SCORERS += (
+    Scorer("faithfulness", ("faithfulness",), ("answer", "contexts"),
+           _one("faithfulness", judged.faithfulness), judge=True),
+    Scorer("answer_correctness", ("answer_correctness",), ("answer", "expected_answer"),
+           _one("answer_correctness", _correctness), features=(VEC_EXPECTED, VEC_ANSWER),
+           option_defaults={"factual_weight": 0.75, "similarity_weight": 0.25}, judge=True),
+    Scorer("context_recall", ("context_recall",), ("expected_answer", "contexts"),
+           _one("context_recall", judged.context_recall), judge=True),
+    Scorer("context_precision", ("context_precision",),
+           ("question", "expected_answer", "contexts"),
+           _one("context_precision", judged.context_precision), judge=True),
+    Scorer("context_entities_recall", ("context_entities_recall",),
+           ("expected_answer", "contexts"),
+           _one("context_entities_recall", judged.context_entities_recall)),
+    Scorer("noise_sensitivity", ("noise_sensitivity",), ("answer", "expected_answer"),
+           _one("noise_sensitivity", judged.noise_sensitivity),
+           lower_is_better=frozenset({"noise_sensitivity"}), judge=True),
+) + tuple(
+    Scorer(m, (m,), needs, _one(m, judged.rubric(m)), option_defaults=_rubric_opts, judge=True)
+    for m, needs in RUBRICS.items()
+) + tuple(
+    Scorer(m, (m,), ("answer",), _one(m, judged.safety(c)), lower_is_better=frozenset({m}),
+           judge=True)
+    for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS)
+)
+GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
+    "rouge": ("rouge1", "rouge2", "rougeL"),
+    "safety": SAFETY_METRICS,
+    "judge_rubrics": tuple(RUBRICS),
+}
+
 METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
 LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in SCORERS))
 
 
 def select_scorers(metrics: tuple[str, ...] | None,
-                   options: Mapping[str, Mapping[str, Any]]) -> list[tuple[Scorer, dict]]:
-    """The scorers to run with their options; unknown names raise ValueError."""
-    known = set(METRIC_NAMES) | {s.name for s in SCORERS}
-    wanted = set(metrics) if metrics is not None else known
+                   options: Mapping[str, Mapping[str, Any]],
+                   judge_configured: bool = True) -> list[tuple[Scorer, dict]]:
+    """The scorers to run with their options; unknown names raise ValueError.
+    By default every metric, except the judge's when no judge is configured
+    (named explicitly, they run and are null with "no judge configured")."""
+    known = set(METRIC_NAMES) | {s.name for s in SCORERS} | set(GROUPS)
+    if metrics is None:
+        wanted = {s.name for s in SCORERS if judge_configured or not s.judge}
+    else:
+        wanted = set(metrics)
     unknown = sorted(wanted - known)
     if unknown:
-        raise ValueError(f"unknown metric {unknown[0]!r}; known: {', '.join(METRIC_NAMES)}")
+        raise ValueError(f"unknown metric {unknown[0]!r}; known: {', '.join(METRIC_NAMES)} "
+                         f"(groups: {', '.join(GROUPS)})")
+    for group in wanted & set(GROUPS):
+        wanted |= set(GROUPS[group])
     chosen = []
     for scorer in SCORERS:
         if scorer.name in wanted or wanted & set(scorer.metrics):

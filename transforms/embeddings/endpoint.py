@@ -6,6 +6,10 @@ concurrently. BERTScore needs token vectors; an API gives one vector per text,
 so each unique word is embedded once as its own text (non-contextual, like
 the `hashing` embedder). Empty texts are not sent (APIs reject them): they get
 a zero vector, whose cosine with anything is 0.
+
+With the call cache on, each text's vector is cached under its own content
+address (endpoint, model, text), not per request: Beam batches differ from
+run to run, so a per-request key would miss on a re-run of the same inputs.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from typing import Sequence
 import numpy as np
 
 from transforms.embeddings.base import TokenVectors
-from transforms.remote.openai_api import embeddings
+from transforms.remote.cache import cache_key
+from transforms.remote.client import CallRecord
+from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text import tokenize
 
@@ -33,27 +39,53 @@ class EndpointEmbedder:
         self.name = f"endpoint:{endpoint}/{model}"
         self.dim: int | None = None  # known after the first answer
 
-    async def _embed_all(self, texts: list[str]) -> list:
-        chunks = [texts[i:i + self.request_size] for i in range(0, len(texts), self.request_size)]
-        return await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))
+    def _key(self, text: str) -> str:
+        c = self.client
+        return cache_key(c.cfg.base_url, embeddings_path(c, self.model), c.params, self.model,
+                         {"model": self.model, "input": text})
+
+    async def _embed_all(self, texts: list[str]) -> tuple[dict[str, list[float]], list]:
+        """(vectors found in the call cache, [(chunk, vectors or None, record)] sent)."""
+        cache = self.client.cache
+        found = {}
+        if cache is not None:
+            for t in texts:
+                v = cache.get(self._key(t))
+                if v is not None:
+                    found[t] = v
+        todo = [t for t in texts if t not in found]
+        chunks = [todo[i:i + self.request_size] for i in range(0, len(todo), self.request_size)]
+        sent = await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))
+        if cache is not None:
+            for chunk, (got, _) in zip(chunks, sent):
+                for t, v in zip(chunk, got or []):
+                    cache.put(self._key(t), v)
+        return found, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32, L2-normalised; raises EmbeddingError if a request failed."""
         texts = list(texts)
         to_send = [t for t in texts if t.strip()]
-        vectors: list[list[float]] = []
-        for got, record in self.runtime.run(self._embed_all(to_send)) if to_send else []:
+        by_text, sent = self.runtime.run(self._embed_all(to_send)) if to_send else ({}, [])
+        for _ in by_text:  # one cache hit per text served from the cache
+            self.runtime.record(CallRecord(self.client.name, self.model, "embeddings", ok=True,
+                                           status=None, attempts=0, latency_ms=None,
+                                           total_ms=0.0, cache_hit=True), self.log)
+        failed = None
+        for chunk, got, record in sent:
             self.runtime.record(record, self.log)
             if got is None:
-                raise EmbeddingError(f"embeddings failed: {record.error}")
-            vectors.extend(got)
-        if vectors:
-            self.dim = len(vectors[0])
+                failed = failed or record.error
+            else:
+                by_text.update(zip(chunk, got))
+        if failed:
+            raise EmbeddingError(f"embeddings failed: {failed}")
+        if by_text:
+            self.dim = len(next(iter(by_text.values())))
         out = np.zeros((len(texts), self.dim or 1), dtype=np.float32)
-        sent = iter(vectors)
         for i, text in enumerate(texts):
             if text.strip():
-                out[i] = next(sent)
+                out[i] = by_text[text]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
 

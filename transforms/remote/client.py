@@ -20,13 +20,14 @@ from typing import Any, Mapping
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from transforms.remote.cache import CallCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REQUEST_ID_HEADER = "X-Client-Request-Id"
-POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)  # one id per logical call, the same on every retry
+POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
 
 
 class MissingSecret(ValueError):
@@ -98,8 +99,9 @@ def _usage_tokens(data: Any) -> tuple[int, int]:
 
 class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
-                 backoff: BackoffWait | None = None):
-        self.name, self.cfg = name, cfg
+                 backoff: BackoffWait | None = None, cache: CallCache | None = None):
+        self.name, self.cfg, self.cache = name, cfg, cache
+        self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
         headers, self._secrets = endpoint_secrets(name, cfg)
         share = cfg.worker_share if cfg.worker_share is not None else 1.0
         self.limiter = AdaptiveRateLimiter(
@@ -127,8 +129,47 @@ class EndpointClient:
         return text
 
     async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
-                        estimated_tokens: float = 0.0) -> CallResult:
-        """POST JSON with retries; always returns (never raises for HTTP/network trouble)."""
+                        estimated_tokens: float = 0.0, cache_salt: str | None = None
+                        ) -> CallResult:
+        """POST JSON with retries; always returns (never raises for HTTP/network trouble).
+
+        With a cache and a cache_salt (judge and embedding calls; never a bot
+        under test), an answer already in the cache is returned without a
+        request, and identical requests in flight at once share one call."""
+        if self.cache is None or cache_salt is None:
+            return await self._post(path, body, model, purpose, estimated_tokens)
+        key = cache_key(self.cfg.base_url, path, self.params, model, body, cache_salt)
+        hit = self.cache.get(key)
+        shared = self._inflight.get(key) if hit is None else None
+        if shared is not None:
+            hit = await asyncio.shield(shared)
+            if hit is None:  # the shared call failed: this caller tries on its own
+                return await self._post_and_store(key, path, body, model, purpose,
+                                                  estimated_tokens)
+        if hit is not None:
+            return CallResult(hit, CallRecord(self.name, model, purpose, ok=True, status=None,
+                                              attempts=0, latency_ms=None, total_ms=0.0,
+                                              cache_hit=True))
+        waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
+        data = None
+        try:
+            result = await self._post_and_store(key, path, body, model, purpose,
+                                                estimated_tokens)
+            data = result.data
+        finally:
+            del self._inflight[key]
+            waiting.set_result(data)
+        return result
+
+    async def _post_and_store(self, key: str, path: str, body: Mapping[str, Any], model: str,
+                              purpose: str, estimated_tokens: float) -> CallResult:
+        result = await self._post(path, body, model, purpose, estimated_tokens)
+        if result.data is not None:
+            self.cache.put(key, result.data)
+        return result
+
+    async def _post(self, path: str, body: Mapping[str, Any], model: str, purpose: str,
+                    estimated_tokens: float) -> CallResult:
         request_id = uuid.uuid4().hex
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None}

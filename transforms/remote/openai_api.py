@@ -19,6 +19,10 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
+def embeddings_path(client: EndpointClient, model: str) -> str:
+    return _path(client, model, "embeddings")
+
+
 def _path(client: EndpointClient, model: str, op: str) -> str:
     if client.cfg.api_version:
         return f"/openai/deployments/{model}/{op}"
@@ -35,7 +39,9 @@ class ChatReply:
 
 async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, str]], *,
                purpose: str, temperature: float = 0.0, max_tokens: int | None = None,
-               n: int = 1, extra: dict[str, Any] | None = None) -> ChatReply:
+               n: int = 1, extra: dict[str, Any] | None = None,
+               cache_salt: str | None = None) -> ChatReply:
+    """One chat completion; cache_salt (judge calls only) lets the call cache answer it."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -45,7 +51,7 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     est = sum(estimate_tokens(m.get("content", "")) for m in messages) + \
         (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
-                                    purpose=purpose, estimated_tokens=est)
+                                    purpose=purpose, estimated_tokens=est, cache_salt=cache_salt)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     try:

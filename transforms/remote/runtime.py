@@ -13,13 +13,15 @@ import concurrent.futures
 import threading
 from typing import Any, Awaitable, Mapping
 
+from transforms.remote.cache import CallCache
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.progress import Progress
 
 
 class AsyncRuntime:
-    def __init__(self, endpoints: Mapping[str, Any]):
+    def __init__(self, endpoints: Mapping[str, Any], cache_path: str | None = None):
         self._configs = dict(endpoints)
+        self.cache = CallCache(cache_path) if cache_path else None
         self._clients: dict[str, EndpointClient] = {}
         self.progress = Progress()
         self.loop = asyncio.new_event_loop()
@@ -41,7 +43,7 @@ class AsyncRuntime:
                 raise KeyError(f"endpoint {name!r} is not configured")
 
             async def make() -> EndpointClient:
-                return EndpointClient(name, self._configs[name])
+                return EndpointClient(name, self._configs[name], cache=self.cache)
             client = self._clients.setdefault(name, self.run(make()))
         return client
 
@@ -60,18 +62,21 @@ class AsyncRuntime:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
             self.progress.stop()
+            if self.cache is not None:
+                self.cache.close()
 
 
 _SHARED: dict[int, tuple[AsyncRuntime, int]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def acquire_runtime(key: int, endpoints: Mapping[str, Any]) -> AsyncRuntime:
-    """The process's runtime for this set of endpoints (reference counted)."""
+def acquire_runtime(key: int, endpoints: Mapping[str, Any],
+                    cache_path: str | None = None) -> AsyncRuntime:
+    """The process's runtime for these endpoints and call cache (reference counted)."""
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:
-            runtime = AsyncRuntime(endpoints)
+            runtime = AsyncRuntime(endpoints, cache_path)
         _SHARED[key] = (runtime, refs + 1)
         return runtime
 

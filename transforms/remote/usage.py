@@ -1,4 +1,9 @@
-"""usage/: calls rolled up per endpoint × model, bounded in memory.
+"""usage/: calls rolled up per endpoint × model × purpose, bounded in memory.
+
+The purpose says what a call was for: `bot:<name>`, `embeddings`, or
+`judge:<task>` (the judge tasks and the metrics each serves are listed in
+the README). `calls` counts requests that went to the endpoint; a reply
+served from the call cache counts in `cache_hits` instead, with no tokens.
 
 A DoFn that makes remote calls gives its callers a CallLog; the log tallies
 each CallRecord into a per-(endpoint, model) accumulator at once, and the DoFn
@@ -23,10 +28,12 @@ def new_usage() -> dict:
 
 
 def add_call(acc: dict, rec: CallRecord) -> dict:
+    if rec.cache_hit:
+        acc["cache_hits"] += 1
+        return acc
     acc["calls"] += 1
     acc["retries"] += max(0, rec.attempts - 1)
     acc["failures"] += 0 if rec.ok else 1
-    acc["cache_hits"] += 1 if rec.cache_hit else 0
     acc["prompt_tokens"] += rec.prompt_tokens
     acc["completion_tokens"] += rec.completion_tokens
     if rec.latency_ms is not None:
@@ -46,29 +53,31 @@ class CallLog:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._accs: dict[tuple[str, str], dict] = {}
+        self._accs: dict[tuple[str, str, str], dict] = {}
 
     def add(self, rec: CallRecord) -> None:
         with self._lock:
-            add_call(self._accs.setdefault((rec.endpoint, rec.model), new_usage()), rec)
+            add_call(self._accs.setdefault((rec.endpoint, rec.model, rec.purpose), new_usage()),
+                     rec)
 
-    def drain(self) -> list[tuple[tuple[str, str], dict]]:
+    def drain(self) -> list[tuple[tuple[str, str, str], dict]]:
         with self._lock:
             items, self._accs = list(self._accs.items()), {}
         return items
 
 
-def count_calls(items: Iterable[tuple[tuple[str, str], dict]], counters: Mapping) -> None:
+def count_calls(items: Iterable[tuple[tuple[str, str, str], dict]], counters: Mapping) -> None:
     """Beam counters from drained tallies (called on the DoFn's thread)."""
     for _, acc in items:
         counters["calls"].inc(acc["calls"])
         counters["retries"].inc(acc["retries"])
         counters["failed_calls"].inc(acc["failures"])
+        counters["cache_hits"].inc(acc["cache_hits"])
 
 
 def call_counters() -> dict:
     return {name: beam.metrics.Metrics.counter("evalbeam.remote", name)
-            for name in ("calls", "retries", "failed_calls")}
+            for name in ("calls", "retries", "failed_calls", "cache_hits")}
 
 
 class MergeUsageFn(beam.CombineFn):
@@ -93,16 +102,17 @@ class MergeUsageFn(beam.CombineFn):
                 "latency_p95_ms": latency.percentile(95)}
 
 
-def usage_rows(run_id: str, rolled: Iterable[tuple[tuple[str, str], dict]],
+def usage_rows(run_id: str, rolled: Iterable[tuple[tuple[str, str, str], dict]],
                prices: Mapping[str, Mapping[str, float]]) -> list[dict]:
     """Rows of usage/, with cost from each endpoint's price_per_million."""
     rows = []
-    for (endpoint, model), figures in sorted(rolled, key=lambda kv: kv[0]):
+    for (endpoint, model, purpose), figures in sorted(rolled, key=lambda kv: kv[0]):
         price = prices.get(endpoint, {})
         cost = None
         if price:
             cost = (figures["prompt_tokens"] * price.get("input", 0.0)
                     + figures["completion_tokens"] * price.get("output", 0.0)) / 1e6
-        rows.append({"run_id": run_id, "endpoint": endpoint, "model": model, **figures,
+        rows.append({"run_id": run_id, "endpoint": endpoint, "model": model, "purpose": purpose,
+                     **figures,
                      "cost": cost})
     return rows

@@ -1,0 +1,103 @@
+"""Asking the judge: one request, strict reading, at most one repair round.
+
+Every question ends as a JudgeOutcome: the validated value, or an error that
+says what went wrong with the raw reply(ies) in details. Calls go through
+the call cache (content-addressed), so a re-run asks nothing new.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from transforms.judge.prompts import render
+from transforms.judge.replies import Shape
+from transforms.remote.openai_api import chat
+
+REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "
+          "of this form, with every field filled in: {example}")
+RAW_LIMIT = 2000  # characters of a raw reply kept in details
+
+
+@dataclass(slots=True)
+class JudgeOutcome:
+    value: Any | None
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _trace(extras: Mapping[str, Any]) -> str | None:
+    """A reasoning trace the server returned alongside the reply, if any."""
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        value = extras.get(key)
+        if isinstance(value, str) and value:
+            return value[:RAW_LIMIT]
+    return None
+
+
+class Judge:
+    """One judge model on one endpoint, with the run's templates and options."""
+
+    def __init__(self, runtime, log, cfg, templates: Mapping[str, str]):
+        self.runtime, self.log, self.cfg = runtime, log, cfg
+        self.client = runtime.client(cfg.endpoint)
+        self.templates = dict(templates)
+
+    def messages(self, template: str, fields: Mapping[str, str]) -> list[dict[str, str]]:
+        return [{"role": "system", "content": self.templates["system"]},
+                {"role": "user", "content": render(self.templates[template], fields)}]
+
+    async def _chat(self, messages, purpose: str, temperature: float, salt: str, n: int = 1):
+        reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
+                           temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
+                           cache_salt=salt)
+        if reply.record is not None:
+            self.runtime.record(reply.record, self.log)
+        return reply
+
+    async def ask(self, template: str, fields: Mapping[str, str], shape: Shape, *,
+                  purpose: str, temperature: float | None = None, salt: str = "",
+                  n: int = 1) -> list[JudgeOutcome]:
+        """n outcomes (n choices of one request); each bad one gets one repair request."""
+        t = self.cfg.temperature if temperature is None else temperature
+        messages = self.messages(template, fields)
+        reply = await self._chat(messages, purpose, t, salt, n)
+        if reply.error:
+            return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
+        texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n
+        extras = list(reply.message_extras) + [{}] * (n - len(reply.message_extras))
+        return [await self._read(messages, text, extra, shape, purpose, t, f"{salt}|{i}")
+                for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
+
+    async def _read(self, messages, text: str, extras: Mapping[str, Any], shape: Shape,
+                    purpose: str, temperature: float, salt: str) -> JudgeOutcome:
+        value, problem = shape.read(text)
+        details: dict[str, Any] = {"calls": 1}
+        raws = [text]
+        if problem is not None:
+            repair = messages + [{"role": "assistant", "content": text},
+                                 {"role": "user", "content": REPAIR.format(
+                                     problem=problem, example=shape.example)}]
+            again = await self._chat(repair, purpose, temperature, salt + "|repair")
+            details["calls"], details["repaired"] = 2, True
+            if again.error:
+                return JudgeOutcome(None, f"judge reply unusable ({problem}) and the repair "
+                                          f"call failed: {again.error}",
+                                    {**details, "raw": text[:RAW_LIMIT]})
+            text = again.texts[0] if again.texts else ""
+            extras = again.message_extras[0] if again.message_extras else {}
+            raws.append(text)
+            value, second = shape.read(text)
+            if second is not None:
+                return JudgeOutcome(None, f"judge reply unusable after one repair: {second} "
+                                          f"(first reply: {problem})",
+                                    {**details, "raw": [r[:RAW_LIMIT] for r in raws]})
+        if self.cfg.keep_trace:
+            details["raw"] = text[:RAW_LIMIT]
+            trace = _trace(extras)
+            if trace:
+                details["trace"] = trace
+        return JudgeOutcome(value, None, details)

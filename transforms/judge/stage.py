@@ -1,0 +1,71 @@
+"""JudgeTurns: the judge's part of the Enrich step.
+
+Takes batches of Turns, asks each turn's judge questions on the worker's
+asyncio loop (bounded by the judge endpoint's max_concurrency and rate
+limits, answered from the call cache when already asked), and emits each
+Turn with the outcomes attached as features as soon as its questions are
+answered. The metrics themselves are computed afterwards, one ParDo each,
+from those features.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+
+from schemas.records import Turn
+from transforms.remote.calling import CallingDoFn
+
+
+class JudgeTurns(CallingDoFn):
+    def __init__(self, judge_cfg, endpoints: Mapping, metrics: Sequence[str],
+                 scales: Mapping[str, tuple[float, float]], cache_path: str | None):
+        self._cfg, self._endpoints = judge_cfg, dict(endpoints)
+        self._metrics, self._scales = tuple(metrics), dict(scales)
+        self._cache_path = cache_path
+        self._failed = beam.metrics.Metrics.counter("evalbeam.judge", "failed_questions")
+
+    def setup(self):
+        from transforms.judge.ask import Judge
+        from transforms.judge.prompts import load_templates
+        from transforms.judge.tasks import TurnJudge
+        ep = self._endpoints[self._cfg.endpoint]
+        self.open_calls(self._endpoints, remote=True, cache_path=self._cache_path,
+                        max_pending=2 * ep.max_concurrency)
+        judge = Judge(self._runtime, self._log, self._cfg, load_templates(self._cfg.prompts))
+        self._turn_judge = TurnJudge(judge, self._metrics, self._cfg.safety, self._scales)
+
+    async def _judged(self, turn: Turn) -> Turn:
+        try:
+            features = await self._turn_judge.features(turn)
+        except Exception as exc:  # a bug must cost the turn's judge metrics, not the row
+            from transforms.judge.ask import JudgeOutcome
+            from transforms.judge.tasks import JUDGE_ERROR, JUDGED
+            error = f"judge failed: {type(exc).__name__}: {exc}"[:500]
+            features = {JUDGED: True, JUDGE_ERROR: JudgeOutcome(None, error)}
+        return turn.evolve(features={**turn.features, **features})
+
+    def _emit(self, turn: Turn) -> Turn:
+        failed = sum(1 for v in turn.features.values()
+                     if getattr(v, "error", None) is not None)
+        if failed:
+            self._failed.inc(failed)
+        return turn
+
+    def process(self, turns):
+        for turn in turns if isinstance(turns, list) else [turns]:
+            if turn.error or turn.answer is None:
+                yield turn  # nothing to judge: the metrics say why
+            else:
+                self.submit(self._judged(turn))
+        for turn in self.completed(block=self.backlog_full):
+            yield self._emit(turn)
+
+    def finish_bundle(self):
+        for turn in self.wait_all():
+            yield GlobalWindows.windowed_value(self._emit(turn))
+        yield from self.call_tallies()
+
+    def teardown(self):
+        self.close_calls()
