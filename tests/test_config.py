@@ -1,3 +1,4 @@
+import re
 import textwrap
 
 import pytest
@@ -118,3 +119,47 @@ def test_worker_share_defaults_to_one_over_workers():
     assert shared.endpoints["b"].worker_share == 0.25  # explicit value kept
     with pytest.raises(ConfigError, match="worker_share must be in"):
         parse_config({"endpoints": {"a": {"base_url": "http://x", "worker_share": 2}}})
+
+
+_EP = {"llm": {"base_url": "http://127.0.0.1:1/v1"}}
+
+
+def test_judge_section_parses_with_defaults_and_paths(tmp_path):
+    cfg = parse_config({"endpoints": _EP, "judge": {
+        "endpoint": "llm", "model": "m", "keep_trace": True,
+        "prompts": {"judge_relevance": "rel.txt"},
+        "safety": {"votes": 5, "mode": "n"}}, "cache": {"path": "c/calls.sqlite"}},
+        base_dir=str(tmp_path))
+    assert cfg.judge.configured and cfg.judge.temperature == 0.0 and cfg.judge.keep_trace
+    assert cfg.judge.safety.votes == 5 and cfg.judge.safety.temperature == 0.7
+    assert cfg.judge.prompts["judge_relevance"] == str(tmp_path / "rel.txt")
+    assert cfg.cache.path == str(tmp_path / "c" / "calls.sqlite") and cfg.cache.enabled
+    assert not parse_config({}).judge.configured
+
+
+@pytest.mark.parametrize("judge, words", [
+    ({"endpoint": "nope", "model": "m"}, "judge.endpoint 'nope' is not a configured endpoint"),
+    ({"endpoint": "llm"}, "both 'endpoint' and 'model'"),
+    ({"endpoint": "llm", "model": "m", "temperature": "hot"}, "judge.temperature must be a number"),
+    ({"endpoint": "llm", "model": "m", "safety": {"mode": "batch"}}, "judge.safety.mode"),
+    ({"endpoint": "llm", "model": "m", "safety": {"votes": 0}}, "judge.safety.votes"),
+    ({"endpoint": "llm", "model": "m", "safety": {"vote": 3}}, "unknown key 'judge.safety.vote'"),
+    ({"endpoint": "llm", "model": "m", "prompts": {"relevance": "x"}},
+     "unknown key 'judge.prompts.relevance'"),
+    ({"endpoint": "llm", "model": "m", "rubric": 1}, "unknown key 'judge.rubric'"),
+])
+def test_judge_config_errors_name_the_key(judge, words):
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        parse_config({"endpoints": _EP, "judge": judge})
+
+
+def test_template_override_must_keep_the_placeholders(tmp_path):
+    from pipeline.cli import check_judge
+    bad = tmp_path / "rel.txt"
+    bad.write_text("Rate {answer} please")
+    cfg = parse_config({"endpoints": _EP, "judge": {"endpoint": "llm", "model": "m",
+                                                    "prompts": {"judge_relevance": str(bad)}}})
+    with pytest.raises(ConfigError, match=r"lacks the placeholder \{question\}"):
+        check_judge(cfg)
+    bad.write_text("Q {question} A {answer}")
+    check_judge(cfg)
