@@ -192,7 +192,7 @@ def verify_baseline(out: Path, rows: int) -> dict:
     return {"results_rows": res, "scores_rows": sco, "ok": ok}
 
 
-def verify_pipeline(out: Path, rows: int, run_id: str) -> dict:
+def verify_pipeline(out: Path, rows: int, run_id: str, n_metrics: int | None = None) -> dict:
     res, sco = _count(out / "results", True), _count(out / "scores", True)
     manifest_path = out / "runs" / run_id / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -202,7 +202,7 @@ def verify_pipeline(out: Path, rows: int, run_id: str) -> dict:
         t = ds.dataset(str(out / "results"), format="parquet",
                        partitioning="hive").to_table(columns=["verdict"])
         verdicts = {d["values"]: d["counts"] for d in pc.value_counts(t["verdict"]).to_pylist()}
-    ok = (res == rows and sco == rows * N_METRICS and reconciled
+    ok = (res == rows and sco == rows * (n_metrics or N_METRICS) and reconciled
           and manifest.get("counts", {}).get("input_rows") == rows)
     return {"results_rows": res, "scores_rows": sco, "manifest_reconciled": reconciled,
             "manifest_counts": manifest.get("counts"), "verdicts": verdicts, "ok": ok}
@@ -235,18 +235,19 @@ def run_baseline(path: Path, rows: int) -> dict:
     return m
 
 
-def run_pipeline(path: Path, rows: int, mode: str, workers: int = 2) -> dict:
-    run_id = f"bench-{mode}-{rows}"
+def run_pipeline(path: Path, rows: int, mode: str, workers: int = 2, config: Path = CONFIG,
+                 tag: str = "", n_metrics: int | None = None) -> dict:
+    run_id = f"bench-{mode}-{rows}{tag}"
     out = RUNS / run_id
     shutil.rmtree(out, ignore_errors=True)
     cmd = [PY, "-m", "pipeline", "run", "--input", str(path), "--output", str(out),
-           "--config", str(CONFIG), "--run-id", run_id, f"--direct_running_mode={mode}"]
+           "--config", str(config), "--run-id", run_id, f"--direct_running_mode={mode}"]
     if mode == "multi_processing":
         cmd.append(f"--direct_num_workers={workers}")
     m = measure(cmd, RESULTS / "logs" / f"{run_id}.log")
     label = f"evalbeam {mode}" + (f", {workers} workers" if mode == "multi_processing" else "")
     m.update(name=label, rows=rows, mode=mode, out=str(out),
-             check=verify_pipeline(out, rows, run_id))
+             check=verify_pipeline(out, rows, run_id, n_metrics))
     return m
 
 

@@ -222,8 +222,6 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     uses_cache = (cfg.judge.configured and judge_metrics) or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
-    for note in notes:  # said once, before the run
-        print(f"evalbeam: note: {note}", file=sys.stderr)
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
     shards = plan_shards(args.input, columns)
@@ -257,6 +255,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, InputError, UsageError) as exc:
         print(f"evalbeam: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for note in plan.info.notes:  # said once, before the run (and kept in the manifest)
+        print(f"evalbeam: note: {note}", file=sys.stderr)
     with beam.Pipeline(options=options) as p:
         build_pipeline(p, plan)
     return _print_outcome(plan.info)
