@@ -258,3 +258,18 @@ def test_cache_token_vectors_pass_through_deduplicated():
     got = cache.embed_tokens(["x y", "z", "x y"])
     assert inner.calls == [["x y", "z"]]
     assert got[0] is got[2] and got[1].tokens == ["z"]
+
+
+@needs_model
+def test_sentence_vectors_pooled_from_token_vectors_equal_a_direct_pass(minilm):
+    """CachingEmbedder derives sentence vectors from embed_tokens' forward pass
+    (no second pass) and they equal embed()'s, short and long texts alike."""
+    from transforms.embeddings.cache import CachingEmbedder
+    texts = ["Refunds take 30 days.", "Ünïcödé café — naïve résumé.",
+             " ".join(["order refund delivery"] * 120)]  # beyond 256 tokens: truncated
+    direct = minilm.embed(texts)
+    cached = CachingEmbedder(minilm)
+    cached.embed_tokens(texts, special_tokens=True)
+    pooled = cached.embed(texts)
+    assert cached.hits == 3 and cached.misses == 0  # no second forward pass
+    np.testing.assert_allclose(pooled, direct, atol=2e-5)

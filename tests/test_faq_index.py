@@ -53,10 +53,10 @@ def test_scales_without_pairwise_loop():
     faq = [" ".join(rng.choice(vocab, 10)) for _ in range(10_000)]
     idx = FaqIndex(faq, faq)
     qs = [" ".join(rng.choice(vocab, 8)) for _ in range(2000)]
-    start = time.perf_counter()
+    start = time.process_time()
     for q in qs:
         idx.match(q)
-    per_q = (time.perf_counter() - start) / len(qs)
+    per_q = (time.process_time() - start) / len(qs)
     assert per_q < 0.005  # 10k FAQ rows: well under 5 ms a question (100k questions < 10 min)
 
 

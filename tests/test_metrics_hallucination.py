@@ -331,9 +331,9 @@ def test_megabyte_answer_is_scored_in_seconds():
     words = ("the pro plan costs $10,000 per year and includes SSO . it launched on March 3, 2024 "
              "with 5% discount refunds are available within 30 days at 9am for 12k users").split()
     answer = " ".join(rng.choice(words) for _ in range(250_000))[:1_000_000]
-    start = time.perf_counter()
+    start = time.process_time()
     result = hallucination(answer, PRICING)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert elapsed < 6.0
     assert 0.0 < result.value < 1.0
     assert len(result.details["anchors"]) <= 50  # details stay bounded
@@ -341,7 +341,7 @@ def test_megabyte_answer_is_scored_in_seconds():
 
 def test_megabyte_of_numbers_is_scored_in_seconds():
     answer = " ".join(str(i) for i in range(150_000))[:1_000_000]
-    start = time.perf_counter()
+    start = time.process_time()
     result = hallucination(answer, ["30 days, 10k per year"])
-    assert time.perf_counter() - start < 6.0
+    assert time.process_time() - start < 6.0
     assert result.value > 0.99

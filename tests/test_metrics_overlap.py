@@ -277,9 +277,9 @@ def _megabyte_answer(seed: int = 1) -> str:
 def test_rouge_megabyte_answer_is_fast(use_stemmer):
     answer = _megabyte_answer()
     reference = "Customers can request the full refund within thirty days of purchase, running plans."
-    start = time.perf_counter()
+    start = time.process_time()
     result = rouge(answer, reference, use_stemmer=use_stemmer)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert elapsed < 2.0
     # Every reference token occurs in a 170k-token random answer: full recall.
     assert result["rougeL"].details["recall"] == 1.0
@@ -288,14 +288,14 @@ def test_rouge_megabyte_answer_is_fast(use_stemmer):
 def test_rouge_two_long_texts_stay_fast():
     answer = _megabyte_answer(1)
     reference = _megabyte_answer(2)[:100_000]
-    start = time.perf_counter()
+    start = time.process_time()
     result = rouge(answer, reference)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert 0 < result["rougeL"].value < 1
 
 
 def test_bleu_megabyte_answer_is_fast():
-    start = time.perf_counter()
+    start = time.process_time()
     result = bleu(_megabyte_answer(), "Customers can request a full refund within thirty days.")
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert 0 <= result.value < 0.01  # a megabyte answer gets a crushing n-gram precision

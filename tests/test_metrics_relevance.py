@@ -145,9 +145,9 @@ def test_relevance_other_scripts(idf):
 
 def test_relevance_megabyte_answer(idf):
     answer = "refund order policy days " * 50_000
-    start = time.perf_counter()
+    start = time.process_time()
     result = lexical_relevance("How do I get a refund for my order?", answer, idf)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert 0.0 < result.value < 1.0
 
 

@@ -72,11 +72,11 @@ class EmbedTurns(CallingDoFn):
         vec_texts, tok_texts = self._texts(turns)
         vectors, tokens, error = {}, {}, None
         try:
-            if vec_texts:
-                vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
-            if tok_texts:
+            if tok_texts:  # first: the local model derives these texts' sentence vectors
                 tokens = dict(zip(tok_texts, self._embedder.embed_tokens(tok_texts,
                                                                           special_tokens=True)))
+            if vec_texts:
+                vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
         except Exception as exc:  # recorded on every turn of the batch, never fatal
             error = f"embedding failed: {type(exc).__name__}: {exc}"[:500]
         for t in turns:

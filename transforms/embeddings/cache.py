@@ -10,7 +10,10 @@ guards the cache only, never the inner (possibly slow or remote) call.
 Counters, per distinct text of a call: `hits` (already cached), `misses`
 (had to be embedded); `embedded_batches` counts calls to the inner embed.
 `embed_tokens` is passed through uncached (token matrices are large), but
-deduplicated within the call.
+deduplicated within the call. When the inner model's sentence vector is the
+mean of its token vectors (`sentence_from_tokens`, the local MiniLM), the
+sentence vectors of those texts are derived from that same forward pass and
+cached, so a text needing both (expected answer, answer) is run once, not twice.
 """
 from __future__ import annotations
 
@@ -94,4 +97,22 @@ class CachingEmbedder:
         if not unique:
             return []
         by_text = dict(zip(unique, self.inner.embed_tokens(unique, **options)))
+        if getattr(self.inner, "sentence_from_tokens", False) and options.get("special_tokens"):
+            self._cache_pooled(by_text)
         return [by_text[t] for t in texts]
+
+    def _cache_pooled(self, by_text: dict[str, TokenVectors]) -> None:
+        """Mean pooling over every token ([CLS] and [SEP] included, as
+        sentence-transformers pools) + L2 normalisation = the sentence vector."""
+        if not self.max_items:
+            return
+        with self._lock:
+            for text, tv in by_text.items():
+                k = text_key(text)
+                if k in self._cache or not len(tv.vectors):
+                    continue
+                row = tv.vectors.mean(axis=0, dtype=np.float64)
+                norm = np.linalg.norm(row)
+                self._cache[k] = (row / norm if norm else row).astype(np.float32)
+            while len(self._cache) > self.max_items:
+                self._cache.popitem(last=False)

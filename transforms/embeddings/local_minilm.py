@@ -98,6 +98,11 @@ class _Layer:
 class LocalMiniLM:
     """all-MiniLM-L6-v2 sentence and token embeddings, numpy only (see module doc)."""
 
+    # The sentence vector is the L2-normalised mean of the last layer's token
+    # vectors ([CLS] and [SEP] included): CachingEmbedder derives it from
+    # embed_tokens(special_tokens=True) instead of a second forward pass.
+    sentence_from_tokens = True
+
     loads = 0  # how many instances were built in this process (tests: once)
 
     def __init__(self, model_dir: str | os.PathLike | None = None, batch_size: int = 32,
