@@ -231,8 +231,9 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
                    lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes))
-    return Plan(cfg, info, shards, columns, scorers,
-                judge_metrics=judge_metrics if cfg.judge.configured else (),
+    from transforms.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    asked = tuple(m for m in metrics if m in JUDGE_METRICS) if cfg.judge.configured else ()
+    return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 rubric_scales=scales, cache_path=cache_path)
 
 

@@ -23,8 +23,8 @@ from transforms.duplicates import FindDuplicateIds
 from transforms.enrich import EmbedTurns
 from transforms.judge.stage import JudgeTurns
 from transforms.read import ReadCases, Shard
-from transforms.rows import (bot_error_row, duplicate_row, problem_row, result_row, score_rows,
-                             worst_case_row)
+from transforms.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
+                             result_row, score_rows, worst_case_row)
 from transforms.scoring import Scorer, ScoreWith
 from transforms.remote.usage import MergeUsageFn
 from transforms.summary import MetricStatsFn, summary_keys
@@ -113,6 +113,10 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         problems | "ProblemRows" >> beam.Map(problem_row, run_id)
         | "WriteReadErrors" >> WriteRows(ERRORS, *out),
     ]
+    judge_errors = None
+    if plan.judge_metrics:
+        judge_errors = judged | "JudgeErrorRows" >> beam.FlatMap(judge_error_rows, run_id)
+        written.append(judge_errors | "WriteJudgeErrors" >> WriteRows(ERRORS, *out))
     duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds(list(plan.shards), plan.columns)
     written.append(duplicates | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                    | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
@@ -142,6 +146,9 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
         p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
     ]
+    if judge_errors is not None:
+        counts.append(judge_errors | "CountJudgeErrors" >> beam.combiners.Count.Globally()
+                      | "TagJudgeErrors" >> beam.Map(lambda n: ("judge_errors", n)))
     usage = (calls | "AllCalls" >> beam.Flatten()
              | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
 

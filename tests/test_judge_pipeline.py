@@ -4,10 +4,13 @@ second run answered entirely from the call cache, usage per purpose, and the
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from tests.conftest import SAMPLE_ROWS, write_cases
+from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import files_under, manifest, read_rows, run_cli
@@ -22,13 +25,13 @@ ROWS = SAMPLE_ROWS + [
 ]
 
 
-def _config(tmp_path, server, extra: str = "") -> str:
+def _config(tmp_path, server, extra: str = "", judge_extra: str = "") -> str:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(
         f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', api_key_env: JUDGE_KEY,\n"
         "    requests_per_second: 500, max_concurrency: 8, backoff_initial_s: 0.01,\n"
         "    price_per_million: {input: 1.0, output: 2.0}}\n"
-        "judge: {endpoint: judge, model: judge-model}\n"
+        f"judge: {{endpoint: judge, model: judge-model{judge_extra}}}\n"
         "embeddings: {provider: hashing}\n" + extra)
     return str(cfg)
 
@@ -114,3 +117,90 @@ def test_default_metrics_leave_judge_metrics_out_without_a_judge(tmp_path, capsy
     assert "judge metrics are off" in capsys.readouterr().err
     metrics = manifest(out, "d")["metrics"]
     assert "faithfulness" not in metrics and "context_entities_recall" in metrics
+
+
+def test_judge_failures_are_errors_rows_and_traces_reach_the_scores(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    cases = write_cases(str(tmp_path / "c.parquet"), ROWS)
+    out = str(tmp_path / "out")
+    script = ScriptedJudge(reasoning="Because the answer addresses it.",
+                           overrides={"grounding": "no idea", "repair": "still no idea"})
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.set_chat_handler(script)
+        cfg = _config(tmp_path, server, "metrics: [faithfulness, judge_relevance]\n"
+                      "cache: {enabled: false}\n", judge_extra=", keep_trace: true")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "t") == 0
+    m = manifest(out, "t")
+    assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 3  # c1, c2, c5
+    errors = [e for e in read_rows(out, "errors") if e["stage"] == "judge"]
+    assert sorted(e["case_id"] for e in errors) == ["c1", "c2", "c5"]
+    assert all(e["error_type"] == "judge_reply_unusable" and e["message"].startswith("grounding:")
+               for e in errors)
+    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    faith = scores[("c1", "faithfulness")]
+    assert faith["value"] is None and "unusable after one repair" in faith["error"]
+    assert json.loads(faith["details"])["judge"]["grounding"]["raw"] == ["no idea", "still no idea"]
+    rel = json.loads(scores[("c1", "judge_relevance")]["details"])
+    assert rel["judge"]["judge_relevance"]["trace"] == "Because the answer addresses it."
+    assert json.loads(rel["judge"]["judge_relevance"]["raw"])["score"] == 4
+    assert not any(p.startswith("_cache/") for p in files_under(out))  # cache off
+
+
+@pytest.mark.slow
+def test_judge_in_multi_processing_mode_shares_the_call_cache(tmp_path):
+    """Two worker processes write one SQLite cache; a rerun makes no call."""
+    rows = [dict(r, case_id=f"{r['case_id']}-{i}", answer=(r["answer"] or "") + f" Ticket {i}.")
+            for i in range(40) for r in ROWS]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows, row_group_size=20)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _config(tmp_path, server, "metrics: [faithfulness, noise_sensitivity, safety]\n")
+        env = {**os.environ, "JUDGE_KEY": JUDGE_KEY}
+        for run_id in ("mp1", "mp2"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+                 "--config", cfg, "--run-id", run_id, "--direct_running_mode=multi_processing",
+                 "--direct_num_workers=2"], cwd=ROOT, capture_output=True, text=True,
+                timeout=600, env=env)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            if run_id == "mp1":
+                first = server.stats()["by_path"]["/v1/chat/completions"]
+        assert server.stats()["by_path"]["/v1/chat/completions"] == first
+    for run_id in ("mp1", "mp2"):
+        assert manifest(out, run_id)["reconciliation"]["ok"]
+    usage = read_rows(out, "usage")
+    assert sum(u["calls"] for u in usage if u["run_id"] == "mp1") == first
+    assert sum(u["calls"] for u in usage if u["run_id"] == "mp2") == 0
+    values = {}
+    for s in read_rows(out, "scores"):
+        values.setdefault(s["run_id"], {})[(s["case_id"], s["metric"])] = s["value"]
+    assert values["mp1"] == values["mp2"] and len(values["mp1"]) == 200 * 12
+
+
+def test_the_bundled_judge_example_config_plans(monkeypatch, tmp_path):
+    """examples/support/config_judge.yaml is valid and selects every judge metric."""
+    import argparse
+    from pipeline.cli import make_plan
+    from tests.conftest import EXAMPLE
+    from transforms.judge.tasks import JUDGE_METRICS
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    args = argparse.Namespace(config=f"{EXAMPLE}/config_judge.yaml", input=f"{EXAMPLE}/cases.parquet",
+                              output=str(tmp_path / "o"), run_id="x", run_date=None)
+    plan = make_plan(args)
+    assert set(JUDGE_METRICS) <= set(plan.judge_metrics)
+    assert plan.cache_path == str(tmp_path / "o" / "_cache" / "calls.sqlite")
+
+
+def test_entities_recall_alone_asks_the_judge_for_entities(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    cases = write_cases(str(tmp_path / "c.parquet"), ROWS)
+    out = str(tmp_path / "out")
+    script = ScriptedJudge()
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.set_chat_handler(script)
+        cfg = _config(tmp_path, server, "metrics: [context_entities_recall]\n")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "e") == 0
+    assert dict(script.tasks) == {"reference": 3}  # c1, c2, c5: reference and contexts
+    got = {s["case_id"]: s for s in read_rows(out, "scores")}
+    assert json.loads(got["c1"]["details"])["method"] == "judge" and got["c1"]["value"] == 1.0

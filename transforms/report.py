@@ -30,9 +30,10 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             (counts["results_rows"], counts["valid_cases"] * n_bots),
         "scores_rows == results_rows × metrics":
             (counts["scores_rows"], counts["results_rows"] * n_metrics),
-        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids":
+        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids + judge_errors":
             (counts["errors_rows"],
-             counts["invalid_rows"] + counts["bot_errors"] + counts["duplicate_case_ids"]),
+             counts["invalid_rows"] + counts["bot_errors"] + counts["duplicate_case_ids"]
+             + counts.get("judge_errors", 0)),
     }
     return {"ok": all(a == b for a, b in checks.values()),
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}

@@ -36,6 +36,16 @@ def bot_error_row(turn: Turn, run_id: str) -> dict:
             "error_type": "bot_error", "message": turn.error, "source": turn.case.source}
 
 
+def judge_error_rows(turn: Turn, run_id: str) -> list[dict]:
+    """errors/ rows for the turn's judge questions that failed (stage "judge")."""
+    from transforms.judge.tasks import judge_failures
+    return [{"run_id": run_id, "stage": "judge", "case_id": turn.case.case_id, "bot": turn.bot,
+             "error_type": "judge_call_failed" if error.startswith("judge call failed")
+             else "judge_reply_unusable", "message": f"{task}: {error}"[:1000],
+             "source": turn.case.source}
+            for task, error in judge_failures(turn.features)]
+
+
 def problem_row(problem: RowProblem, run_id: str) -> dict:
     return {"run_id": run_id, "stage": "read", "case_id": problem.case_id, "bot": None,
             "error_type": problem.error_type, "message": problem.message,

@@ -21,7 +21,15 @@ LISTED = 10  # claims quoted in details
 
 
 class _Null(Exception):
-    """Raised inside a computation: the metric is null with this reason."""
+    """Raised inside a computation: the metric is null with this reason (and
+    the failed question's details: its raw replies)."""
+
+    def __init__(self, reason: str, details: Mapping[str, Any] | None = None):
+        super().__init__(reason)
+        self.details = dict(details or {})
+
+
+AUDIT_KEYS = ("raw", "trace", "repaired")
 
 
 def _outcome(turn: Turn, feature: str, missing: str) -> Any:
@@ -32,17 +40,36 @@ def _outcome(turn: Turn, feature: str, missing: str) -> Any:
     if o is None:
         raise _Null(missing)
     if not o.ok:
-        raise _Null(o.error)
+        task = feature.split(":", 1)[1]
+        raise _Null(o.error, {"judge": {task: {k: o.details[k] for k in AUDIT_KEYS
+                                               if k in o.details}}})
     return o.value
 
 
-def _guarded(fn):
-    def run(turn: Turn, opts: Mapping[str, Any], side: Any) -> MetricResult:
-        try:
-            return fn(turn, opts)
-        except _Null as why:
-            return MetricResult.null(str(why))
-    return run
+def audit(turn: Turn, *features: str) -> dict[str, Any]:
+    """{"judge": {task: {raw, trace, repaired}}} for the questions a metric used,
+    where there is something to show (keep_trace, or a repaired reply)."""
+    out = {}
+    for f in features:
+        o = turn.features.get(f)
+        kept = {k: o.details[k] for k in AUDIT_KEYS if o is not None and k in o.details}
+        if kept:
+            out[f.split(":", 1)[1]] = kept
+    return {"judge": out} if out else {}
+
+
+def _guarded(*features: str):
+    """Wrap a metric: _Null becomes a null result; the audit of `features` is added."""
+    def wrap(fn):
+        def run(turn: Turn, opts: Mapping[str, Any], side: Any = None) -> MetricResult:
+            try:
+                result = fn(turn, opts)
+            except _Null as why:
+                return MetricResult.null(str(why), **why.details)
+            result.details.update(audit(turn, *features))
+            return result
+        return run
+    return wrap
 
 
 def _answer_claims(turn: Turn) -> list[str]:
@@ -66,7 +93,7 @@ def _split(verdicts: Mapping[str, tuple[int, str]], ids, texts) -> tuple[list[st
     return yes, no
 
 
-@_guarded
+@_guarded(ANSWER_STATEMENTS, GROUNDING)
 def faithfulness(turn: Turn, opts) -> MetricResult:
     claims = _answer_claims(turn)
     verdicts = _outcome(turn, GROUNDING, "no grounding verdicts")
@@ -75,7 +102,7 @@ def faithfulness(turn: Turn, opts) -> MetricResult:
                                                  "unsupported": no[:LISTED]})
 
 
-@_guarded
+@_guarded(REFERENCE, GROUNDING)
 def context_recall(turn: Turn, opts) -> MetricResult:
     claims = _reference_claims(turn)
     verdicts = _outcome(turn, GROUNDING, "no grounding verdicts")
@@ -102,7 +129,7 @@ def answer_correctness(turn: Turn, opts, similarity: MetricResult) -> MetricResu
     try:
         tp, fp, fn, false, missed = _classified(turn)
     except _Null as why:
-        return MetricResult.null(str(why))
+        return MetricResult.null(str(why), **why.details)
     f1 = formulas.factual_f1(tp, fp, fn)
     if f1 is None:
         return MetricResult.null("neither the answer nor the reference makes a claim")
@@ -112,10 +139,11 @@ def answer_correctness(turn: Turn, opts, similarity: MetricResult) -> MetricResu
     value = formulas.answer_correctness(f1, similarity.value, fw, sw)
     return MetricResult(value, {"factual_f1": f1, "similarity": similarity.value, "tp": tp,
                                 "fp": fp, "fn": fn, "weights": [fw, sw],
-                                "false_claims": false[:LISTED], "missed": missed[:LISTED]})
+                                "false_claims": false[:LISTED], "missed": missed[:LISTED],
+                                **audit(turn, ANSWER_STATEMENTS, REFERENCE, CORRECTNESS)})
 
 
-@_guarded
+@_guarded(ANSWER_STATEMENTS, REFERENCE, CORRECTNESS)
 def noise_sensitivity(turn: Turn, opts) -> MetricResult:
     """Incorrect claims of the answer (not supported by the reference) / all its claims.
     Details count the incorrect claims the contexts support: errors the retrieved
@@ -133,7 +161,7 @@ def noise_sensitivity(turn: Turn, opts) -> MetricResult:
     return MetricResult(fp / len(claims), details)
 
 
-@_guarded
+@_guarded(USEFULNESS)
 def context_precision(turn: Turn, opts) -> MetricResult:
     n = len(turn.effective_contexts or [])
     verdicts = _outcome(turn, USEFULNESS, "no usefulness verdicts")
@@ -148,7 +176,7 @@ def context_entities_recall(turn: Turn, opts, side) -> MetricResult:
         try:
             entities = _outcome(turn, REFERENCE, "no reference entities")["entities"]
         except _Null as why:
-            return MetricResult.null(str(why))
+            return MetricResult.null(str(why), **why.details)
         method = "judge"
     else:
         entities, method = rule_entities(ref), "rules"
@@ -163,7 +191,7 @@ def context_entities_recall(turn: Turn, opts, side) -> MetricResult:
 
 
 def rubric(metric: str):
-    @_guarded
+    @_guarded(rubric_feature(metric))
     def score(turn: Turn, opts) -> MetricResult:
         got = _outcome(turn, rubric_feature(metric), "no rubric score")
         low, high = opts.get("scale", DEFAULT_SCALE)
@@ -175,7 +203,7 @@ def rubric(metric: str):
 
 def safety(category: str):
     """1.0 when the majority of votes flags the category, 0.0 when it clears it."""
-    @_guarded
+    @_guarded(SAFETY)
     def vote(turn: Turn, opts) -> MetricResult:
         votes = _outcome(turn, SAFETY, "no safety votes")[category]
         flags = [v for v, _ in votes]

@@ -64,6 +64,20 @@ def rubric_feature(metric: str) -> str:
     return f"judge:{metric}"
 
 
+def judge_failures(features: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(task, error) of every judge question of a turn that failed after its
+    retries and repair round (a failed safety vote counts once per vote)."""
+    out = []
+    for key, o in features.items():
+        if not key.startswith("judge:") or not isinstance(o, JudgeOutcome):
+            continue
+        task = key.split(":", 1)[1]
+        if o.error:
+            out.append((task, o.error))
+        out.extend((task, e) for e in o.details.get("failed_votes", ()))
+    return out
+
+
 _STATEMENT_USERS = {"faithfulness", "answer_correctness", "noise_sensitivity"}
 _REFERENCE_USERS = {"answer_correctness", "noise_sensitivity", "context_recall",
                     "context_entities_recall"}
@@ -205,4 +219,5 @@ class TurnJudge:
                     votes.setdefault(c, []).append(
                         (o.value["flags"][c], o.value["reason"]) if o.ok else (None, o.error))
         return JudgeOutcome(votes, None, {"calls": sum(o.details.get("calls", 1)
-                                                       for o in outcomes)})
+                                                       for o in outcomes),
+                                          "failed_votes": [o.error for o in outcomes if not o.ok]})
