@@ -106,6 +106,8 @@ def test_without_a_judge_metrics_are_null_and_the_run_says_so_once(tmp_path, cap
     ents = scores[("c1", "context_entities_recall")]  # the deterministic fallback
     assert ents["value"] == 1.0 and json.loads(ents["details"])["method"] == "rules"
     assert "no judge configured" in manifest(out, "n")["notes"][0]
+    with open(f"{out}/runs/n/report.md", encoding="utf-8") as fh:
+        assert "Note: no judge configured" in fh.read()
 
 
 def test_default_metrics_leave_judge_metrics_out_without_a_judge(tmp_path, capsys):
@@ -132,6 +134,8 @@ def test_judge_failures_are_errors_rows_and_traces_reach_the_scores(tmp_path, mo
         assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "t") == 0
     m = manifest(out, "t")
     assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 3  # c1, c2, c5
+    with open(f"{out}/runs/t/report.md", encoding="utf-8") as fh:
+        assert "Judge questions that failed: 3" in fh.read()
     errors = [e for e in read_rows(out, "errors") if e["stage"] == "judge"]
     assert sorted(e["case_id"] for e in errors) == ["c1", "c2", "c5"]
     assert all(e["error_type"] == "judge_reply_unusable" and e["message"].startswith("grounding:")

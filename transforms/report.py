@@ -59,9 +59,13 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
              f"{c['invalid_rows']} invalid, {c['duplicate_case_ids']} duplicate case ids.",
              f"Bots: {', '.join(manifest['bots'])}. Results rows: {c['results_rows']}; "
              f"bot errors: {c['bot_errors']}. Counts reconcile: "
-             f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**.", "",
-             "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate |",
-             "|---|---:|---:|---:|---:|---:|"]
+             f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**."]
+    if c.get("judge_errors"):
+        lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
+                     "`judge`).")
+    lines += [f"Note: {n}" for n in manifest.get("notes", [])]
+    lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate |",
+              "|---|---:|---:|---:|---:|---:|"]
     for r in summary:
         if r["metric"] == VERDICT_METRIC:
             lines.append(f"| {r['bot']} | {r['pass_count']} | {r['warn_count']} | "
