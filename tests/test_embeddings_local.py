@@ -215,7 +215,7 @@ class _Counting:
         self.calls.append(list(texts))
         return self.inner.embed(texts)
 
-    def embed_tokens(self, texts):
+    def embed_tokens(self, texts, special_tokens=False):
         self.calls.append(list(texts))
         return self.inner.embed_tokens(texts)
 
@@ -252,12 +252,20 @@ def test_cache_is_lru_bounded():
     assert inner.calls[-1] == ["b"]
 
 
-def test_cache_token_vectors_pass_through_deduplicated():
+def test_cache_token_vectors_deduplicated_and_kept_within_a_byte_budget():
     inner = _Counting()
     cache = CachingEmbedder(inner)
     got = cache.embed_tokens(["x y", "z", "x y"])
     assert inner.calls == [["x y", "z"]]
     assert got[0] is got[2] and got[1].tokens == ["z"]
+    again = cache.embed_tokens(["z", "w"])  # z from the cache, only w is new
+    assert inner.calls[-1] == ["w"] and cache.token_hits == 1
+    np.testing.assert_array_equal(again[0].vectors, got[1].vectors)
+    small = CachingEmbedder(_Counting(), max_token_bytes=3 * 32 * 4)  # room for 3 vectors
+    small.embed_tokens(["a b", "c"])
+    small.embed_tokens(["d"])          # 4 vectors > budget: "a b" (oldest) evicted
+    small.embed_tokens(["a b", "c"])
+    assert small.inner.calls[-1] == ["a b"] and small._token_bytes <= 3 * 32 * 4
 
 
 @needs_model

@@ -68,6 +68,9 @@ def test_each_metric_follows_its_formula_on_known_verdicts():
     with FakeOpenAI() as server:
         server.set_chat_handler(script)
         (turn,), log = judge_turns(server, [_turn()])
+        temps = {(r.json["temperature"], "For each category below" in
+                  r.json["messages"][1]["content"]) for r in server.requests}
+    assert temps == {(0.0, False), (0.7, True)}  # judge questions at 0, votes sampled
     s = scores(turn, "faithfulness", "answer_correctness", "context_recall", "context_precision",
                "context_entities_recall", "noise_sensitivity", "judge_relevance",
                "judge_faithfulness", "judge_robustness", "safety_toxic")

@@ -9,8 +9,9 @@ guards the cache only, never the inner (possibly slow or remote) call.
 
 Counters, per distinct text of a call: `hits` (already cached), `misses`
 (had to be embedded); `embedded_batches` counts calls to the inner embed.
-`embed_tokens` is passed through uncached (token matrices are large), but
-deduplicated within the call. When the inner model's sentence vector is the
+`embed_tokens` results are deduplicated within the call and kept in a second
+LRU bounded by bytes (`max_token_bytes`, 64 MiB by default: token matrices
+are large), so a reference repeated across batches is run once. When the inner model's sentence vector is the
 mean of its token vectors (`sentence_from_tokens`, the local MiniLM), the
 sentence vectors of those texts are derived from that same forward pass and
 cached, so a text needing both (expected answer, answer) is run once, not twice.
@@ -32,10 +33,15 @@ def text_key(text: str) -> bytes:
 
 
 class CachingEmbedder:
-    def __init__(self, inner: Embedder, max_items: int = 100_000, batch_size: int = 64):
+    def __init__(self, inner: Embedder, max_items: int = 100_000, batch_size: int = 64,
+                 max_token_bytes: int = 64 << 20):
         if batch_size <= 0 or max_items < 0:
             raise ValueError("batch_size must be > 0 and max_items >= 0")
         self.inner = inner
+        self.max_token_bytes = max_token_bytes
+        self._tokens: OrderedDict[tuple[bytes, bool], TokenVectors] = OrderedDict()
+        self._token_bytes = 0
+        self.token_hits = 0
         self.max_items = max_items
         self.batch_size = batch_size
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
@@ -92,14 +98,45 @@ class CachingEmbedder:
             return np.zeros((0, dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
-    def embed_tokens(self, texts: Sequence[str], **options) -> list[TokenVectors]:
+    def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
+                     ) -> list[TokenVectors]:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return []
-        by_text = dict(zip(unique, self.inner.embed_tokens(unique, **options)))
-        if getattr(self.inner, "sentence_from_tokens", False) and options.get("special_tokens"):
-            self._cache_pooled(by_text)
+        by_text: dict[str, TokenVectors] = {}
+        with self._lock:
+            for t in unique:
+                got = self._tokens.get((text_key(t), special_tokens))
+                if got is not None:
+                    self._tokens.move_to_end((text_key(t), special_tokens))
+                    by_text[t] = got
+            self.token_hits += len(by_text)
+        todo = [t for t in unique if t not in by_text]
+        if todo:
+            fresh = dict(zip(todo, self.inner.embed_tokens(todo, special_tokens=special_tokens)))
+            by_text.update(fresh)
+            self._keep_tokens(fresh, special_tokens)
+            if getattr(self.inner, "sentence_from_tokens", False) and special_tokens:
+                self._cache_pooled(fresh)
         return [by_text[t] for t in texts]
+
+    def _keep_tokens(self, fresh: dict[str, TokenVectors], special_tokens: bool) -> None:
+        if self.max_token_bytes <= 0:
+            return
+        with self._lock:
+            for text, tv in fresh.items():
+                size = tv.vectors.nbytes
+                if size > self.max_token_bytes:
+                    continue
+                key = (text_key(text), special_tokens)
+                if key not in self._tokens:
+                    if tv.vectors.base is not None:  # own it: never pin a whole batch
+                        tv = TokenVectors(tv.tokens, tv.ids, tv.vectors.copy())
+                    self._tokens[key] = tv
+                    self._token_bytes += size
+            while self._token_bytes > self.max_token_bytes:
+                _, old = self._tokens.popitem(last=False)
+                self._token_bytes -= old.vectors.nbytes
 
     def _cache_pooled(self, by_text: dict[str, TokenVectors]) -> None:
         """Mean pooling over every token ([CLS] and [SEP] included, as
