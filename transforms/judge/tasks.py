@@ -125,9 +125,12 @@ class TurnJudge:
         w = self.wanted
         fq = fence("QUESTION", q)
         stage1: dict[str, Awaitable[Any]] = {}
-        if w & _STATEMENT_USERS:
+        # extract claims only where a metric can use them (its other inputs exist)
+        uses_reference = bool(w & _CORRECTNESS_USERS) and ref is not None
+        if ("faithfulness" in w and ctx) or uses_reference:
             stage1[ANSWER_STATEMENTS] = self._statements(fq, a)
-        if w & _REFERENCE_USERS and ref is not None:
+        if ref is not None and (uses_reference or (
+                ctx and w & {"context_recall", "context_entities_recall"})):
             stage1[REFERENCE] = self._reference(fq, ref)
         if "context_precision" in w and ref is not None and ctx:
             stage1[USEFULNESS] = self._one(
