@@ -65,7 +65,8 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
 
     answered = (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
-                | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints)).with_outputs(
+                | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
+                                                        plan.cache_path)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
     turns = answered.turns
     calls = [answered[AnswerWith.CALLS]]
@@ -91,7 +92,7 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         sides["bert_idf"] = AsSingleton(
             p | "ReferenceShards" >> beam.Create(list(plan.shards), reshuffle=len(plan.shards) > 1)
             | "References" >> beam.FlatMap(read_references, dict(plan.columns))
-            | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings, cfg.endpoints))
+            | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings))
             | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
     for scorer, options in plan.scorers:
         side = sides.get(scorer.side_input)

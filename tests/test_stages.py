@@ -76,3 +76,35 @@ def test_write_rows_then_finalize_gives_hive_partitions(tmp_path):
     assert table.num_rows == 50_000
     assert sorted(set(table.column("bot").to_pylist())) == ["x", "y"]
     assert sum(table.column("value").to_pylist()) == 2 * sum(range(25_000))
+
+
+def test_bots_judge_and_embedder_of_a_run_share_one_runtime(tmp_path):
+    """An endpoint used by a bot, the embedder and the judge gets one client,
+    so one rate limiter per worker process, not one per calling DoFn."""
+    from pipeline.config import EmbeddingsConfig, EndpointConfig, JudgeConfig
+    from transforms.enrich import EmbedTurns
+    from transforms.judge.stage import JudgeTurns
+    endpoints = {"llm": EndpointConfig(base_url="http://127.0.0.1:9/v1")}
+    cache = str(tmp_path / "calls.sqlite")
+    dofns = [AnswerWith([BotConfig("chat", "chat", endpoint="llm", model="m")], endpoints, cache),
+             EmbedTurns(EmbeddingsConfig("endpoint", "llm", "e"), endpoints,
+                        frozenset({"vec:question"}), cache),
+             JudgeTurns(JudgeConfig("llm", "m"), endpoints, ["faithfulness"], {}, cache)]
+    for d in dofns:
+        d.setup()
+    try:
+        assert len({id(d._runtime) for d in dofns}) == 1
+        assert dofns[0]._runtime.client("llm").cache is not None
+    finally:
+        for d in dofns:
+            d.teardown()
+
+
+def test_reference_tokens_for_bertscore_idf_with_every_embedder():
+    from pipeline.config import EmbeddingsConfig
+    from transforms.corpus import TokenizeReferences
+    for cfg, want in ((EmbeddingsConfig("endpoint", "llm", "e"), ["refunds", "take", "30", "days"]),
+                      (EmbeddingsConfig("hashing"), ["refunds", "take", "30", "days"])):
+        dofn = TokenizeReferences(cfg)
+        dofn.setup()  # no runtime, no connection: only the tokenizer
+        assert list(dofn.process("Refunds take 30 days.")) == [want]

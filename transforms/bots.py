@@ -81,16 +81,21 @@ class AnswerWith(CallingDoFn):
     the CALLS output as ((endpoint, model), usage accumulator) for usage/.
     """
 
-    def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None):
+    def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None,
+                 cache_path: str | None = None):
         self._configs = tuple(bot_configs)
         self._endpoints = dict(endpoints or {})
+        # the run's call cache path: bots never use it (their calls are not
+        # cached) but it makes the runtime the same as the judge's and the
+        # embedder's, so an endpoint shared with them has one rate limiter
+        self._cache_path = cache_path
         self._bots: list = []
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
 
     def setup(self):
         self.open_calls(self._endpoints,
                         remote=any(c.type in ("full_context", "chat", "http")
-                                   for c in self._configs))
+                                   for c in self._configs), cache_path=self._cache_path)
         self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
     def _checked(self, turn: Turn) -> Turn:

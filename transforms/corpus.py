@@ -15,7 +15,7 @@ import apache_beam as beam
 
 from schemas.cases import to_case
 from schemas.records import EvalCase
-from transforms.enrich import make_embedder
+from transforms.enrich import embedder_tokenizer
 from transforms.faq_index import load_faq
 from transforms.metrics.relevance import IdfTable, document_terms
 from transforms.metrics.semantic import BertIdf
@@ -52,12 +52,11 @@ class BertIdfFn(_DocumentCounts):
 class TokenizeReferences(beam.DoFn):
     """Reference text -> the embedder's tokens (wordpieces for the local model)."""
 
-    def __init__(self, embeddings_cfg, endpoints):
-        self._cfg, self._endpoints = embeddings_cfg, dict(endpoints)
+    def __init__(self, embeddings_cfg):
+        self._cfg = embeddings_cfg
 
     def setup(self):
-        # the embedder's own tokenizer (no remote call is made for tokenizing)
-        self._tokenize = make_embedder(self._cfg).inner.tokenize
+        self._tokenize = embedder_tokenizer(self._cfg)
 
     def process(self, text: str):
         yield self._tokenize(text)

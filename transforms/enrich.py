@@ -38,6 +38,19 @@ def make_embedder(cfg, runtime=None, log=None):
     return CachingEmbedder(get_local_minilm())
 
 
+def embedder_tokenizer(cfg):
+    """The configured embedder's tokenizer (BERTScore's idf corpus), without
+    loading more than the tokenizer needs or opening any connection."""
+    if cfg.provider == "hashing":
+        from transforms.embeddings.hashing import HashingEmbedder
+        return HashingEmbedder().tokenize
+    if cfg.provider == "endpoint":
+        from transforms.embeddings.endpoint import EndpointEmbedder
+        return EndpointEmbedder.tokenize
+    from transforms.embeddings.local_minilm import get_local_minilm
+    return get_local_minilm().tokenize
+
+
 class EmbedTurns(CallingDoFn):
     def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str],
                  cache_path: str | None = None):

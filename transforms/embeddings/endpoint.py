@@ -89,8 +89,7 @@ class EndpointEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
 
-    def tokenize(self, text: str) -> list[str]:
-        return tokenize(text)
+    tokenize = staticmethod(tokenize)  # words: an API has no wordpieces to offer
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:

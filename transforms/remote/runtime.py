@@ -50,7 +50,8 @@ class AsyncRuntime:
     def record(self, rec: CallRecord, log) -> None:
         """Count a finished call: in the caller's CallLog and in the progress line."""
         log.add(rec)
-        self.progress.on_call(rec)
+        if not rec.cache_hit:  # the progress line counts requests sent
+            self.progress.on_call(rec)
 
     def close(self) -> None:
         async def close_all():
