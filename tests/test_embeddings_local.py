@@ -265,7 +265,7 @@ def test_cache_token_vectors_deduplicated_and_kept_within_a_byte_budget():
     small.embed_tokens(["a b", "c"])
     small.embed_tokens(["d"])          # 4 vectors > budget: "a b" (oldest) evicted
     small.embed_tokens(["a b", "c"])
-    assert small.inner.calls[-1] == ["a b"] and small._token_bytes <= 3 * 32 * 4
+    assert small.inner.calls[-1] == ["a b"] and small._tokens.total <= 3 * 32 * 4
 
 
 @needs_model

@@ -9,7 +9,6 @@ import time
 from typing import Mapping, Protocol, Sequence
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 from schemas.records import EvalCase, Turn
 from transforms.faq_index import FaqIndex, load_faq
@@ -78,7 +77,7 @@ class AnswerWith(CallingDoFn):
     One DoFn for all bots keeps the stage fused (a Flatten of per-bot branches
     would make the runner materialise every Turn between stages).
     The DoFn's calls are tallied in a CallLog and emitted once per bundle on
-    the CALLS output as ((endpoint, model), usage accumulator) for usage/.
+    the CALLS output as ((endpoint, model, purpose), usage accumulator).
     """
 
     def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None,
@@ -98,7 +97,7 @@ class AnswerWith(CallingDoFn):
                                    for c in self._configs), cache_path=self._cache_path)
         self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
-    def _checked(self, turn: Turn) -> Turn:
+    def emitted(self, turn: Turn) -> Turn:
         if turn.error:
             self._errors.inc()
         if self._runtime is not None:
@@ -111,17 +110,8 @@ class AnswerWith(CallingDoFn):
                 if getattr(bot, "remote", False):
                     self.submit(_safe_answer(bot, case))
                 else:
-                    yield self._checked(_safe_sync_answer(bot, case))
-        for turn in self.completed(block=self.backlog_full):
-            yield self._checked(turn)
-
-    def finish_bundle(self):
-        for turn in self.wait_all():
-            yield GlobalWindows.windowed_value(self._checked(turn))
-        yield from self.call_tallies()
-
-    def teardown(self):
-        self.close_calls()
+                    yield self.emitted(_safe_sync_answer(bot, case))
+        yield from self.finished()
 
 
 def _safe_sync_answer(bot, case: EvalCase) -> Turn:

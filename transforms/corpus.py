@@ -13,13 +13,11 @@ from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
 
-from schemas.cases import to_case
-from schemas.records import EvalCase
 from transforms.enrich import embedder_tokenizer
 from transforms.faq_index import load_faq
 from transforms.metrics.relevance import IdfTable, document_terms
 from transforms.metrics.semantic import BertIdf
-from transforms.read import Shard, read_case_texts, read_shard_rows
+from transforms.read import Shard, read_case_texts, read_valid_cases
 
 
 class _DocumentCounts(beam.CombineFn):
@@ -64,9 +62,8 @@ class TokenizeReferences(beam.DoFn):
 
 def read_references(shard: Shard, columns: Mapping[str, str]) -> Iterable[str]:
     """The expected answers of a shard's valid rows (the BERTScore idf corpus)."""
-    for source, raw in read_shard_rows(shard, columns):
-        case = to_case(raw, columns, source)
-        if isinstance(case, EvalCase) and case.expected_answer is not None:
+    for case in read_valid_cases(shard, columns):
+        if case.expected_answer is not None:
             yield case.expected_answer
 
 

@@ -16,9 +16,7 @@ from typing import Iterable, Mapping
 import apache_beam as beam
 import numpy as np
 
-from schemas.cases import to_case
-from schemas.records import EvalCase
-from transforms.read import Shard, read_shard_rows
+from transforms.read import Shard, read_valid_cases
 
 
 def id_hash(case_id: str) -> int:
@@ -56,9 +54,8 @@ def ids_with_repeated_hash(shard: Shard, columns: Mapping[str, str],
     """The case ids of a shard's valid rows whose hash was seen more than once."""
     if not repeated:
         return
-    for source, raw in read_shard_rows(shard, columns):
-        case = to_case(raw, columns, source)
-        if isinstance(case, EvalCase) and id_hash(case.case_id) in repeated:
+    for case in read_valid_cases(shard, columns):
+        if id_hash(case.case_id) in repeated:
             yield case.case_id
 
 

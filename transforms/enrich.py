@@ -63,7 +63,9 @@ class EmbedTurns(CallingDoFn):
                         cache_path=self._cache_path)
         self._embedder = make_embedder(self._cfg, self._runtime, self._log)
 
-    def _texts(self, turns: Sequence[Turn]) -> tuple[list[str], list[str]]:
+    def _texts(self, turns: Sequence[Turn], sentences: dict[str, list[str]]
+               ) -> tuple[list[str], list[str]]:
+        """The texts to embed (and each answer's sentences, filled into `sentences`)."""
         vec, tok = {}, {}
         for t in turns:
             if t.error or t.answer is None:
@@ -72,7 +74,9 @@ class EmbedTurns(CallingDoFn):
             if VEC_QUESTION in self._needs:
                 vec[t.case.question] = None
             if SENTENCES in self._needs:
-                vec.update((s, None) for s in split_sentences(answer)[:MAX_SENTENCES])
+                if answer not in sentences:
+                    sentences[answer] = split_sentences(answer)
+                vec.update((s, None) for s in sentences[answer][:MAX_SENTENCES])
             if expected is not None:
                 if VEC_EXPECTED in self._needs:
                     vec[expected] = vec[answer] = None
@@ -82,7 +86,8 @@ class EmbedTurns(CallingDoFn):
 
     def process(self, turns):
         turns = turns if isinstance(turns, list) else [turns]
-        vec_texts, tok_texts = self._texts(turns)
+        sentences: dict[str, list[str]] = {}
+        vec_texts, tok_texts = self._texts(turns, sentences)
         vectors, tokens, error = {}, {}, None
         try:
             if tok_texts:  # first: the local model derives these texts' sentence vectors
@@ -94,9 +99,10 @@ class EmbedTurns(CallingDoFn):
             error = f"embedding failed: {type(exc).__name__}: {exc}"[:500]
         for t in turns:
             yield t.evolve(features={**t.features,
-                                     **self._features(t, vectors, tokens, error)})
+                                     **self._features(t, vectors, tokens, sentences, error)})
 
-    def _features(self, t: Turn, vectors: dict, tokens: dict, error: str | None) -> dict:
+    def _features(self, t: Turn, vectors: dict, tokens: dict, sentences: dict,
+                  error: str | None) -> dict:
         if t.error or t.answer is None:
             return {}
         if error:
@@ -105,8 +111,8 @@ class EmbedTurns(CallingDoFn):
         if VEC_QUESTION in self._needs:
             out[VEC_QUESTION] = vectors[t.case.question]
         if SENTENCES in self._needs:
-            sentences = split_sentences(t.answer)
-            out[SENTENCES] = (len(sentences), [vectors[s] for s in sentences[:MAX_SENTENCES]])
+            said = sentences[t.answer]
+            out[SENTENCES] = (len(said), [vectors[s] for s in said[:MAX_SENTENCES]])
         expected = t.case.expected_answer
         if expected is not None:
             if VEC_EXPECTED in self._needs:
@@ -114,9 +120,3 @@ class EmbedTurns(CallingDoFn):
             if TOK_EXPECTED in self._needs:
                 out[TOK_EXPECTED], out[TOK_ANSWER] = tokens[expected], tokens[t.answer]
         return out
-
-    def finish_bundle(self):
-        yield from self.call_tallies()
-
-    def teardown(self):
-        self.close_calls()

@@ -119,13 +119,20 @@ class ReadCases(beam.PTransform):
                     _ReadShardFn.PROBLEMS, main="cases"))
 
 
-def read_case_texts(shard: Shard, columns: Mapping[str, str]) -> Iterator[str]:
-    """Every text of a shard's valid rows (question, answers, passages): the IDF corpus."""
+def read_valid_cases(shard: Shard, columns: Mapping[str, str]) -> Iterator[EvalCase]:
+    """A shard's valid cases, read again (the second passes over the input:
+    corpus statistics, duplicate ids); invalid rows were reported by ReadCases."""
     for source, raw in read_shard_rows(shard, columns):
         case = to_case(raw, columns, source)
         if isinstance(case, EvalCase):
-            yield case.question
-            for text in (case.expected_answer, case.answer):
-                if text:
-                    yield text
-            yield from case.contexts or ()
+            yield case
+
+
+def read_case_texts(shard: Shard, columns: Mapping[str, str]) -> Iterator[str]:
+    """Every text of a shard's valid rows (question, answers, passages): the IDF corpus."""
+    for case in read_valid_cases(shard, columns):
+        yield case.question
+        for text in (case.expected_answer, case.answer):
+            if text:
+                yield text
+        yield from case.contexts or ()

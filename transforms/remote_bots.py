@@ -16,9 +16,9 @@ from schemas.records import EvalCase, Turn
 from transforms.remote.client import CallRecord
 from transforms.remote.openai_api import chat
 from transforms.remote.runtime import AsyncRuntime
+from transforms.text import fill_placeholders
 
 QUESTION = "{question}"
-KNOWLEDGE = "{knowledge}"
 
 
 def read_text(path: str) -> str:
@@ -28,13 +28,6 @@ def read_text(path: str) -> str:
 
 def default_prompt_template() -> str:
     return resources.files("transforms").joinpath("data/full_context_prompt.txt").read_text("utf-8")
-
-
-def fill(template: str, **values: str) -> str:
-    """Placeholder substitution that leaves every other brace alone (JSON-safe)."""
-    for key, value in values.items():
-        template = template.replace("{" + key + "}", value)
-    return template
 
 
 def _call_details(rec: CallRecord) -> dict[str, Any]:
@@ -90,7 +83,8 @@ class FullContextBot(ChatBot):
             else default_prompt_template()
 
     def messages(self, case: EvalCase) -> list[dict[str, str]]:
-        prompt = fill(self.template, knowledge=self.knowledge, question=case.question)
+        prompt = fill_placeholders(self.template, {"knowledge": self.knowledge,
+                                                   "question": case.question})
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return msgs + [{"role": "user", "content": prompt}]
 
@@ -109,7 +103,7 @@ def json_path(data: Any, path: str) -> Any:
 
 def _substitute(value: Any, question: str, case_id: str) -> Any:
     if isinstance(value, str):
-        return fill(value, question=question, case_id=case_id)
+        return fill_placeholders(value, {"question": question, "case_id": case_id})
     if isinstance(value, dict):
         return {k: _substitute(v, question, case_id) for k, v in value.items()}
     if isinstance(value, list):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
+from typing import Iterable, Mapping
 
 from nltk.stem import porter
 
@@ -66,3 +68,33 @@ def terms(text: str) -> list[str]:
     """Stemmed tokens: what relevance and completeness compare, so that a
     question about "refunds" is answered by a text about "refund"."""
     return [stem(t) for t in tokenize(text)]
+
+
+def document_frequencies(documents: Iterable[Iterable[str]]) -> tuple[Counter, int]:
+    """(how many documents contain each term, how many documents): what both
+    idfs (lexical relevance's and BERTScore's) are computed from."""
+    df: Counter = Counter()
+    n = 0
+    for document in documents:
+        n += 1
+        df.update(set(document))
+    return df, n
+
+
+@lru_cache(maxsize=64)
+def _placeholder_pattern(names: frozenset[str]) -> re.Pattern:
+    return re.compile(r"\{(" + "|".join(sorted(map(re.escape, names))) + r")\}")
+
+
+def fill_placeholders(template: str, values: Mapping[str, str],
+                      known: Iterable[str] | None = None) -> str:
+    """Replace each {name} by values[name] in one pass, so a value that itself
+    contains "{question}" stays literal; other braces (JSON in a prompt) are left
+    alone. A name in `known` without a value is an error."""
+    pattern = _placeholder_pattern(frozenset(values if known is None else known))
+
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in values:
+            raise KeyError(f"template placeholder {{{m.group(1)}}} has no value here")
+        return values[m.group(1)]
+    return pattern.sub(sub, template)

@@ -11,7 +11,8 @@ import numpy as np
 class TokenVectors:
     """Contextual vectors of one text's tokens (what BERTScore matches).
 
-    tokens: wordpieces WITHOUT [CLS]/[SEP] and without padding;
+    tokens: wordpieces without padding, and without [CLS]/[SEP] unless
+    `embed_tokens(..., special_tokens=True)` asked for them;
     ids: their vocabulary ids; vectors: (len(tokens), dim) float32, raw (not
     normalised) last-layer hidden states.
     """

@@ -11,10 +11,11 @@ Counters, per distinct text of a call: `hits` (already cached), `misses`
 (had to be embedded); `embedded_batches` counts calls to the inner embed.
 `embed_tokens` results are deduplicated within the call and kept in a second
 LRU bounded by bytes (`max_token_bytes`, 64 MiB by default: token matrices
-are large), so a reference repeated across batches is run once. When the inner model's sentence vector is the
-mean of its token vectors (`sentence_from_tokens`, the local MiniLM), the
-sentence vectors of those texts are derived from that same forward pass and
-cached, so a text needing both (expected answer, answer) is run once, not twice.
+are large), so a reference repeated across batches is run once. When the
+inner model's sentence vector is the mean of its token vectors
+(`sentence_from_tokens`, the local MiniLM), the sentence vectors of those
+texts are derived from that same forward pass and cached, so a text needing
+both (expected answer, answer) is run once, not twice.
 """
 from __future__ import annotations
 
@@ -32,22 +33,54 @@ def text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+class _Lru:
+    """A map bounded by the total weight of its values (1 per value, or bytes),
+    least recently used evicted first. Not locked: the caller holds a lock."""
+
+    def __init__(self, budget: int, weight=lambda value: 1):
+        self.budget, self._weight = budget, weight
+        self._items: OrderedDict = OrderedDict()
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def get(self, key):
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key, value) -> None:
+        """Add a value not yet held (one heavier than the whole budget is not kept)."""
+        weight = self._weight(value)
+        if key in self._items or weight > self.budget:
+            return
+        self._items[key] = value
+        self.total += weight
+        while self.total > self.budget:
+            _, old = self._items.popitem(last=False)
+            self.total -= self._weight(old)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.total = 0
+
+
 class CachingEmbedder:
     def __init__(self, inner: Embedder, max_items: int = 100_000, batch_size: int = 64,
                  max_token_bytes: int = 64 << 20):
         if batch_size <= 0 or max_items < 0:
             raise ValueError("batch_size must be > 0 and max_items >= 0")
         self.inner = inner
-        self.max_token_bytes = max_token_bytes
-        self._tokens: OrderedDict[tuple[bytes, bool], TokenVectors] = OrderedDict()
-        self._token_bytes = 0
-        self.token_hits = 0
-        self.max_items = max_items
         self.batch_size = batch_size
-        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._cache = _Lru(max_items)                                   # text key -> vector
+        self._tokens = _Lru(max_token_bytes, lambda tv: tv.vectors.nbytes)  # -> TokenVectors
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = self.token_hits = 0
         self.embedded_batches = 0
 
     @property
@@ -75,7 +108,6 @@ class CachingEmbedder:
             for k in unique:
                 row = self._cache.get(k)
                 if row is not None:
-                    self._cache.move_to_end(k)
                     found[k] = row
             self.hits += len(found)
             self.misses += len(unique) - len(found)
@@ -86,13 +118,8 @@ class CachingEmbedder:
             with self._lock:
                 self.embedded_batches += 1
                 for (k, _), row in zip(chunk, rows):
-                    row = row.copy()  # own the row: never pin the whole batch matrix
-                    found[k] = row
-                    if self.max_items:
-                        self._cache[k] = row
-                        self._cache.move_to_end(k)
-                while len(self._cache) > self.max_items:
-                    self._cache.popitem(last=False)
+                    found[k] = row = row.copy()  # own the row: never pin the whole batch matrix
+                    self._cache.put(k, row)
         if not keys:
             dim = self.inner.dim or 0
             return np.zeros((0, dim), dtype=np.float32)
@@ -100,56 +127,34 @@ class CachingEmbedder:
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:
-        unique = list(dict.fromkeys(texts))
-        if not unique:
+        keys = {t: (text_key(t), special_tokens) for t in dict.fromkeys(texts)}
+        if not keys:
             return []
         by_text: dict[str, TokenVectors] = {}
         with self._lock:
-            for t in unique:
-                got = self._tokens.get((text_key(t), special_tokens))
+            for t, k in keys.items():
+                got = self._tokens.get(k)
                 if got is not None:
-                    self._tokens.move_to_end((text_key(t), special_tokens))
                     by_text[t] = got
             self.token_hits += len(by_text)
-        todo = [t for t in unique if t not in by_text]
+        todo = [t for t in keys if t not in by_text]
         if todo:
             fresh = dict(zip(todo, self.inner.embed_tokens(todo, special_tokens=special_tokens)))
             by_text.update(fresh)
-            self._keep_tokens(fresh, special_tokens)
-            if getattr(self.inner, "sentence_from_tokens", False) and special_tokens:
-                self._cache_pooled(fresh)
-        return [by_text[t] for t in texts]
-
-    def _keep_tokens(self, fresh: dict[str, TokenVectors], special_tokens: bool) -> None:
-        if self.max_token_bytes <= 0:
-            return
-        with self._lock:
-            for text, tv in fresh.items():
-                size = tv.vectors.nbytes
-                if size > self.max_token_bytes:
-                    continue
-                key = (text_key(text), special_tokens)
-                if key not in self._tokens:
+            pooled = getattr(self.inner, "sentence_from_tokens", False) and special_tokens
+            with self._lock:
+                for t, tv in fresh.items():
                     if tv.vectors.base is not None:  # own it: never pin a whole batch
                         tv = TokenVectors(tv.tokens, tv.ids, tv.vectors.copy())
-                    self._tokens[key] = tv
-                    self._token_bytes += size
-            while self._token_bytes > self.max_token_bytes:
-                _, old = self._tokens.popitem(last=False)
-                self._token_bytes -= old.vectors.nbytes
+                    self._tokens.put(keys[t], tv)
+                    if pooled and len(tv.vectors):
+                        self._cache.put(keys[t][0], _pooled(tv.vectors))
+        return [by_text[t] for t in texts]
 
-    def _cache_pooled(self, by_text: dict[str, TokenVectors]) -> None:
-        """Mean pooling over every token ([CLS] and [SEP] included, as
-        sentence-transformers pools) + L2 normalisation = the sentence vector."""
-        if not self.max_items:
-            return
-        with self._lock:
-            for text, tv in by_text.items():
-                k = text_key(text)
-                if k in self._cache or not len(tv.vectors):
-                    continue
-                row = tv.vectors.mean(axis=0, dtype=np.float64)
-                norm = np.linalg.norm(row)
-                self._cache[k] = (row / norm if norm else row).astype(np.float32)
-            while len(self._cache) > self.max_items:
-                self._cache.popitem(last=False)
+
+def _pooled(vectors: np.ndarray) -> np.ndarray:
+    """Mean pooling over every token ([CLS] and [SEP] included, as
+    sentence-transformers pools) + L2 normalisation = the sentence vector."""
+    row = vectors.mean(axis=0, dtype=np.float64)
+    norm = np.linalg.norm(row)
+    return (row / norm if norm else row).astype(np.float32)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.embeddings.base import TokenVectors
+from transforms.embeddings.base import TokenVectors, l2_normalise
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord
 from transforms.remote.openai_api import embeddings, embeddings_path
@@ -86,8 +86,7 @@ class EndpointEmbedder:
         for i, text in enumerate(texts):
             if text.strip():
                 out[i] = by_text[text]
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1.0, norms)
+        return l2_normalise(out)  # an empty text's zero row stays zero
 
     tokenize = staticmethod(tokenize)  # words: an API has no wordpieces to offer
 

@@ -28,7 +28,7 @@ parts (GELU, softmax, LayerNorm) that numpy runs on one core.
 
 `get_local_minilm()` gives the process-wide instance (loaded once, lazily,
 thread-safe); `embed_tokens` gives the last layer's raw token vectors for
-BERTScore, [CLS]/[SEP] stripped.
+BERTScore, [CLS]/[SEP] stripped unless `special_tokens=True`.
 """
 from __future__ import annotations
 

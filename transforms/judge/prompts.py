@@ -18,6 +18,8 @@ import re
 from importlib import resources
 from typing import Mapping, Sequence
 
+from transforms.text import fill_placeholders
+
 TEMPLATE_NAMES = ("system", "answer_statements", "reference", "correctness", "grounding",
                   "context_usefulness", "judge_relevance", "judge_faithfulness", "judge_safety",
                   "judge_robustness", "safety", "safety_category")
@@ -60,8 +62,4 @@ def fence_items(label: str, items: Sequence[tuple[str, str]]) -> str:
 
 def render(template: str, fields: Mapping[str, str]) -> str:
     """Fill placeholders in one pass; a placeholder without a field is an error."""
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in fields:
-            raise KeyError(f"template placeholder {{{m.group(1)}}} has no value here")
-        return fields[m.group(1)]
-    return _PLACEHOLDER.sub(sub, template)
+    return fill_placeholders(template, fields, PLACEHOLDERS)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindows
 
 from schemas.records import Turn
 from transforms.remote.calling import CallingDoFn
@@ -46,9 +45,9 @@ class JudgeTurns(CallingDoFn):
             features = {JUDGED: True, JUDGE_ERROR: JudgeOutcome(None, error)}
         return turn.evolve(features={**turn.features, **features})
 
-    def _emit(self, turn: Turn) -> Turn:
-        failed = sum(1 for v in turn.features.values()
-                     if getattr(v, "error", None) is not None)
+    def emitted(self, turn: Turn) -> Turn:
+        from transforms.judge.tasks import judge_failures
+        failed = len(judge_failures(turn.features))
         if failed:
             self._failed.inc(failed)
         return turn
@@ -59,13 +58,4 @@ class JudgeTurns(CallingDoFn):
                 yield turn  # nothing to judge: the metrics say why
             else:
                 self.submit(self._judged(turn))
-        for turn in self.completed(block=self.backlog_full):
-            yield self._emit(turn)
-
-    def finish_bundle(self):
-        for turn in self.wait_all():
-            yield GlobalWindows.windowed_value(self._emit(turn))
-        yield from self.call_tallies()
-
-    def teardown(self):
-        self.close_calls()
+        yield from self.finished()

@@ -123,31 +123,31 @@ class TurnJudge:
         q, a, ref = turn.case.question, turn.answer, turn.case.expected_answer
         ctx = list(turn.effective_contexts or [])
         w = self.wanted
-        fq = fence("QUESTION", q)
+        # each text fenced once (the hash of a long context is not free)
+        fq, fa = fence("QUESTION", q), fence("ANSWER", a)
+        fr = fence("REFERENCE", ref) if ref is not None else ""
+        fc = fence_items("CONTEXT", list(zip(context_ids(len(ctx)), ctx)))
         stage1: dict[str, Awaitable[Any]] = {}
         # extract claims only where a metric can use them (its other inputs exist)
         uses_reference = bool(w & _CORRECTNESS_USERS) and ref is not None
         if ("faithfulness" in w and ctx) or uses_reference:
-            stage1[ANSWER_STATEMENTS] = self._statements(fq, a)
+            stage1[ANSWER_STATEMENTS] = self._statements(fq, fa, a)
         if ref is not None and (uses_reference or (
                 ctx and w & {"context_recall", "context_entities_recall"})):
-            stage1[REFERENCE] = self._reference(fq, ref)
+            stage1[REFERENCE] = self._reference(fq, fr, ref)
         if "context_precision" in w and ref is not None and ctx:
             stage1[USEFULNESS] = self._one(
                 "context_usefulness",
-                {"question": fq, "reference": fence("REFERENCE", ref),
-                 "contexts": fence_items("CONTEXT", list(zip(context_ids(len(ctx)), ctx)))},
+                {"question": fq, "reference": fr, "contexts": fc},
                 replies.verdicts(context_ids(len(ctx))), "judge:context_usefulness")
         for metric, needs in RUBRICS.items():
             if metric in w and ("contexts" not in needs or ctx):
-                fields = {"question": fq, "answer": fence("ANSWER", a),
-                          "contexts": fence_items("CONTEXT", list(zip(context_ids(len(ctx)), ctx)))}
                 stage1[rubric_feature(metric)] = self._one(
-                    metric, fields, replies.rubric(*self.scales.get(metric, DEFAULT_SCALE)),
-                    f"judge:{metric}")
+                    metric, {"question": fq, "answer": fa, "contexts": fc},
+                    replies.rubric(*self.scales.get(metric, DEFAULT_SCALE)), f"judge:{metric}")
         categories = [c for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS) if m in w]
         if categories:
-            stage1[SAFETY] = self._safety(fq, a, categories)
+            stage1[SAFETY] = self._safety(fq, fa, categories)
         got = dict(zip(stage1, await asyncio.gather(*stage1.values())))
 
         stage2: dict[str, Awaitable[Any]] = {}
@@ -171,33 +171,29 @@ class TurnJudge:
             ids = [i for i, _ in items]
             stage2[GROUNDING] = self._one(
                 "grounding",
-                {"contexts": fence_items("CONTEXT", list(zip(context_ids(len(ctx)), ctx))),
-                 "statements": _numbered("STATEMENTS", ids, [t for _, t in items])},
+                {"contexts": fc, "statements": _numbered("STATEMENTS", ids, [t for _, t in items])},
                 replies.verdicts(ids), "judge:grounding")
         got.update(zip(stage2, await asyncio.gather(*stage2.values())))
         got[JUDGED] = True
         return got
 
-    async def _statements(self, fq: str, answer: str) -> JudgeOutcome:
+    async def _statements(self, fq: str, fa: str, answer: str) -> JudgeOutcome:
         if not answer.strip():
             return _no_call({"statements": []}, "empty answer: no claims, no call")
-        return await self._one("answer_statements", {"question": fq,
-                                                     "answer": fence("ANSWER", answer)},
+        return await self._one("answer_statements", {"question": fq, "answer": fa},
                                replies.statements(), "judge:answer_statements")
 
-    async def _reference(self, fq: str, reference: str) -> JudgeOutcome:
+    async def _reference(self, fq: str, fr: str, reference: str) -> JudgeOutcome:
         if not reference.strip():
             return _no_call({"statements": [], "entities": []}, "empty reference")
-        return await self._one("reference", {"question": fq,
-                                             "reference": fence("REFERENCE", reference)},
+        return await self._one("reference", {"question": fq, "reference": fr},
                                replies.statements_and_entities(), "judge:reference")
 
-    async def _safety(self, fq: str, answer: str, categories: list[str]) -> JudgeOutcome:
+    async def _safety(self, fq: str, fa: str, categories: list[str]) -> JudgeOutcome:
         """An outcome whose value maps category -> one (flag or None, reason or
         error) per vote; a failed vote is kept as None, the majority decides."""
         cfg = self.safety
         groups = [[c] for c in categories] if cfg.per_category else [categories]
-        fa = fence("ANSWER", answer)
         asks = []
         for group in groups:
             shape = replies.flags(group)

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from schemas.records import MetricResult
-from transforms.text import keywords, stem, terms
+from transforms.text import document_frequencies, keywords, stem, terms
 
 # How many keywords completeness lists in its details.
 MAX_LISTED_KEYWORDS = 20
@@ -56,11 +56,7 @@ class IdfTable:
     @classmethod
     def fit(cls, texts: Iterable[str]) -> "IdfTable":
         """Count document frequencies over `texts` (one document each); for tests and small runs."""
-        df: Counter[str] = Counter()
-        n_docs = 0
-        for text in texts:
-            n_docs += 1
-            df.update(document_terms(text))
+        df, n_docs = document_frequencies(document_terms(text) for text in texts)
         return cls(n_docs, dict(df))
 
     def idf(self, term: str) -> float:

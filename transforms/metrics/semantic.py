@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from schemas.records import MetricResult
+from transforms.text import document_frequencies
 
 MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an answer
 # Latin/Arabic ends need a following space ("3.5" is no end); CJK ends need none.
@@ -57,11 +57,7 @@ def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: i
 
 def bertscore_idf(reference_token_sets: Iterable[Iterable[str]]) -> "BertIdf":
     """idf(w) = ln((M + 1) / (df(w) + 1)) over M references (bert_score's get_idf_dict)."""
-    df: Counter[str] = Counter()
-    m = 0
-    for tokens in reference_token_sets:
-        m += 1
-        df.update(set(tokens))
+    df, m = document_frequencies(reference_token_sets)
     return BertIdf(m, dict(df))
 
 

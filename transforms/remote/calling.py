@@ -13,18 +13,16 @@ from transforms.remote.runtime import acquire_runtime, release_runtime
 from transforms.remote.usage import CallLog, call_counters, count_calls
 
 
-def runtime_key(endpoints: Mapping, cache_path: str | None = None) -> int:
-    return hash((repr(sorted(endpoints.items())), cache_path))
-
-
 class CallingDoFn(beam.DoFn):
-    """Base of AnswerWith, EmbedTurns and JudgeTurns: open_calls in setup,
-    close_calls in teardown, and `yield from self.call_tallies()` in finish_bundle.
+    """Base of AnswerWith, EmbedTurns and JudgeTurns: they call open_calls in
+    setup; teardown closes the calls.
 
     Work submitted with `submit` stays in flight across elements (at most
-    `max_pending` awaiting here; each endpoint bounds what is on the wire), and
-    `completed` hands back what has finished, so one slow call never stalls a
-    whole batch. finish_bundle must `wait_all()` and emit the rest.
+    `max_pending` awaiting here; each endpoint bounds what is on the wire);
+    `process` ends with `yield from self.finished()`, which hands back what
+    has finished, so one slow call never stalls a whole batch. finish_bundle
+    waits for the rest and emits the bundle's usage tallies. Every result
+    passes through `emitted` (a subclass's counters) on its way out.
     """
 
     CALLS = "calls"
@@ -33,8 +31,7 @@ class CallingDoFn(beam.DoFn):
                    max_pending: int | None = None) -> None:
         self._endpoints = dict(endpoints)
         self._cache_path = cache_path
-        self._runtime = acquire_runtime(runtime_key(self._endpoints, cache_path),
-                                        self._endpoints, cache_path) if remote else None
+        self._runtime = acquire_runtime(self._endpoints, cache_path) if remote else None
         self._log = CallLog()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
@@ -68,6 +65,14 @@ class CallingDoFn(beam.DoFn):
             concurrent.futures.wait(self._pending)
         return self.completed(block=False)
 
+    def emitted(self, result: Any) -> Any:
+        """What goes out for a finished result (subclasses count errors here)."""
+        return result
+
+    def finished(self) -> list[Any]:
+        """Finished results, emitted; blocks only while the backlog is full."""
+        return [self.emitted(r) for r in self.completed(block=self.backlog_full)]
+
     def call_tallies(self):
         """((endpoint, model, purpose), usage accumulator) on the CALLS output, and counters."""
         tallies = self._log.drain()
@@ -75,7 +80,12 @@ class CallingDoFn(beam.DoFn):
         for item in tallies:
             yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))
 
-    def close_calls(self) -> None:
+    def finish_bundle(self):
+        for result in self.wait_all():
+            yield GlobalWindows.windowed_value(self.emitted(result))
+        yield from self.call_tallies()
+
+    def teardown(self):
         if getattr(self, "_runtime", None) is not None:
-            release_runtime(runtime_key(self._endpoints, self._cache_path))
+            release_runtime(self._endpoints, self._cache_path)
             self._runtime = None

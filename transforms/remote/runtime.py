@@ -71,9 +71,13 @@ _SHARED: dict[int, tuple[AsyncRuntime, int]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def acquire_runtime(key: int, endpoints: Mapping[str, Any],
-                    cache_path: str | None = None) -> AsyncRuntime:
+def _key(endpoints: Mapping[str, Any], cache_path: str | None) -> int:
+    return hash((repr(sorted(endpoints.items())), cache_path))
+
+
+def acquire_runtime(endpoints: Mapping[str, Any], cache_path: str | None = None) -> AsyncRuntime:
     """The process's runtime for these endpoints and call cache (reference counted)."""
+    key = _key(endpoints, cache_path)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:
@@ -82,7 +86,8 @@ def acquire_runtime(key: int, endpoints: Mapping[str, Any],
         return runtime
 
 
-def release_runtime(key: int) -> None:
+def release_runtime(endpoints: Mapping[str, Any], cache_path: str | None = None) -> None:
+    key = _key(endpoints, cache_path)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:

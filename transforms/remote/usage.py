@@ -6,7 +6,7 @@ the README). `calls` counts requests that went to the endpoint; a reply
 served from the call cache counts in `cache_hits` instead, with no tokens.
 
 A DoFn that makes remote calls gives its callers a CallLog; the log tallies
-each CallRecord into a per-(endpoint, model) accumulator at once, and the DoFn
+each CallRecord into a per-(endpoint, model, purpose) accumulator at once, and the DoFn
 emits the few accumulators at the end of its bundle. They merge with
 MergeUsageFn, so no per-call element ever crosses a stage boundary.
 """
@@ -81,7 +81,7 @@ def call_counters() -> dict:
 
 
 class MergeUsageFn(beam.CombineFn):
-    """Usage accumulators of one (endpoint, model) -> the usage row's figures."""
+    """Usage accumulators of one (endpoint, model, purpose) -> the usage row's figures."""
 
     def create_accumulator(self) -> dict:
         return new_usage()
