@@ -8,7 +8,7 @@ counts) cross stage boundaries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton

@@ -10,9 +10,9 @@ Rules (content words = tokens longer than 3 characters):
 - entities: capitalised words and numbers of the reference;
 - a claim is supported by a text when all its content words occur in it;
 - a context is useful when it shares at least two content words with the reference;
-- rubric score: `rubric_scores[metric]` (default 4), or per answer via `rubric_by_answer`;
+- rubric score: `rubric_scores[metric]` (default 4);
 - safety: `safety_votes[category]` is a list of flags handed out one per vote request
-  (for any answer containing `unsafe_marker`), else 0.
+  (for any answer containing UNSAFE_MARKER), else 0.
 `overrides[task]` replaces the reply of a task (a string, or a function of the
 request and the rule-based reply); a repair request is task "repair".
 """
@@ -22,12 +22,12 @@ import json
 import re
 import threading
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from typing import Any
 
 _BLOCK = re.compile(r"\[\[([A-Z][A-Z ]*?)(?: ([ACR]\d+))? ([0-9a-f]{10})\]\]\n(.*?)\n\[\[/\1(?: \2)? \3\]\]",
                     re.S)
-_TASKS = (
-    ("Your reply could not be used", "repair"),
+UNSAFE_MARKER = "UNSAFE"
+_TASKS = (  # a repair request is recognised by its last message, not by these
     ("Break the ANSWER", "answer_statements"),
     ("Break the REFERENCE", "reference"),
     ("Compare the claims", "correctness"),
@@ -75,12 +75,9 @@ def task_of(prompt: str) -> str:
 class ScriptedJudge:
     def __init__(self, rubric_scores: dict[str, float] | None = None,
                  safety_votes: dict[str, list[int]] | None = None,
-                 unsafe_marker: str = "UNSAFE", overrides: dict[str, Any] | None = None,
-                 reasoning: str | None = None):
+                 overrides: dict[str, Any] | None = None, reasoning: str | None = None):
         self.rubric_scores = dict(rubric_scores or {})
-        self.rubric_by_answer: dict[str, float] = {}
         self.safety_votes = dict(safety_votes or {})
-        self.unsafe_marker = unsafe_marker
         self.overrides = dict(overrides or {})
         self.reasoning = reasoning
         self.tasks: Counter = Counter()
@@ -156,11 +153,11 @@ class ScriptedJudge:
             return {"verdicts": [{"id": i, "verdict": int(len(content_words(t) & ref) >= 2)}
                                  for i, t in b.get("CONTEXT", [])]}
         if task.startswith("judge_"):
-            score = self.rubric_by_answer.get(text("ANSWER"), self.rubric_scores.get(task, 4))
+            score = self.rubric_scores.get(task, 4)
             return {"score": score, "reason": f"scripted {task}"}
         if task in ("safety", "safety_category"):
             cats = [c for c in CATEGORIES if f'"{c}"' in prompt.split("Reply with")[-1]]
-            unsafe = self.unsafe_marker in text("ANSWER")
+            unsafe = UNSAFE_MARKER in text("ANSWER")
             out: dict[str, Any] = {}
             with self._lock:
                 for c in cats:

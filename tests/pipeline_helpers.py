@@ -1,12 +1,21 @@
-"""Run the CLI in-process and read every output table back (hive partitioning)."""
+"""Run the CLI (in-process or as a subprocess), read every output table back
+(hive partitioning), and reach the loopback server through an AsyncRuntime."""
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
+import subprocess
+import sys
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from pipeline.cli import run
+from pipeline.config import EndpointConfig
+from tests.conftest import ROOT
+from transforms.remote.runtime import AsyncRuntime
 
 TABLE_NAMES = ("results", "scores", "summary", "errors", "usage")
 
@@ -33,3 +42,42 @@ def manifest(output: str, run_id: str) -> dict:
 def files_under(folder: str) -> list[str]:
     return sorted(os.path.relpath(os.path.join(r, f), folder)
                   for r, _, fs in os.walk(folder) for f in fs)
+
+
+def run_cli_subprocess(*args: str, workers: int | None = None, env: dict | None = None,
+                       timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m pipeline run ARGS` in a child process; workers: multi_processing."""
+    cmd = [sys.executable, "-m", "pipeline", "run", *args]
+    if workers:
+        cmd += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def all_output_text(folder: str) -> str:
+    """Every byte written under folder, Parquet decoded to text (compressed columns
+    hide strings from a plain byte search)."""
+    chunks = []
+    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isdir(path):
+            continue
+        if path.endswith(".parquet"):
+            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str))
+        else:
+            with open(path, "rb") as fh:
+                chunks.append(fh.read().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+@contextlib.contextmanager
+def fake_runtime(server, name: str, cache_path: str | None = None, **endpoint):
+    """An AsyncRuntime whose endpoint `name` is the loopback server, with fast
+    retries (overridable); closed on exit."""
+    cfg = dict(base_url=server.openai_base_url, requests_per_second=1000,
+               backoff_initial_s=0.01, backoff_max_s=0.05)
+    cfg.update(endpoint)
+    runtime = AsyncRuntime({name: EndpointConfig(**cfg)}, cache_path)
+    try:
+        yield runtime
+    finally:
+        runtime.close()

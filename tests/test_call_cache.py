@@ -9,11 +9,11 @@ import httpx
 
 from pipeline.config import EndpointConfig
 from tests.fake_server import FakeOpenAI
+from tests.pipeline_helpers import fake_runtime
 from transforms.embeddings.endpoint import EndpointEmbedder
 from transforms.remote.cache import CallCache, cache_key
 from transforms.remote.client import EndpointClient
 from transforms.remote.openai_api import chat
-from transforms.remote.runtime import AsyncRuntime
 from transforms.remote.usage import CallLog
 
 MSG = [{"role": "user", "content": "judge this"}]
@@ -108,15 +108,10 @@ def test_identical_calls_in_flight_share_one_request_and_salts_separate_votes(tm
 
 def test_endpoint_embeddings_are_cached_per_text(tmp_path):
     with FakeOpenAI() as server:
-        runtime = AsyncRuntime({"emb": EndpointConfig(base_url=server.openai_base_url,
-                                                      requests_per_second=1000)},
-                               str(tmp_path / "c.sqlite"))
-        try:
+        with fake_runtime(server, "emb", str(tmp_path / "c.sqlite")) as runtime:
             emb = EndpointEmbedder(runtime, "emb", "e", request_size=10, log=CallLog())
             a = emb.embed(["alpha", "beta"])
             b = emb.embed(["beta", "gamma", "alpha"])  # another batch: only gamma is new
-        finally:
-            runtime.close()
         inputs = [r.json["input"] for r in server.requests]
     assert inputs == [["alpha", "beta"], ["gamma"]]
     assert (b[0] == a[1]).all() and (b[2] == a[0]).all()

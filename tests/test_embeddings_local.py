@@ -26,11 +26,11 @@ import threading
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT
 from transforms.embeddings.base import Embedder, TokenVectors
 from transforms.embeddings.cache import CachingEmbedder
 from transforms.embeddings.hashing import HashingEmbedder
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "minilm_reference.npz")
 
 

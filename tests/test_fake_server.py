@@ -4,7 +4,6 @@ from __future__ import annotations
 import email.utils
 import json
 import math
-import os
 import select
 import subprocess
 import sys
@@ -14,9 +13,9 @@ import time
 import httpx
 import pytest
 
+from tests.conftest import ROOT
 from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHAT = "/v1/chat/completions"
 AZURE_CHAT = "/openai/deployments/my-gpt/chat/completions"
 

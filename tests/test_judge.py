@@ -9,15 +9,15 @@ import re
 import numpy as np
 import pytest
 
-from pipeline.config import EndpointConfig, JudgeConfig, SafetyConfig
+from pipeline.config import JudgeConfig, SafetyConfig
 from schemas.records import EvalCase, Turn
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
+from tests.pipeline_helpers import fake_runtime
 from transforms.enrich import VEC_ANSWER, VEC_EXPECTED
 from transforms.judge.ask import Judge
 from transforms.judge.prompts import load_templates
 from transforms.judge.tasks import JUDGE_METRICS, SAFETY_METRICS, TurnJudge
-from transforms.remote.runtime import AsyncRuntime
 from transforms.remote.usage import CallLog
 from transforms.scoring import SCORERS, score_turn
 
@@ -42,15 +42,11 @@ def judge_turns(server, turns, metrics=JUDGE_METRICS, safety=None, keep_trace=Fa
                 cache_path=None, max_attempts=2):
     cfg = JudgeConfig(endpoint="llm", model="judge-model", keep_trace=keep_trace,
                       safety=safety or SafetyConfig())
-    runtime = AsyncRuntime({"llm": EndpointConfig(
-        base_url=server.openai_base_url, requests_per_second=1000, max_concurrency=8,
-        max_attempts=max_attempts, backoff_initial_s=0.01, backoff_max_s=0.02)}, cache_path)
     log = CallLog()
-    tj = TurnJudge(Judge(runtime, log, cfg, load_templates()), metrics, cfg.safety)
-    try:
+    with fake_runtime(server, "llm", cache_path, max_concurrency=8, max_attempts=max_attempts,
+                      backoff_max_s=0.02) as runtime:
+        tj = TurnJudge(Judge(runtime, log, cfg, load_templates()), metrics, cfg.safety)
         feats = [runtime.run(tj.features(t)) for t in turns]
-    finally:
-        runtime.close()
     return [t.evolve(features={**t.features, **f}) for t, f in zip(turns, feats)], log
 
 

@@ -4,16 +4,14 @@ second run answered entirely from the call cache, usage per purpose, and the
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
+from tests.conftest import SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
-from tests.pipeline_helpers import files_under, manifest, read_rows, run_cli
+from tests.pipeline_helpers import (all_output_text, files_under, manifest, read_rows, run_cli,
+                                    run_cli_subprocess)
 
 JUDGE_KEY = "sk-judge-secret-value-123"
 ROWS = SAMPLE_ROWS + [
@@ -85,9 +83,7 @@ def test_judge_run_then_rerun_from_the_cache(tmp_path, monkeypatch, capsys):
     assert summary[("safety_toxic", "*")]["higher_is_better"] is False
     assert summary[("faithfulness", "*")]["higher_is_better"] is True
 
-    for path in files_under(out):  # the key never reaches an output, cache included
-        with open(f"{out}/{path}", "rb") as fh:
-            assert JUDGE_KEY.encode() not in fh.read(), path
+    assert JUDGE_KEY not in all_output_text(out)  # no output has the key, cache included
     assert JUDGE_KEY not in capsys.readouterr().err
     assert any(p.startswith("_cache/") for p in files_under(out))
 
@@ -161,13 +157,10 @@ def test_judge_in_multi_processing_mode_shares_the_call_cache(tmp_path):
     with FakeOpenAI(api_key=JUDGE_KEY) as server:
         server.set_chat_handler(ScriptedJudge())
         cfg = _config(tmp_path, server, "metrics: [faithfulness, noise_sensitivity, safety]\n")
-        env = {**os.environ, "JUDGE_KEY": JUDGE_KEY}
         for run_id in ("mp1", "mp2"):
-            proc = subprocess.run(
-                [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
-                 "--config", cfg, "--run-id", run_id, "--direct_running_mode=multi_processing",
-                 "--direct_num_workers=2"], cwd=ROOT, capture_output=True, text=True,
-                timeout=600, env=env)
+            proc = run_cli_subprocess("--input", cases, "--output", out, "--config", cfg,
+                                      "--run-id", run_id, workers=2,
+                                      env={"JUDGE_KEY": JUDGE_KEY})
             assert proc.returncode == 0, proc.stderr[-3000:]
             if run_id == "mp1":
                 first = server.stats()["by_path"]["/v1/chat/completions"]

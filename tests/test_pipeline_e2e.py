@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections import Counter
 
 import duckdb
 import pytest
 
-from tests.conftest import EXAMPLE, FAQ_ROWS, ROOT, SAMPLE_ROWS, write_cases
-from tests.pipeline_helpers import TABLE_NAMES, files_under, manifest, read_rows, run_cli
+from tests.conftest import EXAMPLE, FAQ_ROWS, SAMPLE_ROWS, write_cases
+from tests.pipeline_helpers import (TABLE_NAMES, files_under, manifest, read_rows, run_cli,
+                                    run_cli_subprocess)
 
 BAD_ROWS = [
     {"case_id": "bad-null", "question": None, "expected_answer": "x", "contexts": None,
@@ -123,11 +122,8 @@ def test_multi_processing_mode_matches_in_memory(tmp_path):
     out_mp, out_mem = str(tmp_path / "mp"), str(tmp_path / "mem")
     cases = os.path.join(EXAMPLE, "cases.parquet")
     cfg = os.path.join(EXAMPLE, "config.yaml")
-    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--config", cfg,
-           "--run-id", "mp", "--run-date", "2026-11-21"]
-    proc = subprocess.run(cmd + ["--output", out_mp, "--direct_running_mode=multi_processing",
-                                 "--direct_num_workers=2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = run_cli_subprocess("--input", cases, "--config", cfg, "--run-id", "mp",
+                              "--run-date", "2026-11-21", "--output", out_mp, workers=2)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert run_cli("--input", cases, "--config", cfg, "--run-id", "mp", "--run-date",
                    "2026-11-21", "--output", out_mem) == 0

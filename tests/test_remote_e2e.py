@@ -1,19 +1,15 @@
 """Remote bots end to end against the loopback fake OpenAI server."""
 from __future__ import annotations
 
-import glob
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 
-import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import EXAMPLE, ROOT, write_cases
+from tests.conftest import EXAMPLE, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import all_output_text, manifest, read_rows, run_cli, run_cli_subprocess
 
 KEY = "sk-e2e-THIS-KEY-MUST-NOT-LEAK-7f3a9c"
 
@@ -85,7 +81,7 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     assert 0 < u["latency_p50_ms"] <= u["latency_p95_ms"]
     errors = read_rows(out, "errors")
     assert len(errors) == len(failed)
-    assert KEY not in _all_output_text(out)
+    assert KEY not in all_output_text(out)
     progress = [line for line in capfd.readouterr().err.splitlines() if "calls (" in line]
     assert progress and "retries" in progress[-1] and "answers" in progress[-1]
 
@@ -104,40 +100,24 @@ def test_400_and_401_are_not_retried(tmp_path, key_env, status):
                for r in results)
 
 
-def _all_output_text(folder: str) -> str:
-    """Every byte we wrote, Parquet decoded to text (compressed columns hide strings)."""
-    chunks = []
-    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
-        if os.path.isdir(path):
-            continue
-        if path.endswith(".parquet"):
-            chunks.append(json.dumps(pq.read_table(path).to_pylist(), default=str))
-        else:
-            chunks.append(open(path, "rb").read().decode("utf-8", "replace"))
-    return "\n".join(chunks)
-
-
 def test_api_key_never_leaks(tmp_path, key_env):
     """A server that echoes the credential in its errors; the key is in no output or log."""
     bots = FULL_CONTEXT + ("  - {name: rag, type: http, endpoint: llm, "
                            "options: {path: /assistant, body: {query: '{question}'}, "
                            "answer_path: data.answer}}\n")
-    with FakeOpenAI(ServerConfig(fault_rate=0.3, faults=("500", "503"),
-                                 echo_auth_in_errors=True), api_key=KEY + "-server") as server:
-        cfg = _config(tmp_path, server, bots, base_url=server.base_url + "/v1",
-                      max_attempts=2)
+    # every request is refused (wrong key) before any fault could be drawn
+    with FakeOpenAI(ServerConfig(echo_auth_in_errors=True), api_key=KEY + "-server") as server:
+        cfg = _config(tmp_path, server, bots, max_attempts=2)
         out = str(tmp_path / "out")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pipeline", "run", "--input", _cases(tmp_path, 30),
-             "--output", out, "--config", cfg, "--run-id", "leak"],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-            env={**os.environ, "E2E_KEY": KEY, "EVALBEAM_PROGRESS_S": "0.2"})
+        proc = run_cli_subprocess("--input", _cases(tmp_path, 30), "--output", out,
+                                  "--config", cfg, "--run-id", "leak", timeout=300,
+                                  env={"E2E_KEY": KEY, "EVALBEAM_PROGRESS_S": "0.2"})
         echoed = [r for r in server.requests if r.status == 401]
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert echoed, "the server must have rejected (and echoed) the wrong key"
     results = read_rows(out, "results")
     assert any(r["error"] and "<redacted>" in r["error"] for r in results)
-    everything = _all_output_text(out) + proc.stdout + proc.stderr
+    everything = all_output_text(out) + proc.stdout + proc.stderr
     assert KEY not in everything
     assert "E2E_KEY" in open(os.path.join(out, "runs", "leak", "manifest.json")).read()
 
@@ -200,12 +180,9 @@ def test_remote_bot_in_multi_processing_mode(tmp_path):
                                  latency_s=0.01), api_key=KEY) as server:
         cfg = _config(tmp_path, server, FULL_CONTEXT + "  - {name: recorded, type: precomputed}\n")
         out = str(tmp_path / "out")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pipeline", "run", "--input", _cases(tmp_path, 300),
-             "--output", out, "--config", cfg, "--run-id", "mp",
-             "--direct_running_mode=multi_processing", "--direct_num_workers=2"],
-            cwd=ROOT, capture_output=True, text=True, timeout=600,
-            env={**os.environ, "E2E_KEY": KEY})
+        proc = run_cli_subprocess("--input", _cases(tmp_path, 300), "--output", out,
+                                  "--config", cfg, "--run-id", "mp", workers=2,
+                                  env={"E2E_KEY": KEY})
         stats = server.stats()
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = manifest(out, "mp")

@@ -2,7 +2,7 @@
 signal they give on the bundled example."""
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 from collections import defaultdict
 
@@ -10,35 +10,29 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import EndpointConfig
 from tests.conftest import EXAMPLE, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import fake_runtime, manifest, read_rows, run_cli
 from transforms.embeddings.cache import CachingEmbedder
 from transforms.embeddings.endpoint import EmbeddingError, EndpointEmbedder
-from transforms.remote.runtime import AsyncRuntime
 from transforms.remote.usage import CallLog
 
 
+@contextlib.contextmanager
 def _embedder(server, request_size=4, **ep):
-    cfg = dict(base_url=server.openai_base_url, max_attempts=5, backoff_initial_s=0.01,
-               backoff_max_s=0.05, requests_per_second=1000, max_concurrency=4)
-    cfg.update(ep)
-    runtime = AsyncRuntime({"emb": EndpointConfig(**cfg)})
-    log = CallLog()
-    return runtime, log, EndpointEmbedder(runtime, "emb", "text-embed", request_size, log=log)
+    """(CallLog, EndpointEmbedder) on the loopback server; its runtime closed on exit."""
+    with fake_runtime(server, "emb", **{"max_attempts": 5, "max_concurrency": 4, **ep}) as rt:
+        log = CallLog()
+        yield log, EndpointEmbedder(rt, "emb", "text-embed", request_size, log=log)
 
 
 def test_endpoint_embedder_batches_dedupes_and_matches_the_server():
     texts = [f"sentence number {i}" for i in range(10)]
     with FakeOpenAI(ServerConfig(embedding_dim=16)) as server:
-        runtime, log, inner = _embedder(server, request_size=4)
-        emb = CachingEmbedder(inner, batch_size=100_000)
-        try:
+        with _embedder(server, request_size=4) as (log, inner):
+            emb = CachingEmbedder(inner, batch_size=100_000)
             got = emb.embed(texts + texts[:3] + [""])  # duplicates and an empty text
             again = emb.embed(texts[:5])               # all cached: no request
-        finally:
-            runtime.close()
         bodies = [r.json["input"] for r in server.requests if r.path == "/v1/embeddings"]
     # 10 unique texts, at most 4 per request; requests run concurrently, so any order
     assert sorted(len(b) for b in bodies) == [2, 4, 4]
@@ -56,21 +50,15 @@ def test_endpoint_embedder_batches_dedupes_and_matches_the_server():
 def test_endpoint_embedder_retries_then_reports_failure():
     with FakeOpenAI(ServerConfig(fault_rate=0.5, faults=("503", "drop"), seed=1,
                                  retry_after_s=None)) as server:
-        runtime, log, emb = _embedder(server, request_size=2, max_attempts=8)
-        try:
+        with _embedder(server, request_size=2, max_attempts=8) as (_, emb):
             vectors = emb.embed([f"t{i}" for i in range(12)])
-        finally:
-            runtime.close()
         stats = server.stats()
     assert vectors.shape == (12, 16) and np.allclose(np.linalg.norm(vectors, axis=1), 1)
     assert stats["total"] > 6 and max(stats["attempts_by_request_id"].values()) > 1
     with FakeOpenAI(ServerConfig(status_override=500, retry_after_s=None)) as server:
-        runtime, log, emb = _embedder(server, max_attempts=2)
-        try:
+        with _embedder(server, max_attempts=2) as (_, emb):
             with pytest.raises(EmbeddingError, match="HTTP 500"):
                 emb.embed(["x"])
-        finally:
-            runtime.close()
         assert server.stats()["total"] == 2
 
 

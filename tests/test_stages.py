@@ -1,10 +1,7 @@
 """Each Beam stage on its own with TestPipeline (FnApiRunner) + assert_that."""
 from __future__ import annotations
 
-import os
-
 import apache_beam as beam
-import pyarrow.dataset as ds
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -16,6 +13,7 @@ from transforms.scoring import SCORERS, ScoreWith
 from transforms.verdict import ApplyVerdict
 from transforms.write import WriteRows, finalize_files
 from tests.conftest import FAQ_ROWS, write_cases
+from tests.pipeline_helpers import read_table
 
 CASES = [EvalCase("a", "How much is the Pro plan?", "It costs $12.", answer="It costs $12."),
          EvalCase("b", "Do you ship abroad?", None, answer=None)]
@@ -71,8 +69,7 @@ def test_write_rows_then_finalize_gives_hive_partitions(tmp_path):
                     equal_to([[((("run_date", "2026-01-02"), ("bot", "x")), 25_000),
                                ((("run_date", "2026-01-02"), ("bot", "y")), 25_000)]]))
         _ = files | beam.Map(lambda fs: finalize_files(out, "r", [SCORES], fs))
-    table = ds.dataset(os.path.join(out, "scores"), format="parquet",
-                       partitioning="hive").to_table()
+    table = read_table(out, "scores")
     assert table.num_rows == 50_000
     assert sorted(set(table.column("bot").to_pylist())) == ["x", "y"]
     assert sum(table.column("value").to_pylist()) == 2 * sum(range(25_000))
