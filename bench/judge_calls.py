@@ -49,7 +49,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from ragas_judge_calls import make_rows  # noqa: E402
+from ragas_judge_calls import CHAT, EMB, make_rows, status_counts  # noqa: E402
 from tests.fake_server import FakeOpenAI, ServerConfig  # noqa: E402
 from tests.judge_script import ScriptedJudge  # noqa: E402
 
@@ -91,15 +91,14 @@ def run_ours(server: FakeOpenAI, judge: ScriptedJudge, label: str, cases: Path, 
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         return {"run": label, "error": proc.stderr[-2000:]}
-    stats = server.stats()
-    chat = [r for r in server.requests if r.path == "/v1/chat/completions"]
-    answered = [r for r in chat if r.status == 200]
-    window = (max(r.ts for r in chat) - min(r.ts for r in chat)) if len(chat) > 1 else None
-    usage = [json.loads(json.dumps(u)) for u in _usage(output, label)]
-    return {"run": label, "rows": rows, "chat_calls_per_row": len(answered) / rows,
-            "chat_attempts_per_row": len(chat) / rows,
-            "http_429": sum(1 for r in chat if r.status == 429),
-            "embeddings_per_row": stats["by_path"].get("/v1/embeddings", 0) / rows,
+    counts = status_counts(server)
+    times = [r.ts for r in server.recorded() if r.path == CHAT]
+    window = (max(times) - min(times)) if len(times) > 1 else None
+    usage = _usage(output, label)
+    return {"run": label, "rows": rows, "chat_calls_per_row": counts[(CHAT, 200)] / rows,
+            "chat_attempts_per_row": len(times) / rows,
+            "http_429": counts[(CHAT, 429)],
+            "embeddings_per_row": counts[(EMB, 200)] / rows,
             "judge_phase_s": round(window, 2) if window else None,
             "rows_per_s": round(rows / window, 3) if window else None,
             "wall_s": round(wall, 1), "tasks": dict(judge.tasks),
@@ -128,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ragas-python", help="python of the Ragas environment (optional)")
     ap.add_argument("--out", default=str(BENCH / "results" / "judge_calls.json"))
     args = ap.parse_args(argv)
+    if args.ragas_python and not Path(args.ragas_python).exists():
+        ap.error(f"{args.ragas_python} not found (see bench/ragas_judge_calls.py for the venv)")
     command = "python bench/judge_calls.py " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     runs = []
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"embeddings) | {s['chat_attempts_per_row']:g} | {s['http_429']} | "
                              f"{s['rows_per_s']} ({s.get('fully_scored_rows_per_s')} fully "
                              f"scored) | | {s['nan_cells']} NaN | |")
-    text = "\n".join(lines + ["", f"evalbeam tasks per run: " + "; ".join(
+    text = "\n".join(lines + ["", "evalbeam tasks per run: " + "; ".join(
         f"{r['run']}: {r.get('tasks')}" for r in runs),
         f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}."])
     print(text)

@@ -21,20 +21,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--memory-rows", type=int, default=1_000_000)
+    ap.add_argument("--keep-outputs", action="store_true")
     args = ap.parse_args(argv)
-    runs = []
-    for rows in (args.rows, args.memory_rows):
-        rd.wait_quiet(300)
-        r = rd.run_pipeline(rd.input_file(rows, 0), rows, "multi_processing")
-        print(f"{rows:,} rows: {r['wall_s']:.0f} s, {rows / r['wall_s']:.0f} rows/s, peak tree RSS {r['peak_rss_tree_mib']:.0f} MiB, other load {r['other_load_cores']:.2f}, check {r['check'].get('ok')}", flush=True)
-        runs.append(r)
+    runs = rd.quiet_pipeline_runs(
+        [dict(path=rd.input_file(rows, 0), rows=rows, mode="multi_processing")
+         for rows in (args.rows, args.memory_rows)], 300, args.keep_outputs)
     ratio = runs[1]["peak_rss_tree_mib"] / runs[0]["peak_rss_tree_mib"]
+    ok = all(r["check"].get("ok") and r["returncode"] == 0 for r in runs)
     print(f"memory ratio {args.memory_rows:,} / {args.rows:,} rows: {ratio:.2f}x "
-          f"(goal <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'})")
+          f"(goal <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'}; outputs "
+          f"{'checked' if ok else 'NOT correct: ratio not valid'})")
     (rd.RESULTS / "memory_ratio.json").write_text(json.dumps(
-        {"command": "python bench/memory_ratio.py " + " ".join(argv or sys.argv[1:]),
-         "runs": runs, "ratio": ratio}, indent=2, default=str))
-    return 0
+        {"command": rd.command_line("memory_ratio.py", argv), "runs": runs, "ratio": ratio,
+         "outputs_ok": ok}, indent=2, default=str))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

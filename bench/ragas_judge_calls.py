@@ -136,9 +136,16 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fake_server import FakeOpenAI, ServerConfig  # noqa: E402
+from tests.judge_script import sentences  # noqa: E402
 
 CHAT = "/v1/chat/completions"
 EMB = "/v1/embeddings"
+
+
+def status_counts(server: FakeOpenAI) -> Counter:
+    """(path, status) -> requests, from the server's per-request records (so 200s
+    and 429s are told apart per path); shared with bench/judge_calls.py."""
+    return Counter((r.path, r.status) for r in server.recorded())
 DEAD_PROXY = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused
 
 CRITICS = {
@@ -251,10 +258,6 @@ _STOP = set("the a an and or of to in on for from with is are be can by at as it
             "hi hello is was will".split())
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
-
-
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP and len(w) > 2}
 
@@ -333,7 +336,7 @@ class FakeJudge:
     @staticmethod
     def answer(title: str, schema: dict, inp: dict) -> Any:
         if title == "StatementGeneratorOutput":
-            return {"statements": _sentences(inp.get("answer", ""))[:3]
+            return {"statements": sentences(inp.get("answer", ""))[:3]
                     or [inp.get("answer") or "No statement."]}
         if title == "NLIStatementOutput":
             ctx = inp.get("context", "")
@@ -354,10 +357,10 @@ class FakeJudge:
             return {"classifications": [
                 {"statement": s, "reason": "Checked against the context.",
                  "attributed": int(_supported(s, ctx))}
-                for s in _sentences(inp.get("answer", "")) or [inp.get("answer", "")]]}
+                for s in sentences(inp.get("answer", "")) or [inp.get("answer", "")]]}
         if title == "Verification":
             useful = any(_supported(s, inp.get("context", ""))
-                         for s in _sentences(inp.get("answer", "")))
+                         for s in sentences(inp.get("answer", "")))
             return {"reason": "Context compared with the answer.", "verdict": int(useful)}
         if title == "EntitiesList":
             return {"entities": _entities(inp.get("text", ""))}
@@ -507,12 +510,11 @@ def run_ragas(server: FakeOpenAI, judge: FakeJudge, args, label: str, metrics: l
                               server.openai_base_url), timeout=args.timeout)
     wall = time.perf_counter() - start
     st = server.stats()
-    with server._lock:  # per-request records: path + status (the 429/200 split per path)
-        recs = [(r.path, r.status) for r in server.requests]
+    counts = status_counts(server)
     prompts = judge.reset()
     n = len(rows)
     by_path = st["by_path"]
-    status_of = lambda path, s: sum(1 for p, x in recs if p == path and x == s)  # noqa: E731
+    status_of = lambda path, s: counts[(path, s)]  # noqa: E731
     chat_200, emb_200 = status_of(CHAT, 200), status_of(EMB, 200)
     exp_chat = sum(expected_per_row(k, args.contexts)[0] for k in metrics)
     exp_emb = sum(expected_per_row(k, args.contexts)[1] for k in metrics)
@@ -557,7 +559,7 @@ def run_ragas(server: FakeOpenAI, judge: FakeJudge, args, label: str, metrics: l
 
 # ----------------------------------------------------------------------------- report
 
-def table(runs: list[dict], args) -> str:
+def table(runs: list[dict]) -> str:
     lines = ["| run | chat calls/row (source) | chat attempts/row | embeddings/row (source) "
              "| 429s | max in flight | evaluate s | rows/s | NaN rows (cells) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -663,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         "chat calls/row = chat completions answered 200 / rows (source = expected from Ragas' "
         "source); attempts add requests answered 429. rows/s = rows / time inside evaluate().",
         "",
-        table(md_rows, args), "",
+        table(md_rows), "",
         (f"Whole-suite ceiling at {args.rps:g} req/s: {args.rps / req_per_row:.3f} rows/s "
          f"({req_per_row} requests/row; the server's token bucket also lets a burst of "
          f"{max(1, args.rps):g} through at the start of each run, which is why single-critic "

@@ -45,8 +45,9 @@ ROOT = BENCH.parent
 DATA = BENCH / "data"
 RESULTS = BENCH / "results"
 CONFIG = BENCH / "config_deterministic.yaml"
-# Outputs of this invocation only, so that two invocations never share a folder.
+# Outputs and logs of this invocation only, so that two invocations never share them.
 RUNS = DATA / "runs" / f"pid{os.getpid()}"
+LOGS = RESULTS / "logs" / RUNS.name
 PY = sys.executable
 N_METRICS = 12  # exact_match keyword_recall answer_length politeness latency_ms bleu
                 # rouge1 rouge2 rougeL lexical_relevance completeness hallucination
@@ -229,7 +230,7 @@ def run_baseline(path: Path, rows: int) -> dict:
     out = RUNS / f"baseline_{rows}"
     shutil.rmtree(out, ignore_errors=True)
     m = measure([PY, str(BENCH / "baseline_loop.py"), "--input", str(path), "--output", str(out)],
-                RESULTS / "logs" / f"baseline_{rows}.log")
+                LOGS / f"baseline_{rows}.log")
     m.update(name="baseline loop (plain Python, sacrebleu + rouge-score)", rows=rows,
              mode="baseline", out=str(out), check=verify_baseline(out, rows))
     return m
@@ -244,11 +245,41 @@ def run_pipeline(path: Path, rows: int, mode: str, workers: int = 2, config: Pat
            "--config", str(config), "--run-id", run_id, f"--direct_running_mode={mode}"]
     if mode == "multi_processing":
         cmd.append(f"--direct_num_workers={workers}")
-    m = measure(cmd, RESULTS / "logs" / f"{run_id}.log")
+    m = measure(cmd, LOGS / f"{run_id}.log")
     label = f"evalbeam {mode}" + (f", {workers} workers" if mode == "multi_processing" else "")
     m.update(name=label, rows=rows, mode=mode, out=str(out),
              check=verify_pipeline(out, rows, run_id, n_metrics))
     return m
+
+
+def quiet_pipeline_runs(specs, wait_quiet_s: float, keep_outputs: bool) -> list[dict]:
+    """Run `run_pipeline(**spec)` for each spec on a quiet machine, one line each;
+    this invocation's outputs are deleted afterwards unless kept."""
+    runs = []
+    try:
+        for spec in specs:
+            if wait_quiet_s > 0:
+                wait_quiet(wait_quiet_s)
+            r = run_pipeline(**spec)
+            print(f"{spec.get('config', CONFIG).name}, {r['rows']:,} rows: {r['wall_s']:.0f} s, "
+                  f"{r['rows'] / r['wall_s']:.0f} rows/s, CPU {r['cpu_s']:.0f} s, peak tree "
+                  f"RSS {r['peak_rss_tree_mib']:.0f} MiB, other load "
+                  f"{r['other_load_cores']:.2f}, check {r['check'].get('ok')}", flush=True)
+            runs.append(r)
+    finally:
+        if not keep_outputs:
+            remove_outputs()
+    return runs
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    """The command that produced a result, as recorded next to it."""
+    return "python " + shlex.join([f"bench/{script}", *(sys.argv[1:] if argv is None else argv)])
+
+
+def remove_outputs() -> None:
+    """Delete this invocation's output tables (the logs stay)."""
+    shutil.rmtree(RUNS, ignore_errors=True)
 
 
 def _git_commit() -> str:
@@ -296,7 +327,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-outputs", action="store_true",
                     help=f"keep the runs' output tables (default: delete {RUNS.parent}/pid<PID> at the end)")
     args = ap.parse_args(argv)
-    command = "python " + shlex.join(["bench/run_deterministic.py", *(argv or sys.argv[1:])])
+    command = command_line("run_deterministic.py", argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     print(f"$ {command}", flush=True)
     commit_at_start = _git_commit()
@@ -380,7 +411,7 @@ def main(argv=None) -> int:
     Path(args.json).with_suffix(".md").write_text(text + "\n")
     print(f"\nwrote {args.json}", flush=True)
     if not args.keep_outputs:
-        shutil.rmtree(RUNS, ignore_errors=True)
+        remove_outputs()
     return 0 if all(r["check"]["ok"] and r["returncode"] == 0 for r in runs) else 1
 
 

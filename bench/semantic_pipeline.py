@@ -27,21 +27,20 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--wait-quiet", type=float, default=600)
+    ap.add_argument("--keep-outputs", action="store_true")
     args = ap.parse_args(argv)
     path = rd.input_file(args.rows, 0)
-    runs = []
-    for tag, config, n in (("-det", rd.CONFIG, rd.N_METRICS),
-                           ("-sem", rd.BENCH / "config_semantic.yaml", rd.N_METRICS + 3)):
-        rd.wait_quiet(args.wait_quiet)
-        r = rd.run_pipeline(path, args.rows, "multi_processing", args.workers, config, tag, n)
+    configs = (("-det", rd.CONFIG, rd.N_METRICS),
+               ("-sem", rd.BENCH / "config_semantic.yaml", rd.N_METRICS + 3))
+    runs = rd.quiet_pipeline_runs(
+        [dict(path=path, rows=args.rows, mode="multi_processing", workers=args.workers,
+              config=config, tag=tag, n_metrics=n) for tag, config, n in configs],
+        args.wait_quiet, args.keep_outputs)
+    for r, (_, config, _) in zip(runs, configs):
         r["config"] = config.name
-        print(f"{config.name}: {r['wall_s']:.0f} s, {args.rows / r['wall_s']:.0f} rows/s, "
-              f"CPU {r['cpu_s']:.0f} s, peak RSS {r['peak_rss_tree_mib']:.0f} MiB, other load "
-              f"{r['other_load_cores']:.2f}, check {r['check'].get('ok')}", flush=True)
-        runs.append(r)
     (rd.RESULTS / "semantic_pipeline.json").write_text(json.dumps(
-        {"command": "python bench/semantic_pipeline.py " + " ".join(argv or sys.argv[1:]),
-         "runs": runs}, indent=2, default=str))
+        {"command": rd.command_line("semantic_pipeline.py", argv), "runs": runs},
+        indent=2, default=str))
     return 0 if all(r["check"].get("ok") for r in runs) else 1
 
 

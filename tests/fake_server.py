@@ -426,6 +426,11 @@ class FakeOpenAI:
         with self._lock:
             return self._stats.as_dict()
 
+    def recorded(self) -> list[RecordedRequest]:
+        """A snapshot of the recorded requests, safe while requests still arrive."""
+        with self._lock:
+            return list(self.requests)
+
     def reset_stats(self) -> None:
         """Zero the counts and clear the recorded requests (the rate-limit bucket is kept)."""
         with self._lock:
