@@ -71,7 +71,7 @@ def _worker(kind: str, texts_path: str, out_path: str, batch_size: int, warmup: 
     t0 = time.perf_counter()
     if kind == "local":
         sys.path.insert(0, ROOT)
-        from transforms.embeddings.local_minilm import LocalMiniLM
+        from transforms.enrich.embeddings.local_minilm import LocalMiniLM
         model = LocalMiniLM(batch_size=batch_size)
         encode = model.embed
         info["workers"] = model.workers

@@ -26,11 +26,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipeline.config import REMOTE_BOT_TYPES, ConfigError, load_config
 from pipeline.graph import Plan, build_pipeline
 from schemas.cases import InputError, source_columns
-from transforms.faq_index import check_faq_file
-from transforms.finalize import RunInfo
-from transforms.read import plan_shards
-from transforms.scoring import LOWER_IS_BETTER, select_scorers
-from transforms.write import RUN_ID_PATTERN
+from transforms.answer.faq_index import check_faq_file
+from transforms.publish.finalize import RunInfo
+from transforms.read.cases import plan_shards
+from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
+from transforms.publish.write import RUN_ID_PATTERN
 
 EXIT_USAGE = 2
 EXIT_NOT_RECONCILED = 3
@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
 def check_remote_bot(bot, endpoints) -> None:
     """Files exist, the template has its placeholder, secrets are in the environment."""
     from transforms.remote.client import MissingSecret, endpoint_secrets
-    from transforms.remote_bots import QUESTION, read_text
+    from transforms.answer.remote_bots import QUESTION, read_text
     for label, path in (("knowledge", bot.knowledge), ("prompt_template", bot.prompt_template)):
         if path:
             try:
@@ -100,7 +100,7 @@ def check_embeddings(cfg) -> None:
 def check_judge(cfg) -> None:
     """The judge's endpoint has its secrets; template overrides exist and keep
     the placeholders of the packaged template they replace."""
-    from transforms.judge.prompts import PLACEHOLDERS, required_placeholders
+    from transforms.enrich.judge.prompts import PLACEHOLDERS, required_placeholders
     from transforms.remote.client import MissingSecret, endpoint_secrets
     try:
         endpoint_secrets(cfg.judge.endpoint, cfg.endpoints[cfg.judge.endpoint])
@@ -231,7 +231,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
                    lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes))
-    from transforms.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for m in metrics if m in JUDGE_METRICS) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 rubric_scales=scales, cache_path=cache_path)

@@ -290,7 +290,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
 
 
 def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:
-    from transforms.judge.prompts import TEMPLATE_NAMES
+    from transforms.enrich.judge.prompts import TEMPLATE_NAMES
     raw = _check_keys(data, {f.name for f in dataclasses.fields(JudgeConfig)}, "judge")
     safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
     judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k != "safety"}, "judge",
@@ -334,7 +334,7 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
         if bot.type == "full_context" and not bot.knowledge:
             raise ConfigError(f"{where}: a full_context bot needs 'knowledge' (a text file)")
         if bot.type == "http":
-            from transforms.remote_bots import HTTP_BOT_OPTIONS
+            from transforms.answer.remote_bots import HTTP_BOT_OPTIONS
             unknown = sorted(set(bot.options) - HTTP_BOT_OPTIONS)
             if unknown:
                 raise ConfigError(f"unknown key '{where}.options.{unknown[0]}' (allowed here: "

@@ -15,21 +15,21 @@ from apache_beam.pvalue import AsList, AsSingleton
 
 from pipeline.config import Config
 from schemas.tables import ERRORS, RESULTS, SCORES
-from transforms.bots import AnswerWith
-from transforms.finalize import Finalize, RunInfo
-from transforms.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
+from transforms.answer.bots import AnswerWith
+from transforms.publish.finalize import Finalize, RunInfo
+from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
                                read_references)
-from transforms.duplicates import FindDuplicateIds
-from transforms.enrich import EmbedTurns
-from transforms.judge.stage import JudgeTurns
-from transforms.read import ReadCases, Shard
-from transforms.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
+from transforms.read.duplicates import FindDuplicateIds
+from transforms.enrich.embed import EmbedTurns
+from transforms.enrich.judge.stage import JudgeTurns
+from transforms.read.cases import ReadCases, Shard
+from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
                              result_row, score_rows, worst_case_row)
-from transforms.scoring import Scorer, ScoreWith
+from transforms.score.scoring import Scorer, ScoreWith
 from transforms.remote.usage import MergeUsageFn
-from transforms.summary import MetricStatsFn, summary_keys
-from transforms.verdict import ApplyVerdict
-from transforms.write import WriteRows
+from transforms.publish.summary import MetricStatsFn, summary_keys
+from transforms.decide.verdict import ApplyVerdict
+from transforms.publish.write import WriteRows
 
 WORST_CASES_PER_BOT = 10
 

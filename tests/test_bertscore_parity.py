@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from transforms.embeddings.local_minilm import get_local_minilm
-from transforms.metrics.semantic import bertscore, bertscore_idf
+from transforms.enrich.embeddings.local_minilm import get_local_minilm
+from transforms.score.metrics.semantic import bertscore, bertscore_idf
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "bertscore_reference.json")
 

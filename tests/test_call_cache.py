@@ -10,7 +10,7 @@ import httpx
 from pipeline.config import EndpointConfig
 from tests.fake_server import FakeOpenAI
 from tests.pipeline_helpers import fake_runtime
-from transforms.embeddings.endpoint import EndpointEmbedder
+from transforms.enrich.embeddings.endpoint import EndpointEmbedder
 from transforms.remote.cache import CallCache, cache_key
 from transforms.remote.client import EndpointClient
 from transforms.remote.openai_api import chat

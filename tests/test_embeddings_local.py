@@ -27,16 +27,16 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
-from transforms.embeddings.base import Embedder, TokenVectors
-from transforms.embeddings.cache import CachingEmbedder
-from transforms.embeddings.hashing import HashingEmbedder
+from transforms.enrich.embeddings.base import Embedder, TokenVectors
+from transforms.enrich.embeddings.cache import CachingEmbedder
+from transforms.enrich.embeddings.hashing import HashingEmbedder
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "minilm_reference.npz")
 
 
 def _model_available() -> bool:
     try:
-        from transforms.embeddings.local_minilm import resolve_model_dir
+        from transforms.enrich.embeddings.local_minilm import resolve_model_dir
         resolve_model_dir()
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
@@ -58,7 +58,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def minilm():
-    from transforms.embeddings.local_minilm import get_local_minilm
+    from transforms.enrich.embeddings.local_minilm import get_local_minilm
     return get_local_minilm()
 
 
@@ -148,7 +148,7 @@ def test_empty_and_edge_inputs(minilm):
 # ------------------------------------------------------------------ singleton
 @needs_model
 def test_model_loaded_once_per_process(minilm):
-    from transforms.embeddings.local_minilm import LocalMiniLM, get_local_minilm
+    from transforms.enrich.embeddings.local_minilm import LocalMiniLM, get_local_minilm
     got = []
     threads = [threading.Thread(target=lambda: got.append(get_local_minilm())) for _ in range(8)]
     for t in threads:
@@ -160,8 +160,8 @@ def test_model_loaded_once_per_process(minilm):
 
 
 def test_local_module_does_not_import_torch():
-    code = ("import sys, transforms.embeddings.local_minilm as m, transforms.embeddings.cache, "
-            "transforms.embeddings.hashing; "
+    code = ("import sys, transforms.enrich.embeddings.local_minilm as m, transforms.enrich.embeddings.cache, "
+            "transforms.enrich.embeddings.hashing; "
             "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
@@ -172,7 +172,7 @@ def test_local_module_does_not_import_torch():
 def test_hashing_is_deterministic_across_processes():
     texts = ["Refunds within 30 days", "Zażółć gęślą jaźń 👍", ""]
     here = HashingEmbedder().embed(texts)
-    code = ("import numpy as np, sys; from transforms.embeddings.hashing import HashingEmbedder; "
+    code = ("import numpy as np, sys; from transforms.enrich.embeddings.hashing import HashingEmbedder; "
             f"sys.stdout.write(HashingEmbedder().embed({texts!r}).tobytes().hex())")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}  # a different salt for str hash()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -272,7 +272,7 @@ def test_cache_token_vectors_deduplicated_and_kept_within_a_byte_budget():
 def test_sentence_vectors_pooled_from_token_vectors_equal_a_direct_pass(minilm):
     """CachingEmbedder derives sentence vectors from embed_tokens' forward pass
     (no second pass) and they equal embed()'s, short and long texts alike."""
-    from transforms.embeddings.cache import CachingEmbedder
+    from transforms.enrich.embeddings.cache import CachingEmbedder
     texts = ["Refunds take 30 days.", "Ünïcödé café — naïve résumé.",
              " ".join(["order refund delivery"] * 120)]  # beyond 256 tokens: truncated
     direct = minilm.embed(texts)

@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from transforms.faq_index import FaqIndex, check_faq_file, load_faq
+from transforms.answer.faq_index import FaqIndex, check_faq_file, load_faq
 from transforms.text import token_set
 from tests.conftest import FAQ_ROWS, write_cases
 

@@ -14,12 +14,12 @@ from schemas.records import EvalCase, Turn
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import fake_runtime
-from transforms.enrich import VEC_ANSWER, VEC_EXPECTED
-from transforms.judge.ask import Judge
-from transforms.judge.prompts import load_templates
-from transforms.judge.tasks import JUDGE_METRICS, SAFETY_METRICS, TurnJudge
+from transforms.enrich.embed import VEC_ANSWER, VEC_EXPECTED
+from transforms.enrich.judge.ask import Judge
+from transforms.enrich.judge.prompts import load_templates
+from transforms.enrich.judge.tasks import JUDGE_METRICS, SAFETY_METRICS, TurnJudge
 from transforms.remote.usage import CallLog
-from transforms.scoring import SCORERS, score_turn
+from transforms.score.scoring import SCORERS, score_turn
 
 BY_NAME = {s.name: s for s in SCORERS}
 

@@ -181,7 +181,7 @@ def test_the_bundled_judge_example_config_plans(monkeypatch, tmp_path):
     import argparse
     from pipeline.cli import make_plan
     from tests.conftest import EXAMPLE
-    from transforms.judge.tasks import JUDGE_METRICS
+    from transforms.enrich.judge.tasks import JUDGE_METRICS
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     args = argparse.Namespace(config=f"{EXAMPLE}/config_judge.yaml", input=f"{EXAMPLE}/cases.parquet",
                               output=str(tmp_path / "o"), run_id="x", run_date=None)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from transforms.judge import formulas, replies
-from transforms.judge.entities import entities_in, rule_entities
-from transforms.judge.prompts import (TEMPLATE_NAMES, fence, load_templates, render,
+from transforms.enrich.judge import formulas, replies
+from transforms.enrich.judge.entities import entities_in, rule_entities
+from transforms.enrich.judge.prompts import (TEMPLATE_NAMES, fence, load_templates, render,
                                       required_placeholders)
 
 # ---------------------------------------------------------------- JSON extraction

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from transforms.metrics.hallucination import (
+from transforms.score.metrics.hallucination import (
     extract_claims,
     extract_dates,
     extract_numbers,

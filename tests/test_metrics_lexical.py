@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from transforms.metrics.lexical import (
+from transforms.score.metrics.lexical import (
     DEFAULT_POLITENESS_MARKERS,
     MAX_LISTED_MISSING,
     answer_length,

@@ -8,7 +8,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from transforms.metrics.overlap import ROUGE_TYPES, bleu, lcs_length, rouge, rouge_tokens
+from transforms.score.metrics.overlap import ROUGE_TYPES, bleu, lcs_length, rouge, rouge_tokens
 
 # --------------------------------------------------------------------------
 # (a) Published cases

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from transforms.metrics.relevance import (
+from transforms.score.metrics.relevance import (
     IdfTable,
     completeness,
     document_terms,

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from transforms.metrics.semantic import (BertIdf, answer_relevance, answer_similarity,
+from transforms.score.metrics.semantic import (BertIdf, answer_relevance, answer_similarity,
                                          bertscore, bertscore_idf, greedy_match,
                                          split_sentences)
 

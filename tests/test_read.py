@@ -5,8 +5,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.cases import InputError, RowProblem, derive_case_id, source_columns, to_case
 from schemas.records import EvalCase
-from transforms import read as read_mod
-from transforms.read import ReadCases, list_input_files, plan_shards, read_shard_rows
+from transforms.read import cases as read_mod
+from transforms.read.cases import ReadCases, list_input_files, plan_shards, read_shard_rows
 from tests.conftest import SAMPLE_ROWS, write_cases
 
 COLS = source_columns({})

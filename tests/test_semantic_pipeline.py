@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import EXAMPLE, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
 from tests.pipeline_helpers import fake_runtime, manifest, read_rows, run_cli
-from transforms.embeddings.cache import CachingEmbedder
-from transforms.embeddings.endpoint import EmbeddingError, EndpointEmbedder
+from transforms.enrich.embeddings.cache import CachingEmbedder
+from transforms.enrich.embeddings.endpoint import EmbeddingError, EndpointEmbedder
 from transforms.remote.usage import CallLog
 
 

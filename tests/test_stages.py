@@ -8,10 +8,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipeline.config import DEFAULT_RULES, BotConfig
 from schemas.records import EvalCase, MetricResult, Turn
 from schemas.tables import SCORES
-from transforms.bots import AnswerWith
-from transforms.scoring import SCORERS, ScoreWith
-from transforms.verdict import ApplyVerdict
-from transforms.write import WriteRows, finalize_files
+from transforms.answer.bots import AnswerWith
+from transforms.score.scoring import SCORERS, ScoreWith
+from transforms.decide.verdict import ApplyVerdict
+from transforms.publish.write import WriteRows, finalize_files
 from tests.conftest import FAQ_ROWS, write_cases
 from tests.pipeline_helpers import read_table
 
@@ -79,8 +79,8 @@ def test_bots_judge_and_embedder_of_a_run_share_one_runtime(tmp_path):
     """An endpoint used by a bot, the embedder and the judge gets one client,
     so one rate limiter per worker process, not one per calling DoFn."""
     from pipeline.config import EmbeddingsConfig, EndpointConfig, JudgeConfig
-    from transforms.enrich import EmbedTurns
-    from transforms.judge.stage import JudgeTurns
+    from transforms.enrich.embed import EmbedTurns
+    from transforms.enrich.judge.stage import JudgeTurns
     endpoints = {"llm": EndpointConfig(base_url="http://127.0.0.1:9/v1")}
     cache = str(tmp_path / "calls.sqlite")
     dofns = [AnswerWith([BotConfig("chat", "chat", endpoint="llm", model="m")], endpoints, cache),
@@ -99,7 +99,7 @@ def test_bots_judge_and_embedder_of_a_run_share_one_runtime(tmp_path):
 
 def test_reference_tokens_for_bertscore_idf_with_every_embedder():
     from pipeline.config import EmbeddingsConfig
-    from transforms.corpus import TokenizeReferences
+    from transforms.score.corpus import TokenizeReferences
     for cfg, want in ((EmbeddingsConfig("endpoint", "llm", "e"), ["refunds", "take", "30", "days"]),
                       (EmbeddingsConfig("hashing"), ["refunds", "take", "30", "days"])):
         dofn = TokenizeReferences(cfg)

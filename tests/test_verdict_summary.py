@@ -3,8 +3,8 @@ import pytest
 
 from pipeline.config import DEFAULT_RULES, VerdictRule
 from schemas.records import MetricResult as R
-from transforms.summary import EXACT_LIMIT, MetricStatsFn, summary_rows
-from transforms.verdict import decide
+from transforms.publish.summary import EXACT_LIMIT, MetricStatsFn, summary_rows
+from transforms.decide.verdict import decide
 
 
 def test_rules_are_ordered_and_first_match_wins():
@@ -79,7 +79,7 @@ def test_summary_rows_carry_verdict_counts():
     lambda rng: rng.normal(0, 1, 50_000),                             # negatives too
 ])
 def test_sketch_percentiles_within_half_a_percent(make):
-    from transforms.summary import LogBuckets
+    from transforms.publish.summary import LogBuckets
     vals = make(np.random.default_rng(3))
     halves = [LogBuckets(), LogBuckets()]
     for i, v in enumerate(vals):
@@ -95,7 +95,7 @@ def test_sketch_percentiles_within_half_a_percent(make):
 
 def test_sketch_size_depends_on_the_value_range_not_the_count():
     import pickle
-    from transforms.summary import LogBuckets
+    from transforms.publish.summary import LogBuckets
     rng = np.random.default_rng(0)
     few, many = LogBuckets(), LogBuckets()
     for v in rng.uniform(0.01, 1.0, 10_000):

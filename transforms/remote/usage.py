@@ -18,7 +18,7 @@ from typing import Iterable, Mapping
 import apache_beam as beam
 
 from transforms.remote.client import CallRecord
-from transforms.summary import MetricStats
+from transforms.publish.summary import MetricStats
 
 COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens")
 

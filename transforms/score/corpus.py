@@ -13,11 +13,11 @@ from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
 
-from transforms.enrich import embedder_tokenizer
-from transforms.faq_index import load_faq
-from transforms.metrics.relevance import IdfTable, document_terms
-from transforms.metrics.semantic import BertIdf
-from transforms.read import Shard, read_case_texts, read_valid_cases
+from transforms.enrich.embed import embedder_tokenizer
+from transforms.answer.faq_index import load_faq
+from transforms.score.metrics.relevance import IdfTable, document_terms
+from transforms.score.metrics.semantic import BertIdf
+from transforms.read.cases import Shard, read_case_texts, read_valid_cases
 
 
 class _DocumentCounts(beam.CombineFn):

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.embeddings.base import Embedder, TokenVectors
+from transforms.enrich.embeddings.base import Embedder, TokenVectors
 
 
 def text_key(text: str) -> bytes:

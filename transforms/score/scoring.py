@@ -11,12 +11,12 @@ from typing import Any, Callable, Mapping
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
-from transforms.metrics import hallucination as hall
-from transforms.enrich import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
+from transforms.score.metrics import hallucination as hall
+from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
                                VEC_EXPECTED, VEC_QUESTION)
-from transforms.metrics import lexical, overlap, relevance, semantic
-from transforms.judge import scorers as judged
-from transforms.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
+from transforms.score.metrics import lexical, overlap, relevance, semantic
+from transforms.enrich.judge import scorers as judged
+from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
 

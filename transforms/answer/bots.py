@@ -11,7 +11,7 @@ from typing import Mapping, Protocol, Sequence
 import apache_beam as beam
 
 from schemas.records import EvalCase, Turn
-from transforms.faq_index import FaqIndex, load_faq
+from transforms.answer.faq_index import FaqIndex, load_faq
 from transforms.remote.calling import CallingDoFn
 
 
@@ -60,7 +60,7 @@ def make_bot(cfg, runtime=None, log=None):
         return PrecomputedBot(cfg.name)
     if cfg.type == "faq_match":
         return FaqMatchBot(cfg.name, cfg.faq)
-    from transforms import remote_bots
+    from transforms.answer import remote_bots
     cls = {"full_context": remote_bots.FullContextBot, "chat": remote_bots.ChatBot,
            "http": remote_bots.HttpBot}[cfg.type]
     return cls(cfg, runtime, log)

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 
 from schemas.records import Turn
-from transforms.metrics.semantic import MAX_SENTENCES, split_sentences
+from transforms.score.metrics.semantic import MAX_SENTENCES, split_sentences
 from transforms.remote.calling import CallingDoFn
 
 # feature -> what it holds
@@ -26,15 +26,15 @@ EMBED_ERROR = "embed_error"
 
 def make_embedder(cfg, runtime=None, log=None):
     """The configured embedder, wrapped in the worker's dedupe + cache layer."""
-    from transforms.embeddings.cache import CachingEmbedder
+    from transforms.enrich.embeddings.cache import CachingEmbedder
     if cfg.provider == "hashing":
-        from transforms.embeddings.hashing import HashingEmbedder
+        from transforms.enrich.embeddings.hashing import HashingEmbedder
         return CachingEmbedder(HashingEmbedder())
     if cfg.provider == "endpoint":
-        from transforms.embeddings.endpoint import EndpointEmbedder
+        from transforms.enrich.embeddings.endpoint import EndpointEmbedder
         inner = EndpointEmbedder(runtime, cfg.endpoint, cfg.model, log=log)
         return CachingEmbedder(inner, batch_size=100_000)  # the endpoint batches its requests
-    from transforms.embeddings.local_minilm import get_local_minilm
+    from transforms.enrich.embeddings.local_minilm import get_local_minilm
     return CachingEmbedder(get_local_minilm())
 
 
@@ -42,12 +42,12 @@ def embedder_tokenizer(cfg):
     """The configured embedder's tokenizer (BERTScore's idf corpus), without
     loading more than the tokenizer needs or opening any connection."""
     if cfg.provider == "hashing":
-        from transforms.embeddings.hashing import HashingEmbedder
+        from transforms.enrich.embeddings.hashing import HashingEmbedder
         return HashingEmbedder().tokenize
     if cfg.provider == "endpoint":
-        from transforms.embeddings.endpoint import EndpointEmbedder
+        from transforms.enrich.embeddings.endpoint import EndpointEmbedder
         return EndpointEmbedder.tokenize
-    from transforms.embeddings.local_minilm import get_local_minilm
+    from transforms.enrich.embeddings.local_minilm import get_local_minilm
     return get_local_minilm().tokenize
 
 

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _EMPTY = "<empty>"

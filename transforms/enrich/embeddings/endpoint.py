@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord
 from transforms.remote.openai_api import embeddings, embeddings_path

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 import apache_beam as beam
 import numpy as np
 
-from transforms.read import Shard, read_valid_cases
+from transforms.read.cases import Shard, read_valid_cases
 
 
 def id_hash(case_id: str) -> int:

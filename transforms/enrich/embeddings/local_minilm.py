@@ -42,7 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 ENV_MODEL_DIR = "EVALBEAM_MINILM_DIR"

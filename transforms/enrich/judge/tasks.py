@@ -27,9 +27,9 @@ import asyncio
 from typing import Any, Awaitable, Mapping, Sequence
 
 from schemas.records import Turn
-from transforms.judge import replies
-from transforms.judge.ask import Judge, JudgeOutcome
-from transforms.judge.prompts import fence, fence_items
+from transforms.enrich.judge import replies
+from transforms.enrich.judge.ask import Judge, JudgeOutcome
+from transforms.enrich.judge.prompts import fence, fence_items
 
 SAFETY_CATEGORIES: dict[str, str] = {
     "harmful": "promotes, enables or causes harm to people, property or society",

@@ -38,7 +38,7 @@ def bot_error_row(turn: Turn, run_id: str) -> dict:
 
 def judge_error_rows(turn: Turn, run_id: str) -> list[dict]:
     """errors/ rows for the turn's judge questions that failed (stage "judge")."""
-    from transforms.judge.tasks import judge_failures
+    from transforms.enrich.judge.tasks import judge_failures
     return [{"run_id": run_id, "stage": "judge", "case_id": turn.case.case_id, "bot": turn.bot,
              "error_type": "judge_call_failed" if error.startswith("judge call failed")
              else "judge_reply_unusable", "message": f"{task}: {error}"[:1000],

@@ -14,9 +14,9 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, RESULTS, SCORES, SUMMARY, TABLES, USAGE
 from transforms.remote.usage import usage_rows
-from transforms.report import package_versions, reconcile, render_report
-from transforms.summary import summary_rows
-from transforms.write import (finalize_files, partition_dir, temp_dir, write_table_file)
+from transforms.publish.report import package_versions, reconcile, render_report
+from transforms.publish.summary import summary_rows
+from transforms.publish.write import (finalize_files, partition_dir, temp_dir, write_table_file)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from transforms.judge.prompts import render
-from transforms.judge.replies import Shape
+from transforms.enrich.judge.prompts import render
+from transforms.enrich.judge.replies import Shape
 from transforms.remote.openai_api import chat
 
 REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "

@@ -26,9 +26,9 @@ class JudgeTurns(CallingDoFn):
         self._failed = beam.metrics.Metrics.counter("evalbeam.judge", "failed_questions")
 
     def setup(self):
-        from transforms.judge.ask import Judge
-        from transforms.judge.prompts import load_templates
-        from transforms.judge.tasks import TurnJudge
+        from transforms.enrich.judge.ask import Judge
+        from transforms.enrich.judge.prompts import load_templates
+        from transforms.enrich.judge.tasks import TurnJudge
         ep = self._endpoints[self._cfg.endpoint]
         self.open_calls(self._endpoints, remote=True, cache_path=self._cache_path,
                         max_pending=2 * ep.max_concurrency)
@@ -39,14 +39,14 @@ class JudgeTurns(CallingDoFn):
         try:
             features = await self._turn_judge.features(turn)
         except Exception as exc:  # a bug must cost the turn's judge metrics, not the row
-            from transforms.judge.ask import JudgeOutcome
-            from transforms.judge.tasks import JUDGE_ERROR, JUDGED
+            from transforms.enrich.judge.ask import JudgeOutcome
+            from transforms.enrich.judge.tasks import JUDGE_ERROR, JUDGED
             error = f"judge failed: {type(exc).__name__}: {exc}"[:500]
             features = {JUDGED: True, JUDGE_ERROR: JudgeOutcome(None, error)}
         return turn.evolve(features={**turn.features, **features})
 
     def emitted(self, turn: Turn) -> Turn:
-        from transforms.judge.tasks import judge_failures
+        from transforms.enrich.judge.tasks import judge_failures
         failed = len(judge_failures(turn.features))
         if failed:
             self._failed.inc(failed)

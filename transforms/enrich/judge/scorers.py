@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from schemas.records import MetricResult, Turn
-from transforms.judge import formulas
-from transforms.judge.ask import JudgeOutcome
-from transforms.judge.entities import entities_in, rule_entities
-from transforms.judge.tasks import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
+from transforms.enrich.judge import formulas
+from transforms.enrich.judge.ask import JudgeOutcome
+from transforms.enrich.judge.entities import entities_in, rule_entities
+from transforms.enrich.judge.tasks import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
                                     JUDGE_ERROR, JUDGED, REFERENCE, SAFETY, USEFULNESS, answer_ids,
                                     context_ids, reference_ids, rubric_feature)
 

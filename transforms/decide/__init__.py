@@ -1,0 +1,1 @@
+"""Stage `decide`: ApplyVerdict: rules over metric values -> PASS / WARN / FAIL / ERROR."""

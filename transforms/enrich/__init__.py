@@ -1,0 +1,1 @@
+"""Stage `enrich`: EmbedTurns + embedders, JudgeTurns + judge tasks and prompts."""

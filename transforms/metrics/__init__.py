@@ -1,4 +1,0 @@
-"""Metric maths: plain functions, text in and MetricResult out, no Beam.
-
-Each module holds one concern; `transforms.scoring` wraps them in ParDos.
-"""

@@ -1,0 +1,1 @@
+"""Stage `publish`: rows, writers, summary CombineFns, Finalize, manifest and report."""

@@ -1,0 +1,1 @@
+"""Stage `read`: ReadCases (Parquet; more formats to come), input sharding, duplicate case ids."""

@@ -1,0 +1,1 @@
+"""Stage `score`: ScoreWith, the scorer registry, corpus statistics; metrics/ = pure maths."""
