@@ -1,9 +1,12 @@
-"""Builds the evaluation graph: read -> answer -> score × metric -> verdict -> tables.
+"""Builds the evaluation graph from one named PTransform per stage:
 
-Everything from reading a shard to writing its rows is one fused stage, so a
-worker streams its shards through every step without the runner holding the
-whole collection; only small things (file lists, combiner accumulators,
-counts) cross stage boundaries.
+    Read -> Answer -> Enrich -> Score -> Decide -> Publish
+
+(as TFMA composes ExtractEvaluateAndWriteResults). Everything from reading a
+shard to writing its rows is one fused stage, so a worker streams its shards
+through every step without the runner holding the whole collection; only
+small things (file lists, combiner accumulators, counts) cross stage
+boundaries.
 """
 from __future__ import annotations
 
@@ -48,115 +51,198 @@ class Plan:
     cache_path: str | None = None         # call cache of judge and embedding calls
 
 
-def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
-    cfg, info = plan.config, plan.info
-    out = (info.output, info.run_id, info.run_date, info.attempt)
-    read = p | "ReadCases" >> ReadCases(list(plan.shards), plan.columns)
-    cases, problems = read.cases, read.problems
+class Read(beam.PTransform):
+    """Shards of the input -> valid EvalCases (`cases`) and RowProblems (`problems`)."""
 
-    idf = None
-    if any(s.uses_idf for s, _ in plan.scorers):
-        sources = [("shard", s) for s in plan.shards] + [
-            ("faq", b.faq) for b in cfg.bots if b.type == "faq_match"]
-        idf = AsSingleton(
-            p | "IdfCorpus" >> beam.Create(sources, reshuffle=len(sources) > 1)
-            | "CorpusTexts" >> beam.FlatMap(corpus_texts, dict(plan.columns))
-            | "DocumentFrequencies" >> beam.CombineGlobally(DocumentFrequencyFn()))
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
 
-    answered = (cases
+    def expand(self, pbegin):
+        return pbegin | "ReadCases" >> ReadCases(list(self._plan.shards), self._plan.columns)
+
+
+class Answer(beam.PTransform):
+    """EvalCases -> one Turn per case × bot (main output) and call tallies (`calls`)."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
+
+    def expand(self, cases):
+        cfg = self._plan.config
+        return (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
-                                                        plan.cache_path)).with_outputs(
+                                                        self._plan.cache_path)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
-    turns = answered.turns
-    calls = [answered[AnswerWith.CALLS]]
-    needs = frozenset(f for s, _ in plan.scorers for f in s.features)
-    if needs:
-        enriched = (turns
-                    | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
-                    | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints, needs,
-                                                            plan.cache_path))
-                    .with_outputs(EmbedTurns.CALLS, main="turns"))
-        turns = enriched.turns
-        calls.append(enriched[EmbedTurns.CALLS])
-    if plan.judge_metrics:
-        asked = (turns
-                 | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
-                 | "JudgeTurns" >> beam.ParDo(JudgeTurns(
-                     cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
-                     plan.cache_path)).with_outputs(JudgeTurns.CALLS, main="turns"))
-        turns = asked.turns
-        calls.append(asked[JudgeTurns.CALLS])
-    sides = {"idf": idf}
-    if any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers):
-        sides["bert_idf"] = AsSingleton(
-            p | "ReferenceShards" >> beam.Create(list(plan.shards), reshuffle=len(plan.shards) > 1)
-            | "References" >> beam.FlatMap(read_references, dict(plan.columns))
-            | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings))
-            | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
-    for scorer, options in plan.scorers:
-        side = sides.get(scorer.side_input)
-        kwargs = {"side": side} if side is not None else {}
-        turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options),
-                                                              **kwargs)
-    judged = turns | "ApplyVerdict" >> beam.ParDo(
-        ApplyVerdict(cfg.verdict.rules, cfg.verdict.otherwise))
 
-    run_id = info.run_id
-    written = [
-        judged | "ResultRows" >> beam.Map(result_row, run_id)
-        | "WriteResults" >> WriteRows(RESULTS, *out),
-        judged | "ScoreRows" >> beam.FlatMap(score_rows, run_id)
-        | "WriteScores" >> WriteRows(SCORES, *out),
-        judged | "BotErrors" >> beam.Filter(lambda t: t.error is not None)
-        | "BotErrorRows" >> beam.Map(bot_error_row, run_id)
-        | "WriteBotErrors" >> WriteRows(ERRORS, *out),
-        problems | "ProblemRows" >> beam.Map(problem_row, run_id)
-        | "WriteReadErrors" >> WriteRows(ERRORS, *out),
-    ]
-    judge_errors = None
-    if plan.judge_metrics:
-        judge_errors = judged | "JudgeErrorRows" >> beam.FlatMap(judge_error_rows, run_id)
-        written.append(judge_errors | "WriteJudgeErrors" >> WriteRows(ERRORS, *out))
-    duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds(list(plan.shards), plan.columns)
-    written.append(duplicates | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
-                   | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
 
-    metric_stats = (
-        judged | "MetricValues" >> beam.FlatMap(
-            lambda t: ((key, r.value) for m, r in t.scores.items()
-                       for key in summary_keys(t.bot, t.case.suite, m)))
-        | "MetricStats" >> beam.CombinePerKey(MetricStatsFn()))
-    verdicts = (
-        judged | "VerdictKeys" >> beam.FlatMap(
-            lambda t: ((bot, suite, t.verdict) for bot, suite, _ in
-                       summary_keys(t.bot, t.case.suite, "verdict")))
-        | "CountVerdicts" >> beam.combiners.Count.PerElement())
-    worst = (judged | "WorstKeys" >> beam.Map(lambda t: (t.bot, worst_case_row(t)))
-             | "WorstCases" >> beam.combiners.Top.PerKey(WORST_CASES_PER_BOT,
-                                                         key=lambda w: w["severity"]))
-    counts = [
-        cases | "CountValid" >> beam.combiners.Count.Globally()
-        | "TagValid" >> beam.Map(lambda n: ("valid_cases", n)),
-        problems | "CountInvalid" >> beam.combiners.Count.Globally()
-        | "TagInvalid" >> beam.Map(lambda n: ("invalid_rows", n)),
-        judged | "ErrorTurns" >> beam.Filter(lambda t: t.error is not None)
-        | "CountBotErrors" >> beam.combiners.Count.Globally()
-        | "TagBotErrors" >> beam.Map(lambda n: ("bot_errors", n)),
-        duplicates | "CountDuplicates" >> beam.combiners.Count.Globally()
-        | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
-        p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
-    ]
-    if judge_errors is not None:
-        counts.append(judge_errors | "CountJudgeErrors" >> beam.combiners.Count.Globally()
-                      | "TagJudgeErrors" >> beam.Map(lambda n: ("judge_errors", n)))
-    usage = (calls | "AllCalls" >> beam.Flatten()
-             | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
+class Enrich(beam.PTransform):
+    """Turns -> Turns with the embeddings and judge outcomes the metrics need.
 
-    _ = (p | "Once" >> beam.Create([None])
-         | "Finalize" >> beam.ParDo(
-             Finalize(info),
-             AsList(written | "AllFiles" >> beam.Flatten()),
-             AsList(metric_stats), AsList(verdicts),
-             AsList(counts | "AllCounts" >> beam.Flatten()),
-             AsList(worst), AsList(usage)))
+    Returns (turns, [call tallies]); a stage nothing needs is left out."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
+
+    def expand(self, turns):
+        plan, cfg = self._plan, self._plan.config
+        calls = []
+        needs = frozenset(f for s, _ in plan.scorers for f in s.features)
+        if needs:
+            enriched = (turns
+                        | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
+                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints,
+                                                                needs, plan.cache_path))
+                        .with_outputs(EmbedTurns.CALLS, main="turns"))
+            turns = enriched.turns
+            calls.append(enriched[EmbedTurns.CALLS])
+        if plan.judge_metrics:
+            asked = (turns
+                     | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
+                     | "JudgeTurns" >> beam.ParDo(JudgeTurns(
+                         cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
+                         plan.cache_path)).with_outputs(JudgeTurns.CALLS, main="turns"))
+            turns = asked.turns
+            calls.append(asked[JudgeTurns.CALLS])
+        return turns, calls
+
+
+class Score(beam.PTransform):
+    """Turns -> Turns with every metric, one ParDo `Score[name]` per scorer; the
+    corpus statistics some metrics need are side inputs read from the input."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
+
+    def _side_inputs(self, p) -> dict:
+        plan, cfg = self._plan, self._plan.config
+        sides = {}
+        if any(s.uses_idf for s, _ in plan.scorers):
+            sources = [("shard", s) for s in plan.shards] + [
+                ("faq", b.faq) for b in cfg.bots if b.type == "faq_match"]
+            sides["idf"] = AsSingleton(
+                p | "IdfCorpus" >> beam.Create(sources, reshuffle=len(sources) > 1)
+                | "CorpusTexts" >> beam.FlatMap(corpus_texts, dict(plan.columns))
+                | "DocumentFrequencies" >> beam.CombineGlobally(DocumentFrequencyFn()))
+        if any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers):
+            sides["bert_idf"] = AsSingleton(
+                p | "ReferenceShards" >> beam.Create(list(plan.shards),
+                                                     reshuffle=len(plan.shards) > 1)
+                | "References" >> beam.FlatMap(read_references, dict(plan.columns))
+                | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings))
+                | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
+        return sides
+
+    def expand(self, turns):
+        sides = self._side_inputs(turns.pipeline)
+        for scorer, options in self._plan.scorers:
+            side = sides.get(scorer.side_input)
+            kwargs = {"side": side} if side is not None else {}
+            turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options),
+                                                                  **kwargs)
+        return turns
+
+
+class Decide(beam.PTransform):
+    """Scored Turns -> Turns with a verdict and its reason."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
+
+    def expand(self, turns):
+        verdict = self._plan.config.verdict
+        return turns | "ApplyVerdict" >> beam.ParDo(ApplyVerdict(verdict.rules, verdict.otherwise))
+
+
+class Publish(beam.PTransform):
+    """Writes results/, scores/, errors/ per bundle, combines the summaries and
+    counts, and runs Finalize once everything is written.
+
+    Input: a dict with the `judged` Turns, the `cases` and read `problems`, and
+    the `calls` tallies of every remote-calling stage."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self._plan = plan
+
+    def expand(self, inputs):
+        plan, info = self._plan, self._plan.info
+        judged, cases, problems = inputs["judged"], inputs["cases"], inputs["problems"]
+        p = judged.pipeline
+        out = (info.output, info.run_id, info.run_date, info.attempt)
+        run_id = info.run_id
+        written = [
+            judged | "ResultRows" >> beam.Map(result_row, run_id)
+            | "WriteResults" >> WriteRows(RESULTS, *out),
+            judged | "ScoreRows" >> beam.FlatMap(score_rows, run_id)
+            | "WriteScores" >> WriteRows(SCORES, *out),
+            judged | "BotErrors" >> beam.Filter(lambda t: t.error is not None)
+            | "BotErrorRows" >> beam.Map(bot_error_row, run_id)
+            | "WriteBotErrors" >> WriteRows(ERRORS, *out),
+            problems | "ProblemRows" >> beam.Map(problem_row, run_id)
+            | "WriteReadErrors" >> WriteRows(ERRORS, *out),
+        ]
+        judge_errors = None
+        if plan.judge_metrics:
+            judge_errors = judged | "JudgeErrorRows" >> beam.FlatMap(judge_error_rows, run_id)
+            written.append(judge_errors | "WriteJudgeErrors" >> WriteRows(ERRORS, *out))
+        duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds(list(plan.shards),
+                                                                    plan.columns)
+        written.append(duplicates
+                       | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
+                       | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
+
+        metric_stats = (
+            judged | "MetricValues" >> beam.FlatMap(
+                lambda t: ((key, r.value) for m, r in t.scores.items()
+                           for key in summary_keys(t.bot, t.case.suite, m)))
+            | "MetricStats" >> beam.CombinePerKey(MetricStatsFn()))
+        verdicts = (
+            judged | "VerdictKeys" >> beam.FlatMap(
+                lambda t: ((bot, suite, t.verdict) for bot, suite, _ in
+                           summary_keys(t.bot, t.case.suite, "verdict")))
+            | "CountVerdicts" >> beam.combiners.Count.PerElement())
+        worst = (judged | "WorstKeys" >> beam.Map(lambda t: (t.bot, worst_case_row(t)))
+                 | "WorstCases" >> beam.combiners.Top.PerKey(WORST_CASES_PER_BOT,
+                                                             key=lambda w: w["severity"]))
+        counts = [
+            cases | "CountValid" >> beam.combiners.Count.Globally()
+            | "TagValid" >> beam.Map(lambda n: ("valid_cases", n)),
+            problems | "CountInvalid" >> beam.combiners.Count.Globally()
+            | "TagInvalid" >> beam.Map(lambda n: ("invalid_rows", n)),
+            judged | "ErrorTurns" >> beam.Filter(lambda t: t.error is not None)
+            | "CountBotErrors" >> beam.combiners.Count.Globally()
+            | "TagBotErrors" >> beam.Map(lambda n: ("bot_errors", n)),
+            duplicates | "CountDuplicates" >> beam.combiners.Count.Globally()
+            | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
+            p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
+        ]
+        if judge_errors is not None:
+            counts.append(judge_errors | "CountJudgeErrors" >> beam.combiners.Count.Globally()
+                          | "TagJudgeErrors" >> beam.Map(lambda n: ("judge_errors", n)))
+        usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
+
+        return (p | "Once" >> beam.Create([None])
+                | "Finalize" >> beam.ParDo(
+                    Finalize(info),
+                    AsList(written | "AllFiles" >> beam.Flatten()),
+                    AsList(metric_stats), AsList(verdicts),
+                    AsList(counts | "AllCounts" >> beam.Flatten()),
+                    AsList(worst), AsList(usage)))
+
+
+def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
+    """The whole evaluation: one named stage after the other."""
+    read = p | "Read" >> Read(plan)
+    answered = read.cases | "Answer" >> Answer(plan)
+    turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan)
+    scored = turns | "Score" >> Score(plan)
+    judged = scored | "Decide" >> Decide(plan)
+    calls = [answered[AnswerWith.CALLS], *enrich_calls] | "AllCalls" >> beam.Flatten()
+    _ = {"judged": judged, "cases": read.cases, "problems": read.problems,
+         "calls": calls} | "Publish" >> Publish(plan)
