@@ -15,7 +15,12 @@ import pyarrow as pa
 from schemas.records import EvalCase
 
 REQUIRED_COLUMNS = ("question",)
-OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite", "tags")
+OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite", "tags", "label")
+# Columns that make up a row's content for its derived id (`label` is a
+# reviewer's judgement of the answer, not part of the case: adding labels to a
+# file must not change its case ids).
+ID_COLUMNS = ("question", "expected_answer", "contexts", "answer", "suite", "tags")
+LABEL_VERDICTS = ("PASS", "WARN", "FAIL")
 CANONICAL_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 
 # Common exports map without configuration (Ragas' names).
@@ -59,7 +64,7 @@ def check_file_schema(schema: pa.Schema, columns: Mapping[str, str], path: str) 
 
 def derive_case_id(row: Mapping[str, Any]) -> str:
     """Stable id from the row's content, so re-runs give the same ids."""
-    payload = json.dumps({k: row.get(k) for k in CANONICAL_COLUMNS if k != "case_id"},
+    payload = json.dumps({k: row.get(k) for k in ID_COLUMNS},
                          sort_keys=True, ensure_ascii=False, default=str)
     return "h-" + hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
 
@@ -90,6 +95,32 @@ def _string_list(value: Any, name: str) -> list[str] | None:
     return list(value)
 
 
+def parse_label(value: Any) -> str | None:
+    """A reviewer's label: a verdict name (PASS, WARN, FAIL; any case) or a
+    number in [0, 1] (1 = fully acceptable). Returned normalised as text
+    ("PASS", "0.75") so one string column holds both kinds."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError("label must be a verdict name or a number in [0, 1], got bool")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.upper() in LABEL_VERDICTS:
+            return text.upper()
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"label {value[:40]!r} is not PASS, WARN, FAIL or a number "
+                             "in [0, 1]") from None
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"label must be a verdict name or a number in [0, 1], got "
+                        f"{type(value).__name__}")
+    number = float(value)
+    if not 0.0 <= number <= 1.0:  # also rejects NaN
+        raise ValueError(f"label {value!r} is outside [0, 1]")
+    return repr(number)
+
+
 def to_case(raw: Mapping[str, Any], columns: Mapping[str, str], source: str) -> EvalCase | RowProblem:
     """Validate one input row (already read as a dict of source columns)."""
     row = {col: raw.get(src) for col, src in columns.items()}
@@ -111,6 +142,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, str], source: str) -> 
             answer=_optional_text(row.get("answer"), "answer"),
             suite=_optional_text(row.get("suite"), "suite"),
             tags=_string_list(row.get("tags"), "tags") or [],
+            label=parse_label(row.get("label")),
             source=source,
         )
     except (TypeError, ValueError) as exc:

@@ -20,7 +20,8 @@ class EvalCase:
     answer: str | None = None  # recorded answer, used by the `precomputed` bot
     suite: str | None = None
     tags: list[str] = field(default_factory=list)
-    source: str = ""  # "file#row" so that errors can point at the input
+    source: str = ""
+    label: str | None = None  # a reviewer's verdict or score, for `evalbeam calibrate`  # "file#row" so that errors can point at the input
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ RESULTS = TableSpec("results", pa.schema([
     ("run_id", _S), ("case_id", _S), ("suite", _S), ("question", _S),
     ("expected_answer", _S), ("answer", _S), ("contexts", pa.list_(_S)), ("tags", pa.list_(_S)),
     ("latency_ms", _D), ("verdict", _S), ("verdict_reason", _S), ("error", _S),
-    ("bot_details", _S),
+    ("bot_details", _S), ("label", _S),
 ]), ("run_date", "bot"))
 
 SCORES = TableSpec("scores", pa.schema([

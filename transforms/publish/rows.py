@@ -20,7 +20,7 @@ def result_row(turn: Turn, run_id: str) -> dict:
             "question": c.question, "expected_answer": c.expected_answer, "answer": turn.answer,
             "contexts": turn.effective_contexts, "tags": c.tags, "latency_ms": turn.latency_ms,
             "verdict": turn.verdict, "verdict_reason": turn.verdict_reason, "error": turn.error,
-            "bot_details": to_json(turn.details)}
+            "bot_details": to_json(turn.details), "label": c.label}
 
 
 def score_rows(turn: Turn, run_id: str) -> Iterator[dict]:
