@@ -1,0 +1,226 @@
+"""Validity of evalbeam's metrics and verdicts against people's labels.
+
+    python bench/validity.py                       # measure this checkout, update VALIDITY.md
+    python bench/validity.py --checkout DIR --label before   # measure another checkout
+
+Runs `evalbeam run` (offline: recorded answers, local embedder, no judge) on
+ - the validation sets (validation/cases.parquet, built from the hand-written
+   sources by validation/build.py: 5 domains, 6 languages, each question with
+   good, hallucinated, poor and off-topic answers, every answer labelled), and
+ - the bundled example (examples/support/cases.parquet; its `quality` column
+   mapped to labels: see EXAMPLE_LABELS),
+once per verdict preset, then reports per metric and per preset:
+ - pairwise accuracy within a question: good > hallucinated (grounding) and
+   good > poor or off-topic (relevance), ties one half;
+ - ROC AUC against the labels (all answers);
+ - verdict accuracy and Cohen's kappa against the labels, the share of good
+   answers that FAIL and of bad ones that PASS;
+per language, for long (>= 150 words) and short good answers, and on the
+`dev` and `test` splits of the questions. Results go to
+bench/results/validity-<label>.json; VALIDITY.md is rewritten from every
+results file present (so `before` and `after` sit side by side).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from pipeline.postrun.agreement import (acceptable, pairwise_accuracy, roc_auc,  # noqa: E402
+                                        verdict_agreement)
+
+RESULTS_DIR = os.path.join(ROOT, "validation", "results")
+EXAMPLE_LABELS = {  # the bundled example's `quality` -> a reviewer's label
+    "exact": "PASS", "paraphrase": "PASS", "very_long": "PASS", "non_ascii": "PASS",
+    "hedged": "PASS", "polite": "PASS", "missing_facts": "WARN", "wrong_number": "FAIL",
+    "wrong_date": "FAIL", "invented_claim": "FAIL", "off_topic": "FAIL", "empty": "FAIL",
+}
+HALLUCINATED = {"wrong_number", "wrong_date", "wrong_entity", "swapped_entity", "negation",
+                "invented_list", "invented_claim"}
+POOR = {"evasive", "restates_question", "partly_relevant", "off_topic", "empty"}
+DESCRIPTIVE = {"answer_length", "latency_ms"}  # not quality scores: not ranked
+PRESETS = {  # label -> the config's verdict section (None: the checkout's default)
+    "default": None,
+    "seed": {"preset": "seed"},
+}
+
+
+def tag(tags, prefix, default=None):
+    for t in tags or ():
+        if t.startswith(prefix + ":"):
+            return t.split(":", 1)[1]
+    return default
+
+
+def prepare_example(tmp: str) -> str:
+    """The bundled example with a `label` column from its `quality` column."""
+    table = pq.read_table(os.path.join(ROOT, "examples", "support", "cases.parquet"))
+    labels = [EXAMPLE_LABELS[q] for q in table.column("quality").to_pylist()]
+    import pyarrow as pa
+    table = table.append_column("label", pa.array(labels, pa.string()))
+    path = os.path.join(tmp, "example.parquet")
+    pq.write_table(table, path)
+    return path
+
+
+def run_evalbeam(checkout: str, cases: str, out: str, run_id: str, verdict) -> None:
+    config = {"bots": [{"name": "recorded", "type": "precomputed"}]}
+    if verdict is not None:
+        config["verdict"] = verdict
+    cfg_path = os.path.join(out + "-config.json")
+    with open(cfg_path, "w") as fh:
+        json.dump(config, fh)
+    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+           "--config", cfg_path, "--run-id", run_id]
+    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"evalbeam run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
+def read_run(out: str, run_id: str) -> tuple[list[dict], dict]:
+    results = ds.dataset(os.path.join(out, "results"), format="parquet",
+                         partitioning="hive").to_table(filter=pc.field("run_id") == run_id)
+    scores = ds.dataset(os.path.join(out, "scores"), format="parquet",
+                        partitioning="hive").to_table(
+        columns=["case_id", "metric", "value"], filter=pc.field("run_id") == run_id)
+    by_case: dict = defaultdict(dict)
+    for r in scores.to_pylist():
+        by_case[r["case_id"]][r["metric"]] = r["value"]
+    return results.to_pylist(), by_case
+
+
+def lower_is_better(out: str, run_id: str) -> set[str]:
+    summary = ds.dataset(os.path.join(out, "summary"), format="parquet",
+                         partitioning="hive").to_table(filter=pc.field("run_id") == run_id)
+    return {r["metric"] for r in summary.to_pylist() if r["higher_is_better"] is False}
+
+
+def describe(rows: list[dict], by_case: dict, lower: set[str], kind_of, question_of,
+             lang_of, long_of) -> dict:
+    """Per metric: pairwise accuracies and AUC; overall and per language / length."""
+    metrics = sorted({m for v in by_case.values() for m in v} - DESCRIPTIVE)
+    out: dict = {}
+    for m in metrics:
+        hib = m not in lower
+        entries = []
+        for r in rows:
+            value = by_case.get(r["case_id"], {}).get(m)
+            if value is None or r.get("label") is None:
+                continue
+            entries.append((r, value, acceptable(r["label"])))
+
+        def pairs(select_bad, select_good=lambda r: True, select=lambda r: True):
+            items = [(question_of(r), v, ok) for r, v, ok in entries if select(r) and (
+                (ok and select_good(r)) or (not ok and select_bad(kind_of(r))))]
+            return pairwise_accuracy(items, hib)
+
+        def auc(select=lambda r: True):
+            sub = [(v, ok) for r, v, ok in entries if select(r)]
+            return roc_auc([v for v, _ in sub], [ok for _, ok in sub], hib) if sub else None
+
+        row = {"higher_is_better": hib, "n": len(entries),
+               "grounding": pairs(lambda k: k in HALLUCINATED)[0],
+               "relevance": pairs(lambda k: k in POOR)[0],
+               "auc": auc(),
+               "long_vs_short": {
+                   length: pairs(lambda k: True, lambda r, length=length: long_of(r) == length)[0]
+                   for length in ("long", "short")},
+               "by_language": {}}
+        for lang in sorted({lang_of(r) for r, _, _ in entries}):
+            sel = (lambda r, lang=lang: lang_of(r) == lang)
+            row["by_language"][lang] = {
+                "grounding": pairs(lambda k: k in HALLUCINATED, select=sel)[0],
+                "relevance": pairs(lambda k: k in POOR, select=sel)[0],
+                "auc": auc(sel)}
+        out[m] = row
+    return out
+
+
+def verdicts(rows: list[dict], lang_of, long_of, kind_of, split_of) -> dict:
+    def agreement(sel):
+        a = verdict_agreement((r["label"], r["verdict"]) for r in rows if sel(r))
+        return {"n": a.n, "accuracy": a.accuracy, "kappa": a.kappa,
+                "good_failed": a.acceptable_failed, "bad_passed": a.unacceptable_passed,
+                "confusion": a.confusion}
+    res = {"all": agreement(lambda r: True), "by_language": {}, "by_split": {},
+           "by_kind": {}}
+    for lang in sorted({lang_of(r) for r in rows}):
+        res["by_language"][lang] = agreement(lambda r, lang=lang: lang_of(r) == lang)
+    for split in sorted({split_of(r) for r in rows} - {None}):
+        res["by_split"][split] = agreement(lambda r, s=split: split_of(r) == s)
+    for kind in sorted({kind_of(r) for r in rows}):
+        ks = [r["verdict"] for r in rows if kind_of(r) == kind]
+        res["by_kind"][kind] = {v: ks.count(v) for v in ("PASS", "WARN", "FAIL", "ERROR")}
+    res["long_good"] = agreement(lambda r: acceptable(r["label"]) and long_of(r) == "long")
+    res["short_good"] = agreement(lambda r: acceptable(r["label"]) and long_of(r) == "short")
+    return res
+
+
+def measure(checkout: str, label: str) -> dict:
+    subprocess.run([sys.executable, os.path.join(ROOT, "validation", "build.py")], check=True,
+                   cwd=ROOT)
+    report: dict = {"label": label, "checkout": os.path.abspath(checkout), "sets": {}}
+    with tempfile.TemporaryDirectory(prefix="validity-") as tmp:
+        sets = {
+            "validation": (os.path.join(ROOT, "validation", "cases.parquet"),
+                           lambda r: tag(r["tags"], "kind"), lambda r: tag(r["tags"], "question"),
+                           lambda r: tag(r["tags"], "lang"), lambda r: tag(r["tags"], "length"),
+                           lambda r: tag(r["tags"], "split")),
+            "example": (prepare_example(tmp), lambda r: tag(r["tags"], "quality"),
+                        lambda r: tag(r["tags"], "topic"), lambda r: tag(r["tags"], "lang", "en"),
+                        lambda r: "long" if len((r["answer"] or "").split()) >= 150 else "short",
+                        lambda r: None),
+        }
+        for name, (cases, kind_of, question_of, lang_of, long_of, split_of) in sets.items():
+            report["sets"][name] = {"presets": {}}
+            for preset, verdict in PRESETS.items():
+                out = os.path.join(tmp, f"{name}-{preset}")
+                try:
+                    run_evalbeam(checkout, cases, out, f"validity-{preset}", verdict)
+                except SystemExit as exc:
+                    report["sets"][name]["presets"][preset] = {"error": str(exc)[:500]}
+                    continue
+                rows, by_case = read_run(out, f"validity-{preset}")
+                report["sets"][name]["presets"][preset] = verdicts(rows, lang_of, long_of,
+                                                                   kind_of, split_of)
+                if "metrics" not in report["sets"][name]:
+                    report["sets"][name]["metrics"] = describe(
+                        rows, by_case, lower_is_better(out, f"validity-{preset}"), kind_of,
+                        question_of, lang_of, long_of)
+                    report["sets"][name]["rows"] = len(rows)
+    return report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkout", default=ROOT, help="the evalbeam checkout to measure")
+    ap.add_argument("--label", default="after", help="name of this measurement")
+    ap.add_argument("--render-only", action="store_true", help="only rewrite VALIDITY.md")
+    args = ap.parse_args(argv)
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    if not args.render_only:
+        report = measure(args.checkout, args.label)
+        with open(os.path.join(RESULTS_DIR, f"validity-{args.label}.json"), "w") as fh:
+            json.dump(report, fh, indent=1, sort_keys=True)
+    from bench.validity_report import render
+    reports = []
+    for path in sorted(glob.glob(os.path.join(RESULTS_DIR, "validity-*.json"))):
+        with open(path) as fh:
+            reports.append(json.load(fh))
+    render(reports, os.path.join(ROOT, "VALIDITY.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
