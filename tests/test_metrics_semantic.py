@@ -74,8 +74,38 @@ def test_sentences_and_answer_relevance():
     assert split_sentences("第一句。第二句。") == ["第一句。", "第二句。"]
     q = np.array([1.0, 0.0])
     rel = answer_relevance(q, np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]), 3)
-    assert rel.value == pytest.approx(1 / 3)  # 1, 0 and a negative clamped to 0
+    # the better half (2 of 3) of 1, 0 and a negative clamped to 0
+    assert rel.value == pytest.approx(1 / 2)
     capped = answer_relevance(q, np.array([[1.0, 0.0]]), 100)
     assert "first 1 of 100" in capped.details["note"]
     empty = answer_relevance(q, np.zeros((0, 2)), 0)
     assert empty.value == 0.0 and empty.details["note"] == "empty answer"
+
+
+def test_list_markers_are_not_sentences():
+    # "1." once became a sentence of its own, with ~0.05 similarity, dragging the mean down
+    assert split_sentences("Steps:\n1. Open Settings.\n2. Tap Reset.\n- Done") == [
+        "Steps:", "Open Settings.", "Tap Reset.", "Done"]
+    assert split_sentences("1.\n2)\n•") == []
+
+
+def test_multi_part_answer_is_not_penalised_for_its_background_sentences():
+    q = np.array([1.0, 0.0])
+    direct = answer_relevance(q, np.array([[1.0, 0.0]]), 1)
+    full = answer_relevance(q, np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 1.0]]), 4)
+    assert full.value > 0.9 * direct.value  # the mean over all four was ~0.5
+
+
+def test_restating_the_question_is_not_an_answer():
+    q = np.array([1.0, 0.0])
+    restated = answer_relevance(q, np.array([[1.0, 0.0]]), 1, novelty=0.0)
+    answered = answer_relevance(q, np.array([[0.8, 0.6]]), 1, novelty=0.8)
+    assert restated.value == 0.0 and restated.details["note"] == "restates the question"
+    assert answered.value > restated.value
+
+
+def test_novelty_of_a_restatement_is_low():
+    from transforms.score.metrics.coverage import novelty
+    q = "When did Voyager 1 reach interstellar space?"
+    assert novelty(q, "So you are asking when Voyager 1 reached interstellar space.") < 0.3
+    assert novelty(q, "It crossed the heliopause on 25 August 2012, 121 AU from the Sun.") > 0.6

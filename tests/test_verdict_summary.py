@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from pipeline.config import DEFAULT_RULES, VerdictRule
+from pipeline.config import VerdictRule
+from transforms.decide.presets import SEED_RULES as DEFAULT_RULES
 from schemas.records import MetricResult as R
 from transforms.publish.summary import EXACT_LIMIT, MetricStatsFn, summary_rows
 from transforms.decide.verdict import decide

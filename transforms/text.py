@@ -14,6 +14,8 @@ from typing import Iterable, Mapping
 
 from nltk.stem import porter
 
+from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
+
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
 # hyphens, dots and commas between digits ("don't", "e-mail", "3.5", "10,000").
@@ -25,10 +27,50 @@ def normalize(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip().lower()
 
 
+# Arabic-Indic and Persian digits (and Arabic separators) read as ASCII ones:
+# NFKC leaves them alone, but "١٨٨٩" and "1889" are the same year.
+_DIGITS = {**{0x660 + i: str(i) for i in range(10)}, **{0x6F0 + i: str(i) for i in range(10)},
+           0x66B: ".", 0x66C: ",", 0x66A: "%"}
+
+
+_WIDE = re.compile("[\u3040-\U0003ffff]")
+
+
+def normalize_digits(text: str) -> str:
+    return text.translate(_DIGITS)
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens with light punctuation stripped, in order."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("’", "'")
-    return _WORD.findall(text)
+    """Lower-cased word tokens with light punctuation stripped, in order.
+
+    Han and kana are written without spaces, so each of their characters is a
+    token (as sacrebleu's and rouge's CJK handling does); other scripts split on
+    spaces and punctuation. Arabic-Indic digits read as ASCII digits."""
+    text = normalize_digits(unicodedata.normalize("NFKC", text)).lower().replace("’", "'")
+    tokens = _WORD.findall(text)
+    if _WIDE.search(text):
+        tokens = [piece for tok in tokens for piece in _split_cjk(tok)]
+    return tokens
+
+
+def _split_cjk(token: str) -> list[str]:
+    if not any(is_cjk_char(ch) for ch in token):
+        return [token]
+    pieces, run = [], []
+    for ch in token:
+        if is_cjk_char(ch):
+            if run:
+                pieces.append("".join(run))
+                run = []
+            pieces.append(ch)
+        else:
+            run.append(ch)
+    if run:
+        pieces.append("".join(run))
+    return [p for p in pieces if p.strip("'-.,")]
+
+
+tokenize_plain = tokenize
 
 
 def token_set(text: str) -> frozenset[str]:
@@ -43,8 +85,9 @@ def stop_words() -> frozenset[str]:
 
 
 def keywords(text: str) -> list[str]:
-    """Content words: tokens that are not stop words, in order, unique."""
-    stops = stop_words()
+    """Content words: tokens that are not stop words of the text's language
+    (English: evalbeam's list; others: the `stop-words` package), in order, unique."""
+    stops = stop_words_for(detect_language(text))
     seen: dict[str, None] = {}
     for tok in tokenize(text):
         if tok not in stops and tok not in seen:
@@ -64,10 +107,12 @@ def stem(token: str) -> str:
     return token
 
 
-def terms(text: str) -> list[str]:
+def terms(text: str, lang: str | None = None) -> list[str]:
     """Stemmed tokens: what relevance and completeness compare, so that a
-    question about "refunds" is answered by a text about "refund"."""
-    return [stem(t) for t in tokenize(text)]
+    question about "refunds" is answered by a text about "refund". The stemmer
+    is the text's language's (Porter for English, Snowball for others)."""
+    stemmer = stemmer_for(lang or detect_language(text))
+    return [stemmer(t) for t in tokenize(text)]
 
 
 def document_frequencies(documents: Iterable[Iterable[str]]) -> tuple[Counter, int]:

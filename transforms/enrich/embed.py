@@ -22,6 +22,9 @@ VEC_QUESTION, VEC_EXPECTED, VEC_ANSWER = "vec:question", "vec:expected", "vec:an
 SENTENCES = "sentences"            # (n_sentences_total, matrix of the first MAX_SENTENCES)
 TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
 EMBED_ERROR = "embed_error"
+# embeddings.model values of the local provider
+MINILM_MODELS = (None, "all-MiniLM-L6-v2")
+MULTILINGUAL_MODELS = ("multilingual", "universal-sentence-encoder-multilingual-3")
 
 
 def make_embedder(cfg, runtime=None, log=None):
@@ -34,6 +37,9 @@ def make_embedder(cfg, runtime=None, log=None):
         from transforms.enrich.embeddings.endpoint import EndpointEmbedder
         inner = EndpointEmbedder(runtime, cfg.endpoint, cfg.model, log=log)
         return CachingEmbedder(inner, batch_size=100_000)  # the endpoint batches its requests
+    if cfg.model in MULTILINGUAL_MODELS:
+        from transforms.enrich.embeddings.multilingual import MultilingualEmbedder
+        return CachingEmbedder(MultilingualEmbedder())
     from transforms.enrich.embeddings.local_minilm import get_local_minilm
     return CachingEmbedder(get_local_minilm())
 

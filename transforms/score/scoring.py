@@ -14,7 +14,7 @@ from schemas.records import MetricResult, Turn
 from transforms.score.metrics import hallucination as hall
 from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
                                VEC_EXPECTED, VEC_QUESTION)
-from transforms.score.metrics import lexical, overlap, relevance, semantic
+from transforms.score.metrics import coverage, lexical, overlap, relevance, semantic
 from transforms.enrich.judge import scorers as judged
 from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
@@ -40,6 +40,12 @@ class Scorer:
 
 def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) -> Compute:
     return lambda turn, opts, idf: {name: fn(turn, opts, idf)}
+
+
+def _hallucination(t: Turn, o) -> dict[str, MetricResult]:
+    result = hall.hallucination(t.answer, t.effective_contexts, window=int(o["window"]),
+                                question=t.case.question)
+    return {"hallucination": result, "unsupported_facts": hall.unsupported_facts(result)}
 
 
 def _latency(turn: Turn, opts, idf) -> MetricResult:
@@ -73,12 +79,22 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
            side_input="idf"),
     Scorer("completeness", ("completeness",), ("question", "answer"),
            _one("completeness", lambda t, o, i: relevance.completeness(t.case.question, t.answer))),
-    Scorer("hallucination", ("hallucination",), ("answer", "contexts"),
-           _one("hallucination",
-                lambda t, o, i: hall.hallucination(t.answer, t.effective_contexts,
-                                                   window=int(o["window"]))),
-           lower_is_better=frozenset({"hallucination"}), option_defaults={"window": 12}),
+    Scorer("hallucination", ("hallucination", "unsupported_facts"), ("answer", "contexts"),
+           lambda t, o, i: _hallucination(t, o),
+           lower_is_better=frozenset({"hallucination", "unsupported_facts"}),
+           option_defaults={"window": 12}),
 )
+
+SCORERS += (
+    Scorer("reference_coverage", ("reference_coverage",), ("answer", "expected_answer"),
+           _one("reference_coverage",
+                lambda t, o, i: coverage.reference_coverage(t.answer, t.case.expected_answer))),
+    Scorer("key_fact_recall", ("key_fact_recall",), ("question", "answer", "contexts"),
+           _one("key_fact_recall",
+                lambda t, o, i: coverage.key_fact_recall(t.case.question, t.answer,
+                                                         t.effective_contexts))),
+)
+
 
 def _similarity(t: Turn, o, side) -> MetricResult:
     if not t.answer.strip():  # an empty text's embedding means nothing: nothing said, 0
@@ -94,7 +110,8 @@ def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
 
 def _relevance(t: Turn, o, side) -> MetricResult:
     n_sentences, vectors = t.features[SENTENCES]
-    return semantic.answer_relevance(t.features[VEC_QUESTION], vectors, n_sentences)
+    return semantic.answer_relevance(t.features[VEC_QUESTION], vectors, n_sentences,
+                                     coverage.novelty(t.case.question, t.answer))
 
 
 SCORERS += (

@@ -15,8 +15,11 @@ from typing import Sequence
 from transforms.text import stop_words, tokenize
 
 _EMAIL_URL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+[\w/]")
-_NUMBER = re.compile(r"[$€£¥]?\d[\d,.:]*\d?(?:\s?(?:%|percent|days?|hours?|minutes?|weeks?|"
-                     r"months?|years?|am|pm|[kKmM]?[bB]|GB|MB|kg|km|EUR|USD|GBP))?")
+# A unit must end at a word boundary: "2014 by" is not "2014 b", and "3.7 billion"
+# keeps its whole word (it was cut to "3.7 b", which no context contains).
+_NUMBER = re.compile(r"[$€£¥]?\d[\d,.:]*\d?(?:\s?(?:%|percent|thousand|million|billion|trillion|"
+                     r"days?|hours?|minutes?|weeks?|months?|years?|am|pm|[kKmM]?[bB]|bn|GB|MB|kg|"
+                     r"km|EUR|USD|GBP)(?![^\W_]))?")
 _CODE = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
                    r"|\b[A-Z]{2,}\d+[A-Z0-9]*\b")
 _CAPITALISED = re.compile(r"\b[A-Z][\w’'&-]*(?:[ \t]+(?:of |de |the |and |& )?[A-Z][\w’'&-]*)*")
@@ -72,12 +75,17 @@ class _Span:
         return self._text
 
 
+def _words(text: str) -> list[str]:
+    """Tokens with the possessive 's dropped ("Qatar's" is "Qatar")."""
+    return [t[:-2] if t.endswith("'s") and len(t) > 2 else t for t in tokenize(text)]
+
+
 def entities_in(entities: Sequence[str], contexts: Sequence[str]) -> list[str]:
     """The entities whose words appear, in order and adjacent, in some context."""
-    haystacks = [" " + " ".join(tokenize(c)) + " " for c in contexts]
+    haystacks = [" " + " ".join(_words(c)) + " " for c in contexts]
     found = []
     for e in entities:
-        needle = " ".join(tokenize(e))
+        needle = " ".join(_words(e))
         if needle and any(f" {needle} " in h for h in haystacks):
             found.append(e)
     return found

@@ -45,6 +45,8 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from schemas.records import MetricResult
+from transforms.lang import detect_language, is_negated, negation_cues, stop_words_for
+from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
 
@@ -85,10 +87,11 @@ class Claim:
     verb: str
     obj: tuple[str, ...]
     sentence: str
+    negated: bool = False  # "is not contagious": supported only by a negated statement
 
     @property
     def text(self) -> str:
-        return " ".join((*self.subject, self.verb, *self.obj))
+        return " ".join((*self.subject, self.verb, *(("not",) if self.negated else ()), *self.obj))
 
 
 # --- dates and times ------------------------------------------------------
@@ -99,39 +102,85 @@ _MONTHS = {
     "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9, "oct": 10,
     "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
 }
+# Month names of other languages, matched only in a text of that language
+# ("mars" is March in French and a planet in English; "Mai" is May in German).
+_FOREIGN_MONTHS: dict[str, dict[str, int]] = {
+    "de": {"januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5,
+           "juni": 6, "juli": 7, "august": 8, "september": 9, "oktober": 10, "november": 11,
+           "dezember": 12},
+    "fr": {"janvier": 1, "février": 2, "fevrier": 2, "mars": 3, "avril": 4, "mai": 5, "juin": 6,
+           "juillet": 7, "août": 8, "aout": 8, "septembre": 9, "octobre": 10, "novembre": 11,
+           "décembre": 12, "decembre": 12},
+    "es": {"enero": 1, "febrero": 2, "marzo": 3, "abril": 4, "mayo": 5, "junio": 6, "julio": 7,
+           "agosto": 8, "septiembre": 9, "setiembre": 9, "octubre": 10, "noviembre": 11,
+           "diciembre": 12},
+    "it": {"gennaio": 1, "febbraio": 2, "marzo": 3, "aprile": 4, "maggio": 5, "giugno": 6,
+           "luglio": 7, "agosto": 8, "settembre": 9, "ottobre": 10, "novembre": 11, "dicembre": 12},
+    "pt": {"janeiro": 1, "fevereiro": 2, "março": 3, "abril": 4, "maio": 5, "junho": 6,
+           "julho": 7, "agosto": 8, "setembro": 9, "outubro": 10, "novembro": 11, "dezembro": 12},
+    "nl": {"januari": 1, "februari": 2, "maart": 3, "april": 4, "mei": 5, "juni": 6, "juli": 7,
+           "augustus": 8, "september": 9, "oktober": 10, "november": 11, "december": 12},
+    "ar": {"يناير": 1, "كانون الثاني": 1, "فبراير": 2, "شباط": 2, "مارس": 3, "آذار": 3,
+           "أبريل": 4, "إبريل": 4, "ابريل": 4, "نيسان": 4, "مايو": 5, "أيار": 5, "يونيو": 6,
+           "حزيران": 6, "يوليو": 7, "تموز": 7, "أغسطس": 8, "اغسطس": 8, "آب": 8, "سبتمبر": 9,
+           "أيلول": 9, "أكتوبر": 10, "اكتوبر": 10, "تشرين الأول": 10, "نوفمبر": 11,
+           "تشرين الثاني": 11, "ديسمبر": 12, "كانون الأول": 12},
+}
+_ALL_MONTHS = {**_MONTHS, **{k: v for table in _FOREIGN_MONTHS.values() for k, v in table.items()}}
 # "May" only capitalised: lower-case "may" is the modal verb.
-_MON = (r"(?P<mon>(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|june?|july?|"
-        r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)|May|MAY)"
-        r"(?:\.(?!\d))?(?![^\W\d_])")
-_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?(?![^\W_])"
+_MON_NAMES = (r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|june?|july?|"
+              r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)|May|MAY")
+_MON_TAIL = r"(?:\.(?!\d))?(?![^\W\d_])"
+_MON = "(?P<mon>" + _MON_NAMES + ")" + _MON_TAIL
+# A day: "3", "3rd", "1er" (French), "30." (German, before a month name)
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th|er|\.(?=\s))?(?![^\W_])"
 _YEAR = r"(?P<year>\d{4})(?!\d)"
 
-_DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # 2024-03-03, 2024/03/03, 2024.03.03
-    ("ymd", re.compile(r"(?<![\w.\-/])(?P<year>\d{4})([-/.])(?P<month>\d{1,2})\2(?P<day>\d{1,2})(?![\d]|[.\-/]\d)")),
-    # March 3, 2024 / Mar 3rd 2024 (a weekday before it is simply left out)
-    ("mdy", re.compile(rf"(?<![^\W_]){_MON}\s+{_DAY},?\s+{_YEAR}")),
-    # 3 March 2024 / 3rd of March, 2024
-    ("dmy", re.compile(rf"(?<![^\W_]){_DAY}\s+(?:of\s+)?{_MON},?\s+{_YEAR}")),
-    # 03/04/2024, 3.4.2024: day and month order is ambiguous
-    ("numeric", re.compile(r"(?<![\w.\-/])(?P<a>\d{1,2})([-/.])(?P<b>\d{1,2})\2(?P<year>\d{4})(?![\d]|[.\-/]\d)")),
-    # 2024年3月3日
-    ("cjk", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
-    # March 2024
-    ("my", re.compile(rf"(?<![^\W_]){_MON},?\s+(?:of\s+)?{_YEAR}")),
-    # March 3 / 3 March (no year)
-    ("md", re.compile(rf"(?<![^\W_]){_MON}\s+{_DAY}")),
-    ("dm", re.compile(rf"(?<![^\W_]){_DAY}\s+(?:of\s+)?{_MON}")),
-)
+
+def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The date patterns around a month-name pattern `mon`."""
+    return (
+        # 2024-03-03, 2024/03/03, 2024.03.03
+        ("ymd", re.compile(r"(?<![\w.\-/])(?P<year>\d{4})([-/.])(?P<month>\d{1,2})\2(?P<day>\d{1,2})(?![\d]|[.\-/]\d)")),
+        # March 3, 2024 / Mar 3rd 2024 (a weekday before it is simply left out)
+        ("mdy", re.compile(rf"(?<![^\W_]){mon}\s+{_DAY},?\s+{_YEAR}")),
+        # 3 March 2024 / 3rd of March, 2024 / 30. August 2023 / 12 de mayo de 1998
+        ("dmy", re.compile(rf"(?<![^\W_]){_DAY}\s+(?:of\s+|de\s+)?{mon},?\s+(?:de\s+|del\s+)?{_YEAR}")),
+        # 03/04/2024, 3.4.2024: day and month order is ambiguous
+        ("numeric", re.compile(r"(?<![\w.\-/])(?P<a>\d{1,2})([-/.])(?P<b>\d{1,2})\2(?P<year>\d{4})(?![\d]|[.\-/]\d)")),
+        # 2024年3月3日
+        ("cjk", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
+        # 2024年3月
+        ("cjk_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月(?!\s?\d)")),
+        # March 2024 / mayo de 1998
+        ("my", re.compile(rf"(?<![^\W_]){mon},?\s+(?:of\s+|de\s+|del\s+)?{_YEAR}")),
+        # March 3 / 3 March (no year)
+        ("md", re.compile(rf"(?<![^\W_]){mon}\s+{_DAY}")),
+        ("dm", re.compile(rf"(?<![^\W_]){_DAY}\s+(?:of\s+|de\s+)?{mon}")),
+    )
+
+
+_DATE_PATTERNS = _date_patterns(_MON)
+
+
+@lru_cache(maxsize=None)
+def _language_dates(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """English patterns plus the language's own month names (case-insensitive)."""
+    names = _FOREIGN_MONTHS.get(lang)
+    if not names:
+        return _DATE_PATTERNS
+    alt = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
+    mon = "(?P<mon>(?i:" + alt + ")|" + _MON_NAMES + ")" + _MON_TAIL
+    return _date_patterns(mon)
+
 
 # in 2021, since 1999: a bare year is only a date after a time preposition.
 # Found as 4-digit candidates, then the preceding word is checked (much
 # faster than trying the prepositions at every position of a long text).
 _YEAR_CANDIDATE = re.compile(r"(?<![\d.,])(?:1[89]|20|21)\d\d(?![\w]|[.,]\d)")
 _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|after|during|"
-                       r"of|year|early|late|mid|circa|around)\s+$")
-# Patterns that need a month name are skipped when the text has none.
-_MONTH_WORD = re.compile(_MON.replace("(?P<mon>", "(?:"))
+                       r"of|year|early|late|mid|circa|around|im|jahr|seit|bis|vor|nach|ab|"
+                       r"en|dès|depuis|année|desde|hasta|año|nel|dal|anno|em|عام|سنة|منذ)\s+$")
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -162,7 +211,13 @@ def _date_from_match(kind: str, m: re.Match[str]) -> tuple[str, tuple[str, ...]]
     ambiguous numeric date such as 03/04/2024 (US reading first).
     """
     g = m.groupdict()
-    month = _MONTHS[g["mon"].lower()] if g.get("mon") else None
+    month = _ALL_MONTHS[g["mon"].lower()] if g.get("mon") else None
+    if kind == "cjk_my":
+        month = int(g["month"])
+        if not 1 <= month <= 12:
+            return None
+        norm = f"{int(g['year']):04d}-{month:02d}"
+        return norm, (norm,)
     if kind in ("ymd", "mdy", "dmy", "cjk"):
         year, day = int(g["year"]), int(g["day"])
         month = month if month is not None else int(g["month"])
@@ -216,16 +271,36 @@ _NUMBER = re.compile(
     # text has no spaces, so a preceding ideograph is fine ("价格是100元").
     r"(?<![A-Za-z\d.,])"
     r"(?P<cur>(?:USD|EUR|GBP|CHF|US\$|A\$|C\$|[$€£¥₹])\s?)?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    # 1,500.50 | 1.500,50 | 1 500 (thin or no-break space) | 3,5 | 10000
+    r"(?P<num>\d{1,3}(?:(?P<sep>[,.\u00a0\u202f])\d{3}(?:(?P=sep)\d{3})*)(?![\d])(?:[.,]\d+)?"
+    r"|\d+(?:[.,]\d+)?)"
     r"(?![.,]?\d)"
-    r"(?:\s?(?P<mword>(?i:thousand|million|billion|trillion))(?![^\W_])"
+    r"(?:\s?(?P<mword>(?i:thousand|million|billion|trillion|tausend|millionen|million|mio|"
+    r"milliarden|milliarde|mrd|mille|millions|milliards|milliard|mil\s+millones|millones|millón|"
+    r"mil|milioni|milione|miliardi|miliardo|milhões|milhão|bilhões|bilhão|miljoen|miljard)"
+    r"|ألف|آلاف|مليون|ملايين|مليار|مليارات)(?![^\W_])"
+    r"|(?P<cjkmult>[万亿千])"
     r"|(?P<mabbr>k|K|M|MM|mn|bn|B|m|b|tn)(?![^\W_]))?"
-    r"(?:\s?(?P<pct>%|(?i:per\s?cent|pct)(?![^\W_])))?"
+    r"(?:\s?(?P<pct>%|(?i:per\s?cent|pct|prozent|pour\s?cent|por\s?ciento|por\s?cento|"
+    r"per\s?cento)(?![^\W_])))?"
 )
+# French and others group thousands with a plain space ("22 950 €").
+_SPACED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d])")
 _MULTIPLIERS = {
     "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mm": 10**6, "mn": 10**6,
     "billion": 10**9, "b": 10**9, "bn": 10**9, "trillion": 10**12, "tn": 10**12,
+    "tausend": 10**3, "mille": 10**3, "mil": 10**3, "ألف": 10**3, "آلاف": 10**3,
+    "millionen": 10**6, "mio": 10**6, "millions": 10**6, "millones": 10**6, "millón": 10**6,
+    "milioni": 10**6, "milione": 10**6, "milhões": 10**6, "milhão": 10**6, "miljoen": 10**6,
+    "مليون": 10**6, "ملايين": 10**6,
+    "milliarden": 10**9, "milliarde": 10**9, "mrd": 10**9, "milliards": 10**9,
+    "milliard": 10**9, "mil millones": 10**9, "miliardi": 10**9, "miliardo": 10**9,
+    "bilhões": 10**9, "bilhão": 10**9, "miljard": 10**9, "مليار": 10**9, "مليارات": 10**9,
+    "千": 10**3, "万": 10**4, "亿": 10**8,
 }
+# Languages that write a decimal comma ("3,5 %", "1.500,50 €").
+DECIMAL_COMMA = frozenset({"de", "fr", "es", "it", "pt", "nl", "ru", "uk", "pl", "cs", "sv",
+                           "da", "nb", "fi", "ro", "tr", "id", "bg", "el", "hu"})
 _MAX_DIGITS = 40  # longer digit runs are identifiers or noise, not quantities
 
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -250,12 +325,35 @@ def _fmt(value: Decimal) -> str:
     return format(value.normalize(), "f")
 
 
-def _number_from_match(m: re.Match[str]) -> tuple[str, str] | None:
+def _plain_digits(raw: str, decimal_comma: bool) -> str:
+    """A written figure as a plain decimal string, by the text's convention.
+
+    A separator followed by exactly three digits groups thousands in the
+    text's convention ("1,500" in English, "1.500" in German); any other
+    single separator is the decimal point ("3,5" and "3.5" are 3.5 anywhere)."""
+    if raw.isdigit():
+        return raw
+    raw = raw.replace("\u00a0", "").replace("\u202f", "").replace(" ", "")
+    seps = [c for c in raw if c in ".,"]
+    if not seps:
+        return raw
+    thousands, decimal = (".", ",") if decimal_comma else (",", ".")
+    if len(set(seps)) == 2:  # both kinds: the last one is the decimal point
+        last = max(raw.rfind("."), raw.rfind(","))
+        return raw[:last].replace(",", "").replace(".", "") + "." + raw[last + 1:]
+    sep = seps[0]
+    groups = raw.split(sep)
+    if len(groups) > 2 or (sep == thousands and all(len(g) == 3 for g in groups[1:])):
+        return raw.replace(sep, "")
+    return raw.replace(sep, ".")
+
+
+def _number_from_match(m: re.Match[str], decimal_comma: bool = False) -> tuple[str, str] | None:
     """(kind, norm) of a digit-number match."""
-    digits = m["num"].replace(",", "")
+    digits = _plain_digits(m["num"], decimal_comma)
     if len(digits) > _MAX_DIGITS:
         return None
-    mult = m["mword"] or m["mabbr"]
+    mult = m["mword"] or m["mabbr"] or m["cjkmult"]
     if digits.isdecimal() and not (mult or m["pct"]):  # the common case: a plain integer
         return ("money" if m["cur"] else "number"), str(int(digits))
     try:
@@ -268,10 +366,33 @@ def _number_from_match(m: re.Match[str]) -> tuple[str, str] | None:
         if mult in ("m", "b") and not m["cur"]:
             mult = None
         if mult:
-            value *= _MULTIPLIERS[mult.lower()]
+            value *= _MULTIPLIERS[" ".join(mult.lower().split())]
     if m["pct"]:
         return "percent", _fmt(value) + "%"
     return ("money" if m["cur"] else "number"), _fmt(value)
+
+
+_NAME_BEFORE = re.compile(r"(?<![\w.])([^\W\d_][\w'’-]*) $")
+
+
+def _names_it(text: str, m: re.Match[str], stops: frozenset[str]) -> bool:
+    """A bare figure right after a capitalised word that is neither a function
+    word nor a month belongs to that name ("Voyager 2", "Windows 11")."""
+    start = m.start()
+    if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
+        return False
+    if m["cur"] or m["mword"] or m["mabbr"] or m["cjkmult"] or m["pct"]:
+        return False
+    before = _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())
+    if before is None:
+        return False
+    word = before.group(1)
+    return word[0].isupper() and word.lower() not in stops and \
+        word.lower().rstrip(".") not in _ALL_MONTHS
+
+
+def _spaced_from_match(m: re.Match[str]) -> tuple[str, str] | None:
+    return "number", str(int(m.group().replace(" ", "")))
 
 
 def _spelled_from_match(m: re.Match[str]) -> tuple[str, str] | None:
@@ -310,23 +431,35 @@ class _Spans:
 
 
 def _prepare(text: str) -> str:
-    """NFKC so that full-width digits and symbols read like ASCII ones."""
-    return unicodedata.normalize("NFKC", text)
+    """NFKC so that full-width digits and symbols read like ASCII ones, and
+    Arabic-Indic digits as ASCII digits (same length: offsets stay valid)."""
+    return normalize_digits(unicodedata.normalize("NFKC", text))
 
 
-def _scan(text: str, unique: bool = False) -> tuple[list[Anchor], list[Anchor]]:
+@lru_cache(maxsize=None)
+def _month_word(lang: str) -> re.Pattern[str]:
+    names = "|".join(sorted((re.escape(n) for n in _FOREIGN_MONTHS.get(lang, {})),
+                            key=len, reverse=True))
+    english = _MON.replace("(?P<mon>", "(?:")
+    return re.compile(english + (rf"|(?i:{names})" if names else ""))
+
+
+def _scan(text: str, unique: bool = False, lang: str | None = None
+          ) -> tuple[list[Anchor], list[Anchor]]:
     """(dates and times, numbers) of an already NFKC-normalised text, in text order.
 
     Dates claim their characters first, then times and list markers, so the
     digits inside them are not read again as numbers. With `unique`, only the
     first number of each value is returned (all the metric needs; it keeps a
-    megabyte of figures cheap). Offsets refer to the NFKC text.
+    megabyte of figures cheap). Offsets refer to the NFKC text. `lang` (detected
+    when None) chooses the month names and the decimal separator.
     """
+    lang = lang or detect_language(text)
     spans = _Spans(len(text))
     temporal: list[Anchor] = []
-    has_month = _MONTH_WORD.search(text) is not None
-    for kind, pattern in _DATE_PATTERNS:
-        if (kind in _NEEDS_MONTH and not has_month) or (kind == "cjk" and "年" not in text):
+    has_month = _month_word(lang).search(text) is not None
+    for kind, pattern in _language_dates(lang):
+        if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
@@ -360,7 +493,13 @@ def _scan(text: str, unique: bool = False) -> tuple[list[Anchor], list[Anchor]]:
     numbers: list[Anchor] = []
     seen: set[str] = set()
     parsed_cache: dict[str, tuple[str, str] | None] = {}
-    for pattern, parse in ((_NUMBER, _number_from_match), (_SPELLED, _spelled_from_match)):
+    decimal_comma = lang in DECIMAL_COMMA
+    stops = stop_words() | stop_words_for(lang)
+    number_patterns = [(_NUMBER, lambda m: _number_from_match(m, decimal_comma)),
+                       (_SPELLED, _spelled_from_match)]
+    if lang == "fr":  # "22 950 €": a plain space groups thousands
+        number_patterns.insert(0, (_SPACED_NUMBER, _spaced_from_match))
+    for pattern, parse in number_patterns:
         for m in pattern.finditer(text):
             start, end = m.span()
             if not spans.free(start, end):
@@ -373,6 +512,10 @@ def _scan(text: str, unique: bool = False) -> tuple[list[Anchor], list[Anchor]]:
             if parsed is None:
                 continue
             kind, norm = parsed
+            if pattern is _NUMBER and _names_it(text, m, stops):
+                continue  # "Voyager 2", "Ogoni 9", "Python 3.12": part of a name
+            if pattern is _SPACED_NUMBER:  # its digit groups are not numbers of their own
+                spans.take(start, end)
             if unique:
                 if norm in seen:
                     continue
@@ -401,7 +544,21 @@ ASSERTIVE_VERBS: frozenset[str] = frozenset("""
     has have had provides provided charges charged covers covered allows allowed
     lasts lasted contains contained became becomes gives gave equals weighs
     guarantees guaranteed features expires expired renews renewed accepts accepted
+    stars starred plays played leads led founded won beat defeated built designed wrote
+    discovered invented developed acquired bought sold created signed directed produced
+    owns owned treats treated causes caused replaced succeeded married hosts hosted opened
+    closed joined orbits crossed reached measures measured holds held protects prevents
+    reduces increases lowers raises uses used runs ran sets limits limited
 """.split())
+# The same role in other languages (only used for a text in that language).
+FOREIGN_VERBS: dict[str, frozenset[str]] = {
+    "de": frozenset("ist sind war waren hat haben hatte hatten wurde wurden kostet kosteten "
+                    "enthält umfasst bietet beträgt betrug liegt lag gilt galt".split()),
+    "fr": frozenset("est sont était étaient fut a ont avait coûte coûtait comprend contient "
+                    "offre permet dure atteint mesure".split()),
+    "es": frozenset("es son era eran fue fueron tiene tienen tenía cuesta incluye contiene "
+                    "ofrece permite dura alcanza mide".split()),
+}
 
 # Hedges: the sentence states a possibility, not a fact. Lower-case "may"
 # only, as capitalised "May" is usually the month.
@@ -422,20 +579,22 @@ def _is_number_token(tok: str) -> bool:
     return not any(ch.isalpha() for ch in tok)
 
 
-def _phrase(tokens: list[str], indices: Iterable[int], stop_at: frozenset[str] = frozenset()) -> list[str]:
+def _phrase(tokens: list[str], indices: Iterable[int], stop_at: frozenset[str] = frozenset(),
+            stops: frozenset[str] | None = None, verbs: frozenset[str] = ASSERTIVE_VERBS
+            ) -> list[str]:
     """Content words among tokens[indices]: no stop words, verbs or bare numbers.
 
     Numbers and month names are left to the number and date anchors so that a
     wrong price or date is judged once, by value, not also as a claim.
     Walking stops at a `stop_at` token.
     """
-    stops = stop_words()
+    stops = stop_words() if stops is None else stops
     words: list[str] = []
     for i in indices:
         tok = tokens[i]
         if tok in stop_at:
             break
-        if tok in stops or tok in ASSERTIVE_VERBS or tok in _MONTHS or _is_number_token(tok):
+        if tok in stops or tok in verbs or tok in _ALL_MONTHS or _is_number_token(tok):
             continue
         words.append(tok)
         if len(words) == _PHRASE_WORDS:
@@ -443,24 +602,32 @@ def _phrase(tokens: list[str], indices: Iterable[int], stop_at: frozenset[str] =
     return words
 
 
-def _sentence_claims(sentence: str) -> list[Claim]:
+def _sentence_claims(sentence: str, lang: str = "en") -> list[Claim]:
     stripped = sentence.strip()
     if not stripped or stripped.endswith("?") or _HEDGE.search(stripped):
         return []
+    verbs = ASSERTIVE_VERBS if lang == "en" else FOREIGN_VERBS.get(lang)
+    if not verbs:
+        return []
+    stops = stop_words_for(lang)
+    cues = negation_cues(lang)
     claims: list[Claim] = []
     for clause in _CLAUSE_BREAK.split(stripped):
         tokens = tokenize(clause)
         for i, tok in enumerate(tokens):
-            if tok not in ASSERTIVE_VERBS:
+            if tok not in verbs:
                 continue
             subject = tuple(reversed(_phrase(tokens, range(i - 1, max(-1, i - 1 - _PHRASE_SPAN), -1),
-                                             _CONJUNCTIONS)))
+                                             _CONJUNCTIONS, stops, verbs)))
             if not subject and claims:
                 # "The plan costs $20, and includes SSO": the next verb shares the subject.
                 subject = claims[-1].subject
-            obj = _phrase(tokens, range(i + 1, min(len(tokens), i + 1 + _PHRASE_SPAN)))
+            end = min(len(tokens), i + 1 + _PHRASE_SPAN)
+            obj = _phrase(tokens, range(i + 1, end), stops=stops, verbs=verbs)
             if subject and obj:
-                claims.append(Claim(subject, tok, tuple(obj), stripped[:200]))
+                # "is not necessarily a good idea": the negation is part of the claim
+                negated = any(t in cues for t in tokens[max(0, i - 2):end])
+                claims.append(Claim(subject, tok, tuple(obj), stripped[:200], negated))
     return claims
 
 
@@ -472,9 +639,10 @@ def extract_claims(text: str) -> list[Claim]:
     five tokens before it in its clause (subject; a verb without one shares
     the previous claim's subject) and the five tokens after it (object).
     """
+    lang = detect_language(text)
     claims: list[Claim] = []
     for sentence in _SENTENCE_END.split(text):
-        claims.extend(_sentence_claims(sentence))
+        claims.extend(_sentence_claims(sentence, lang))
     return claims
 
 
@@ -488,39 +656,54 @@ class _Evidence:
 
     def __init__(self, contexts: Sequence[str]) -> None:
         self.values: set[str] = set()
-        self.positions: list[dict[str, list[int]]] = []
+        # per context sentence: stem -> positions, negated?, positions of passive markers
+        self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
             temporal, numbers = _scan(_prepare(ctx), unique=True)
             for anchor in (*temporal, *numbers):
                 for key in anchor.keys:
                     self.values.update(_implied(key))
-            index: dict[str, list[int]] = {}
-            for pos, tok in enumerate(tokenize(ctx)):
-                index.setdefault(_stem(tok), []).append(pos)
-            self.positions.append(index)
+            lang = detect_language(ctx)
+            for sentence in _SENTENCE_END.split(ctx):
+                index: dict[str, list[int]] = {}
+                tokens = tokenize(sentence)
+                for pos, tok in enumerate(tokens):
+                    index.setdefault(_stem(tok), []).append(pos)
+                passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
+                self.sentences.append((index, is_negated(sentence, tokens, lang), passive))
 
     def supports_value(self, anchor: Anchor) -> bool:
         return any(k in self.values for k in anchor.keys)
 
     def supports_claim(self, claim: Claim, window: int) -> bool:
+        """A context sentence with the same polarity holds a subject word and,
+        after it within `window` tokens, an object word (or before it, with a
+        passive "by" between: "B was defeated by A")."""
         subj = {_stem(t) for t in claim.subject}
         obj = {_stem(t) for t in claim.obj}
-        for index in self.positions:
+        for index, negated, passive in self.sentences:
+            if negated != claim.negated:
+                continue
             s_pos = sorted(p for s in subj for p in index.get(s, ()))
             if not s_pos:
                 continue
             o_pos = sorted(p for o in obj for p in index.get(o, ()))
-            if o_pos and _near(s_pos, o_pos, window):
+            if o_pos and _ordered_near(s_pos, o_pos, window, passive):
                 return True
         return False
 
 
-def _near(a: list[int], b: list[int], window: int) -> bool:
-    """Whether some x in a and y in b (sorted) are distinct positions at most `window` apart."""
+_PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
+
+
+def _ordered_near(a: list[int], b: list[int], window: int, passive: list[int]) -> bool:
+    """Some x in a precedes some y in b by at most `window` tokens, or follows
+    it with a passive marker between them."""
     for x in a:
         i = bisect_left(b, x - window)
         while i < len(b) and b[i] <= x + window:
-            if b[i] != x:
+            y = b[i]
+            if y > x or (y < x and any(y < p < x for p in passive)):
                 return True
             i += 1
     return False
@@ -586,13 +769,42 @@ def _dedupe_claims(claims: Iterable[Claim]) -> list[Claim]:
     return list(seen.values())
 
 
+# What `unsupported_facts` counts: figures, dates and names absent from the
+# contexts, the checks precise enough to flag on their own (pairings,
+# negations and list items are noisier: they weigh in `hallucination` only).
+FACT_KINDS = frozenset({"number", "money", "percent", "date", "time", "entity"})
+
+
+@lru_cache(maxsize=256)
+def _index_for(contexts: tuple[str, ...], question: str):
+    from transforms.score.metrics.grounding import build_index
+    return build_index(contexts, question, _sentence_value_keys)
+
+
+def _sentence_value_keys(sentence: str) -> set[str]:
+    temporal, numbers = _scan(_prepare(sentence), unique=True)
+    keys: set[str] = set()
+    for anchor in (*temporal, *numbers):
+        for key in anchor.keys:
+            keys.update(_implied(key))
+    return keys
+
+
+def _sentence_values(sentence: str, lang: str | None = None) -> list[Anchor]:
+    temporal, numbers = _scan(_prepare(sentence), unique=True, lang=lang)
+    return sorted((*temporal, *numbers), key=lambda a: a.start)
+
+
 def hallucination(answer: str | None, contexts: Sequence[str] | None,
-                  window: int = DEFAULT_WINDOW) -> MetricResult:
+                  window: int = DEFAULT_WINDOW, question: str | None = None) -> MetricResult:
     """Hallucination risk in [0, 1]: max(unsupported anchor share, topic-drift penalty).
 
     Null when there are no contexts to check against ("no contexts") or the
     answer is empty ("empty answer"). See the module docstring for the rules.
+    `details["n_unsupported_facts"]` counts the unsupported figures, dates and
+    names: what the `unsupported_facts` metric reports.
     """
+    from transforms.score.metrics.grounding import check_answer, month_words, unique_checks
     usable = [c for c in (contexts or ()) if c and c.strip()]
     if not usable:
         return MetricResult.null("no contexts")
@@ -606,29 +818,43 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
 
     found: list[dict] = []
     unsupported: list[dict] = []
+
+    def record(kind: str, text: str, norm: str, ok: bool, note: str = "") -> None:
+        row = {"kind": kind, "text": text, "normalized": norm, "supported": ok}
+        if note:
+            row["note"] = note
+        found.append(row)
+        if not ok:
+            unsupported.append(row)
+
     for a in values:
-        ok = evidence.supports_value(a)
-        row = {"kind": a.kind, "text": a.text, "normalized": a.norm, "supported": ok}
-        found.append(row)
-        if not ok:
-            unsupported.append(row)
+        record(a.kind, a.text, a.norm, evidence.supports_value(a))
     for c in claims:
-        ok = evidence.supports_claim(c, window)
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
-        row = {"kind": "claim", "text": c.text, "normalized": norm, "supported": ok}
-        found.append(row)
-        if not ok:
-            unsupported.append(row)
+        record("claim", c.text, norm, evidence.supports_claim(c, window))
+    index = _index_for(tuple(usable), question or "")
+    checks = unique_checks(check_answer(answer, index, _sentence_values, month_words()))
+    for check in checks:
+        if check.kind != "sentence":
+            record(check.kind, check.text, check.text.lower(), check.supported, check.note)
+    if not found:
+        # An answer without figures, names or claims is judged sentence by sentence:
+        # an off-topic answer is no longer capped at the drift penalty.
+        for check in checks:
+            if check.kind == "sentence":
+                record(check.kind, check.text, check.text.lower(), check.supported, check.note)
 
     n_anchors = len(found)
     s_claims = len(unsupported) / n_anchors if n_anchors else 0.0
     overlap = ngram_overlap(answer, usable)
     p_drift = DRIFT_PENALTY if overlap is not None and overlap < DRIFT_THRESHOLD else 0.0
+    facts = [r for r in unsupported if r["kind"] in FACT_KINDS]
     details = {
         "anchors": found[:MAX_LISTED],
         "unsupported": unsupported[:MAX_LISTED],
         "n_anchors": n_anchors,
         "n_unsupported": len(unsupported),
+        "n_unsupported_facts": len(facts),
         "overlap": overlap,
         "p_drift": p_drift,
         "s_claims": s_claims,
@@ -636,3 +862,13 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     if not n_anchors:
         details["note"] = "no anchors"
     return MetricResult(max(s_claims, p_drift), details)
+
+
+def unsupported_facts(result: MetricResult) -> MetricResult:
+    """The count of the answer's facts the contexts do not support, from a
+    hallucination result (a count, lower is better; null when it is null)."""
+    if result.value is None:
+        return MetricResult.null(result.error or "not computed")
+    facts = [r for r in result.details.get("unsupported", ()) if r["kind"] in FACT_KINDS]
+    return MetricResult(float(result.details.get("n_unsupported_facts", 0)),
+                        {"facts": facts[:MAX_LISTED]})

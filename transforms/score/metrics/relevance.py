@@ -11,7 +11,8 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from schemas.records import MetricResult
-from transforms.text import document_frequencies, keywords, stem, terms
+from transforms.lang import detect_language, stemmer_for
+from transforms.text import document_frequencies, keywords, terms
 
 # How many keywords completeness lists in its details.
 MAX_LISTED_KEYWORDS = 20
@@ -105,10 +106,11 @@ def lexical_relevance(question: str, answer: str | None, idf: IdfTable) -> Metri
     """
     if answer is None:
         return MetricResult.null("no answer")
-    q_tokens = terms(question or "")
+    lang = detect_language(question or "")
+    q_tokens = terms(question or "", lang)
     if not q_tokens:
         return MetricResult.null("question has no tokens")
-    a_tokens = terms(answer)
+    a_tokens = terms(answer, lang)
     q_counts, a_counts = Counter(q_tokens), Counter(a_tokens)
     cosine = tfidf_cosine(q_counts, a_counts, idf)
     q_set, a_set = q_counts.keys(), a_counts.keys()
@@ -127,7 +129,9 @@ def completeness(question: str, answer: str | None) -> MetricResult:
     wanted = keywords(question or "")
     if not wanted:
         return MetricResult.null("question has no keywords")
-    got = set(terms(answer))
+    lang = detect_language(question)
+    stem = stemmer_for(lang)
+    got = set(terms(answer, lang))
     found = [k for k in wanted if stem(k) in got]
     missing = [k for k in wanted if stem(k) not in got]
     return MetricResult(

@@ -38,21 +38,47 @@ def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
     return MetricResult(max(0.0, min(1.0, raw)), {"cosine": raw})
 
 
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•·–]|\(?\w{1,2}[.)])\s+")
+RESTATEMENT_NOVELTY = 0.3  # below this share of new words an answer restates the question
+
+
 def split_sentences(text: str) -> list[str]:
-    """Sentences (or lines) of an answer, stripped, empty ones dropped."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """Sentences (or lines) of an answer, stripped; list markers ("1.", "-", "a)")
+    are not sentences, and are taken off the item they open."""
+    out = []
+    for piece in _SENTENCE_END.split(text):
+        piece = _LIST_MARKER.sub("", piece or "").strip()
+        if piece and any(ch.isalnum() for ch in piece) and not re.fullmatch(r"\w{1,2}[.)]?", piece):
+            out.append(piece)
+    return out
 
 
-def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: int
-                     ) -> MetricResult:
-    """Mean over the answer's sentences of cos(sentence, question), each clamped at 0."""
+def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: int,
+                     novelty: float | None = None) -> MetricResult:
+    """How well the answer's sentences address the question.
+
+    The mean of cos(sentence, question), each clamped at 0, over the better
+    half of the sentences: a multi-part answer whose background sentences are
+    less similar to the question is not penalised for them. An answer whose
+    content is almost all the question's own words (`novelty`, the share of its
+    content words not in the question, below RESTATEMENT_NOVELTY) restates the
+    question rather than answering it, and is scaled down by novelty / 0.3.
+    """
     if n_sentences == 0:  # says nothing, so addresses nothing (as lexical relevance)
         return MetricResult(0.0, {"sentences": 0, "note": "empty answer"})
     sims = [max(0.0, cosine(question, s)) for s in sentences]
-    details = {"sentences": n_sentences, "per_sentence": [round(x, 4) for x in sims[:20]]}
+    top = sorted(sims, reverse=True)[:max(1, math.ceil(len(sims) / 2))]
+    value = float(np.mean(top))
+    details = {"sentences": n_sentences, "per_sentence": [round(x, 4) for x in sims[:20]],
+               "scored": len(top)}
+    if novelty is not None:
+        details["novelty"] = round(novelty, 4)
+        if novelty < RESTATEMENT_NOVELTY:
+            value *= novelty / RESTATEMENT_NOVELTY
+            details["note"] = "restates the question"
     if n_sentences > len(sentences):
         details["note"] = f"first {len(sentences)} of {n_sentences} sentences scored"
-    return MetricResult(float(np.mean(sims)), details)
+    return MetricResult(value, details)
 
 
 def bertscore_idf(reference_token_sets: Iterable[Iterable[str]]) -> "BertIdf":

@@ -1,0 +1,43 @@
+"""Verdict presets: named rule sets, chosen with `verdict.preset`.
+
+- `seed`: seed 002's three rules exactly, the product's original verdict.
+- `default`: rules chosen with `evalbeam calibrate` on the validation sets
+  (validation/, see VALIDITY.md for how they agree with people), using the
+  best metrics a run has: reference-based ones when there is an expected
+  answer, semantic ones when embeddings are on. A rule whose metric a row
+  cannot compute (no expected answer, no contexts) is skipped for that row,
+  so one preset serves runs with and without references.
+
+Rules are (metric, above | below, verdict) and the first that matches decides.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    metric: str
+    verdict: str
+    above: float | None = None
+    below: float | None = None
+
+
+SEED_RULES: tuple[Rule, ...] = (
+    Rule("hallucination", "FAIL", above=0.5),
+    Rule("lexical_relevance", "FAIL", below=0.1),
+    Rule("completeness", "WARN", below=0.6),
+)
+
+# Chosen with bench/validity.py on the validation sets' `dev` split (figures
+# for both splits, every language and long vs short answers in VALIDITY.md).
+# FAIL what is clearly wrong; WARN what a person should look at.
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule("hallucination", "FAIL", above=0.5),        # most of what it says is not in the contexts
+    Rule("reference_coverage", "FAIL", below=0.4),   # misses most of the expected answer
+    Rule("key_fact_recall", "FAIL", below=0.15),     # states none of the facts asked about
+    Rule("unsupported_facts", "WARN", above=0.5),    # a figure, date or name not in the contexts
+    Rule("reference_coverage", "WARN", below=0.6),   # misses part of the expected answer
+)
+
+PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "seed": SEED_RULES}

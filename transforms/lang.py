@@ -1,0 +1,185 @@
+"""Languages and scripts: what a metric needs to treat non-English text fairly.
+
+- `script_of`: the dominant writing system of a text (Latin, CJK, Arabic, ...).
+- `detect_language`: an ISO 639-1 code, from the script and, for alphabetic
+  scripts, a vote of stop words (the function words of a language are its most
+  frequent and most distinctive tokens, so a handful of them decides even a
+  short question). No model is loaded, so it costs microseconds per text.
+- `stop_words_for`: stop words per language from the maintained `stop-words`
+  package; English keeps evalbeam's own list (so English scores do not move).
+- `stem_for`: Snowball stemmers (nltk) per language; English keeps Porter.
+- `NEGATION_CUES`: words that flip a statement's polarity, per language.
+"""
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+# Languages the stop-word vote chooses between (alphabetic scripts).
+VOTING_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb", "fi", "pl",
+                    "cs", "ro", "hu", "tr", "id", "ru", "uk", "bg", "el")
+# ISO code -> nltk Snowball stemmer name (English: Porter, as rouge-score)
+_SNOWBALL = {"ar": "arabic", "da": "danish", "nl": "dutch", "fi": "finnish", "fr": "french",
+             "de": "german", "hu": "hungarian", "it": "italian", "nb": "norwegian",
+             "pt": "portuguese", "ro": "romanian", "ru": "russian", "es": "spanish",
+             "sv": "swedish"}
+
+NEGATION_CUES: dict[str, frozenset[str]] = {
+    "en": frozenset("not no never none nobody nothing neither nor cannot can't won't isn't "
+                    "aren't wasn't weren't doesn't don't didn't hasn't haven't hadn't "
+                    "shouldn't wouldn't couldn't mustn't without unable".split()),
+    "de": frozenset("nicht kein keine keinen keinem keiner keines nie niemals ohne weder "
+                    "nirgends nichts".split()),
+    "fr": frozenset("ne n' pas jamais aucun aucune sans ni nullement".split()),
+    "es": frozenset("no nunca jamás ningún ninguna ninguno sin tampoco ni".split()),
+    "it": frozenset("non mai nessun nessuna nessuno senza né".split()),
+    "pt": frozenset("não nunca jamais nenhum nenhuma sem nem".split()),
+    "nl": frozenset("niet geen nooit zonder noch".split()),
+    "ar": frozenset("لا لم لن ليس ليست ليسوا غير بدون دون ما".split()),
+}
+# Scripts without spaces: negation is a substring of the sentence, and only
+# multi-character cues are safe (不 alone is also in 不同, "different").
+NEGATION_SUBSTRINGS: dict[str, tuple[str, ...]] = {
+    "zh": ("没有", "不是", "不会", "不能", "不可", "无法", "并非", "不再", "禁止", "从未", "不需要",
+           "不支持", "不允许", "不得", "未能", "不包括", "不属于", "不适用", "没"),
+    "ja": ("ない", "ません", "なかった", "できない", "禁止"),
+}
+
+
+def is_negated(text: str, tokens: list[str], lang: str) -> bool:
+    """Whether a sentence carries a negation cue of its language."""
+    subs = NEGATION_SUBSTRINGS.get(lang)
+    if subs is not None:
+        return any(s in text for s in subs)
+    cues = negation_cues(lang)
+    return any(t in cues for t in tokens)
+
+
+def script_of(text: str) -> str:
+    """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | other: the
+    script of most letters (kana and Han count as cjk)."""
+    counts: dict[str, int] = {}
+    for ch in text[:2000]:
+        if not ch.isalpha():
+            continue
+        script = _char_script(ch)
+        counts[script] = counts.get(script, 0) + 1
+    if not counts:
+        return "other"
+    return max(counts, key=counts.get)
+
+
+def _char_script(ch: str) -> str:
+    o = ord(ch)
+    if o < 0x250 or 0x1E00 <= o < 0x1F00:
+        return "latin"
+    if 0x3040 <= o < 0x3100 or 0x3400 <= o < 0xA000 or 0xF900 <= o < 0xFB00 \
+            or 0x20000 <= o < 0x30000:
+        return "cjk"
+    if 0xAC00 <= o < 0xD7B0 or 0x1100 <= o < 0x1200:
+        return "hangul"
+    if 0x600 <= o < 0x700 or 0x750 <= o < 0x780 or 0xFB50 <= o < 0xFF00 and o < 0xFE00:
+        return "arabic"
+    if 0x590 <= o < 0x600:
+        return "hebrew"
+    if 0x400 <= o < 0x530:
+        return "cyrillic"
+    if 0x370 <= o < 0x400:
+        return "greek"
+    return "other"
+
+
+def is_cjk_char(ch: str) -> bool:
+    """Han and kana: scripts written without spaces between words."""
+    o = ord(ch)
+    return 0x3040 <= o < 0x3100 or 0x3400 <= o < 0xA000 or 0xF900 <= o < 0xFB00 \
+        or 0x20000 <= o < 0x30000
+
+
+@lru_cache(maxsize=None)
+def _package_stop_words(lang: str) -> frozenset[str]:
+    try:
+        from stop_words import get_stop_words
+        return frozenset(w.lower() for w in get_stop_words(lang))
+    except Exception:  # a language the package does not have
+        return frozenset()
+
+
+@lru_cache(maxsize=None)
+def stop_words_for(lang: str) -> frozenset[str]:
+    """The language's stop words; English is evalbeam's own list (unchanged)."""
+    if lang == "en":
+        from transforms.text import stop_words
+        return stop_words()
+    return _package_stop_words(lang)
+
+
+@lru_cache(maxsize=None)
+def _voters() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((lang, _package_stop_words(lang)) for lang in VOTING_LANGUAGES)
+
+
+@lru_cache(maxsize=4096)
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of the text's language; "en" when nothing says otherwise."""
+    script = script_of(text)
+    if script == "cjk":
+        return "ja" if any(0x3040 <= ord(c) < 0x3100 for c in text[:2000]) else "zh"
+    if script in ("hangul", "arabic", "hebrew", "greek"):
+        return {"hangul": "ko", "arabic": "ar", "hebrew": "he", "greek": "el"}[script]
+    from transforms.text import tokenize_plain
+    tokens = tokenize_plain(text[:2000])
+    if not tokens:
+        return "en"
+    best, best_hits = "en", 0
+    for lang, words in _voters():
+        if script == "cyrillic" and lang not in ("ru", "uk", "bg"):
+            continue
+        hits = sum(1 for t in tokens if t in words)
+        # distinct-language letters are a strong hint (ä ö ß, é è ç, ñ ¿ ¡ ...)
+        if hits > best_hits:
+            best, best_hits = lang, hits
+    if best != "en":
+        en_hits = sum(1 for t in tokens if t in _voters()[0][1])
+        if en_hits >= best_hits:  # ties go to English
+            return "en"
+    return best
+
+
+@lru_cache(maxsize=None)
+def _snowball(lang: str):
+    from nltk.stem.snowball import SnowballStemmer
+    return SnowballStemmer(_SNOWBALL[lang])
+
+
+def stemmer_for(lang: str):
+    """A function token -> stem for the language (identity when none)."""
+    if lang == "en":
+        from transforms.text import stem
+        return stem
+    if lang in _SNOWBALL:
+        snow = _snowball(lang)
+        return _memo_stem(lang, snow)
+    return _identity
+
+
+def _identity(token: str) -> str:
+    return token
+
+
+@lru_cache(maxsize=None)
+def _memo_stem(lang: str, snow):
+    @lru_cache(maxsize=1 << 15)
+    def stem(token: str) -> str:
+        if len(token) <= 3 or not token.isalpha():
+            return token
+        return snow.stem(token)
+    return stem
+
+
+def negation_cues(lang: str) -> frozenset[str]:
+    return NEGATION_CUES.get(lang, NEGATION_CUES["en"])
+
+
+def strip_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))

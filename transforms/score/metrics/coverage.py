@@ -1,0 +1,103 @@
+"""Coverage metrics: does the answer state what it should?
+
+Length-robust by construction (recall, not precision or overlap ratios), so
+a long correct answer is not penalised for saying more, and language-aware
+(stop words and stemmer of the text's language, CJK by character, figures
+and dates compared by value: "1,5 Millionen" = "1.5 million" = "1500000").
+
+- reference_coverage(answer, reference): the share of the reference's content
+  words (stems) and figures/dates that the answer states. A wrong number,
+  date or name drops a reference fact; an evasive, restating or partly
+  relevant answer states few of them.
+- key_fact_recall(question, answer, contexts): the same without a reference.
+  The context sentences that best match the question stand in for it: the
+  answer's coverage of the new words (not already in the question) of the
+  best-covered of those sentences. Restating the question covers nothing new;
+  answering another aspect covers other sentences.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from schemas.records import MetricResult
+from transforms.lang import detect_language, stemmer_for, stop_words_for
+from transforms.text import tokenize
+
+VALUE_WEIGHT = 2.0   # a figure or date of the reference counts as much as two words
+KEY_SENTENCES = 3    # context sentences standing in for the reference
+MAX_LISTED = 20
+
+
+def _content(text: str, lang: str) -> set[str]:
+    stops, stem = stop_words_for(lang), stemmer_for(lang)
+    return {stem(t) for t in tokenize(text) if t not in stops}
+
+
+def _values(text: str) -> set[str]:
+    """Normal forms of the text's figures and dates (with what a date implies)."""
+    from transforms.score.metrics.hallucination import _sentence_value_keys
+    return _sentence_value_keys(text)
+
+
+def reference_coverage(answer: str | None, reference: str | None) -> MetricResult:
+    if answer is None:
+        return MetricResult.null("no answer")
+    if reference is None or not reference.strip():
+        return MetricResult.null("no expected_answer")
+    lang = detect_language(reference)
+    wanted = _content(reference, lang)
+    from transforms.score.metrics.hallucination import _prepare, _scan
+    temporal, numbers = _scan(_prepare(reference), unique=True)
+    ref_values = {a.norm: a.keys for a in (*temporal, *numbers)}
+    if not wanted and not ref_values:
+        return MetricResult.null("reference has no content words")
+    got = _content(answer, lang)
+    got_values = _values(answer) if ref_values else set()
+    found_words = wanted & got
+    found_values = [norm for norm, keys in ref_values.items() if set(keys) & got_values]
+    total = len(wanted) + VALUE_WEIGHT * len(ref_values)
+    score = (len(found_words) + VALUE_WEIGHT * len(found_values)) / total
+    return MetricResult(score, {
+        "words": len(wanted), "words_found": len(found_words),
+        "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found_values)[:MAX_LISTED],
+        "missing": sorted(wanted - got)[:MAX_LISTED]})
+
+
+def key_fact_recall(question: str, answer: str | None,
+                    contexts: Sequence[str] | None) -> MetricResult:
+    if answer is None:
+        return MetricResult.null("no answer")
+    usable = [c for c in (contexts or ()) if c and c.strip()]
+    if not usable:
+        return MetricResult.null("no contexts")
+    from transforms.score.metrics.grounding import split_sentences
+    lang = detect_language(question or usable[0])
+    asked = _content(question or "", lang)
+    if not asked:
+        return MetricResult.null("question has no content words")
+    ranked = []
+    for ctx in usable:
+        for sentence in split_sentences(ctx):
+            words = _content(sentence, lang)
+            new = words - asked
+            hits = len(words & asked)
+            if hits and new:
+                ranked.append((hits / len(asked), sentence, new))
+    if not ranked:
+        return MetricResult.null("no context sentence matches the question")
+    ranked.sort(key=lambda r: -r[0])
+    got = _content(answer, lang)
+    best = max(((len(new & got) / len(new), match, sentence)
+                for match, sentence, new in ranked[:KEY_SENTENCES]), key=lambda r: r[0])
+    return MetricResult(best[0], {"key_sentence": best[2][:200],
+                                  "question_match": round(best[1], 3)})
+
+
+def novelty(question: str, answer: str) -> float | None:
+    """Share of the answer's content words that are not the question's own
+    (None when the answer has none): near 0 for an answer restating the question."""
+    lang = detect_language(question or answer)
+    said = _content(answer, lang)
+    if not said:
+        return None
+    return len(said - _content(question or "", lang)) / len(said)

@@ -1,0 +1,354 @@
+"""Anchors beyond numbers and dates, for the claim-based hallucination metric.
+
+Each function reduces an answer to checkable statements and checks each
+against an index of the contexts, in any language:
+
+- entities: names of people, organisations, products, places, and codes
+  ("Voyager 2", "NASA", "utf8mb4"), found by capitalisation in scripts that
+  have it and by mixed letters and digits anywhere. A number glued to a name
+  ("Ogoni 9", "Java 21") belongs to the name, not to the number anchors.
+- bindings: a figure or date and the name it is said of ("Voyager 2 ... on
+  25 August 2012"). Both may appear in the contexts while the pairing is wrong
+  (swapped roles); the pairing is unsupported when the contexts state the
+  figure next to another name the answer also uses, and never next to this one.
+- negations: an answer sentence that restates a context sentence with the
+  opposite polarity ("is contagious" / "is not contagious").
+- list items: each item of an enumeration ("A, B, C and D", bullet lists).
+- sentences: an answer sentence whose content words are mostly absent from
+  the contexts (and the question) says something the contexts do not; this
+  is what makes an off-topic answer without figures score high.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Iterable, Sequence
+
+from transforms.lang import detect_language, is_negated, stemmer_for, stop_words_for
+from transforms.text import tokenize
+
+SENTENCE_SUPPORT = 0.5   # share of a sentence's content words the contexts must hold
+NEGATION_MATCH = 0.6     # share of content words shared with the context sentence compared
+MIN_SENTENCE_WORDS = 3   # shorter sentences are not judged as a whole
+MAX_ITEM_WORDS = 8
+MAX_SENTENCES = 1000     # sentences of one answer checked (figures are checked in all)
+_SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？；])\s*|\n+")
+_WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
+_CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van", "der", "den",
+                         "da", "di", "y", "&", "and", "for", "on", "upon"})
+_ITEM_SPLIT = re.compile(r"\s*[,;、،]\s*")
+_LAST_ITEM = re.compile(r"\s+(?:and|or|und|oder|et|ou|y|o|e|ed|en|و)\s+|\s*[和及或]\s*")
+_BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,2}[.)])\s+(.*\S)\s*$", re.M)
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+@dataclass(frozen=True)
+class Entity:
+    text: str
+    words: tuple[str, ...]   # lower-case tokens
+    start: int               # offsets in its sentence
+    end: int
+
+
+def _is_name_word(word: str, first: bool, lang: str) -> tuple[bool, bool]:
+    """(is part of a name, is a strong name on its own: code, acronym, CamelCase)."""
+    head = word[0]
+    if head.isdigit():
+        return False, False  # "9am", "5m", "3.7-metre": figures with a unit
+    if not word.isascii() and word.lower() == word.upper():
+        return False, False  # a script without case (CJK, Arabic, Hebrew): no capitals to go by
+    if word.isalpha():
+        if word.islower():
+            return False, False
+        acronym = len(word) >= 2 and word.isupper()
+        camel = not acronym and not word[1:].islower() and not word[1:].isupper()
+        return head.isupper() or camel, acronym or camel
+    letters = [c for c in word if c.isalpha()]
+    if not letters:
+        return False, False
+    # a code starts with a letter ("utf8mb4", "H1N1", "COVID-19")
+    code = head.isalpha() and any(c.isdigit() for c in word)
+    acronym = len(letters) >= 2 and all(c.isupper() for c in letters)
+    camel = any(c.isupper() for c in letters[1:]) and any(c.islower() for c in letters)
+    return code or acronym or camel or head.isupper(), code or acronym or camel
+
+
+def extract_entities(sentence: str, lang: str, stops: frozenset[str],
+                     months: frozenset[str] = frozenset()) -> list[Entity]:
+    """Names in one sentence (see the module docstring)."""
+    words = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(sentence)]
+    entities: list[Entity] = []
+    i = 0
+    while i < len(words):
+        word, start, end = words[i]
+        is_name, strong = _is_name_word(word, i == 0, lang)
+        if not is_name or word.lower() in months:
+            i += 1
+            continue
+        run = [i]
+        strong_any = strong
+        j = i + 1
+        while j < len(words):
+            gap = sentence[words[j - 1][2]:words[j][1]]
+            if gap.strip() not in ("", "-", "&"):
+                break
+            w = words[j][0]
+            name, st = _is_name_word(w, False, lang)
+            if name and w.lower() not in months:
+                run.append(j)
+                strong_any = strong_any or st
+                j += 1
+                continue
+            if w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w):  # "Voyager 2", "Python 3.12"
+                run.append(j)
+                strong_any = True
+                j += 1
+                break
+            if w.lower() in _CONNECTORS and j + 1 < len(words) and \
+                    _is_name_word(words[j + 1][0], False, lang)[0] and \
+                    sentence[words[j][2]:words[j + 1][1]].strip() == "":
+                run.append(j)
+                j += 1
+                continue
+            break
+        # leading function words ("The", "Die", "Our") are not part of the name
+        while run and words[run[0]][0].lower() in stops and not _is_name_word(
+                words[run[0]][0], False, lang)[1]:
+            run = run[1:]
+        while run and words[run[-1]][0].lower() in _CONNECTORS:
+            run = run[:-1]
+        if run:
+            names = [words[k][0] for k in run]
+            single = len(run) == 1
+            at_start = run[0] == 0
+            keep = strong_any or not single or not at_start
+            if lang in ("de", "lb") and not strong_any and (single or at_start):
+                keep = False  # German capitalises every noun (and "Lange Zeit" opens sentences)
+            if sum(len(n) for n in names) < 3:
+                keep = False  # "B", "US", "KB": too short to tell a name from an abbreviation
+            if keep:
+                s, e = words[run[0]][1], words[run[-1]][2]
+                toks = tuple(t for n in names for t in _entity_tokens(n))
+                if toks:
+                    entities.append(Entity(sentence[s:e], toks, s, e))
+        i = max(j, i + 1)
+    return entities
+
+
+def _entity_tokens(word: str) -> list[str]:
+    toks = tokenize(word)
+    return [t[:-2] if t.endswith(("'s", "’s")) else t for t in toks]
+
+
+@dataclass
+class ContextIndex:
+    """What the contexts (and the question) can support, per sentence."""
+
+    lang: str
+    sentences: list[dict] = field(default_factory=list)  # tokens, text, values, negated, entities
+    tokens: set[str] = field(default_factory=set)
+    stems: set[str] = field(default_factory=set)
+    joined: list[str] = field(default_factory=list)       # " tok tok " per context passage
+    question_tokens: set[str] = field(default_factory=set)
+    question_stems: set[str] = field(default_factory=set)
+
+    def has_words(self, words: Sequence[str]) -> bool:
+        """The words appear adjacent, in order, in a context (or in the question);
+        names without digits may also match word by word (inflections)."""
+        needle = " " + " ".join(words) + " "
+        if any(needle in j for j in self.joined):
+            return True
+        if all(w in self.question_tokens for w in words):
+            return True
+        if any(ch.isdigit() for w in words for ch in w):
+            return False
+        return all(self._fuzzy(w) for w in words)
+
+    def _fuzzy(self, word: str) -> bool:
+        if word in self.tokens or word in self.question_tokens:
+            return True
+        if len(word) < 5:
+            return False
+        prefix = word[:max(4, len(word) - 3)]
+        return any(t.startswith(prefix) for t in self.tokens)
+
+
+def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[str], set[str]],
+                ) -> ContextIndex:
+    lang = detect_language(" ".join(c[:500] for c in contexts))
+    stops = stop_words_for(lang)
+    stem = stemmer_for(lang)
+    index = ContextIndex(lang)
+    for ctx in contexts:
+        toks = tokenize(ctx)
+        index.tokens.update(toks)
+        index.joined.append(" " + " ".join(toks) + " ")
+        for sentence in split_sentences(ctx):
+            stoks = tokenize(sentence)
+            index.sentences.append({
+                "joined": " " + " ".join(stoks) + " ",
+                "stems": {stem(t) for t in stoks if t not in stops},
+                "values": value_keys(sentence),
+                "negated": is_negated(sentence, stoks, lang),
+                "passage": len(index.joined) - 1,
+            })
+        index.stems.update(stem(t) for t in toks if t not in stops)
+    qt = tokenize(question or "")
+    index.question_tokens = set(qt)
+    index.question_stems = {stem(t) for t in qt if t not in stops}
+    return index
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str
+    text: str
+    supported: bool
+    note: str = ""
+
+
+def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], list],
+                 months: frozenset[str]) -> list[Check]:
+    """Entities, bindings, negations, list items and sentences of the answer."""
+    lang = detect_language(answer)
+    stops = stop_words_for(lang) | stop_words_for(index.lang)
+    stem = stemmer_for(index.lang)
+    checks: list[Check] = []
+    seen_entities: dict[tuple, bool] = {}
+    answer_entities: set[tuple] = set()
+    sentences = split_sentences(answer)[:MAX_SENTENCES]
+    per_sentence = []
+    for sentence in sentences:
+        ents = extract_entities(sentence, lang, stops, months)
+        per_sentence.append(ents)
+        answer_entities.update(e.words for e in ents)
+    for sentence, ents in zip(sentences, per_sentence):
+        for e in ents:
+            if e.words not in seen_entities:
+                ok = index.has_words(e.words)
+                seen_entities[e.words] = ok
+                checks.append(Check("entity", e.text, ok))
+        checks += _bindings(sentence, ents, seen_entities, answer_entities, index,
+                            lambda text: values_of(text, lang))
+        stoks = tokenize(sentence)
+        content = {stem(t) for t in stoks if t not in stops and not t.isdigit()}
+        if len(content) >= MIN_SENTENCE_WORDS:
+            found = content & (index.stems | index.question_stems)
+            share = len(found) / len(content)
+            checks.append(Check("sentence", sentence[:120], share >= SENTENCE_SUPPORT,
+                                f"{share:.2f} of its words in the contexts"))
+            neg = _negation_flip(sentence, stoks, content, lang, index)
+            if neg is not None:
+                checks.append(neg)
+    checks += _list_items(answer, index, stops, stem)
+    return checks
+
+
+def _bindings(sentence: str, ents: list[Entity], supported: dict, answer_entities: set,
+              index: ContextIndex, values_of) -> list[Check]:
+    out = []
+    if not ents:
+        return out
+    for value in values_of(sentence):
+        before = [e for e in ents if e.end <= value.start and supported.get(e.words)]
+        if not before:
+            continue
+        entity = before[-1]
+        keys = set(value.keys)
+        holding = [s for s in index.sentences if keys & s["values"]]
+        if not holding:
+            continue  # the value itself is unsupported: counted once, as a value
+        needle = " " + " ".join(entity.words) + " "
+        if any(needle in s["joined"] for s in holding):
+            continue
+        rivals = [w for w in answer_entities if w != entity.words and _is_real_name(w) and
+                  any(" " + " ".join(w) + " " in s["joined"] for s in holding)]
+        if rivals:
+            out.append(Check("binding", f"{entity.text} … {value.text}", False,
+                             f"the contexts state {value.text} of {' '.join(rivals[0])}"))
+        else:
+            out.append(Check("binding", f"{entity.text} … {value.text}", True))
+    return out
+
+
+def _is_real_name(words: tuple[str, ...]) -> bool:
+    """A rival name is a name, not a stray letter, unit or figure ("a", "k", "8")."""
+    return sum(1 for w in words for c in w if c.isalpha()) >= 3
+
+
+def _negation_flip(sentence: str, stoks: list[str], content: set[str], lang: str,
+                   index: ContextIndex) -> Check | None:
+    best, best_share = None, 0.0
+    for s in index.sentences:
+        share = len(content & s["stems"]) / len(content)
+        if share > best_share:
+            best, best_share = s, share
+    if best is None or best_share < NEGATION_MATCH:
+        return None
+    negated = is_negated(sentence, stoks, lang)
+    if negated == best["negated"]:
+        return Check("negation", " ".join(stoks[:20]), True)
+    return Check("negation", " ".join(stoks[:20]), False,
+                 "the closest context sentence states the opposite polarity")
+
+
+def list_items(answer: str) -> list[str]:
+    """Items of bullet lists and of inline enumerations of three or more."""
+    items: list[str] = []
+    for m in _BULLET.finditer(answer):
+        text = m.group(1)
+        if len(text.split()) <= MAX_ITEM_WORDS:
+            items.append(text.rstrip(".;,"))
+    for sentence in split_sentences(_BULLET.sub("", answer)):
+        body = sentence.split(":", 1)[1] if ":" in sentence else sentence
+        parts = _ITEM_SPLIT.split(body.strip().rstrip(".!?。"))
+        if len(parts) < 2:
+            continue
+        last = _LAST_ITEM.split(parts[-1])
+        if len(last) < 2:
+            continue
+        parts = parts[:-1] + last
+        if len(parts) < 3:
+            continue
+        # the first item often carries the sentence's start: keep its last words
+        parts[0] = " ".join(parts[0].split()[-3:])
+        if all(0 < len(p.split()) <= MAX_ITEM_WORDS for p in parts) or _cjk_items(parts):
+            items += [p for p in parts if p]
+    return items
+
+
+def _cjk_items(parts: list[str]) -> bool:
+    return all(0 < len(p) <= 12 and not re.search(r"\s", p) for p in parts)
+
+
+def _list_items(answer: str, index: ContextIndex, stops, stem) -> list[Check]:
+    checks = []
+    for item in list_items(answer):
+        toks = tokenize(item)
+        content = [stem(t) for t in toks if t not in stops]
+        if not content:
+            continue
+        found = sum(1 for c in content if c in index.stems or c in index.question_stems)
+        ok = found / len(content) >= 0.5
+        checks.append(Check("list_item", item[:80], ok))
+    return checks
+
+
+@lru_cache(maxsize=None)
+def month_words() -> frozenset[str]:
+    from transforms.score.metrics.hallucination import _ALL_MONTHS
+    return frozenset(_ALL_MONTHS)
+
+
+def unique_checks(checks: Iterable[Check]) -> list[Check]:
+    seen, out = set(), []
+    for c in checks:
+        key = (c.kind, c.text.lower())
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
