@@ -18,7 +18,7 @@ from scipy.stats import mannwhitneyu
 
 from pipeline.cli import run
 from pipeline.config import load_config
-from pipeline.postrun.agreement import (Threshold, acceptable, best_threshold, cohen_kappa,
+from pipeline.postrun.agreement import (acceptable, best_threshold, cohen_kappa,
                                         label_category, label_value, pairwise_accuracy, roc_auc,
                                         verdict_agreement)
 from pipeline.postrun.calibrate import (Answer, BotLabels, bots_to_calibrate, check_rules,
@@ -441,18 +441,16 @@ def test_rerun_without_labels_drops_stale_calibration_and_exits_2(tmp_path, caps
     assert "run again has no labelled rows: add a `label` column" in line
 
 
-def test_repeated_case_ids_keep_their_verdicts_but_not_their_values(tmp_path):
-    """Two rows share case_id "x": their scores cannot be told apart."""
-    out = str(tmp_path / "out")
-
+def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> None:
+    """Run "r" of one precomputed bot "b" and one metric "m", written directly:
+    answers are (case_id, label, verdict, value)."""
     def put(table: str, rows: list[dict], *partitions: str):
         folder = os.path.join(out, table, f"run_date={RUN_DATE}", *partitions)
         os.makedirs(folder)
         pq.write_table(pa.Table.from_pylist(rows), os.path.join(folder, "part-r.0.parquet"))
 
-    answers = [("x", "PASS", "PASS", 0.9), ("x", "FAIL", "FAIL", 0.1), ("y", "PASS", "PASS", 0.8),
-               ("z", "FAIL", "PASS", 0.2)]
-    put("results", [{"run_id": "r", "case_id": c, "question": "q", "verdict": v, "label": lab}
+    put("results", [{"run_id": "r", "case_id": c, "question": "q", "verdict": v,
+                     **({"label": lab} if label_column else {})}
                     for c, lab, v, _ in answers], "bot=b")
     put("scores", [{"run_id": "r", "case_id": c, "metric": "m", "value": val}
                    for c, _, _, val in answers], "bot=b")
@@ -462,8 +460,22 @@ def test_repeated_case_ids_keep_their_verdicts_but_not_their_values(tmp_path):
     with open(os.path.join(out, "runs", "r", "manifest.json"), "w") as fh:
         json.dump({"run_id": "r", "run_date": RUN_DATE, "bots": ["b"], "metrics": ["m"],
                    "config": {"bots": [{"name": "b", "type": "precomputed"}]}}, fh)
+
+
+def test_repeated_case_ids_keep_their_verdicts_but_not_their_values(tmp_path):
+    """Two rows share case_id "x": their scores cannot be told apart."""
+    out = str(tmp_path / "out")
+    _handmade_run(out, [("x", "PASS", "PASS", 0.9), ("x", "FAIL", "FAIL", 0.1),
+                        ("y", "PASS", "PASS", 0.8), ("z", "FAIL", "PASS", 0.2)])
     text = run_calibrate(out, "r")
     rows = _calibration(out, "r")
     assert (rows["verdict"]["n"], rows["verdict"]["accuracy"]) == (4, 0.75)
     assert (rows["m"]["n"], rows["m"]["auc"]) == (2, 1.0)  # y (0.8) vs z (0.2) only
     assert "2 labelled answers have a case_id that repeats" in text
+
+
+def test_results_without_a_label_column_mean_no_labels(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    _handmade_run(out, [("x", None, "PASS", 0.9)], label_column=False)
+    assert run(["calibrate", "--output", out, "--run-id", "r"]) == 2
+    assert "run r has no labelled rows" in _one_error_line(capsys)

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import VerdictRule
 from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable, best_threshold,
                                         pairwise_accuracy, roc_auc, verdict_agreement)
-from pipeline.postrun.read import PostRunError, load_manifest, read_run_rows
+from pipeline.postrun.read import PostRunError, load_manifest, read_run_rows, run_dataset
 from schemas.records import MetricResult
 from schemas.tables import ALL_SUITES, CALIBRATION, RESULTS, SCORES, SUMMARY, VERDICT_METRIC
 from transforms.decide.verdict import decide
@@ -210,9 +210,16 @@ def _of_bots(bots: Sequence[str]) -> ds.Expression:
     return ds.field("bot").isin(list(bots))
 
 
+def no_labels(run_id: str) -> str:
+    return (f"run {run_id} has no labelled rows: add a `label` column (PASS, WARN, FAIL or a "
+            "number in [0, 1]) to the input cases and run again")
+
+
 def load_labels(output: str, run_id: str, bots: Sequence[str]) -> list[BotLabels]:
     """The bots' labelled answers from results/ and their values from scores/
     (only the labelled cases' rows are read)."""
+    if "label" not in run_dataset(output, RESULTS, run_id).schema.names:
+        raise PostRunError(no_labels(run_id))
     labelled = ds.field("label").is_valid()
     unlabelled = read_run_rows(output, RESULTS, run_id, ["bot"], _of_bots(bots) & ~labelled)
     missing = Counter(unlabelled.column("bot").to_pylist())
@@ -265,8 +272,7 @@ def calibrate(output: str, run_id: str, bots: Sequence[str] = ()) -> Calibration
     chosen = bots_to_calibrate(manifest, bots)
     bot_labels = load_labels(output, run_id, chosen)
     if not any(labels.answers for labels in bot_labels):
-        raise PostRunError(f"run {run_id} has no labelled rows: add a `label` column (PASS, "
-                           "WARN, FAIL or a number in [0, 1]) to the input cases and run again")
+        raise PostRunError(no_labels(run_id))
     result = calibrate_bots(run_id, manifest["run_date"], bot_labels,
                             run_metrics(manifest, bot_labels), load_directions(output, run_id))
     others = [b for b in manifest.get("bots", []) if b not in chosen]

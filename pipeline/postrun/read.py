@@ -59,7 +59,12 @@ def run_dataset(output: str, spec: TableSpec, run_id: str) -> ds.Dataset:
 def read_run_rows(output: str, spec: TableSpec, run_id: str, columns: Sequence[str],
                   where: ds.Expression | None = None) -> pa.Table:
     """The run's rows of a table (only `columns`), optionally filtered further."""
+    dataset = run_dataset(output, spec, run_id)
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise PostRunError(f"run {run_id!r}: its {spec.name}/ files have no column "
+                           f"{missing[0]!r} (written by an older evalbeam? run it again)")
     condition = ds.field("run_id") == run_id
     if where is not None:
         condition = condition & where
-    return run_dataset(output, spec, run_id).to_table(columns=list(columns), filter=condition)
+    return dataset.to_table(columns=list(columns), filter=condition)
