@@ -2,6 +2,7 @@
 
     evalbeam run --input PATH_OR_GLOB --output DIR [--config FILE.yaml]
                  [--run-id ID] [--run-date YYYY-MM-DD] [Beam options ...]
+    evalbeam calibrate --output DIR --run-id ID [--bot NAME ...]
 
 Everything that can be checked before the run is checked first (config,
 input files and their columns, FAQ files, run id), so a bad invocation exits
@@ -51,6 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="YAML config (default: built-in defaults)")
     run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
     run.add_argument("--run-date", help="partition date YYYY-MM-DD (default: today, UTC)")
+    cal = sub.add_parser("calibrate", help="measure a finished run's metrics and verdicts "
+                         "against the labels of its answers; write calibration/ and "
+                         "runs/<run_id>/calibration.md; suggest verdict rules")
+    cal.add_argument("--output", required=True, help="the run's output folder (or URL)")
+    cal.add_argument("--run-id", required=True, help="id of the finished run")
+    cal.add_argument("--bot", action="append", default=[],
+                     help="a bot to calibrate (repeatable; default: the bots of type "
+                          "precomputed, whose answers are the labelled ones)")
     return parser
 
 
@@ -251,18 +260,34 @@ def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
+def _usage_error(message: str) -> int:
+    print(f"evalbeam: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    """`evalbeam calibrate`: exit 0 with the summary printed, 2 with one line."""
+    from pipeline.postrun.calibrate import run_calibrate
+    from pipeline.postrun.read import PostRunError
+    try:
+        print(run_calibrate(args.output, args.run_id, args.bot))
+    except PostRunError as exc:
+        return _usage_error(str(exc))
+    return 0
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
-    unknown = [a for a in beam_args if not a.startswith("--")]
+    unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
     if unknown:
-        print(f"evalbeam: error: unexpected argument {unknown[0]!r}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(f"unexpected argument {unknown[0]!r}")
+    if args.command == "calibrate":
+        return calibrate(args)
     options = _beam_options(beam_args)
     try:
         plan = make_plan(args, options)
     except (ConfigError, InputError, UsageError) as exc:
-        print(f"evalbeam: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(str(exc))
     for note in plan.info.notes:  # said once, before the run (and kept in the manifest)
         print(f"evalbeam: note: {note}", file=sys.stderr)
     with beam.Pipeline(options=options) as p:

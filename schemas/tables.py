@@ -52,5 +52,24 @@ USAGE = TableSpec("usage", pa.schema([
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}
 
+# Written by `evalbeam calibrate` after the run (one file per run id, replaced
+# by a re-run of calibrate): per bot, one row per metric and one with metric
+# "verdict". Metric rows carry the ranking statistics, the verdict row the
+# agreement statistics; the other columns are null.
+CALIBRATION = TableSpec("calibration", pa.schema([
+    ("run_id", _S), ("bot", _S), ("metric", _S),
+    ("n", _I),                      # labelled answers with a value (verdict: labelled answers)
+    ("missing", _I),                # labelled answers whose value is null
+    ("unlabelled", _I),             # the bot's answers without a label (ignored)
+    ("acceptable", _I),             # of the n, how many have a label above 0.5
+    ("auc", _D), ("pairwise_accuracy", _D), ("pairs", _I),
+    ("threshold", _D), ("threshold_accuracy", _D), ("youden_j", _D),
+    ("higher_is_better", pa.bool_()),
+    ("accuracy", _D), ("kappa", _D),
+    ("confusion", _S),              # JSON: {label category: {verdict: count}}
+    ("acceptable_failed", _D), ("unacceptable_passed", _D),
+]), ("run_date",))
+POSTRUN_TABLES = {t.name: t for t in (CALIBRATION,)}  # derived from a run's tables
+
 ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite
 VERDICT_METRIC = "verdict"  # summary rows carrying verdict counts

@@ -12,11 +12,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import SCHEMA_VERSION
-from schemas.tables import ERRORS, RESULTS, SCORES, SUMMARY, TABLES, USAGE
+from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
 from transforms.remote.usage import usage_rows
 from transforms.publish.report import package_versions, reconcile, render_report
 from transforms.publish.summary import summary_rows
-from transforms.publish.write import (finalize_files, partition_dir, temp_dir, write_table_file)
+from transforms.publish.calibration_page import CALIBRATION_PAGE
+from transforms.publish.write import (existing_run_files, finalize_files, temp_dir,
+                                      write_small_table)
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,20 @@ class RunInfo:
 
 
 def _small_table(info: RunInfo, spec, rows: list[dict]) -> int:
-    folder = partition_dir(info.output, spec.name, (("run_date", info.run_date),))
-    write_table_file(FileSystems.join(folder, f"part-{info.run_id}.0.parquet"), spec.schema, rows)
+    write_small_table(info.output, spec, info.run_id, info.run_date, rows)
     return len(rows)
+
+
+def remove_postrun_outputs(output: str, run_id: str) -> None:
+    """A new attempt of a run id makes what post-run commands derived from
+    the old one (calibration/ rows, calibration.md) stale: remove it."""
+    stale = [f for spec in POSTRUN_TABLES.values()
+             for f in existing_run_files(output, spec, run_id)]
+    page = FileSystems.join(output, "runs", run_id, CALIBRATION_PAGE)
+    if FileSystems.exists(page):
+        stale.append(page)
+    if stale:
+        FileSystems.delete(stale)
 
 
 class Finalize(beam.DoFn):
@@ -50,6 +63,7 @@ class Finalize(beam.DoFn):
     def process(self, _, written, metric_stats, verdicts, counts, worst, usage):
         info = self._info
         rows = finalize_files(info.output, info.run_id, TABLES.values(), written)
+        remove_postrun_outputs(info.output, info.run_id)
         if rows[ERRORS.name] == 0:  # keep every table readable by a glob
             _small_table(info, ERRORS, [])
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)

@@ -54,6 +54,16 @@ def write_table_file(path: str, schema: pa.Schema, rows: list[dict]) -> None:
         pq.write_table(table, fh)
 
 
+def write_small_table(output: str, spec: TableSpec, run_id: str, run_date: str,
+                      rows: list[dict]) -> str:
+    """A table partitioned by run_date only, as one file `part-<run_id>.0.parquet`
+    (a fixed name, so writing it again replaces it); returns its path."""
+    folder = partition_dir(output, spec.name, (("run_date", run_date),))
+    path = FileSystems.join(folder, f"part-{run_id}.0.parquet")
+    write_table_file(path, spec.schema, rows)
+    return path
+
+
 class _PartWriter:
     """Buffers one partition's columns and flushes them as row groups."""
 
