@@ -16,8 +16,9 @@ def test_defaults_run_offline():
     cfg = Config()
     assert [b.type for b in cfg.bots] == ["precomputed"]
     assert [(r.metric, r.verdict) for r in cfg.verdict.rules] == [
-        ("hallucination", "FAIL"), ("lexical_relevance", "FAIL"), ("completeness", "WARN")]
-    assert cfg.verdict.rules[0].above == 0.5
+        ("hallucination", "FAIL"), ("reference_coverage", "FAIL"), ("key_fact_recall", "FAIL"),
+        ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
+    assert cfg.verdict.rules[0].above == 0.5 and cfg.verdict.preset == "default"
 
 
 def test_full_shape_from_architecture_parses(tmp_path):

@@ -399,7 +399,7 @@ def test_swapped_figures_between_names_are_unsupported_bindings():
     swapped = hallucination("Voyager 2 crossed the heliopause on 25 August 2012, and Voyager 1 "
                             "followed on 5 November 2018.", ctx)
     assert len(_kinds(swapped, "binding")) == 2
-    assert swapped.details["n_unsupported_facts"] >= 2
+    assert swapped.value > good.value
 
 
 def test_enumerated_items_are_anchors():

@@ -53,7 +53,7 @@ def test_tables_reconcile_and_read_back(setup_files):
     recorded = [r for r in results if r["bot"] == "recorded"]
     assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
-    assert invented["verdict"] == "FAIL" and "hallucination" in invented["verdict_reason"]
+    assert invented["verdict"] == "FAIL"  # the price is not the context's, nor the expected one
 
     scores = read_rows(out, "scores")
     assert len(scores) == len(results) * len(m["metrics"])
@@ -145,7 +145,7 @@ def test_multi_processing_mode_matches_in_memory(tmp_path):
 def test_restricted_metrics_drop_default_rules_they_lack(tmp_path):
     cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("metrics: [bleu, rouge, completeness]\n")
+    cfg.write_text("metrics: [bleu, rouge, completeness]\nverdict: {preset: seed}\n")
     out = str(tmp_path / "out")
     assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "m") == 0
     m = manifest(out, "m")

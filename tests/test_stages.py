@@ -5,7 +5,8 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.config import DEFAULT_RULES, BotConfig
+from pipeline.config import BotConfig
+from transforms.decide.presets import SEED_RULES
 from schemas.records import EvalCase, MetricResult, Turn
 from schemas.tables import SCORES
 from transforms.answer.bots import AnswerWith
@@ -53,7 +54,7 @@ def test_apply_verdict_stage():
                                              "completeness": MetricResult(0.4)}),
              Turn(CASES[1], "r", None, error="timeout")]
     with _pipeline() as p:
-        out = p | beam.Create(turns) | beam.ParDo(ApplyVerdict(DEFAULT_RULES, "PASS"))
+        out = p | beam.Create(turns) | beam.ParDo(ApplyVerdict(SEED_RULES, "PASS"))
         assert_that(out | beam.Map(lambda t: t.verdict), equal_to(["FAIL", "WARN", "ERROR"]))
 
 
