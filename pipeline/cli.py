@@ -29,6 +29,7 @@ from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo
 from transforms.read.cases import plan_shards
+from transforms.read.presets import input_columns
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
 from transforms.publish.write import RUN_ID_PATTERN
 
@@ -46,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate the cases in --input and write tables to --output",
                          epilog="Any other --option is passed to Beam (e.g. --runner, "
                                 "--direct_running_mode, --direct_num_workers, --project).")
-    run.add_argument("--input", required=True, help="Parquet file, folder or glob of cases")
+    run.add_argument("--input", required=True,
+                     help="cases: Parquet, JSON Lines or CSV file, folder or glob; or a Hugging "
+                          "Face dataset folder (save_to_disk)")
     run.add_argument("--output", required=True, help="folder (or gs://, s3:// URL) for the tables")
     run.add_argument("--config", help="YAML config (default: built-in defaults)")
     run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
@@ -223,8 +226,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
-    columns = source_columns(cfg.input.columns)
-    shards = plan_shards(args.input, columns)
+    columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
+    shards = plan_shards(args.input, columns, cfg.input.format)
     info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,

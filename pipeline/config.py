@@ -24,7 +24,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class InputConfig:
-    columns: dict[str, str] = field(default_factory=dict)
+    columns: dict[str, Any] = field(default_factory=dict)  # column -> name or [candidates]
+    format: str | None = None   # parquet | jsonl | csv | hf; None: from the file extension
+    preset: str | None = None   # ragas | ragas_v1 | deepeval | openai_evals | inspect
 
 
 @dataclass(frozen=True)
@@ -233,10 +235,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
     top = _check_keys(data, {f.name for f in dataclasses.fields(Config)} - {"source_path"}, "")
     kwargs: dict[str, Any] = {}
     if "input" in top:
-        inp = _build(InputConfig, top["input"], "input")
-        if not isinstance(inp.columns, Mapping):
-            raise ConfigError("input.columns must be a mapping of canonical column -> file column")
-        kwargs["input"] = inp
+        kwargs["input"] = _input(top["input"])
     endpoints = _check_keys(top.get("endpoints"), set(map(str, top.get("endpoints") or {})),
                             "endpoints")
     kwargs["endpoints"] = {n: _endpoint(n, d) for n, d in endpoints.items()}
@@ -287,6 +286,19 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
             tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise,
             explicit="rules" in vd)
     return Config(**kwargs)
+
+
+def _input(data: Any) -> InputConfig:
+    from transforms.read.formats import FORMATS
+    from transforms.read.presets import PRESETS
+    inp = _build(InputConfig, data, "input")
+    if not isinstance(inp.columns, Mapping):
+        raise ConfigError("input.columns must be a mapping of canonical column -> file column")
+    if inp.format is not None and inp.format not in FORMATS:
+        raise ConfigError(f"input.format must be one of {', '.join(FORMATS)}, got {inp.format!r}")
+    if inp.preset is not None and inp.preset not in PRESETS:
+        raise ConfigError(f"input.preset must be one of {', '.join(PRESETS)}, got {inp.preset!r}")
+    return inp
 
 
 def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:

@@ -12,9 +12,11 @@ import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
 from transforms.score.metrics import hallucination as hall
-from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
-                               VEC_EXPECTED, VEC_QUESTION)
+from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+                                     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
+                                     VEC_REFERENCES)
 from transforms.score.metrics import lexical, overlap, relevance, semantic
+from transforms.score.metrics.references import best_over
 from transforms.enrich.judge import scorers as judged
 from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
@@ -50,10 +52,11 @@ def _latency(turn: Turn, opts, idf) -> MetricResult:
 
 SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("exact_match", ("exact_match",), ("answer", "expected_answer"),
-           _one("exact_match", lambda t, o, i: lexical.exact_match(t.answer, t.case.expected_answer))),
+           _one("exact_match", lambda t, o, i: best_over(
+               t.case.all_references, lambda ref: lexical.exact_match(t.answer, ref)))),
     Scorer("keyword_recall", ("keyword_recall",), ("answer", "expected_answer"),
-           _one("keyword_recall",
-                lambda t, o, i: lexical.keyword_recall(t.answer, t.case.expected_answer))),
+           _one("keyword_recall", lambda t, o, i: best_over(
+               t.case.all_references, lambda ref: lexical.keyword_recall(t.answer, ref)))),
     Scorer("answer_length", ("answer_length",), ("answer",),
            _one("answer_length", lambda t, o, i: lexical.answer_length(t.answer))),
     Scorer("politeness", ("politeness",), ("answer",),
@@ -62,10 +65,10 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("latency_ms", ("latency_ms",), (), _one("latency_ms", _latency),
            lower_is_better=frozenset({"latency_ms"})),
     Scorer("bleu", ("bleu",), ("answer", "expected_answer"),
-           _one("bleu", lambda t, o, i: overlap.bleu(t.answer, t.case.expected_answer))),
+           _one("bleu", lambda t, o, i: overlap.bleu(t.answer, t.case.all_references))),
     Scorer("rouge", ("rouge1", "rouge2", "rougeL"), ("answer", "expected_answer"),
-           lambda t, o, i: overlap.rouge(t.answer, t.case.expected_answer,
-                                         use_stemmer=bool(o["use_stemmer"])),
+           lambda t, o, i: overlap.rouge_multi(t.answer, t.case.all_references,
+                                               use_stemmer=bool(o["use_stemmer"])),
            option_defaults={"use_stemmer": False}),
     Scorer("lexical_relevance", ("lexical_relevance",), ("question", "answer"),
            _one("lexical_relevance",
@@ -83,13 +86,16 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
 def _similarity(t: Turn, o, side) -> MetricResult:
     if not t.answer.strip():  # an empty text's embedding means nothing: nothing said, 0
         return MetricResult(0.0, {"note": "empty answer"})
-    return semantic.answer_similarity(t.features[VEC_EXPECTED], t.features[VEC_ANSWER])
+    refs = t.features.get(VEC_REFERENCES) or [t.features[VEC_EXPECTED]]
+    answer = t.features[VEC_ANSWER]
+    return best_over(refs, lambda ref: semantic.answer_similarity(ref, answer))
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
-    ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
-    return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
-                              bert_idf if o["idf"] else None)
+    refs = t.features.get(TOK_REFERENCES) or [t.features[TOK_EXPECTED]]
+    cand, idf = t.features[TOK_ANSWER], bert_idf if o["idf"] else None
+    return semantic.bertscore_multi([semantic.bertscore(ref.tokens, ref.vectors, cand.tokens,
+                                                        cand.vectors, idf) for ref in refs])
 
 
 def _relevance(t: Turn, o, side) -> MetricResult:

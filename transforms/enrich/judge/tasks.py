@@ -120,7 +120,7 @@ class TurnJudge:
 
     async def features(self, turn: Turn) -> dict[str, Any]:
         """Every judge outcome this turn needs, keyed by feature name."""
-        q, a, ref = turn.case.question, turn.answer, turn.case.expected_answer
+        q, a, ref = turn.case.question, turn.answer, turn.case.reference_text
         ctx = list(turn.effective_contexts or [])
         w = self.wanted
         # each text fenced once (the hash of a long context is not free)
