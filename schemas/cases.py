@@ -225,7 +225,8 @@ def _id_content(row: Mapping[str, Any], messages) -> dict[str, Any]:
     for key in ("contexts", "tags"):
         if isinstance(content.get(key), str):
             content[key] = _string_list(content[key], key)
-    if isinstance(content.get("expected_answer"), (list, tuple)):
-        content["expected_answer"] = list(content["expected_answer"])
+    refs = content.get("expected_answer")
+    if isinstance(refs, (list, tuple)):  # one reference has one id, as a list or a string
+        content["expected_answer"] = refs[0] if len(refs) == 1 else list(refs)
     content["messages"] = messages or None
     return content
