@@ -18,6 +18,7 @@ from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXP
 from transforms.score.metrics import lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
 from transforms.enrich.judge import scorers as judged
+from transforms.enrich.judge.conversation import CONVERSATION_METRICS, conversation_metric
 from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
@@ -143,8 +144,14 @@ SCORERS += (
            judge=True)
     for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS)
 )
+SCORERS += tuple(  # conversation-level judge metrics (transforms/enrich/judge/conversation.py)
+    Scorer(m, (m,), ("messages", "answer"), _one(m, conversation_metric(m)), judge=True,
+           option_defaults={"role": None} if m == "role_adherence" else {})
+    for m in CONVERSATION_METRICS
+)
 GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
     "rouge": ("rouge1", "rouge2", "rougeL"),
+    "conversation": CONVERSATION_METRICS,
     "safety": SAFETY_METRICS,
     "judge_rubrics": tuple(RUBRICS),
 }
@@ -155,23 +162,33 @@ LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in
 
 def select_scorers(metrics: tuple[str, ...] | None,
                    options: Mapping[str, Mapping[str, Any]],
-                   judge_configured: bool = True) -> list[tuple[Scorer, dict]]:
+                   judge_configured: bool = True,
+                   extra: tuple[Scorer, ...] = ()) -> list[tuple[Scorer, dict]]:
     """The scorers to run with their options; unknown names raise ValueError.
     By default every metric, except the judge's when no judge is configured
-    (named explicitly, they run and are null with "no judge configured")."""
-    known = set(METRIC_NAMES) | {s.name for s in SCORERS} | set(GROUPS)
+    (named explicitly, they run and are null with "no judge configured").
+    `extra`: the run's own metrics (custom functions, rubrics), after the built-ins."""
+    scorers = SCORERS + tuple(extra)
+    names = [s.name for s in extra]
+    clash = sorted({n for n in names if names.count(n) > 1}
+                   | (set(names) & (set(METRIC_NAMES) | set(GROUPS))))
+    if clash:
+        raise ValueError(f"metric {clash[0]!r} is defined twice (a built-in metric, a custom "
+                         "metric or a rubric); choose another name")
+    known = {m for s in scorers for m in s.metrics} | {s.name for s in scorers} | set(GROUPS)
     if metrics is None:
-        wanted = {s.name for s in SCORERS if judge_configured or not s.judge}
+        wanted = {s.name for s in scorers if judge_configured or not s.judge}
     else:
         wanted = set(metrics)
     unknown = sorted(wanted - known)
     if unknown:
-        raise ValueError(f"unknown metric {unknown[0]!r}; known: {', '.join(METRIC_NAMES)} "
+        raise ValueError(f"unknown metric {unknown[0]!r}; known: "
+                         f"{', '.join(m for s in scorers for m in s.metrics)} "
                          f"(groups: {', '.join(GROUPS)})")
     for group in wanted & set(GROUPS):
         wanted |= set(GROUPS[group])
     chosen = []
-    for scorer in SCORERS:
+    for scorer in scorers:
         if scorer.name in wanted or wanted & set(scorer.metrics):
             opts = dict(scorer.option_defaults)
             given = dict(options.get(scorer.name, {}))
@@ -180,7 +197,7 @@ def select_scorers(metrics: tuple[str, ...] | None,
                 raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
             opts.update(given)
             chosen.append((scorer, opts))
-    unknown_opts = sorted(set(options) - {s.name for s in SCORERS})
+    unknown_opts = sorted(set(options) - {s.name for s in scorers})
     if unknown_opts:
         raise ValueError(f"metric_options names unknown metric {unknown_opts[0]!r}")
     return chosen
@@ -198,6 +215,8 @@ def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] 
             return "no expected_answer"
         if need == "contexts" and not turn.effective_contexts:
             return "no contexts"
+        if need == "messages" and not turn.case.messages:
+            return "no messages (not a conversation)"
     if any(f not in turn.features for f in features):
         return turn.features.get(EMBED_ERROR, "no embeddings for this turn")
     return None
