@@ -367,7 +367,7 @@ def _string_tuple(value: Any, where: str, allowed: tuple[str, ...] | None = None
                   ) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where} must be a list of strings")
     bad = [v for v in value if allowed is not None and v not in allowed]
     if bad:
