@@ -5,6 +5,7 @@ is dropped silently.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from dataclasses import dataclass
@@ -123,11 +124,7 @@ def _string_list(value: Any, name: str) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            raise TypeError(f"{name} must be a list of strings, got a plain string") from None
-        value = parsed
+        value = parse_text_list(value, name)
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list of strings, got {type(value).__name__}")
     bad = [type(v).__name__ for v in value if not isinstance(v, str)]
@@ -144,6 +141,21 @@ def _references(value: Any) -> list[str] | None:
     if not refs:
         raise ValueError("expected_answer is an empty list of references")
     return refs
+
+
+def parse_text_list(value: str, name: str) -> Any:
+    """A list written as text: a JSON array, or a Python list literal as pandas'
+    to_csv writes one (Ragas' EvaluationDataset.to_csv)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    if value.lstrip().startswith("["):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    raise TypeError(f"{name} must be a list of strings, got a plain string")
 
 
 def parse_label(value: Any) -> str | None:

@@ -127,6 +127,14 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source]) -> list[Shard
     return shards
 
 
+def _plan_json(path: str, columns: Mapping[str, Source]) -> list[Shard]:
+    records = formats.load_json_records(path)
+    keys = {k for r in records[:formats.SCHEMA_SAMPLE] if isinstance(r, dict) for k in r}
+    if records:
+        check_columns(keys, columns, path)
+    return [Shard(path, 0, 0, 0, len(records), "json")] if records else []
+
+
 def _plan_arrow(path: str, columns: Mapping[str, Source]) -> list[Shard]:
     """Runs of consecutive record batches of about SHARD_ROWS rows."""
     schema, batches = formats.scan_arrow(path)
@@ -153,6 +161,8 @@ def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = N
             shards += _plan_parquet(path, columns)
         elif kind == "arrow":
             shards += _plan_arrow(path, columns)
+        elif kind == "json":
+            shards += _plan_json(path, columns)
         else:
             shards += _plan_text(path, kind, columns)
     return shards
@@ -186,6 +196,8 @@ def _shard_records(shard: Shard, columns: Mapping[str, Source]) -> Iterator[Any]
         return _sliced(formats.read_arrow(shard.path, shard.offset, sorted(names)), shard)
     if shard.format == "jsonl":
         return formats.read_jsonl(shard.path, shard.offset, shard.end)
+    if shard.format == "json":
+        return formats.read_json(shard.path)
     return formats.read_csv(shard.path, shard.offset, shard.end, columns)
 
 

@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
-from schemas.cases import (InputError, RowProblem, Source, candidates, check_columns)
+from schemas.cases import InputError, Source, candidates, check_columns, parse_text_list
 
-FORMATS = ("parquet", "jsonl", "csv", "hf")
+FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
 EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl",
-              ".ndjson.gz": "jsonl", ".csv": "csv"}
+              ".ndjson.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv", ".json": "json"}
 csv.field_size_limit(2**31 - 1)  # long contexts: the default limit is 128 KiB per field
 HF_STATE = "state.json"
 HF_DICT = "dataset_dict.json"
@@ -160,6 +160,28 @@ def read_jsonl(path: str, offset: int, end: int | None) -> Iterator[dict | tuple
                 yield parse_jsonl_record(line)
 
 
+# ------------------------------------------------------------- JSON (an array)
+
+def load_json_records(path: str) -> list:
+    """A .json file holding an array of objects (DeepEval's save_as("json")):
+    read whole, so one shard per file; JSON Lines is the splittable form."""
+    try:
+        with _open(path) as fh:
+            data = json.loads(fh.read())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read {path} as JSON: {exc}"[:300]) from None
+    if not isinstance(data, list):
+        raise InputError(f"{path}: a JSON input must be an array of objects (one per case), "
+                         f"got {type(data).__name__}")
+    return data
+
+
+def read_json(path: str) -> Iterator[dict | tuple[str, str]]:
+    for item in load_json_records(path):
+        yield item if isinstance(item, dict) else (
+            "invalid_json", f"the record is a JSON {type(item).__name__}, not an object")
+
+
 # ------------------------------------------------------------------------ CSV
 
 class _TrackedLines:
@@ -228,13 +250,14 @@ def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int
 
 
 def _cell(value: str, column: str | None) -> Any:
-    """An empty cell is null; a JSON array in a list-capable column is a list."""
+    """An empty cell is null; a JSON array (or a Python list literal, as pandas
+    writes lists) in a list-capable column is a list."""
     if value == "":
         return None
     if column in JSON_CELL_COLUMNS and value.lstrip().startswith("["):
         try:
-            parsed = json.loads(value)
-        except ValueError:
+            parsed = parse_text_list(value, column)
+        except TypeError:
             return value
         if isinstance(parsed, list) and parsed and all(
                 isinstance(v, dict if column != "expected_answer" else str) for v in parsed):
