@@ -146,3 +146,31 @@ def test_conversation_reaches_bots_in_order_and_is_judged(tmp_path, monkeypatch)
     results = {(r["bot"], r["case_id"]): r for r in read_rows(out, "results")}
     assert json.loads(results[("plain", "conv")]["messages"]) == HISTORY
     assert results[("plain", "single")]["messages"] is None
+
+
+def test_rubric_config_is_validated():
+    from pipeline.config import ConfigError, parse_config
+    from transforms.score.custom import rubric_scorers
+    from transforms.score.scoring import select_scorers
+    base = {"endpoints": {"llm": {"base_url": "http://127.0.0.1:1/v1"}},
+            "judge": {"endpoint": "llm", "model": "m"}}
+
+    def judge(rubrics):
+        return parse_config({**base, "judge": {**base["judge"], "rubrics": rubrics}}).judge
+
+    cfg = judge({"tone": {"criteria": "Polite?", "steps": "Read it.", "inputs": ["answer"]}})
+    assert cfg.rubrics["tone"].steps == ("Read it.",) and cfg.rubrics["tone"].scale == (1.0, 5.0)
+    for rubrics, message in [
+        ({"tone": {"steps": ["x"]}}, "missing key 'judge.rubrics.tone.criteria'"),
+        ({"tone": {"criteria": "x", "inputs": ["vibes"]}}, "unknown 'vibes'"),
+        ({"tone": {"criteria": "x", "scale": [5, 1]}}, "low < high"),
+        ({"tone": {"criteria": "x", "weight": 2}}, "unknown key 'judge.rubrics.tone.weight'"),
+        ({"2fast": {"criteria": "x"}}, "must be a metric name"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            judge(rubrics)
+    clash = rubric_scorers(judge({"bleu": {"criteria": "x"}}).rubrics)
+    with pytest.raises(ValueError, match="defined twice"):
+        select_scorers(None, {}, True, tuple(clash))
+    chosen = select_scorers(("tone",), {}, True, tuple(rubric_scorers(cfg.rubrics)))
+    assert [(s.name, o, s.judge) for s, o in chosen] == [("tone", {"scale": [1.0, 5.0]}, True)]

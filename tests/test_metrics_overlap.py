@@ -185,6 +185,13 @@ def test_bleu_parity_with_sacrebleu():
     assert checked >= 1000
 
 
+def _assert_same_rouge(ours, theirs, case) -> None:
+    for k in ROUGE_TYPES:
+        assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, case)
+        assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
+        assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+
+
 @pytest.mark.parametrize("use_stemmer", [False, True])
 def test_rouge_parity_with_rouge_score(use_stemmer):
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
@@ -197,10 +204,7 @@ def test_rouge_parity_with_rouge_score(use_stemmer):
             assert all(theirs[k].fmeasure == 0 for k in ROUGE_TYPES)
             assert all(ours[k].value is None and "no ROUGE tokens" in ours[k].error for k in ROUGE_TYPES)
             continue
-        for k in ROUGE_TYPES:
-            assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, hyp, ref)
-            assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
-            assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+        _assert_same_rouge(ours, theirs, (hyp, ref))
         checked += 1
     assert checked >= 1000
 
@@ -357,10 +361,7 @@ def test_rouge_multi_reference_parity_with_score_multi(use_stemmer):
             assert all(ours[k].value is None for k in ROUGE_TYPES)
             continue
         theirs = scorer.score_multi(refs, hyp)
-        for k in ROUGE_TYPES:
-            assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, hyp, refs)
-            assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
-            assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+        _assert_same_rouge(ours, theirs, (hyp, refs))
         checked += 1
     assert checked >= 350
 

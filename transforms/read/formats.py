@@ -95,6 +95,11 @@ def _open(path: str) -> IO[bytes]:
     return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
 
 
+def splittable(path: str) -> bool:
+    """A compressed file (gzip, bzip2, ...) is read from its start: one shard."""
+    return CompressionTypes.detect_compression_type(path) == CompressionTypes.UNCOMPRESSED
+
+
 def _lines(fh: IO[bytes], offset: int = 0, end: int | None = None) -> Iterator[bytes]:
     """The lines of [offset, end) (end None: to the end of the stream)."""
     if offset:
@@ -110,12 +115,12 @@ def _lines(fh: IO[bytes], offset: int = 0, end: int | None = None) -> Iterator[b
 def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, int]], list]:
     """One pass: ([(offset, end, records)] cut every shard_rows records, the
     first parsed records for the schema check)."""
-    splittable = not path.lower().endswith(".gz")
+    can_split = splittable(path)
     pieces, start, count, pos, sample = [], 0, 0, 0, []
     with _open(path) as fh:
         for line in _lines(fh):
             if line.strip():
-                if count == shard_rows and splittable:
+                if count == shard_rows and can_split:
                     pieces.append((start, pos, count))
                     start, count = pos, 0
                 count += 1
@@ -225,7 +230,7 @@ def csv_header(path: str) -> list[str]:
 def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int | None, int]]]:
     """One parse of the file: (header, [(offset, end, records)]). The first
     piece starts at 0 (its reader skips the header)."""
-    splittable = not path.lower().endswith(".gz")
+    can_split = splittable(path)
     pieces, start, count = [], 0, 0
     with _open(path) as fh:
         lines = _TrackedLines(_lines(fh))
@@ -241,7 +246,7 @@ def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int
                 raise InputError(f"cannot read {path} as CSV near byte {before}: {exc}") from None
             if not record:
                 continue  # a blank line
-            if count == shard_rows and splittable:
+            if count == shard_rows and can_split:
                 pieces.append((start, before, count))
                 start, count = before, 0
             count += 1
