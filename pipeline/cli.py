@@ -243,7 +243,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
-    shards = plan_shards(args.input, columns, cfg.input.format)
+    shards = plan_shards(args.input, columns, cfg.input.format, notes)
     info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,

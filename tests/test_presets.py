@@ -92,3 +92,17 @@ def test_older_ragas_file_runs_with_no_row_dead_lettered(tmp_path):
     refund = next(r for r in results if r["question"].startswith("How long is the refund"))
     assert len(refund["references"]) == 2
     assert scores[(refund["case_id"], "exact_match")]["value"] == 1.0  # equals a reference
+
+
+def test_files_in_another_tools_form_get_a_hint(tmp_path, capsys):
+    """Without a preset: a Ragas file lacks 'question' (a one-line error naming the
+    preset); an older Ragas file runs but would lose its references (a note)."""
+    out = str(tmp_path / "out")
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas.jsonl"), "--output", out) == 2
+    err = capsys.readouterr().err
+    assert "missing required column 'question'" in err and "set input.preset: ragas" in err
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas_v1.csv"), "--output", out,
+                   "--run-id", "hint") == 0
+    assert "note: the columns question, ground_truths look like the 'ragas_v1' preset's" \
+        in capsys.readouterr().err
+    assert any("input.preset: ragas_v1" in n for n in manifest(out, "hint")["notes"])

@@ -16,10 +16,11 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.cases import (InputError, RowProblem, Source, check_columns, check_file_schema,
+from schemas.cases import (InputError, RowProblem, Source, check_columns,
                           source_names, to_case)
 from schemas.records import EvalCase
 from transforms.read import formats
+from transforms.read.presets import suggest_preset
 
 SHARD_ROWS = 5_000  # rows per shard: small enough to balance the workers
 BATCH_ROWS = 2_048   # rows decoded at a time
@@ -96,9 +97,21 @@ def _slices(n: int) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + SHARD_ROWS)
 
 
-def _plan_parquet(path: str, columns: Mapping[str, Source]) -> list[Shard]:
+def _check(names, columns: Mapping[str, Source], path: str, notes: list[str] | None) -> None:
+    """The required columns are there; columns that look like another tool's
+    get a hint (in the error, or as a note of the run)."""
+    hint = suggest_preset(names, columns)
+    try:
+        check_columns(names, columns, path)
+    except InputError as exc:
+        raise InputError(f"{exc}; {hint}" if hint else str(exc)) from None
+    if hint and notes is not None and hint not in notes:
+        notes.append(hint)
+
+
+def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
     pf = _open_parquet(path)
-    check_file_schema(pf.schema_arrow, columns, path)
+    _check(pf.schema_arrow.names, columns, path, notes)
     shards, first = [], 0
     for rg in range(pf.metadata.num_row_groups):
         n = pf.metadata.row_group(rg).num_rows
@@ -107,15 +120,17 @@ def _plan_parquet(path: str, columns: Mapping[str, Source]) -> list[Shard]:
     return shards
 
 
-def _plan_text(path: str, fmt: str, columns: Mapping[str, Source]) -> list[Shard]:
+def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
     """JSONL or CSV: shards of SHARD_ROWS records between record boundaries."""
     try:
         if fmt == "jsonl":
             pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
-            formats.check_jsonl_schema(path, sample, columns)
+            if sample:
+                _check(formats.jsonl_keys(sample), columns,
+                       f"{path} (first {len(sample)} records)", notes)
         else:
             header, pieces = formats.scan_csv(path, SHARD_ROWS)
-            check_columns(header, columns, path)
+            _check(header, columns, path, notes)
     except (OSError, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
@@ -127,18 +142,18 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source]) -> list[Shard
     return shards
 
 
-def _plan_json(path: str, columns: Mapping[str, Source]) -> list[Shard]:
+def _plan_json(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
     records = formats.load_json_records(path)
     keys = {k for r in records[:formats.SCHEMA_SAMPLE] if isinstance(r, dict) for k in r}
     if records:
-        check_columns(keys, columns, path)
+        _check(keys, columns, path, notes)
     return [Shard(path, 0, 0, 0, len(records), "json")] if records else []
 
 
-def _plan_arrow(path: str, columns: Mapping[str, Source]) -> list[Shard]:
+def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
     """Runs of consecutive record batches of about SHARD_ROWS rows."""
     schema, batches = formats.scan_arrow(path)
-    check_file_schema(schema, columns, path)
+    _check(schema.names, columns, path, notes)
     shards, first, i = [], 0, 0
     while i < len(batches):
         j, rows = i + 1, batches[i][1]
@@ -150,21 +165,22 @@ def _plan_arrow(path: str, columns: Mapping[str, Source]) -> list[Shard]:
     return shards
 
 
-def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = None
-                ) -> list[Shard]:
+def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = None,
+                notes: list[str] | None = None) -> list[Shard]:
     """Check every file's columns and cut the files into shards: Parquet from its
-    metadata, Arrow from its message headers, JSONL and CSV in one pass each."""
+    metadata, Arrow from its message headers, JSONL and CSV in one pass each.
+    Hints for the user (a preset that fits the columns) go to `notes`."""
     shards: list[Shard] = []
     for path in list_input_files(pattern, fmt):
         kind = file_format(path, fmt)
         if kind == "parquet":
-            shards += _plan_parquet(path, columns)
+            shards += _plan_parquet(path, columns, notes)
         elif kind == "arrow":
-            shards += _plan_arrow(path, columns)
+            shards += _plan_arrow(path, columns, notes)
         elif kind == "json":
-            shards += _plan_json(path, columns)
+            shards += _plan_json(path, columns, notes)
         else:
-            shards += _plan_text(path, kind, columns)
+            shards += _plan_text(path, kind, columns, notes)
     return shards
 
 

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
-from schemas.cases import InputError, Source, candidates, check_columns, parse_text_list
+from schemas.cases import InputError, Source, candidates, parse_text_list
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
 EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl",
@@ -342,9 +342,4 @@ def read_arrow(path: str, offset: int, columns: list[str]) -> Iterator[pa.Record
                 return
             yield ipc.read_record_batch(message, schema).select(wanted)
 
-
-def check_jsonl_schema(path: str, sample: list[bytes], columns: Mapping[str, Source]) -> None:
-    keys = jsonl_keys(sample)
-    if keys or sample:
-        check_columns(keys, columns, f"{path} (first {len(sample)} records)")
 

@@ -39,3 +39,27 @@ def preset_columns(name: str | None) -> dict[str, Any]:
 def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, Any]:
     """The preset's mapping with the config's `input.columns` on top."""
     return {**preset_columns(preset), **dict(columns)}
+
+
+# Columns that give a tool's files away (any of them, beside the required ones).
+_SIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # preset: (all of, any of)
+    "ragas": (("user_input",), ("response", "reference", "retrieved_contexts")),
+    "ragas_v1": (("question",), ("ground_truths", "ground_truth")),
+    "deepeval": (("input",), ("actual_output", "expected_output", "retrieval_context")),
+    "openai_evals": (("input",), ("ideal",)),
+    "inspect": (("input",), ("target",)),
+}
+
+
+def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
+    """A hint when a file's columns look like another tool's and neither a preset
+    nor a mapping is in use (a Ragas file would otherwise lose its references)."""
+    if any(src != col for col, src in columns.items()):
+        return None
+    names = set(names)
+    for preset, (every, some) in _SIGNS.items():
+        found = sorted(names & set(some))
+        if set(every) <= names and found:
+            return (f"the columns {', '.join(every + tuple(found))} look like the "
+                    f"'{preset}' preset's: set input.preset: {preset}")
+    return None
