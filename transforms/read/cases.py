@@ -125,9 +125,12 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -
     try:
         if fmt == "jsonl":
             pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
+            keys = formats.jsonl_keys(sample)
+            if sample and not keys:
+                raise InputError(f"cannot read {path} as JSON Lines: none of its first "
+                                 f"{len(sample)} lines is a JSON object")
             if sample:
-                _check(formats.jsonl_keys(sample), columns,
-                       f"{path} (first {len(sample)} records)", notes)
+                _check(keys, columns, f"{path} (first {len(sample)} records)", notes)
         else:
             header, pieces = formats.scan_csv(path, SHARD_ROWS)
             _check(header, columns, path, notes)
