@@ -140,7 +140,7 @@ def test_whole_input_errors_before_the_run(tmp_path):
         plan_shards(str(tmp_path / "a.txt"), COLS)
     assert len(plan_shards(str(tmp_path / "a.txt"), COLS, "jsonl")) == 1  # input.format
     (tmp_path / "b.jsonl").write_bytes(b"\x89PNG\r\n\x1a\nnot json at all\n")
-    with pytest.raises(InputError, match="none of its first 2 lines is a JSON object"):
+    with pytest.raises(InputError, match="none of its first 3 lines is a JSON object"):
         plan_shards(str(tmp_path / "b.jsonl"), COLS)
     (tmp_path / "e.csv").write_text("", "utf-8")
     with pytest.raises(InputError, match="empty CSV"):
