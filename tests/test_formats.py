@@ -192,3 +192,21 @@ def test_same_cases_in_every_format_give_identical_scores(tmp_path, monkeypatch)
         assert tables[fmt] == tables["parquet"], fmt
     several = [r for r in tables["parquet"] if r[2] == "bleu" and r[4] and '"nrefs:2' in r[4]]
     assert several  # multi-reference rows were scored as such
+
+
+def test_real_save_to_disk_output(monkeypatch):
+    """A DatasetDict written by `datasets` 5.2.0's save_to_disk (tests/fixtures;
+    the train split in two Arrow shards): every split, shard and row, list
+    references and messages as given."""
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 7)
+    folder = f"{ROOT}/tests/fixtures/hf_save_to_disk"
+    shards = plan_shards(folder, COLS)
+    cases = [c for s in shards for c in read_valid_cases(s, COLS)]
+    assert [c.case_id for c in cases] == [f"c{i}" for i in range(30)]
+    assert cases[3].references == ["ref 3", "alt 3"] and cases[3].expected_answer == "ref 3"
+    assert cases[3].messages == [{"role": "user", "content": "hi 3"},
+                                 {"role": "assistant", "content": "hello"}]
+    assert cases[4].references is None and cases[4].messages is None  # [] is no conversation
+    assert {s.path.rsplit("/", 1)[1] for s in shards} == {"data-00000-of-00002.arrow",
+                                                          "data-00001-of-00002.arrow",
+                                                          "data-00000-of-00001.arrow"}

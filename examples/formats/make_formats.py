@@ -60,8 +60,11 @@ def write_csv(path: str | os.PathLike, rows: list[dict]) -> str:
 
 
 def _features(schema: pa.Schema) -> dict:
-    """datasets' feature description of an Arrow schema (strings and lists of strings)."""
-    def feature(t: pa.DataType) -> dict:
+    """datasets' feature description of an Arrow schema (strings, lists of
+    strings, lists of {role, content})."""
+    def feature(t: pa.DataType):
+        if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
+            return [feature(t.value_type)]  # a list of dicts (Sequence of a dict is not that)
         if pa.types.is_list(t):
             return {"feature": feature(t.value_type), "_type": "Sequence"}
         if pa.types.is_struct(t):
