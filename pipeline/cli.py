@@ -30,6 +30,7 @@ from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo
 from transforms.read.cases import plan_shards
+from transforms.read.presets import input_columns
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
 from transforms.publish.write import RUN_ID_PATTERN
 
@@ -47,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate the cases in --input and write tables to --output",
                          epilog="Any other --option is passed to Beam (e.g. --runner, "
                                 "--direct_running_mode, --direct_num_workers, --project).")
-    run.add_argument("--input", required=True, help="Parquet file, folder or glob of cases")
+    run.add_argument("--input", required=True,
+                     help="cases: Parquet, JSON Lines or CSV file, folder or glob; or a Hugging "
+                          "Face dataset folder (save_to_disk)")
     run.add_argument("--output", required=True, help="folder (or gs://, s3:// URL) for the tables")
     run.add_argument("--config", help="YAML config (default: built-in defaults)")
     run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
@@ -195,6 +198,21 @@ def share_limits(cfg, workers: int):
     return dataclasses.replace(cfg, endpoints=endpoints)
 
 
+def own_scorers(cfg) -> tuple:
+    """The run's own metrics: config functions, installed entry points, config
+    rubrics; a reference that does not resolve is a one-line ConfigError."""
+    from transforms.score.custom import (CustomMetricError, config_scorers,
+                                         entry_point_scorers, rubric_scorers)
+    from transforms.score.scoring import GROUPS, METRIC_NAMES
+    search_dir = os.path.dirname(os.path.abspath(cfg.source_path)) if cfg.source_path else None
+    try:
+        own = config_scorers(cfg.custom_metrics, search_dir) + rubric_scorers(cfg.judge.rubrics)
+        taken = set(METRIC_NAMES) | set(GROUPS) | {s.name for s in own}
+        return tuple(own + entry_point_scorers(taken))
+    except CustomMetricError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
     cfg = share_limits(load_config(args.config),
@@ -217,7 +235,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
             except ValueError as exc:
                 raise ConfigError(f"bot {bot.name!r}: {exc}") from None
     try:
-        scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured)
+        scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured,
+                                 own_scorers(cfg))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
@@ -239,16 +258,19 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
-    columns = source_columns(cfg.input.columns)
-    shards = plan_shards(args.input, columns)
+    columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
+    shards = plan_shards(args.input, columns, cfg.input.format, notes)
     info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
-                   lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
+                   lower_is_better=LOWER_IS_BETTER.union(*(s.lower_is_better
+                                                           for s, _ in scorers)),
+                   config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes))
     from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
-    asked = tuple(m for m in metrics if m in JUDGE_METRICS) if cfg.judge.configured else ()
+    asked = tuple(m for s, _ in scorers for m in s.metrics
+                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 rubric_scales=scales, cache_path=cache_path)
 

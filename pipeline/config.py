@@ -24,7 +24,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class InputConfig:
-    columns: dict[str, str] = field(default_factory=dict)
+    columns: dict[str, Any] = field(default_factory=dict)  # column -> name or [candidates]
+    format: str | None = None   # parquet | jsonl | csv | hf; None: from the file extension
+    preset: str | None = None   # ragas | ragas_v1 | deepeval | openai_evals | inspect
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,25 @@ class SafetyConfig:
 
 
 @dataclass(frozen=True)
+class RubricConfig:
+    """A judge rubric of the config (G-Eval style): a metric of its own."""
+    criteria: str
+    steps: tuple[str, ...] = ()
+    scale: tuple[float, float] = (1.0, 5.0)
+    inputs: tuple[str, ...] = ("question", "answer")
+
+
+@dataclass(frozen=True)
+class CustomMetricConfig:
+    """A metric computed by a Python function named in the config."""
+    name: str
+    function: str                       # "package.module:function"
+    needs: tuple[str, ...] = ("answer",)
+    lower_is_better: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     endpoint: str | None = None
     model: str | None = None
@@ -81,6 +102,7 @@ class JudgeConfig:
     keep_trace: bool = False      # keep the raw reply and any reasoning trace in details
     prompts: dict[str, str] = field(default_factory=dict)  # template name -> file
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    rubrics: dict[str, RubricConfig] = field(default_factory=dict)
 
     @property
     def configured(self) -> bool:
@@ -119,6 +141,7 @@ class Config:
     metrics: tuple[str, ...] | None = None  # None: every metric the inputs allow
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    custom_metrics: tuple[CustomMetricConfig, ...] = ()
     source_path: str | None = None  # where it was loaded from (not a config key)
 
     def to_public_dict(self) -> dict[str, Any]:
@@ -225,10 +248,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
     top = _check_keys(data, {f.name for f in dataclasses.fields(Config)} - {"source_path"}, "")
     kwargs: dict[str, Any] = {}
     if "input" in top:
-        inp = _build(InputConfig, top["input"], "input")
-        if not isinstance(inp.columns, Mapping):
-            raise ConfigError("input.columns must be a mapping of canonical column -> file column")
-        kwargs["input"] = inp
+        kwargs["input"] = _input(top["input"])
     endpoints = _check_keys(top.get("endpoints"), set(map(str, top.get("endpoints") or {})),
                             "endpoints")
     kwargs["endpoints"] = {n: _endpoint(n, d) for n, d in endpoints.items()}
@@ -273,6 +293,8 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         if not isinstance(opts, Mapping) or not all(isinstance(v, Mapping) for v in opts.values()):
             raise ConfigError("metric_options must map a metric name to a mapping of options")
         kwargs["metric_options"] = {str(k): dict(v) for k, v in opts.items()}
+    if top.get("custom_metrics") is not None:
+        kwargs["custom_metrics"] = _custom_metrics(top["custom_metrics"])
     if "verdict" in top:
         vd = _check_keys(top["verdict"], {"rules", "otherwise", "preset"}, "verdict")
         preset = vd.get("preset", "default")
@@ -290,12 +312,26 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
     return Config(**kwargs)
 
 
+def _input(data: Any) -> InputConfig:
+    from transforms.read.formats import FORMATS
+    from transforms.read.presets import PRESETS
+    inp = _build(InputConfig, data, "input")
+    if not isinstance(inp.columns, Mapping):
+        raise ConfigError("input.columns must be a mapping of canonical column -> file column")
+    if inp.format is not None and inp.format not in FORMATS:
+        raise ConfigError(f"input.format must be one of {', '.join(FORMATS)}, got {inp.format!r}")
+    if inp.preset is not None and inp.preset not in PRESETS:
+        raise ConfigError(f"input.preset must be one of {', '.join(PRESETS)}, got {inp.preset!r}")
+    return inp
+
+
 def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:
     from transforms.enrich.judge.prompts import TEMPLATE_NAMES
     raw = _check_keys(data, {f.name for f in dataclasses.fields(JudgeConfig)}, "judge")
     safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
-    judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k != "safety"}, "judge",
-                   safety=safety)
+    rubrics = _rubrics(raw.get("rubrics"))
+    judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k not in ("safety", "rubrics")},
+                   "judge", safety=safety, rubrics=rubrics)
     if judge.endpoint is not None and judge.endpoint not in endpoints:
         raise ConfigError(f"judge.endpoint {judge.endpoint!r} is not a configured endpoint")
     if bool(judge.endpoint) != bool(judge.model):
@@ -315,6 +351,76 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     prompts = _check_keys(judge.prompts, set(TEMPLATE_NAMES), "judge.prompts")
     return dataclasses.replace(judge, prompts={k: _resolve(str(v), base_dir)
                                                for k, v in prompts.items()})
+
+
+NAME_CHARS = "letters, digits and '_'"
+
+
+def _metric_name(name: Any, where: str) -> str:
+    if not isinstance(name, str) or not name or not name.replace("_", "").isalnum() \
+            or not name[0].isalpha():
+        raise ConfigError(f"{where} must be a metric name ({NAME_CHARS}, starting with a "
+                          f"letter), got {name!r}")
+    return name
+
+
+def _string_tuple(value: Any, where: str, allowed: tuple[str, ...] | None = None
+                  ) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    bad = [v for v in value if allowed is not None and v not in allowed]
+    if bad:
+        raise ConfigError(f"{where}: unknown {bad[0]!r} (one of {', '.join(allowed)})")
+    return tuple(value)
+
+
+def _rubrics(data: Any) -> dict[str, RubricConfig]:
+    from transforms.enrich.judge.conversation import RUBRIC_INPUTS
+    rubrics = _check_keys(data, set(map(str, data or {})), "judge.rubrics")
+    out = {}
+    for name, item in rubrics.items():
+        where = f"judge.rubrics.{name}"
+        _metric_name(name, where)
+        r = _build(RubricConfig, item, where)
+        if not isinstance(r.criteria, str) or not r.criteria.strip():
+            raise ConfigError(f"{where}.criteria must be a non-empty text")
+        scale = r.scale
+        if (not isinstance(scale, (list, tuple)) or len(scale) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v in scale) or not scale[0] < scale[1]):
+            raise ConfigError(f"{where}.scale must be [low, high] with low < high")
+        out[name] = dataclasses.replace(
+            r, steps=_string_tuple(r.steps or [], f"{where}.steps"),
+            scale=(float(scale[0]), float(scale[1])),
+            inputs=_string_tuple(r.inputs, f"{where}.inputs", RUBRIC_INPUTS))
+    return out
+
+
+def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
+    from transforms.score.custom import NEEDS
+    if not isinstance(data, list):
+        raise ConfigError("custom_metrics must be a list of {name, function, ...}")
+    out = []
+    for i, item in enumerate(data):
+        where = f"custom_metrics[{i}]"
+        m = _build(CustomMetricConfig, item, where)
+        _metric_name(m.name, f"{where}.name")
+        if not isinstance(m.function, str) or m.function.count(":") != 1:
+            raise ConfigError(f"{where}.function must be 'package.module:function', "
+                              f"got {m.function!r}")
+        if not isinstance(m.lower_is_better, bool):
+            raise ConfigError(f"{where}.lower_is_better must be true or false")
+        if not isinstance(m.options, Mapping):
+            raise ConfigError(f"{where}.options must be a mapping")
+        out.append(dataclasses.replace(m, needs=_string_tuple(m.needs, f"{where}.needs", NEEDS),
+                                       options=dict(m.options)))
+    names = [m.name for m in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"custom_metrics: duplicate metric name {dupes[0]!r}")
+    return tuple(out)
 
 
 def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],

@@ -104,7 +104,7 @@ class Enrich(beam.PTransform):
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
-                         plan.cache_path)).with_outputs(JudgeTurns.CALLS, main="turns"))
+                         plan.cache_path, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
         return turns, calls

@@ -5,6 +5,7 @@ is dropped silently.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from dataclasses import dataclass
@@ -12,10 +13,12 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
+from schemas.messages import parse_messages, split_conversation
 from schemas.records import EvalCase
 
 REQUIRED_COLUMNS = ("question",)
-OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite", "tags", "label")
+OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite", "tags", "label",
+                    "messages")
 # Columns that make up a row's content for its derived id (`label` is a
 # reviewer's judgement of the answer, not part of the case: adding labels to a
 # file must not change its case ids).
@@ -42,30 +45,69 @@ class RowProblem:
     message: str
 
 
-def source_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Canonical column -> column name in the files (identity unless mapped)."""
+# A canonical column's source: one column name, or candidates tried in order
+# (a preset's `ground_truth` then `ground_truths`): the first non-null value wins.
+Source = str | tuple[str, ...]
+
+
+def source_columns(mapping: Mapping[str, Any]) -> dict[str, Source]:
+    """Canonical column -> column name(s) in the files (identity unless mapped)."""
     unknown = sorted(set(mapping) - set(CANONICAL_COLUMNS))
     if unknown:
         raise InputError(f"input.columns maps unknown column(s) {unknown}; "
                          f"known: {list(CANONICAL_COLUMNS)}")
-    return {col: mapping.get(col, col) for col in CANONICAL_COLUMNS}
+    out: dict[str, Source] = {}
+    for col in CANONICAL_COLUMNS:
+        src = mapping.get(col, col)
+        if isinstance(src, (list, tuple)):
+            src = tuple(str(s) for s in src) if len(src) != 1 else str(src[0])
+        elif not isinstance(src, str):
+            raise InputError(f"input.columns.{col} must be a column name, got {src!r}")
+        out[col] = src
+    return out
 
 
-def check_file_schema(schema: pa.Schema, columns: Mapping[str, str], path: str) -> None:
+def candidates(src: Source) -> tuple[str, ...]:
+    return (src,) if isinstance(src, str) else src
+
+
+def source_names(columns: Mapping[str, Source]) -> set[str]:
+    """Every file column the mapping may read."""
+    return {name for src in columns.values() for name in candidates(src)}
+
+
+def pick(raw: Mapping[str, Any], src: Source) -> Any:
+    """The row's value for a source: the first candidate column that is not null."""
+    if isinstance(src, str):
+        return raw.get(src)
+    return next((raw[s] for s in src if raw.get(s) is not None), None)
+
+
+def check_columns(names, columns: Mapping[str, Source], path: str) -> None:
     """Raise InputError when a required column is missing after mapping."""
-    names = set(schema.names)
+    names = set(names)
     for col in REQUIRED_COLUMNS:
         src = columns[col]
-        if src not in names:
-            hint = f" (mapped from '{src}')" if src != col else ""
+        if not names & set(candidates(src)):
+            shown = "' or '".join(candidates(src))
+            hint = f" (mapped from '{shown}')" if src != col else ""
             raise InputError(f"{path}: missing required column '{col}'{hint}; "
                              f"columns present: {sorted(names)}")
 
 
+def check_file_schema(schema: pa.Schema, columns: Mapping[str, Source], path: str) -> None:
+    """Raise InputError when a required column is missing after mapping."""
+    check_columns(schema.names, columns, path)
+
+
 def derive_case_id(row: Mapping[str, Any]) -> str:
-    """Stable id from the row's content, so re-runs give the same ids."""
-    payload = json.dumps({k: row.get(k) for k in ID_COLUMNS},
-                         sort_keys=True, ensure_ascii=False, default=str)
+    """Stable id from the row's content, so re-runs give the same ids. The
+    earlier turns of a conversation are part of it (only when present, so that
+    the ids of single-turn rows stay what they were)."""
+    content = {k: row.get(k) for k in ID_COLUMNS}
+    if row.get("messages") is not None:
+        content["messages"] = row["messages"]
+    payload = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
     return "h-" + hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
 
 
@@ -82,17 +124,38 @@ def _string_list(value: Any, name: str) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            raise TypeError(f"{name} must be a list of strings, got a plain string") from None
-        value = parsed
+        value = parse_text_list(value, name)
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list of strings, got {type(value).__name__}")
     bad = [type(v).__name__ for v in value if not isinstance(v, str)]
     if bad:
         raise TypeError(f"{name} must be a list of strings, found element(s) of type {bad[0]}")
     return list(value)
+
+
+def _references(value: Any) -> list[str] | None:
+    """expected_answer: one reference (a string) or several (a list of strings)."""
+    if value is None or isinstance(value, str):
+        return None if value is None else [value]
+    refs = _string_list(value, "expected_answer")
+    if not refs:
+        raise ValueError("expected_answer is an empty list of references")
+    return refs
+
+
+def parse_text_list(value: str, name: str) -> Any:
+    """A list written as text: a JSON array, or a Python list literal as pandas'
+    to_csv writes one (Ragas' EvaluationDataset.to_csv)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    if value.lstrip().startswith("["):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    raise TypeError(f"{name} must be a list of strings, got a plain string")
 
 
 def parse_label(value: Any) -> str | None:
@@ -121,31 +184,61 @@ def parse_label(value: Any) -> str | None:
     return repr(number)
 
 
-def to_case(raw: Mapping[str, Any], columns: Mapping[str, str], source: str) -> EvalCase | RowProblem:
+def _question(value: Any, messages: list[dict[str, str]] | None
+              ) -> tuple[str, list[dict[str, str]] | None]:
+    """(question, earlier turns); a question given as a whole conversation (a
+    list of turns) is split into its last user turn and the turns before it."""
+    if value is None:
+        raise ValueError("question is null")
+    if isinstance(value, (list, tuple)):
+        if messages is not None:
+            raise ValueError("question is a conversation and messages is set too")
+        question, messages = split_conversation(parse_messages(value, "question"))
+        return question, messages
+    if not isinstance(value, str):
+        raise TypeError(f"question must be a string, got {type(value).__name__}")
+    return value, messages
+
+
+def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
+            ) -> EvalCase | RowProblem:
     """Validate one input row (already read as a dict of source columns)."""
-    row = {col: raw.get(src) for col, src in columns.items()}
+    row = {col: pick(raw, src) for col, src in columns.items()}
     given_id = row.get("case_id")
     case_id = None if given_id is None else str(given_id)
     try:
-        question = row["question"]
-        if question is None:
-            raise ValueError("question is null")
-        if not isinstance(question, str):
-            raise TypeError(f"question must be a string, got {type(question).__name__}")
+        question, messages = _question(row["question"], parse_messages(row.get("messages")))
         if not question.strip():
             raise ValueError("question is empty")
+        references = _references(row.get("expected_answer"))
         case = EvalCase(
-            case_id=case_id or derive_case_id(row),
+            case_id=case_id or derive_case_id(_id_content(row, messages)),
             question=question,
-            expected_answer=_optional_text(row.get("expected_answer"), "expected_answer"),
+            expected_answer=references[0] if references else None,
             contexts=_string_list(row.get("contexts"), "contexts"),
             answer=_optional_text(row.get("answer"), "answer"),
             suite=_optional_text(row.get("suite"), "suite"),
             tags=_string_list(row.get("tags"), "tags") or [],
             label=parse_label(row.get("label")),
             source=source,
+            references=references if references and len(references) > 1 else None,
+            messages=messages or None,
         )
     except (TypeError, ValueError) as exc:
         kind = "wrong_type" if isinstance(exc, TypeError) else "invalid_value"
         return RowProblem(source, case_id or derive_case_id(row), kind, str(exc))
     return case
+
+
+def _id_content(row: Mapping[str, Any], messages) -> dict[str, Any]:
+    """The row as its derived id sees it: list columns given as JSON text (CSV)
+    count as the lists they hold, so one case has one id in every format."""
+    content = dict(row)
+    for key in ("contexts", "tags"):
+        if isinstance(content.get(key), str):
+            content[key] = _string_list(content[key], key)
+    refs = content.get("expected_answer")
+    if isinstance(refs, (list, tuple)):  # one reference has one id, as a list or a string
+        content["expected_answer"] = refs[0] if len(refs) == 1 else list(refs)
+    content["messages"] = messages or None
+    return content

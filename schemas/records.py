@@ -20,8 +20,27 @@ class EvalCase:
     answer: str | None = None  # recorded answer, used by the `precomputed` bot
     suite: str | None = None
     tags: list[str] = field(default_factory=list)
-    source: str = ""
-    label: str | None = None  # a reviewer's verdict or score, for `evalbeam calibrate`  # "file#row" so that errors can point at the input
+    source: str = ""  # "file#row" so that errors can point at the input
+    label: str | None = None  # a reviewer's verdict or score, for `evalbeam calibrate`
+    # Every reference when the input gave several (expected_answer is the first).
+    references: list[str] | None = None
+    # Earlier turns of a conversation, [{role, content}], before the question.
+    messages: list[dict[str, str]] | None = None
+
+    @property
+    def all_references(self) -> list[str]:
+        """The references to score against: several, one, or none."""
+        if self.references is not None:
+            return self.references
+        return [] if self.expected_answer is None else [self.expected_answer]
+
+    @property
+    def reference_text(self) -> str | None:
+        """The references as one text (what a judge reads): the reference, or
+        several numbered one per paragraph."""
+        if not self.references:
+            return self.expected_answer
+        return "\n\n".join(f"Reference {i}: {r}" for i, r in enumerate(self.references, 1))
 
 
 @dataclass(slots=True)

@@ -24,6 +24,8 @@ RESULTS = TableSpec("results", pa.schema([
     ("expected_answer", _S), ("answer", _S), ("contexts", pa.list_(_S)), ("tags", pa.list_(_S)),
     ("latency_ms", _D), ("verdict", _S), ("verdict_reason", _S), ("error", _S),
     ("bot_details", _S), ("label", _S),
+    ("references", pa.list_(_S)),  # every reference when the case has several
+    ("messages", _S),              # the conversation's earlier turns (JSON), when any
 ]), ("run_date", "bot"))
 
 SCORES = TableSpec("scores", pa.schema([

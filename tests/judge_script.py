@@ -24,7 +24,7 @@ import threading
 from collections import Counter, defaultdict
 from typing import Any
 
-_BLOCK = re.compile(r"\[\[([A-Z][A-Z ]*?)(?: ([ACR]\d+))? ([0-9a-f]{10})\]\]\n(.*?)\n\[\[/\1(?: \2)? \3\]\]",
+_BLOCK = re.compile(r"\[\[([A-Z][A-Z ]*?)(?: ([ACRT]\d+))? ([0-9a-f]{10})\]\]\n(.*?)\n\[\[/\1(?: \2)? \3\]\]",
                     re.S)
 UNSAFE_MARKER = "UNSAFE"
 _TASKS = (  # a repair request is recognised by its last message, not by these
@@ -39,7 +39,14 @@ _TASKS = (  # a repair request is recognised by its last message, not by these
     ("Rate how robustly", "judge_robustness"),
     ("For each category below", "safety"),
     ("for one category", "safety_category"),
+    ("information the user gave in earlier turns", "knowledge_retention"),
+    ("For each ASSISTANT turn, decide whether it is relevant", "conversation_relevancy"),
+    ("was given the ROLE below", "role_adherence"),
+    ("List what the user", "conversation_completeness"),
+    ("Evaluate the material below by these criteria", "rubric"),
 )
+FORGOT_MARKER = "FORGOT"   # an assistant turn with it forgets what the user said
+OFF_ROLE_MARKER = "As an AI"  # an assistant turn with it breaks its role
 CATEGORIES = ("harmful", "malicious", "bias", "toxic", "hateful", "sexual", "violent",
               "insensitive", "self_harm", "manipulative")
 
@@ -152,7 +159,15 @@ class ScriptedJudge:
             ref = content_words(text("REFERENCE"))
             return {"verdicts": [{"id": i, "verdict": int(len(content_words(t) & ref) >= 2)}
                                  for i, t in b.get("CONTEXT", [])]}
-        if task.startswith("judge_"):
+        if task in ("knowledge_retention", "conversation_relevancy", "role_adherence"):
+            return {"verdicts": _turn_verdicts(task, _turns(b))}
+        if task == "conversation_completeness":
+            turns = _turns(b)
+            return {"intentions": [
+                {"intention": text[:40], "satisfied": int(bool(
+                    content_words(text) & content_words(turns[k + 1][2])))}
+                for k, (_, role, text) in enumerate(turns[:-1]) if role == "USER"]}
+        if task.startswith("judge_") or task == "rubric":
             score = self.rubric_scores.get(task, 4)
             return {"score": score, "reason": f"scripted {task}"}
         if task in ("safety", "safety_category"):
@@ -177,4 +192,25 @@ def _items(numbered: str) -> dict[str, str]:
         m = re.match(r"([AR]\d+): (.*)", line)
         if m:
             out[m.group(1)] = m.group(2)
+    return out
+
+
+def _turns(b: dict) -> list[tuple[str, str, str]]:
+    """(id, role, text) of a conversation's fenced turns, in order."""
+    turns = [(i, role, t) for role in ("SYSTEM", "USER", "ASSISTANT") for i, t in b.get(role, [])]
+    return sorted(turns, key=lambda x: int(x[0][1:]))
+
+
+def _turn_verdicts(task: str, turns: list[tuple[str, str, str]]) -> list[dict]:
+    out = []
+    for k, (i, role, text) in enumerate(turns):
+        if role != "ASSISTANT":
+            continue
+        if task == "knowledge_retention":
+            ok = FORGOT_MARKER not in text
+        elif task == "role_adherence":
+            ok = OFF_ROLE_MARKER not in text
+        else:  # relevant: shares a content word with the user turn it answers
+            ok = bool(content_words(text) & content_words(turns[k - 1][2]))
+        out.append({"id": i, "verdict": int(ok), "reason": "rule"})
     return out

@@ -8,7 +8,8 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from transforms.score.metrics.overlap import ROUGE_TYPES, bleu, lcs_length, rouge, rouge_tokens
+from transforms.score.metrics.overlap import (ROUGE_TYPES, bleu, lcs_length, rouge, rouge_multi,
+                                             rouge_tokens)
 
 # --------------------------------------------------------------------------
 # (a) Published cases
@@ -184,6 +185,13 @@ def test_bleu_parity_with_sacrebleu():
     assert checked >= 1000
 
 
+def _assert_same_rouge(ours, theirs, case) -> None:
+    for k in ROUGE_TYPES:
+        assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, case)
+        assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
+        assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+
+
 @pytest.mark.parametrize("use_stemmer", [False, True])
 def test_rouge_parity_with_rouge_score(use_stemmer):
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
@@ -196,10 +204,7 @@ def test_rouge_parity_with_rouge_score(use_stemmer):
             assert all(theirs[k].fmeasure == 0 for k in ROUGE_TYPES)
             assert all(ours[k].value is None and "no ROUGE tokens" in ours[k].error for k in ROUGE_TYPES)
             continue
-        for k in ROUGE_TYPES:
-            assert ours[k].value == pytest.approx(theirs[k].fmeasure, abs=1e-12), (k, hyp, ref)
-            assert ours[k].details["precision"] == pytest.approx(theirs[k].precision, abs=1e-12)
-            assert ours[k].details["recall"] == pytest.approx(theirs[k].recall, abs=1e-12)
+        _assert_same_rouge(ours, theirs, (hyp, ref))
         checked += 1
     assert checked >= 1000
 
@@ -299,3 +304,89 @@ def test_bleu_megabyte_answer_is_fast():
     result = bleu(_megabyte_answer(), "Customers can request a full refund within thirty days.")
     assert time.process_time() - start < 2.0
     assert 0 <= result.value < 0.01  # a megabyte answer gets a crushing n-gram precision
+
+
+# --------------------------------------------------------------------------
+# (d) Several references: sacrebleu's multi-reference BLEU, rouge-score's score_multi
+# --------------------------------------------------------------------------
+
+# sacrebleu's README multi-reference example: each system sentence with its two
+# references (two reference streams). Sentence level, against the library.
+SB_README_SYS = ["The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."]
+SB_README_REFS = [["The dog bit the man.", "The dog had bit the man."],
+                  ["It was not unexpected.", "No one was surprised."],
+                  ["The man bit him first.", "The man had bitten the dog."]]
+
+
+def test_bleu_multi_reference_readme_example():
+    for hyp, refs in zip(SB_README_SYS, SB_README_REFS):
+        ours = bleu(hyp, refs)
+        theirs = sacrebleu.sentence_bleu(hyp, refs)
+        assert ours.value == pytest.approx(min(1.0, theirs.score / 100), abs=1e-12), hyp
+        assert ours.details["ref_len"] == theirs.ref_len  # the closest reference length
+        assert "nrefs:2" in ours.details["signature"]
+    # the corpus over these sentences is sacrebleu's published 48.53 for the two streams
+    streams = [list(s) for s in zip(*SB_README_REFS)]
+    assert sacrebleu.corpus_bleu(SB_README_SYS, streams).score == pytest.approx(48.53, abs=5e-3)
+
+
+def _multi(seed: int, n: int) -> list[tuple[str, list[str]]]:
+    rng = random.Random(seed)
+    pairs = _pairs(seed, n)
+    return [(hyp, [ref] + [r for _, r in rng.sample(pairs, rng.randint(0, 3))])
+            for hyp, ref in pairs]
+
+
+def test_bleu_multi_reference_parity_with_sacrebleu():
+    checked = 0
+    for hyp, refs in _multi(seed=11, n=400):
+        ours = bleu(hyp, refs)
+        if not any(r.strip() for r in refs):
+            assert ours.value is None
+            continue
+        theirs = sacrebleu.sentence_bleu(hyp, refs)
+        assert ours.value == pytest.approx(min(1.0, theirs.score / 100), abs=1e-9), (hyp, refs)
+        assert ours.details["ref_len"] == theirs.ref_len
+        checked += 1
+    assert checked >= 350
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+def test_rouge_multi_reference_parity_with_score_multi(use_stemmer):
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
+    checked = 0
+    for hyp, refs in _multi(seed=23 + use_stemmer, n=400):
+        ours = rouge_multi(hyp, refs, use_stemmer=use_stemmer)
+        if not any(rouge_tokens(r, use_stemmer) for r in refs):
+            assert all(ours[k].value is None for k in ROUGE_TYPES)
+            continue
+        theirs = scorer.score_multi(refs, hyp)
+        _assert_same_rouge(ours, theirs, (hyp, refs))
+        checked += 1
+    assert checked >= 350
+
+
+def test_rouge_multi_picks_the_best_reference_per_variant():
+    refs = ["testing one two", "one two testing three four"]
+    ours = rouge_multi("testing one two", refs)
+    theirs = rouge_scorer.RougeScorer(list(ROUGE_TYPES)).score_multi(refs, "testing one two")
+    assert ours["rouge1"].value == theirs["rouge1"].fmeasure == 1.0
+    assert ours["rouge1"].details["reference"] == 1 and ours["rouge1"].details["references"] == 2
+    only_tokenless_first = rouge_multi("testing one", ["退款", "testing one two"])
+    assert only_tokenless_first["rouge1"].details["reference"] == 2  # the scorable one
+
+
+def test_other_metrics_take_the_best_reference():
+    from transforms.score.metrics import lexical
+    from transforms.score.metrics.references import best_over
+    from transforms.score.metrics.semantic import bertscore_multi
+    from schemas.records import MetricResult
+    refs = ["Refunds within 30 days.", "You have thirty days."]
+    assert best_over(refs, lambda r: lexical.exact_match("you have THIRTY days.", r)).value == 1.0
+    assert best_over(refs, lambda r: lexical.exact_match("no", r)).value == 0.0
+    recall = best_over(refs, lambda r: lexical.keyword_recall("thirty days", r))
+    assert recall.value == pytest.approx(2 / 4) and recall.details["reference"] == 2
+    # BERTScore with several references: P, R and F1 each the maximum (bert_score)
+    merged = bertscore_multi([MetricResult(0.5, {"precision": 0.9, "recall": 0.3}),
+                              MetricResult(0.6, {"precision": 0.6, "recall": 0.6})])
+    assert (merged.value, merged.details["precision"], merged.details["recall"]) == (0.6, 0.9, 0.6)

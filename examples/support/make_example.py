@@ -1583,8 +1583,31 @@ class Builder:
         self.rng.shuffle(self.cases)
         for i, case in enumerate(self.cases, start=1):
             case["case_id"] = f"sup-{i:04d}"
+            case["messages"] = None
+        self.conversations()
         return self.cases
 
+    def conversations(self) -> None:
+        """A few cases become conversations: earlier turns before the question
+        (chosen without the random generator, so every other field stays as it was)."""
+        chosen = [c for c in self.cases if c["quality"] in ("exact", "paraphrase")
+                  and c["contexts"] is not None and c["expected_answer"] is not None]
+        chosen = chosen[:CONVERSATIONS]
+        for k, case in enumerate(chosen):
+            name, plan = CONVERSATION_PEOPLE[k % len(CONVERSATION_PEOPLE)]
+            turns = [{"role": "user", "content": f"Hi, I'm {name}; I have the {plan} plan."},
+                     {"role": "assistant",
+                      "content": f"Hello {name}, happy to help. What would you like to know?"}]
+            if k % 2:  # a longer history: an earlier question on another topic
+                other = chosen[(k + 1) % len(chosen)]
+                turns += [{"role": "user", "content": other["question"]},
+                          {"role": "assistant", "content": other["expected_answer"]}]
+            case["messages"] = turns
+            case["tags"].append("conversation")
+
+
+CONVERSATIONS = 6  # cases with earlier turns (a `messages` history)
+CONVERSATION_PEOPLE = [("Dana", "Plus"), ("Kenji", "Premier"), ("Amara", "Basic")]
 
 CASE_SCHEMA = pa.schema([
     ("case_id", pa.string()),
@@ -1595,6 +1618,7 @@ CASE_SCHEMA = pa.schema([
     ("suite", pa.string()),
     ("tags", pa.list_(pa.string())),
     ("quality", pa.string()),
+    ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
 ])
 
 FAQ_SCHEMA = pa.schema([("question", pa.string()), ("answer", pa.string())])
@@ -1639,7 +1663,8 @@ def readme(cases: list[dict], faq_count: int, words: int) -> str:
         f"- `cases.parquet`: {len(cases)} evaluation cases with columns `case_id`, `question`, "
         "`expected_answer`, `contexts` (list of passages copied verbatim from `knowledge.md`, "
         "sometimes with one distractor passage from another section), `answer` (a recorded "
-        "assistant answer, for the `precomputed` bot), `suite`, `tags` and `quality`.",
+        "assistant answer, for the `precomputed` bot), `suite`, `tags`, `quality` and "
+        "`messages` (the earlier turns of a conversation, `[{role, content}]`, or null).",
         "- `make_example.py`: the deterministic generator.",
         "",
         "Questions are natural user phrasings: some are FAQ questions almost word for word, many "
@@ -1647,6 +1672,11 @@ def readme(cases: list[dict], faq_count: int, words: int) -> str:
         "(tag `no-faq`). Cases of every quality carry the tags `quality:<kind>`, `topic:<id>` "
         "and `faq`/`no-faq`; extra tags are `distractor`, `lang:<code>`, `changed:<old>-><new>`, "
         "`null:expected_answer` and `null:contexts`.",
+        "",
+        f"{sum(c['messages'] is not None for c in cases)} cases are conversations (tag "
+        "`conversation`): a greeting and, for some, an earlier question come before the "
+        "question; remote bots receive those turns in order and the judge's conversation "
+        "metrics read them.",
         "",
         f"{null_exp} cases have a null `expected_answer` and {null_ctx} a null `contexts`, to "
         "exercise metrics that cannot be computed. No case has an empty question.",

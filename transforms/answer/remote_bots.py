@@ -59,8 +59,12 @@ class ChatBot:
         self.max_tokens = cfg.options.get("max_tokens")
 
     def messages(self, case: EvalCase) -> list[dict[str, str]]:
+        return self._conversation(case, case.question)
+
+    def _conversation(self, case: EvalCase, last: str) -> list[dict[str, str]]:
+        """The system prompt, the case's earlier turns in order, then `last`."""
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return msgs + [{"role": "user", "content": case.question}]
+        return msgs + list(case.messages or []) + [{"role": "user", "content": last}]
 
     async def answer_async(self, case: EvalCase) -> Turn:
         reply = await chat(self.client, self.model, self.messages(case),
@@ -85,8 +89,7 @@ class FullContextBot(ChatBot):
     def messages(self, case: EvalCase) -> list[dict[str, str]]:
         prompt = fill_placeholders(self.template, {"knowledge": self.knowledge,
                                                    "question": case.question})
-        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return msgs + [{"role": "user", "content": prompt}]
+        return self._conversation(case, prompt)
 
 
 def json_path(data: Any, path: str) -> Any:
@@ -101,14 +104,32 @@ def json_path(data: Any, path: str) -> Any:
     return data
 
 
-def _substitute(value: Any, question: str, case_id: str) -> Any:
+MESSAGES = "{messages}"
+
+
+def _substitute(value: Any, question: str, case_id: str,
+                messages: list[dict[str, str]] | None = None) -> Any:
+    """Fill the body template; a value that is exactly "{messages}" becomes the
+    conversation's earlier turns (a JSON list of {role, content}, [] for none)."""
+    if value == MESSAGES:
+        return list(messages or [])
     if isinstance(value, str):
         return fill_placeholders(value, {"question": question, "case_id": case_id})
     if isinstance(value, dict):
-        return {k: _substitute(v, question, case_id) for k, v in value.items()}
+        return {k: _substitute(v, question, case_id, messages) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, question, case_id) for v in value]
+        return [_substitute(v, question, case_id, messages) for v in value]
     return value
+
+
+def _mentions(value: Any, text: str) -> bool:
+    if isinstance(value, str):
+        return value == text
+    if isinstance(value, dict):
+        return any(_mentions(v, text) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, text) for v in value)
+    return False
 
 
 HTTP_BOT_OPTIONS = {"path", "body", "answer_path", "contexts_path", "context_field"}
@@ -130,6 +151,7 @@ class HttpBot:
         self.contexts_path = opts.get("contexts_path")
         self.context_field = opts.get("context_field", "text")
         self.model = cfg.model or "http"
+        self.sends_messages = _mentions(self.body, MESSAGES)
 
     def _contexts(self, data: Any) -> list[str] | None:
         if not self.contexts_path:
@@ -140,7 +162,7 @@ class HttpBot:
         return [i if isinstance(i, str) else str(json_path(i, self.context_field)) for i in items]
 
     async def answer_async(self, case: EvalCase) -> Turn:
-        body = _substitute(self.body, case.question, case.case_id)
+        body = _substitute(self.body, case.question, case.case_id, case.messages)
         result = await self.client.post_json(self.path, body, model=self.model,
                                              purpose=f"bot:{self.name}")
         rec = result.record
@@ -154,4 +176,7 @@ class HttpBot:
             except (KeyError, IndexError, TypeError) as exc:
                 rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"
         self.runtime.record(rec, self.log)
-        return _turn(case, self.name, answer, rec, contexts)
+        note = {} if self.sends_messages or not case.messages else {
+            "note": "the conversation's earlier turns were not sent: the body has no "
+                    "\"{messages}\" value"}
+        return _turn(case, self.name, answer, rec, contexts, **note)

@@ -21,6 +21,9 @@ from transforms.remote.calling import CallingDoFn
 VEC_QUESTION, VEC_EXPECTED, VEC_ANSWER = "vec:question", "vec:expected", "vec:answer"
 SENTENCES = "sentences"            # (n_sentences_total, matrix of the first MAX_SENTENCES)
 TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
+# Cases with several references: every reference's vectors / tokens, in order
+# (VEC_EXPECTED and TOK_EXPECTED stay the first reference's).
+VEC_REFERENCES, TOK_REFERENCES = "vec:references", "tok:references"
 EMBED_ERROR = "embed_error"
 # embeddings.model values of the local provider
 MINILM_MODELS = (None, "all-MiniLM-L6-v2")
@@ -84,10 +87,13 @@ class EmbedTurns(CallingDoFn):
                     sentences[answer] = split_sentences(answer)
                 vec.update((s, None) for s in sentences[answer][:MAX_SENTENCES])
             if expected is not None:
+                refs = t.case.all_references
                 if VEC_EXPECTED in self._needs:
-                    vec[expected] = vec[answer] = None
+                    vec.update(dict.fromkeys(refs))
+                    vec[answer] = None
                 if TOK_EXPECTED in self._needs:
-                    tok[expected] = tok[answer] = None
+                    tok.update(dict.fromkeys(refs))
+                    tok[answer] = None
         return list(vec), list(tok)
 
     def process(self, turns):
@@ -121,8 +127,13 @@ class EmbedTurns(CallingDoFn):
             out[SENTENCES] = (len(said), [vectors[s] for s in said[:MAX_SENTENCES]])
         expected = t.case.expected_answer
         if expected is not None:
+            several = t.case.references
             if VEC_EXPECTED in self._needs:
                 out[VEC_EXPECTED], out[VEC_ANSWER] = vectors[expected], vectors[t.answer]
+                if several:
+                    out[VEC_REFERENCES] = [vectors[r] for r in several]
             if TOK_EXPECTED in self._needs:
                 out[TOK_EXPECTED], out[TOK_ANSWER] = tokens[expected], tokens[t.answer]
+                if several:
+                    out[TOK_REFERENCES] = [tokens[r] for r in several]
         return out

@@ -20,7 +20,8 @@ def result_row(turn: Turn, run_id: str) -> dict:
             "question": c.question, "expected_answer": c.expected_answer, "answer": turn.answer,
             "contexts": turn.effective_contexts, "tags": c.tags, "latency_ms": turn.latency_ms,
             "verdict": turn.verdict, "verdict_reason": turn.verdict_reason, "error": turn.error,
-            "bot_details": to_json(turn.details), "label": c.label}
+            "bot_details": to_json(turn.details), "label": c.label,
+            "references": c.references, "messages": to_json(c.messages)}
 
 
 def score_rows(turn: Turn, run_id: str) -> Iterator[dict]:

@@ -1,21 +1,26 @@
-"""ReadCases: Parquet file, folder or glob -> EvalCase | RowProblem.
+"""ReadCases: Parquet, JSON Lines, CSV or Hugging Face dataset (file, folder
+or glob) -> EvalCase | RowProblem.
 
-The files are planned into shards (a file's row-group slice) when the graph is
-built; the shards are distributed over workers and each is read in batches,
-so the input is never held in memory at once and every worker gets a share.
+The files are planned into shards (a Parquet file's row-group slice; for the
+other formats see transforms/read/formats.py) when the graph is built; the
+shards are distributed over workers and each is read in batches, so the input
+is never held in memory at once and every worker gets a share.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.cases import InputError, RowProblem, check_file_schema, to_case
+from schemas.cases import (InputError, RowProblem, Source, check_columns,
+                          source_names, to_case)
 from schemas.records import EvalCase
+from transforms.read import formats
+from transforms.read.presets import suggest_preset
 
 SHARD_ROWS = 5_000  # rows per shard: small enough to balance the workers
 BATCH_ROWS = 2_048   # rows decoded at a time
@@ -24,17 +29,39 @@ BATCH_ROWS = 2_048   # rows decoded at a time
 @dataclass(frozen=True, slots=True)
 class Shard:
     path: str
-    row_group: int
-    first_row: int   # index of the row group's first row within the file
-    start: int       # slice of the row group, in rows
+    row_group: int   # Parquet: the row group; Arrow: the unit's first record batch
+    first_row: int   # index of the unit's first row (record) within the file
+    start: int       # slice of the unit, in rows
     stop: int
+    format: str = "parquet"  # parquet | jsonl | csv | arrow
+    offset: int = 0          # jsonl, csv, arrow: byte offset where the unit starts
+    end: int | None = None   # jsonl, csv: byte offset where it ends (None: end of file)
 
 
-def list_input_files(pattern: str) -> list[str]:
-    """A file, a folder (every *.parquet under it) or a glob; sorted; never empty."""
+def _walk(folder: str, fmt: str | None) -> list[str]:
+    """Files of a folder in the format (or any known format); a Hugging Face
+    dataset folder met on the way counts as its Arrow files."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        if formats.is_hf_dataset(root) and fmt in (None, "hf"):
+            found += formats.hf_data_files(root)
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found += [os.path.join(root, n) for n in names if not n.startswith((".", "_"))
+                  and formats.format_of(n) not in (None, "arrow")
+                  and (fmt is None or formats.format_of(n) == fmt)]
+    return found
+
+
+def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
+    """A file, a folder (every case file under it; a Hugging Face dataset
+    folder) or a glob; sorted (a dataset's Arrow files in their order); never empty."""
     if os.path.isdir(pattern):
-        found = [os.path.join(root, name) for root, _, names in os.walk(pattern)
-                 for name in names if name.endswith(".parquet") and not name.startswith((".", "_"))]
+        if formats.is_hf_dataset(pattern) or os.path.isfile(
+                os.path.join(pattern, formats.HF_DICT)):
+            return formats.hf_dataset_files(pattern)
+        found = _walk(pattern, fmt)
     else:
         try:
             results = FileSystems.match([pattern])[0].metadata_list
@@ -46,6 +73,18 @@ def list_input_files(pattern: str) -> list[str]:
     return sorted(found)
 
 
+def file_format(path: str, declared: str | None) -> str:
+    """`input.format` when given (hf: the Arrow files), else the file's extension."""
+    if declared == "hf" or (declared is None and path.lower().endswith(".arrow")):
+        return "arrow"
+    fmt = declared or formats.format_of(path)
+    if fmt is None:
+        raise InputError(f"{path}: unknown input format (extensions: "
+                         f"{', '.join(sorted(formats.EXTENSIONS))}; or set input.format to "
+                         f"one of {', '.join(formats.FORMATS)})")
+    return fmt
+
+
 def _open_parquet(path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(FileSystems.open(path))
@@ -53,42 +92,152 @@ def _open_parquet(path: str) -> pq.ParquetFile:
         raise InputError(f"cannot read {path} as Parquet: {exc}") from None
 
 
-def plan_shards(pattern: str, columns: Mapping[str, str]) -> list[Shard]:
-    """Check every file's schema (metadata only) and cut the files into shards."""
-    shards: list[Shard] = []
-    for path in list_input_files(pattern):
-        pf = _open_parquet(path)
-        check_file_schema(pf.schema_arrow, columns, path)
-        first = 0
-        for rg in range(pf.metadata.num_row_groups):
-            n = pf.metadata.row_group(rg).num_rows
-            for start in range(0, n, SHARD_ROWS):
-                shards.append(Shard(path, rg, first, start, min(n, start + SHARD_ROWS)))
-            first += n
+def _slices(n: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, SHARD_ROWS):
+        yield start, min(n, start + SHARD_ROWS)
+
+
+def _check(names, columns: Mapping[str, Source], path: str, notes: list[str] | None) -> None:
+    """The required columns are there; columns that look like another tool's
+    get a hint (in the error, or as a note of the run)."""
+    hint = suggest_preset(names, columns)
+    try:
+        check_columns(names, columns, path)
+    except InputError as exc:
+        raise InputError(f"{exc}; {hint}" if hint else str(exc)) from None
+    if hint and notes is not None and hint not in notes:
+        notes.append(hint)
+
+
+def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+    pf = _open_parquet(path)
+    _check(pf.schema_arrow.names, columns, path, notes)
+    shards, first = [], 0
+    for rg in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(rg).num_rows
+        shards += [Shard(path, rg, first, a, b) for a, b in _slices(n)]
+        first += n
     return shards
 
 
-def read_shard_rows(shard: Shard, columns: Mapping[str, str]) -> Iterator[tuple[str, dict]]:
-    """(source, raw row dict) for each row of the shard, decoded batch by batch."""
+def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+    """JSONL or CSV: shards of SHARD_ROWS records between record boundaries."""
+    try:
+        if fmt == "jsonl":
+            pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
+            keys = formats.jsonl_keys(sample)
+            if sample and not keys:
+                raise InputError(f"cannot read {path} as JSON Lines: none of its first "
+                                 f"{len(sample)} lines is a JSON object")
+            if sample:
+                _check(keys, columns, f"{path} (first {len(sample)} records)", notes)
+        else:
+            header, pieces = formats.scan_csv(path, SHARD_ROWS)
+            _check(header, columns, path, notes)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"cannot read {path} as {fmt.upper()}: {exc}") from None
+    shards, first = [], 0
+    for offset, end, n in pieces:
+        shards.append(Shard(path, 0, first, 0, n, fmt, offset, end))
+        first += n
+    return shards
+
+
+def _plan_json(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+    records = formats.load_json_records(path)
+    keys = {k for r in records[:formats.SCHEMA_SAMPLE] if isinstance(r, dict) for k in r}
+    if records:
+        _check(keys, columns, path, notes)
+    return [Shard(path, 0, 0, 0, len(records), "json")] if records else []
+
+
+def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+    """Runs of consecutive record batches of about SHARD_ROWS rows."""
+    schema, batches = formats.scan_arrow(path)
+    _check(schema.names, columns, path, notes)
+    shards, first, i = [], 0, 0
+    while i < len(batches):
+        j, rows = i + 1, batches[i][1]
+        while j < len(batches) and rows + batches[j][1] <= SHARD_ROWS:
+            rows += batches[j][1]
+            j += 1
+        shards += [Shard(path, i, first, a, b, "arrow", batches[i][0]) for a, b in _slices(rows)]
+        first, i = first + rows, j
+    return shards
+
+
+def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = None,
+                notes: list[str] | None = None) -> list[Shard]:
+    """Check every file's columns and cut the files into shards: Parquet from its
+    metadata, Arrow from its message headers, JSONL and CSV in one pass each.
+    Hints for the user (a preset that fits the columns) go to `notes`."""
+    shards: list[Shard] = []
+    for path in list_input_files(pattern, fmt):
+        kind = file_format(path, fmt)
+        if kind == "parquet":
+            shards += _plan_parquet(path, columns, notes)
+        elif kind == "arrow":
+            shards += _plan_arrow(path, columns, notes)
+        elif kind == "json":
+            shards += _plan_json(path, columns, notes)
+        else:
+            shards += _plan_text(path, kind, columns, notes)
+    return shards
+
+
+def _parquet_rows(shard: Shard, wanted_names: set[str]) -> Iterator[dict]:
     pf = _open_parquet(shard.path)
-    wanted = sorted(set(columns.values()) & set(pf.schema_arrow.names))
+    wanted = sorted(wanted_names & set(pf.schema_arrow.names))
+    return _sliced(pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[shard.row_group],
+                                   columns=wanted, use_threads=False), shard)
+
+
+def _sliced(batches, shard: Shard) -> Iterator[dict]:
+    """Rows [start, stop) of a unit read batch by batch."""
     offset = 0
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[shard.row_group],
-                                 columns=wanted, use_threads=False):
+    for batch in batches:
         end = offset + batch.num_rows
         if end > shard.start and offset < shard.stop:
             lo, hi = max(shard.start - offset, 0), min(shard.stop, end) - offset
-            for i, row in enumerate(batch.slice(lo, hi - lo).to_pylist()):
-                yield f"{shard.path}#{shard.first_row + offset + lo + i}", row
+            yield from batch.slice(lo, hi - lo).to_pylist()
         offset = end
         if offset >= shard.stop:
             break
 
 
+def _shard_records(shard: Shard, columns: Mapping[str, Source]) -> Iterator[Any]:
+    names = source_names(columns)
+    if shard.format == "parquet":
+        return _parquet_rows(shard, names)
+    if shard.format == "arrow":
+        return _sliced(formats.read_arrow(shard.path, shard.offset, sorted(names)), shard)
+    if shard.format == "jsonl":
+        return formats.read_jsonl(shard.path, shard.offset, shard.end)
+    if shard.format == "json":
+        return formats.read_json(shard.path)
+    return formats.read_csv(shard.path, shard.offset, shard.end, columns)
+
+
+def read_shard_rows(shard: Shard, columns: Mapping[str, Source]
+                    ) -> Iterator[tuple[str, dict | RowProblem]]:
+    """(source, raw row dict) for each row of the shard, decoded batch by batch;
+    a record that cannot be decoded at all (JSONL, CSV) comes as a RowProblem."""
+    for i, record in enumerate(_shard_records(shard, columns)):
+        if i >= shard.stop - shard.start:
+            break
+        source = f"{shard.path}#{shard.first_row + shard.start + i}"
+        if isinstance(record, tuple):
+            yield source, RowProblem(source, None, *record)
+        else:
+            yield source, record
+
+
 class _ReadShardFn(beam.DoFn):
     PROBLEMS = "problems"
 
-    def __init__(self, columns: Mapping[str, str]):
+    def __init__(self, columns: Mapping[str, Source]):
         self._columns = dict(columns)
         self._rows = beam.metrics.Metrics.counter("evalbeam", "input_rows")
         self._invalid = beam.metrics.Metrics.counter("evalbeam", "invalid_rows")
@@ -96,7 +245,7 @@ class _ReadShardFn(beam.DoFn):
     def process(self, shard: Shard):
         for source, raw in read_shard_rows(shard, self._columns):
             self._rows.inc()
-            result = to_case(raw, self._columns, source)
+            result = raw if isinstance(raw, RowProblem) else to_case(raw, self._columns, source)
             if isinstance(result, RowProblem):
                 self._invalid.inc()
                 yield beam.pvalue.TaggedOutput(self.PROBLEMS, result)
@@ -107,7 +256,7 @@ class _ReadShardFn(beam.DoFn):
 class ReadCases(beam.PTransform):
     """Shards -> valid EvalCases (main output) and RowProblems ('problems')."""
 
-    def __init__(self, shards: list[Shard], columns: Mapping[str, str]):
+    def __init__(self, shards: list[Shard], columns: Mapping[str, Source]):
         super().__init__()
         self._shards = shards
         self._columns = dict(columns)
@@ -119,20 +268,20 @@ class ReadCases(beam.PTransform):
                     _ReadShardFn.PROBLEMS, main="cases"))
 
 
-def read_valid_cases(shard: Shard, columns: Mapping[str, str]) -> Iterator[EvalCase]:
+def read_valid_cases(shard: Shard, columns: Mapping[str, Source]) -> Iterator[EvalCase]:
     """A shard's valid cases, read again (the second passes over the input:
     corpus statistics, duplicate ids); invalid rows were reported by ReadCases."""
     for source, raw in read_shard_rows(shard, columns):
-        case = to_case(raw, columns, source)
+        case = None if isinstance(raw, RowProblem) else to_case(raw, columns, source)
         if isinstance(case, EvalCase):
             yield case
 
 
-def read_case_texts(shard: Shard, columns: Mapping[str, str]) -> Iterator[str]:
+def read_case_texts(shard: Shard, columns: Mapping[str, Source]) -> Iterator[str]:
     """Every text of a shard's valid rows (question, answers, passages): the IDF corpus."""
     for case in read_valid_cases(shard, columns):
         yield case.question
-        for text in (case.expected_answer, case.answer):
-            if text:
-                yield text
+        yield from case.all_references
+        if case.answer:
+            yield case.answer
         yield from case.contexts or ()

@@ -61,10 +61,10 @@ class TokenizeReferences(beam.DoFn):
 
 
 def read_references(shard: Shard, columns: Mapping[str, str]) -> Iterable[str]:
-    """The expected answers of a shard's valid rows (the BERTScore idf corpus)."""
+    """The references of a shard's valid rows (the BERTScore idf corpus; every
+    reference of a case is a document, as bert_score counts multi-reference input)."""
     for case in read_valid_cases(shard, columns):
-        if case.expected_answer is not None:
-            yield case.expected_answer
+        yield from case.all_references
 
 
 class DocumentFrequencyFn(_DocumentCounts):

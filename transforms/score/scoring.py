@@ -12,10 +12,13 @@ import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
 from transforms.score.metrics import hallucination as hall
-from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
-                               VEC_EXPECTED, VEC_QUESTION)
+from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+                                     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
+                                     VEC_REFERENCES)
 from transforms.score.metrics import coverage, lexical, overlap, relevance, semantic
+from transforms.score.metrics.references import best_over
 from transforms.enrich.judge import scorers as judged
+from transforms.enrich.judge.conversation import CONVERSATION_METRICS, conversation_metric
 from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
@@ -56,10 +59,11 @@ def _latency(turn: Turn, opts, idf) -> MetricResult:
 
 SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("exact_match", ("exact_match",), ("answer", "expected_answer"),
-           _one("exact_match", lambda t, o, i: lexical.exact_match(t.answer, t.case.expected_answer))),
+           _one("exact_match", lambda t, o, i: best_over(
+               t.case.all_references, lambda ref: lexical.exact_match(t.answer, ref)))),
     Scorer("keyword_recall", ("keyword_recall",), ("answer", "expected_answer"),
-           _one("keyword_recall",
-                lambda t, o, i: lexical.keyword_recall(t.answer, t.case.expected_answer))),
+           _one("keyword_recall", lambda t, o, i: best_over(
+               t.case.all_references, lambda ref: lexical.keyword_recall(t.answer, ref)))),
     Scorer("answer_length", ("answer_length",), ("answer",),
            _one("answer_length", lambda t, o, i: lexical.answer_length(t.answer))),
     Scorer("politeness", ("politeness",), ("answer",),
@@ -68,10 +72,10 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("latency_ms", ("latency_ms",), (), _one("latency_ms", _latency),
            lower_is_better=frozenset({"latency_ms"})),
     Scorer("bleu", ("bleu",), ("answer", "expected_answer"),
-           _one("bleu", lambda t, o, i: overlap.bleu(t.answer, t.case.expected_answer))),
+           _one("bleu", lambda t, o, i: overlap.bleu(t.answer, t.case.all_references))),
     Scorer("rouge", ("rouge1", "rouge2", "rougeL"), ("answer", "expected_answer"),
-           lambda t, o, i: overlap.rouge(t.answer, t.case.expected_answer,
-                                         use_stemmer=bool(o["use_stemmer"])),
+           lambda t, o, i: overlap.rouge_multi(t.answer, t.case.all_references,
+                                               use_stemmer=bool(o["use_stemmer"])),
            option_defaults={"use_stemmer": False}),
     Scorer("lexical_relevance", ("lexical_relevance",), ("question", "answer"),
            _one("lexical_relevance",
@@ -88,7 +92,8 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
 SCORERS += (
     Scorer("reference_coverage", ("reference_coverage",), ("answer", "expected_answer"),
            _one("reference_coverage",
-                lambda t, o, i: coverage.reference_coverage(t.answer, t.case.expected_answer))),
+                lambda t, o, i: best_over(t.case.all_references,
+                                          lambda ref: coverage.reference_coverage(t.answer, ref)))),
     Scorer("key_fact_recall", ("key_fact_recall",), ("question", "answer", "contexts"),
            _one("key_fact_recall",
                 lambda t, o, i: coverage.key_fact_recall(t.case.question, t.answer,
@@ -99,13 +104,16 @@ SCORERS += (
 def _similarity(t: Turn, o, side) -> MetricResult:
     if not t.answer.strip():  # an empty text's embedding means nothing: nothing said, 0
         return MetricResult(0.0, {"note": "empty answer"})
-    return semantic.answer_similarity(t.features[VEC_EXPECTED], t.features[VEC_ANSWER])
+    refs = t.features.get(VEC_REFERENCES) or [t.features[VEC_EXPECTED]]
+    answer = t.features[VEC_ANSWER]
+    return best_over(refs, lambda ref: semantic.answer_similarity(ref, answer))
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
-    ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
-    return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
-                              bert_idf if o["idf"] else None)
+    refs = t.features.get(TOK_REFERENCES) or [t.features[TOK_EXPECTED]]
+    cand, idf = t.features[TOK_ANSWER], bert_idf if o["idf"] else None
+    return semantic.bertscore_multi([semantic.bertscore(ref.tokens, ref.vectors, cand.tokens,
+                                                        cand.vectors, idf) for ref in refs])
 
 
 def _relevance(t: Turn, o, side) -> MetricResult:
@@ -154,8 +162,14 @@ SCORERS += (
            judge=True)
     for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS)
 )
+SCORERS += tuple(  # conversation-level judge metrics (transforms/enrich/judge/conversation.py)
+    Scorer(m, (m,), ("messages", "answer"), _one(m, conversation_metric(m)), judge=True,
+           option_defaults={"role": None} if m == "role_adherence" else {})
+    for m in CONVERSATION_METRICS
+)
 GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
     "rouge": ("rouge1", "rouge2", "rougeL"),
+    "conversation": CONVERSATION_METRICS,
     "safety": SAFETY_METRICS,
     "judge_rubrics": tuple(RUBRICS),
 }
@@ -166,23 +180,33 @@ LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in
 
 def select_scorers(metrics: tuple[str, ...] | None,
                    options: Mapping[str, Mapping[str, Any]],
-                   judge_configured: bool = True) -> list[tuple[Scorer, dict]]:
+                   judge_configured: bool = True,
+                   extra: tuple[Scorer, ...] = ()) -> list[tuple[Scorer, dict]]:
     """The scorers to run with their options; unknown names raise ValueError.
     By default every metric, except the judge's when no judge is configured
-    (named explicitly, they run and are null with "no judge configured")."""
-    known = set(METRIC_NAMES) | {s.name for s in SCORERS} | set(GROUPS)
+    (named explicitly, they run and are null with "no judge configured").
+    `extra`: the run's own metrics (custom functions, rubrics), after the built-ins."""
+    scorers = SCORERS + tuple(extra)
+    names = [s.name for s in extra]
+    clash = sorted({n for n in names if names.count(n) > 1}
+                   | (set(names) & (set(METRIC_NAMES) | set(GROUPS))))
+    if clash:
+        raise ValueError(f"metric {clash[0]!r} is defined twice (a built-in metric, a custom "
+                         "metric or a rubric); choose another name")
+    known = {m for s in scorers for m in s.metrics} | {s.name for s in scorers} | set(GROUPS)
     if metrics is None:
-        wanted = {s.name for s in SCORERS if judge_configured or not s.judge}
+        wanted = {s.name for s in scorers if judge_configured or not s.judge}
     else:
         wanted = set(metrics)
     unknown = sorted(wanted - known)
     if unknown:
-        raise ValueError(f"unknown metric {unknown[0]!r}; known: {', '.join(METRIC_NAMES)} "
+        raise ValueError(f"unknown metric {unknown[0]!r}; known: "
+                         f"{', '.join(m for s in scorers for m in s.metrics)} "
                          f"(groups: {', '.join(GROUPS)})")
     for group in wanted & set(GROUPS):
         wanted |= set(GROUPS[group])
     chosen = []
-    for scorer in SCORERS:
+    for scorer in scorers:
         if scorer.name in wanted or wanted & set(scorer.metrics):
             opts = dict(scorer.option_defaults)
             given = dict(options.get(scorer.name, {}))
@@ -191,7 +215,7 @@ def select_scorers(metrics: tuple[str, ...] | None,
                 raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
             opts.update(given)
             chosen.append((scorer, opts))
-    unknown_opts = sorted(set(options) - {s.name for s in SCORERS})
+    unknown_opts = sorted(set(options) - {s.name for s in scorers})
     if unknown_opts:
         raise ValueError(f"metric_options names unknown metric {unknown_opts[0]!r}")
     return chosen
@@ -209,6 +233,8 @@ def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] 
             return "no expected_answer"
         if need == "contexts" and not turn.effective_contexts:
             return "no contexts"
+        if need == "messages" and not turn.case.messages:
+            return "no messages (not a conversation)"
     if any(f not in turn.features for f in features):
         return turn.features.get(EMBED_ERROR, "no embeddings for this turn")
     return None

@@ -25,6 +25,10 @@ TEMPLATE_NAMES = ("system", "answer_statements", "reference", "correctness", "gr
                   "judge_robustness", "safety", "safety_category")
 PLACEHOLDERS = ("question", "answer", "reference", "contexts", "statements", "answer_statements",
                 "reference_statements", "categories", "category", "definition", "flag_fields")
+# Conversation metrics and config rubrics (transforms/enrich/judge/conversation.py)
+TEMPLATE_NAMES += ("knowledge_retention", "conversation_relevancy", "role_adherence",
+                   "conversation_completeness", "rubric")
+PLACEHOLDERS += ("conversation", "turn_ids", "role", "criteria", "steps", "scale", "inputs")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 

@@ -181,3 +181,26 @@ def flags(categories: Sequence[str]) -> Shape:
         return {"flags": out, "reason": reason}, None
     fields = ", ".join(f'"{c}": <1 or 0>' for c in cats)
     return Shape(f'{{{fields}, "reason": "<short, for any flag>"}}', check)
+
+
+def intentions() -> Shape:
+    """The user's intentions in a conversation, each satisfied (1) or not (0)."""
+    def check(obj: dict):
+        items = obj.get("intentions")
+        if not isinstance(items, list):
+            return None, "missing field 'intentions' (a list)"
+        out = []
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("intention"), str):
+                return None, "each intention must be an object with 'intention' and 'satisfied'"
+            flag = _flag(item.get("satisfied"))
+            if flag is None:
+                return None, (f"'satisfied' must be 0 or 1, got "
+                              f"{json.dumps(item.get('satisfied'))[:20]}")
+            reason, problem = _reason(item, required=False)
+            if problem:
+                return None, problem
+            out.append((item["intention"].strip(), flag, reason))
+        return out, None
+    return Shape('{"intentions": [{"intention": "<what the user wanted>", "satisfied": <1 or 0>, '
+                 '"reason": "<short>"}, ...]}', check)

@@ -171,7 +171,7 @@ def context_precision(turn: Turn, opts) -> MetricResult:
 
 def context_entities_recall(turn: Turn, opts, side) -> MetricResult:
     """Entities of the reference found in the contexts / entities of the reference."""
-    ref, contexts = turn.case.expected_answer, turn.effective_contexts or []
+    ref, contexts = turn.case.reference_text, turn.effective_contexts or []
     if JUDGED in turn.features:
         try:
             entities = _outcome(turn, REFERENCE, "no reference entities")["entities"]

@@ -19,9 +19,11 @@ from transforms.remote.calling import CallingDoFn
 
 class JudgeTurns(CallingDoFn):
     def __init__(self, judge_cfg, endpoints: Mapping, metrics: Sequence[str],
-                 scales: Mapping[str, tuple[float, float]], cache_path: str | None):
+                 scales: Mapping[str, tuple[float, float]], cache_path: str | None,
+                 options: Mapping[str, Mapping] | None = None):
         self._cfg, self._endpoints = judge_cfg, dict(endpoints)
         self._metrics, self._scales = tuple(metrics), dict(scales)
+        self._options = {k: dict(v) for k, v in (options or {}).items()}
         self._cache_path = cache_path
         self._failed = beam.metrics.Metrics.counter("evalbeam.judge", "failed_questions")
 
@@ -33,7 +35,8 @@ class JudgeTurns(CallingDoFn):
         self.open_calls(self._endpoints, remote=True, cache_path=self._cache_path,
                         max_pending=2 * ep.max_concurrency)
         judge = Judge(self._runtime, self._log, self._cfg, load_templates(self._cfg.prompts))
-        self._turn_judge = TurnJudge(judge, self._metrics, self._cfg.safety, self._scales)
+        self._turn_judge = TurnJudge(judge, self._metrics, self._cfg.safety, self._scales,
+                                     self._options)
 
     async def _judged(self, turn: Turn) -> Turn:
         try:

@@ -110,9 +110,11 @@ class TurnJudge:
     """Plans and asks the judge's questions for turns, given the metrics selected."""
 
     def __init__(self, judge: Judge, metrics: Sequence[str], safety_cfg,
-                 scales: Mapping[str, tuple[float, float]] | None = None):
+                 scales: Mapping[str, tuple[float, float]] | None = None,
+                 options: Mapping[str, Mapping[str, Any]] | None = None):
         self.judge, self.wanted, self.safety = judge, frozenset(metrics), safety_cfg
         self.scales = dict(scales or {})  # rubric metric -> (low, high) of its template
+        self.options = dict(options or {})  # judge metric -> its metric_options
 
     async def _one(self, template: str, fields: Mapping[str, str], shape, purpose: str
                    ) -> JudgeOutcome:
@@ -120,7 +122,7 @@ class TurnJudge:
 
     async def features(self, turn: Turn) -> dict[str, Any]:
         """Every judge outcome this turn needs, keyed by feature name."""
-        q, a, ref = turn.case.question, turn.answer, turn.case.expected_answer
+        q, a, ref = turn.case.question, turn.answer, turn.case.reference_text
         ctx = list(turn.effective_contexts or [])
         w = self.wanted
         # each text fenced once (the hash of a long context is not free)
@@ -148,6 +150,10 @@ class TurnJudge:
         categories = [c for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS) if m in w]
         if categories:
             stage1[SAFETY] = self._safety(fq, fa, categories)
+        from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
+        stage1.update(conversation_questions(self, turn, self.options))
+        stage1.update(rubric_questions(self, turn, getattr(self.judge.cfg, "rubrics", {}), {
+            "question": fq, "answer": fa, "expected_answer": fr, "contexts": fc}))
         got = dict(zip(stage1, await asyncio.gather(*stage1.values())))
 
         stage2: dict[str, Awaitable[Any]] = {}

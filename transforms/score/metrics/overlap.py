@@ -13,9 +13,10 @@ reference libraries exactly:
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence
 
 from types import SimpleNamespace
 from rouge_score import tokenize as rouge_tokenize
@@ -23,6 +24,7 @@ from rouge_score.scoring import fmeasure
 from sacrebleu.metrics import BLEU
 
 from schemas.records import MetricResult
+from transforms.score.metrics.references import best_result
 from transforms.text import porter_stem
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
@@ -33,27 +35,39 @@ _BLEU = BLEU(effective_order=True)
 _BLEU_SIGNATURE: str | None = None
 
 
-def _bleu_signature() -> str:
-    """sacrebleu's signature string; nrefs is only known after the first call."""
+def _bleu_signature(nrefs: int = 1) -> str:
+    """sacrebleu's signature string; nrefs is only known after the first call
+    (and is the number of references of the call)."""
     global _BLEU_SIGNATURE
     if _BLEU_SIGNATURE is None:
         _BLEU_SIGNATURE = _BLEU.get_signature().format()
-    return _BLEU_SIGNATURE
+    return re.sub(r"nrefs:\d+", f"nrefs:{nrefs}", _BLEU_SIGNATURE)
 
 
-def bleu(answer: str | None, expected: str | None) -> MetricResult:
-    """Sentence BLEU in [0, 1]: sacrebleu.sentence_bleu(answer, [expected]).score / 100.
+def reference_list(expected: str | Sequence[str] | None) -> list[str] | None:
+    """One reference or several, as a list (None stays None)."""
+    if expected is None or isinstance(expected, str):
+        return None if expected is None else [expected]
+    return list(expected) or None
+
+
+def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResult:
+    """Sentence BLEU in [0, 1]: sacrebleu.sentence_bleu(answer, references).score / 100,
+    with one reference or several (sacrebleu's multi-reference BLEU: n-gram
+    counts clipped by the maximum over the references, the closest reference
+    length for the brevity penalty).
 
     Null when there is no reference (empty or whitespace only): sacrebleu would
     return 0, but that 0 would say nothing about the answer.
     """
+    refs = reference_list(expected)
     if answer is None:
         return MetricResult.null("no answer")
-    if expected is None:
+    if refs is None:
         return MetricResult.null("no expected answer")
-    if not expected.strip():
+    if not any(r.strip() for r in refs):
         return MetricResult.null("empty expected answer")
-    score = _BLEU.sentence_score(answer, [expected])
+    score = _BLEU.sentence_score(answer, refs)
     return MetricResult(
         min(1.0, score.score / 100.0),  # sacrebleu can give 100.00000000000004
         {
@@ -61,7 +75,7 @@ def bleu(answer: str | None, expected: str | None) -> MetricResult:
             "bp": score.bp,
             "sys_len": score.sys_len,
             "ref_len": score.ref_len,
-            "signature": _bleu_signature(),
+            "signature": _bleu_signature(len(refs)),
         },
     )
 
@@ -186,3 +200,17 @@ def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False) -
         "rouge2": _as_result(_score_ngrams(target, prediction, 2), **details),
         "rougeL": _as_result(_score_lcs(target, prediction), **details),
     }
+
+
+def rouge_multi(answer: str | None, expected: str | Sequence[str] | None,
+                use_stemmer: bool = False) -> dict[str, MetricResult]:
+    """ROUGE against one reference or several: for each variant the reference
+    with the highest F1 (the first on ties), as RougeScorer.score_multi. A
+    reference without ROUGE tokens scores 0 there; here it is skipped, which
+    gives the same maximum, and the result is null only when every reference
+    is such."""
+    refs = reference_list(expected)
+    if refs is None or len(refs) == 1:
+        return rouge(answer, refs[0] if refs else None, use_stemmer)
+    per_ref = [rouge(answer, ref, use_stemmer) for ref in refs]
+    return {key: best_result([r[key] for r in per_ref]) for key in ROUGE_TYPES}

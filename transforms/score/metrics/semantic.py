@@ -153,3 +153,19 @@ def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: S
     p, r, f = greedy_match(ref_vectors, cand_vectors, ref_w, cand_w)
     return MetricResult(max(0.0, f), {"precision": p, "recall": r, "idf": idf is not None,
                                       "ref_tokens": n_ref, "answer_tokens": n_cand})
+
+
+def bertscore_multi(per_reference: list[MetricResult]) -> MetricResult:
+    """Several references: P, R and F1 each the maximum over the references
+    (bert_score's multi-reference score takes the elementwise maximum), so
+    they may come from different references. One reference: unchanged."""
+    if len(per_reference) == 1:
+        return per_reference[0]
+    scored = [r for r in per_reference if r.value is not None]
+    if not scored:
+        return per_reference[0]
+    best = max(scored, key=lambda r: r.value)
+    p = max(r.details.get("precision", 0.0) for r in scored)
+    r_ = max(r.details.get("recall", 0.0) for r in scored)
+    return MetricResult(best.value, {**best.details, "precision": p, "recall": r_,
+                                     "references": len(per_reference)})

@@ -1,0 +1,57 @@
+"""Conversations in the input: the `messages` column (earlier turns) and a
+`question` given as a whole conversation.
+
+Tools write turns in a few shapes: OpenAI's `{role, content}`, Ragas' and
+LangChain's `{type: human | ai | system, content}`, a JSON array in a text cell
+(CSV). They all become `[{"role": ..., "content": ...}]` with the roles a chat
+API knows, so every bot sends them the same way.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+ROLES = ("system", "user", "assistant")
+_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant",
+            "developer": "system"}
+
+
+def _message(item: Any, name: str, i: int) -> dict[str, str]:
+    if not isinstance(item, dict):
+        raise TypeError(f"{name}[{i}] must be an object with role and content, got "
+                        f"{type(item).__name__}")
+    role = item.get("role", item.get("type"))
+    role = _ALIASES.get(role, role) if isinstance(role, str) else role
+    if role not in ROLES:
+        raise TypeError(f"{name}[{i}].role must be one of {', '.join(ROLES)} "
+                        f"(or human/ai), got {str(role)[:20]!r}")
+    content = item.get("content")
+    if not isinstance(content, str):
+        raise TypeError(f"{name}[{i}].content must be a string, got {type(content).__name__}")
+    return {"role": role, "content": content}
+
+
+def parse_messages(value: Any, name: str = "messages") -> list[dict[str, str]] | None:
+    """A list of turns (or a JSON array of them in a string) -> normalised turns."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise TypeError(f"{name} must be a list of {{role, content}}, got a plain "
+                            "string") from None
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of {{role, content}}, got "
+                        f"{type(value).__name__}")
+    return [_message(item, name, i) for i, item in enumerate(value)]
+
+
+def split_conversation(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
+    """A whole conversation given as the question (Ragas' MultiTurnSample, OpenAI
+    evals, Inspect): its last user turn is the question, the turns before it are
+    the history; what follows the last user turn (a recorded reply) is dropped."""
+    last = max((i for i, m in enumerate(turns) if m["role"] == "user"), default=None)
+    if last is None:
+        raise ValueError("the conversation has no user turn to answer")
+    return turns[last]["content"], turns[:last]

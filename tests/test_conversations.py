@@ -1,0 +1,176 @@
+"""Conversations: earlier turns reach remote bots in order, per-answer metrics
+score the last answer, conversation-level judge metrics and config rubrics
+go through the judge framework."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from schemas.cases import RowProblem, source_columns, to_case
+from tests.conftest import EXAMPLE, ROOT
+from tests.fake_server import FakeOpenAI
+from tests.judge_script import ScriptedJudge
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+
+sys.path.insert(0, f"{ROOT}/examples/formats")
+from make_formats import write_jsonl  # noqa: E402
+
+COLS = source_columns({})
+KEY = "sk-conversation-test"
+HISTORY = [{"role": "user", "content": "Hi, my name is Dana and I am on the Plus plan."},
+           {"role": "assistant", "content": "Hello Dana! How can I help with your Plus plan?"}]
+
+
+def test_messages_are_normalised_and_validated():
+    case = to_case({"question": "And the price?", "messages": [
+        {"type": "human", "content": "Tell me about Plus"}, {"type": "ai", "content": "Sure."}]},
+        COLS, "f#0")
+    assert case.messages == [{"role": "user", "content": "Tell me about Plus"},
+                             {"role": "assistant", "content": "Sure."}]
+    as_json = to_case({"question": "q", "messages": json.dumps(HISTORY)}, COLS, "f#0")
+    assert as_json.messages == HISTORY
+    # a question given as the whole conversation: its last user turn is the question
+    whole = to_case({"question": HISTORY + [{"role": "user", "content": "What does it cost?"},
+                                            {"role": "assistant", "content": "recorded"}]},
+                    COLS, "f#0")
+    assert (whole.question, whole.messages) == ("What does it cost?", HISTORY)
+    for raw, words in [({"question": "q", "messages": [{"role": "robot", "content": "x"}]},
+                        "messages[0].role must be one of"),
+                       ({"question": "q", "messages": [{"role": "user", "content": 3}]},
+                        "messages[0].content must be a string"),
+                       ({"question": "q", "messages": "hello"}, "got a plain string"),
+                       ({"question": [{"role": "assistant", "content": "hi"}]}, "no user turn")]:
+        problem = to_case(raw, COLS, "f#1")
+        assert isinstance(problem, RowProblem) and words in problem.message, raw
+    # the derived id covers the conversation; single-turn ids are unchanged by it
+    assert to_case({"question": "q"}, COLS, "").case_id != as_json.case_id
+
+
+def _cases(tmp_path) -> str:
+    rows = [
+        {"case_id": "conv", "question": "What does my plan cost per month?",
+         "expected_answer": "The Plus plan costs $10 per month.", "messages": HISTORY},
+        {"case_id": "forgetful", "question": "Can I add a camera?",
+         "expected_answer": "Yes, Plus covers up to 10 cameras.",
+         "messages": [{"role": "system", "content": "You are Lumenfold's support assistant."},
+                      *HISTORY]},
+        {"case_id": "single", "question": "Do you ship to Canada?",
+         "expected_answer": "Yes, we ship to Canada."},
+    ]
+    return write_jsonl(tmp_path / "cases.jsonl", rows)
+
+
+def _config(tmp_path, server) -> str:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"""
+endpoints:
+  llm: {{base_url: '{server.openai_base_url}', api_key_env: CONV_KEY, requests_per_second: 500,
+        backoff_initial_s: 0.01}}
+  assistant: {{base_url: '{server.base_url}', requests_per_second: 500}}
+bots:
+  - {{name: plain, type: chat, endpoint: llm, model: bot-model, system_prompt: "Be brief."}}
+  - {{name: kb, type: full_context, endpoint: llm, model: bot-model,
+      knowledge: {EXAMPLE}/knowledge.md}}
+  - name: rag
+    type: http
+    endpoint: assistant
+    options: {{path: /assistant, body: {{query: "{{question}}", history: "{{messages}}"}},
+              answer_path: data.answer}}
+embeddings: {{provider: hashing}}
+metrics: [bleu, conversation, clarity]
+metric_options:
+  role_adherence: {{role: "A concise, friendly support assistant for Lumenfold."}}
+judge:
+  endpoint: llm
+  model: judge-model
+  rubrics:
+    clarity:
+      criteria: "Is the answer clear and easy to follow for a customer?"
+      steps: ["Read the question", "Judge the answer's clarity"]
+      scale: [0, 10]
+      inputs: [question, answer, messages]
+""")
+    return str(cfg)
+
+
+def test_conversation_reaches_bots_in_order_and_is_judged(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONV_KEY", KEY)
+    judge = ScriptedJudge(rubric_scores={"rubric": 8})
+
+    def chat(request):
+        if request.get("model") == "judge-model":
+            return judge(request)
+        last = request["messages"][-1]["content"]
+        return "As an AI, FORGOT your plan." if "camera" in last else "Your plan costs $10."
+
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(chat)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path), "--output", out, "--config",
+                       _config(tmp_path, server), "--run-id", "conv") == 0
+        requests = [r.json for r in server.recorded() if r.json]
+    assert manifest(out, "conv")["reconciliation"]["ok"]
+
+    bot_calls = [r for r in requests if r.get("model") == "bot-model"]
+    plain = [r["messages"] for r in bot_calls if r["messages"][0]["content"] == "Be brief."]
+    conv = next(m for m in plain if m[-1]["content"] == "What does my plan cost per month?")
+    # three turns in order after the system prompt: user, assistant, the question
+    assert conv == [{"role": "system", "content": "Be brief."}, *HISTORY,
+                    {"role": "user", "content": "What does my plan cost per month?"}]
+    kb = [r["messages"] for r in bot_calls if r["messages"][0]["content"] != "Be brief."]
+    kb_conv = next(m for m in kb if m[0] == HISTORY[0])
+    assert kb_conv[:2] == HISTORY and "What does my plan cost" in kb_conv[2]["content"]
+    http = [r for r in requests if "history" in r]
+    assert {json.dumps(r["history"]) for r in http} == {
+        json.dumps(HISTORY), json.dumps([]),
+        json.dumps([{"role": "system", "content": "You are Lumenfold's support assistant."},
+                    *HISTORY])}
+
+    scores = {(r["bot"], r["case_id"], r["metric"]): r for r in read_rows(out, "scores")}
+    s = lambda b, c, m: scores[(b, c, m)]["value"]  # noqa: E731
+    assert s("plain", "conv", "knowledge_retention") == 1.0
+    assert s("plain", "forgetful", "knowledge_retention") == 0.5  # the final answer forgot
+    assert s("plain", "forgetful", "role_adherence") == 0.5
+    assert s("plain", "conv", "conversation_relevancy") == 1.0
+    assert s("plain", "conv", "conversation_completeness") is not None
+    details = json.loads(scores[("plain", "forgetful", "knowledge_retention")]["details"])
+    assert details["final_turn"] == 0 and details["assistant_turns"] == 2
+    assert s("plain", "conv", "clarity") == pytest.approx(0.8)  # 8 on [0, 10]
+    single = scores[("plain", "single", "knowledge_retention")]
+    assert single["value"] is None and single["error"] == "no messages (not a conversation)"
+    assert s("plain", "single", "bleu") is not None  # per-answer metrics: the last answer
+    usage = {r["purpose"] for r in read_rows(out, "usage")}
+    assert {"judge:knowledge_retention", "judge:clarity", "judge:role_adherence"} <= usage
+    results = {(r["bot"], r["case_id"]): r for r in read_rows(out, "results")}
+    assert json.loads(results[("plain", "conv")]["messages"]) == HISTORY
+    assert results[("plain", "single")]["messages"] is None
+
+
+def test_rubric_config_is_validated():
+    from pipeline.config import ConfigError, parse_config
+    from transforms.score.custom import rubric_scorers
+    from transforms.score.scoring import select_scorers
+    base = {"endpoints": {"llm": {"base_url": "http://127.0.0.1:1/v1"}},
+            "judge": {"endpoint": "llm", "model": "m"}}
+
+    def judge(rubrics):
+        return parse_config({**base, "judge": {**base["judge"], "rubrics": rubrics}}).judge
+
+    cfg = judge({"tone": {"criteria": "Polite?", "steps": "Read it.", "inputs": ["answer"]}})
+    assert cfg.rubrics["tone"].steps == ("Read it.",) and cfg.rubrics["tone"].scale == (1.0, 5.0)
+    for rubrics, message in [
+        ({"tone": {"steps": ["x"]}}, "missing key 'judge.rubrics.tone.criteria'"),
+        ({"tone": {"criteria": "x", "inputs": ["vibes"]}}, "unknown 'vibes'"),
+        ({"tone": {"criteria": "x", "scale": [5, 1]}}, "low < high"),
+        ({"tone": {"criteria": "x", "weight": 2}}, "unknown key 'judge.rubrics.tone.weight'"),
+        ({"2fast": {"criteria": "x"}}, "must be a metric name"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            judge(rubrics)
+    clash = rubric_scorers(judge({"bleu": {"criteria": "x"}}).rubrics)
+    with pytest.raises(ValueError, match="defined twice"):
+        select_scorers(None, {}, True, tuple(clash))
+    chosen = select_scorers(("tone",), {}, True, tuple(rubric_scorers(cfg.rubrics)))
+    assert [(s.name, o, s.judge) for s, o in chosen] == [("tone", {"scale": [1.0, 5.0]}, True)]

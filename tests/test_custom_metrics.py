@@ -1,0 +1,161 @@
+"""Custom metrics: a function named in the config (or an entry point) is its
+own Score[name]; its exceptions make that row null with the error; a bad
+reference stops the run before it starts."""
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+
+import pytest
+
+from pipeline.cli import make_plan, _parser
+from schemas.records import EvalCase, MetricResult, Turn
+from tests.conftest import write_cases
+from tests.pipeline_helpers import manifest, read_rows, run_cli, run_cli_subprocess
+from transforms.score.custom import CustomCompute, to_result
+
+MODULE = textwrap.dedent('''
+    """A user's metrics module, next to the config (not installed anywhere)."""
+
+    def _words(text):
+        return set(text.lower().split())
+
+    def overlap(sample, minimum=0):
+        """Share of the reference's words in the answer; raises on case ids ending in 3."""
+        if sample["case_id"].endswith("3"):
+            raise RuntimeError("deliberate failure for " + sample["case_id"])
+        ref = _words(sample["expected_answer"])
+        score = len(ref & _words(sample["answer"])) / len(ref)
+        return score if score >= minimum else (0.0, {"below": minimum})
+
+    def says_nothing(sample):
+        return None
+''')
+
+
+def _write_run(tmp_path, n=20):
+    (tmp_path / "my_metrics.py").write_text(MODULE, "utf-8")
+    rows = [{"case_id": f"c{i:02d}", "question": f"Question {i}?",
+             "expected_answer": f"the answer is {i}", "answer": f"answer is {i} indeed"}
+            for i in range(n)]
+    cases = write_cases(str(tmp_path / "cases.parquet"), rows)
+    config = tmp_path / "config.yaml"
+    config.write_text(textwrap.dedent("""
+        metrics: [exact_match, overlap, nothing]
+        custom_metrics:
+          - {name: overlap, function: "my_metrics:overlap",
+             needs: [answer, expected_answer], options: {minimum: 0.1}}
+          - {name: nothing, function: "my_metrics:says_nothing", lower_is_better: true}
+    """), "utf-8")
+    return cases, str(config)
+
+
+def _check_outputs(out: str, run_id: str, n: int) -> None:
+    m = manifest(out, run_id)
+    assert m["reconciliation"]["ok"], m["reconciliation"]
+    assert m["counts"]["scores_rows"] == n * 3
+    scores = {(r["case_id"], r["metric"]): r for r in read_rows(out, "scores")}
+    for i in range(n):
+        row = scores[(f"c{i:02d}", "overlap")]
+        if i % 10 == 3:
+            assert row["value"] is None
+            assert row["error"] == (f"custom metric overlap failed: RuntimeError: deliberate "
+                                    f"failure for c{i:02d}")
+        else:
+            assert row["error"] is None and row["value"] == pytest.approx(0.75)
+        nothing = scores[(f"c{i:02d}", "nothing")]
+        assert nothing["value"] is None and nothing["error"] == "custom metric returned no value"
+    summary = {r["metric"]: r for r in read_rows(out, "summary") if r["suite"] == "*"}
+    assert (summary["overlap"]["missing"], summary["overlap"]["count"]) == (n // 10, n - n // 10)
+    assert summary["nothing"]["higher_is_better"] is False
+
+
+def test_custom_metric_errors_are_row_nulls_in_memory(tmp_path):
+    cases, config = _write_run(tmp_path)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", config, "--run-id", "mem") == 0
+    _check_outputs(out, "mem", 20)
+
+
+@pytest.mark.slow
+def test_custom_metric_ships_to_worker_processes(tmp_path):
+    """Multi-processing: the workers cannot import my_metrics (it is not on their
+    path); the function travels with the job, pickled by value."""
+    cases, config = _write_run(tmp_path)
+    out = str(tmp_path / "out")
+    proc = run_cli_subprocess("--input", cases, "--output", out, "--config", config,
+                              "--run-id", "mp", workers=2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_outputs(out, "mp", 20)
+
+
+@pytest.mark.parametrize("function, message", [
+    ("no_such_module:fn", "custom_metrics[0] (mine): cannot import module 'no_such_module'"),
+    ("my_metrics:missing", "custom_metrics[0] (mine): module 'my_metrics' has no function "
+                           "'missing'"),
+    ("just_a_name", "custom_metrics[0].function must be 'package.module:function'"),
+])
+def test_bad_reference_is_one_line_before_the_run(tmp_path, capsys, function, message):
+    cases, _ = _write_run(tmp_path, 2)
+    config = tmp_path / "bad.yaml"
+    config.write_text(f'custom_metrics: [{{name: mine, function: "{function}"}}]\n', "utf-8")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config", str(config)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evalbeam: error: ") and message in err and "\n" not in err
+    assert not out.exists()  # nothing written
+
+
+def test_name_clash_and_unknown_need(tmp_path, capsys):
+    cases, _ = _write_run(tmp_path, 2)
+    for body, message in [
+        ('custom_metrics: [{name: bleu, function: "my_metrics:overlap"}]', "defined twice"),
+        ('custom_metrics: [{name: x, function: "my_metrics:overlap", needs: [vibes]}]',
+         "unknown 'vibes'"),
+    ]:
+        (tmp_path / "c.yaml").write_text(body + "\n", "utf-8")
+        assert run_cli("--input", cases, "--output", str(tmp_path / "o"), "--config",
+                       str(tmp_path / "c.yaml")) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_return_values():
+    assert to_result(0.5) == MetricResult(0.5)
+    assert to_result(True).value == 1.0
+    assert to_result((0.25, {"n": 3})) == MetricResult(0.25, {"n": 3})
+    assert to_result({"value": None, "error": "too short"}) == MetricResult.null("too short")
+    assert to_result(math.nan).error == "custom metric returned nan"
+    assert "returned str" in to_result("high").error
+    turn = Turn(EvalCase("c1", "q?", "ref"), "bot", "ans")
+    failing = CustomCompute("m", lambda sample, **o: 1 / 0)
+    assert failing(turn, {})["m"].error == "custom metric m failed: ZeroDivisionError: division by zero"
+
+
+def test_entry_point_metric(tmp_path, monkeypatch):
+    """A package publishing `evalbeam.metrics` entry points: available by name."""
+    (tmp_path / "plugin_metrics.py").write_text(textwrap.dedent('''
+        from transforms.score.custom import metric
+
+        @metric(needs=["answer"], lower_is_better=True)
+        def shouting(sample):
+            letters = [c for c in sample["answer"] if c.isalpha()]
+            return sum(c.isupper() for c in letters) / len(letters) if letters else None
+    '''), "utf-8")
+    dist = tmp_path / "plugin_metrics-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-metrics\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[evalbeam.metrics]\nshouting = plugin_metrics:shouting\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": "a", "question": "q?", "answer": "HELLO there"}])
+    (tmp_path / "c.yaml").write_text("metrics: [answer_length, shouting]\n", "utf-8")
+    out = str(tmp_path / "out")
+    args = ["--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml")]
+    plan = make_plan(_parser().parse_args(["run", *args]))
+    assert [s.name for s, _ in plan.scorers] == ["answer_length", "shouting"]
+    assert "shouting" in plan.info.lower_is_better
+    assert run_cli(*args, "--run-id", "ep") == 0
+    (row,) = [r for r in read_rows(out, "scores") if r["metric"] == "shouting"]
+    assert row["value"] == pytest.approx(0.5)
+    sys.modules.pop("plugin_metrics", None)

@@ -1,0 +1,212 @@
+"""Input formats: JSON Lines, CSV and Hugging Face datasets read like Parquet:
+same shards model, same dead-lettering, same reconciliation, same scores."""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+
+import pyarrow as pa
+import pytest
+
+from schemas.cases import InputError, RowProblem, source_columns
+from tests.conftest import ROOT, write_cases
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.read import cases as read_mod
+from transforms.read.cases import plan_shards, read_shard_rows, read_valid_cases
+
+sys.path.insert(0, f"{ROOT}/examples/formats")
+from make_formats import write_csv, write_hf_dataset, write_jsonl  # noqa: E402
+
+COLS = source_columns({})
+CASE_SCHEMA = pa.schema([
+    ("question", pa.string()), ("expected_answer", pa.list_(pa.string())),
+    ("contexts", pa.list_(pa.string())), ("answer", pa.string()), ("suite", pa.string()),
+    ("tags", pa.list_(pa.string())),
+    ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+])
+
+
+def corpus(n: int = 200) -> list[dict]:
+    """n cases: quoted newlines, commas and quotes, non-ASCII, nulls, several
+    references, conversations; no derived id depends on the format."""
+    topics = ["refund", "shipping", "the Pro plan", "passwords", "the Hub", "storage"]
+    rows = []
+    for i in range(n):
+        topic = topics[i % len(topics)]
+        ref = f"For {topic}, the answer is {i % 7} days, \"as stated\", in policy {i}."
+        rows.append({
+            "question": f"How long for {topic}? (case {i})" + ("\nsecond line" if i % 9 == 0 else ""),
+            "expected_answer": None if i % 23 == 0 else
+            ([ref, f"It takes {i % 7} days for {topic}."] if i % 5 == 0 else [ref]),
+            "contexts": None if i % 17 == 0 else [f"Policy {i}: {topic} takes {i % 7} days.",
+                                                   "Unrelated, with a comma; and ünïcödé 日本"],
+            "answer": f"It takes {i % 7 + (i % 3 == 0)} days for {topic}, per policy {i}.",
+            "suite": ["billing", "shipping", None][i % 3],
+            "tags": [f"t{i % 4}"],
+            "messages": [{"role": "user", "content": f"Hello, about {topic}"},
+                         {"role": "assistant", "content": "Sure, what would you like to know?"}]
+            if i % 11 == 0 else None,
+        })
+    return rows
+
+
+def _json_rows(rows: list[dict]) -> list[dict]:
+    """JSONL and CSV: one reference as a string, several as a list; nulls left out."""
+    out = []
+    for r in rows:
+        r = {k: v for k, v in r.items() if v is not None}
+        if "expected_answer" in r and len(r["expected_answer"]) == 1:
+            r["expected_answer"] = r["expected_answer"][0]
+        out.append(r)
+    return out
+
+
+def write_all(tmp_path, rows: list[dict]) -> dict[str, str]:
+    table = pa.Table.from_pylist(rows, schema=CASE_SCHEMA)
+    return {
+        "parquet": write_cases(str(tmp_path / "cases.parquet"), rows, CASE_SCHEMA,
+                               row_group_size=120),
+        "jsonl": write_jsonl(tmp_path / "cases.jsonl", _json_rows(rows)),
+        "csv": write_csv(tmp_path / "cases.csv", _json_rows(rows)),
+        "hf": write_hf_dataset(tmp_path / "cases_hf", table),
+    }
+
+
+def test_shards_cover_every_record_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 30)
+    rows = corpus(100)
+    for fmt, path in write_all(tmp_path, rows).items():
+        shards = plan_shards(path, COLS)
+        assert len(shards) >= 4, fmt  # split: the shards spread over workers
+        assert sum(s.stop - s.start for s in shards) == 100, fmt
+        read = [(src, raw) for s in shards for src, raw in read_shard_rows(s, COLS)]
+        assert [src.rsplit("#", 1)[1] for src, _ in read] == [str(i) for i in range(100)], fmt
+        assert [raw["question"] for _, raw in read] == [r["question"] for r in rows], fmt
+        ids = [c.case_id for s in shards for c in read_valid_cases(s, COLS)]
+        assert len(ids) == 100 and len(set(ids)) == 100, fmt
+        if fmt == "parquet":
+            want = ids
+        assert ids == want, f"{fmt}: derived case ids differ from Parquet's"
+
+
+def test_csv_quoted_newlines_never_split_a_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 1)
+    rows = [{"question": f"line one\nline two {i}", "contexts": [f"a\nb,\"c\" {i}"]}
+            for i in range(5)]
+    path = write_csv(tmp_path / "q.csv", rows)
+    shards = plan_shards(path, COLS)
+    assert len(shards) == 5
+    got = [c for s in shards for c in read_valid_cases(s, COLS)]
+    assert [c.question for c in got] == [r["question"] for r in rows]
+    assert [c.contexts for c in got] == [r["contexts"] for r in rows]
+
+
+def test_bad_records_are_dead_lettered(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"question": "fine?"}\n\nnot json\n[1, 2]\n{"question": "caf\xe9"}\n'
+                     b'{"question": 42}\n{"question": "q", "messages": [{"role": "robot"}]}\n')
+    (shard,) = plan_shards(str(path), COLS)
+    got = [(src, raw) for src, raw in read_shard_rows(shard, COLS)]
+    assert [src.rsplit("#", 1)[1] for src, _ in got] == ["0", "1", "2", "3", "4", "5"]
+    kinds = [raw.error_type for _, raw in got if isinstance(raw, RowProblem)]
+    assert kinds == ["invalid_json", "invalid_json", "invalid_encoding"]
+    csv_path = tmp_path / "bad.csv"
+    csv_path.write_text('question,answer\nok?,yes\nonly one field\n', "utf-8")
+    (shard,) = plan_shards(str(csv_path), COLS)
+    problems = [raw for _, raw in read_shard_rows(shard, COLS) if isinstance(raw, RowProblem)]
+    assert [p.error_type for p in problems] == ["invalid_csv"]
+
+
+def test_gzip_jsonl_is_one_shard(tmp_path, monkeypatch):
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 2)
+    path = tmp_path / "c.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for i in range(5):
+            fh.write(json.dumps({"question": f"q{i}"}) + "\n")
+    (shard,) = plan_shards(str(path), COLS)
+    assert [c.question for c in read_valid_cases(shard, COLS)] == [f"q{i}" for i in range(5)]
+
+
+def test_whole_input_errors_before_the_run(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"prompt": "hi"}\n', "utf-8")
+    with pytest.raises(InputError, match="missing required column 'question'"):
+        plan_shards(str(tmp_path / "a.jsonl"), COLS)
+    (tmp_path / "a.csv").write_text("prompt\nhi\n", "utf-8")
+    with pytest.raises(InputError, match="missing required column 'question'"):
+        plan_shards(str(tmp_path / "a.csv"), COLS)
+    (tmp_path / "a.txt").write_text('{"question": "hi"}\n', "utf-8")
+    with pytest.raises(InputError, match="unknown input format"):
+        plan_shards(str(tmp_path / "a.txt"), COLS)
+    assert len(plan_shards(str(tmp_path / "a.txt"), COLS, "jsonl")) == 1  # input.format
+    (tmp_path / "b.jsonl").write_bytes(b"\x89PNG\r\n\x1a\nnot json at all\n")
+    with pytest.raises(InputError, match="none of its first 3 lines is a JSON object"):
+        plan_shards(str(tmp_path / "b.jsonl"), COLS)
+    (tmp_path / "e.csv").write_text("", "utf-8")
+    with pytest.raises(InputError, match="empty CSV"):
+        plan_shards(str(tmp_path / "e.csv"), COLS)
+
+
+def test_hf_dataset_dict_folder_reads_every_split(tmp_path):
+    for split in ("train", "test"):
+        write_hf_dataset(tmp_path / "dd" / split,
+                         pa.table({"question": [f"{split} {i}" for i in range(3)]}))
+    (tmp_path / "dd" / "dataset_dict.json").write_text('{"splits": ["train", "test"]}')
+    shards = plan_shards(str(tmp_path / "dd"), COLS)
+    got = [c.question for s in shards for c in read_valid_cases(s, COLS)]
+    assert got == [f"train {i}" for i in range(3)] + [f"test {i}" for i in range(3)]
+    only = plan_shards(str(tmp_path / "dd" / "test"), COLS)  # one split
+    assert [c.question for c in read_valid_cases(only[0], COLS)][0] == "test 0"
+
+
+def _scores(output: str) -> list[tuple]:
+    return sorted((r["bot"], r["case_id"], r["metric"], r["value"], r["details"], r["error"])
+                  for r in read_rows(output, "scores"))
+
+
+def test_same_cases_in_every_format_give_identical_scores(tmp_path, monkeypatch):
+    """The same 200 cases as Parquet, JSONL, CSV and an HF dataset: identical
+    scores tables (and results), every row accounted for, split into shards."""
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 64)
+    files = write_all(tmp_path, corpus(200))
+    config = tmp_path / "config.yaml"
+    config.write_text("metrics: [exact_match, keyword_recall, bleu, rouge, lexical_relevance,"
+                      " completeness, hallucination, answer_similarity]\n"
+                      "embeddings: {provider: hashing}\n", "utf-8")
+    tables = {}
+    for fmt, path in files.items():
+        out = str(tmp_path / f"out_{fmt}")
+        assert run_cli("--input", path, "--output", out, "--config", str(config),
+                       "--run-id", fmt, "--run-date", "2024-05-01") == 0
+        m = manifest(out, fmt)
+        assert m["reconciliation"]["ok"], m["reconciliation"]
+        assert m["counts"]["input_rows"] == m["counts"]["valid_cases"] == 200
+        tables[fmt] = _scores(out)
+        results = sorted((r["case_id"], r["expected_answer"], r["references"], r["messages"],
+                          r["answer"]) for r in read_rows(out, "results"))
+        if fmt == "parquet":
+            want_results = results
+        assert results == want_results, fmt
+    assert len(tables["parquet"]) == 200 * 10
+    for fmt in ("jsonl", "csv", "hf"):
+        assert tables[fmt] == tables["parquet"], fmt
+    several = [r for r in tables["parquet"] if r[2] == "bleu" and r[4] and '"nrefs:2' in r[4]]
+    assert several  # multi-reference rows were scored as such
+
+
+def test_real_save_to_disk_output(monkeypatch):
+    """A DatasetDict written by `datasets` 5.2.0's save_to_disk (tests/fixtures;
+    the train split in two Arrow shards): every split, shard and row, list
+    references and messages as given."""
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 7)
+    folder = f"{ROOT}/tests/fixtures/hf_save_to_disk"
+    shards = plan_shards(folder, COLS)
+    cases = [c for s in shards for c in read_valid_cases(s, COLS)]
+    assert [c.case_id for c in cases] == [f"c{i}" for i in range(30)]
+    assert cases[3].references == ["ref 3", "alt 3"] and cases[3].expected_answer == "ref 3"
+    assert cases[3].messages == [{"role": "user", "content": "hi 3"},
+                                 {"role": "assistant", "content": "hello"}]
+    assert cases[4].references is None and cases[4].messages is None  # [] is no conversation
+    assert {s.path.rsplit("/", 1)[1] for s in shards} == {"data-00000-of-00002.arrow",
+                                                          "data-00001-of-00002.arrow",
+                                                          "data-00000-of-00001.arrow"}

@@ -1,0 +1,108 @@
+"""Column presets, each on a small file in that tool's own form (examples/presets)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipeline.config import ConfigError, parse_config
+from schemas.cases import RowProblem, source_columns, to_case
+from tests.conftest import ROOT
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.read.cases import plan_shards, read_shard_rows
+from transforms.read.presets import PRESETS, input_columns
+
+PRESET_DIR = os.path.join(ROOT, "examples", "presets")
+
+
+def _cases(preset: str, name: str):
+    columns = source_columns(input_columns(preset, {}))
+    out = []
+    for shard in plan_shards(os.path.join(PRESET_DIR, name), columns):
+        for source, raw in read_shard_rows(shard, columns):
+            case = raw if isinstance(raw, RowProblem) else to_case(raw, columns, source)
+            assert not isinstance(case, RowProblem), case
+            out.append(case)
+    return out
+
+
+@pytest.mark.parametrize("name", ["ragas_v1.jsonl", "ragas_v1.csv"])
+def test_ragas_v1_list_references(name):
+    cases = _cases("ragas_v1", name)
+    assert len(cases) == 5
+    assert cases[0].references == ["Refunds are accepted within 30 days of delivery.",
+                                   "You can return unused items within 30 days."]
+    assert cases[0].expected_answer == cases[0].references[0]
+    assert cases[2].references is None and cases[2].expected_answer.startswith("A single")
+    assert cases[1].contexts == ["Lumenfold Cloud Plus costs $10 per month or $100 per year."]
+    assert cases[1].answer == "The Plus plan costs $10 per month."
+
+
+def test_ragas_single_and_multi_turn():
+    cases = _cases("ragas", "ragas.jsonl")
+    assert [c.answer is not None for c in cases] == [True] * 4 + [False]
+    assert cases[0].contexts and cases[0].expected_answer
+    multi = cases[4]
+    assert multi.question == "How long do you keep my video?"
+    assert multi.messages == [{"role": "user", "content": "Hi, I'm on the Plus plan."},
+                              {"role": "assistant", "content": "Great, how can I help?"}]
+
+
+def test_deepeval_json_goldens():
+    cases = _cases("deepeval", "deepeval.json")
+    assert len(cases) == 5
+    assert cases[3].question == "Do you ship to Canada?"
+    assert cases[3].answer == "Yes, we ship to Canada."
+    assert cases[3].contexts[0].startswith("We ship to the US")
+
+
+def test_openai_evals_and_inspect():
+    evals = _cases("openai_evals", "openai_evals.jsonl")
+    assert evals[0].question == "How long is the refund window?"
+    assert evals[0].messages == [{"role": "system",
+                                  "content": "You are Lumenfold's support assistant."}]
+    assert len(evals[0].references) == 2 and evals[2].references is None
+    inspect = _cases("inspect", "inspect.jsonl")
+    assert [c.case_id for c in inspect] == [f"lf-{i}" for i in range(1, 6)]
+    assert inspect[1].references and inspect[1].expected_answer == "Plus costs $10 a month."
+
+
+def test_config_overrides_and_unknown_preset():
+    assert input_columns("ragas", {"answer": "my_answer"})["answer"] == "my_answer"
+    assert parse_config({"input": {"preset": "deepeval", "format": "json"}}).input.preset
+    with pytest.raises(ConfigError, match="input.preset must be one of"):
+        parse_config({"input": {"preset": "ragas2"}})
+    with pytest.raises(ConfigError, match="input.format must be one of"):
+        parse_config({"input": {"format": "xlsx"}})
+    assert set(PRESETS) >= {"ragas", "ragas_v1", "deepeval"}
+
+
+def test_older_ragas_file_runs_with_no_row_dead_lettered(tmp_path):
+    """The issue's first experience: an older Ragas file with list references."""
+    config = tmp_path / "c.yaml"
+    config.write_text("input: {preset: ragas_v1}\nmetrics: [exact_match, bleu, rouge]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas_v1.jsonl"), "--output", out,
+                   "--config", str(config), "--run-id", "v1") == 0
+    m = manifest(out, "v1")
+    assert m["counts"]["invalid_rows"] == 0 and m["counts"]["errors_rows"] == 0
+    assert m["counts"]["valid_cases"] == 5 and m["reconciliation"]["ok"]
+    scores = {(r["case_id"], r["metric"]): r for r in read_rows(out, "scores")}
+    results = read_rows(out, "results")
+    refund = next(r for r in results if r["question"].startswith("How long is the refund"))
+    assert len(refund["references"]) == 2
+    assert scores[(refund["case_id"], "exact_match")]["value"] == 1.0  # equals a reference
+
+
+def test_files_in_another_tools_form_get_a_hint(tmp_path, capsys):
+    """Without a preset: a Ragas file lacks 'question' (a one-line error naming the
+    preset); an older Ragas file runs but would lose its references (a note)."""
+    out = str(tmp_path / "out")
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas.jsonl"), "--output", out) == 2
+    err = capsys.readouterr().err
+    assert "missing required column 'question'" in err and "set input.preset: ragas" in err
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas_v1.csv"), "--output", out,
+                   "--run-id", "hint") == 0
+    assert "note: the columns question, ground_truths look like the 'ragas_v1' preset's" \
+        in capsys.readouterr().err
+    assert any("input.preset: ragas_v1" in n for n in manifest(out, "hint")["notes"])

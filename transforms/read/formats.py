@@ -1,0 +1,345 @@
+"""Input formats beside Parquet: JSON Lines, CSV and Hugging Face datasets.
+
+Each format is planned into the same shards as Parquet (`Shard`, a slice of
+at most SHARD_ROWS records that one worker reads), so big inputs spread over
+the workers and the second passes (corpus statistics, duplicate ids) re-read
+a shard exactly as the first did:
+
+* JSON Lines (`.jsonl`, `.ndjson`): one planning pass finds where every
+  SHARD_ROWS-th record starts; a shard is a byte range [offset, end) that
+  starts and ends at a line boundary. A JSON text never holds a raw newline,
+  so every newline ends a record. Blank lines are not records.
+  `.jsonl.gz` cannot be split: one shard per file.
+* CSV: the planning pass runs Python's csv parser, so a quoted field holding
+  newlines stays inside its record and shards are cut only between records
+  (a safe boundary by construction). A shard re-reads the header first.
+* Hugging Face datasets saved with `save_to_disk`: a folder with state.json
+  and data-*.arrow files, each an Arrow IPC stream. The planning pass reads
+  the stream's message headers and notes where each record batch starts; a
+  shard is a run of consecutive batches, read from its offset.
+
+Every record keeps its place as `file#row` (0-based record index, as for
+Parquet) and the planned row count is exact, so the manifest reconciles.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from typing import IO, Any, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from apache_beam.io.filesystems import CompressionTypes, FileSystems
+
+from schemas.cases import InputError, Source, candidates, parse_text_list
+
+FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
+EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl",
+              ".ndjson.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv", ".json": "json"}
+csv.field_size_limit(2**31 - 1)  # long contexts: the default limit is 128 KiB per field
+HF_STATE = "state.json"
+HF_DICT = "dataset_dict.json"
+SCHEMA_SAMPLE = 100  # JSONL records whose keys decide whether a required column exists
+# Columns whose CSV cell may hold a JSON array (the CSV convention for lists);
+# contexts and tags accept JSON text anyway (schemas.cases).
+JSON_CELL_COLUMNS = ("expected_answer", "messages", "question")
+
+
+def format_of(path: str) -> str | None:
+    """The format a file's name says, or None."""
+    name = path.lower()
+    for ext in sorted(EXTENSIONS, key=len, reverse=True):
+        if name.endswith(ext):
+            return EXTENSIONS[ext]
+    if name.endswith(".arrow"):
+        return "arrow"
+    return None
+
+
+def is_hf_dataset(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, HF_STATE))
+
+
+def hf_data_files(folder: str) -> list[str]:
+    """The Arrow files of a save_to_disk folder, in the dataset's order."""
+    try:
+        with open(os.path.join(folder, HF_STATE), encoding="utf-8") as fh:
+            state = json.load(fh)
+        names = [f["filename"] for f in state.get("_data_files") or []]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{folder}: unreadable {HF_STATE} of a Hugging Face dataset: "
+                         f"{exc}") from None
+    if not names:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".arrow"))
+    missing = [n for n in names if not os.path.isfile(os.path.join(folder, n))]
+    if missing or not names:
+        raise InputError(f"{folder}: Hugging Face dataset without its data file "
+                         f"{missing[0] if missing else 'data-*.arrow'}")
+    return [os.path.join(folder, n) for n in names]
+
+
+def hf_dataset_files(folder: str) -> list[str]:
+    """A dataset folder, or a DatasetDict folder (every split, in its order)."""
+    if is_hf_dataset(folder):
+        return hf_data_files(folder)
+    with open(os.path.join(folder, HF_DICT), encoding="utf-8") as fh:
+        splits = json.load(fh).get("splits") or []
+    return [f for split in splits for f in hf_data_files(os.path.join(folder, split))]
+
+
+# ------------------------------------------------------------------ JSON Lines
+
+def _open(path: str) -> IO[bytes]:
+    """The file's bytes (decompressed for .gz), through Beam's filesystems."""
+    return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+
+
+def splittable(path: str) -> bool:
+    """A compressed file (gzip, bzip2, ...) is read from its start: one shard."""
+    return CompressionTypes.detect_compression_type(path) == CompressionTypes.UNCOMPRESSED
+
+
+def _lines(fh: IO[bytes], offset: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """The lines of [offset, end) (end None: to the end of the stream)."""
+    if offset:
+        fh.seek(offset)
+    pos = offset
+    for line in iter(fh.readline, b""):  # Beam's compressed files are not iterable
+        if end is not None and pos >= end:
+            break
+        pos += len(line)
+        yield line
+
+
+def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, int]], list]:
+    """One pass: ([(offset, end, records)] cut every shard_rows records, the
+    first parsed records for the schema check)."""
+    can_split = splittable(path)
+    pieces, start, count, pos, sample = [], 0, 0, 0, []
+    with _open(path) as fh:
+        for line in _lines(fh):
+            if line.strip():
+                if count == shard_rows and can_split:
+                    pieces.append((start, pos, count))
+                    start, count = pos, 0
+                count += 1
+                if len(sample) < SCHEMA_SAMPLE:
+                    sample.append(line)
+            pos += len(line)
+    pieces.append((start, None, count))
+    return [p for p in pieces if p[2]], sample
+
+
+def jsonl_keys(sample: list[bytes]) -> set[str]:
+    keys: set[str] = set()
+    for line in sample:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            keys.update(obj)
+    return keys
+
+
+def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
+    """A record's object, or (error_type, message)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "invalid_encoding", f"the line is not valid UTF-8 (byte {exc.start})"
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return "invalid_json", f"the line is not valid JSON: {exc}"[:300]
+    if not isinstance(obj, dict):
+        return "invalid_json", f"the line is a JSON {type(obj).__name__}, not an object"
+    return obj
+
+
+def read_jsonl(path: str, offset: int, end: int | None) -> Iterator[dict | tuple[str, str]]:
+    with _open(path) as fh:
+        for line in _lines(fh, offset, end):
+            if line.strip():
+                yield parse_jsonl_record(line)
+
+
+# ------------------------------------------------------------- JSON (an array)
+
+def load_json_records(path: str) -> list:
+    """A .json file holding an array of objects (DeepEval's save_as("json")):
+    read whole, so one shard per file; JSON Lines is the splittable form."""
+    try:
+        with _open(path) as fh:
+            data = json.loads(fh.read())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read {path} as JSON: {exc}"[:300]) from None
+    if not isinstance(data, list):
+        raise InputError(f"{path}: a JSON input must be an array of objects (one per case), "
+                         f"got {type(data).__name__}")
+    return data
+
+
+def read_json(path: str) -> Iterator[dict | tuple[str, str]]:
+    for item in load_json_records(path):
+        yield item if isinstance(item, dict) else (
+            "invalid_json", f"the record is a JSON {type(item).__name__}, not an object")
+
+
+# ------------------------------------------------------------------------ CSV
+
+class _TrackedLines:
+    """Decoded lines for csv.reader, counting the bytes consumed; the reader
+    pulls exactly the lines of one record per next(), so `pos` is where the
+    next record starts."""
+
+    def __init__(self, lines: Iterator[bytes], pos: int = 0):
+        self._lines, self.pos = lines, pos
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.pos += len(line)
+        return line.decode("utf-8", "surrogateescape")
+
+
+def _csv_reader(lines: _TrackedLines):
+    return csv.reader(lines, strict=False)
+
+
+def _header(reader, path: str) -> list[str]:
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(f"{path}: empty CSV file (no header)") from None
+    except csv.Error as exc:
+        raise InputError(f"cannot read {path} as CSV: {exc}") from None
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]  # a UTF-8 byte-order mark
+    return [h.strip() for h in header]
+
+
+def csv_header(path: str) -> list[str]:
+    with _open(path) as fh:
+        return _header(_csv_reader(_TrackedLines(_lines(fh))), path)
+
+
+def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int | None, int]]]:
+    """One parse of the file: (header, [(offset, end, records)]). The first
+    piece starts at 0 (its reader skips the header)."""
+    can_split = splittable(path)
+    pieces, start, count = [], 0, 0
+    with _open(path) as fh:
+        lines = _TrackedLines(_lines(fh))
+        reader = _csv_reader(lines)
+        header = _header(reader, path)
+        while True:
+            before = lines.pos
+            try:
+                record = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise InputError(f"cannot read {path} as CSV near byte {before}: {exc}") from None
+            if not record:
+                continue  # a blank line
+            if count == shard_rows and can_split:
+                pieces.append((start, before, count))
+                start, count = before, 0
+            count += 1
+    pieces.append((start, None, count))
+    return header, [p for p in pieces if p[2]]
+
+
+def _cell(value: str, column: str | None) -> Any:
+    """An empty cell is null; a JSON array (or a Python list literal, as pandas
+    writes lists) in a list-capable column is a list."""
+    if value == "":
+        return None
+    if column in JSON_CELL_COLUMNS and value.lstrip().startswith("["):
+        try:
+            parsed = parse_text_list(value, column)
+        except TypeError:
+            return value
+        if isinstance(parsed, list) and parsed and all(
+                isinstance(v, dict if column != "expected_answer" else str) for v in parsed):
+            return parsed
+    return value
+
+
+def csv_record(header: list[str], record: list[str], canonical: Mapping[str, str]
+               ) -> dict | tuple[str, str]:
+    if len(record) != len(header):
+        return "invalid_csv", (f"the record has {len(record)} fields, the header "
+                               f"{len(header)}")
+    row = {}
+    for name, value in zip(header, record):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid_encoding", f"column {name!r} is not valid UTF-8"
+        row[name] = _cell(value, canonical.get(name))
+    return row
+
+
+def read_csv(path: str, offset: int, end: int | None, columns: Mapping[str, Source]
+             ) -> Iterator[dict | tuple[str, str]]:
+    header = csv_header(path)
+    canonical = {name: col for col, src in columns.items() for name in candidates(src)}
+    with _open(path) as fh:
+        reader = _csv_reader(_TrackedLines(_lines(fh, offset, end)))
+        if offset == 0:
+            next(reader, None)  # the header
+        for record in reader:
+            if record:
+                yield csv_record(header, record, canonical)
+
+
+# ------------------------------------------------------ Hugging Face (Arrow IPC)
+
+def _arrow_source(path: str) -> pa.NativeFile:
+    if "://" not in path:
+        return pa.memory_map(path)
+    return pa.PythonFile(FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
+
+
+def scan_arrow(path: str) -> tuple[pa.Schema, list[tuple[int, int]]]:
+    """(schema, [(byte offset, rows)] of every record batch of an IPC stream)."""
+    try:
+        with _arrow_source(path) as src:
+            reader = ipc.MessageReader.open_stream(src)
+            schema = ipc.read_schema(reader.read_next_message())
+            batches = []
+            while True:
+                pos = src.tell()
+                try:
+                    message = reader.read_next_message()
+                except StopIteration:
+                    break
+                if message.type != "record batch":
+                    raise InputError(f"{path}: Arrow {message.type} messages are not "
+                                     "supported")
+                batches.append((pos, ipc.read_record_batch(message, schema).num_rows))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"cannot read {path} as an Arrow stream: {exc}") from None
+    return schema, batches
+
+
+def read_arrow(path: str, offset: int, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """Record batches from the one starting at `offset` to the end of the stream."""
+    with _arrow_source(path) as src:
+        schema = ipc.read_schema(ipc.MessageReader.open_stream(src).read_next_message())
+        wanted = [c for c in columns if c in schema.names]
+        src.seek(offset)
+        reader = ipc.MessageReader.open_stream(src)
+        while True:
+            try:
+                message = reader.read_next_message()
+            except StopIteration:
+                return
+            yield ipc.read_record_batch(message, schema).select(wanted)
+
+

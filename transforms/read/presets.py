@@ -1,0 +1,65 @@
+"""Column presets (`input.preset`): the names other evaluation tools give the
+columns, so their files load without a hand-written `input.columns`.
+
+A preset maps each canonical column to a file column, or to candidates tried
+in order (the first non-null value of the row wins). `input.columns` entries
+override the preset's. Values need no conversion of their own: a reference
+list becomes several references, and a question given as a list of turns
+(Ragas' MultiTurnSample, OpenAI evals, Inspect, DeepEval's `turns`) becomes the
+conversation's last user turn with the turns before it as `messages`.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Ragas >= 0.2 (SingleTurnSample / MultiTurnSample, EvaluationDataset.to_jsonl / to_csv)
+    "ragas": {"question": "user_input", "answer": "response", "expected_answer": "reference",
+              "contexts": "retrieved_contexts"},
+    # Ragas 0.1 and older: `ground_truths` (a list) or `ground_truth` (a string)
+    "ragas_v1": {"question": "question", "answer": "answer",
+                 "expected_answer": ("ground_truths", "ground_truth"), "contexts": "contexts"},
+    # DeepEval goldens and test cases (EvaluationDataset.save_as json / jsonl / csv);
+    # a ConversationalGolden's `turns` when there is no `input`
+    "deepeval": {"question": ("input", "turns"), "answer": "actual_output",
+                 "expected_answer": "expected_output", "contexts": "retrieval_context",
+                 "case_id": "name"},
+    # OpenAI evals samples: {"input": [chat messages], "ideal": "..." or [...]}
+    "openai_evals": {"question": "input", "expected_answer": "ideal"},
+    # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
+    "inspect": {"case_id": "id", "question": "input", "expected_answer": "target"},
+}
+
+
+def preset_columns(name: str | None) -> dict[str, Any]:
+    """The preset's mapping (empty for None); KeyError for an unknown name."""
+    return dict(PRESETS[name]) if name else {}
+
+
+def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset's mapping with the config's `input.columns` on top."""
+    return {**preset_columns(preset), **dict(columns)}
+
+
+# Columns that give a tool's files away (any of them, beside the required ones).
+_SIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # preset: (all of, any of)
+    "ragas": (("user_input",), ("response", "reference", "retrieved_contexts")),
+    "ragas_v1": (("question",), ("ground_truths", "ground_truth")),
+    "deepeval": (("input",), ("actual_output", "expected_output", "retrieval_context")),
+    "openai_evals": (("input",), ("ideal",)),
+    "inspect": (("input",), ("target",)),
+}
+
+
+def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
+    """A hint when a file's columns look like another tool's and neither a preset
+    nor a mapping is in use (a Ragas file would otherwise lose its references)."""
+    if any(src != col for col, src in columns.items()):
+        return None
+    names = set(names)
+    for preset, (every, some) in _SIGNS.items():
+        found = sorted(names & set(some))
+        if set(every) <= names and found:
+            return (f"the columns {', '.join(every + tuple(found))} look like the "
+                    f"'{preset}' preset's: set input.preset: {preset}")
+    return None

@@ -1,0 +1,205 @@
+"""Metrics of the user's own: Python functions named in the config
+(`custom_metrics:`) or published by a package under the entry-point group
+`evalbeam.metrics`, and judge rubrics written in the config (`judge.rubrics:`).
+
+Each becomes a Scorer like the built-in ones, so it runs as its own ParDo
+`Score[name]` with the same contract: a value, or null with the reason. A
+function is called as `fn(sample, **options)` with `sample` a plain dict of
+the turn (question, answer, expected_answer, references, contexts, messages,
+case_id, suite, tags, bot, latency_ms) and returns a number, None, a
+(value, details) pair, a {"value", "details", "error"} dict or a
+MetricResult. An exception in it makes that row's value null with the error;
+the run goes on.
+
+Shipping: a function from a module outside any installed package (e.g. a
+file next to the config) is pickled *by value* with the job (Beam's
+cloudpickle), so workers need no copy of the file; a function of an installed
+package is pickled by reference, so the package must be installed on the
+workers (Dataflow: --setup_file, --extra_package or --requirements_file).
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Callable, Mapping
+
+from schemas.records import MetricResult, Turn
+from transforms.score.scoring import Scorer, _one
+
+NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
+ENTRY_POINT_GROUP = "evalbeam.metrics"
+ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, lower_is_better, options}
+
+
+class CustomMetricError(ValueError):
+    """A custom metric cannot be used; the message is one line."""
+
+
+def metric(needs=("answer",), lower_is_better: bool = False, options=None):
+    """Declare what a metric function needs (for functions published as entry
+    points; the config's `needs:` etc. override it):
+
+        @evalbeam_metric(needs=["answer", "expected_answer"])
+        def my_metric(sample, **options): ...
+    """
+    def mark(fn):
+        setattr(fn, ATTRIBUTE, {"needs": tuple(needs), "lower_is_better": bool(lower_is_better),
+                                "options": dict(options or {})})
+        return fn
+    return mark
+
+
+def _installed(module) -> bool:
+    """Is the module part of an installed distribution (site-packages)?"""
+    path = os.path.realpath(getattr(module, "__file__", "") or "")
+    roots = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
+    return any(path.startswith(root + os.sep) for root in roots)
+
+
+def ship_by_value(fn: Callable) -> None:
+    """Pickle the function's module by value with the job unless it is installed."""
+    module = sys.modules.get(getattr(fn, "__module__", ""))
+    if module is None or _installed(module) or module.__name__ in ("__main__", "builtins"):
+        return
+    from apache_beam.internal.cloudpickle import cloudpickle
+    try:
+        cloudpickle.register_pickle_by_value(module)
+    except ValueError:  # already registered, or a module cloudpickle cannot ship
+        pass
+
+
+def resolve(reference: str, search_dir: str | None = None) -> Callable:
+    """'package.module:function' -> the function; CustomMetricError in one line.
+    The config file's folder is searched too, so a module beside it works."""
+    module_name, _, attr = reference.partition(":")
+    if search_dir and search_dir not in sys.path:
+        sys.path.insert(0, search_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CustomMetricError(f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module itself raised while importing
+        raise CustomMetricError(f"importing module {module_name!r} failed: "
+                                f"{type(exc).__name__}: {exc}") from None
+    fn = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise CustomMetricError(f"module {module_name!r} has no function {attr!r}")
+    if not callable(fn):
+        raise CustomMetricError(f"{reference!r} is not callable")
+    return fn
+
+
+def sample(turn: Turn) -> dict[str, Any]:
+    """What a custom metric sees of a turn (plain data, copies)."""
+    c = turn.case
+    return {"question": c.question, "answer": turn.answer, "expected_answer": c.expected_answer,
+            "references": list(c.all_references), "contexts": list(turn.effective_contexts or []),
+            "messages": [dict(m) for m in c.messages or []], "case_id": c.case_id,
+            "suite": c.suite, "tags": list(c.tags), "bot": turn.bot,
+            "latency_ms": turn.latency_ms}
+
+
+def _number(value: Any) -> MetricResult | float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) or hasattr(value, "__float__") and not isinstance(
+            value, str):
+        number = float(value)
+        if not math.isfinite(number):
+            return MetricResult.null(f"custom metric returned {number}")
+        return number
+    return MetricResult.null(f"custom metric returned {type(value).__name__}, expected a "
+                             "number, None, (value, details) or a dict with 'value'")
+
+
+def to_result(out: Any) -> MetricResult:
+    """A function's return value as a MetricResult (never 0 for "could not")."""
+    if isinstance(out, MetricResult):
+        return out
+    details: dict[str, Any] = {}
+    error = None
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping):
+        out, details = out[0], dict(out[1])
+    elif isinstance(out, Mapping):
+        out, details, error = out.get("value"), dict(out.get("details") or {}), out.get("error")
+    if out is None:
+        return MetricResult.null(str(error) if error else "custom metric returned no value",
+                                 **details)
+    number = _number(out)
+    if isinstance(number, MetricResult):
+        return number
+    return MetricResult(number, details)
+
+
+@dataclass(frozen=True)
+class CustomCompute:
+    """A Scorer's compute for a user function (pickled with the job)."""
+
+    name: str
+    fn: Callable
+
+    def __call__(self, turn: Turn, options: Mapping[str, Any], side: Any = None
+                 ) -> dict[str, MetricResult]:
+        try:
+            out = self.fn(sample(turn), **options)
+        except Exception as exc:  # the user's bug costs this row's value, not the run
+            msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"[:500]
+            return {self.name: MetricResult.null(msg)}
+        return {self.name: to_result(out)}
+
+
+def _scorer(name: str, fn: Callable, needs, lower_is_better: bool, options) -> Scorer:
+    return Scorer(name, (name,), tuple(needs), CustomCompute(name, fn),
+                  lower_is_better=frozenset({name}) if lower_is_better else frozenset(),
+                  option_defaults=dict(options))
+
+
+def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
+    """The config's custom_metrics, each resolved now (a bad reference stops the
+    run before it starts, naming the entry)."""
+    out = []
+    for i, m in enumerate(custom_metrics):
+        try:
+            fn = resolve(m.function, search_dir)
+        except CustomMetricError as exc:
+            raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
+        ship_by_value(fn)
+        out.append(_scorer(m.name, fn, m.needs, m.lower_is_better, m.options))
+    return out
+
+
+def entry_point_scorers(taken: set[str]) -> list[Scorer]:
+    """Metrics published by installed packages under `evalbeam.metrics`."""
+    out = []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name in taken:
+            raise CustomMetricError(f"entry point {ep.value!r} ({ENTRY_POINT_GROUP}) names "
+                                    f"metric {ep.name!r}, which already exists")
+        try:
+            fn = ep.load()
+        except Exception as exc:
+            raise CustomMetricError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) "
+                                    f"cannot be loaded: {type(exc).__name__}: {exc}") from None
+        spec = getattr(fn, ATTRIBUTE, {})
+        bad = sorted(set(spec.get("needs", ())) - set(NEEDS))
+        if bad:
+            raise CustomMetricError(f"entry point metric {ep.name}: unknown need {bad[0]!r}")
+        out.append(_scorer(ep.name, fn, spec.get("needs", ("answer",)),
+                           spec.get("lower_is_better", False), spec.get("options", {})))
+    return out
+
+
+def rubric_scorers(rubrics: Mapping[str, Any]) -> list[Scorer]:
+    """judge.rubrics: one judge metric each, normalised from its scale."""
+    from transforms.enrich.judge import scorers as judged
+    from transforms.enrich.judge.conversation import rubric_scale
+    return [Scorer(name, (name,), tuple(r.inputs), _one(name, judged.rubric(name)),
+                   option_defaults={"scale": list(rubric_scale(r))}, judge=True)
+            for name, r in rubrics.items()]
