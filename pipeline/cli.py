@@ -29,6 +29,7 @@ from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo
 from transforms.read.cases import plan_shards
+from transforms.remote.cache import CacheSpec
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
 from transforms.publish.write import RUN_ID_PATTERN
 
@@ -145,17 +146,22 @@ def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
     return scales
 
 
-def call_cache_path(cfg, output: str, notes: list[str]) -> str | None:
-    """Where judge and embedding calls are cached (None: no cache)."""
+def call_cache(cfg, output: str) -> CacheSpec | None:
+    """Where judge and embedding calls are cached (None: no cache). A local output
+    keeps tier 1 (SQLite) under it; with a URL output (gs://, s3://) each worker
+    keeps tier 1 in its temp folder and shares tier 2 under the output."""
     if not cfg.cache.enabled:
         return None
-    if cfg.cache.path:
-        return cfg.cache.path
-    if "://" in output:
-        notes.append("call cache off: the output is not a local folder; set cache.path to a "
-                     "local or mounted path to cache judge and embedding calls")
-        return None
-    return os.path.join(output.rstrip("/"), "_cache", "calls.sqlite")
+    base, remote = output.rstrip("/"), "://" in output
+    path = cfg.cache.path or (None if remote else os.path.join(base, "_cache", "calls.sqlite"))
+    shared = cfg.cache.shared_path or (
+        FileSystems.join(base, "_cache", "objects") if remote else None)
+    if shared:
+        try:
+            FileSystems.get_filesystem(shared)
+        except ValueError as exc:
+            raise ConfigError(f"cache.shared_path {shared}: {exc}") from None
+    return CacheSpec(path, shared)
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...]):
@@ -234,7 +240,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     scales = rubric_scales(scorers)
     uses_cache = (cfg.judge.configured and judge_metrics) or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
-    cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
+    cache = call_cache(cfg, args.output) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
     shards = plan_shards(args.input, columns)
@@ -247,7 +253,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for m in metrics if m in JUDGE_METRICS) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
-                rubric_scales=scales, cache_path=cache_path)
+                rubric_scales=scales, cache=cache)
 
 
 def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:

@@ -70,13 +70,14 @@ def all_output_text(folder: str) -> str:
 
 
 @contextlib.contextmanager
-def fake_runtime(server, name: str, cache_path: str | None = None, **endpoint):
+def fake_runtime(server, name: str, cache=None, **endpoint):
     """An AsyncRuntime whose endpoint `name` is the loopback server, with fast
-    retries (overridable); closed on exit."""
+    retries (overridable) and the call cache `cache` (a CacheSpec or a SQLite
+    path); closed on exit."""
     cfg = dict(base_url=server.openai_base_url, requests_per_second=1000,
                backoff_initial_s=0.01, backoff_max_s=0.05)
     cfg.update(endpoint)
-    runtime = AsyncRuntime({name: EndpointConfig(**cfg)}, cache_path)
+    runtime = AsyncRuntime({name: EndpointConfig(**cfg)}, cache)
     try:
         yield runtime
     finally:
