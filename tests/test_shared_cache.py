@@ -4,12 +4,16 @@ run whose workers start with empty local caches makes zero calls."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import tempfile
 
 import httpx
 import pytest
+from apache_beam.io.filesystem import FileSystem
 
+from pipeline.cli import call_cache
+from pipeline.config import ConfigError, parse_config
 from tests.fake_server import FakeOpenAI
 from tests.pipeline_helpers import fake_runtime, manifest, read_rows
 from tests.test_call_cache import MSG, _cfg, _ok
@@ -72,6 +76,80 @@ def test_a_corrupt_or_partial_object_is_ignored_and_rewritten(tmp_path, damage):
         assert open(path, "rb").read() == good and objects(root) == [f"ab/{KEY}"]
     finally:
         cache.close()
+
+
+class MemFileSystem(FileSystem):
+    """An object store in a dict, scheme mem:// (what gs:// and s3:// look like
+    to Beam: no folders, no hard links, whole objects replaced by rename)."""
+
+    objects: dict[str, bytes] = {}
+
+    @classmethod
+    def scheme(cls):
+        return "mem"
+
+    def join(self, basepath, *paths):
+        return "/".join([basepath.rstrip("/"), *paths])
+
+    def create(self, path, mime_type=None, compression_type=None):
+        store = self.objects
+
+        class Upload(io.BytesIO):
+            def close(self):
+                store[path] = self.getvalue()  # visible once whole, as an upload
+                super().close()
+        return Upload()
+
+    def open(self, path, mime_type=None, compression_type=None):
+        if path not in self.objects:
+            raise FileNotFoundError(path)
+        return io.BytesIO(self.objects[path])
+
+    def rename(self, source_file_names, destination_file_names):
+        for src, dst in zip(source_file_names, destination_file_names):
+            self.objects[dst] = self.objects.pop(src)
+
+    def exists(self, path):
+        return path in self.objects
+
+    def delete(self, paths):
+        for path in paths:
+            self.objects.pop(path, None)
+
+    def _unused(self, *args, **kwargs):
+        raise NotImplementedError
+    split = mkdirs = has_dirs = _list = copy = size = last_updated = checksum = metadata = \
+        _unused
+
+
+def test_on_an_object_store_objects_are_renamed_into_place_once(tmp_path):
+    root = f"mem://bucket/{tmp_path.name}/objects"
+    cache = SharedCallCache(root)
+    try:
+        assert cache.put(KEY, REPLY) is True and cache.put(KEY, {"x": 1}) is False
+        mine = {p: b for p, b in MemFileSystem.objects.items() if p.startswith(root)}
+        assert list(mine) == [f"{root}/ab/{KEY}"]  # the temporary object was renamed away
+        MemFileSystem.objects[f"{root}/ab/{KEY}"] = mine[f"{root}/ab/{KEY}"][:-2]  # partial
+        assert cache.get(KEY) is None and cache.put(KEY, REPLY) is True
+        assert cache.get(KEY) == REPLY
+    finally:
+        cache.close()
+
+
+def test_url_outputs_share_tier_two_under_the_output_and_keep_tier_one_per_worker(tmp_path):
+    cfg = parse_config({})
+    assert call_cache(cfg, "mem://bucket/evals/") == CacheSpec(
+        None, "mem://bucket/evals/_cache/objects")
+    assert call_cache(cfg, str(tmp_path)) == CacheSpec(
+        str(tmp_path / "_cache" / "calls.sqlite"), None)
+    mine = parse_config({"cache": {"path": "t1.sqlite", "shared_path": "shared"}}, str(tmp_path))
+    assert call_cache(mine, "mem://bucket/evals") == CacheSpec(
+        str(tmp_path / "t1.sqlite"), str(tmp_path / "shared"))  # relative to the config
+    assert call_cache(parse_config({"cache": {"enabled": False}}), "mem://b/e") is None
+    with pytest.raises(ConfigError, match="cache.shared_path nofs://x"):
+        call_cache(parse_config({"cache": {"shared_path": "nofs://x"}}), str(tmp_path))
+    with pytest.raises(ConfigError, match="cache.shared_path must be a path"):
+        parse_config({"cache": {"shared_path": 3}})
 
 
 def test_an_unwritable_shared_folder_costs_calls_not_the_run(tmp_path):
