@@ -48,8 +48,10 @@ def wheelhouse() -> str:
     """Wheels of the lock, the model and what a source build needs (from pip's cache)."""
     with open(LOCK, "rb") as fh:
         tag = hashlib.sha256(fh.read() + MODEL.encode()).hexdigest()[:12]
-    path = os.path.join(sys.prefix, "evalbeam-wheelhouse", tag)
+    parent = os.path.join(sys.prefix, "evalbeam-wheelhouse")
+    path = os.path.join(parent, tag)
     if not os.path.isfile(os.path.join(path, ".complete")):
+        shutil.rmtree(parent, ignore_errors=True)  # an older lock's wheels (~250 MB)
         run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", path, "-r", LOCK,
              MODEL, "setuptools", "wheel"])  # wheel, not download: rouge-score is an sdist
         open(os.path.join(path, ".complete"), "w").close()

