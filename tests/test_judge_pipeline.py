@@ -147,24 +147,34 @@ def test_judge_failures_are_errors_rows_and_traces_reach_the_scores(tmp_path, mo
     assert not any(p.startswith("_cache/") for p in files_under(out))  # cache off
 
 
-@pytest.mark.slow
-def test_judge_in_multi_processing_mode_shares_the_call_cache(tmp_path):
-    """Two worker processes write one SQLite cache; a rerun makes no call."""
+def judged_runs_in_two_processes(tmp_path, copies: int, row_group_size: int,
+                                 configs: dict[str, str]) -> tuple[str, int]:
+    """Runs (run id -> config lines) over ROWS x copies (answers differ per copy),
+    each with two worker processes, against one scripted judge; asserts that
+    the runs after the first sent nothing. (output folder, calls of the first run)"""
     rows = [dict(r, case_id=f"{r['case_id']}-{i}", answer=(r["answer"] or "") + f" Ticket {i}.")
-            for i in range(40) for r in ROWS]
-    cases = write_cases(str(tmp_path / "c.parquet"), rows, row_group_size=20)
-    out = str(tmp_path / "out")
+            for i in range(copies) for r in ROWS]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows, row_group_size=row_group_size)
+    out, first = str(tmp_path / "out"), None
     with FakeOpenAI(api_key=JUDGE_KEY) as server:
         server.set_chat_handler(ScriptedJudge())
-        cfg = _config(tmp_path, server, "metrics: [faithfulness, noise_sensitivity, safety]\n")
-        for run_id in ("mp1", "mp2"):
-            proc = run_cli_subprocess("--input", cases, "--output", out, "--config", cfg,
+        for run_id, extra in configs.items():
+            proc = run_cli_subprocess("--input", cases, "--output", out,
+                                      "--config", _config(tmp_path, server, extra),
                                       "--run-id", run_id, workers=2,
                                       env={"JUDGE_KEY": JUDGE_KEY})
             assert proc.returncode == 0, proc.stderr[-3000:]
-            if run_id == "mp1":
+            if first is None:
                 first = server.stats()["by_path"]["/v1/chat/completions"]
         assert server.stats()["by_path"]["/v1/chat/completions"] == first
+    return out, first
+
+
+@pytest.mark.slow
+def test_judge_in_multi_processing_mode_shares_the_call_cache(tmp_path):
+    """Two worker processes write one SQLite cache; a rerun makes no call."""
+    metrics = "metrics: [faithfulness, noise_sensitivity, safety]\n"
+    out, first = judged_runs_in_two_processes(tmp_path, 40, 20, {"mp1": metrics, "mp2": metrics})
     for run_id in ("mp1", "mp2"):
         assert manifest(out, run_id)["reconciliation"]["ok"]
     usage = read_rows(out, "usage")
@@ -187,7 +197,8 @@ def test_the_bundled_judge_example_config_plans(monkeypatch, tmp_path):
                               output=str(tmp_path / "o"), run_id="x", run_date=None)
     plan = make_plan(args)
     assert set(JUDGE_METRICS) <= set(plan.judge_metrics)
-    assert plan.cache_path == str(tmp_path / "o" / "_cache" / "calls.sqlite")
+    assert plan.cache.path == str(tmp_path / "o" / "_cache" / "calls.sqlite")
+    assert plan.cache.shared is None  # a local output needs no shared tier
 
 
 def test_entities_recall_alone_asks_the_judge_for_entities(tmp_path, monkeypatch):

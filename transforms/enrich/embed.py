@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from schemas.records import Turn
 from transforms.score.metrics.semantic import MAX_SENTENCES, split_sentences
+from transforms.remote.cache import CacheSpec
 from transforms.remote.calling import CallingDoFn
 
 # feature -> what it holds
@@ -62,14 +63,14 @@ def embedder_tokenizer(cfg):
 
 class EmbedTurns(CallingDoFn):
     def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str],
-                 cache_path: str | None = None):
+                 cache: CacheSpec | None = None):
         self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
-        self._cache_path = cache_path
+        self._cache = cache
         self._embedder = None
 
     def setup(self):
         self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint",
-                        cache_path=self._cache_path)
+                        cache=self._cache)
         self._embedder = make_embedder(self._cfg, self._runtime, self._log)
 
     def _texts(self, turns: Sequence[Turn], sentences: dict[str, list[str]]

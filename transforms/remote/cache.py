@@ -1,4 +1,4 @@
-"""CallCache: a content-addressed, on-disk cache of judge and embedding calls.
+"""The call cache: content-addressed answers of judge and embedding calls.
 
 Key = sha256 over (endpoint base URL, request path and query, model, the exact
 JSON request body, a salt). The salt separates calls whose bodies are equal on
@@ -7,10 +7,14 @@ A re-run over unchanged inputs therefore sends zero requests and reproduces
 the same replies, even a reply that needed a repair round (the repair request
 embeds the bad reply, so it has its own key).
 
-Storage is one SQLite file in WAL mode: one file instead of a million small
-ones, atomic writes, and safe for several worker processes of one machine
-(each opens its own connection; writers wait on the lock). Only successful
-HTTP answers are stored; failures are retried on the next run.
+Two tiers. Tier 1, CallCache, is one SQLite file in WAL mode on the worker's
+own disk: one file instead of a million small ones, atomic writes, and safe
+for the worker processes of one machine (each opens its own connection;
+writers wait on the lock), but not over a network filesystem. Tier 2,
+SharedCallCache (shared_cache.py), is one object per key under a folder every
+worker reaches (gs://, s3://, hdfs://, local). TieredCache asks tier 1, then
+tier 2 (copying a tier-2 answer into tier 1), and stores new answers in both.
+Only successful HTTP answers are stored; failures are retried on the next run.
 """
 from __future__ import annotations
 
@@ -18,9 +22,14 @@ import hashlib
 import json
 import os
 import sqlite3
+import tempfile
 import threading
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+from transforms.remote.shared_cache import SharedCallCache
+
+LOCAL, SHARED = "local", "shared"  # the tier that answered a lookup
 SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL)"
 
 
@@ -61,6 +70,14 @@ class CallCache:
         self._conn().execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)",
                              (key, json.dumps(response, ensure_ascii=False)))
 
+    async def lookup(self, key: str) -> tuple[Any | None, str | None]:
+        """(response, LOCAL) or (None, None); the interface TieredCache shares."""
+        hit = self.get(key)
+        return hit, None if hit is None else LOCAL
+
+    async def store(self, key: str, response: Any) -> None:
+        self.put(key, response)
+
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
@@ -69,3 +86,57 @@ class CallCache:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """Where a run's call cache lives (decided by the launcher, opened on workers).
+
+    path: tier 1's SQLite file; None = a file in the worker's temp folder
+    (a cluster's launcher cannot name a folder on every worker).
+    shared: tier 2's folder (gs://, s3://, hdfs:// or local); None = no tier 2."""
+    path: str | None = None
+    shared: str | None = None
+
+
+class TieredCache:
+    """Tier 1 (this machine's SQLite) in front of tier 2 (objects every worker reads)."""
+
+    def __init__(self, local: CallCache, shared: SharedCallCache):
+        self.local, self.shared = local, shared
+
+    async def lookup(self, key: str) -> tuple[Any | None, str | None]:
+        hit = self.local.get(key)
+        if hit is not None:
+            return hit, LOCAL
+        hit = await self.shared.aget(key)
+        if hit is None:
+            return None, None
+        self.local.put(key, hit)
+        return hit, SHARED
+
+    async def store(self, key: str, response: Any) -> None:
+        self.local.put(key, response)
+        await self.shared.aput(key, response)
+
+    def close(self) -> None:
+        self.local.close()
+        self.shared.close()
+
+
+def worker_cache_path(spec: CacheSpec) -> str:
+    """Tier 1's file on this worker: the spec's, or one in the temp folder per tier 2."""
+    if spec.path:
+        return spec.path
+    tag = hashlib.sha256((spec.shared or "").encode("utf-8")).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), "evalbeam-cache", f"calls-{tag}.sqlite")
+
+
+def open_cache(spec: CacheSpec | str | None) -> CallCache | TieredCache | None:
+    """The cache a worker process uses; a plain string is a tier-1 file alone."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return CallCache(spec)
+    local = CallCache(worker_cache_path(spec))
+    return TieredCache(local, SharedCallCache(spec.shared)) if spec.shared else local

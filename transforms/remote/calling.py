@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Mapping
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.remote.cache import CacheSpec
 from transforms.remote.runtime import acquire_runtime, release_runtime
 from transforms.remote.usage import CallLog, call_counters, count_calls
 
@@ -27,11 +28,11 @@ class CallingDoFn(beam.DoFn):
 
     CALLS = "calls"
 
-    def open_calls(self, endpoints: Mapping, remote: bool, cache_path: str | None = None,
+    def open_calls(self, endpoints: Mapping, remote: bool, cache: CacheSpec | None = None,
                    max_pending: int | None = None) -> None:
         self._endpoints = dict(endpoints)
-        self._cache_path = cache_path
-        self._runtime = acquire_runtime(self._endpoints, cache_path) if remote else None
+        self._cache = cache
+        self._runtime = acquire_runtime(self._endpoints, cache) if remote else None
         self._log = CallLog()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
@@ -87,5 +88,5 @@ class CallingDoFn(beam.DoFn):
 
     def teardown(self):
         if getattr(self, "_runtime", None) is not None:
-            release_runtime(self._endpoints, self._cache_path)
+            release_runtime(self._endpoints, self._cache)
             self._runtime = None

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from transforms.remote.cache import CallCache, cache_key
+from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
@@ -48,7 +48,8 @@ class CallRecord:
     completion_tokens: int = 0
     rate_limited: int = 0   # 429 answers among the attempts
     error: str | None = None
-    cache_hit: bool = False
+    cache_hit: bool = False         # answered from the call cache (either tier): no request
+    shared_cache_hit: bool = False  # ... from tier 2, the objects every worker shares
 
 
 @dataclass(slots=True)
@@ -99,7 +100,8 @@ def _usage_tokens(data: Any) -> tuple[int, int]:
 
 class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
-                 backoff: BackoffWait | None = None, cache: CallCache | None = None):
+                 backoff: BackoffWait | None = None,
+                 cache: CallCache | TieredCache | None = None):
         self.name, self.cfg, self.cache = name, cfg, cache
         self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
         headers, self._secrets = endpoint_secrets(name, cfg)
@@ -139,33 +141,38 @@ class EndpointClient:
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens)
         key = cache_key(self.cfg.base_url, path, self.params, model, body, cache_salt)
-        hit = self.cache.get(key)
-        shared = self._inflight.get(key) if hit is None else None
-        if shared is not None:
-            hit = await asyncio.shield(shared)
-            if hit is None:  # the shared call failed: this caller tries on its own
-                return await self._post_and_store(key, path, body, model, purpose,
-                                                  estimated_tokens)
-        if hit is not None:
-            return CallResult(hit, CallRecord(self.name, model, purpose, ok=True, status=None,
-                                              attempts=0, latency_ms=None, total_ms=0.0,
-                                              cache_hit=True))
+        flight = self._inflight.get(key)
+        if flight is not None:  # an identical call is under way: share its answer
+            data = await asyncio.shield(flight)
+            if data is not None:
+                return CallResult(data, self.hit_record(model, purpose, tier=None))
+            # the shared call failed: this caller tries on its own
+            return await self._post_and_store(key, path, body, model, purpose, estimated_tokens)
         waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
         data = None
         try:
+            data, tier = await self.cache.lookup(key)
+            if data is not None:
+                return CallResult(data, self.hit_record(model, purpose, tier))
             result = await self._post_and_store(key, path, body, model, purpose,
                                                 estimated_tokens)
             data = result.data
+            return result
         finally:
             del self._inflight[key]
             waiting.set_result(data)
-        return result
+
+    def hit_record(self, model: str, purpose: str, tier: str | None) -> CallRecord:
+        """The record of a call answered without a request (tier: the cache's, if any)."""
+        return CallRecord(self.name, model, purpose, ok=True, status=None, attempts=0,
+                          latency_ms=None, total_ms=0.0, cache_hit=True,
+                          shared_cache_hit=tier == SHARED)
 
     async def _post_and_store(self, key: str, path: str, body: Mapping[str, Any], model: str,
                               purpose: str, estimated_tokens: float) -> CallResult:
         result = await self._post(path, body, model, purpose, estimated_tokens)
         if result.data is not None:
-            self.cache.put(key, result.data)
+            await self.cache.store(key, result.data)
         return result
 
     async def _post(self, path: str, body: Mapping[str, Any], model: str, purpose: str,

@@ -13,15 +13,15 @@ import concurrent.futures
 import threading
 from typing import Any, Awaitable, Mapping
 
-from transforms.remote.cache import CallCache
+from transforms.remote.cache import CacheSpec, open_cache
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.progress import Progress
 
 
 class AsyncRuntime:
-    def __init__(self, endpoints: Mapping[str, Any], cache_path: str | None = None):
+    def __init__(self, endpoints: Mapping[str, Any], cache: CacheSpec | str | None = None):
         self._configs = dict(endpoints)
-        self.cache = CallCache(cache_path) if cache_path else None
+        self.cache = open_cache(cache)
         self._clients: dict[str, EndpointClient] = {}
         self.progress = Progress()
         self.loop = asyncio.new_event_loop()
@@ -71,23 +71,23 @@ _SHARED: dict[int, tuple[AsyncRuntime, int]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _key(endpoints: Mapping[str, Any], cache_path: str | None) -> int:
-    return hash((repr(sorted(endpoints.items())), cache_path))
+def _key(endpoints: Mapping[str, Any], cache: CacheSpec | None) -> int:
+    return hash((repr(sorted(endpoints.items())), cache))
 
 
-def acquire_runtime(endpoints: Mapping[str, Any], cache_path: str | None = None) -> AsyncRuntime:
+def acquire_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None) -> AsyncRuntime:
     """The process's runtime for these endpoints and call cache (reference counted)."""
-    key = _key(endpoints, cache_path)
+    key = _key(endpoints, cache)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:
-            runtime = AsyncRuntime(endpoints, cache_path)
+            runtime = AsyncRuntime(endpoints, cache)
         _SHARED[key] = (runtime, refs + 1)
         return runtime
 
 
-def release_runtime(endpoints: Mapping[str, Any], cache_path: str | None = None) -> None:
-    key = _key(endpoints, cache_path)
+def release_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None) -> None:
+    key = _key(endpoints, cache)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:

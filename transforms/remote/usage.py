@@ -3,7 +3,9 @@
 The purpose says what a call was for: `bot:<name>`, `embeddings`, or
 `judge:<task>` (the judge tasks and the metrics each serves are listed in
 the README). `calls` counts requests that went to the endpoint; a reply
-served from the call cache counts in `cache_hits` instead, with no tokens.
+served from the call cache counts in `cache_hits` instead, with no tokens;
+`shared_cache_hits` is the part of those served by tier 2 (the objects
+every worker shares), the rest came from the worker's own SQLite file.
 
 A DoFn that makes remote calls gives its callers a CallLog; the log tallies
 each CallRecord into a per-(endpoint, model, purpose) accumulator at once, and the DoFn
@@ -20,7 +22,8 @@ import apache_beam as beam
 from transforms.remote.client import CallRecord
 from transforms.publish.summary import MetricStats
 
-COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens")
+COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens",
+           "shared_cache_hits")
 
 
 def new_usage() -> dict:
@@ -30,6 +33,7 @@ def new_usage() -> dict:
 def add_call(acc: dict, rec: CallRecord) -> dict:
     if rec.cache_hit:
         acc["cache_hits"] += 1
+        acc["shared_cache_hits"] += rec.shared_cache_hit
         return acc
     acc["calls"] += 1
     acc["retries"] += max(0, rec.attempts - 1)
@@ -73,11 +77,12 @@ def count_calls(items: Iterable[tuple[tuple[str, str, str], dict]], counters: Ma
         counters["retries"].inc(acc["retries"])
         counters["failed_calls"].inc(acc["failures"])
         counters["cache_hits"].inc(acc["cache_hits"])
+        counters["shared_cache_hits"].inc(acc["shared_cache_hits"])
 
 
 def call_counters() -> dict:
     return {name: beam.metrics.Metrics.counter("evalbeam.remote", name)
-            for name in ("calls", "retries", "failed_calls", "cache_hits")}
+            for name in ("calls", "retries", "failed_calls", "cache_hits", "shared_cache_hits")}
 
 
 class MergeUsageFn(beam.CombineFn):

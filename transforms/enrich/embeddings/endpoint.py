@@ -20,7 +20,6 @@ import numpy as np
 
 from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
 from transforms.remote.cache import cache_key
-from transforms.remote.client import CallRecord
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text import tokenize
@@ -44,33 +43,33 @@ class EndpointEmbedder:
         return cache_key(c.cfg.base_url, embeddings_path(c, self.model), c.params, self.model,
                          {"model": self.model, "input": text})
 
-    async def _embed_all(self, texts: list[str]) -> tuple[dict[str, list[float]], list]:
-        """(vectors found in the call cache, [(chunk, vectors or None, record)] sent)."""
+    async def _embed_all(self, texts: list[str]) -> tuple[dict[str, list[float]], list, list]:
+        """(vectors found in the call cache, their records, [(chunk, vectors or None,
+        record)] sent)."""
         cache = self.client.cache
-        found = {}
+        found, hits = {}, []
         if cache is not None:
-            for t in texts:
-                v = cache.get(self._key(t))
-                if v is not None:
+            looked = await asyncio.gather(*(cache.lookup(self._key(t)) for t in texts))
+            for t, (v, tier) in zip(texts, looked):
+                if v is not None and t not in found:
                     found[t] = v
+                    hits.append(self.client.hit_record(self.model, "embeddings", tier))
         todo = [t for t in texts if t not in found]
         chunks = [todo[i:i + self.request_size] for i in range(0, len(todo), self.request_size)]
         sent = await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))
         if cache is not None:
-            for chunk, (got, _) in zip(chunks, sent):
-                for t, v in zip(chunk, got or []):
-                    cache.put(self._key(t), v)
-        return found, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)]
+            await asyncio.gather(*(cache.store(self._key(t), v) for chunk, (got, _) in
+                                   zip(chunks, sent) for t, v in zip(chunk, got or [])))
+        return found, hits, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32, L2-normalised; raises EmbeddingError if a request failed."""
         texts = list(texts)
         to_send = [t for t in texts if t.strip()]
-        by_text, sent = self.runtime.run(self._embed_all(to_send)) if to_send else ({}, [])
-        for _ in by_text:  # one cache hit per text served from the cache
-            self.runtime.record(CallRecord(self.client.name, self.model, "embeddings", ok=True,
-                                           status=None, attempts=0, latency_ms=None,
-                                           total_ms=0.0, cache_hit=True), self.log)
+        by_text, hits, sent = self.runtime.run(self._embed_all(to_send)) if to_send else (
+            {}, [], [])
+        for record in hits:  # one cache hit per text served from the cache
+            self.runtime.record(record, self.log)
         failed = None
         for chunk, got, record in sent:
             self.runtime.record(record, self.log)

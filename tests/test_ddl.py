@@ -1,0 +1,90 @@
+"""Warehouse DDL (schemas/ddl.py): the DuckDB views read a real run's tables,
+also beside a file of an older schema version; the README shows exactly what
+the generator prints; and every Beam counter in the code is in the README."""
+from __future__ import annotations
+
+import datetime
+import os
+import re
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from schemas.ddl import ENGINES, all_ddl, main, table_ddl
+from schemas.tables import SCORES, TABLES, USAGE
+from tests.conftest import ROOT
+from tests.pipeline_helpers import manifest, run_sample
+
+
+def readme() -> str:
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "w")
+    assert code == 0
+    old = USAGE.schema.remove(USAGE.schema.get_field_index("shared_cache_hits"))  # schema 1
+    folder = tmp_path / "out" / "usage" / "run_date=2000-01-01"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"run_id": "old", "endpoint": "llm", "calls": 3}],
+                                        schema=old), str(folder / "part-old.0.parquet"))
+    con = duckdb.connect()
+    con.execute(all_ddl("duckdb", out))
+    tables = manifest(out, "w")["tables"]
+    for name, spec in TABLES.items():
+        columns = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
+        assert sorted(columns) == sorted(spec.schema.names + list(spec.partitions)), name
+        [(n,)] = con.execute(f"SELECT count(*) FROM {name} WHERE run_id = 'w'").fetchall()
+        assert n == tables[name], name
+    assert con.execute("SELECT calls, shared_cache_hits, run_date FROM usage WHERE run_id = 'old'"
+                       ).fetchall() == [(3, None, datetime.date(2000, 1, 1))]
+
+
+@pytest.mark.parametrize("engine,location", [("bigquery", "gs://bucket/evals"),
+                                             ("athena", "s3://bucket/evals"),
+                                             ("spark", "s3a://bucket/evals")])
+def test_the_readme_shows_the_generated_statements(engine, location):
+    assert table_ddl(SCORES, engine, location) in readme()
+
+
+def test_the_readme_shows_every_duckdb_view():
+    views = all_ddl("duckdb", "out/example").split("\n\n")[1:]
+    assert len(views) == len(TABLES) and all(v.strip() in readme() for v in views)
+
+
+def test_the_command_prints_every_table(capsys):
+    for engine in ENGINES:
+        assert main([engine, "gs://b/e", "--dataset", "nightly"]) == 0
+        text = capsys.readouterr().out
+        assert all(f"/e/{name}" in text for name in TABLES)
+        assert engine == "duckdb" or "nightly.usage" in text
+
+
+def test_every_beam_counter_in_the_code_is_in_the_readme():
+    """Literal counters by namespace and name, computed names by namespace."""
+    found = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "transforms")):
+        for f in files:
+            if f.endswith(".py"):
+                with open(os.path.join(folder, f), encoding="utf-8") as fh:
+                    text = fh.read()
+                found |= set(re.findall(r'Metrics\.counter\("([\w.]+)", ("[\w]+"|[^)]+)\)',
+                                        text))
+    from transforms.remote.usage import call_counters
+    names = {(ns, name.strip('"')) for ns, name in found if name.startswith('"')}
+    names |= {("evalbeam.remote", n) for n in call_counters()}
+    computed = {ns for ns, name in found if not name.startswith('"')}
+    text = readme()
+    section = text[text.index("## Beam counters"):]
+    section = section[:section.index("\n## ", 5)]
+    documented = {}  # namespace -> names in its rows
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            ns, listed = (c.strip() for c in line.split("|")[1:3])
+            documented.setdefault(ns.strip("`"), set()).update(re.findall(r"`([^`]+)`", listed))
+    assert len(names) >= 9  # 4 in transforms, 5 of the remote layer
+    assert all(name in documented.get(ns, ()) for ns, name in names), names
+    assert {"evalbeam.verdict", "evalbeam.metrics"} <= computed <= set(documented)
