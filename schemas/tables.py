@@ -36,6 +36,7 @@ SUMMARY = TableSpec("summary", pa.schema([
     ("mean", _D), ("p50", _D), ("p90", _D), ("min", _D), ("max", _D),
     ("higher_is_better", pa.bool_()),
     ("pass_count", _I), ("warn_count", _I), ("fail_count", _I), ("error_count", _I),
+    ("ci_low", _D), ("ci_high", _D),  # 95% interval of `mean` (t, or Wilson for 0/1 values)
 ]), ("run_date",))
 
 ERRORS = TableSpec("errors", pa.schema([
