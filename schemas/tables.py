@@ -53,5 +53,22 @@ USAGE = TableSpec("usage", pa.schema([
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}
 
+# written by `evalbeam compare` (not by a run): one row per bot × suite × metric
+COMPARISONS = TableSpec("comparisons", pa.schema([
+    ("run_id", _S), ("baseline_run_id", _S),       # candidate and baseline runs
+    ("bot", _S), ("baseline_bot", _S),             # the same bot, unless bot against bot
+    ("comparison", _S),                            # page name under runs/<run_id>/compare/
+    ("suite", _S), ("metric", _S), ("higher_is_better", pa.bool_()),
+    ("n_pairs", _I), ("null_pairs", _I),           # pairs with both values / with a null
+    ("baseline_mean", _D), ("candidate_mean", _D), ("delta", _D),
+    ("ci_low", _D), ("ci_high", _D),               # 95% bootstrap interval of delta
+    ("test", _S), ("p_value", _D), ("p_adjusted", _D), ("significant", pa.bool_()),
+    ("wins", _I), ("ties", _I), ("losses", _I),
+    ("only_in_baseline", _I), ("only_in_candidate", _I), ("duplicate_case_id", _I),
+    ("transitions", _S),                           # pass_rate rows: JSON {"PASS->FAIL": n, ...}
+]), ("run_date",))
+
 ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite
 VERDICT_METRIC = "verdict"  # summary rows carrying verdict counts
+PASS_RATE = "pass_rate"  # the pass rate's name in comparisons/ and in trends
+VERDICT_ORDER = ("PASS", "WARN", "FAIL", "ERROR")  # by severity

@@ -43,8 +43,8 @@ def test_resample_weights_draw_n_cases_each():
 def test_bootstrap_is_seeded_and_agrees_with_scipy():
     rng = np.random.default_rng(5)
     d = rng.normal(0.1, 0.3, 120)
-    ours = bootstrap_intervals(d[:, None], [(0, 120)], resamples=5000, seed=1)[0]
-    again = bootstrap_intervals(d[:, None], [(0, 120)], resamples=5000, seed=1)[0]
+    ours = bootstrap_intervals(d[:, None], resamples=5000, seed=1)[0]
+    again = bootstrap_intervals(d[:, None], resamples=5000, seed=1)[0]
     assert np.array_equal(ours[0], again[0]) and np.array_equal(ours[1], again[1])
     ref = stats.bootstrap((d,), np.mean, n_resamples=5000, method="percentile",
                           random_state=1).confidence_interval
@@ -55,11 +55,15 @@ def test_bootstrap_is_seeded_and_agrees_with_scipy():
 
 def test_bootstrap_groups_and_missing_values():
     d = np.array([[0.1, np.nan], [0.3, 0.2], [0.2, np.nan], [0.4, 0.4], [np.nan, np.nan]])
-    (lo_all, hi_all), (lo_a, hi_a), (lo_e, hi_e) = bootstrap_intervals(
-        d, [(0, 5), (0, 2), (4, 5)], resamples=400, seed=0)
-    assert 0.1 <= lo_all[0] <= hi_all[0] <= 0.4 and 0.2 <= lo_all[1] <= hi_all[1] <= 0.4
+    (lo_all, hi_all), (lo_a, hi_a), (lo_b, hi_b), (lo_e, hi_e) = bootstrap_intervals(
+        d, [2, 4], resamples=400, seed=0)  # suites: rows 0-1, 2-3, 4
+    assert 0.1 <= lo_all[0] <= hi_all[0] <= 0.4 + 1e-12 and 0.2 <= lo_all[1] <= hi_all[1] <= 0.4 + 1e-12
     assert 0.1 <= lo_a[0] <= hi_a[0] <= 0.3 and (lo_a[1], hi_a[1]) == pytest.approx((0.2, 0.2))
+    assert 0.2 <= lo_b[0] <= hi_b[0] <= 0.4 + 1e-12
     assert np.isnan(lo_e).all() and np.isnan(hi_e).all()  # a group without pairs
+    # the all-rows interval summed from the parts equals one computed directly
+    whole = bootstrap_intervals(d, resamples=400, seed=0)[0]
+    assert np.allclose(whole[0], lo_all, equal_nan=True) and np.allclose(whole[1], hi_all)
 
 
 def test_binary_detection():
@@ -79,6 +83,6 @@ def test_interval_covers_the_true_delta_in_93_to_97_percent_of_400_simulations()
     covered = 0
     for sim in range(400):
         d = draw(rng, 200)
-        (lo, hi), = bootstrap_intervals(d[:, None], [(0, 200)], resamples=1000, seed=sim)
+        lo, hi = bootstrap_intervals(d[:, None], resamples=1000, seed=sim)[0]
         covered += lo[0] <= truth <= hi[0]
     assert 0.93 <= covered / 400 <= 0.97, covered / 400

@@ -33,40 +33,41 @@ def resample_weights(rng: np.random.Generator, n: int, count: int) -> np.ndarray
     return np.bincount(draws.ravel(), minlength=count * n).reshape(count, n).astype(np.float64)
 
 
-def bootstrap_intervals(deltas: np.ndarray, groups: Sequence[tuple[int, int]],
+def bootstrap_intervals(deltas: np.ndarray, cuts: Sequence[int] = (),
                         resamples: int = RESAMPLES, seed: int | Sequence[int] = SEED,
                         level: float = LEVEL) -> list[tuple[np.ndarray, np.ndarray]]:
     """Percentile bootstrap interval of the mean of each column of `deltas`
-    (n cases × m metrics, NaN where a pair has no value), per group of rows.
-
-    groups: (start, stop) row ranges, e.g. one per suite, and (0, n) for all;
-    returns per group (low, high) arrays of m values (NaN without pairs).
+    (n cases × m metrics, NaN where a pair has no value): first over all
+    rows, then for each part between consecutive `cuts` (row indexes that
+    split rows sorted by suite into suites). Returns (low, high) arrays of m
+    values per group, NaN where a group has no pair.
     """
     n, m = deltas.shape
+    bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
+    parts = list(zip(bounds[:-1], bounds[1:]))
     if n == 0:
-        return [(np.full(m, np.nan), np.full(m, np.nan)) for _ in groups]
+        return [(np.full(m, np.nan), np.full(m, np.nan)) for _ in range(len(parts) + 1)]
     present = ~np.isnan(deltas)
     x = np.hstack([np.where(present, deltas, 0.0), present.astype(np.float64)])
     rng = np.random.default_rng(seed)
     chunk = max(1, min(resamples, _CHUNK_CELLS // n))
-    means: list[list[np.ndarray]] = [[] for _ in groups]
+    means: list[list[np.ndarray]] = [[] for _ in range(len(parts) + 1)]
     done = 0
-    while done < resamples:
-        count = min(chunk, resamples - done)
-        w = resample_weights(rng, n, count)
-        for g, (start, stop) in enumerate(groups):
-            sums = w[:, start:stop] @ x[start:stop]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means[g].append(sums[:, :m] / sums[:, m:])
-        done += count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        while done < resamples:
+            count = min(chunk, resamples - done)
+            w = resample_weights(rng, n, count)
+            sums = [w[:, a:b] @ x[a:b] for a, b in parts]
+            for g, s in enumerate([sum(sums), *sums] if len(parts) > 1 else sums * 2):
+                means[g].append(s[:, :m] / s[:, m:])
+            done += count
     tail = (1 - level) / 2 * 100
     out = []
     for reps in means:
-        reps_all = np.vstack(reps)
+        stacked = np.vstack(reps)
         low, high = np.full(m, np.nan), np.full(m, np.nan)
         for j in range(m):
-            col = reps_all[:, j]
-            col = col[~np.isnan(col)]
+            col = stacked[:, j][~np.isnan(stacked[:, j])]
             if col.size:
                 low[j], high[j] = np.percentile(col, [tail, 100 - tail])
         out.append((low, high))
