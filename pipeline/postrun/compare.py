@@ -106,6 +106,7 @@ class Tables:
         self.baseline, self.candidate = baseline, candidate
         # run against run pairs by (bot, case_id); bot against bot by case_id
         self.key = "bot" if baseline.bot is None else _lit(candidate.bot)
+        self.run_date = ""  # the candidate's run_date partition, known after load()
 
     def sql(self, query: str, params: Sequence[Any] = (), stream: bool = False):
         """Run a query (stream: an Arrow batch reader over its result)."""
@@ -149,9 +150,8 @@ class Tables:
                         WHEN nb IS NULL THEN 'only_in_candidate'
                         ELSE 'duplicate_case_id' END AS kind
             FROM pairs WHERE nb IS NULL OR nc IS NULL OR nb > 1 OR nc > 1""")
-
-    def run_date(self) -> str:
-        return self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
+        self.run_date = self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
+        self.sql("DROP TABLE pairs; DROP TABLE res_b; DROP TABLE res_c")
 
     def metrics(self, side: Side) -> dict[str, dict]:
         """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
@@ -420,7 +420,7 @@ def compare(output: str, baseline: Side, candidate: Side) -> dict[str, Any]:
             return {
                 "output": output, "baseline": baseline.label, "candidate": candidate.label,
                 "baseline_side": baseline, "candidate_side": candidate, "stem": stem,
-                "run_date": tables.run_date(), "rows": rows, "bots": bots,
+                "run_date": tables.run_date, "rows": rows, "bots": bots,
                 "metrics": pairs.metrics, "unit": dict(zip(pairs.metrics, pairs.unit)),
                 "paired": {b: e - s for b, (s, e, _) in _bots(pairs.groups).items()},
                 "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
