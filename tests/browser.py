@@ -11,6 +11,7 @@ and no listening port.
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import queue
@@ -30,6 +31,13 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-default-apps", "--disable-extensions", "--mute-audio",
          "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
          "--remote-debugging-pipe")
+
+
+def _above(fd: int, low: int = 10) -> int:
+    """The same pipe end as a descriptor >= low (the original is closed)."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, low)
+    os.close(fd)
+    return high
 
 
 def available() -> bool:
@@ -62,11 +70,18 @@ class Browser:
         self._profile = tempfile.mkdtemp(prefix="evalbeam-chromium-")
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
-        # the browser expects its pipe ends as fds 3 (commands) and 4 (replies)
-        cmd = ["sh", "-c", f'exec "$0" "$@" 3<&{to_chrome_r} 4>&{from_chrome_w}', CHROMIUM,
-               *FLAGS, f"--user-data-dir={self._profile}", "about:blank"]
-        self._proc = subprocess.Popen(cmd, pass_fds=(to_chrome_r, from_chrome_w),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the browser expects its pipe ends as fds 3 (commands) and 4 (replies); the
+        # child's ends move above 9 first, so that the dup2s cannot overwrite each other
+        to_chrome_r, from_chrome_w = _above(to_chrome_r), _above(from_chrome_w)
+
+        def remap() -> None:  # in the child, before exec (and before other fds close)
+            os.dup2(to_chrome_r, 3)
+            os.dup2(from_chrome_w, 4)
+
+        self._proc = subprocess.Popen(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
+            pass_fds=(3, 4), preexec_fn=remap,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._reader = threading.Thread(target=self._read, daemon=True)

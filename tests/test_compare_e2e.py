@@ -138,7 +138,10 @@ def test_degraded_candidate_fails_the_gate(runs, capsys):
     passes = rows[("recorded", "*", "pass_rate")]
     assert json.loads(passes["transitions"])["PASS->FAIL"] == len(DEGRADED)
     assert passes["significant"] and passes["test"] == "mcnemar"
-    assert not any(r["significant"] for (bot, _, _), r in rows.items() if bot == "faq")
+    # the faq bot's answers did not change; its lexical_relevance may (the IDF
+    # is computed over each run's corpus, and r3's corpus lost and gained cases)
+    assert not any(r["significant"] for (bot, _, metric), r in rows.items()
+                   if bot == "faq" and metric != "lexical_relevance")
     pages = os.path.join(out, "runs", "r3", "compare")
     md = open(os.path.join(pages, "r1.md"), encoding="utf-8").read()
     assert "**FAIL** gate[0]" in md and "Biscuit" in md and "<script>" not in md

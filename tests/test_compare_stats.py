@@ -12,6 +12,7 @@ from pipeline.postrun.stats import (bootstrap_intervals, holm, is_binary, mcnema
 
 @pytest.mark.parametrize("seed,n,method", [(0, 8, "exact"), (1, 30, "exact"),
                                            (2, 60, "asymptotic"), (3, 500, "asymptotic")])
+# no ties: the exact distribution (ours, a convolution) equals scipy's table
 def test_wilcoxon_matches_scipy(seed, n, method):
     rng = np.random.default_rng(seed)
     d = rng.normal(0.05, 0.2, n)  # no ties
@@ -20,16 +21,23 @@ def test_wilcoxon_matches_scipy(seed, n, method):
     assert wilcoxon_p(d) == pytest.approx(want, rel=1e-12)
 
 
-def test_wilcoxon_with_ties_is_a_permutation_test():
-    d = np.round(np.random.default_rng(4).normal(0.05, 0.2, 30), 1)  # tied |d| and zeros
+@pytest.mark.parametrize("seed,n", [(4, 9), (5, 13)])
+def test_wilcoxon_with_ties_is_the_exact_sign_flip_distribution(seed, n):
+    d = np.round(np.random.default_rng(seed).normal(0.05, 0.2, n), 1)  # tied |d|, zeros
     nz = d[d != 0]
-    want = stats.wilcoxon(nz, method=stats.PermutationMethod(
-        n_resamples=9999, rng=np.random.default_rng(20_240_611))).pvalue
-    assert wilcoxon_p(d) == pytest.approx(want, rel=1e-12)
+    assert np.unique(np.abs(nz)).size < nz.size
+    # scipy enumerates every sign flip when 2^n <= n_resamples: exact, the reference
+    want = stats.wilcoxon(nz, method=stats.PermutationMethod(n_resamples=9999)).pvalue
+    assert wilcoxon_p(d) == pytest.approx(want, rel=1e-9)
+
+
+def test_wilcoxon_exact_with_ties_beyond_enumeration():
+    d = np.round(np.random.default_rng(6).normal(0.05, 0.2, 45), 1)
+    nz = d[d != 0]
     assert wilcoxon_p(d) == pytest.approx(stats.wilcoxon(nz, method="asymptotic").pvalue,
-                                          abs=0.03)
-    # ten equal drops: every sign flip enumerated, p = 2 / 2^10 exactly
-    assert wilcoxon_p(np.full(10, -0.5)) == pytest.approx(2 / 2 ** 10)
+                                          abs=0.02)
+    assert wilcoxon_p(np.full(10, -0.5)) == pytest.approx(2 / 2 ** 10)  # ten equal drops
+    assert wilcoxon_p(np.full(60, 0.1)) < 1e-10  # beyond 50: the normal approximation
 
 
 def test_wilcoxon_without_changes_is_one():

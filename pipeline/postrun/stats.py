@@ -73,29 +73,38 @@ def bootstrap_intervals(deltas: np.ndarray, cuts: Sequence[int] = (),
     return out
 
 
-EXACT_LIMIT = 50  # changed pairs up to which Wilcoxon's p is exact (or a permutation)
+EXACT_LIMIT = 50  # changed pairs up to which Wilcoxon's p is exact
 
 
-def wilcoxon_method(d: np.ndarray):
-    """scipy's method for these nonzero deltas: the exact distribution when
-    there are few and no tied |d|; with ties (common: metric deltas repeat)
-    that table is no longer exact, so a sign-flip permutation test (all 2^n
-    flips below 14 pairs, else 9,999 seeded ones); beyond EXACT_LIMIT the
-    normal approximation with the tie correction."""
-    if d.size > EXACT_LIMIT:
-        return "asymptotic"
-    if np.unique(np.abs(d)).size == d.size:
-        return "exact"
-    return stats.PermutationMethod(n_resamples=9999, rng=np.random.default_rng(SEED))
+def signed_rank_exact_p(d: np.ndarray) -> float:
+    """Exact two-sided p of the signed-rank statistic over all 2^n sign flips,
+    ties included: tied |d| share their average rank, so doubled ranks are
+    integers and the null distribution of 2·T+ is a convolution over at most
+    n(n+1) + 1 values (scipy's exact table assumes no ties; its permutation
+    method samples and takes seconds)."""
+    doubled = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)
+    total = int(doubled.sum())
+    dist = np.zeros(total + 1)
+    dist[0] = 1.0
+    for w in doubled:
+        shifted = np.zeros_like(dist)
+        shifted[w:] = dist[:total + 1 - w]
+        dist = 0.5 * (dist + shifted)
+    observed = int(doubled[d > 0].sum())
+    return float(min(1.0, 2 * min(dist[:observed + 1].sum(), dist[observed:].sum())))
 
 
 def wilcoxon_p(deltas: np.ndarray) -> float:
     """Two-sided p of Wilcoxon's signed-rank test; zero deltas (|d| <= TIE)
-    are dropped first (Wilcoxon's own rule). 1.0 when nothing changed."""
+    are dropped first (Wilcoxon's own rule). Exact up to EXACT_LIMIT changed
+    pairs, else scipy's normal approximation with the tie correction. 1.0
+    when nothing changed."""
     d = deltas[np.abs(deltas) > TIE]
     if d.size == 0:
         return 1.0
-    return float(stats.wilcoxon(d, method=wilcoxon_method(d)).pvalue)
+    if d.size <= EXACT_LIMIT:
+        return signed_rank_exact_p(d)
+    return float(stats.wilcoxon(d, method="asymptotic").pvalue)
 
 
 def mcnemar_p(worse: int, better: int) -> float:
