@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.tables import RESULTS, SCORES, SUMMARY
-from transforms.publish.summary import MetricStatsFn, summary_rows
+from transforms.publish.summary import summary_rows
 
 VERDICTS = np.array(["PASS", "WARN", "FAIL", "ERROR"])
 
@@ -57,21 +57,13 @@ def write_run(output: str, run_id: str, run_date: str, bot: str, case_ids: list[
         "details": pa.nulls(n * m, pa.string()), "error": pa.nulls(n * m, pa.string())})
     _write(output, "scores", f"run_date={run_date}/bot={bot}", run_id,
            scores.cast(SCORES.schema))
-    fn = MetricStatsFn()
     stats = []
     for k in names:
-        acc = fn.create_accumulator()
-        v = values[k]
-        ok = v[~np.isnan(v)]
-        acc.count, acc.missing = len(ok), n - len(ok)
-        acc.total = float(ok.sum())
-        acc.lo, acc.hi = (float(ok.min()), float(ok.max())) if len(ok) else (np.inf, -np.inf)
-        acc.values = None
-        acc.sketch = None
-        row = {"count": acc.count, "missing": acc.missing,
-               "mean": acc.total / acc.count if acc.count else None,
-               "min": acc.lo if acc.count else None, "max": acc.hi if acc.count else None}
-        stats.append(((bot, "*", k), row))
+        ok = values[k][~np.isnan(values[k])]
+        stats.append(((bot, "*", k), {
+            "count": len(ok), "missing": n - len(ok), "mean": float(ok.mean()) if len(ok) else None,
+            "min": float(ok.min()) if len(ok) else None,
+            "max": float(ok.max()) if len(ok) else None}))
     counts = [((bot, "*", v), int((verdicts == v).sum())) for v in VERDICTS]
     rows = summary_rows(run_id, stats, counts, lower_is_better)
     _write(output, "summary", f"run_date={run_date}", run_id,

@@ -328,6 +328,11 @@ def bot_rows(bot: str, pairs: Pairs) -> list[dict]:
 
 # ------------------------------------------------------------------ the comparison
 
+def in_unit_range(stats: dict) -> bool:
+    """Every value of the metric (summary min and max) lies in [0, 1]."""
+    return stats["lo"] is None or (0 <= stats["lo"] and stats["hi"] <= 1)
+
+
 def read_pairs(tables: Tables) -> tuple[Pairs, dict[str, list[str]]]:
     """The paired value matrices; and the metrics only one side has."""
     mb, mc = tables.metrics(tables.baseline), tables.metrics(tables.candidate)
@@ -341,9 +346,8 @@ def read_pairs(tables: Tables) -> tuple[Pairs, dict[str, list[str]]]:
     cand = tables.values(tables.candidate, compared, n)
     vb, vc = tables.verdict_codes()
     passed = [np.where(v >= 0, (v == 0).astype(float), np.nan)[:, None] for v in (vb, vc)]
-    unit = [m not in UNSCALED and all(0 <= (s[m]["lo"] if s[m]["lo"] is not None else 0)
-                                      and (s[m]["hi"] if s[m]["hi"] is not None else 0) <= 1
-                                      for s in (mb, mc)) for m in compared]
+    unit = [m not in UNSCALED and in_unit_range(mb[m]) and in_unit_range(mc[m])
+            for m in compared]
     pairs = Pairs(metrics=[PASS_RATE, *compared],
                   higher=[True, *(mb[m]["higher_is_better"] and mc[m]["higher_is_better"]
                                   for m in compared)],

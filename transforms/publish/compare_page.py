@@ -130,7 +130,8 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
             ["case", "suite", "verdict", "largest drops", "baseline answer", "candidate answer",
              "baseline reason", "candidate reason"], _regressed_cells(c, bot))
             if c["regressed"].get(bot) else ["No case regressed.", ""])
-    lines += _md_unpaired(c)
+    lines += ["## Cases in only one run", ""]
+    lines += [f"- {md_cell(line, 10_000)}" for line in unpaired_lines(c)] + [""]
     significant = [r for r in c["rows"] if r["suite"] != "*" and r.get("significant")]
     lines += ["## Per suite: significant changes", ""]
     lines += (_md_table(["bot", "suite", *CHANGE_HEADERS],
@@ -153,21 +154,21 @@ def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
     return out
 
 
-def _md_unpaired(c: Mapping[str, Any]) -> list[str]:
-    lines = ["## Cases in only one run", ""]
+def unpaired_lines(c: Mapping[str, Any]) -> list[str]:
+    """One line per bot and kind of unpaired case ids, then where all of them are."""
     listed = c.get("unpaired_listed") or {}
     if not listed:
-        return lines + ["Every case is paired.", ""]
+        return ["Every case is paired."]
+    lines = []
     for bot, kinds in sorted(listed.items()):
         for kind, ids in kinds.items():
             if ids:
                 total = c["unpaired"].get(bot, {}).get(kind, len(ids))
                 more = f" (first {len(ids)} of {total})" if total > len(ids) else ""
-                lines.append(f"- {bot}, {UNPAIRED_TITLES[kind]}{more}: "
-                             + ", ".join(md_cell(i, 100) for i in ids))
+                lines.append(f"{bot}, {UNPAIRED_TITLES[kind]}{more}: {', '.join(ids)}")
     if c.get("unpaired_csv"):
-        lines.append(f"- all of them: `{os.path.basename(c['unpaired_csv'])}`")
-    return lines + [""]
+        lines.append(f"all of them: {os.path.basename(c['unpaired_csv'])}")
+    return lines
 
 
 # ------------------------------------------------------------------ html
@@ -215,8 +216,7 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
                            _regressed_cells(c, bot), text=range(3, 8))
                      if c["regressed"].get(bot) else tag("p", "No case regressed.", "muted"))
     parts.append(tag("h2", "Cases in only one run"))
-    parts += [tag("p", line.lstrip("- ").replace("`", ""))
-              for line in _md_unpaired(c)[2:] if line]
+    parts += [tag("p", line) for line in unpaired_lines(c)]
     parts.append(tag("h2", "Per suite"))
     for bot in c["bots"]:
         for suite in _suites(c, bot):
