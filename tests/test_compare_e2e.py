@@ -122,6 +122,17 @@ def test_same_inputs_compare_with_no_significant_difference(runs, capsys):
     assert {r["only_in_baseline"] + r["only_in_candidate"] for r in rows.values()} == {0}
 
 
+def test_summary_has_intervals_around_every_mean(runs):
+    out, _ = runs
+    rows = duckdb.connect().execute(
+        f"SELECT metric, suite, count, mean, ci_low, ci_high FROM read_parquet("
+        f"'{out}/summary/**/*.parquet', hive_partitioning=true) WHERE run_id = 'r3'").fetchall()
+    assert rows and all(lo <= mean <= hi for _, _, n, mean, lo, hi in rows if n > 1)
+    assert all(lo is None for _, _, n, _, lo, _ in rows if n < 2)
+    verdicts = [r for r in rows if r[0] == "verdict" and r[1] == "*"]
+    assert len(verdicts) == 2 and all(0 <= r[4] < r[5] <= 1 for r in verdicts)
+
+
 def test_degraded_candidate_fails_the_gate(runs, capsys):
     out, cfg = runs
     assert compare(out, "r1", "r3", "--config", cfg) == 4

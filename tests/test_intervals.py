@@ -43,6 +43,10 @@ def test_wilson_matches_scipy(k, n):
     assert wilson_interval(k, n) == pytest.approx((want.low, want.high), rel=1e-9, abs=1e-12)
 
 
+def test_wilson_ends_are_exact_at_zero_and_all():
+    assert wilson_interval(0, 25)[0] == 0.0 and wilson_interval(25, 25)[1] == 1.0
+
+
 def test_zero_one_metrics_and_the_pass_rate_get_wilson():
     values = [1.0, 0.0, 1.0, 1.0, None, 0.0, 1.0]
     got = _combined(values)

@@ -1,0 +1,1 @@
+"""Post-run commands: they read the published tables of finished runs (compare)."""

@@ -141,6 +141,14 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ANSWER_CHARS = 1000  # an answer can be megabytes; the page shows its start
+
+
+def clip(text: str | None, limit: int = ANSWER_CHARS) -> str:
+    text = text or "–"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
     out = []
     for case in c["regressed"].get(bot, []):
@@ -148,9 +156,9 @@ def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
         out.append([case["case_id"], case["suite"] or "–",
                     f"{b.get('verdict', '–')} → {a.get('verdict', '–')}",
                     "; ".join(case["metric_drops"]) or "–",
-                    b.get("answer") or b.get("error") or "–",
-                    a.get("answer") or a.get("error") or "–",
-                    b.get("reason") or "–", a.get("reason") or "–"])
+                    clip(b.get("answer") or b.get("error")),
+                    clip(a.get("answer") or a.get("error")),
+                    clip(b.get("reason")), clip(a.get("reason"))])
     return out
 
 

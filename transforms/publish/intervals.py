@@ -45,7 +45,9 @@ def wilson_interval(k: float, n: int) -> tuple[float | None, float | None]:
     z2 = Z * Z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at k = 0 or k = n one end is exactly 0 or 1 (not 1e-17 away from it)
+    return (0.0 if k <= 0 else max(0.0, centre - half),
+            1.0 if k >= n else min(1.0, centre + half))
 
 
 def merge_moments(n_a: int, mean_a: float, m2_a: float,
