@@ -47,6 +47,18 @@ def test_duplicates_missing_bots_and_suiteless_cases_are_counted_not_paired(tmp_
             + [f"old,only_in_baseline,c{i}," for i in range(5)])
 
 
+def test_a_numeric_bot_name_stays_text(tmp_path):
+    out, ids = str(tmp_path), [f"c{i}" for i in range(12)]
+    suites, verdicts = np.array(["s"] * 12), np.array(["PASS"] * 12)
+    for run_id, shift in (("b", 0.0), ("c", 0.1)):
+        for bot in ("2024", "007"):
+            write_run(out, run_id, "2026-01-01", bot, ids, suites, _values(12, shift), verdicts)
+    c = compare(out, Side("b"), Side("c"))
+    assert sorted(c["bots"]) == ["007", "2024"] and c["paired"] == {"007": 12, "2024": 12}
+    c = compare(out, Side("c", "007"), Side("c", "2024"))  # bot against bot
+    assert c["paired"] == {"2024": 12} and c["stem"] == "c.007.vs.2024"
+
+
 def _row(metric="faithfulness", delta=-0.05, p=0.001, hib=True, bot="a", suite="*"):
     return {"bot": bot, "suite": suite, "metric": metric, "delta": delta, "p_adjusted": p,
             "higher_is_better": hib, "baseline_mean": 0.9, "candidate_mean": 0.9 + delta}

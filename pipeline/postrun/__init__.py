@@ -1,1 +1,2 @@
-"""Post-run commands: they read the published tables of finished runs (compare)."""
+"""Post-run commands: they read a finished run's published tables (calibrate,
+compare, status) and never touch the pipeline that wrote them."""

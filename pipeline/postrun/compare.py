@@ -80,8 +80,12 @@ def _lit(text: str) -> str:
 
 
 def _scan(output: str, table: str) -> str:
+    """A table through its documented layout; partition values stay text (a
+    bot named 2024 is the string '2024'), and older files lacking newer
+    columns still read."""
     pattern = os.path.join(output, table, "**", "*.parquet")
-    return f"read_parquet({_lit(pattern)}, hive_partitioning=true, union_by_name=true)"
+    return (f"read_parquet({_lit(pattern)}, hive_partitioning=true, hive_types_autocast=false, "
+            "union_by_name=true)")
 
 
 def _where(side: Side, alias: str = "") -> str:
@@ -126,7 +130,7 @@ class Tables:
             self.sql(f"""CREATE TEMP TABLE {name} AS
                 SELECT {self.key} AS key_bot, case_id, any_value(suite) AS suite,
                        any_value(verdict) AS verdict, count(*) AS n,
-                       max(CAST(run_date AS VARCHAR)) AS run_date
+                       max(run_date) AS run_date
                 FROM {_scan(self.output, 'results')} WHERE {_where(side)} GROUP BY ALL""")
             if not self.sql(f"SELECT count(*) FROM {name}").fetchone()[0]:
                 what = f"bot {side.bot!r} of run {side.run_id!r}" if side.bot else \
