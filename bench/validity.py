@@ -54,6 +54,9 @@ PRESETS = {  # label -> the config's verdict section (None: the checkout's defau
     "default": None,
     "seed": {"preset": "seed"},
 }
+# Extra config per preset run: the seed preset's verdicts need only its three metrics
+# (the full metric table comes from the default run), which keeps the command short.
+PRESET_CONFIG = {"seed": {"metrics": ["hallucination", "lexical_relevance", "completeness"]}}
 # The semantic metrics once more with the multilingual local embedder (validation set only).
 MULTILINGUAL = {"embeddings": {"provider": "local", "model": "multilingual"},
                 "metrics": ["answer_similarity", "answer_relevance"]}
@@ -192,7 +195,8 @@ def measure(checkout: str, label: str) -> dict:
             for preset, verdict in PRESETS.items():
                 out = os.path.join(tmp, f"{name}-{preset}")
                 try:
-                    run_evalbeam(checkout, cases, out, f"validity-{preset}", verdict)
+                    run_evalbeam(checkout, cases, out, f"validity-{preset}", verdict,
+                                 PRESET_CONFIG.get(preset))
                 except SystemExit as exc:
                     report["sets"][name]["presets"][preset] = {"error": str(exc)[:500]}
                     continue
@@ -234,6 +238,7 @@ def seed_snapshot_agreement(checkout: str, tmp: str) -> dict:
         return {"error": str(exc)[:300]}
     results = ds.dataset(os.path.join(out, "results"), format="parquet",
                          partitioning="hive").to_table().to_pylist()
+    results = [r for r in results if (r["bot"], r["case_id"]) in before]  # cases added since
     same = sum(1 for r in results if before[(r["bot"], r["case_id"])]["verdict"] == r["verdict"])
     moves: dict = defaultdict(int)
     for r in results:

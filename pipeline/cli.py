@@ -3,6 +3,8 @@
     evalbeam run --input PATH_OR_GLOB --output DIR [--config FILE.yaml]
                  [--run-id ID] [--run-date YYYY-MM-DD] [Beam options ...]
     evalbeam calibrate --output DIR --run-id ID [--bot NAME ...]
+    evalbeam compare --output DIR --baseline RUN[:BOT] --candidate RUN[:BOT]
+                     [--config FILE.yaml]
 
 Everything that can be checked before the run is checked first (config,
 input files and their columns, FAQ files, run id), so a bad invocation exits
@@ -37,6 +39,7 @@ from transforms.publish.write import RUN_ID_PATTERN
 
 EXIT_USAGE = 2
 EXIT_NOT_RECONCILED = 3
+EXIT_GATE_FAILED = 4
 
 
 class UsageError(ValueError):
@@ -64,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--bot", action="append", default=[],
                      help="a bot to calibrate (repeatable; default: the bots of type "
                           "precomputed, whose answers are the labelled ones)")
+    cmp = sub.add_parser("compare", help="compare a candidate run (or bot) with a baseline; "
+                                         "exit 4 when a gate: rule finds a significant drop")
+    cmp.add_argument("--output", required=True, help="the folder both runs wrote to")
+    cmp.add_argument("--baseline", required=True, help="RUN_ID, or RUN_ID:BOT for bot against bot")
+    cmp.add_argument("--candidate", required=True, help="RUN_ID, or RUN_ID:BOT")
+    cmp.add_argument("--config", help="YAML config whose gate: rules apply")
     return parser
 
 
@@ -317,8 +326,25 @@ def calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
+    from pipeline.postrun.compare import CompareError, run_compare
+    from pipeline.postrun.gate import GateError
+    if extra:
+        print(f"evalbeam: error: unexpected argument {extra[0]!r}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        failed = run_compare(args)
+    except (CompareError, ConfigError, GateError) as exc:
+        print(f"evalbeam: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_GATE_FAILED if failed else 0
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
+    if args.command == "compare":
+        return compare(args, beam_args)
     unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
     if unknown:
         return _usage_error(f"unexpected argument {unknown[0]!r}")
@@ -347,7 +373,7 @@ def _print_outcome(info: RunInfo) -> int:
     for bot in manifest["bots"]:
         print(f"  {bot}: " + _bot_line(info.output, info.run_id, info.run_date, bot))
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
-    print(f"report:  {info.output}/runs/{info.run_id}/report.md")
+    print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")
     if not manifest["reconciliation"]["ok"]:
         print("evalbeam: error: the counts do not reconcile; see manifest.json", file=sys.stderr)
         return EXIT_NOT_RECONCILED

@@ -134,6 +134,18 @@ class VerdictConfig:
 
 
 @dataclass(frozen=True)
+class GateRule:
+    """`evalbeam compare` exits 4 when `metric` got worse by more than
+    `max_drop` (sign-aware: a rise for lower-is-better metrics) and the change
+    is significant (Holm-adjusted p < alpha)."""
+    metric: str                  # a metric name, or pass_rate
+    max_drop: float
+    bot: str | None = None       # default: every bot compared
+    suite: str = "*"             # default: all suites together
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
     endpoints: dict[str, EndpointConfig] = field(default_factory=dict)
@@ -145,6 +157,7 @@ class Config:
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
     custom_metrics: tuple[CustomMetricConfig, ...] = ()
+    gate: tuple[GateRule, ...] = ()  # rules of `evalbeam compare` (the run ignores them)
     source_path: str | None = None  # where it was loaded from (not a config key)
 
     def to_public_dict(self) -> dict[str, Any]:
@@ -316,6 +329,8 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         kwargs["verdict"] = VerdictConfig(
             tuple(_rule(r, f"verdict.rules[{i}]") for i, r in enumerate(rules)), otherwise,
             explicit="rules" in vd, preset=preset)
+    if top.get("gate") is not None:
+        kwargs["gate"] = _gate(top["gate"])
     return Config(**kwargs)
 
 
@@ -330,6 +345,27 @@ def _input(data: Any) -> InputConfig:
     if inp.preset is not None and inp.preset not in PRESETS:
         raise ConfigError(f"input.preset must be one of {', '.join(PRESETS)}, got {inp.preset!r}")
     return inp
+
+
+def _gate(data: Any) -> tuple[GateRule, ...]:
+    if not isinstance(data, list):
+        raise ConfigError("gate must be a list of rules like {metric: faithfulness, max_drop: 0.02}")
+    rules = []
+    for i, item in enumerate(data):
+        where = f"gate[{i}]"
+        rule = _build(GateRule, item, where)
+        for key in ("metric", "bot", "suite"):
+            value = getattr(rule, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(f"{where}.{key} must be a name, got {value!r}")
+        _number(rule.max_drop, f"{where}.max_drop", positive=False)
+        if rule.max_drop < 0:
+            raise ConfigError(f"{where}.max_drop must be >= 0, got {rule.max_drop!r}")
+        if not 0 < _number(rule.alpha, f"{where}.alpha") < 1:
+            raise ConfigError(f"{where}.alpha must be in (0, 1)")
+        rules.append(dataclasses.replace(rule, max_drop=float(rule.max_drop),
+                                         alpha=float(rule.alpha)))
+    return tuple(rules)
 
 
 def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:

@@ -38,6 +38,7 @@ SUMMARY = TableSpec("summary", pa.schema([
     ("mean", _D), ("p50", _D), ("p90", _D), ("min", _D), ("max", _D),
     ("higher_is_better", pa.bool_()),
     ("pass_count", _I), ("warn_count", _I), ("fail_count", _I), ("error_count", _I),
+    ("ci_low", _D), ("ci_high", _D),  # 95% interval of `mean` (t, or Wilson for 0/1 values)
 ]), ("run_date",))
 
 ERRORS = TableSpec("errors", pa.schema([
@@ -73,6 +74,22 @@ CALIBRATION = TableSpec("calibration", pa.schema([
     ("acceptable_failed", _D), ("unacceptable_passed", _D),
 ]), ("run_date",))
 POSTRUN_TABLES = {t.name: t for t in (CALIBRATION,)}  # derived from a run's tables
+# written by `evalbeam compare` (not by a run): one row per bot × suite × metric
+COMPARISONS = TableSpec("comparisons", pa.schema([
+    ("run_id", _S), ("baseline_run_id", _S),       # candidate and baseline runs
+    ("bot", _S), ("baseline_bot", _S),             # the same bot, unless bot against bot
+    ("comparison", _S),                            # page name under runs/<run_id>/compare/
+    ("suite", _S), ("metric", _S), ("higher_is_better", pa.bool_()),
+    ("n_pairs", _I), ("null_pairs", _I),           # pairs with both values / with a null
+    ("baseline_mean", _D), ("candidate_mean", _D), ("delta", _D),
+    ("ci_low", _D), ("ci_high", _D),               # 95% bootstrap interval of delta
+    ("test", _S), ("p_value", _D), ("p_adjusted", _D), ("significant", pa.bool_()),
+    ("wins", _I), ("ties", _I), ("losses", _I),
+    ("only_in_baseline", _I), ("only_in_candidate", _I), ("duplicate_case_id", _I),
+    ("transitions", _S),                           # pass_rate rows: JSON {"PASS->FAIL": n, ...}
+]), ("run_date",))
 
 ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite
 VERDICT_METRIC = "verdict"  # summary rows carrying verdict counts
+PASS_RATE = "pass_rate"  # the pass rate's name in comparisons/ and in trends
+VERDICT_ORDER = ("PASS", "WARN", "FAIL", "ERROR")  # by severity

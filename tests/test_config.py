@@ -164,3 +164,21 @@ def test_template_override_must_keep_the_placeholders(tmp_path):
         check_judge(cfg)
     bad.write_text("Q {question} A {answer}")
     check_judge(cfg)
+
+
+def test_gate_rules_parse_and_are_checked(tmp_path):
+    cfg = _load(tmp_path, """
+        gate:
+          - {metric: faithfulness, max_drop: 0.02}
+          - {metric: pass_rate, max_drop: 0, bot: assistant, suite: billing, alpha: 0.01}
+        """)
+    assert [(r.metric, r.max_drop, r.bot, r.suite, r.alpha) for r in cfg.gate] == [
+        ("faithfulness", 0.02, None, "*", 0.05), ("pass_rate", 0.0, "assistant", "billing", 0.01)]
+    assert Config().gate == ()
+    for text, message in [("gate: {metric: x}", "gate must be a list"),
+                          ("gate: [{max_drop: 0.1}]", "missing key 'gate[0].metric'"),
+                          ("gate: [{metric: x, max_drop: -1}]", "gate[0].max_drop must be >= 0"),
+                          ("gate: [{metric: x, max_drop: 0.1, alpha: 2}]", "gate[0].alpha"),
+                          ("gate: [{metric: x, max_drop: 0.1, botz: a}]", "unknown key 'gate[0].botz'")]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            _load(tmp_path, text)

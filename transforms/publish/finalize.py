@@ -15,6 +15,7 @@ from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
 from transforms.remote.usage import usage_rows
 from transforms.publish.report import package_versions, reconcile, render_report
+from transforms.publish.report_html import write_html_report
 from transforms.publish.summary import summary_rows
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.write import (existing_run_files, finalize_files, temp_dir,
@@ -92,6 +93,7 @@ class Finalize(beam.DoFn):
             fh.write(json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode())
         with FileSystems.create(FileSystems.join(run_dir, "report.md")) as fh:
             fh.write(render_report(manifest, summary, worst_by_bot).encode())
+        write_html_report(run_dir, manifest, summary, worst_by_bot)
         tmp = temp_dir(info.output, info.run_id, info.attempt)
         if FileSystems.exists(tmp):
             FileSystems.delete([tmp])

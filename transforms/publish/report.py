@@ -43,10 +43,20 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def _cell(text: str | None, limit: int) -> str:
-    """Text safe for one markdown table cell."""
-    text = " ".join((text or "").split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
+    """`mean [ci_low, ci_high]`, the interval left out where there is none."""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return _num(row.get("mean"), digits)
+    return (f"{_num(row['mean'], digits)} [{_num(row['ci_low'], digits)}, "
+            f"{_num(row['ci_high'], digits)}]")
+
+
+def md_cell(text: str | None, limit: int) -> str:
+    """Untrusted text safe for one markdown table cell: one line, pipes and
+    angle brackets escaped (a viewer that renders HTML shows `<script>` as text)."""
+    text = " ".join((text or "").split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
@@ -64,31 +74,33 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
     lines += [f"Note: {n}" for n in manifest.get("notes", [])]
-    lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate |",
+    lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:
         if r["metric"] == VERDICT_METRIC:
             lines.append(f"| {r['bot']} | {r['pass_count']} | {r['warn_count']} | "
-                         f"{r['fail_count']} | {r['error_count']} | {_num(r['mean'])} |")
+                         f"{r['fail_count']} | {r['error_count']} | {with_interval(r)} |")
     metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
     by = {(r["bot"], r["metric"]): r for r in summary}
-    lines += ["", "## Metric means (null values excluded; missing = could not be computed)", "",
+    lines += ["", "## Metric means [95% CI] (null values excluded; missing = could not be "
+              "computed)", "",
               "| metric | " + " | ".join(bots) + " |", "|---|" + "---:|" * len(bots)]
     for m in metrics:
         cells = []
         for b in bots:
             r = by.get((b, m))
-            cells.append("–" if r is None else f"{_num(r['mean'])} (n={r['count']}, "
+            cells.append("–" if r is None else f"{with_interval(r)} (n={r['count']}, "
                                                f"missing {r['missing']})")
         arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
         lines.append(f"| {m}{arrow} | " + " | ".join(cells) + " |")
-    lines += ["", "↓ lower is better.", "", "## Worst cases", ""]
+    lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
+              "or a 0/1 metric.", "", "## Worst cases", ""]
     for bot in sorted(worst):
         lines += [f"### {bot}", "", "| case | verdict | reason | question | answer |",
                   "|---|---|---|---|---|"]
         for w in worst[bot]:
-            lines.append(f"| {w['case_id']} | {w['verdict']} | {_cell(w['reason'], 160)} | "
-                         f"{_cell(w['question'], 80)} | {_cell(w['answer'], 80)} |")
+            lines.append(f"| {w['case_id']} | {w['verdict']} | {md_cell(w['reason'], 160)} | "
+                         f"{md_cell(w['question'], 80)} | {md_cell(w['answer'], 80)} |")
         lines.append("")
     lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
               ""]

@@ -6,6 +6,12 @@ histogram of logarithmic buckets (every value within 0.5% of the true one),
 whose size depends on the range of the values, not their number. (Beam's
 ApproximateQuantiles sketch, sized for 10^9 elements, grew to ~1.6 MB of
 Python floats per group and dominated the memory of million-row runs.)
+
+Every mean gets a 95% confidence interval (`ci_low`, `ci_high`) from count,
+mean and M2 (the sum of squared deviations, merged exactly across workers):
+Student's t interval, or Wilson's when every value is 0 or 1 (and for the
+pass rate); see `intervals.py`. A 20-bin histogram over [0, 1] rides along
+for the HTML report's distributions (not a table column).
 """
 from __future__ import annotations
 
@@ -17,8 +23,10 @@ import apache_beam as beam
 import numpy as np
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
+from transforms.publish.intervals import merge_moments, t_interval, wilson_interval
 
 EXACT_LIMIT = 10_000
+HIST_BINS = 20  # over [0, 1]; dropped once a value falls outside
 
 
 class LogBuckets:
@@ -80,24 +88,36 @@ class LogBuckets:
 
 
 class MetricStats:
-    """Accumulator: count, missing, sum, min, max and the values (or a sketch)."""
+    """Accumulator: count, missing, sum, M2, min, max, the values (or a sketch),
+    whether every value is 0 or 1, and a histogram while values stay in [0, 1]."""
 
-    __slots__ = ("count", "missing", "total", "lo", "hi", "values", "sketch")
+    __slots__ = ("count", "missing", "total", "m2", "lo", "hi", "values", "sketch", "binary",
+                 "hist")
 
     def __init__(self):
         self.count = self.missing = 0
-        self.total = 0.0
+        self.total = self.m2 = 0.0
         self.lo, self.hi = math.inf, -math.inf
         self.values: array | None = array("d")
         self.sketch = None
+        self.binary = True
+        self.hist: list[int] | None = [0] * HIST_BINS
 
     def add(self, value: float | None) -> None:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             self.missing += 1
             return
+        delta = value - self.total / self.count if self.count else 0.0
         self.count += 1
         self.total += value
+        self.m2 += delta * (value - self.total / self.count)  # Welford
         self.lo, self.hi = min(self.lo, value), max(self.hi, value)
+        self.binary = self.binary and value in (0, 1)
+        if self.hist is not None:
+            if 0.0 <= value <= 1.0:
+                self.hist[min(int(value * HIST_BINS), HIST_BINS - 1)] += 1
+            else:
+                self.hist = None
         if self.values is not None:
             self.values.append(value)
             if len(self.values) > EXACT_LIMIT:
@@ -112,10 +132,16 @@ class MetricStats:
         self.values = None
 
     def merge(self, other: "MetricStats") -> None:
+        if other.count:
+            self.m2 = merge_moments(self.count, self.total / self.count if self.count else 0.0,
+                                    self.m2, other.count, other.total / other.count, other.m2)
         self.count += other.count
         self.missing += other.missing
         self.total += other.total
         self.lo, self.hi = min(self.lo, other.lo), max(self.hi, other.hi)
+        self.binary = self.binary and other.binary
+        self.hist = (None if self.hist is None or other.hist is None
+                     else [a + b for a, b in zip(self.hist, other.hist)])
         if self.values is not None and other.values is not None:
             self.values.extend(other.values)
             if len(self.values) > EXACT_LIMIT:
@@ -140,12 +166,24 @@ class MetricStats:
     def percentiles(self) -> tuple[float | None, float | None]:
         return self.percentile(50), self.percentile(90)
 
+    def interval(self) -> tuple[float | None, float | None]:
+        """95% interval of the mean: Wilson for 0/1 values, else Student's t
+        (clipped to [0, 1] when every value lies there)."""
+        if self.count and self.binary:
+            return wilson_interval(self.total, self.count)
+        mean = self.total / self.count if self.count else None
+        unit = 0.0 <= self.lo and self.hi <= 1.0
+        return t_interval(self.count, mean, self.m2, (0.0, 1.0) if unit else None)
+
     def as_row(self) -> dict:
         p50, p90 = self.percentiles()
         empty = self.count == 0
+        ci_low, ci_high = self.interval()
         return {"count": self.count, "missing": self.missing,
                 "mean": None if empty else self.total / self.count, "p50": p50, "p90": p90,
-                "min": None if empty else self.lo, "max": None if empty else self.hi}
+                "min": None if empty else self.lo, "max": None if empty else self.hi,
+                "ci_low": ci_low, "ci_high": ci_high,
+                "hist": None if empty else self.hist}
 
 
 class MetricStatsFn(beam.CombineFn):
@@ -197,9 +235,11 @@ def summary_rows(run_id: str, metric_stats: Iterable[tuple[tuple[str, str, str],
                      "higher_is_better": metric not in lower_is_better})
     for (bot, suite), counts in group_verdicts(verdicts).items():
         n = sum(counts.values())
+        ci_low, ci_high = wilson_interval(counts["PASS"], n)
         rows.append({"run_id": run_id, "bot": bot, "suite": suite, "metric": VERDICT_METRIC,
                      "count": n, "missing": 0,
                      "mean": counts["PASS"] / n if n else None,  # the pass rate
+                     "ci_low": ci_low, "ci_high": ci_high,
                      "pass_count": counts["PASS"], "warn_count": counts["WARN"],
                      "fail_count": counts["FAIL"], "error_count": counts["ERROR"]})
     rows.sort(key=lambda r: (r["bot"], r["suite"] != ALL_SUITES, r["suite"], r["metric"]))

@@ -1,0 +1,516 @@
+"""`evalbeam compare`: did the candidate run get better or worse than the
+baseline, and is the difference real?
+
+Reads the published tables through their documented layout only
+(read_parquet over DIR/<table>/**/*.parquet with Hive partitioning, filtered
+by run_id), so it works on any run. DuckDB does the joins: pairing two runs
+of a million cases × 16 metrics is one hash join of each scores table
+against the pair list (a million rows), streamed out in Arrow batches into
+two numpy matrices (cases × metrics); no table is held whole in memory. The
+statistics then run on those matrices (stats.py).
+
+Pairs: rows pair by (bot, case_id); bot against bot by case_id. Case ids
+that appear in only one run, or more than once in a run (ambiguous), are not
+paired: they are counted in every row of their bot and suite, listed on the
+pages and all written to `<page>.unpaired.csv`.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.config import load_config
+from pipeline.postrun.gate import check_gate
+from pipeline.postrun.stats import (TIE, bootstrap_intervals, holm, is_binary, mcnemar_p,
+                                    wilcoxon_p)
+from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
+                           VERDICT_ORDER as VERDICTS)
+from transforms.publish.compare_page import (change, delta_text, render_compare_html,
+                                             render_compare_md)
+from transforms.publish.write import RUN_ID_PATTERN, write_table_file
+from transforms.score.scoring import UNSCALED
+
+ALPHA = 0.05
+REGRESSED_CASES = 10   # most regressed cases per bot on the pages
+LISTED_UNPAIRED = 50   # unpaired case ids per bot and kind on the pages (all in the CSV)
+UNPAIRED_KINDS = ("only_in_baseline", "only_in_candidate", "duplicate_case_id")
+_BATCH_ROWS = 1_000_000
+
+
+class CompareError(ValueError):
+    """A bad invocation or missing data; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Side:
+    run_id: str
+    bot: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.run_id if self.bot is None else f"{self.run_id}:{self.bot}"
+
+
+def parse_side(spec: str, flag: str) -> Side:
+    run_id, _, bot = spec.partition(":")
+    if not RUN_ID_PATTERN.match(run_id) or (bot and not RUN_ID_PATTERN.match(bot)):
+        raise CompareError(f"{flag} {spec!r} must be RUN_ID or RUN_ID:BOT (letters, digits, "
+                           "'-', '_')")
+    return Side(run_id, bot or None)
+
+
+def page_stem(baseline: Side, candidate: Side) -> str:
+    """Name of the comparison's pages and table file (run ids and bot names
+    have no '.', so the parts stay apart)."""
+    if baseline.bot is None:
+        return baseline.run_id
+    return f"{baseline.run_id}.{baseline.bot}.vs.{candidate.bot}"
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _scan(output: str, table: str) -> str:
+    """A table through its documented layout; partition values stay text (a
+    bot named 2024 is the string '2024'), and older files lacking newer
+    columns still read."""
+    pattern = os.path.join(output, table, "**", "*.parquet")
+    return (f"read_parquet({_lit(pattern)}, hive_partitioning=true, hive_types_autocast=false, "
+            "union_by_name=true)")
+
+
+def _where(side: Side, alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    cond = f"{prefix}run_id = {_lit(side.run_id)}"
+    return cond if side.bot is None else f"{cond} AND {prefix}bot = {_lit(side.bot)}"
+
+
+def _connect(workdir: str):
+    import duckdb
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB",
+                                 "temp_directory": workdir,
+                                 "preserve_insertion_order": False})
+    return con
+
+
+class Tables:
+    """The two runs' rows in DuckDB: results per side, the pair list, values."""
+
+    def __init__(self, con, output: str, baseline: Side, candidate: Side):
+        self.con, self.output = con, output
+        self.baseline, self.candidate = baseline, candidate
+        # run against run pairs by (bot, case_id); bot against bot by case_id
+        self.key = "bot" if baseline.bot is None else _lit(candidate.bot)
+        self.run_date = ""  # the candidate's run_date partition, known after load()
+
+    def sql(self, query: str, params: Sequence[Any] = (), stream: bool = False):
+        """Run a query (stream: an Arrow batch reader over its result)."""
+        import duckdb
+        try:
+            if not stream:
+                return self.con.execute(query, list(params))
+            rel = self.con.sql(query)
+            # DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader
+            return (getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader)(_BATCH_ROWS)
+        except duckdb.IOException as exc:
+            raise CompareError(f"cannot read the tables under {self.output}: "
+                               f"{str(exc).splitlines()[0]}") from None
+
+    def load(self) -> None:
+        for name, side in (("res_b", self.baseline), ("res_c", self.candidate)):
+            self.sql(f"""CREATE TEMP TABLE {name} AS
+                SELECT {self.key} AS key_bot, case_id, any_value(suite) AS suite,
+                       any_value(verdict) AS verdict, count(*) AS n,
+                       max(run_date) AS run_date
+                FROM {_scan(self.output, 'results')} WHERE {_where(side)} GROUP BY ALL""")
+            if not self.sql(f"SELECT count(*) FROM {name}").fetchone()[0]:
+                what = f"bot {side.bot!r} of run {side.run_id!r}" if side.bot else \
+                    f"run {side.run_id!r}"
+                raise CompareError(f"no results/ rows for {what} under {self.output}")
+        self.sql("""CREATE TEMP TABLE pairs AS
+            SELECT coalesce(c.key_bot, b.key_bot) AS key_bot,
+                   coalesce(c.case_id, b.case_id) AS case_id,
+                   coalesce(c.suite, b.suite) AS suite, b.verdict AS vb, c.verdict AS vc,
+                   b.n AS nb, c.n AS nc
+            FROM res_b b FULL OUTER JOIN res_c c
+              ON b.key_bot = c.key_bot AND b.case_id = c.case_id""")
+        self.sql("""CREATE TEMP TABLE paired AS
+            SELECT key_bot, case_id, suite, vb, vc,
+                   CAST(row_number() OVER (ORDER BY key_bot, suite NULLS FIRST, case_id) - 1
+                        AS BIGINT) AS idx
+            FROM pairs WHERE nb = 1 AND nc = 1""")
+        self.sql("""CREATE TEMP TABLE unpaired AS
+            SELECT key_bot, suite, case_id,
+                   CASE WHEN nc IS NULL THEN 'only_in_baseline'
+                        WHEN nb IS NULL THEN 'only_in_candidate'
+                        ELSE 'duplicate_case_id' END AS kind
+            FROM pairs WHERE nb IS NULL OR nc IS NULL OR nb > 1 OR nc > 1""")
+        self.run_date = self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
+        self.sql("DROP TABLE pairs; DROP TABLE res_b; DROP TABLE res_c")
+
+    def metrics(self, side: Side) -> dict[str, dict]:
+        """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
+        rows = self.sql(f"""SELECT metric, bool_and(coalesce(higher_is_better, true)),
+                   min("min"), max("max")
+            FROM {_scan(self.output, 'summary')}
+            WHERE {_where(side)} AND suite = {_lit(ALL_SUITES)}
+              AND metric <> {_lit(VERDICT_METRIC)} GROUP BY ALL""").fetchall()
+        return {m: {"higher_is_better": hib, "lo": lo, "hi": hi} for m, hib, lo, hi in rows}
+
+    def groups(self) -> list[tuple[str, str | None, int, int]]:
+        """(bot, suite, first idx, stop idx) of the pairs, in idx order."""
+        return self.sql("""SELECT key_bot, suite, min(idx), max(idx) + 1 FROM paired
+                           GROUP BY ALL ORDER BY 3""").fetchall()
+
+    def verdict_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        code = " ".join(f"WHEN {_lit(v)} THEN {i}" for i, v in enumerate(VERDICTS))
+        got = self.sql(f"""SELECT CAST(coalesce(CASE vb {code} END, -1) AS TINYINT) AS b,
+                                  CAST(coalesce(CASE vc {code} END, -1) AS TINYINT) AS c
+                           FROM paired ORDER BY idx""").fetchnumpy()
+        return np.asarray(got["b"]), np.asarray(got["c"])
+
+    def values(self, side: Side, metrics: Sequence[str], n: int) -> np.ndarray:
+        """(pairs × metrics) values of one side, NaN where null or absent."""
+        out = np.full((n, len(metrics)), np.nan)
+        self.con.register("metric_ids", pa.table({"metric": list(metrics),
+                                                  "midx": list(range(len(metrics)))}))
+        key = "s.bot" if self.key == "bot" else self.key
+        reader = self.sql(f"""SELECT p.idx, m.midx, s.value
+            FROM {_scan(self.output, 'scores')} s
+            JOIN paired p ON p.key_bot = {key} AND p.case_id = s.case_id
+            JOIN metric_ids m ON m.metric = s.metric
+            WHERE {_where(side, 's')}""", stream=True)
+        for batch in reader:
+            idx = batch.column(0).to_numpy()
+            out[idx, batch.column(1).to_numpy()] = batch.column(2).to_numpy(zero_copy_only=False)
+        self.con.unregister("metric_ids")
+        return out
+
+    def case_ids(self, idx: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        rows = self.sql("SELECT idx, case_id, suite FROM paired WHERE list_contains(?, idx)",
+                        [list(map(int, idx))]).fetchall()
+        return {i: (c, s) for i, c, s in rows}
+
+    def answers(self, side: Side, bot: str, case_ids: Sequence[str]) -> dict[str, dict]:
+        """question, answer, verdict and reason of some cases of one side."""
+        side_bot = side.bot or bot
+        rows = self.sql(f"""SELECT case_id, question, answer, verdict, verdict_reason, error
+            FROM {_scan(self.output, 'results')}
+            WHERE run_id = ? AND bot = ? AND list_contains(?, case_id)""",
+                        [side.run_id, side_bot, list(case_ids)]).fetchall()
+        keys = ("case_id", "question", "answer", "verdict", "reason", "error")
+        return {r[0]: dict(zip(keys, r)) for r in rows}
+
+    def unpaired_counts(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(bot, suite or '*') -> {kind: count}."""
+        counts: dict[tuple[str, str], dict[str, int]] = {}
+        for bot, suite, kind, n in self.sql(
+                "SELECT key_bot, suite, kind, count(*) FROM unpaired GROUP BY ALL").fetchall():
+            for key in {(bot, ALL_SUITES), (bot, suite if suite is not None else ALL_SUITES)}:
+                per = counts.setdefault(key, dict.fromkeys(UNPAIRED_KINDS, 0))
+                per[kind] += n
+        return counts
+
+    def unpaired_listed(self) -> dict[str, dict[str, list[str]]]:
+        listed: dict[str, dict[str, list[str]]] = {}
+        for bot, kind, case_id in self.sql(f"""SELECT key_bot, kind, case_id FROM (
+                SELECT *, row_number() OVER (PARTITION BY key_bot, kind ORDER BY case_id) AS rn
+                FROM unpaired) WHERE rn <= {LISTED_UNPAIRED} ORDER BY ALL""").fetchall():
+            listed.setdefault(bot, {k: [] for k in UNPAIRED_KINDS})[kind].append(case_id)
+        return listed
+
+    def write_unpaired_csv(self, path: str) -> None:
+        self.sql(f"""COPY (SELECT key_bot AS bot, kind, case_id, suite FROM unpaired
+                           ORDER BY ALL) TO {_lit(path)} (HEADER, DELIMITER ',')""")
+
+
+# ------------------------------------------------------------------ statistics
+
+def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool) -> dict:
+    """Paired statistics of one metric in one group (the interval comes apart)."""
+    delta = cand - base
+    ok = ~np.isnan(delta)
+    b, c, d = base[ok], cand[ok], delta[ok]
+    n = int(ok.sum())
+    gain = d if higher_is_better else -d
+    wins, losses = int((gain > TIE).sum()), int((gain < -TIE).sum())
+    row = {"n_pairs": n, "null_pairs": int(len(delta) - n), "wins": wins, "losses": losses,
+           "ties": n - wins - losses, "higher_is_better": higher_is_better,
+           "baseline_mean": None, "candidate_mean": None, "delta": None, "test": None,
+           "p_value": None}
+    if n == 0:
+        return row
+    row.update(baseline_mean=float(b.mean()), candidate_mean=float(c.mean()),
+               delta=float(d.mean()))
+    if is_binary(b, c):
+        row.update(test="mcnemar", p_value=mcnemar_p(int(((b == 1) & (c == 0)).sum()),
+                                                     int(((b == 0) & (c == 1)).sum())))
+    else:
+        row.update(test="wilcoxon", p_value=wilcoxon_p(d))
+    return row
+
+
+def transitions(vb: np.ndarray, vc: np.ndarray) -> dict[str, int]:
+    """Verdict pairs 'PASS->FAIL': count, all sixteen (unknown verdicts left out)."""
+    known = (vb >= 0) & (vc >= 0)
+    counts = np.bincount(vb[known] * len(VERDICTS) + vc[known], minlength=len(VERDICTS) ** 2)
+    return {f"{a}->{b}": int(counts[i * len(VERDICTS) + j])
+            for i, a in enumerate(VERDICTS) for j, b in enumerate(VERDICTS)}
+
+
+def regression_order(base: np.ndarray, cand: np.ndarray, vb: np.ndarray, vc: np.ndarray,
+                     sign: np.ndarray, limit: int) -> list[int]:
+    """Rows that regressed most: the verdict got worse by most steps, then the
+    largest summed drop of the [0, 1] metrics (sign: +1 higher is better, -1
+    lower; 0 leaves a metric out). Rows that did not regress are left out."""
+    steps = np.where((vb >= 0) & (vc >= 0), vc.astype(int) - vb.astype(int), 0)
+    drop = np.nansum((base - cand) * sign, axis=1)
+    order = np.lexsort((-drop, -steps))
+    worse = (steps > 0) | ((steps == 0) & (drop > TIE))
+    return [int(i) for i in order if worse[i]][:limit]
+
+
+@dataclass
+class Pairs:
+    """Everything the statistics need, in pair (idx) order."""
+    metrics: list[str]            # compared metrics, then pass_rate
+    higher: list[bool]
+    unit: list[bool]              # metric on a [0, 1] scale (rankings, forest plot)
+    base: np.ndarray
+    cand: np.ndarray
+    vb: np.ndarray
+    vc: np.ndarray
+    groups: list[tuple[str, str | None, int, int]]
+
+
+def _bots(groups) -> dict[str, tuple[int, int, list[tuple[str | None, int, int]]]]:
+    bots: dict[str, list] = {}
+    for bot, suite, start, stop in groups:
+        entry = bots.setdefault(bot, [start, stop, []])
+        entry[0], entry[1] = min(entry[0], start), max(entry[1], stop)
+        entry[2].append((suite, start, stop))
+    return {b: (s, e, parts) for b, (s, e, parts) in bots.items()}
+
+
+def bot_rows(bot: str, pairs: Pairs) -> list[dict]:
+    """Rows of the comparisons table for one bot: all suites, then each suite."""
+    start, stop, parts = _bots(pairs.groups)[bot]
+    base, cand = pairs.base[start:stop], pairs.cand[start:stop]
+    vb, vc = pairs.vb[start:stop], pairs.vc[start:stop]
+    cuts = [s - start for _, s, _ in parts]
+    intervals = bootstrap_intervals(cand - base, cuts, seed=[zlib.crc32(bot.encode()), 1])
+    groups = [(ALL_SUITES, 0, stop - start)] + [(suite, s - start, e - start)
+                                                 for suite, s, e in parts]
+    rows = []
+    for (suite, a, b), (low, high) in zip(groups, intervals):
+        if suite is None:  # cases without a suite count in the all-suites rows only
+            continue
+        group = []
+        for j, metric in enumerate(pairs.metrics):
+            row = metric_row(base[a:b, j], cand[a:b, j], pairs.higher[j])
+            row.update(bot=bot, suite=suite, metric=metric,
+                       ci_low=None if np.isnan(low[j]) else float(low[j]),
+                       ci_high=None if np.isnan(high[j]) else float(high[j]))
+            if metric == PASS_RATE:
+                row["transitions"] = json.dumps(transitions(vb[a:b], vc[a:b]))
+            group.append(row)
+        for row, adjusted in zip(group, holm([r["p_value"] for r in group])):
+            row["p_adjusted"] = adjusted
+            row["significant"] = adjusted is not None and adjusted < ALPHA
+        rows.extend(group)
+    return rows
+
+
+# ------------------------------------------------------------------ the comparison
+
+def in_unit_range(stats: dict) -> bool:
+    """Every value of the metric (summary min and max) lies in [0, 1]."""
+    return stats["lo"] is None or (0 <= stats["lo"] and stats["hi"] <= 1)
+
+
+def read_pairs(tables: Tables) -> tuple[Pairs, dict[str, list[str]]]:
+    """The paired value matrices; and the metrics only one side has."""
+    mb, mc = tables.metrics(tables.baseline), tables.metrics(tables.candidate)
+    if not mb or not mc:
+        raise CompareError("no summary/ rows for "
+                           f"{tables.baseline.label if not mb else tables.candidate.label}")
+    compared = sorted(set(mb) & set(mc))
+    groups = tables.groups()
+    n = groups[-1][3] if groups else 0
+    base = tables.values(tables.baseline, compared, n)
+    cand = tables.values(tables.candidate, compared, n)
+    vb, vc = tables.verdict_codes()
+    passed = [np.where(v >= 0, (v == 0).astype(float), np.nan)[:, None] for v in (vb, vc)]
+    unit = [m not in UNSCALED and in_unit_range(mb[m]) and in_unit_range(mc[m])
+            for m in compared]
+    pairs = Pairs(metrics=[PASS_RATE, *compared],
+                  higher=[True, *(mb[m]["higher_is_better"] and mc[m]["higher_is_better"]
+                                  for m in compared)],
+                  unit=[True, *unit], base=np.hstack([passed[0], base]),
+                  cand=np.hstack([passed[1], cand]), vb=vb, vc=vc, groups=groups)
+    only = {"only_in_baseline": sorted(set(mb) - set(mc)),
+            "only_in_candidate": sorted(set(mc) - set(mb))}
+    return pairs, only
+
+
+def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
+    """The most regressed cases of a bot with both answers and both reasons."""
+    start, stop, _ = _bots(pairs.groups)[bot]
+    sign = np.array([0.0] + [(1.0 if h else -1.0) if u else 0.0
+                             for h, u in zip(pairs.higher[1:], pairs.unit[1:])])
+    base, cand = pairs.base[start:stop], pairs.cand[start:stop]
+    picked = regression_order(base, cand, pairs.vb[start:stop], pairs.vc[start:stop], sign,
+                              REGRESSED_CASES)
+    if not picked:
+        return []
+    ids = tables.case_ids([start + i for i in picked])
+    case_ids = [ids[start + i][0] for i in picked]
+    before = tables.answers(tables.baseline, bot, case_ids)
+    after = tables.answers(tables.candidate, bot, case_ids)
+    out = []
+    for i, case_id in zip(picked, case_ids):
+        drops = sorted(((base[i, j] - cand[i, j]) * sign[j], pairs.metrics[j], base[i, j],
+                        cand[i, j]) for j in range(len(pairs.metrics))
+                       if sign[j] and not np.isnan(base[i, j] - cand[i, j]))
+        top = [f"{m} {b:.2f} → {c:.2f}" for d, m, b, c in reversed(drops[-3:]) if d > TIE]
+        out.append({"case_id": case_id, "suite": ids[start + i][1],
+                    "baseline": before.get(case_id, {}), "candidate": after.get(case_id, {}),
+                    "metric_drops": top})
+    return out
+
+
+def pages_dir(output: str, candidate: Side) -> str:
+    return os.path.join(output, "runs", candidate.run_id, "compare")
+
+
+def compare(output: str, baseline: Side, candidate: Side) -> dict[str, Any]:
+    """The whole comparison as plain data (rows of the table, the pages'
+    content); writes the list of unpaired cases, when there are any, as CSV."""
+    if (baseline.bot is None) != (candidate.bot is None):
+        raise CompareError("give a bot on both sides (RUN:BOT) or on neither")
+    if baseline == candidate:
+        raise CompareError(f"baseline and candidate are the same ({baseline.label})")
+    output = output.rstrip("/")
+    if "://" in output:
+        raise CompareError("compare reads a local (or mounted) folder; copy the tables or "
+                           "mount the bucket first")
+    stem = page_stem(baseline, candidate)
+    with tempfile.TemporaryDirectory(prefix="evalbeam-compare-") as workdir:
+        con = _connect(workdir)
+        try:
+            tables = Tables(con, output, baseline, candidate)
+            tables.load()
+            pairs, only = read_pairs(tables)
+            bots = list(_bots(pairs.groups))
+            unpaired = tables.unpaired_counts()
+            rows = []
+            for bot in bots:
+                for row in bot_rows(bot, pairs):
+                    counts = unpaired.get((bot, row["suite"]), {})
+                    row.update({k: counts.get(k, 0) for k in UNPAIRED_KINDS})
+                    rows.append(row)
+            overall = {bot: counts for (bot, suite), counts in unpaired.items()
+                       if suite == ALL_SUITES}
+            csv = None
+            if any(sum(c.values()) for c in overall.values()):
+                csv = os.path.join(pages_dir(output, candidate), f"{stem}.unpaired.csv")
+                os.makedirs(os.path.dirname(csv), exist_ok=True)
+                tables.write_unpaired_csv(csv)
+            return {
+                "output": output, "baseline": baseline.label, "candidate": candidate.label,
+                "baseline_side": baseline, "candidate_side": candidate, "stem": stem,
+                "run_date": tables.run_date, "rows": rows, "bots": bots,
+                "metrics": pairs.metrics, "unit": dict(zip(pairs.metrics, pairs.unit)),
+                "paired": {b: e - s for b, (s, e, _) in _bots(pairs.groups).items()},
+                "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
+                "unpaired": overall, "unpaired_listed": tables.unpaired_listed(),
+                "unpaired_csv": csv, "not_compared": only,
+            }
+        finally:
+            con.close()
+
+
+# ------------------------------------------------------------------ outputs and command
+
+def table_rows(c: dict[str, Any]) -> list[dict]:
+    """Rows of comparisons/ (the contract's columns)."""
+    base, cand = c["baseline_side"], c["candidate_side"]
+    return [{**r, "run_id": cand.run_id, "baseline_run_id": base.run_id,
+             "baseline_bot": base.bot or r["bot"], "comparison": c["stem"]} for r in c["rows"]]
+
+
+def write_comparison(c: dict[str, Any]) -> dict[str, str]:
+    """comparisons/run_date=D/part-<candidate>.<stem>.parquet (an earlier file
+    of the same comparison, on any date, is replaced) and the two pages."""
+    output, cand, stem = c["output"], c["candidate_side"], c["stem"]
+    name = f"part-{cand.run_id}.{stem}.parquet"
+    for old in glob.glob(os.path.join(output, COMPARISONS.name, "run_date=*", name)):
+        os.remove(old)
+    folder = os.path.join(output, COMPARISONS.name, f"run_date={c['run_date']}")
+    os.makedirs(folder, exist_ok=True)
+    paths = {"table": os.path.join(folder, name)}
+    write_table_file(paths["table"], COMPARISONS.schema, table_rows(c))
+    pages = pages_dir(output, cand)
+    os.makedirs(pages, exist_ok=True)
+    for ext, render in (("md", render_compare_md), ("html", render_compare_html)):
+        paths[ext] = os.path.join(pages, f"{stem}.{ext}")
+        with open(paths[ext], "w", encoding="utf-8") as fh:
+            fh.write(render(c))
+    return paths
+
+
+def summary_lines(c: dict[str, Any]) -> list[str]:
+    """What the command prints: the pairing, then one line per bot."""
+    unpaired = {k: sum(cnt[k] for cnt in c["unpaired"].values()) for k in UNPAIRED_KINDS}
+    lines = [f"compare {c['candidate']} (candidate) vs {c['baseline']} (baseline): "
+             f"{sum(c['paired'].values())} paired cases over {len(c['bots'])} bots; "
+             f"{unpaired['only_in_baseline']} only in baseline, "
+             f"{unpaired['only_in_candidate']} only in candidate, "
+             f"{unpaired['duplicate_case_id']} with a repeated case id"]
+    for bot in c["bots"]:
+        rows = [r for r in c["rows"] if r["bot"] == bot and r["suite"] == ALL_SUITES]
+        worse = [r["metric"] for r in rows if change(r) == "worse"]
+        better = [r["metric"] for r in rows if change(r) == "better"]
+        pr = next(r for r in rows if r["metric"] == PASS_RATE)
+        text = (f"  {bot}: pass rate {pr['baseline_mean']:.3f} → {pr['candidate_mean']:.3f} "
+                f"(Δ {delta_text(pr)}, p_holm {pr['p_adjusted']:.2g})"
+                if pr["n_pairs"] else f"  {bot}: no verdicts paired")
+        lines.append(f"{text} | significantly worse: {', '.join(worse) or 'none'} | "
+                     f"better: {', '.join(better) or 'none'}")
+    return lines
+
+
+def run_compare(args) -> bool:
+    """`evalbeam compare`: writes the table and pages, prints the summary;
+    True when a gate rule failed. Raises CompareError, ConfigError or
+    GateError (before writing anything) on a bad invocation."""
+    cfg = load_config(args.config)
+    baseline = parse_side(args.baseline, "--baseline")
+    candidate = parse_side(args.candidate, "--candidate")
+    c = compare(args.output, baseline, candidate)
+    checks = check_gate(cfg.gate, c["rows"])
+    c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
+                 for g in checks]
+    paths = write_comparison(c)
+    for line in summary_lines(c):
+        print(line)
+    failed = [g for g in checks if g.failed]
+    if failed:
+        print(f"gate: FAILED {failed[0].describe()}: {failed[0].finding()}"
+              + (f" (and {len(failed) - 1} more failed checks)" if len(failed) > 1 else ""))
+    elif checks:
+        print(f"gate: passed ({len(cfg.gate)} rules, {len(checks)} checks)")
+    print(f"table:   {paths['table']}")
+    print(f"pages:   {paths['md']}, {paths['html']}")
+    if c["unpaired_csv"]:
+        print(f"unpaired: {c['unpaired_csv']}")
+    return bool(failed)

@@ -1,0 +1,137 @@
+"""Paired statistics of a comparison: plain numpy/scipy functions.
+
+- Interval of the paired delta: a percentile bootstrap that resamples cases,
+  with a fixed seed. It is the Poisson bootstrap (as TFMA's): in each
+  resample a case is drawn w ~ Poisson(1) times, independently of the other
+  cases, which for large n is the classic n-out-of-n resampling and, unlike
+  it, lets the cases be processed block by block: the values are read once,
+  and memory holds one block's weights (resamples × 8,000 cases), not
+  resamples × n. A resample's mean delta of a group is Σ w·d / Σ w over the
+  group's non-null pairs, so every metric of a block is one matrix product.
+- p-values: Wilcoxon's signed-rank test (scipy) for continuous metrics,
+  McNemar's exact test for 0/1 metrics and the pass rate.
+- Multiple comparisons: Holm's step-down adjustment (family-wise error):
+  a regression gate that fails a build should be wrong at most 5% of the
+  time across all the metrics it looks at, not 5% per metric.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+SEED = 20_240_611
+RESAMPLES = 1000
+LEVEL = 0.95
+TIE = 1e-9          # |delta| at or below this is a tie (float noise between runs)
+_BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
+# P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from uniforms
+_POISSON_CDF = stats.poisson.cdf(np.arange(0, 24), 1.0).astype(np.float32)
+
+
+def poisson_weights(rng: np.random.Generator, resamples: int, cases: int) -> np.ndarray:
+    """How often each case is drawn in each resample: (resamples, cases)
+    independent Poisson(1) counts (inverse CDF of float32 uniforms: twice as
+    fast as Generator.poisson, exact to 2^-24)."""
+    u = rng.random((resamples, cases), dtype=np.float32)
+    return np.searchsorted(_POISSON_CDF, u, side="right").astype(np.float32)
+
+
+def bootstrap_intervals(deltas: np.ndarray, cuts: Sequence[int] = (),
+                        resamples: int = RESAMPLES, seed: int | Sequence[int] = SEED,
+                        level: float = LEVEL) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Percentile bootstrap interval of the mean of each column of `deltas`
+    (n cases × m metrics, NaN where a pair has no value): first over all
+    rows, then for each part between consecutive `cuts` (row indexes that
+    split rows sorted by suite into suites). Returns (low, high) arrays of m
+    values per group, NaN where a group has no pair.
+    """
+    n, m = deltas.shape
+    bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
+    parts = list(zip(bounds[:-1], bounds[1:]))
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_CELLS // resamples)
+    sums = np.zeros((len(parts), resamples, 2 * m))  # per part: Σ w·d, then Σ w (non-null)
+    for p, (start, stop) in enumerate(parts):
+        for a in range(start, stop, block):
+            d = deltas[a:min(stop, a + block)]
+            present = ~np.isnan(d)
+            x = np.hstack([np.where(present, d, 0.0), present]).astype(np.float32)
+            sums[p] += poisson_weights(rng, resamples, len(d)) @ x
+    tail = (1 - level) / 2 * 100
+    out = []
+    for s in [sums.sum(axis=0), *sums]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = s[:, :m] / s[:, m:]
+        low, high = np.full(m, np.nan), np.full(m, np.nan)
+        for j in range(m):
+            col = means[:, j][~np.isnan(means[:, j])]
+            if col.size:
+                low[j], high[j] = np.percentile(col, [tail, 100 - tail])
+        out.append((low, high))
+    return out
+
+
+EXACT_LIMIT = 50  # changed pairs up to which Wilcoxon's p is exact
+
+
+def signed_rank_exact_p(d: np.ndarray) -> float:
+    """Exact two-sided p of the signed-rank statistic over all 2^n sign flips,
+    ties included: tied |d| share their average rank, so doubled ranks are
+    integers and the null distribution of 2·T+ is a convolution over at most
+    n(n+1) + 1 values (scipy's exact table assumes no ties; its permutation
+    method samples and takes seconds)."""
+    doubled = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)
+    total = int(doubled.sum())
+    dist = np.zeros(total + 1)
+    dist[0] = 1.0
+    for w in doubled:
+        shifted = np.zeros_like(dist)
+        shifted[w:] = dist[:total + 1 - w]
+        dist = 0.5 * (dist + shifted)
+    observed = int(doubled[d > 0].sum())
+    return float(min(1.0, 2 * min(dist[:observed + 1].sum(), dist[observed:].sum())))
+
+
+def wilcoxon_p(deltas: np.ndarray) -> float:
+    """Two-sided p of Wilcoxon's signed-rank test; zero deltas (|d| <= TIE)
+    are dropped first (Wilcoxon's own rule). Exact up to EXACT_LIMIT changed
+    pairs, else scipy's normal approximation with the tie correction. 1.0
+    when nothing changed."""
+    d = deltas[np.abs(deltas) > TIE]
+    if d.size == 0:
+        return 1.0
+    if d.size <= EXACT_LIMIT:
+        return signed_rank_exact_p(d)
+    return float(stats.wilcoxon(d, method="asymptotic").pvalue)
+
+
+def mcnemar_p(worse: int, better: int) -> float:
+    """Two-sided exact McNemar p: of the discordant pairs (1→0 and 0→1),
+    is the split different from even? (binomial, as statsmodels' exact=True)."""
+    n = worse + better
+    if n == 0:
+        return 1.0
+    return float(min(1.0, 2 * stats.binom.cdf(min(worse, better), n, 0.5)))
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (None stays None, not counted)."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None]
+    m = len(idx)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def is_binary(*columns: np.ndarray) -> bool:
+    """Every non-null value is 0 or 1 (then McNemar applies)."""
+    for col in columns:
+        v = col[~np.isnan(col)]
+        if v.size and not np.all((v == 0) | (v == 1)):
+            return False
+    return True

@@ -1,0 +1,89 @@
+"""compare on tables written directly (no pipeline): duplicate case ids, a
+bot only one run has, cases without a suite; and the gate's rules."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.config import GateRule
+from pipeline.postrun.compare import Side, compare
+from pipeline.postrun.gate import GateError, check_gate
+from tests.compare_tables import write_run
+
+
+def _values(n: int, shift: float = 0.0) -> dict[str, np.ndarray]:
+    base = np.linspace(0.2, 0.8, n)
+    return {"score": np.clip(base + shift, 0, 1), "halluc": np.full(n, 0.1 - shift)}
+
+
+def test_duplicates_missing_bots_and_suiteless_cases_are_counted_not_paired(tmp_path):
+    out = str(tmp_path)
+    ids = [f"c{i}" for i in range(40)]
+    suites = np.array([None] * 10 + ["a"] * 30, dtype=object)
+    verdicts = np.array(["PASS"] * 40)
+    lower = frozenset({"halluc"})
+    write_run(out, "b", "2026-01-01", "bot", ids + ["c0"], np.append(suites, None),
+              {k: np.append(v, 0.5) for k, v in _values(40).items()},
+              np.append(verdicts, "FAIL"), lower_is_better=lower)  # c0 twice in the baseline
+    write_run(out, "b", "2026-01-01", "old", ids[:5], suites[:5], _values(5), verdicts[:5],
+              lower_is_better=lower)
+    write_run(out, "c", "2026-01-02", "bot", ids[:-1], suites[:-1],
+              {k: v[:-1] for k, v in _values(40, -0.05).items()}, verdicts[:-1],
+              lower_is_better=lower)
+    c = compare(out, Side("b"), Side("c"))
+    assert c["bots"] == ["bot"] and c["paired"] == {"bot": 38}  # c0 (twice) and c39 unpaired
+    assert c["unpaired"]["bot"] == {"only_in_baseline": 1, "only_in_candidate": 0,
+                                    "duplicate_case_id": 1}
+    assert c["unpaired"]["old"]["only_in_baseline"] == 5  # a bot the candidate lacks
+    rows = {(r["suite"], r["metric"]): r for r in c["rows"]}
+    assert rows[("*", "score")]["n_pairs"] == 38 and rows[("a", "score")]["n_pairs"] == 29
+    assert {s for s, _ in rows} == {"*", "a"}  # suiteless cases: in '*' only
+    assert rows[("*", "score")]["delta"] == pytest.approx(-0.05)
+    assert rows[("*", "halluc")]["delta"] == pytest.approx(0.05)  # ↓ metric rose: worse
+    assert rows[("*", "halluc")]["losses"] == 38 and not rows[("*", "halluc")]["higher_is_better"]
+    with open(c["unpaired_csv"], encoding="utf-8") as fh:
+        assert sorted(fh.read().splitlines()[1:]) == sorted(
+            ["bot,duplicate_case_id,c0,", "bot,only_in_baseline,c39,a"]
+            + [f"old,only_in_baseline,c{i}," for i in range(5)])
+
+
+def test_a_numeric_bot_name_stays_text(tmp_path):
+    out, ids = str(tmp_path), [f"c{i}" for i in range(12)]
+    suites, verdicts = np.array(["s"] * 12), np.array(["PASS"] * 12)
+    for run_id, shift in (("b", 0.0), ("c", 0.1)):
+        for bot in ("2024", "007"):
+            write_run(out, run_id, "2026-01-01", bot, ids, suites, _values(12, shift), verdicts)
+    c = compare(out, Side("b"), Side("c"))
+    assert sorted(c["bots"]) == ["007", "2024"] and c["paired"] == {"007": 12, "2024": 12}
+    c = compare(out, Side("c", "007"), Side("c", "2024"))  # bot against bot
+    assert c["paired"] == {"2024": 12} and c["stem"] == "c.007.vs.2024"
+
+
+def _row(metric="faithfulness", delta=-0.05, p=0.001, hib=True, bot="a", suite="*"):
+    return {"bot": bot, "suite": suite, "metric": metric, "delta": delta, "p_adjusted": p,
+            "higher_is_better": hib, "baseline_mean": 0.9, "candidate_mean": 0.9 + delta}
+
+
+@pytest.mark.parametrize("row,rule,failed", [
+    (_row(), GateRule("faithfulness", 0.02), True),
+    (_row(delta=-0.01), GateRule("faithfulness", 0.02), False),            # allowed drop
+    (_row(p=0.2), GateRule("faithfulness", 0.02), False),                  # could be noise
+    (_row(delta=0.05), GateRule("faithfulness", 0.02), False),             # it improved
+    (_row("halluc", 0.05, hib=False), GateRule("halluc", 0.02), True),     # ↓ metric rose
+    (_row("halluc", -0.05, hib=False), GateRule("halluc", 0.02), False),
+    (_row(p=0.03), GateRule("faithfulness", 0.02, alpha=0.01), False),
+])
+def test_gate_fails_on_significant_drops_larger_than_allowed(row, rule, failed):
+    (check,) = check_gate([rule], [row])
+    assert check.failed is failed
+    assert check.describe().startswith("gate[0] {metric: ")
+
+
+def test_gate_rule_filters_and_unmatched_rules():
+    rows = [_row(bot="a"), _row(bot="b", delta=0.0), _row(bot="a", suite="billing")]
+    assert [c.row["bot"] for c in check_gate([GateRule("faithfulness", 0.02)], rows)] == ["a", "b"]
+    assert len(check_gate([GateRule("faithfulness", 0.02, bot="b")], rows)) == 1
+    assert check_gate([GateRule("faithfulness", 0.02, suite="billing")], rows)[0].failed
+    with pytest.raises(GateError, match=r"gate\[0\] \{metric: rouge, max_drop: 0.1\} matches "
+                                        r"nothing compared \(bots: a, b; metrics: faithfulness\)"):
+        check_gate([GateRule("rouge", 0.1)], rows)

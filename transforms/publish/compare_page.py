@@ -1,0 +1,239 @@
+"""The pages of a comparison, runs/<candidate>/compare/<baseline>.md and
+.html, from the comparison as plain data (see pipeline/postrun/compare.py):
+the gate, the changes per bot with their intervals and p-values, the verdict
+transitions, the most regressed cases with both answers and reasons, and the
+cases only one run has."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
+from transforms.publish import charts
+from transforms.publish.html import Raw, figure, page, table, tag
+from transforms.publish.report import md_cell
+
+METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
+          "over the pairs where both have a value; its 95% interval is a percentile bootstrap "
+          "that resamples cases (1,000 resamples, fixed seed). p: Wilcoxon signed-rank for "
+          "continuous metrics, exact McNemar for 0/1 metrics and the pass rate; adjusted with "
+          "Holm's method across the metrics of each bot and suite. Significant: adjusted "
+          "p < 0.05. W/T/L: cases where the candidate is better / equal / worse.")
+UNPAIRED_TITLES = {"only_in_baseline": "only in the baseline",
+                   "only_in_candidate": "only in the candidate",
+                   "duplicate_case_id": "case id repeated within a run (not paired)"}
+
+
+def _signed(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:+.{digits}f}"
+
+
+def _plain(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _p(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
+
+
+def change(row: Mapping[str, Any]) -> str:
+    """better / worse / no significant change."""
+    if not row.get("significant") or not row.get("delta"):
+        return "no significant change"
+    return "better" if (row["delta"] > 0) == row["higher_is_better"] else "worse"
+
+
+def delta_text(row: Mapping[str, Any]) -> str:
+    return (f"{_signed(row.get('delta'))} [{_signed(row.get('ci_low'))}, "
+            f"{_signed(row.get('ci_high'))}]")
+
+
+def _metric_label(row: Mapping[str, Any]) -> str:
+    return row["metric"] if row["higher_is_better"] else f"{row['metric']} ↓"
+
+
+def change_cells(row: Mapping[str, Any]) -> list[Any]:
+    """One line of the changes tables (md and html alike)."""
+    mark = {"better": "▲ better", "worse": "▼ worse"}.get(change(row), "")
+    return [_metric_label(row), row["n_pairs"], _plain(row.get("baseline_mean")),
+            _plain(row.get("candidate_mean")), delta_text(row), row.get("test") or "–",
+            _p(row.get("p_value")), _p(row.get("p_adjusted")),
+            f"{row['wins']}/{row['ties']}/{row['losses']}", mark]
+
+
+CHANGE_HEADERS = ["metric", "pairs", "baseline", "candidate", "Δ [95% CI]", "test", "p",
+                  "p (Holm)", "W/T/L", "change"]
+
+
+def _rows(c: Mapping[str, Any], bot: str, suite: str = "*") -> list[Mapping[str, Any]]:
+    return [r for r in c["rows"] if r["bot"] == bot and r["suite"] == suite]
+
+
+def _suites(c: Mapping[str, Any], bot: str) -> list[str]:
+    return sorted({r["suite"] for r in c["rows"] if r["bot"] == bot and r["suite"] != "*"})
+
+
+def transition_grid(row: Mapping[str, Any]) -> list[list[Any]]:
+    counts = json.loads(row.get("transitions") or "{}")
+    return [[f"{a} →", *(counts.get(f"{a}->{b}", 0) for b in VERDICTS)] for a in VERDICTS]
+
+
+def headline(c: Mapping[str, Any]) -> list[str]:
+    """Sentences at the top of both pages."""
+    pairing = "by case_id (bot against bot)" if c["baseline_side"].bot else "by (bot, case_id)"
+    lines = [f"Candidate `{c['candidate']}` against baseline `{c['baseline']}`, paired "
+             f"{pairing}; candidate run date {c['run_date']}."]
+    paired = ", ".join(f"{b} {n}" for b, n in c["paired"].items()) or "none"
+    lines.append(f"Paired cases: {paired}.")
+    unpaired = []
+    for bot, counts in sorted(c["unpaired"].items()):
+        parts = [f"{n} {UNPAIRED_TITLES[k]}" for k, n in counts.items() if n]
+        if parts:
+            unpaired.append(f"{bot}: {', '.join(parts)}")
+    lines.append("Not paired: " + ("; ".join(unpaired) if unpaired else "none") + ".")
+    nc = c["not_compared"]
+    for side, names in nc.items():
+        if names:
+            lines.append(f"Metrics {side.replace('_', ' ')} (not compared): {', '.join(names)}.")
+    return lines
+
+
+# ------------------------------------------------------------------ markdown
+
+def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int = 0) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---:" if 0 < i <= right else "---" for i in range(len(headers))) + "|"]
+    out += ["| " + " | ".join(md_cell(str(x), 300) for x in row) + " |" for row in rows]
+    return out + [""]
+
+
+def render_compare_md(c: Mapping[str, Any]) -> str:
+    lines = [f"# Comparison: `{c['candidate']}` vs `{c['baseline']}`", ""]
+    lines += [md_cell(x, 2000) for x in headline(c)] + [""]
+    if c.get("gate"):
+        lines += ["## Gate", ""]
+        lines += [f"- **{'FAIL' if g['failed'] else 'pass'}** {md_cell(g['rule'], 300)}: "
+                  f"{md_cell(g['finding'], 500)}" for g in c["gate"]] + [""]
+    lines += ["## Changes, all suites", ""]
+    for bot in c["bots"]:
+        lines += [f"### {bot}", ""] + _md_table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)))
+    lines += ["## Verdict transitions (rows: baseline, columns: candidate)", ""]
+    for bot in c["bots"]:
+        passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
+        if passes:
+            lines += [f"### {bot}", ""] + _md_table(["", *VERDICTS],
+                                                    transition_grid(passes[0]), right=4)
+    lines += ["## Most regressed cases", ""]
+    for bot in c["bots"]:
+        lines += [f"### {bot}", ""] + (_md_table(
+            ["case", "suite", "verdict", "largest drops", "baseline answer", "candidate answer",
+             "baseline reason", "candidate reason"], _regressed_cells(c, bot))
+            if c["regressed"].get(bot) else ["No case regressed.", ""])
+    lines += ["## Cases in only one run", ""]
+    lines += [f"- {md_cell(line, 10_000)}" for line in unpaired_lines(c)] + [""]
+    significant = [r for r in c["rows"] if r["suite"] != "*" and r.get("significant")]
+    lines += ["## Per suite: significant changes", ""]
+    lines += (_md_table(["bot", "suite", *CHANGE_HEADERS],
+                        ([r["bot"], r["suite"], *change_cells(r)] for r in significant))
+              if significant else ["None.", ""])
+    lines += ["## Method", "", METHOD, ""]
+    return "\n".join(lines)
+
+
+ANSWER_CHARS = 1000  # an answer can be megabytes; the page shows its start
+
+
+def clip(text: str | None, limit: int = ANSWER_CHARS) -> str:
+    text = text or "–"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
+    out = []
+    for case in c["regressed"].get(bot, []):
+        b, a = case["baseline"], case["candidate"]
+        out.append([case["case_id"], case["suite"] or "–",
+                    f"{b.get('verdict', '–')} → {a.get('verdict', '–')}",
+                    "; ".join(case["metric_drops"]) or "–",
+                    clip(b.get("answer") or b.get("error")),
+                    clip(a.get("answer") or a.get("error")),
+                    clip(b.get("reason")), clip(a.get("reason"))])
+    return out
+
+
+def unpaired_lines(c: Mapping[str, Any]) -> list[str]:
+    """One line per bot and kind of unpaired case ids, then where all of them are."""
+    listed = c.get("unpaired_listed") or {}
+    if not listed:
+        return ["Every case is paired."]
+    lines = []
+    for bot, kinds in sorted(listed.items()):
+        for kind, ids in kinds.items():
+            if ids:
+                total = c["unpaired"].get(bot, {}).get(kind, len(ids))
+                more = f" (first {len(ids)} of {total})" if total > len(ids) else ""
+                lines.append(f"{bot}, {UNPAIRED_TITLES[kind]}{more}: {', '.join(ids)}")
+    if c.get("unpaired_csv"):
+        lines.append(f"all of them: {os.path.basename(c['unpaired_csv'])}")
+    return lines
+
+
+# ------------------------------------------------------------------ html
+
+def forest_rows(c: Mapping[str, Any]) -> list[dict]:
+    """Forest plot points: metrics on a [0, 1] scale and the pass rate, all suites."""
+    return [{"bot": r["bot"], "metric": _metric_label(r), "delta": r["delta"],
+             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "change": change(r)}
+            for r in c["rows"] if r["suite"] == "*" and c["unit"].get(r["metric"])
+            and r.get("delta") is not None and r.get("ci_low") is not None]
+
+
+def render_compare_html(c: Mapping[str, Any]) -> str:
+    parts: list[Any] = [tag("h1", f"{c['candidate']} vs {c['baseline']}")]
+    parts += [tag("p", line.replace("`", ""), "muted") for line in headline(c)]
+    if c.get("gate"):
+        failed = any(g["failed"] for g in c["gate"])
+        parts.append(Raw(f'<h2>Gate <span class="badge {"fail" if failed else "pass"}">'
+                         f'{"FAILED" if failed else "passed"}</span></h2>'))
+        parts.append(table(["", "rule", "finding"],
+                           [["FAIL" if g["failed"] else "pass", g["rule"], g["finding"]]
+                            for g in c["gate"]]))
+    points = forest_rows(c)
+    parts.append(tag("h2", "Changes, all suites"))
+    if points:
+        parts.append(figure(charts.render(charts.forest(points), "forest plot of deltas"),
+                            "Candidate − baseline with its 95% bootstrap interval (metrics "
+                            "scored in [0, 1] and the pass rate); green: significantly better, "
+                            "red: significantly worse (Holm-adjusted p < 0.05); ↓ lower is "
+                            "better."))
+    for bot in c["bots"]:
+        parts += [tag("h3", bot), table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)),
+                                        numeric=range(1, 9))]
+    parts.append(tag("h2", "Verdict transitions (rows: baseline, columns: candidate)"))
+    for bot in c["bots"]:
+        passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
+        if passes:
+            parts += [tag("h3", bot), table(["", *VERDICTS], transition_grid(passes[0]),
+                                            numeric=range(1, 5))]
+    parts.append(tag("h2", "Most regressed cases"))
+    for bot in c["bots"]:
+        parts.append(tag("h3", bot))
+        parts.append(table(["case", "suite", "verdict", "largest drops", "baseline answer",
+                            "candidate answer", "baseline reason", "candidate reason"],
+                           _regressed_cells(c, bot), text=range(3, 8))
+                     if c["regressed"].get(bot) else tag("p", "No case regressed.", "muted"))
+    parts.append(tag("h2", "Cases in only one run"))
+    parts += [tag("p", line) for line in unpaired_lines(c)]
+    parts.append(tag("h2", "Per suite"))
+    for bot in c["bots"]:
+        for suite in _suites(c, bot):
+            rows = _rows(c, bot, suite)
+            worse = sum(change(r) == "worse" for r in rows)
+            better = sum(change(r) == "better" for r in rows)
+            parts.append(Raw(f"<details><summary>{tag('b', bot)} · suite {tag('b', suite)}: "
+                             f"{worse} significantly worse, {better} better</summary>"
+                             + table(CHANGE_HEADERS, map(change_cells, rows),
+                                     numeric=range(1, 9)) + "</details>"))
+    parts += [tag("h2", "Method"), tag("p", METHOD, "small")]
+    return page(f"{c['candidate']} vs {c['baseline']}", parts)

@@ -1,0 +1,84 @@
+"""Self-contained HTML pages: one file, no script, nothing fetched.
+
+Every piece of text from the data (answers, questions, reasons, case ids,
+suite and bot names) goes through `esc`; only `Raw` fragments built here are
+inserted as HTML. The Content-Security-Policy forbids scripts and every
+request (images are data: URIs), so even a bug in escaping could not run an
+answer's `<script>` or make the page call out.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable, Sequence
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+margin:2rem auto;max-width:1200px;padding:0 1rem;color:#1f2328;line-height:1.45}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;
+padding-bottom:.3rem}h3{margin-top:1.4rem}.muted{color:#57606a}.small{font-size:.85rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;vertical-align:top;text-align:left}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.text{max-width:28rem;white-space:pre-wrap;word-break:break-word}
+.better{color:#1a7f37;font-weight:600}.worse{color:#cf222e;font-weight:600}
+.badge{display:inline-block;padding:.1rem .5rem;border-radius:1rem;font-weight:600}
+.pass{background:#dafbe1;color:#1a7f37}.fail{background:#ffebe9;color:#cf222e}
+figure{margin:1rem 0}figcaption{font-size:.85rem;color:#57606a}img.chart{max-width:100%;height:auto}
+details{margin:.5rem 0}summary{cursor:pointer}
+"""
+
+
+class Raw(str):
+    """HTML built here, inserted as is (never data)."""
+
+
+def esc(value: Any) -> str:
+    """Text (or HTML we built) for the page; None is an en dash."""
+    if isinstance(value, Raw):
+        return value
+    return "–" if value is None else html.escape(str(value), quote=True)
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
+          numeric: Iterable[int] = (), text: Iterable[int] = ()) -> Raw:
+    """A table; `numeric` and `text` are the column indexes to align right or wrap."""
+    numeric, text = set(numeric), set(text)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ' class="num"' if i in numeric else ' class="text"' if i in text else ""
+            cells.append(f"<td{cls}>{esc(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return Raw(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def figure(image: tuple[str | None, str], caption: str) -> Raw:
+    """A chart from `charts.render` (data URI or None, alt text / error)."""
+    uri, alt = image
+    if uri is None:
+        return Raw(f'<p class="muted">Chart not drawn: {esc(alt)}</p>')
+    return Raw(f'<figure><img class="chart" src="{uri}" alt="{esc(alt)}">'
+               f"<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def tag(name: str, content: Any, cls: str | None = None) -> Raw:
+    attr = f' class="{esc(cls)}"' if cls else ""
+    return Raw(f"<{name}{attr}>{esc(content)}</{name}>")
+
+
+def page(title: str, parts: Iterable[Any]) -> str:
+    """The whole document; parts are Raw fragments or text (escaped)."""
+    body = "\n".join(esc(p) for p in parts)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<link rel="icon" href="data:,"><title>{esc(title)}</title>'
+            f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n")

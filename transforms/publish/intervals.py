@@ -1,0 +1,61 @@
+"""95% confidence intervals of a mean and of a proportion, from the few
+numbers a CombineFn can carry (count, sum, sum of squared deviations).
+
+- A mean: Student's t interval, mean ± t(0.975, n-1) · s / √n. It needs only
+  n, the mean and M2 = Σ(x - mean)², which merge exactly across workers
+  (Chan et al.), so the summary stays one pass with a bounded accumulator.
+- A proportion (pass rate, or a metric whose values are all 0 or 1): the
+  Wilson score interval, which stays inside [0, 1] and behaves near 0 and 1
+  where the t interval (Wald) collapses to a point.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from scipy import stats
+
+LEVEL = 0.95
+Z = float(stats.norm.ppf(0.5 + LEVEL / 2))  # 1.959964
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile(df: int) -> float:
+    return float(stats.t.ppf(0.5 + LEVEL / 2, df))
+
+
+def t_interval(n: int, mean: float | None, m2: float,
+               bounds: tuple[float, float] | None = None) -> tuple[float | None, float | None]:
+    """Student's t interval of a mean from n, the mean and M2; None below two
+    values (no spread to estimate). `bounds` clips it to a known range."""
+    if n < 2 or mean is None:
+        return None, None
+    half = _t_quantile(n - 1) * math.sqrt(max(m2, 0.0) / (n - 1) / n)
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return lo, hi
+
+
+def wilson_interval(k: float, n: int) -> tuple[float | None, float | None]:
+    """Wilson score interval of the proportion k / n; None when n is 0."""
+    if n <= 0:
+        return None, None
+    p = k / n
+    z2 = Z * Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    # at k = 0 or k = n one end is exactly 0 or 1 (not 1e-17 away from it)
+    return (0.0 if k <= 0 else max(0.0, centre - half),
+            1.0 if k >= n else min(1.0, centre + half))
+
+
+def merge_moments(n_a: int, mean_a: float, m2_a: float,
+                  n_b: int, mean_b: float, m2_b: float) -> float:
+    """M2 of the union of two groups (Chan, Golub & LeVeque's pairwise update)."""
+    if n_a == 0:
+        return m2_b
+    if n_b == 0:
+        return m2_a
+    delta = mean_b - mean_a
+    return m2_a + m2_b + delta * delta * n_a * n_b / (n_a + n_b)

@@ -1,0 +1,158 @@
+"""runs/<run_id>/report.html: the run for a person, with charts (verdicts per
+bot, metric distributions, a suite × metric heat map, trends of the headline
+metrics over the last run dates) and the worst cases. Self-contained: see
+html.py and charts.py."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
+from transforms.publish import charts
+from transforms.publish.html import Raw, figure, page, table, tag
+from transforms.publish.report import with_interval
+from transforms.publish.trends import TREND_DATES, load_history
+from transforms.score.scoring import UNSCALED
+
+INTERVALS_NOTE = ("Means and pass rates carry 95% confidence intervals: Student's t from "
+                  "count, mean and spread; Wilson's score interval for a pass rate or a metric "
+                  "whose values are all 0 or 1.")
+
+
+def _label(metric: str, higher_is_better: bool | None) -> str:
+    return metric if higher_is_better in (True, None) else f"{metric} ↓"
+
+
+def on_unit_scale(row: Mapping[str, Any]) -> bool:
+    """A metric scored in [0, 1] (not a count or a time), every value in range."""
+    return row["metric"] not in UNSCALED and row.get("hist") is not None
+
+
+def heatmap_cells(summary: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Per-suite means of the [0, 1] metrics and the pass rate, with goodness."""
+    cells = []
+    for r in summary:
+        if r["suite"] == ALL_SUITES or r.get("mean") is None:
+            continue
+        if r["metric"] == VERDICT_METRIC:
+            metric, good = PASS_RATE, r["mean"]
+        elif on_unit_scale(r):
+            hib = r.get("higher_is_better", True)
+            metric, good = _label(r["metric"], hib), r["mean"] if hib else 1 - r["mean"]
+        else:
+            continue
+        cells.append({"bot": r["bot"], "suite": r["suite"], "metric": metric,
+                      "mean": r["mean"], "good": good})
+    return cells
+
+
+def trend_points(history: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Chart rows: a run's x label is its date, plus its id when a date has several runs."""
+    history = list(history)
+    per_date: dict[str, set[str]] = {}
+    for p in history:
+        per_date.setdefault(p["run_date"], set()).add(p["run_id"])
+    out = []
+    for p in history:
+        run = p["run_date"] if len(per_date[p["run_date"]]) == 1 else \
+            f"{p['run_date']} {p['run_id']}"
+        out.append({**p, "run": run})
+    return out
+
+
+def _verdicts(overall: list[Mapping[str, Any]]) -> Raw:
+    rows = [r for r in overall if r["metric"] == VERDICT_METRIC]
+    bars = [{"bot": r["bot"], "verdict": v, "n": r[f"{v.lower()}_count"]}
+            for r in rows for v in VERDICT_ORDER]
+    chart = figure(charts.render(charts.verdict_bars(bars), "verdict counts per bot"),
+                   "Verdicts per bot.")
+    return Raw(chart + table(
+        ["bot", "PASS", "WARN", "FAIL", "ERROR", "pass rate [95% CI]"],
+        [[r["bot"], r["pass_count"], r["warn_count"], r["fail_count"], r["error_count"],
+          with_interval(r)] for r in rows], numeric=range(1, 6)))
+
+
+def _means(overall: list[Mapping[str, Any]]) -> Raw:
+    bots = sorted({r["bot"] for r in overall})
+    by = {(r["bot"], r["metric"]): r for r in overall}
+    metrics = sorted({r["metric"] for r in overall if r["metric"] != VERDICT_METRIC})
+    rows = []
+    for m in metrics:
+        first = next(by[(b, m)] for b in bots if (b, m) in by)
+        cells = [_label(m, first.get("higher_is_better"))]
+        for b in bots:
+            r = by.get((b, m))
+            cells.append(None if r is None else
+                         f"{with_interval(r)}  n={r['count']}, missing {r['missing']}")
+        rows.append(cells)
+    return table(["metric", *bots], rows, numeric=range(1, len(bots) + 1))
+
+
+def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
+    parts = []
+    for bot in sorted(worst):
+        parts.append(tag("h3", bot))
+        parts.append(table(["case", "suite", "verdict", "reason", "question", "answer"],
+                           [[w["case_id"], w.get("suite"), w["verdict"], w["reason"],
+                             w["question"], w["answer"]] for w in worst[bot]],
+                           text=(3, 4, 5)))
+    return Raw("\n".join(parts))
+
+
+def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
+                       worst: Mapping[str, list[Mapping[str, Any]]],
+                       history: Iterable[Mapping[str, Any]]) -> str:
+    summary = list(summary)
+    overall = [r for r in summary if r["suite"] == ALL_SUITES]
+    c = manifest["counts"]
+    parts: list[Any] = [
+        tag("h1", f"evalbeam run {manifest['run_id']}"),
+        tag("p", f"{manifest['run_date']} · input {manifest['input']} · {c['input_rows']} rows, "
+                 f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
+                 f"{c['duplicate_case_ids']} duplicate case ids · bots: "
+                 f"{', '.join(manifest['bots'])} · bot errors: {c['bot_errors']}", "muted"),
+        Raw(f"<p>Counts reconcile: <span class=\"badge "
+            f"{'pass' if manifest['reconciliation']['ok'] else 'fail'}\">"
+            f"{'yes' if manifest['reconciliation']['ok'] else 'NO'}</span></p>"),
+        *[tag("p", f"Note: {n}", "muted") for n in manifest.get("notes", [])],
+        tag("h2", "Verdicts"), _verdicts(overall),
+        tag("h2", "Metric means [95% CI]"), _means(overall),
+        tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
+    ]
+    cells = heatmap_cells(summary)
+    if cells:
+        parts += [tag("h2", "Means per suite"), figure(charts.render(
+            charts.heatmap(cells), "heat map of means per suite and metric"),
+            "Mean per suite × metric (metrics scored in [0, 1], and the pass rate); colour: "
+            "green is good (for ↓ metrics a low mean is green).")]
+    bins = charts.histogram_rows(r for r in summary if on_unit_scale(r))
+    if bins:
+        parts += [tag("h2", "Distributions"), figure(charts.render(
+            charts.histograms(bins), "histograms of metric values per bot"),
+            "Share of each bot's values per 0.05-wide bin (metrics scored in [0, 1]).")]
+    points = trend_points(history)
+    runs = {p["run_id"] for p in points}
+    parts.append(tag("h2", f"Trends (last {TREND_DATES} run dates in this folder)"))
+    if len(runs) > 1:
+        parts.append(figure(charts.render(charts.trends(points), "trend lines of headline "
+                                                                  "metrics"),
+                            "Mean per run with its 95% interval, all suites."))
+    else:
+        parts.append(tag("p", "Only this run so far: the trends appear once the folder holds "
+                              "runs of other dates.", "muted"))
+    parts += [tag("h2", "Worst cases"), _worst(worst),
+              tag("p", "Tables: " + ", ".join(f"{t}/ ({n} rows)"
+                                              for t, n in manifest["tables"].items()),
+                  "muted small")]
+    return page(f"evalbeam run {manifest['run_id']}", parts)
+
+
+def write_html_report(run_dir: str, manifest: Mapping[str, Any],
+                      summary: list[Mapping[str, Any]],
+                      worst: Mapping[str, list[Mapping[str, Any]]]) -> None:
+    """report.html beside report.md, with the trends of the folder's summary/."""
+    history = load_history(manifest["output"], manifest["run_id"], manifest["run_date"], summary)
+    with FileSystems.create(FileSystems.join(run_dir, "report.html")) as fh:
+        fh.write(render_html_report(manifest, summary, worst, history).encode())
+
