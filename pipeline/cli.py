@@ -15,8 +15,10 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import secrets
 import sys
+import tempfile
 from typing import Sequence
 
 import apache_beam as beam
@@ -28,7 +30,7 @@ from pipeline.graph import Plan, build_pipeline
 from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo
-from transforms.read.cases import plan_shards
+from transforms.read.cases import list_input_files, plan_shards
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
 from transforms.publish.write import RUN_ID_PATTERN
 
@@ -179,19 +181,81 @@ def share_limits(cfg, workers: int):
     return dataclasses.replace(cfg, endpoints=endpoints)
 
 
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_GLOB_CHARS = "*?[]{}"
+
+
+def check_run_date(run_date: str) -> None:
+    """A calendar date written YYYY-MM-DD (Python 3.11 also accepts 20240101 and
+    2024-W01-1, which would make odd partition names)."""
+    try:
+        ok = bool(_DATE.match(run_date)) and dt.date.fromisoformat(run_date) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD")
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output(output: str, input_pattern: str) -> str:
+    """The output folder, normalised; refused before anything runs when it is a
+    file, cannot be written, holds glob characters (Beam would read it as a
+    pattern) or lies inside the input folder (the next run would read its tables)."""
+    if not output.strip():
+        raise UsageError("--output is empty")
+    bad = sorted({c for c in output if c in _GLOB_CHARS})
+    if bad:
+        raise UsageError(f"--output {output!r} contains the glob character(s) {''.join(bad)}; "
+                         "choose a folder name without * ? [ ] { }")
+    output = output.rstrip("/") or "/"
+    if "://" in output:
+        return output
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise UsageError(f"--output {output} exists and is not a folder")
+    existing = os.path.abspath(output)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"--output {output}: {existing} is a file, not a folder")
+    try:  # a real probe (permission bits say nothing to root or on a read-only mount)
+        os.rmdir(tempfile.mkdtemp(prefix=".evalbeam-probe-", dir=existing))
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write in {existing} "
+                         f"({exc.strerror or exc})") from None
+    if "://" not in input_pattern and os.path.isdir(input_pattern) and _inside(output,
+                                                                                input_pattern):
+        raise UsageError(f"--output {output} is inside the input folder {input_pattern}: the "
+                         "next run would read its own tables as input; choose another folder")
+    return output
+
+
+def check_inputs_outside(paths: Sequence[str], output: str) -> None:
+    """No input file may come from the output folder (a glob like in/**/*.parquet
+    would otherwise read the tables of earlier runs)."""
+    if "://" in output:
+        return
+    for path in paths:
+        if "://" not in path and _inside(path, output):
+            raise UsageError(f"input file {path} is inside --output {output}: the run "
+                             "would read its own tables as input")
+
+
 def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
     cfg = share_limits(load_config(args.config),
                        worker_count(options) if options is not None else 1)
-    run_id = args.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + \
-        secrets.token_hex(2)
+    run_id = args.run_id if args.run_id is not None else \
+        dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
     if not RUN_ID_PATTERN.match(run_id):
         raise UsageError(f"--run-id {run_id!r} must be 1-128 letters, digits, '-' or '_'")
-    run_date = args.run_date or dt.datetime.now(dt.timezone.utc).date().isoformat()
-    try:
-        dt.date.fromisoformat(run_date)
-    except ValueError:
-        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD") from None
+    run_date = args.run_date if args.run_date is not None else \
+        dt.datetime.now(dt.timezone.utc).date().isoformat()
+    check_run_date(run_date)
+    output = check_output(args.output, args.input)
     for bot in cfg.bots:
         if bot.type in REMOTE_BOT_TYPES:
             check_remote_bot(bot, cfg.endpoints)
@@ -224,8 +288,9 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     cache_path = call_cache_path(cfg, args.output, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(cfg.input.columns)
+    check_inputs_outside(list_input_files(args.input), output)
     shards = plan_shards(args.input, columns)
-    info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
+    info = RunInfo(run_id=run_id, run_date=run_date, output=output,
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
                    lower_is_better=LOWER_IS_BETTER, config=cfg.to_public_dict(),
