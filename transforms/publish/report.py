@@ -55,6 +55,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     bots = sorted({r["bot"] for r in summary})
     c = manifest["counts"]
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
+             f"Attempt `{manifest.get('attempt', '–')}`, finished {manifest.get('finished_at', '–')}.",
+             "",
              f"Input: `{manifest['input']}` — {c['input_rows']} rows, {c['valid_cases']} valid, "
              f"{c['invalid_rows']} invalid, {c['duplicate_case_ids']} duplicate case ids.",
              f"Bots: {', '.join(manifest['bots'])}. Results rows: {c['results_rows']}; "
