@@ -355,8 +355,8 @@ def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
                             "its lease")
         return leases.update(info.output, held, pid=os.getpid())
     lease = leases.new_lease(info.run_id, info.attempt, info.lease_ttl_s, runner_local)
-    taken = leases.acquire(info.output, lease,
-                           lambda: committed_attempt(info.output, info.run_id))
+    lease, taken = leases.acquire(info.output, lease,
+                                  lambda: committed_attempt(info.output, info.run_id))
     if taken:
         print(f"evalbeam: note: took over run id {info.run_id!r} from {taken}", file=sys.stderr)
     clean_leftovers(info.output, info.run_id, info.attempt, list(TABLES.values()))

@@ -181,9 +181,11 @@ def _user() -> str:
 
 
 def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | None]
-            ) -> str | None:
-    """Take the run id's lease for `lease.attempt`; returns which attempt was taken
-    over and why (None if the lease was free), or raises LeaseHeld naming the holder."""
+            ) -> tuple[Lease, str | None]:
+    """Take the run id's lease for `lease.attempt` (acquired now); returns the lease
+    and which attempt was taken over and why (None if the lease was free), or
+    raises LeaseHeld naming the holder."""
+    lease = Lease(**{**asdict(lease), "acquired_at": time.time()})
     path = lease_path(output, lease.run_id)
     for _ in range(3):  # the lease may vanish (released) between looking and taking
         if _create_exclusive(path, _encode(lease)):
@@ -215,13 +217,13 @@ def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | Non
     raise LeaseHeld(f"run id {lease.run_id!r}: could not take its lease (it keeps changing)")
 
 
-def _confirm(output: str, lease: Lease, taken_over: str | None) -> str | None:
+def _confirm(output: str, lease: Lease, taken_over: str | None) -> tuple[Lease, str | None]:
     """Read the lease back (an object store has no create-if-absent)."""
     current = read_lease(output, lease.run_id)
     if current is None or current.attempt != lease.attempt:
         holder = current.owner() if current else "someone"
         raise LeaseHeld(f"run id {lease.run_id!r} was taken by {holder} at the same moment")
-    return taken_over
+    return lease, taken_over
 
 
 def holds(output: str, run_id: str, attempt: str) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import re
 from typing import Any, Iterable, Mapping
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
@@ -43,9 +44,21 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+# C0 controls but whitespace, DEL, C1 controls; and bidirectional overrides,
+# which reorder what a reader sees around them
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as visible escapes (ESC -> \\x1b): raw ESC sequences
+    from an answer must not reach a terminal or viewer that shows report.md."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
 def _cell(text: str | None, limit: int) -> str:
     """Text safe for one markdown table cell."""
-    text = " ".join((text or "").split()).replace("|", "\\|")
+    text = escape_controls(" ".join((text or "").split())).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -65,7 +78,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     if c.get("judge_errors"):
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
-    lines += [f"Note: {n}" for n in manifest.get("notes", [])]
+    lines += [f"Note: {escape_controls(n)}" for n in manifest.get("notes", [])]
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:

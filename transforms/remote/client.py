@@ -102,8 +102,8 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
     bytes: a 50 MB reply must not be read into memory, let alone scored."""
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise ReplyTooLarge(f"reply of {int(declared)} bytes is larger than max_reply_bytes "
-                            f"({limit})")
+        raise ReplyTooLarge(f"reply of {int(declared)} bytes: larger than max_reply_bytes "
+                            f"({limit} bytes)")
     body = bytearray()
     async for chunk in response.aiter_bytes():
         body += chunk
@@ -150,16 +150,19 @@ class EndpointClient:
         return self.scrubber.scrub(text)
 
     async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
-                        estimated_tokens: float = 0.0, cache_salt: str | None = None
-                        ) -> CallResult:
+                        estimated_tokens: float = 0.0, cache_salt: str | None = None,
+                        cache_body: Mapping[str, Any] | None = None) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
         under test), an answer already in the cache is returned without a
-        request, and identical requests in flight at once share one call."""
+        request, and identical requests in flight at once share one call. The key
+        is computed from `cache_body` when given (the body without what changes
+        from run to run)."""
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens)
-        key = cache_key(self.cfg.base_url, path, self.params, model, body, cache_salt)
+        key = cache_key(self.cfg.base_url, path, self.params, model,
+                        body if cache_body is None else cache_body, cache_salt)
         hit = self.cache.get(key)
         shared = self._inflight.get(key) if hit is None else None
         if shared is not None:

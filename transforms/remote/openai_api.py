@@ -40,8 +40,11 @@ class ChatReply:
 async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, str]], *,
                purpose: str, temperature: float = 0.0, max_tokens: int | None = None,
                n: int = 1, extra: dict[str, Any] | None = None,
-               cache_salt: str | None = None) -> ChatReply:
-    """One chat completion; cache_salt (judge calls only) lets the call cache answer it."""
+               cache_salt: str | None = None,
+               cache_messages: Sequence[dict[str, str]] | None = None) -> ChatReply:
+    """One chat completion; cache_salt (judge calls only) lets the call cache answer
+    it, keyed by the request with `cache_messages` when given (the messages
+    without anything that changes from run to run, e.g. salted block ids)."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -50,8 +53,10 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     body.update(extra or {})
     est = sum(estimate_tokens(m.get("content", "")) for m in messages) + \
         (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
+    keyed = {**body, "messages": list(cache_messages)} if cache_messages is not None else None
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
-                                    purpose=purpose, estimated_tokens=est, cache_salt=cache_salt)
+                                    purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
+                                    cache_body=keyed)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     texts, extras, problem = read_choices(result.data)

@@ -90,7 +90,7 @@ def _similarity(t: Turn, o, side) -> MetricResult:
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
     ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
     return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
-                              bert_idf if o["idf"] else None)
+                              bert_idf if o["idf"] else None, ref.total, cand.total)
 
 
 def _relevance(t: Turn, o, side) -> MetricResult:
