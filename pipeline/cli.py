@@ -395,6 +395,8 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
     of its own (new session, output to a log beside the manifest) and return."""
     import subprocess
     log = FileSystems.join(leases.run_dir(info.output, info.run_id), f"log.{info.attempt}.txt")
+    if "://" in log:  # the process writes its output locally
+        log = os.path.join(tempfile.gettempdir(), f"evalbeam-{info.run_id}-{info.attempt}.log")
     child = [a for a in argv if a not in ("--detach", "--no_wait_until_finish")] + [
         "--run-id", info.run_id, "--run-date", info.run_date, "--attempt", info.attempt]
     with open(log, "ab") as fh:
