@@ -336,7 +336,6 @@ def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
 
 LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
                  "switchingdirectrunner", "prismrunner")
-EXIT_RUNNING = 5
 
 
 def runner_is_local(options: PipelineOptions) -> bool:
