@@ -13,7 +13,6 @@ from contextlib import ExitStack
 from urllib.parse import quote
 
 import httpx
-import pytest
 
 from pipeline.config import DEFAULT_MAX_REPLY_BYTES
 from tests.conftest import write_cases

@@ -9,9 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import MAX_CONCURRENCY, ConfigError, load_config
+from pipeline.config import MAX_CONCURRENCY, load_config
 from tests.conftest import SAMPLE_ROWS, write_cases
+from schemas.cases import source_columns
 from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.read.cases import list_input_files, plan_shards
 
 _EP = "endpoints:\n  llm:\n    base_url: http://127.0.0.1:1/v1\n"
 
@@ -101,29 +103,28 @@ def test_output_problems_are_refused_before_the_run(tmp_path, capsys):
     assert not os.path.exists(inputs / "out") and not os.path.exists(tmp_path / "out")
     # a glob that would reach into the output folder's tables
     out = tmp_path / "o"
-    assert run_cli("--input", cases, "--output", str(out), "--run-id", "r") == 0
-    capsys.readouterr()
+    os.makedirs(out / "results")
+    write_cases(str(out / "results" / "part-r.x.parquet"), SAMPLE_ROWS)
     assert "is inside --output" in _fails_cleanly(
         capsys, "--input", str(tmp_path / "**" / "*.parquet"), "--output", str(out))
 
 
 def test_input_file_named_like_a_glob_is_read(tmp_path):
+    """It was "no input files match" (the name was read as a pattern)."""
     cases = write_cases(str(tmp_path / "b[1].parquet"), SAMPLE_ROWS)
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--run-id", "g") == 0
-    assert manifest(out, "g")["counts"]["input_rows"] == len(SAMPLE_ROWS)
+    write_cases(str(tmp_path / "b1.parquet"), SAMPLE_ROWS)  # what the pattern would match
+    assert list_input_files(cases) == [cases]
+    assert sum(s.stop - s.start for s in plan_shards(cases, source_columns({}))) == \
+        len(SAMPLE_ROWS)
 
 
 def test_invalid_utf8_in_a_string_column_is_a_read_error_row(tmp_path):
     """Issue 9 item 2: one row's bytes are not UTF-8; the run goes on."""
-    bad = pa.array(["How long is the refund window?", b"caf\xe9 \xff?".decode("latin-1"),
-                    "Do you ship to Canada?"], pa.string())
-    # pyarrow validates UTF-8 when building a string array: write real invalid bytes
+    # pyarrow checks UTF-8 when it builds a string array: view invalid bytes as strings
     raw = pa.array([b"How long is the refund window?", b"caf\xe9 \xff?",
                     b"Do you ship to Canada?"], pa.binary())
     table = pa.table({"case_id": ["u1", "u2", "u3"], "question": raw.view(pa.string()),
                       "answer": ["30 days.", "Yes.", "Yes, to Canada."]})
-    del bad
     path = str(tmp_path / "bad_utf8.parquet")
     pq.write_table(table, path)
     out = str(tmp_path / "out")
