@@ -241,3 +241,12 @@ def test_detached_run_returns_at_once_and_status_follows_it(tmp_path, setup, cap
     assert not os.path.exists(leases.lease_path(out, "d"))
     log = os.path.join(out, "runs", "d", f"log.{m['attempt']}.txt")
     _wait_for(lambda: "run d: 8 input rows" in open(log).read(), 30, "the log's last lines")
+
+
+def test_a_lease_file_left_empty_by_a_kill_is_taken_over(tmp_path):
+    out = str(tmp_path / "out")
+    os.makedirs(os.path.join(out, "runs", "e"))
+    open(leases.lease_path(out, "e"), "w").close()  # killed between create and write
+    lease, taken = leases.acquire(out, leases.new_lease("e", "a" * 12, 300, True), lambda: None)
+    assert "the lease file is unreadable" in taken
+    assert leases.read_lease(out, "e") == lease

@@ -192,10 +192,12 @@ def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | Non
             return _confirm(output, lease, None)
         held = read_lease(output, lease.run_id)
         if held is None:
-            if FileSystems.exists(path):  # unreadable (a killed writer): take it over
-                held = Lease(lease.run_id, "unknown", "?", 0, "?", 0.0, 0.0, False)
-            else:
-                continue
+            stamp = _modified(path)
+            if stamp is None:
+                continue  # released meanwhile
+            # unreadable: its writer was killed while creating it
+            held = Lease(lease.run_id, f"unreadable-{stamp}", "?", 0, "?", 0.0, 0.0, False,
+                         "failed", "the lease file is unreadable")
         reason = why_free(output, held, committed_attempt())
         if reason is None:
             beat = time.time() - last_heartbeat(output, held)
@@ -215,6 +217,14 @@ def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | Non
         write_atomic(path, _encode(lease))
         return _confirm(output, lease, f"attempt {held.attempt} ({reason})")
     raise LeaseHeld(f"run id {lease.run_id!r}: could not take its lease (it keeps changing)")
+
+
+def _modified(path: str) -> int | None:
+    """A file's modification time (whole seconds), None when it does not exist."""
+    try:
+        return int(FileSystems.match([path])[0].metadata_list[0].last_updated_in_seconds)
+    except Exception:
+        return None
 
 
 def _confirm(output: str, lease: Lease, taken_over: str | None) -> tuple[Lease, str | None]:
