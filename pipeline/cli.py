@@ -1,37 +1,45 @@
 """The `evalbeam` command line.
 
     evalbeam run --input PATH_OR_GLOB --output DIR [--config FILE.yaml]
-                 [--run-id ID] [--run-date YYYY-MM-DD] [Beam options ...]
+                 [--run-id ID] [--run-date YYYY-MM-DD] [--detach] [--lease-ttl S]
+                 [Beam options ...]
+    evalbeam status --output DIR --run-id ID
     evalbeam calibrate --output DIR --run-id ID [--bot NAME ...]
     evalbeam compare --output DIR --baseline RUN[:BOT] --candidate RUN[:BOT]
                      [--config FILE.yaml]
 
 Everything that can be checked before the run is checked first (config,
-input files and their columns, FAQ files, run id), so a bad invocation exits
-non-zero with one clear line and writes nothing.
+input files and their columns, FAQ files, run id, output folder, the run id's
+lease), so a bad invocation exits non-zero with one clear line and writes
+nothing.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import datetime as dt
-import json
 import logging
 import os
+import re
 import secrets
 import sys
+import tempfile
 from typing import Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, ConfigError, load_config
+from transforms.publish import lease as leases
+from transforms.publish.commit import clean_leftovers, committed, committed_attempt
+from transforms.publish.lease import DEFAULT_TTL_S, LeaseHeld
 from pipeline.graph import Plan, build_pipeline
 from schemas.cases import InputError, source_columns
+from schemas.tables import TABLES
 from transforms.answer.faq_index import check_faq_file
-from transforms.publish.finalize import RunInfo
-from transforms.read.cases import plan_shards
+from transforms.publish.finalize import RunInfo, new_attempt
+from transforms.read.cases import list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.cache import CacheSpec
 from transforms.score.scoring import LOWER_IS_BETTER, select_scorers
@@ -59,6 +67,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="YAML config (default: built-in defaults)")
     run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
     run.add_argument("--run-date", help="partition date YYYY-MM-DD (default: today, UTC)")
+    run.add_argument("--detach", action="store_true",
+                     help="start the run and return at once (check it with evalbeam status)")
+    run.add_argument("--lease-ttl", type=float, default=DEFAULT_TTL_S, metavar="SECONDS",
+                     help="a run whose heartbeat is older than this may be taken over "
+                          f"(default {DEFAULT_TTL_S:g})")
+    run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
+    status = sub.add_parser("status", help="is a run running, finished or failed?",
+                            epilog="Exit codes: 0 finished, 1 failed, 2 unknown run id or bad "
+                                   "invocation, 3 finished but the counts do not reconcile, "
+                                   "5 running.")
+    status.add_argument("--output", required=True, help="the run's output folder")
+    status.add_argument("--run-id", required=True, help="the run id")
     cal = sub.add_parser("calibrate", help="measure a finished run's metrics and verdicts "
                          "against the labels of its answers; write calibration/ and "
                          "runs/<run_id>/calibration.md; suggest verdict rules")
@@ -240,19 +260,87 @@ def own_scorers(cfg) -> tuple:
         raise ConfigError(str(exc)) from None
 
 
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_GLOB_CHARS = "*?[]{}"
+
+
+def check_run_date(run_date: str) -> None:
+    """A calendar date written YYYY-MM-DD (Python 3.11 also accepts 20240101 and
+    2024-W01-1, which would make odd partition names)."""
+    try:
+        ok = bool(_DATE.match(run_date)) and dt.date.fromisoformat(run_date) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD")
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output(output: str, input_pattern: str) -> str:
+    """The output folder, normalised; refused before anything runs when it is a
+    file, cannot be written, holds glob characters (Beam would read it as a
+    pattern) or lies inside the input folder (the next run would read its tables)."""
+    if not output.strip():
+        raise UsageError("--output is empty")
+    bad = sorted({c for c in output if c in _GLOB_CHARS})
+    if bad:
+        raise UsageError(f"--output {output!r} contains the glob character(s) {''.join(bad)}; "
+                         "choose a folder name without * ? [ ] { }")
+    output = output.rstrip("/") or "/"
+    if "://" in output:
+        return output
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise UsageError(f"--output {output} exists and is not a folder")
+    existing = os.path.abspath(output)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"--output {output}: {existing} is a file, not a folder")
+    try:  # a real probe (permission bits say nothing to root or on a read-only mount)
+        os.rmdir(tempfile.mkdtemp(prefix=".evalbeam-probe-", dir=existing))
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write in {existing} "
+                         f"({exc.strerror or exc})") from None
+    if "://" not in input_pattern and os.path.isdir(input_pattern) and _inside(output,
+                                                                                input_pattern):
+        raise UsageError(f"--output {output} is inside the input folder {input_pattern}: the "
+                         "next run would read its own tables as input; choose another folder")
+    return output
+
+
+def check_inputs_outside(paths: Sequence[str], output: str) -> None:
+    """No input file may come from the output folder (a glob like in/**/*.parquet
+    would otherwise read the tables of earlier runs)."""
+    if "://" in output:
+        return
+    for path in paths:
+        if "://" not in path and _inside(path, output):
+            raise UsageError(f"input file {path} is inside --output {output}: the run "
+                             "would read its own tables as input")
+
+
 def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
     cfg = share_limits(load_config(args.config),
                        worker_count(options) if options is not None else 1)
-    run_id = args.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + \
-        secrets.token_hex(2)
+    run_id = args.run_id if args.run_id is not None else \
+        dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
     if not RUN_ID_PATTERN.match(run_id):
         raise UsageError(f"--run-id {run_id!r} must be 1-128 letters, digits, '-' or '_'")
-    run_date = args.run_date or dt.datetime.now(dt.timezone.utc).date().isoformat()
-    try:
-        dt.date.fromisoformat(run_date)
-    except ValueError:
-        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD") from None
+    run_date = args.run_date if args.run_date is not None else \
+        dt.datetime.now(dt.timezone.utc).date().isoformat()
+    check_run_date(run_date)
+    output = check_output(args.output, args.input)
+    attempt = getattr(args, "attempt", None) or new_attempt()
+    if not re.match(r"^[0-9a-f]{12}$", attempt):
+        raise UsageError(f"--attempt {attempt!r} must be 12 hex digits")
+    ttl = getattr(args, "lease_ttl", DEFAULT_TTL_S)
+    if not (isinstance(ttl, (int, float)) and 0 < ttl < float("inf")):
+        raise UsageError(f"--lease-ttl {ttl!r} must be a positive number of seconds")
     for bot in cfg.bots:
         if bot.type in REMOTE_BOT_TYPES:
             check_remote_bot(bot, cfg.endpoints)
@@ -287,15 +375,17 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     cache = call_cache(cfg, args.output) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
+    check_inputs_outside(list_input_files(args.input, cfg.input.format), output)
     shards = plan_shards(args.input, columns, cfg.input.format, notes)
-    info = RunInfo(run_id=run_id, run_date=run_date, output=args.output.rstrip("/"),
+    info = RunInfo(run_id=run_id, run_date=run_date, output=output,
                    input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
                    lower_is_better=LOWER_IS_BETTER.union(*(s.lower_is_better
                                                            for s, _ in scorers)),
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
-                   notes=tuple(notes))
+                   notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
+                   lease_ttl_s=float(ttl))
     from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
@@ -341,7 +431,36 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return EXIT_GATE_FAILED if failed else 0
 
 
+LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
+                 "switchingdirectrunner", "prismrunner")
+
+
+def runner_is_local(options: PipelineOptions) -> bool:
+    """The pipeline runs in this process (and its children), not as a remote job."""
+    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
+    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
+
+
+def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
+    """The run id's lease for this attempt (LeaseHeld when another attempt has
+    it); a fresh attempt then removes what killed attempts left behind."""
+    if adopt:  # the detached process of a launcher that took the lease for it
+        held = leases.read_lease(info.output, info.run_id)
+        if held is None or held.attempt != info.attempt:
+            raise LeaseHeld(f"attempt {info.attempt} of run {info.run_id!r} no longer holds "
+                            "its lease")
+        return leases.update(info.output, held, pid=os.getpid())
+    lease = leases.new_lease(info.run_id, info.attempt, info.lease_ttl_s, runner_local)
+    lease, taken = leases.acquire(info.output, lease,
+                                  lambda: committed_attempt(info.output, info.run_id))
+    if taken:
+        print(f"evalbeam: note: took over run id {info.run_id!r} from {taken}", file=sys.stderr)
+    clean_leftovers(info.output, info.run_id, info.attempt, list(TABLES.values()))
+    return lease
+
+
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args, beam_args = _parser().parse_known_args(argv)
     if args.command == "compare":
         return compare(args, beam_args)
@@ -350,28 +469,85 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _usage_error(f"unexpected argument {unknown[0]!r}")
     if args.command == "calibrate":
         return calibrate(args)
+    if args.command == "status":
+        from pipeline.postrun.status import print_status
+        return print_status(args.output, args.run_id)
     options = _beam_options(beam_args)
+    detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
+    local = runner_is_local(options)
     try:
         plan = make_plan(args, options)
-    except (ConfigError, InputError, UsageError) as exc:
+        lease = take_lease(plan.info, local, adopt=args.attempt is not None)
+    except (ConfigError, InputError, UsageError, LeaseHeld) as exc:
         return _usage_error(str(exc))
     for note in plan.info.notes:  # said once, before the run (and kept in the manifest)
         print(f"evalbeam: note: {note}", file=sys.stderr)
-    with beam.Pipeline(options=options) as p:
+    if detach and local and args.attempt is None:
+        return _start_detached(argv, plan.info, lease)
+    return _run_pipeline(plan, options, lease, detach)
+
+
+def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
+    """A local runner runs in this process: run the same command in a process
+    of its own (new session, output to a log beside the manifest) and return."""
+    import subprocess
+    log = FileSystems.join(leases.run_dir(info.output, info.run_id), f"log.{info.attempt}.txt")
+    if "://" in log:  # the process writes its output locally
+        log = os.path.join(tempfile.gettempdir(), f"evalbeam-{info.run_id}-{info.attempt}.log")
+    child = [a for a in argv if a not in ("--detach", "--no_wait_until_finish")] + [
+        "--run-id", info.run_id, "--run-date", info.run_date, "--attempt", info.attempt]
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline", *child], stdout=fh,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    leases.update(info.output, lease, pid=proc.pid)
+    _print_submitted(info, f"pid {proc.pid}, log {log}")
+    return 0
+
+
+def _print_submitted(info: RunInfo, where: str) -> None:
+    print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
+    print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
+
+
+def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
+                  detach: bool) -> int:
+    """Run (or, detached on a remote runner, submit) the pipeline; its Finalize
+    step commits the attempt and releases the lease. A failure marks the lease
+    failed, so `status` says so at once and the next run may take over."""
+    info = plan.info
+    beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
+    try:
+        p = beam.Pipeline(options=options)
         build_pipeline(p, plan)
-    return _print_outcome(plan.info)
+        result = p.run()
+        if detach:  # a remote job: its workers beat and its Finalize commits and releases
+            _print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
+            return 0
+        result.wait_until_finish()
+    except BaseException as exc:
+        from transforms.remote.scrub import scrubber_for
+        why = scrubber_for(info.endpoints).scrub(f"{type(exc).__name__}: {exc}")
+        leases.update(info.output, lease, state="failed", reason=" ".join(why.split())[:300])
+        raise
+    finally:
+        beat.stop()
+    return _print_outcome(info)
 
 
 def _print_outcome(info: RunInfo) -> int:
-    path = FileSystems.join(info.output, "runs", info.run_id, "manifest.json")
-    with FileSystems.open(path) as fh:  # works for gs://, s3:// outputs too
-        manifest = json.loads(fh.read().decode("utf-8"))
+    manifest = committed(info.output, info.run_id)  # works for gs://, s3:// outputs too
+    if manifest is None or manifest.get("attempt") != info.attempt:
+        print(f"evalbeam: error: run {info.run_id} finished without its completion marker",
+              file=sys.stderr)
+        return 1
     c = manifest["counts"]
     print(f"run {info.run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
           f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
           f"({c['errors_rows']} rows in errors/)")
+    summary = [FileSystems.join(info.output, p) for p in manifest["files"]["summary"]]
     for bot in manifest["bots"]:
-        print(f"  {bot}: " + _bot_line(info.output, info.run_id, info.run_date, bot))
+        print(f"  {bot}: " + _bot_line(summary, bot))
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
     print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")
     if not manifest["reconciliation"]["ok"]:
@@ -380,13 +556,13 @@ def _print_outcome(info: RunInfo) -> int:
     return 0
 
 
-def _bot_line(output: str, run_id: str, run_date: str, bot: str) -> str:
+def _bot_line(summary_files: Sequence[str], bot: str) -> str:
     import pyarrow.parquet as pq
-    from schemas.tables import ALL_SUITES, SUMMARY, VERDICT_METRIC
-    path = FileSystems.join(output, SUMMARY.name, f"run_date={run_date}",
-                            f"part-{run_id}.0.parquet")
-    with FileSystems.open(path) as fh:
-        rows = pq.read_table(fh).to_pylist()
+    from schemas.tables import ALL_SUITES, VERDICT_METRIC
+    rows = []
+    for path in summary_files:
+        with FileSystems.open(path) as fh:
+            rows += pq.read_table(fh).to_pylist()
     by = {r["metric"]: r for r in rows if r["bot"] == bot and r["suite"] == ALL_SUITES}
     v = by.get(VERDICT_METRIC)
     parts = [] if v is None else [f"PASS {v['pass_count']}  WARN {v['warn_count']}  "

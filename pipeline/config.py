@@ -6,6 +6,7 @@ because a misspelt key silently ignored is a nightly job evaluated wrongly.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -16,6 +17,9 @@ VERDICTS = ("PASS", "WARN", "FAIL")
 BOT_TYPES = ("precomputed", "faq_match", "full_context", "chat", "http")
 REMOTE_BOT_TYPES = ("full_context", "chat", "http")
 EMBEDDING_PROVIDERS = ("local", "endpoint", "hashing")
+MAX_CONCURRENCY = 512  # requests in flight per worker process (64 connection pools of 8)
+MAX_NAME_LENGTH = 64   # bot names become Hive folder names (bot=<name>)
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -44,6 +48,9 @@ class EndpointConfig:
     headers: dict[str, str] = field(default_factory=dict)  # values may name env vars: ${VAR}
     worker_share: float | None = None  # a worker's share of the limits; None: 1 / workers
     api_version: str | None = None  # Azure OpenAI
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a bigger reply is that row's error
+    circuit_failures: int = 10      # consecutive connection failures that open the breaker
+    circuit_cooldown_s: float = 30.0  # how long it stays open before one probe call
 
 
 @dataclass(frozen=True)
@@ -215,9 +222,20 @@ def _build(cls: type, data: Any, where: str, **overrides: Any) -> Any:
 def _number(value: Any, where: str, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{where} must be a finite number, got {value!r}")
     if positive and value <= 0:
         raise ConfigError(f"{where} must be > 0, got {value!r}")
     return float(value)
+
+
+def _integer(value: Any, where: str, low: int, high: int | None = None) -> int:
+    """An integer (not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+            high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ConfigError(f"{where} must be an integer {bound}, got {value!r}")
+    return value
 
 
 def _endpoint(name: str, data: Any) -> EndpointConfig:
@@ -225,15 +243,25 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     ep = _build(EndpointConfig, data, where)
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url must be an http(s) URL, got {ep.base_url!r}")
-    for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s"):
+    for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s",
+                "circuit_cooldown_s"):
         _number(getattr(ep, key), f"{where}.{key}")
+    if ep.backoff_initial_s > ep.backoff_max_s:
+        raise ConfigError(f"{where}.backoff_initial_s ({ep.backoff_initial_s}) must not exceed "
+                          f"backoff_max_s ({ep.backoff_max_s})")
     if ep.worker_share is not None and not 0 < _number(ep.worker_share, f"{where}.worker_share") <= 1:
         raise ConfigError(f"{where}.worker_share must be in (0, 1]")
     if ep.tokens_per_minute is not None:
         _number(ep.tokens_per_minute, f"{where}.tokens_per_minute")
-    for key in ("max_concurrency", "max_attempts"):
-        if not isinstance(getattr(ep, key), int) or getattr(ep, key) < 1:
-            raise ConfigError(f"{where}.{key} must be an integer >= 1")
+    _integer(ep.max_attempts, f"{where}.max_attempts", 1)
+    _integer(ep.max_concurrency, f"{where}.max_concurrency", 1, MAX_CONCURRENCY)
+    _integer(ep.max_reply_bytes, f"{where}.max_reply_bytes", 1024)
+    _integer(ep.circuit_failures, f"{where}.circuit_failures", 0)
+    if not isinstance(ep.headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            for k, v in ep.headers.items()):
+        raise ConfigError(f"{where}.headers must be a mapping of header name to text, "
+                          f"got {ep.headers!r}"[:300])
     prices = _check_keys(ep.price_per_million, {"input", "output"}, f"{where}.price_per_million")
     for k, v in prices.items():
         _number(v, f"{where}.price_per_million.{k}", positive=False)
@@ -381,9 +409,8 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
         raise ConfigError("judge needs both 'endpoint' and 'model' (or neither)")
     _number(judge.temperature, "judge.temperature", positive=False)
     _number(safety.temperature, "judge.safety.temperature", positive=False)
-    for key, value in (("judge.max_tokens", judge.max_tokens), ("judge.safety.votes", safety.votes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{key} must be an integer >= 1")
+    _integer(judge.max_tokens, "judge.max_tokens", 1)
+    _integer(safety.votes, "judge.safety.votes", 1)
     if safety.mode not in ("calls", "n"):
         raise ConfigError(f"judge.safety.mode must be 'calls' or 'n', got {safety.mode!r}")
     for key in ("keep_trace",):
@@ -469,9 +496,10 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
 def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],
                   base_dir: str) -> BotConfig:
     where = f"bots[{i}]"
-    if not isinstance(bot.name, str) or not bot.name or not bot.name.replace("_", "").replace(
-            "-", "").isalnum():
-        raise ConfigError(f"{where}.name must be letters, digits, '-' or '_', got {bot.name!r}")
+    if (not isinstance(bot.name, str) or not 0 < len(bot.name) <= MAX_NAME_LENGTH
+            or not bot.name.replace("_", "").replace("-", "").isalnum()):
+        raise ConfigError(f"{where}.name must be 1-{MAX_NAME_LENGTH} letters, digits, '-' or "
+                          f"'_', got {str(bot.name)[:80]!r}")
     if bot.type not in BOT_TYPES:
         raise ConfigError(f"{where}.type must be one of {BOT_TYPES}, got {bot.type!r}")
     if bot.type == "faq_match" and not bot.faq:
@@ -497,15 +525,36 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
                                prompt_template=_resolve(bot.prompt_template, base_dir))
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (YAML's default
+    keeps the last one silently, so half of a config would be ignored)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise ConfigError(f"duplicate key {key!r} at line {line} "
+                                      f"(first at line {seen[key]})")
+                seen[key] = line
+            except TypeError:  # an unhashable key: PyYAML reports it
+                pass
+        return super().construct_mapping(node, deep)
+
+
 def load_config(path: str | None) -> Config:
     """Load and validate a YAML file; None gives the defaults."""
     if path is None:
         return Config()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -175,7 +175,8 @@ class Publish(beam.PTransform):
         plan, info = self._plan, self._plan.info
         judged, cases, problems = inputs["judged"], inputs["cases"], inputs["problems"]
         p = judged.pipeline
-        out = (info.output, info.run_id, info.run_date, info.attempt)
+        out = (info.output, info.run_id, info.run_date, info.attempt, info.endpoints,
+               info.lease_ttl_s)
         run_id = info.run_id
         written = [
             judged | "ResultRows" >> beam.Map(result_row, run_id)

@@ -31,6 +31,12 @@ RAGAS_COLUMNS = {"user_input": "question", "response": "answer", "reference": "e
                  "retrieved_contexts": "contexts"}
 
 
+# Key of a raw row whose values could not be decoded: (error_type, message).
+# Set by the reader (invalid UTF-8, an unreadable data page); such a row is a
+# RowProblem like any other invalid row, so a bad byte never stops the run.
+UNREADABLE = "__evalbeam_unreadable__"
+
+
 class InputError(ValueError):
     """A problem with the input as a whole: the run must not start."""
 
@@ -206,6 +212,10 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     row = {col: pick(raw, src) for col, src in columns.items()}
     given_id = row.get("case_id")
     case_id = None if given_id is None else str(given_id)
+    if UNREADABLE in raw:
+        error_type, message = raw[UNREADABLE]
+        derived = derive_case_id(row) if any(v is not None for v in row.values()) else None
+        return RowProblem(source, case_id or derived, error_type, message)
     try:
         question, messages = _question(row["question"], parse_messages(row.get("messages")))
         if not question.strip():

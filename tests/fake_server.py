@@ -31,6 +31,7 @@ a "timeout" fault sleeps timeout_sleep_s instead of the latency.
 from __future__ import annotations
 
 import argparse
+import base64
 import dataclasses
 import email.utils
 import hashlib
@@ -48,10 +49,21 @@ from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 HOST = "127.0.0.1"
 FAULT_KINDS = ("500", "503", "timeout", "drop", "malformed", "truncated")
+# Hostile 200 replies (chat; the /assistant route where they make sense):
+#   lone_surrogate   content with half an emoji ("\ud83d" in the JSON)
+#   numeric_content  "content": 42            null_content  "content": null
+#   empty_choices    "choices": []            missing_message  a choice without "message"
+#   refusal          "content": null, "refusal": "I can't help with that."
+#   huge_body        content of huge_body_bytes characters
+#   echo_secrets     the credentials received (Authorization, api-key, x-* headers),
+#                    raw, upper-case, base64, URL-encoded and JSON-escaped, in the
+#                    content and in reasoning_content
+HOSTILE_KINDS = ("lone_surrogate", "numeric_content", "null_content", "empty_choices",
+                 "missing_message", "refusal", "huge_body", "echo_secrets")
 DEFAULT_MODEL = "fake-model"
 REQUEST_ID_HEADER = "x-client-request-id"
 
@@ -87,6 +99,9 @@ class ServerConfig:
     seed: int | None = 0
     echo_auth_in_errors: bool = False  # put the received Authorization/api-key into error bodies
     embedding_dim: int = 16
+    hostile: str | None = None        # one of HOSTILE_KINDS: a hostile 200 reply
+    hostile_every: int = 1            # ... to every Nth chat / assistant request (1: all)
+    huge_body_bytes: int = 9 * 1024 * 1024  # size of a huge_body reply's content
     record_requests: bool = True      # keep RecordedRequest objects (switch off for long benchmarks)
 
     def validated(self) -> "ServerConfig":
@@ -104,6 +119,10 @@ class ServerConfig:
             raise ValueError("latencies must be >= 0")
         if self.embedding_dim < 1:
             raise ValueError("embedding_dim must be >= 1")
+        if self.hostile is not None and self.hostile not in HOSTILE_KINDS:
+            raise ValueError(f"unknown hostile kind {self.hostile!r}; known: {HOSTILE_KINDS}")
+        if self.hostile_every < 1:
+            raise ValueError("hostile_every must be >= 1")
         return self
 
 
@@ -161,6 +180,55 @@ def embed_text(text: str, dim: int) -> list[float]:
     vec = [rng.gauss(0.0, 1.0) for _ in range(dim)]
     norm = math.sqrt(sum(v * v for v in vec)) or 1.0
     return [v / norm for v in vec]
+
+
+def echo_forms(values: list[str]) -> str:
+    """Each value raw, upper-case, base64, URL-encoded and JSON-escaped (every
+    character as \\uXXXX): what a hostile server does with credentials."""
+    forms = []
+    for v in values:
+        forms += [v, v.upper(), base64.b64encode(v.encode()).decode(), quote(v, safe=""),
+                  "".join(f"\\u{ord(c):04x}" for c in v)]
+    return " | ".join(forms)
+
+
+def _credentials(headers: dict[str, str]) -> list[str]:
+    got = []
+    for name, value in headers.items():
+        if name in ("authorization", "api-key") or (name.startswith("x-") and
+                                                      name != REQUEST_ID_HEADER):
+            got += [value] + ([value.split(" ", 1)[1]] if value.startswith("Bearer ") else [])
+    return got
+
+
+def _hostile(cfg: ServerConfig, route: str, payload: dict, headers: dict[str, str]) -> dict:
+    """The normal answer payload, made hostile (see HOSTILE_KINDS)."""
+    kind = cfg.hostile
+    content: Any = {"lone_surrogate": "Thirty days \ud83d for refunds.", "numeric_content": 42,
+                    "null_content": None, "refusal": None,
+                    "huge_body": "x" * cfg.huge_body_bytes,
+                    "echo_secrets": "You sent: " + echo_forms(_credentials(headers))}.get(kind)
+    if route == "assistant":
+        data = dict(payload["data"])
+        if kind in ("empty_choices", "missing_message"):
+            data.pop("answer", None)
+        else:
+            data["answer"] = content
+        return {**payload, "data": data}
+    payload = json.loads(json.dumps(payload))
+    if kind == "empty_choices":
+        payload["choices"] = []
+    elif kind == "missing_message":
+        for choice in payload["choices"]:
+            choice.pop("message")
+    else:
+        for choice in payload["choices"]:
+            choice["message"]["content"] = content
+            if kind == "refusal":
+                choice["message"]["refusal"] = "I can't help with that."
+            if kind == "echo_secrets":
+                choice["message"]["reasoning_content"] = content
+    return payload
 
 
 def _error_body(status: int, message: str) -> dict:
@@ -327,6 +395,7 @@ class FakeOpenAI:
         self._rng = random.Random(self._config.seed)
         self._bucket = _TokenBucket(self._config.rate_limit_rps)
         self._stats = _Stats()
+        self._answered = 0  # chat / assistant answers so far (for hostile_every)
         self._conns: set[socket.socket] = set()
         self._chat_handler: Callable[[dict], str | dict] | None = None
         self._assistant_handler: Callable[[dict], str | dict] | None = None
@@ -527,7 +596,8 @@ class FakeOpenAI:
         def error(status: int, message: str, extra: dict | None = None) -> None:
             if cfg.echo_auth_in_errors:
                 got = [headers[k] for k in ("authorization", "api-key") if k in headers]
-                message += f" (received credentials: {', '.join(got) or 'none'})"
+                message += f" (received credentials: {', '.join(got) or 'none'}; as echoed " \
+                           f"by a hostile server: {echo_forms(_credentials(headers))})"
             reply(status, _error_body(status, message), extra)
 
         # route
@@ -620,11 +690,20 @@ class FakeOpenAI:
             self._sleep(latency)
 
         status, payload = self._answer(route, cfg, data, deployment, started)
+        if status == 200 and route in ("chat", "assistant") and self._hostile_turn(cfg):
+            payload = _hostile(cfg, route, payload, headers)
         if status != 200:
             error(status, payload)
             return tag
         reply(200, payload, {"x-request-id": f"req_{uuid.uuid4().hex[:24]}", **rl_headers})
         return tag
+
+    def _hostile_turn(self, cfg: ServerConfig) -> bool:
+        if cfg.hostile is None:
+            return False
+        with self._lock:
+            self._answered += 1
+            return self._answered % cfg.hostile_every == 0
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -808,6 +887,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=_opt_int, default=d.seed)
     p.add_argument("--echo-auth-in-errors", action="store_true")
     p.add_argument("--embedding-dim", type=int, default=d.embedding_dim)
+    p.add_argument("--hostile", default=None, choices=HOSTILE_KINDS)
+    p.add_argument("--hostile-every", type=int, default=d.hostile_every)
     p.add_argument("--no-record", action="store_true",
                    help="don't keep per-request records (long benchmarks)")
     a = p.parse_args(argv)
@@ -817,6 +898,7 @@ def main(argv: list[str] | None = None) -> int:
         fault_rate=a.fault_rate, faults=tuple(f for f in a.faults.split(",") if f),
         timeout_sleep_s=a.timeout_sleep, status_override=a.status_override, seed=a.seed,
         echo_auth_in_errors=a.echo_auth_in_errors, embedding_dim=a.embedding_dim,
+        hostile=a.hostile, hostile_every=a.hostile_every,
         record_requests=not a.no_record)
     server = FakeOpenAI(config, port=a.port, api_key=a.api_key).start()
     done = threading.Event()

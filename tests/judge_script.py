@@ -24,8 +24,8 @@ import threading
 from collections import Counter, defaultdict
 from typing import Any
 
-_BLOCK = re.compile(r"\[\[([A-Z][A-Z ]*?)(?: ([ACRT]\d+))? ([0-9a-f]{10})\]\]\n(.*?)\n\[\[/\1(?: \2)? \3\]\]",
-                    re.S)
+_BLOCK = re.compile(r"\[\[([A-Z][A-Z ]*?)(?: ([ACRT]\d+))? ([0-9a-f]{10,16})\]\]\n(.*?)\n"
+                    r"\[\[/\1(?: \2)? \3\]\]", re.S)
 UNSAFE_MARKER = "UNSAFE"
 _TASKS = (  # a repair request is recognised by its last message, not by these
     ("Break the ANSWER", "answer_statements"),
@@ -144,8 +144,8 @@ class ScriptedJudge:
             return {"statements": sentences(ref),
                     "entities": [e for e in dict.fromkeys(ents) if e not in ("The", "You", "We")]}
         if task == "correctness":
-            a = _items(text("ANSWER CLAIMS"))
-            r = _items(text("REFERENCE CLAIMS"))
+            a = dict(b.get("ANSWER CLAIM", []))
+            r = dict(b.get("REFERENCE CLAIM", []))
             a_text, r_text = " ".join(a.values()), " ".join(r.values())
             return {"verdicts": [{"id": i, "verdict": supported(t, r_text), "reason": "rule"}
                                  for i, t in a.items()]
@@ -154,7 +154,7 @@ class ScriptedJudge:
         if task == "grounding":
             ctx = " ".join(t for _, t in b.get("CONTEXT", []))
             return {"verdicts": [{"id": i, "verdict": supported(t, ctx)}
-                                 for i, t in _items(text("STATEMENTS")).items()]}
+                                 for i, t in b.get("STATEMENT", [])]}
         if task == "context_usefulness":
             ref = content_words(text("REFERENCE"))
             return {"verdicts": [{"id": i, "verdict": int(len(content_words(t) & ref) >= 2)}

@@ -204,7 +204,7 @@ def test_injected_instructions_reach_the_judge_only_inside_a_data_block():
     for text in prompts:
         for m in re.finditer(re.escape(attack), text):
             before = text[:m.start()]
-            opened = list(re.finditer(r"\[\[([A-Z][A-Z ]*?(?: [ACR]\d+)?) ([0-9a-f]{10})\]\]", before))
+            opened = list(re.finditer(r"\[\[([A-Z][A-Z ]*?(?: [ACR]\d+)?) ([0-9a-f]{16})\]\]", before))
             assert opened, "the attack appears outside any block"
             label, tag = opened[-1].groups()
             assert f"[[/{label} {tag}]]" not in before[opened[-1].end():]  # still open here

@@ -12,7 +12,8 @@ from schemas.tables import SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.score.scoring import SCORERS, ScoreWith
 from transforms.decide.verdict import ApplyVerdict
-from transforms.publish.write import WriteRows, finalize_files
+from transforms.publish.commit import move_into_place
+from transforms.publish.write import WriteRows
 from tests.conftest import FAQ_ROWS, write_cases
 from tests.pipeline_helpers import read_table
 
@@ -69,7 +70,7 @@ def test_write_rows_then_finalize_gives_hive_partitions(tmp_path):
         assert_that(files | beam.Map(lambda fs: sorted((f.partition, f.rows) for f in fs)),
                     equal_to([[((("run_date", "2026-01-02"), ("bot", "x")), 25_000),
                                ((("run_date", "2026-01-02"), ("bot", "y")), 25_000)]]))
-        _ = files | beam.Map(lambda fs: finalize_files(out, "r", [SCORES], fs))
+        _ = files | beam.Map(lambda fs: move_into_place(out, "r", "att", fs))
     table = read_table(out, "scores")
     assert table.num_rows == 50_000
     assert sorted(set(table.column("bot").to_pylist())) == ["x", "y"]

@@ -14,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import EvalCase, Turn
 from transforms.remote.client import CallRecord
-from transforms.remote.openai_api import chat
+from transforms.remote.openai_api import chat, text_problem
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text import fill_placeholders
 
@@ -39,6 +39,8 @@ def _call_details(rec: CallRecord) -> dict[str, Any]:
 
 def _turn(case: EvalCase, bot: str, answer: str | None, rec: CallRecord,
           contexts: list[str] | None = None, **details: Any) -> Turn:
+    if rec.scrubbed:  # results/ says that the answer (or its trace) held a secret
+        details["secrets_scrubbed"] = True
     return Turn(case, bot, answer if rec.ok else None,
                 latency_ms=rec.latency_ms if rec.ok else None,
                 error=None if rec.ok else rec.error, contexts=contexts,
@@ -72,9 +74,9 @@ class ChatBot:
                            max_tokens=self.max_tokens)
         self.runtime.record(reply.record, self.log)
         extras = reply.message_extras[0] if reply.message_extras else {}
+        kept = {k: extras[k] for k in ("reasoning_content", "refusal") if extras.get(k)}
         return _turn(case, self.name, reply.texts[0] if reply.texts else None, reply.record,
-                     **({"reasoning_content": extras["reasoning_content"]}
-                        if extras.get("reasoning_content") else {}))
+                     **kept)
 
 
 class FullContextBot(ChatBot):
@@ -159,7 +161,12 @@ class HttpBot:
         items = json_path(data, self.contexts_path)
         if not isinstance(items, list):
             raise KeyError(f"'{self.contexts_path}' is not a list")
-        return [i if isinstance(i, str) else str(json_path(i, self.context_field)) for i in items]
+        texts = [i if isinstance(i, str) else str(json_path(i, self.context_field)) for i in items]
+        for i, text in enumerate(texts):
+            problem = text_problem(text, f"context {i}")
+            if problem:
+                raise KeyError(problem)
+        return texts
 
     async def answer_async(self, case: EvalCase) -> Turn:
         body = _substitute(self.body, case.question, case.case_id, case.messages)
@@ -170,8 +177,9 @@ class HttpBot:
         if rec.ok:
             try:
                 answer = json_path(result.data, self.answer_path)
-                if not isinstance(answer, str):
-                    raise KeyError(f"'{self.answer_path}' is {type(answer).__name__}, not text")
+                problem = text_problem(answer, f"'{self.answer_path}'")
+                if problem:
+                    raise KeyError(problem)
                 contexts = self._contexts(result.data)
             except (KeyError, IndexError, TypeError) as exc:
                 rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"

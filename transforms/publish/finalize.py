@@ -1,25 +1,36 @@
-"""Finalize: once every table's files are written, put them in place and
-write the small tables, the manifest and the report. Runs exactly once."""
+"""Finalize: once every table's files are written, publish the attempt
+atomically (transforms/publish/commit.py), write the small tables, the report
+and the manifest (the completion marker, last), then release the run id's
+lease. Runs exactly once, as a step of the pipeline: nothing needs the
+launching process afterwards (a detached run, a Dataflow job)."""
 from __future__ import annotations
 
 import json
-import uuid
 import time
+import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
-from transforms.remote.usage import usage_rows
+from transforms.publish import lease
+from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
+                                       manifest_path, move_into_place, relative,
+                                       staged_report_path, supersede)
+from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.report import package_versions, reconcile, render_report
 from transforms.publish.report_html import write_html_report
 from transforms.publish.summary import summary_rows
-from transforms.publish.calibration_page import CALIBRATION_PAGE
-from transforms.publish.write import (existing_run_files, finalize_files, temp_dir,
-                                      write_small_table)
+from transforms.publish.write import WrittenFile, existing_run_files, temp_dir, write_table_file
+from transforms.remote.scrub import Scrubber, scrubber_for
+from transforms.remote.usage import usage_rows
+
+
+def new_attempt() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 @dataclass(frozen=True)
@@ -36,13 +47,11 @@ class RunInfo:
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # endpoint -> per million
     notes: tuple[str, ...] = ()  # what the run said before starting (e.g. no judge configured)
     # unique per attempt: two runs of one run id must not share temporary files
-    attempt: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    attempt: str = field(default_factory=new_attempt)
     started: float = field(default_factory=time.time)
-
-
-def _small_table(info: RunInfo, spec, rows: list[dict]) -> int:
-    write_small_table(info.output, spec, info.run_id, info.run_date, rows)
-    return len(rows)
+    # endpoint configs (variable names, no values): whose secrets are scrubbed
+    endpoints: Mapping[str, Any] = field(default_factory=dict)
+    lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -57,44 +66,93 @@ def remove_postrun_outputs(output: str, run_id: str) -> None:
         FileSystems.delete(stale)
 
 
+class LeaseLost(RuntimeError):
+    """Another attempt took the run id over; this one must not commit."""
+
+
+def _stage_small_table(info: RunInfo, spec, rows: list[dict], scrubber: Scrubber) -> WrittenFile:
+    """A small table written whole into the attempt's temporary folder."""
+    path = FileSystems.join(temp_dir(info.output, info.run_id, info.attempt),
+                            f"{spec.name}.parquet")
+    write_table_file(path, spec.schema, rows, scrubber)
+    return WrittenFile(spec.name, (("run_date", info.run_date),), path, len(rows))
+
+
 class Finalize(beam.DoFn):
     def __init__(self, info: RunInfo):
         self._info = info
+        self._scrubber = Scrubber()
+        self._heartbeat = None
+
+    def setup(self):
+        info = self._info
+        self._scrubber = scrubber_for(info.endpoints)
+        if info.lease_ttl_s is not None:
+            self._heartbeat = lease.Heartbeat.start(info.output, info.run_id, info.attempt,
+                                                    info.lease_ttl_s)
+
+    def teardown(self):
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+    def _step(self, name: str) -> None:
+        checkpoint(self._info.output, self._info.run_id, self._info.attempt, name)
 
     def process(self, _, written, metric_stats, verdicts, counts, worst, usage):
-        info = self._info
-        rows = finalize_files(info.output, info.run_id, TABLES.values(), written)
-        remove_postrun_outputs(info.output, info.run_id)
-        if rows[ERRORS.name] == 0:  # keep every table readable by a glob
-            _small_table(info, ERRORS, [])
+        info, scrub = self._info, self._scrubber
+        if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
+                                                            info.attempt):
+            current = lease.read_lease(info.output, info.run_id)
+            raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
+                            f"lease (now: {current.attempt if current else 'nobody'}); "
+                            "it does not publish")
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
-        rows[SUMMARY.name] = _small_table(info, SUMMARY, summary)
-        rows[USAGE.name] = _small_table(info, USAGE, usage_rows(info.run_id, usage, info.prices))
+        staged = list(written) + [
+            _stage_small_table(info, SUMMARY, summary, scrub),
+            _stage_small_table(info, USAGE, usage_rows(info.run_id, usage, info.prices), scrub)]
+        if not any(f.table == ERRORS.name for f in written):  # every table readable by a glob
+            staged.append(_stage_small_table(info, ERRORS, [], scrub))
+        self._step("publish")
+        files, rows = move_into_place(info.output, info.run_id, info.attempt, staged)
         counts = dict(counts)
-        counts.update(results_rows=rows[RESULTS.name], scores_rows=rows[SCORES.name],
-                      errors_rows=rows[ERRORS.name])
+        counts.update(results_rows=rows.get(RESULTS.name, 0), scores_rows=rows.get(SCORES.name, 0),
+                      errors_rows=rows.get(ERRORS.name, 0))
         manifest = {
             "run_id": info.run_id, "run_date": info.run_date, "schema_version": SCHEMA_VERSION,
+            "attempt": info.attempt,
             "input": info.input, "output": info.output, "bots": list(info.bots),
-            "metrics": list(info.metrics), "counts": counts, "tables": rows,
+            "metrics": list(info.metrics), "counts": counts,
+            "tables": {t: rows.get(t, 0) for t in TABLES},
             "reconciliation": reconcile(counts, len(info.bots), len(info.metrics)),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "notes": list(info.notes), "config": info.config, "versions": package_versions(),
         }
-        run_dir = FileSystems.join(info.output, "runs", info.run_id)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)
                         for bot, items in worst}
         for w in worst_by_bot.values():
             for item in w:
                 item.pop("severity", None)
         manifest["worst_cases"] = worst_by_bot
-        with FileSystems.create(FileSystems.join(run_dir, "manifest.json")) as fh:
-            fh.write(json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode())
-        with FileSystems.create(FileSystems.join(run_dir, "report.md")) as fh:
-            fh.write(render_report(manifest, summary, worst_by_bot).encode())
-        write_html_report(run_dir, manifest, summary, worst_by_bot)
-        tmp = temp_dir(info.output, info.run_id, info.attempt)
-        if FileSystems.exists(tmp):
-            FileSystems.delete([tmp])
+        manifest["files"] = {t: sorted(relative(info.output, p) for p in paths)
+                             for t, paths in sorted(files.items())}
+        manifest = scrub.scrub_value(manifest)
+        report = render_report(manifest, scrub.scrub_value(summary), manifest["worst_cases"])
+        lease.write_atomic(staged_report_path(info.output, info.run_id, info.attempt),
+                           scrub.scrub(report).encode("utf-8"))
+        self._step("commit")
+        lease.write_atomic(manifest_path(info.output, info.run_id),  # the completion marker
+                           json.dumps(manifest, indent=2, ensure_ascii=False,
+                                      default=str).encode("utf-8"))
+        install_report(info.output, info.run_id, info.attempt)
+        write_html_report(FileSystems.join(info.output, "runs", info.run_id), manifest,
+                          scrub.scrub_value(summary), manifest["worst_cases"])
+        remove_postrun_outputs(info.output, info.run_id)
+        self._step("supersede")
+        supersede(info.output, info.run_id, TABLES.values(),
+                  {p for paths in files.values() for p in paths})
+        lease.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
+        self._step("release")
+        lease.release(info.output, info.run_id, info.attempt)
         yield manifest

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import re
 from typing import Any, Iterable, Mapping
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
@@ -43,6 +44,18 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+# C0 controls but whitespace, DEL, C1 controls; and bidirectional overrides,
+# which reorder what a reader sees around them
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as visible escapes (ESC -> \\x1b): raw ESC sequences
+    from an answer must not reach a terminal or viewer that shows report.md."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
 def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
     """`mean [ci_low, ci_high]`, the interval left out where there is none."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
@@ -54,7 +67,7 @@ def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
 def md_cell(text: str | None, limit: int) -> str:
     """Untrusted text safe for one markdown table cell: one line, pipes and
     angle brackets escaped (a viewer that renders HTML shows `<script>` as text)."""
-    text = " ".join((text or "").split())
+    text = escape_controls(" ".join((text or "").split()))
     text = text if len(text) <= limit else text[: limit - 1] + "…"
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
@@ -65,6 +78,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     bots = sorted({r["bot"] for r in summary})
     c = manifest["counts"]
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
+             f"Attempt `{manifest.get('attempt', '–')}`, finished {manifest.get('finished_at', '–')}.",
+             "",
              f"Input: `{manifest['input']}` — {c['input_rows']} rows, {c['valid_cases']} valid, "
              f"{c['invalid_rows']} invalid, {c['duplicate_case_ids']} duplicate case ids.",
              f"Bots: {', '.join(manifest['bots'])}. Results rows: {c['results_rows']}; "
@@ -73,7 +88,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     if c.get("judge_errors"):
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
-    lines += [f"Note: {n}" for n in manifest.get("notes", [])]
+    lines += [f"Note: {escape_controls(n)}" for n in manifest.get("notes", [])]
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:

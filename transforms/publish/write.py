@@ -1,18 +1,20 @@
 """WriteTables: Hive-partitioned Parquet, one file per bundle × partition.
 
-Each bundle writes its rows to temporary files in row groups (memory stays
-bounded) and reports them; `finalize_files` then replaces this run's previous
-files and moves the new ones into `table/key=value/.../part-<run_id>.<uuid>.parquet`.
-File names carry the run id, so runs on the same date live side by side.
-Destination folders are created before the rename: Beam's own WriteToFiles
-loses files on a local filesystem when they are missing.
+Each bundle writes its rows to temporary files of the attempt in row groups
+(memory stays bounded) and reports them; Finalize then publishes them
+(transforms/publish/commit.py) as
+`table/key=value/.../part-<run_id>.<attempt>.<n>.parquet`. File names carry the
+run id, so runs on the same date live side by side. Every row passes the
+run's scrubber on its way in: no configured secret is written, and text that
+is not valid Unicode cannot abort the writer.
 """
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -21,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from schemas.tables import TableSpec
+from transforms.remote.scrub import Scrubber, scrubber_for
 
 ROW_GROUP_ROWS = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -43,15 +46,42 @@ def partition_dir(output: str, table: str, partition: Sequence[tuple[str, str]])
     return FileSystems.join(output, table, *(f"{k}={v}" for k, v in partition))
 
 
-def final_name(run_id: str, temp_path: str) -> str:
-    return f"part-{run_id}.{temp_path.rsplit('/', 1)[-1].split('.')[0]}.parquet"
+SCRUBBED_FLAG = "secrets_scrubbed"
 
 
-def write_table_file(path: str, schema: pa.Schema, rows: list[dict]) -> None:
+def scrub_row(row: Mapping, scrubber: Scrubber) -> dict:
+    """Every text of a row (lists of texts too) without secrets and writable as
+    UTF-8; a row whose answer held a secret says so in its bot_details."""
+    out, hits = {}, []
+    answer_hits = 0
+    for key, value in row.items():
+        if isinstance(value, str):
+            value = scrubber.scrub(value, hits)
+        elif isinstance(value, list):
+            value = [scrubber.scrub(v, hits) if isinstance(v, str) else v for v in value]
+        out[key] = value
+        if key == "answer":
+            answer_hits = len(hits)
+    if answer_hits and "bot_details" in out:
+        details = json.loads(out["bot_details"] or "{}")
+        details[SCRUBBED_FLAG] = True
+        out["bot_details"] = json.dumps(details, ensure_ascii=False, sort_keys=True)
+    return out
+
+
+def write_table_file(path: str, schema: pa.Schema, rows: list[dict],
+                     scrubber: Scrubber | None = None) -> None:
     """One Parquet file from rows (used for small tables written at the end)."""
+    rows = [scrub_row(r, scrubber or Scrubber()) for r in rows]
     table = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
     with FileSystems.create(path) as fh:
         pq.write_table(table, fh)
+
+
+def existing_run_files(output: str, table: TableSpec, run_id: str) -> list[str]:
+    """This run id's files in a table (any attempt, any date)."""
+    from transforms.publish.commit import run_files
+    return run_files(output, [table], run_id)
 
 
 def write_small_table(output: str, spec: TableSpec, run_id: str, run_date: str,
@@ -98,10 +128,27 @@ class _PartWriter:
 
 
 class _WriteBundleFn(beam.DoFn):
-    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str):
+    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str,
+                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None):
         self._spec, self._output, self._run_id, self._run_date = spec, output, run_id, run_date
         self._attempt = attempt
+        self._endpoints = dict(endpoints or {})  # whose secrets are scrubbed from every row
+        self._lease_ttl_s = lease_ttl_s          # None: no heartbeat from here (unit tests)
         self._writers: dict[tuple, _PartWriter] = {}
+        self._scrubber = Scrubber()
+        self._heartbeat = None
+
+    def setup(self):
+        self._scrubber = scrubber_for(self._endpoints)  # secrets from this worker's environment
+        if self._lease_ttl_s is not None:  # the attempt is alive while its workers are
+            from transforms.publish.lease import Heartbeat
+            self._heartbeat = Heartbeat.start(self._output, self._run_id, self._attempt,
+                                              self._lease_ttl_s)
+
+    def teardown(self):
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
 
     def start_bundle(self):
         self._writers = {}
@@ -111,6 +158,7 @@ class _WriteBundleFn(beam.DoFn):
                      for k in self._spec.partitions)
 
     def process(self, row: Mapping):
+        row = scrub_row(row, self._scrubber)
         part = self._partition(row)
         writer = self._writers.get(part)
         if writer is None:
@@ -130,41 +178,10 @@ class _WriteBundleFn(beam.DoFn):
 class WriteRows(beam.PTransform):
     """Rows (dicts) -> WrittenFile records of temporary files for one table."""
 
-    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str):
+    def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str,
+                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None):
         super().__init__()
-        self._args = (spec, output, run_id, run_date, attempt)
+        self._args = (spec, output, run_id, run_date, attempt, endpoints, lease_ttl_s)
 
     def expand(self, rows):
         return rows | beam.ParDo(_WriteBundleFn(*self._args))
-
-
-def existing_run_files(output: str, table: TableSpec, run_id: str) -> list[str]:
-    """This run's files already in a table (from an earlier attempt of the run id)."""
-    depth = "/".join("*" for _ in table.partitions)
-    pattern = FileSystems.join(output, table.name, depth, f"part-{run_id}.*.parquet")
-    try:
-        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-    except Exception:  # nothing there yet
-        return []
-
-
-def finalize_files(output: str, run_id: str, tables: Iterable[TableSpec],
-                   written: Iterable[WrittenFile]) -> dict[str, int]:
-    """Replace this run's files by the new ones; returns rows per table."""
-    tables = list(tables)
-    for table in tables:
-        old = existing_run_files(output, table, run_id)
-        if old:
-            FileSystems.delete(old)
-    rows: dict[str, int] = {t.name: 0 for t in tables}
-    sources, targets = [], []
-    for f in written:
-        folder = partition_dir(output, f.table, f.partition)
-        if not FileSystems.exists(folder):
-            FileSystems.mkdirs(folder)
-        sources.append(f.temp_path)
-        targets.append(FileSystems.join(folder, final_name(run_id, f.temp_path)))
-        rows[f.table] = rows.get(f.table, 0) + f.rows
-    if sources:
-        FileSystems.rename(sources, targets)
-    return rows

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.cases import (InputError, RowProblem, Source, check_columns,
+from schemas.cases import (UNREADABLE, InputError, RowProblem, Source, check_columns,
                           source_names, to_case)
 from schemas.records import EvalCase
 from transforms.read import formats
@@ -62,6 +63,8 @@ def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
                 os.path.join(pattern, formats.HF_DICT)):
             return formats.hf_dataset_files(pattern)
         found = _walk(pattern, fmt)
+    elif os.path.isfile(pattern):  # a file named like a glob ("b[1].parquet") is that file
+        found = [pattern]
     else:
         try:
             results = FileSystems.match([pattern])[0].metadata_list
@@ -201,10 +204,62 @@ def _sliced(batches, shard: Shard) -> Iterator[dict]:
         end = offset + batch.num_rows
         if end > shard.start and offset < shard.stop:
             lo, hi = max(shard.start - offset, 0), min(shard.stop, end) - offset
-            yield from batch.slice(lo, hi - lo).to_pylist()
+            yield from _decode_rows(batch.slice(lo, hi - lo))
         offset = end
         if offset >= shard.stop:
             break
+
+
+def _decode_rows(batch: pa.RecordBatch) -> list[dict]:
+    """The batch as dicts; text that is not UTF-8 marks its row instead of
+    failing the batch (pyarrow does not check UTF-8 when reading Parquet)."""
+    try:
+        return batch.to_pylist()
+    except UnicodeDecodeError:
+        pass
+    rows: list[dict] = [{} for _ in range(batch.num_rows)]
+    for name, column in zip(batch.schema.names, batch.columns):
+        try:
+            values = column.to_pylist()
+        except UnicodeDecodeError:
+            values = [_bytes_to_text(v) for v in column.cast(_as_binary(column.type)).to_pylist()]
+            for row, value in zip(rows, values):
+                if isinstance(value, _BadText) or (isinstance(value, list) and any(
+                        isinstance(v, _BadText) for v in value)):
+                    problem = row.get(UNREADABLE, ("invalid_utf8", ""))[1]
+                    row[UNREADABLE] = ("invalid_utf8", (problem + "; " if problem else "")
+                                       + f"column '{name}' is not valid UTF-8")
+        for row, value in zip(rows, values):
+            row[name] = value
+    return rows
+
+
+class _BadText(str):
+    """Text decoded with replacement characters (its bytes were not UTF-8)."""
+
+
+def _bytes_to_text(value):
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return _BadText(value.decode("utf-8", "replace"))
+    if isinstance(value, list):
+        return [_bytes_to_text(v) for v in value]
+    return value
+
+
+def _as_binary(t: pa.DataType) -> pa.DataType:
+    """The same type with every string replaced by binary (to read undecodable text)."""
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if pa.types.is_list(t):
+        return pa.list_(_as_binary(t.value_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_as_binary(t.value_type))
+    return t
 
 
 def _shard_records(shard: Shard, columns: Mapping[str, Source]) -> Iterator[Any]:
@@ -224,14 +279,28 @@ def read_shard_rows(shard: Shard, columns: Mapping[str, Source]
                     ) -> Iterator[tuple[str, dict | RowProblem]]:
     """(source, raw row dict) for each row of the shard, decoded batch by batch;
     a record that cannot be decoded at all (JSONL, CSV) comes as a RowProblem."""
-    for i, record in enumerate(_shard_records(shard, columns)):
-        if i >= shard.stop - shard.start:
-            break
-        source = f"{shard.path}#{shard.first_row + shard.start + i}"
-        if isinstance(record, tuple):
-            yield source, RowProblem(source, None, *record)
-        else:
-            yield source, record
+    n = 0  # rows yielded so far
+    try:
+        for i, record in enumerate(_shard_records(shard, columns)):
+            if i >= shard.stop - shard.start:
+                return
+            source = f"{shard.path}#{shard.first_row + shard.start + i}"
+            if isinstance(record, tuple):
+                yield source, RowProblem(source, None, *record)
+            else:
+                yield source, record
+            n = i + 1
+        return
+    except (OSError, InputError, pa.ArrowException) as exc:
+        # a corrupt page: every remaining row of the shard is an error row, so
+        # the counts still reconcile and the run goes on
+        done = shard.start + n
+        message = (f"cannot decode rows {shard.first_row + done}-"
+                   f"{shard.first_row + shard.stop - 1} of {shard.path}: {exc}"
+                   ).replace("\n", " ")[:500]
+        for row in range(done, shard.stop):
+            yield (f"{shard.path}#{shard.first_row + row}",
+                   {UNREADABLE: ("unreadable_rows", message)})
 
 
 class _ReadShardFn(beam.DoFn):

@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -20,12 +19,13 @@ from typing import Any, Mapping
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from transforms.remote.breaker import CircuitBreaker
 from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
+from transforms.remote.scrub import ENV_REF, Scrubber, configured_secrets
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REQUEST_ID_HEADER = "X-Client-Request-Id"
 POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
 
@@ -50,6 +50,7 @@ class CallRecord:
     error: str | None = None
     cache_hit: bool = False         # answered from the call cache (either tier): no request
     shared_cache_hit: bool = False  # ... from tier 2, the objects every worker shares
+    scrubbed: bool = False  # a configured secret was removed from the reply
 
 
 @dataclass(slots=True)
@@ -64,29 +65,24 @@ def resolve_env_refs(value: str, where: str) -> str:
         if m.group(1) not in os.environ:
             raise MissingSecret(f"environment variable {m.group(1)} ({where}) is not set")
         return os.environ[m.group(1)]
-    return _ENV_REF.sub(sub, value)
+    return ENV_REF.sub(sub, value)
 
 
 def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
     """(auth/extra headers, secret values to scrub) for an endpoint config."""
     headers: dict[str, str] = {}
-    secrets: list[str] = []
     if cfg.api_key_env:
         key = os.environ.get(cfg.api_key_env)
         if not key:
             raise MissingSecret(f"environment variable {cfg.api_key_env} "
                                 f"(endpoints.{name}.api_key_env) is not set")
-        secrets.append(key)
         if cfg.api_version:  # Azure OpenAI
             headers["api-key"] = key
         else:
             headers["Authorization"] = f"Bearer {key}"
     for header, value in cfg.headers.items():
-        resolved = resolve_env_refs(str(value), f"endpoints.{name}.headers.{header}")
-        if resolved != value:
-            secrets.extend(os.environ[v] for v in _ENV_REF.findall(str(value)))
-        headers[header] = resolved
-    return headers, [s for s in secrets if s]
+        headers[header] = resolve_env_refs(str(value), f"endpoints.{name}.headers.{header}")
+    return headers, configured_secrets({name: cfg})
 
 
 def _usage_tokens(data: Any) -> tuple[int, int]:
@@ -98,13 +94,39 @@ def _usage_tokens(data: Any) -> tuple[int, int]:
     return int(prompt), int(completion)
 
 
+class ReplyTooLarge(Exception):
+    """The reply's body is bigger than the endpoint's max_reply_bytes."""
+
+
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The (decoded) body of a streamed response, refusing more than `limit`
+    bytes: a 50 MB reply must not be read into memory, let alone scored."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ReplyTooLarge(f"reply of {int(declared)} bytes: larger than max_reply_bytes "
+                            f"({limit} bytes)")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ReplyTooLarge(f"reply larger than max_reply_bytes ({limit} bytes)")
+    return bytes(body)
+
+
+_CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
 class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
                  backoff: BackoffWait | None = None,
-                 cache: CallCache | TieredCache | None = None):
+                 cache: CallCache | TieredCache | None = None,
+                 scrubber: Scrubber | None = None):
         self.name, self.cfg, self.cache = name, cfg, cache
         self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
-        headers, self._secrets = endpoint_secrets(name, cfg)
+        headers, secrets = endpoint_secrets(name, cfg)
+        # the run's scrubber knows every endpoint's secrets; alone, this one's
+        self.scrubber = scrubber if scrubber is not None else Scrubber(secrets)
+        self.breaker = CircuitBreaker(name, cfg.circuit_failures, cfg.circuit_cooldown_s)
         share = cfg.worker_share if cfg.worker_share is not None else 1.0
         self.limiter = AdaptiveRateLimiter(
             cfg.requests_per_second * share,
@@ -125,22 +147,24 @@ class EndpointClient:
         self.params = {"api-version": cfg.api_version} if cfg.api_version else {}
 
     def scrub(self, text: str) -> str:
-        """Remove every secret value from text that may reach a table or a log."""
-        for secret in self._secrets:
-            text = text.replace(secret, "<redacted>")
-        return text
+        """Remove every secret value (in any of its encodings) from text that may
+        reach a table or a log; done before any truncation."""
+        return self.scrubber.scrub(text)
 
     async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
-                        estimated_tokens: float = 0.0, cache_salt: str | None = None
-                        ) -> CallResult:
+                        estimated_tokens: float = 0.0, cache_salt: str | None = None,
+                        cache_body: Mapping[str, Any] | None = None) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
         under test), an answer already in the cache is returned without a
-        request, and identical requests in flight at once share one call."""
+        request, and identical requests in flight at once share one call. The key
+        is computed from `cache_body` when given (the body without what changes
+        from run to run)."""
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens)
-        key = cache_key(self.cfg.base_url, path, self.params, model, body, cache_salt)
+        key = cache_key(self.cfg.base_url, path, self.params, model,
+                        body if cache_body is None else cache_body, cache_salt)
         flight = self._inflight.get(key)
         if flight is not None:  # an identical call is under way: share its answer
             data = await asyncio.shield(flight)
@@ -181,7 +205,7 @@ class EndpointClient:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None}
         start = time.perf_counter()
-        data, error = None, None
+        data, error, scrubbed = None, None, False
         try:
             async for attempt in AsyncRetrying(
                     stop=stop_after_attempt(self.cfg.max_attempts), wait=self._backoff,
@@ -192,6 +216,10 @@ class EndpointClient:
             error = self.scrub(str(exc))
         except Exception as exc:  # noqa: BLE001 - anything else is recorded, not raised
             error = self.scrub(f"{type(exc).__name__}: {exc}")[:500]
+        if data is not None and self.scrubber:
+            hits: list = []
+            data = self.scrubber.scrub_value(data, hits)
+            scrubbed = bool(hits)
         prompt, completion = _usage_tokens(data)
         if data is not None and self.limiter.tokens:
             self.limiter.correct_tokens(estimated_tokens, prompt + completion or estimated_tokens)
@@ -199,29 +227,43 @@ class EndpointClient:
                             attempts=state["attempts"], latency_ms=state["latency"],
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
-                            rate_limited=state["rate_limited"], error=error)
+                            rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
         return CallResult(data if error is None else None, record)
 
     async def _attempt(self, path: str, payload: bytes, request_id: str, tokens: float,
                        state: dict) -> Any:
+        refusal = self.breaker.refusal()
+        if refusal:  # the endpoint is unreachable: fail at once, with the reason
+            raise RemoteCallError(refusal, retryable=False)
         await self.limiter.acquire(tokens)
         state["attempts"] += 1
         async with self._slots:
             t0 = time.perf_counter()
             try:
-                response = await next(self._next_pool).post(
-                    path, content=payload, params=self.params,
-                    headers={"Content-Type": "application/json", REQUEST_ID_HEADER: request_id})
-                body = response.content
+                async with next(self._next_pool).stream(
+                        "POST", path, content=payload, params=self.params,
+                        headers={"Content-Type": "application/json",
+                                 REQUEST_ID_HEADER: request_id}) as response:
+                    state["status"] = response.status_code
+                    body = await read_capped(response, self.cfg.max_reply_bytes)
+            except ReplyTooLarge as exc:
+                self.breaker.on_response()
+                raise RemoteCallError(str(exc), status=state["status"], retryable=False) from None
             except Exception as exc:
                 state["status"] = None
-                raise error_for_exception(exc) from None
+                failure = error_for_exception(exc, self.scrub)
+                if isinstance(exc, _CONNECTION_FAILURES):
+                    self.breaker.on_connection_failure(str(failure))
+                else:
+                    self.breaker.on_other_failure()
+                raise failure from None
             elapsed = (time.perf_counter() - t0) * 1000.0
+        self.breaker.on_response()
         state["status"] = response.status_code
         if response.status_code == 429:
             state["rate_limited"] += 1
         if response.status_code >= 400:
-            err = error_for_status(response, _error_detail(body))
+            err = error_for_status(response, self.scrub(_error_detail(body))[:300])
             if response.status_code == 429:
                 self.limiter.on_rate_limited(err.retry_after)
             raise err
@@ -241,11 +283,12 @@ class EndpointClient:
 
 
 def _error_detail(body: bytes) -> str:
-    """The server's error message (OpenAI shape or plain text), shortened."""
+    """The server's error message (OpenAI shape or plain text), whole: it is
+    scrubbed before it is shortened, so no prefix of a secret survives a cut."""
     try:
         data = json.loads(body)
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            return str(data["error"].get("message", ""))[:300]
-        return json.dumps(data)[:300]
+            return str(data["error"].get("message", ""))
+        return json.dumps(data, ensure_ascii=False)
     except ValueError:
-        return body[:300].decode("utf-8", "replace")
+        return body.decode("utf-8", "replace")

@@ -40,8 +40,11 @@ class ChatReply:
 async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, str]], *,
                purpose: str, temperature: float = 0.0, max_tokens: int | None = None,
                n: int = 1, extra: dict[str, Any] | None = None,
-               cache_salt: str | None = None) -> ChatReply:
-    """One chat completion; cache_salt (judge calls only) lets the call cache answer it."""
+               cache_salt: str | None = None,
+               cache_messages: Sequence[dict[str, str]] | None = None) -> ChatReply:
+    """One chat completion; cache_salt (judge calls only) lets the call cache answer
+    it, keyed by the request with `cache_messages` when given (the messages
+    without anything that changes from run to run, e.g. salted block ids)."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -50,21 +53,60 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     body.update(extra or {})
     est = sum(estimate_tokens(m.get("content", "")) for m in messages) + \
         (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
+    keyed = {**body, "messages": list(cache_messages)} if cache_messages is not None else None
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
-                                    purpose=purpose, estimated_tokens=est, cache_salt=cache_salt)
+                                    purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
+                                    cache_body=keyed)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
-    try:
-        texts, extras = [], []
-        for choice in result.data["choices"]:
-            message = choice["message"]
-            texts.append(message.get("content") or "")
-            extras.append({k: v for k, v in message.items() if k not in ("role", "content")})
-    except (KeyError, TypeError) as exc:
+    texts, extras, problem = read_choices(result.data)
+    if problem is not None:
         result.record.ok = False
-        result.record.error = f"unexpected chat response shape (missing {exc})"
-        return ChatReply([], record=result.record, error=result.record.error)
+        result.record.error = problem
+        return ChatReply([], extras, record=result.record, error=problem)
     return ChatReply(texts, extras, result.record)
+
+
+def text_problem(value: Any, what: str) -> str | None:
+    """Why a value from a server cannot be used as text (None: it can)."""
+    if value is None:
+        return f"{what} is null"
+    if not isinstance(value, str):
+        return f"{what} is {type(value).__name__}, not text"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (f"{what} is not valid Unicode (lone surrogate "
+                    f"U+{ord(value[exc.start]):04X} at character {exc.start})")
+    return None
+
+
+def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None]:
+    """(texts, other message fields, problem) of a chat completion. Whatever the
+    server sent, the worst outcome is a problem for that row: no choices, a
+    choice without a message, content that is null, not text or not Unicode.
+    A `refusal` (OpenAI's field when the model declines) is the reason then."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list):
+        return [], [], "unexpected chat response shape (missing 'choices')"
+    if not choices:
+        return [], [], "the chat response has no choices"
+    texts, extras = [], []
+    for i, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            return texts, extras, f"unexpected chat response shape (choice {i} has no message)"
+        extras.append({k: v for k, v in message.items() if k not in ("role", "content")})
+        content = message.get("content")
+        refusal = message.get("refusal")
+        if content is None and isinstance(refusal, str) and refusal:
+            return texts, extras, f"the model refused: {refusal[:300]}"
+        problem = text_problem(content, f"reply content of choice {i}")
+        if problem:
+            return texts, extras, problem
+        texts.append(content)
+    return texts, extras, None
 
 
 async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import random
+from typing import Callable
 
 import httpx
 from tenacity import RetryCallState
@@ -60,14 +61,15 @@ def error_for_status(response: httpx.Response, detail: str) -> RemoteCallError:
                            retry_after=retry_after)
 
 
-def error_for_exception(exc: Exception) -> RemoteCallError:
-    """Transport failures: timeouts and broken connections are worth retrying."""
+def error_for_exception(exc: Exception, scrub: Callable[[str], str] = str) -> RemoteCallError:
+    """Transport failures: timeouts and broken connections are worth retrying.
+    The text is scrubbed (of secrets) before it is shortened."""
     if isinstance(exc, httpx.TimeoutException):
         return RemoteCallError(f"timeout ({type(exc).__name__})", retryable=True)
     if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
-        return RemoteCallError(f"connection error ({type(exc).__name__}: {exc})"[:300],
+        return RemoteCallError(scrub(f"connection error ({type(exc).__name__}: {exc})")[:300],
                                retryable=True)
-    return RemoteCallError(f"{type(exc).__name__}: {exc}"[:300], retryable=False)
+    return RemoteCallError(scrub(f"{type(exc).__name__}: {exc}")[:300], retryable=False)
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -16,12 +16,14 @@ from typing import Any, Awaitable, Mapping
 from transforms.remote.cache import CacheSpec, open_cache
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.progress import Progress
+from transforms.remote.scrub import Scrubber, scrubber_for
 
 
 class AsyncRuntime:
     def __init__(self, endpoints: Mapping[str, Any], cache: CacheSpec | str | None = None):
         self._configs = dict(endpoints)
         self.cache = open_cache(cache)
+        self.scrubber: Scrubber = scrubber_for(self._configs)  # every endpoint's secrets
         self._clients: dict[str, EndpointClient] = {}
         self.progress = Progress()
         self.loop = asyncio.new_event_loop()
@@ -43,7 +45,8 @@ class AsyncRuntime:
                 raise KeyError(f"endpoint {name!r} is not configured")
 
             async def make() -> EndpointClient:
-                return EndpointClient(name, self._configs[name], cache=self.cache)
+                return EndpointClient(name, self._configs[name], cache=self.cache,
+                                      scrubber=self.scrubber)
             client = self._clients.setdefault(name, self.run(make()))
         return client
 

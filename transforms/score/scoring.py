@@ -5,6 +5,7 @@ metric of the scorer is null with the reason, never 0.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -110,10 +111,16 @@ def _similarity(t: Turn, o, side) -> MetricResult:
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
+<<<<<<< HEAD
     refs = t.features.get(TOK_REFERENCES) or [t.features[TOK_EXPECTED]]
     cand, idf = t.features[TOK_ANSWER], bert_idf if o["idf"] else None
     return semantic.bertscore_multi([semantic.bertscore(ref.tokens, ref.vectors, cand.tokens,
                                                         cand.vectors, idf) for ref in refs])
+=======
+    ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
+    return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
+                              bert_idf if o["idf"] else None, ref.total, cand.total)
+>>>>>>> issue9
 
 
 def _relevance(t: Turn, o, side) -> MetricResult:
@@ -180,6 +187,24 @@ LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in
 UNSCALED: frozenset[str] = frozenset({"answer_length", "latency_ms"})
 
 
+def option_problem(default: Any, value: Any) -> str | None:
+    """Why an option value does not fit its default's kind (None: it fits). Integers
+    are counts (>= 1), floats finite numbers, lists of text lists of text."""
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        return None if ok else "must be an integer >= 1"
+    if isinstance(default, float):
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value))
+        return None if ok else "must be a finite number"
+    if isinstance(default, (list, tuple)) and all(isinstance(d, str) for d in default):
+        ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+        return None if ok else "must be a list of texts"
+    return None
+
+
 def select_scorers(metrics: tuple[str, ...] | None,
                    options: Mapping[str, Mapping[str, Any]],
                    judge_configured: bool = True,
@@ -215,6 +240,11 @@ def select_scorers(metrics: tuple[str, ...] | None,
             extra = sorted(set(given) - set(opts))
             if extra:
                 raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
+            for key, value in given.items():
+                problem = option_problem(opts[key], value)
+                if problem:
+                    raise ValueError(f"metric_options.{scorer.name}.{key} {problem}, "
+                                     f"got {value!r}"[:300])
             opts.update(given)
             chosen.append((scorer, opts))
     unknown_opts = sorted(set(options) - {s.name for s in scorers})

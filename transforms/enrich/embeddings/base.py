@@ -7,6 +7,9 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 
+MAX_TOKEN_VECTORS = 512  # token vectors kept per text (BERTScore's matrix is n x m)
+
+
 @dataclass
 class TokenVectors:
     """Contextual vectors of one text's tokens (what BERTScore matches).
@@ -14,11 +17,14 @@ class TokenVectors:
     tokens: wordpieces without padding, and without [CLS]/[SEP] unless
     `embed_tokens(..., special_tokens=True)` asked for them;
     ids: their vocabulary ids; vectors: (len(tokens), dim) float32, raw (not
-    normalised) last-layer hidden states.
+    normalised) last-layer hidden states. A long text keeps its first tokens
+    only (the local model: 254 wordpieces, the others MAX_TOKEN_VECTORS), so one
+    huge answer costs bounded memory; `total` then says how many it had.
     """
     tokens: list[str]
     ids: list[int]
     vectors: np.ndarray
+    total: int | None = None  # the text's token count when it was cut to fewer (else None)
 
 
 @runtime_checkable

@@ -145,7 +145,7 @@ class CachingEmbedder:
             with self._lock:
                 for t, tv in fresh.items():
                     if tv.vectors.base is not None:  # own it: never pin a whole batch
-                        tv = TokenVectors(tv.tokens, tv.ids, tv.vectors.copy())
+                        tv = TokenVectors(tv.tokens, tv.ids, tv.vectors.copy(), tv.total)
                     self._tokens.put(keys[t], tv)
                     if pooled and len(tv.vectors):
                         self._cache.put(keys[t][0], _pooled(tv.vectors))

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import MAX_TOKEN_VECTORS, TokenVectors, l2_normalise
 from transforms.remote.cache import cache_key
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
@@ -91,12 +91,15 @@ class EndpointEmbedder:
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:
-        """Non-contextual word vectors (no special tokens exist here)."""
-        per_text = [self.tokenize(t) for t in texts]
+        """Non-contextual word vectors (no special tokens exist here) of at most
+        MAX_TOKEN_VECTORS words per text (`total` counts all when it had more)."""
+        words = [self.tokenize(t) for t in texts]
+        per_text = [w[:MAX_TOKEN_VECTORS] for w in words]
         vocab = sorted({tok for toks in per_text for tok in toks})
         index = {tok: i for i, tok in enumerate(vocab)}
         table = self.embed(vocab) if vocab else np.zeros((0, self.dim or 1), np.float32)
         return [TokenVectors(toks, [index[t] for t in toks],
                              table[[index[t] for t in toks]] if toks
-                             else np.zeros((0, table.shape[1]), np.float32))
-                for toks in per_text]
+                             else np.zeros((0, table.shape[1]), np.float32),
+                             len(w) if len(w) > len(toks) else None)
+                for toks, w in zip(per_text, words)]

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import MAX_TOKEN_VECTORS, TokenVectors, l2_normalise
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _EMPTY = "<empty>"
@@ -55,10 +56,13 @@ class HashingEmbedder:
 
     def _raw(self, text: str) -> np.ndarray:
         row = np.zeros(self.dim, dtype=np.float32)
-        words = self.tokenize(text)
-        for word in words:
-            self._add(row, _word_features(word))
-        if not words or not row.any():
+        # each distinct word hashed once, weighted by its count (the same sums:
+        # a 10 MB answer costs its distinct words, not 1.6 million lookups)
+        for word, n in Counter(m.group() for m in _WORD.finditer(text.lower())).items():
+            for f in _word_features(word):
+                index, sign = _feature(f, self.dim)
+                row[index] += sign * n
+        if not row.any():
             self._add(row, [_EMPTY])
         return row
 
@@ -70,13 +74,19 @@ class HashingEmbedder:
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:
-        """Non-contextual word vectors (no special tokens exist here)."""
+        """Non-contextual word vectors (no special tokens exist here) of at most
+        MAX_TOKEN_VECTORS words per text (`total` counts all when it had more)."""
         result = []
         for text in texts:
-            words = self.tokenize(text)
+            low = text.lower()
+            words = [m.group() for _, m in zip(range(MAX_TOKEN_VECTORS), _WORD.finditer(low))]
+            total = None
+            if len(words) == MAX_TOKEN_VECTORS:
+                n = sum(1 for _ in _WORD.finditer(low))
+                total = n if n > MAX_TOKEN_VECTORS else None
             vectors = np.zeros((len(words), self.dim), dtype=np.float32)
             for j, word in enumerate(words):
                 self._add(vectors[j], _word_features(word))
             ids = [_feature(f"w:{w}", self.dim)[0] for w in words]
-            result.append(TokenVectors(words, ids, vectors))
+            result.append(TokenVectors(words, ids, vectors, total))
         return result

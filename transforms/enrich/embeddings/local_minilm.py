@@ -385,7 +385,9 @@ class LocalMiniLM:
             for i, vectors in part:
                 e = enc[i]
                 keep = slice(None) if special_tokens else slice(1, -1)
-                result[i] = TokenVectors(list(e.tokens[keep]), list(e.ids[keep]), vectors)
+                total = sum(len(p.ids) - 2 for p in [e, *e.overflowing]) if e.overflowing \
+                    else None  # the model's limit cut the text: say how long it was
+                result[i] = TokenVectors(list(e.tokens[keep]), list(e.ids[keep]), vectors, total)
         return result  # type: ignore[return-value]
 
     def tokenize(self, text: str) -> list[str]:

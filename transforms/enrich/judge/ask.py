@@ -46,14 +46,17 @@ class Judge:
         self.client = runtime.client(cfg.endpoint)
         self.templates = dict(templates)
 
-    def messages(self, template: str, fields: Mapping[str, str]) -> list[dict[str, str]]:
+    def messages(self, template: str, fields: Mapping[str, str], plain: bool = False
+                 ) -> list[dict[str, str]]:
+        """The request's messages; plain: with unsalted block ids (the cache key's form)."""
         return [{"role": "system", "content": self.templates["system"]},
-                {"role": "user", "content": render(self.templates[template], fields)}]
+                {"role": "user", "content": render(self.templates[template], fields, plain)}]
 
-    async def _chat(self, messages, purpose: str, temperature: float, salt: str, n: int = 1):
+    async def _chat(self, messages, plain, purpose: str, temperature: float, salt: str,
+                    n: int = 1):
         reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
                            temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
-                           cache_salt=salt)
+                           cache_salt=salt, cache_messages=plain)
         if reply.record is not None:
             self.runtime.record(reply.record, self.log)
         return reply
@@ -64,24 +67,27 @@ class Judge:
         """n outcomes (n choices of one request); each bad one gets one repair request."""
         t = self.cfg.temperature if temperature is None else temperature
         messages = self.messages(template, fields)
-        reply = await self._chat(messages, purpose, t, salt, n)
+        plain = self.messages(template, fields, plain=True)
+        reply = await self._chat(messages, plain, purpose, t, salt, n)
         if reply.error:
             return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
         texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n
         extras = list(reply.message_extras) + [{}] * (n - len(reply.message_extras))
-        return [await self._read(messages, text, extra, shape, purpose, t, f"{salt}|{i}")
+        return [await self._read((messages, plain), text, extra, shape, purpose, t,
+                                 f"{salt}|{i}")
                 for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
 
-    async def _read(self, messages, text: str, extras: Mapping[str, Any], shape: Shape,
+    async def _read(self, asked, text: str, extras: Mapping[str, Any], shape: Shape,
                     purpose: str, temperature: float, salt: str) -> JudgeOutcome:
         value, problem = shape.read(text)
         details: dict[str, Any] = {"calls": 1}
         raws = [text]
         if problem is not None:
-            repair = messages + [{"role": "assistant", "content": text},
-                                 {"role": "user", "content": REPAIR.format(
-                                     problem=problem, example=shape.example)}]
-            again = await self._chat(repair, purpose, temperature, salt + "|repair")
+            more = [{"role": "assistant", "content": text},
+                    {"role": "user", "content": REPAIR.format(problem=problem,
+                                                              example=shape.example)}]
+            again = await self._chat(asked[0] + more, asked[1] + more, purpose, temperature,
+                                     salt + "|repair")
             details["calls"], details["repaired"] = 2, True
             if again.error:
                 return JudgeOutcome(None, f"judge reply unusable ({problem}) and the repair "

@@ -1,20 +1,30 @@
 """Judge prompt templates: packaged files, overridable per template by config.
 
 Untrusted text (questions, answers, references, contexts, and statements the
-judge extracted from them) enters a prompt only inside a fenced block
+judge extracted from them) enters a prompt only inside a fenced block, one
+block per item:
 
-    [[ANSWER 3f9c0a2b1d]]
+    [[STATEMENT A1 3f9c0a2b1d7e4c55]]
     ...text...
-    [[/ANSWER 3f9c0a2b1d]]
+    [[/STATEMENT A1 3f9c0a2b1d7e4c55]]
 
-whose id is a hash of the text, so the text cannot close its own block, and
-the system prompt tells the judge that block content is data. Placeholders
-are filled in one pass, so a `{question}` inside an answer stays literal.
+whose id is a hash of the text salted with a secret of the worker process
+(random, never written): the text cannot close its own block, and cannot
+forge the closing marker of another block either, since it cannot know the
+salt. A line such as "R1: ..." inside a claim stays inside that claim's
+block. The system prompt tells the judge that block content is data.
+Placeholders are filled in one pass, so a `{question}` inside an answer stays
+literal.
+
+The salt must not defeat the call cache: each fenced text also carries its
+`plain` form (unsalted ids), and the cache key is computed from the prompt
+rendered with those (`render(..., plain=True)`).
 """
 from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from importlib import resources
 from typing import Mapping, Sequence
 
@@ -54,16 +64,41 @@ def required_placeholders(name: str) -> set[str]:
     return set(_PLACEHOLDER.findall(packaged_template(name)))
 
 
-def fence(label: str, text: str) -> str:
-    tag = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+_SALT = secrets.token_bytes(16)  # per worker process; never written, never in a cache key
+
+
+class Fenced(str):
+    """A fenced block as sent (salted ids), with `plain`: the same block with
+    unsalted ids, what the call cache's key is computed from."""
+
+    plain: str
+
+    def __new__(cls, salted: str, plain: str) -> "Fenced":
+        obj = super().__new__(cls, salted)
+        obj.plain = plain
+        return obj
+
+
+def _block(label: str, tag: str, text: str) -> str:
     return f"[[{label} {tag}]]\n{text}\n[[/{label} {tag}]]"
 
 
-def fence_items(label: str, items: Sequence[tuple[str, str]]) -> str:
-    """Numbered items (id, text), each in its own block: [[CONTEXT C1 <hash>]]..."""
-    return "\n\n".join(fence(f"{label} {item_id}", text) for item_id, text in items)
+def fence(label: str, text: str) -> Fenced:
+    data = text.encode("utf-8", "surrogatepass")
+    plain = hashlib.sha256(data).hexdigest()[:10]
+    salted = hashlib.blake2b(data, key=_SALT, digest_size=8).hexdigest()
+    return Fenced(_block(label, salted, text), _block(label, plain, text))
 
 
-def render(template: str, fields: Mapping[str, str]) -> str:
-    """Fill placeholders in one pass; a placeholder without a field is an error."""
+def fence_items(label: str, items: Sequence[tuple[str, str]]) -> Fenced:
+    """Numbered items (id, text), each in its own block: [[CONTEXT C1 <id>]]..."""
+    blocks = [fence(f"{label} {item_id}", text) for item_id, text in items]
+    return Fenced("\n\n".join(blocks), "\n\n".join(b.plain for b in blocks))
+
+
+def render(template: str, fields: Mapping[str, str], plain: bool = False) -> str:
+    """Fill placeholders in one pass; a placeholder without a field is an error.
+    plain: with the unsalted form of fenced fields (for the call cache's key)."""
+    if plain:
+        fields = {k: getattr(v, "plain", v) for k, v in fields.items()}
     return fill_placeholders(template, fields, PLACEHOLDERS)

@@ -99,7 +99,8 @@ def context_ids(n: int) -> list[str]:
 
 
 def _numbered(label: str, ids: Sequence[str], texts: Sequence[str]) -> str:
-    return fence(label, "\n".join(f"{i}: {t}" for i, t in zip(ids, texts)))
+    """One block per item, the id in its marker (not a line of the data)."""
+    return fence_items(label, list(zip(ids, texts)))
 
 
 def _no_call(value: Any, note: str) -> JudgeOutcome:
@@ -165,8 +166,8 @@ class TurnJudge:
             ids_a, ids_r = answer_ids(len(a_list)), reference_ids(len(r_list))
             stage2[CORRECTNESS] = self._one(
                 "correctness",
-                {"question": fq, "answer_statements": _numbered("ANSWER CLAIMS", ids_a, a_list),
-                 "reference_statements": _numbered("REFERENCE CLAIMS", ids_r, r_list)},
+                {"question": fq, "answer_statements": _numbered("ANSWER CLAIM", ids_a, a_list),
+                 "reference_statements": _numbered("REFERENCE CLAIM", ids_r, r_list)},
                 replies.verdicts(ids_a + ids_r), "judge:correctness")
         items: list[tuple[str, str]] = []
         if ctx and "faithfulness" in w and a_list:
@@ -177,7 +178,7 @@ class TurnJudge:
             ids = [i for i, _ in items]
             stage2[GROUNDING] = self._one(
                 "grounding",
-                {"contexts": fc, "statements": _numbered("STATEMENTS", ids, [t for _, t in items])},
+                {"contexts": fc, "statements": _numbered("STATEMENT", ids, [t for _, t in items])},
                 replies.verdicts(ids), "judge:grounding")
         got.update(zip(stage2, await asyncio.gather(*stage2.values())))
         got[JUDGED] = True

@@ -1,0 +1,91 @@
+"""`evalbeam status --output DIR --run-id ID`: running, finished or failed.
+
+Read from the run id's lease (`runs/<id>/lease.json`, with its heartbeat) and
+its completion marker (`runs/<id>/manifest.json`), so it works for a run
+started in the background or on a cluster, from any machine that sees DIR.
+
+    state      exit  when
+    finished   0     the manifest is there and no newer attempt holds the lease
+    failed     1     the lease's attempt failed, or its heartbeat is older than
+                     its ttl, or its local process is gone, with no marker
+    unknown    2     neither a lease nor a manifest (or a bad invocation)
+    finished   3     ... but the manifest says the counts do not reconcile
+    running    5     the lease's attempt is alive (fresh heartbeat)
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from transforms.publish import lease as leases
+from transforms.publish.commit import committed
+
+EXIT = {"finished": 0, "failed": 1, "unknown": 2, "unreconciled": 3, "running": 5}
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    state: str               # running | finished | failed | unknown | unreconciled
+    line: str                # the one-line answer
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.state]
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _finished(run_id: str, manifest: dict, note: str = "") -> RunStatus:
+    ok = manifest.get("reconciliation", {}).get("ok", False)
+    c = manifest.get("counts", {})
+    line = (f"run {run_id}: finished (attempt {manifest.get('attempt', '?')}, "
+            f"{manifest.get('finished_at', '?')}; {c.get('input_rows', '?')} input rows, "
+            f"{c.get('results_rows', '?')} results rows; counts "
+            f"{'reconcile' if ok else 'do NOT reconcile'}){note}")
+    details = [f"tables:   {t}/ {n} rows" for t, n in manifest.get("tables", {}).items()]
+    details.append(f"report:   {manifest.get('output', '?')}/runs/{run_id}/report.md")
+    return RunStatus("finished" if ok else "unreconciled", line, details)
+
+
+def previous(manifest: dict | None) -> str:
+    if not manifest:
+        return "no earlier attempt finished"
+    return (f"the tables hold attempt {manifest.get('attempt', '?')}, finished "
+            f"{manifest.get('finished_at', '?')}")
+
+
+def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
+    """The run's state from its lease and completion marker (a pure read)."""
+    now = time.time() if now is None else now
+    output = output.rstrip("/")
+    manifest = committed(output, run_id)
+    lease = leases.read_lease(output, run_id)
+    if lease is None:
+        if manifest is None:
+            return RunStatus("unknown", f"evalbeam: error: no run {run_id!r} under {output} "
+                                        "(no lease, no manifest)")
+        return _finished(run_id, manifest)
+    if manifest is not None and manifest.get("attempt") == lease.attempt:
+        return _finished(run_id, manifest, " (its lease is still being released)")
+    why = leases.why_free(output, lease, None, now)
+    owner = (f"attempt {lease.attempt} by {lease.owner()}, started "
+             f"{_when(lease.acquired_at)}")
+    if why is None:
+        beat = now - leases.last_heartbeat(output, lease)
+        return RunStatus("running", f"run {run_id}: running ({owner}; last heartbeat "
+                                    f"{beat:.0f} s ago)", [previous(manifest)])
+    return RunStatus("failed", f"run {run_id}: failed ({owner}: {why}; no completion marker)",
+                     [previous(manifest),
+                      "a new run of the id takes over and cleans up what the attempt left"])
+
+
+def print_status(output: str, run_id: str) -> int:
+    status = run_status(output, run_id)
+    print(status.line, file=sys.stderr if status.state == "unknown" else sys.stdout)
+    for line in status.details:
+        print(f"  {line}")
+    return status.exit_code

@@ -1,0 +1,266 @@
+"""Issue 9: whatever a server sends, the run goes on (items 1, 5, 10), and no
+secret is written in any encoding (item 7). The loopback server's hostile
+modes (tests/fake_server.py HOSTILE_KINDS) send the replies."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import time
+from contextlib import ExitStack
+from urllib.parse import quote
+
+import httpx
+
+from pipeline.config import DEFAULT_MAX_REPLY_BYTES
+from tests.conftest import write_cases
+from tests.fake_server import FakeOpenAI, ServerConfig
+from tests.pipeline_helpers import TABLE_NAMES, all_output_text, manifest, read_rows, run_cli
+from tests.test_remote_client import _cfg
+from transforms.remote.breaker import CircuitBreaker
+from transforms.remote.client import EndpointClient
+from transforms.remote.openai_api import chat
+
+N_CASES = 9  # every 3rd reply of each server is hostile: 3 of 9
+
+
+def _cases(tmp_path, n: int = N_CASES) -> str:
+    rows = [{"case_id": f"h{i}", "question": f"How long is the refund window for order {i}?",
+             "expected_answer": "Refunds are accepted within 30 days."} for i in range(n)]
+    return write_cases(str(tmp_path / "cases.parquet"), rows)
+
+
+def _endpoint(url: str, **extra) -> str:
+    ep = dict(base_url=url, requests_per_second=500, max_attempts=2, backoff_initial_s=0.01,
+              backoff_max_s=0.02, timeout_s=5.0)
+    return json.dumps({**ep, **extra})
+
+
+CHAT_KINDS = {  # hostile kind -> words of the ERROR row's reason
+    "lone_surrogate": "not valid Unicode (lone surrogate U+D83D",
+    "numeric_content": "reply content of choice 0 is int, not text",
+    "null_content": "reply content of choice 0 is null",
+    "empty_choices": "the chat response has no choices",
+    "missing_message": "choice 0 has no message",
+    "refusal": "the model refused: I can't help with that.",
+}
+HTTP_KINDS = {"lone_surrogate": "not valid Unicode", "numeric_content": "is int, not text"}
+
+
+def test_hostile_replies_become_error_rows_with_the_reason(tmp_path):
+    """Item 1 (one bad reply aborted the whole run) and item 5 (a huge reply was
+    scored): every hostile reply is an ERROR row; the rest of the run is intact."""
+    endpoints, bots, expect = [], [], {}
+    with ExitStack() as stack:
+        def server(kind, **knobs):
+            return stack.enter_context(FakeOpenAI(ServerConfig(hostile=kind, hostile_every=3,
+                                                               **knobs)))
+        for kind, words in CHAT_KINDS.items():
+            s = server(kind)
+            endpoints.append(f"  {kind}: {_endpoint(s.openai_base_url)}")
+            bots.append(f"  - {{name: chat_{kind}, type: chat, endpoint: {kind}, model: m}}")
+            expect[f"chat_{kind}"] = words
+        for kind, words in HTTP_KINDS.items():
+            s = server(kind)
+            endpoints.append(f"  http_{kind}: {_endpoint(s.base_url)}")
+            bots.append(f"  - {{name: http_{kind}, type: http, endpoint: http_{kind}, options: "
+                        "{path: /assistant, answer_path: data.answer}}")
+            expect[f"http_{kind}"] = words
+        s = server("huge_body", huge_body_bytes=300_000)
+        endpoints.append(f"  huge: {_endpoint(s.openai_base_url, max_reply_bytes=100_000)}")
+        bots.append("  - {name: huge, type: chat, endpoint: huge, model: m}")
+        expect["huge"] = "larger than max_reply_bytes (100000 bytes)"
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text("endpoints:\n" + "\n".join(endpoints) + "\nbots:\n" + "\n".join(bots)
+                       + "\nmetrics: [exact_match, bleu]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path), "--output", out, "--config", str(cfg),
+                       "--run-id", "hostile") == 0
+    m = manifest(out, "hostile")
+    assert m["reconciliation"]["ok"], m["reconciliation"]
+    results = read_rows(out, "results")
+    assert len(results) == N_CASES * len(expect)
+    assert not os.listdir(os.path.join(out, "_tmp"))
+    for bot, words in expect.items():
+        rows = [r for r in results if r["bot"] == bot]
+        failed = [r for r in rows if r["verdict"] == "ERROR"]
+        assert len(failed) == N_CASES // 3, (bot, [r["error"] for r in rows])
+        assert all(words in r["error"] and r["answer"] is None for r in failed), (bot, failed[0])
+        assert all(r["answer"] for r in rows if r["verdict"] != "ERROR")
+    refused = [json.loads(r["bot_details"]) for r in results
+               if r["bot"] == "chat_refusal" and r["verdict"] == "ERROR"]
+    assert all(d["refusal"] == "I can't help with that." for d in refused)
+    errors = read_rows(out, "errors")
+    assert len(errors) == len(expect) * (N_CASES // 3)
+    assert {e["stage"] for e in errors} == {"bot"}
+
+
+def test_default_reply_cap_refuses_a_9_mb_reply():
+    """Item 5: the cap is on by default (8 MiB); the body is not read past it."""
+    assert DEFAULT_MAX_REPLY_BYTES == 8 * 1024 * 1024
+    huge = json.dumps({"choices": [{"message": {"content": "x" * (9 * 1024 * 1024)}}]})
+
+    async def main():
+        client = EndpointClient("llm", _cfg(), transport=httpx.MockTransport(
+            lambda r: httpx.Response(200, content=huge.encode())))
+        try:
+            return await chat(client, "m", [{"role": "user", "content": "hi"}], purpose="bot:x")
+        finally:
+            await client.aclose()
+    reply = asyncio.run(main())
+    assert reply.texts == [] and not reply.record.ok and reply.record.attempts == 1
+    assert "larger than max_reply_bytes (8388608 bytes)" in reply.error
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
+    """Item 10: without the breaker every call makes all its attempts (here 200 x 6
+    refused connections and their backoff); with it the rest fail fast."""
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    cfg = tmp_path / "c.yaml"
+    down = _endpoint(url, max_attempts=6, backoff_initial_s=0.2, backoff_max_s=1.0)
+    cfg.write_text(f"endpoints:\n  down: {down}\n"
+                   "bots:\n  - {name: down, type: chat, endpoint: down, model: m}\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    start = time.monotonic()
+    assert run_cli("--input", _cases(tmp_path, 200), "--output", out, "--config", str(cfg),
+                   "--run-id", "down") == 0
+    elapsed = time.monotonic() - start
+    results = read_rows(out, "results")
+    assert len(results) == 200 and all(r["verdict"] == "ERROR" for r in results)
+    opened = [r["error"] for r in results if "circuit open" in r["error"]]
+    assert len(opened) > 150
+    assert "consecutive connection failures to endpoint down" in opened[0]
+    usage = read_rows(out, "usage")[0]
+    assert usage["calls"] == 200 and usage["failures"] == 200
+    assert usage["retries"] < 100  # without the breaker: 200 x 5 = 1000
+    assert elapsed < 60, elapsed
+
+
+def test_breaker_opens_fails_fast_then_probes_once():
+    now = [0.0]
+    b = CircuitBreaker("llm", failures=3, cooldown_s=30, clock=lambda: now[0])
+    for _ in range(2):
+        assert b.refusal() is None
+        b.on_connection_failure("connection refused")
+    assert b.refusal() is None
+    b.on_connection_failure("connection refused")
+    assert "circuit open: 3 consecutive connection failures to endpoint llm" in b.refusal()
+    now[0] = 31.0
+    assert b.refusal() is None          # the probe
+    assert b.refusal() is not None      # only one probe at a time
+    b.on_connection_failure("still down")
+    assert b.refusal() is not None      # open again for another cooldown
+    now[0] = 62.0
+    assert b.refusal() is None
+    b.on_response()                     # the server is back
+    assert b.refusal() is None and b.consecutive == 0
+
+
+def test_client_probes_again_and_recovers():
+    calls = {"n": 0}
+
+    def handler(request):
+        calls["n"] += 1
+        if calls["n"] <= 3:
+            raise httpx.ConnectError("connection refused")
+        return httpx.Response(200, json={"choices": [{"message": {"content": "back"}}]})
+
+    async def main():
+        client = EndpointClient("llm", _cfg(max_attempts=1, circuit_failures=3,
+                                            circuit_cooldown_s=0.2),
+                                transport=httpx.MockTransport(handler))
+        try:
+            ask = lambda: chat(client, "m", [{"role": "user", "content": "hi"}],  # noqa: E731
+                               purpose="bot:x")
+            first = [await ask() for _ in range(5)]
+            await asyncio.sleep(0.25)
+            return first, await ask()
+        finally:
+            await client.aclose()
+    first, later = asyncio.run(main())
+    assert calls["n"] == 4  # 3 refused, 2 refused by the breaker without a request, 1 probe
+    assert [("circuit open" in (r.error or "")) for r in first] == [False] * 3 + [True] * 2
+    assert later.texts == ["back"]
+
+
+# ------------------------------------------------------------------ secrets (item 7)
+
+KEY = "sk-q7Zx-KEY-0123456789abcdefXYZ"
+TOKEN = "tk-98765-QWERTY-zyxwv-5521"
+
+
+def _forms(secret: str) -> list[str]:
+    raw = secret.encode()
+    return [secret.lower(), quote(secret, safe="").lower(), base64.b64encode(raw).decode().lower(),
+            "".join(f"\\u{ord(c):04x}" for c in secret),
+            base64.b64encode(b"Bearer " + raw).decode().lower()[12:]]
+
+
+def _leaks(text: str, secret: str) -> list[str]:
+    """Every encoded form, or any 8-character run of the secret, found in text."""
+    low = text.lower()
+    found = [f for f in _forms(secret) if f in low]
+    found += [secret[i:i + 8] for i in range(len(secret) - 7) if secret[i:i + 8].lower() in low]
+    return found
+
+
+def test_secrets_echoed_in_every_encoding_are_scrubbed_everywhere(tmp_path, monkeypatch,
+                                                                  capfd):
+    monkeypatch.setenv("HOSTILE_KEY", KEY)
+    monkeypatch.setenv("TENANT_TOKEN", TOKEN)
+    monkeypatch.setenv("EVALBEAM_PROGRESS_S", "0.2")
+    with FakeOpenAI(ServerConfig(hostile="echo_secrets", hostile_every=2)) as echo, \
+            FakeOpenAI(ServerConfig(echo_auth_in_errors=True, status_override=400)) as errs:
+        auth = ", api_key_env: HOSTILE_KEY, headers: {X-Tenant-Token: '${TENANT_TOKEN}'}"
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  echo: {_endpoint(echo.openai_base_url)[:-1]}{auth}}}\n"
+            f"  errs: {_endpoint(errs.openai_base_url)[:-1]}{auth}}}\n"
+            "bots:\n  - {name: echo, type: chat, endpoint: echo, model: m}\n"
+            "  - {name: errs, type: chat, endpoint: errs, model: m}\n"
+            "metrics: [exact_match, keyword_recall, hallucination]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 6), "--output", out, "--config", str(cfg),
+                       "--run-id", "s") == 0
+        echoed = [r for r in echo.requests if r.status == 200]
+    assert echoed
+    results = read_rows(out, "results")
+    answered = [r for r in results if r["bot"] == "echo" and r["answer"]]
+    flagged = [r for r in answered if "<redacted>" in r["answer"]]
+    assert len(flagged) == 3
+    assert all(json.loads(r["bot_details"])["secrets_scrubbed"] is True for r in flagged)
+    assert all("<redacted>" in r["error"] for r in results if r["bot"] == "errs")
+    captured = capfd.readouterr()
+    everything = "\n".join([all_output_text(out), captured.out, captured.err] + [
+        str(v) for t in TABLE_NAMES for row in read_rows(out, t) for v in row.values()])
+    assert _leaks(everything, KEY) == [] and _leaks(everything, TOKEN) == []
+    m = json.dumps(manifest(out, "s"))
+    assert "HOSTILE_KEY" in m and "${TENANT_TOKEN}" in m  # names, never values
+
+
+def test_error_text_is_scrubbed_before_it_is_cut():
+    """A key straddling the 300-character cut kept its prefix."""
+    body = {"error": {"message": "x" * 290 + " " + KEY + " trailing"}}
+
+    async def main():
+        os.environ["CUT_KEY"] = KEY
+        try:
+            client = EndpointClient("llm", _cfg(api_key_env="CUT_KEY"),
+                                    transport=httpx.MockTransport(
+                                        lambda r: httpx.Response(400, json=body)))
+            return await chat(client, "m", [{"role": "user", "content": "hi"}],
+                              purpose="bot:x")
+        finally:
+            os.environ.pop("CUT_KEY", None)
+    reply = asyncio.run(main())
+    assert reply.error.startswith("HTTP 400: xxx") and "<redact" in reply.error
+    assert _leaks(reply.error, KEY) == []

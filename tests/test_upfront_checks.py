@@ -1,0 +1,162 @@
+"""Issue 9, items 8 and 9: what can be checked before the run is refused with
+one line and exit 2 (nothing written); a row's problem is a dead-letter row."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import MAX_CONCURRENCY, load_config
+from tests.conftest import SAMPLE_ROWS, write_cases
+from schemas.cases import source_columns
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.read.cases import list_input_files, plan_shards
+
+_EP = "endpoints:\n  llm:\n    base_url: http://127.0.0.1:1/v1\n"
+
+
+def _fails_cleanly(capsys, *args) -> str:
+    code = run_cli(*args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("evalbeam: error: ") and "\n" not in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("text, words", [
+    (_EP + "    headers: 5\n", "endpoints.llm.headers must be a mapping"),
+    (_EP + "    headers: {X-Key: [1, 2]}\n", "endpoints.llm.headers must be a mapping"),
+    ("metric_options:\n  politeness: {markers: 5}\n", "metric_options.politeness.markers must be"),
+    ("metric_options:\n  hallucination: {window: -3}\n",
+     "metric_options.hallucination.window must be an integer >= 1"),
+    (_EP + "    requests_per_second: .nan\n", "requests_per_second must be a finite number"),
+    (_EP + "    requests_per_second: .inf\n", "requests_per_second must be a finite number"),
+    (_EP + "    max_attempts: true\n", "max_attempts must be an integer"),
+    ("verdict:\n  rules:\n    - {metric: bleu, above: .nan, verdict: FAIL}\n", "finite number"),
+    (_EP + "    backoff_initial_s: 10\n    backoff_max_s: 1\n",
+     "backoff_initial_s (10) must not exceed backoff_max_s (1)"),
+    (_EP + "    max_concurrency: 100000\n",
+     f"max_concurrency must be an integer between 1 and {MAX_CONCURRENCY}"),
+    (_EP + "    max_reply_bytes: 10\n", "max_reply_bytes must be an integer >= 1024"),
+    (_EP + "    circuit_failures: -1\n", "circuit_failures must be an integer >= 0"),
+    ("bots:\n  - {name: a, type: precomputed}\nbots:\n  - {name: b, type: precomputed}\n",
+     "duplicate key 'bots' at line 3 (first at line 1)"),
+    ("bots:\n  - {name: a, type: precomputed, name: b}\n", "duplicate key 'name'"),
+    ("bots:\n  - {name: " + "b" * 300 + ", type: precomputed}\n", "bots[0].name must be 1-64"),
+])
+def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    err = _fails_cleanly(capsys, "--input", cases, "--output", out, "--config", str(path))
+    assert words in err
+    assert not os.path.exists(out)
+
+
+def test_good_header_and_option_values_still_load(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(textwrap.dedent("""
+        endpoints:
+          llm: {base_url: 'http://x/v1', headers: {X-Key: abc, X-Num: 5}, max_concurrency: 512}
+        metric_options:
+          politeness: {markers: [please]}
+          hallucination: {window: 3}
+        """))
+    cfg = load_config(str(path))
+    assert cfg.endpoints["llm"].headers == {"X-Key": "abc", "X-Num": 5}
+    assert cfg.metric_options["hallucination"]["window"] == 3
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--run-id", ""), "--run-id ''"),
+    (("--run-date", "20240101"), "not a date YYYY-MM-DD"),
+    (("--run-date", "2024-W01-1"), "not a date YYYY-MM-DD"),
+    (("--run-date", "2024-02-30"), "not a date YYYY-MM-DD"),
+])
+def test_run_id_and_date_are_checked_up_front(tmp_path, capsys, args, words):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    assert words in _fails_cleanly(capsys, "--input", cases, "--output", out, *args)
+    assert not os.path.exists(out)
+
+
+def test_output_problems_are_refused_before_the_run(tmp_path, capsys):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    cases = write_cases(str(inputs / "c.parquet"), SAMPLE_ROWS)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    assert "exists and is not a folder" in _fails_cleanly(
+        capsys, "--input", cases, "--output", str(a_file))
+    assert "is a file, not a folder" in _fails_cleanly(
+        capsys, "--input", cases, "--output", str(a_file / "sub"))
+    assert "cannot write in /proc" in _fails_cleanly(
+        capsys, "--input", cases, "--output", "/proc/evalbeam-out")
+    assert "glob character(s) []" in _fails_cleanly(
+        capsys, "--input", cases, "--output", str(tmp_path / "out" / "g[1]"))
+    assert "inside the input folder" in _fails_cleanly(
+        capsys, "--input", str(inputs), "--output", str(inputs / "out"))
+    assert not os.path.exists(inputs / "out") and not os.path.exists(tmp_path / "out")
+    # a glob that would reach into the output folder's tables
+    out = tmp_path / "o"
+    os.makedirs(out / "results")
+    write_cases(str(out / "results" / "part-r.x.parquet"), SAMPLE_ROWS)
+    assert "is inside --output" in _fails_cleanly(
+        capsys, "--input", str(tmp_path / "**" / "*.parquet"), "--output", str(out))
+
+
+def test_input_file_named_like_a_glob_is_read(tmp_path):
+    """It was "no input files match" (the name was read as a pattern)."""
+    cases = write_cases(str(tmp_path / "b[1].parquet"), SAMPLE_ROWS)
+    write_cases(str(tmp_path / "b1.parquet"), SAMPLE_ROWS)  # what the pattern would match
+    assert list_input_files(cases) == [cases]
+    assert sum(s.stop - s.start for s in plan_shards(cases, source_columns({}))) == \
+        len(SAMPLE_ROWS)
+
+
+def test_invalid_utf8_in_a_string_column_is_a_read_error_row(tmp_path):
+    """Issue 9 item 2: one row's bytes are not UTF-8; the run goes on."""
+    # pyarrow checks UTF-8 when it builds a string array: view invalid bytes as strings
+    raw = pa.array([b"How long is the refund window?", b"caf\xe9 \xff?",
+                    b"Do you ship to Canada?"], pa.binary())
+    table = pa.table({"case_id": ["u1", "u2", "u3"], "question": raw.view(pa.string()),
+                      "answer": ["30 days.", "Yes.", "Yes, to Canada."]})
+    path = str(tmp_path / "bad_utf8.parquet")
+    pq.write_table(table, path)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "u") == 0
+    m = manifest(out, "u")
+    assert m["reconciliation"]["ok"]
+    assert (m["counts"]["valid_cases"], m["counts"]["invalid_rows"]) == (2, 1)
+    errors = [e for e in read_rows(out, "errors") if e["stage"] == "read"]
+    assert [(e["case_id"], e["error_type"]) for e in errors] == [("u2", "invalid_utf8")]
+    assert "question" in errors[0]["message"] and errors[0]["source"].endswith("#1")
+
+
+def _corrupt_middle_page(path: str) -> None:
+    """Overwrite bytes in the middle of the second row group's data."""
+    meta = pq.ParquetFile(path).metadata
+    col = meta.row_group(1).column(1)  # question
+    start = col.data_page_offset
+    with open(path, "r+b") as fh:
+        fh.seek(start + 8)
+        fh.write(b"\xde\xad\xbe\xef" * 16)
+
+
+def test_corrupt_data_page_becomes_dead_letter_rows(tmp_path):
+    rows = [{"case_id": f"p{i}", "question": f"Question number {i} about refunds?",
+             "answer": f"Answer {i}."} for i in range(30)]
+    path = write_cases(str(tmp_path / "corrupt.parquet"), rows, row_group_size=10)
+    _corrupt_middle_page(path)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "p") == 0
+    m = manifest(out, "p")
+    assert m["reconciliation"]["ok"], m["reconciliation"]
+    assert m["counts"]["input_rows"] == 30 and m["counts"]["invalid_rows"] >= 1
+    errors = [e for e in read_rows(out, "errors") if e["error_type"] == "unreadable_rows"]
+    assert len(errors) == m["counts"]["invalid_rows"]
+    assert all(e["source"].startswith(path + "#") for e in errors)

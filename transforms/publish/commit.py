@@ -1,0 +1,162 @@
+"""Publishing one attempt of a run atomically: stage, move in, commit, supersede.
+
+The protocol (README, "Publishing and re-runs"):
+
+1. An attempt writes its files under `_tmp/<run_id>-<attempt>/`, which no
+   table glob reaches.
+2. Finalize moves them into their Hive folders under attempt-specific names,
+   `part-<run_id>.<attempt>.<n>.parquet`. The previous attempt's files stay.
+3. It writes report.md, then `runs/<run_id>/manifest.json` all at once (write
+   beside, rename): the completion marker. It names the attempt and lists its
+   files; this is the commit.
+4. Only then are the run id's other files deleted (earlier attempts, and
+   leftovers of killed ones), then the temporary folders, then the lease.
+
+A kill before 3 leaves the previous attempt committed and complete; a kill
+after 3 leaves the new one committed and complete (the next run of the id
+deletes what 4 did not). A reader of one run id reads the manifest and then
+the files it lists, so it sees one attempt whole, never a gap or a mix.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import time
+from typing import Iterable, Mapping, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.tables import TableSpec
+from transforms.publish.lease import (delete_quietly, read_json, run_dir, stale_files,
+                                      write_atomic)
+from transforms.publish.write import WrittenFile, partition_dir, temp_dir
+
+ATTEMPT_LENGTH = 12  # hex characters of an attempt id
+PAUSE_ENV = "EVALBEAM_TEST_PAUSE_AT"  # tests: "step" (wait to be killed) or "step:seconds"
+
+
+def final_name(run_id: str, attempt: str, temp_path: str) -> str:
+    """part-<run_id>.<attempt>.<n>.parquet (n: the staged file's own name)."""
+    stem = temp_path.rsplit("/", 1)[-1].split(".")[0]
+    return f"part-{run_id}.{attempt}.{stem}.parquet"
+
+
+def manifest_path(output: str, run_id: str) -> str:
+    return FileSystems.join(run_dir(output, run_id), "manifest.json")
+
+
+def staged_report_path(output: str, run_id: str, attempt: str) -> str:
+    return FileSystems.join(run_dir(output, run_id), f"report.{attempt}.md")
+
+
+def install_report(output: str, run_id: str, attempt: str) -> None:
+    """report.md becomes the committed attempt's report (staged before the
+    commit, renamed after it; the next run of the id finishes a rename a kill
+    interrupted)."""
+    staged = staged_report_path(output, run_id, attempt)
+    if FileSystems.exists(staged):
+        FileSystems.rename([staged], [FileSystems.join(run_dir(output, run_id), "report.md")])
+
+
+def committed(output: str, run_id: str) -> dict | None:
+    """The run id's completion marker (its manifest), or None."""
+    return read_json(manifest_path(output, run_id))
+
+
+def committed_attempt(output: str, run_id: str) -> str | None:
+    manifest = committed(output, run_id)
+    return manifest.get("attempt") if manifest else None
+
+
+def relative(output: str, path: str) -> str:
+    return path[len(output.rstrip("/")) + 1:] if path.startswith(output.rstrip("/") + "/") \
+        else path
+
+
+def _match(pattern: str) -> list[str]:
+    try:
+        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+    except Exception:  # nothing there yet
+        return []
+
+
+def run_files(output: str, tables: Iterable[TableSpec], run_id: str) -> list[str]:
+    """Every file of the run id in the tables (any attempt, any date)."""
+    found = []
+    for table in tables:
+        depth = "/".join("*" for _ in table.partitions)
+        found += _match(FileSystems.join(output, table.name, depth,
+                                         f"part-{run_id}.*.parquet"))
+    return found
+
+
+def attempt_temp_dirs(output: str, run_id: str) -> list[str]:
+    """`_tmp/<run_id>-<attempt>` of every attempt (the attempt is exactly 12 hex
+    digits, so run id `a` never matches the folders of run id `a-1`)."""
+    name = f"{run_id}-" + "[0-9a-f]" * ATTEMPT_LENGTH
+    if "://" not in output:
+        return glob.glob(os.path.join(glob.escape(output), "_tmp", name))
+    # an object store has no folders: the files under them
+    return _match(FileSystems.join(output, "_tmp", name, "*"))
+
+
+def move_into_place(output: str, run_id: str, attempt: str,
+                    written: Iterable[WrittenFile]) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Rename the staged files into their Hive folders (idempotent: a retried
+    Finalize skips what is already there); returns (files, rows) per table."""
+    files: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
+    sources, targets = [], []
+    for f in written:
+        folder = partition_dir(output, f.table, f.partition)
+        target = FileSystems.join(folder, final_name(run_id, attempt, f.temp_path))
+        files.setdefault(f.table, []).append(target)
+        rows[f.table] = rows.get(f.table, 0) + f.rows
+        if FileSystems.exists(f.temp_path):
+            if not FileSystems.exists(folder):
+                FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
+            sources.append(f.temp_path)
+            targets.append(target)
+    if sources:
+        FileSystems.rename(sources, targets)
+    return files, rows
+
+
+def supersede(output: str, run_id: str, tables: Iterable[TableSpec], keep: Iterable[str]) -> int:
+    """Delete the run id's files that the committed attempt does not list."""
+    keep = set(keep)
+    old = [p for p in run_files(output, tables, run_id) if p not in keep]
+    delete_quietly(old)
+    return len(old)
+
+
+def clean_leftovers(output: str, run_id: str, attempt: str, tables: Sequence[TableSpec]) -> int:
+    """Before an attempt starts (it holds the lease): remove what killed attempts
+    left behind, i.e. table files no completion marker lists, other attempts'
+    temporary folders, heartbeats and half-written files. Returns files removed."""
+    manifest = committed(output, run_id)
+    if manifest and manifest.get("attempt"):
+        install_report(output, run_id, manifest["attempt"])
+    removed = 0
+    if manifest is None or isinstance(manifest.get("files"), Mapping):
+        listed = {FileSystems.join(output, p) for paths in (manifest or {}).get("files", {})
+                  .values() for p in paths}
+        removed += supersede(output, run_id, tables, listed)
+    # a manifest without a file list (written before attempts existed) keeps its files
+    others = [d for d in attempt_temp_dirs(output, run_id)
+              if d.rstrip("/") != temp_dir(output, run_id, attempt).rstrip("/")]
+    stale = stale_files(output, run_id, attempt)
+    delete_quietly(others + stale)
+    return removed + len(others) + len(stale)
+
+
+def checkpoint(output: str, run_id: str, attempt: str, step: str) -> None:
+    """A test hook: with EVALBEAM_TEST_PAUSE_AT=step the attempt stops here (leaving
+    `paused.<step>` in its temporary folder) until killed, or for `step:seconds`."""
+    wanted, _, seconds = os.environ.get(PAUSE_ENV, "").partition(":")
+    if wanted != step:
+        return
+    marker = FileSystems.join(temp_dir(output, run_id, attempt), f"paused.{step}")
+    write_atomic(marker, b"")
+    time.sleep(float(seconds) if seconds else 3600.0)
+    delete_quietly([marker])

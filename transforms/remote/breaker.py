@@ -1,0 +1,54 @@
+"""CircuitBreaker: stop calling an endpoint that cannot be reached.
+
+Without it, a server that is down costs every call all its attempts and
+backoff waits (300 cases took 254 s for 1,800 refused connections). After
+`failures` consecutive connection failures (refused, connect timeout) the
+breaker opens: every attempt fails at once with the reason. After
+`cooldown_s` one probe attempt goes through (half-open); a response of any
+status closes the breaker, another connection failure opens it again.
+Runs on the endpoint's event loop (one thread), so it needs no lock.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+
+class CircuitBreaker:
+    def __init__(self, endpoint: str, failures: int, cooldown_s: float,
+                 clock: Callable[[], float] = time.monotonic):
+        self.endpoint, self.failures, self.cooldown_s = endpoint, failures, cooldown_s
+        self._clock = clock
+        self.consecutive = 0
+        self.open_until: float | None = None
+        self.probing = False
+        self.last_error = ""
+
+    def refusal(self) -> str | None:
+        """Why this attempt must not be made (None: go ahead; maybe as the probe)."""
+        if self.open_until is None:
+            return None
+        if self._clock() >= self.open_until and not self.probing:
+            self.probing = True  # this attempt is the probe
+            return None
+        return (f"circuit open: {self.consecutive} consecutive connection failures to "
+                f"endpoint {self.endpoint} (last: {self.last_error}); calls fail fast and "
+                f"one probe is sent every {self.cooldown_s:g} s")
+
+    def on_response(self) -> None:
+        """The server answered (any status): it is reachable."""
+        self.consecutive, self.open_until, self.probing = 0, None, False
+
+    def on_connection_failure(self, error: str) -> None:
+        self.consecutive += 1
+        self.last_error = error
+        if self.failures and (self.probing or self.consecutive >= self.failures):
+            self.open_until = self._clock() + self.cooldown_s
+            self.probing = False
+
+    def on_other_failure(self) -> None:
+        """Neither a response nor a refused connection (e.g. a read timeout): says
+        nothing about reachability, but a probe that ends so lets the next one try."""
+        if self.probing:
+            self.open_until = self._clock() + self.cooldown_s
+            self.probing = False

@@ -1,0 +1,199 @@
+"""Scrubber: removes every configured secret from text that is written anywhere.
+
+A hostile or careless server can echo a key back in many shapes: as it is, in
+upper case, URL-encoded, JSON-escaped, base64-encoded, or only in part (an
+error text cut after 300 characters keeps a prefix). The scrubber is built
+from the secret values of the run's endpoints (API keys and `${VAR}` header
+values, read from the environment where it is built, i.e. on the worker: the
+values never travel inside the pipeline graph) and replaces every run of at
+least MIN_RUN characters of a secret, in each of these encodings, compared
+case-insensitively (ASCII), by `<redacted>`.
+
+It also makes text writable: a lone surrogate (half an emoji in a JSON
+escape, "\\ud83d") cannot be encoded as UTF-8 and would abort a Parquet
+writer, so it becomes U+FFFD.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+from typing import Any, Iterable, Mapping
+from urllib.parse import quote, quote_plus
+
+REDACTED = "<redacted>"
+MIN_RUN = 8        # a shared run of this many characters of a secret is scrubbed
+MIN_SECRET = 4     # shorter values would redact ordinary words; they are not scrubbed
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SECRET_HEADER = re.compile(r"key|token|secret|password|authorization", re.IGNORECASE)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _lower(text: str) -> str:
+    """ASCII lower case with the same length (str.lower may change the length)."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def _base64_cores(secret: bytes) -> list[str]:
+    """The parts of any base64 text that are fixed by `secret` alone, for each of
+    the three alignments it can have inside a longer encoded string."""
+    cores = []
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * shift + secret).decode("ascii").rstrip("=")
+            start = 4 if shift else 0                         # the group mixed with the prefix
+            end = len(text) - ((shift + len(secret)) % 3 and 4)  # a group mixed with what follows
+            if end - start >= 4:
+                cores.append(text[start:end])
+    return cores
+
+
+def encoded_forms(secret: str) -> list[tuple[str, int]]:
+    """(form, shortest run that counts) for every encoding scrubbed, lower-cased."""
+    raw = secret.encode("utf-8")
+    run = min(MIN_RUN, len(secret))
+    forms = [(secret, run), (json.dumps(secret)[1:-1], run), (quote(secret, safe=""), run),
+             (quote_plus(secret, safe=""), run),
+             ("".join(f"%{b:02x}" for b in raw), 3 * run),       # every byte percent-encoded
+             ("".join(f"\\u{ord(c):04x}" for c in secret), 6 * run)]  # every char \u-escaped
+    forms += [(core, min(len(core), -(-4 * run // 3))) for core in _base64_cores(raw)]
+    seen, out = set(), []
+    for form, n in forms:
+        form = _lower(form)
+        if form not in seen:
+            seen.add(form)
+            out.append((form, min(n, len(form))))
+    return out
+
+
+class _Form:
+    """One encoded form: blocks of it to search for, and where they sit in it.
+
+    Any run of >= n characters of the form contains one of its aligned blocks
+    of b = (n + 1) // 2 characters, so finding the blocks finds every run."""
+
+    __slots__ = ("text", "n", "blocks")
+
+    def __init__(self, text: str, n: int):
+        self.text, self.n = text, n
+        b = max(1, (n + 1) // 2)
+        self.blocks: dict[str, list[int]] = {}
+        for at in range(0, len(text) - b + 1, b):
+            self.blocks.setdefault(text[at:at + b], []).append(at)
+
+    def runs(self, low: str) -> Iterable[tuple[int, int]]:
+        """(start, end) in low of every run of >= n characters shared with the form."""
+        f = self.text
+        for block, offsets in self.blocks.items():
+            hit = low.find(block)
+            while hit >= 0:
+                for at in offsets:
+                    left = 0
+                    while left < min(hit, at) and low[hit - left - 1] == f[at - left - 1]:
+                        left += 1
+                    right = len(block)
+                    while (hit + right < len(low) and at + right < len(f)
+                           and low[hit + right] == f[at + right]):
+                        right += 1
+                    if left + right >= self.n:
+                        yield hit - left, hit + right
+                hit = low.find(block, hit + 1)
+
+
+def writable(text: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates become U+FFFD."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class Scrubber:
+    """scrub(text) -> text without any configured secret; also for nested data."""
+
+    def __init__(self, secrets: Iterable[str] = ()):
+        values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET})
+        self.secrets = tuple(values)
+        self._forms = [_Form(f, n) for s in values for f, n in encoded_forms(s)]
+        self._shortest = min((f.n for f in self._forms), default=0)
+        self._blocks = sorted({b for f in self._forms for b in f.blocks})
+        # a quick "no block anywhere" test: one regex is fastest on short texts,
+        # str.__contains__ per block on long ones
+        self._any = re.compile("|".join(map(re.escape, self._blocks))) if self._blocks else None
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def scrub(self, text: str, hits: list | None = None) -> str:
+        """The text with every run of a secret replaced by <redacted>, and writable;
+        each text that held a secret adds an item to `hits`."""
+        if not self._forms or len(text) < self._shortest:
+            return writable(text)
+        low = _lower(text)
+        if not (self._any.search(low) if len(low) < 256 else any(b in low for b in self._blocks)):
+            return writable(text)
+        spans = sorted(span for form in self._forms for span in form.runs(low))
+        if not spans:
+            return writable(text)
+        if hits is not None:
+            hits.append(len(spans))
+        merged: list[list[int]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        out, pos = [], 0
+        for start, end in merged:
+            out += [text[pos:start], REDACTED]
+            pos = end
+        out.append(text[pos:])
+        return writable("".join(out))
+
+    def scrub_value(self, value: Any, hits: list | None = None) -> Any:
+        """Every string value inside dicts, lists and tuples scrubbed (keys are
+        names of fields, not data: they stay, so a reply still parses)."""
+        if isinstance(value, str):
+            return self.scrub(value, hits)
+        if isinstance(value, Mapping):
+            return {k: self.scrub_value(v, hits) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            if value and all(type(v) in (float, int) for v in value):
+                return value  # a vector: no text inside
+            return type(value)(self.scrub_value(v, hits) for v in value)
+        return value
+
+
+def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] | None = None
+                       ) -> list[str]:
+    """Every secret value the endpoints use, as found in this process's environment:
+    the API key, `${VAR}` values in headers, and literal values of headers named
+    like a secret (X-Api-Key: ...)."""
+    env = os.environ if environ is None else environ
+    found = []
+    for cfg in endpoints.values():
+        if cfg.api_key_env and env.get(cfg.api_key_env):
+            found.append(env[cfg.api_key_env])
+        headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}
+        for name, value in headers.items():
+            refs = ENV_REF.findall(str(value))
+            found.extend(env[r] for r in refs if env.get(r))
+            if not refs and _SECRET_HEADER.search(str(name)):
+                found.append(str(value).split(" ", 1)[-1])  # "Bearer abc" -> "abc"
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _cached(secrets: tuple[str, ...]) -> Scrubber:
+    return Scrubber(secrets)
+
+
+def scrubber_for(endpoints: Mapping[str, Any]) -> Scrubber:
+    """The process's scrubber for these endpoints (built once per set of secrets)."""
+    return _cached(tuple(sorted(set(configured_secrets(endpoints)))))
