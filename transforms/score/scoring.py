@@ -111,16 +111,11 @@ def _similarity(t: Turn, o, side) -> MetricResult:
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
-<<<<<<< HEAD
     refs = t.features.get(TOK_REFERENCES) or [t.features[TOK_EXPECTED]]
     cand, idf = t.features[TOK_ANSWER], bert_idf if o["idf"] else None
     return semantic.bertscore_multi([semantic.bertscore(ref.tokens, ref.vectors, cand.tokens,
-                                                        cand.vectors, idf) for ref in refs])
-=======
-    ref, cand = t.features[TOK_EXPECTED], t.features[TOK_ANSWER]
-    return semantic.bertscore(ref.tokens, ref.vectors, cand.tokens, cand.vectors,
-                              bert_idf if o["idf"] else None, ref.total, cand.total)
->>>>>>> issue9
+                                                        cand.vectors, idf, ref.total, cand.total)
+                                     for ref in refs])
 
 
 def _relevance(t: Turn, o, side) -> MetricResult:

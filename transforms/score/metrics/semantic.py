@@ -154,9 +154,12 @@ def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: S
         return MetricResult(0.0, {"precision": 0.0, "recall": 0.0, "note": "empty answer"})
     ref_w, cand_w = _weights(ref_tokens, idf), _weights(cand_tokens, idf)
     p, r, f = greedy_match(ref_vectors, cand_vectors, ref_w, cand_w)
-<<<<<<< HEAD
-    return MetricResult(max(0.0, f), {"precision": p, "recall": r, "idf": idf is not None,
-                                      "ref_tokens": n_ref, "answer_tokens": n_cand})
+    details = {"precision": p, "recall": r, "idf": idf is not None, "ref_tokens": n_ref,
+               "answer_tokens": n_cand}
+    for side, total, kept in (("answer", cand_total, n_cand), ("reference", ref_total, n_ref)):
+        if total:
+            details[f"{side}_cut"] = f"first {kept} of {total} tokens scored"
+    return MetricResult(max(0.0, f), details)
 
 
 def bertscore_multi(per_reference: list[MetricResult]) -> MetricResult:
@@ -173,11 +176,3 @@ def bertscore_multi(per_reference: list[MetricResult]) -> MetricResult:
     r_ = max(r.details.get("recall", 0.0) for r in scored)
     return MetricResult(best.value, {**best.details, "precision": p, "recall": r_,
                                      "references": len(per_reference)})
-=======
-    details = {"precision": p, "recall": r, "idf": idf is not None, "ref_tokens": n_ref,
-               "answer_tokens": n_cand}
-    for side, total, kept in (("answer", cand_total, n_cand), ("reference", ref_total, n_ref)):
-        if total:
-            details[f"{side}_cut"] = f"first {kept} of {total} tokens scored"
-    return MetricResult(max(0.0, f), details)
->>>>>>> issue9
