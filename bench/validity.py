@@ -175,10 +175,13 @@ def verdicts(rows: list[dict], lang_of, long_of, kind_of, split_of) -> dict:
     return res
 
 
-def measure(checkout: str, label: str) -> dict:
+def measure(checkout: str, label: str, only: set[str] | None = None,
+            previous: dict | None = None, presets: set[str] | None = None,
+            multilingual: bool = True) -> dict:
     subprocess.run([sys.executable, os.path.join(ROOT, "validation", "build.py")], check=True,
                    cwd=ROOT)
-    report: dict = {"label": label, "checkout": os.path.abspath(checkout), "sets": {}}
+    report: dict = previous or {"label": label, "checkout": os.path.abspath(checkout),
+                                 "sets": {}}
     with tempfile.TemporaryDirectory(prefix="validity-") as tmp:
         sets = {
             "validation": (os.path.join(ROOT, "validation", "cases.parquet"),
@@ -191,8 +194,16 @@ def measure(checkout: str, label: str) -> dict:
                         lambda r: None),
         }
         for name, (cases, kind_of, question_of, lang_of, long_of, split_of) in sets.items():
-            report["sets"][name] = {"presets": {}}
+            if only and name not in only:
+                continue
+            kept = report["sets"].get(name, {}) if presets else {}
+            report["sets"][name] = {"presets": dict(kept.get("presets", {}))}
+            for key in ("multilingual",):
+                if key in kept and not multilingual:
+                    report["sets"][name][key] = kept[key]
             for preset, verdict in PRESETS.items():
+                if presets and preset not in presets:
+                    continue
                 out = os.path.join(tmp, f"{name}-{preset}")
                 try:
                     run_evalbeam(checkout, cases, out, f"validity-{preset}", verdict,
@@ -208,7 +219,7 @@ def measure(checkout: str, label: str) -> dict:
                         rows, by_case, lower_is_better(out, f"validity-{preset}"), kind_of,
                         question_of, lang_of, long_of)
                     report["sets"][name]["rows"] = len(rows)
-            if name == "validation":
+            if name == "validation" and multilingual:
                 out = os.path.join(tmp, "validation-multilingual")
                 try:
                     run_evalbeam(checkout, cases, out, "validity-ml", None, MULTILINGUAL)
@@ -217,7 +228,8 @@ def measure(checkout: str, label: str) -> dict:
                         rows, by_case, set(), kind_of, question_of, lang_of, long_of)
                 except SystemExit as exc:
                     report["sets"][name]["multilingual"] = {"error": str(exc)[:300]}
-        report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
+        if not only or "example" in only:
+            report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
     return report
 
 
@@ -253,10 +265,21 @@ def main(argv=None) -> int:
     ap.add_argument("--checkout", default=ROOT, help="the evalbeam checkout to measure")
     ap.add_argument("--label", default="after", help="name of this measurement")
     ap.add_argument("--render-only", action="store_true", help="only rewrite VALIDITY.md")
+    ap.add_argument("--only", action="append", choices=("validation", "example"),
+                    help="measure only this set again, keeping the others from the last result")
+    ap.add_argument("--preset", action="append", choices=tuple(PRESETS),
+                    help="with --only: measure only this preset again (and not the "
+                         "multilingual embedder run)")
     args = ap.parse_args(argv)
     os.makedirs(RESULTS_DIR, exist_ok=True)
     if not args.render_only:
-        report = measure(args.checkout, args.label)
+        previous = None
+        path = os.path.join(RESULTS_DIR, f"validity-{args.label}.json")
+        if args.only and os.path.exists(path):
+            with open(path) as fh:
+                previous = json.load(fh)
+        report = measure(args.checkout, args.label, set(args.only or ()), previous,
+                         set(args.preset or ()), multilingual=not args.preset)
         with open(os.path.join(RESULTS_DIR, f"validity-{args.label}.json"), "w") as fh:
             json.dump(report, fh, indent=1, sort_keys=True)
     from bench.validity_report import render

@@ -65,6 +65,59 @@ def _kind_rows(rep: dict) -> list[str]:
     return lines
 
 
+HALLUCINATED = ("wrong_number", "wrong_date", "wrong_entity", "swapped_entity", "negation",
+                "invented_list")
+GROUNDING_ONLY = ("hallucination", "unsupported_facts", "key_fact_recall", "answer_relevance",
+                  "lexical_relevance", "completeness")  # need no reference
+
+
+def _goals(rep: dict) -> list[str]:
+    """The issue's goals, each with the figure that decides it."""
+    val = rep["sets"].get("validation", {})
+    metrics, preset = val.get("metrics", {}), val.get("presets", {}).get("default", {})
+    if not metrics or "all" not in preset:
+        return []
+
+    def best(key, names=None):
+        cands = [(m, x[key]) for m, x in metrics.items() if x.get(key) is not None
+                 and (names is None or m in names)]
+        return max(cands, key=lambda mv: mv[1]) if cands else ("–", None)
+
+    def mark(ok):
+        return "met" if ok else "**not met**"
+    g_any, g_ctx = best("grounding"), best("grounding", GROUNDING_ONLY)
+    r_any, r_ctx = best("relevance"), best("relevance", GROUNDING_ONLY)
+    en = preset["by_language"].get("en", {})
+    others = {lang: x["accuracy"] for lang, x in preset["by_language"].items() if lang != "en"}
+    worst_gap = max((en["accuracy"] - a for a in others.values()), default=0.0)
+    kinds = preset["by_kind"]
+    grounded_fail = kinds["grounded"]["FAIL"] / max(1, sum(kinds["grounded"].values()))
+    hall = [kinds[k] for k in HALLUCINATED if k in kinds]
+    hall_pass = sum(k["PASS"] for k in hall) / max(1, sum(sum(k.values()) for k in hall))
+    long_bad = sorted(m for m, x in metrics.items()
+                      if None not in (x["long_vs_short"]["long"], x["long_vs_short"]["short"])
+                      and x["long_vs_short"]["short"] - x["long_vs_short"]["long"] > 0.1)
+    return [
+        "| goal | figure (`after`, validation sets) | |", "|---|---|---|",
+        f"| best offline grounding metric, grounded > hallucinated ≥ 0.95 | {g_any[0]} "
+        f"{f(g_any[1])} (needs the reference); without a reference {g_ctx[0]} {f(g_ctx[1])} | "
+        f"{mark((g_any[1] or 0) >= 0.95)} |",
+        f"| best offline relevance metric, good > poor ≥ 0.85 | {r_any[0]} {f(r_any[1])}; "
+        f"without a reference {r_ctx[0]} {f(r_ctx[1])} | {mark((r_ctx[1] or 0) >= 0.85)} |",
+        f"| default verdict, English accuracy ≥ 0.85 | {f(en.get('accuracy'))} | "
+        f"{mark((en.get('accuracy') or 0) >= 0.85)} |",
+        f"| default verdict, English kappa ≥ 0.7 | {f(en.get('kappa'))} | "
+        f"{mark((en.get('kappa') or 0) >= 0.7)} |",
+        f"| every other language within 0.1 of English (accuracy) | largest gap "
+        f"{f(worst_gap)} | {mark(worst_gap <= 0.1)} |",
+        f"| grounded answers FAIL ≤ 10% | {f(grounded_fail)} (good answers: "
+        f"{f(preset['all']['good_failed'])}) | {mark(grounded_fail <= 0.1)} |",
+        f"| hallucinated answers PASS ≤ 10% | {f(hall_pass)} | {mark(hall_pass <= 0.1)} |",
+        "| no metric more than 0.1 less accurate on long correct answers than short | "
+        f"over the gap: {', '.join(long_bad) or 'none'} | {mark(not long_bad)} |",
+    ]
+
+
 def _metric_rows(reports: list[dict], set_name: str) -> list[str]:
     lines = ["| metric | measurement | grounded > hallucinated | good > poor | AUC | long good > bad | short good > bad |",
              "|---|---|---:|---:|---:|---:|---:|"]
@@ -135,7 +188,13 @@ def render(reports: list[dict], path: str) -> None:
         "- Long vs short: pairwise accuracy of good-vs-bad pairs where the good answer is long",
         "  (>= 150 words; 250 characters for Chinese) or short.",
         "",
+        "## Goals of issue 8",
+        "",
+        *(_goals(after) if after is not None else []),
+        "",
         "## Verdicts on the validation sets",
+        "",
+        "`before` is the code before issue 8, whose default rules were seed 002's.",
         "",
         *_verdict_rows(reports, "validation"),
         "",
