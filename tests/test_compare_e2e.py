@@ -210,6 +210,8 @@ def test_reports_in_headless_chromium(runs, tmp_path):
             (tmp_path / f"{name}.png").write_bytes(page.png)
             left = [u for u in page.requests if not u.startswith(("data:", "file:"))]
             assert left == [], f"{name} made requests: {left}"
+            # the CSP would block one, and say so: the page must not even try
+            assert not [m for m in page.console if "Content Security Policy" in m], page.console
             images = page.evaluate("Array.from(document.images).map(i => "
                                    "[i.alt, i.complete && i.naturalWidth > 100])")
             assert images and all(ok for _, ok in images), images
