@@ -4,7 +4,10 @@ The launcher runs `python flex_template_main.py --input=... --output=...
 --run_id=... [Beam options]` with the template's parameters (see
 flex_template_metadata.json); this is `evalbeam run` with them. Template
 parameter names cannot hold '-', so `run_id` and `run_date` are the CLI's
-`--run-id` and `--run-date`.
+`--run-id` and `--run-date`. The launcher must return once the job is
+submitted, so the run is started with `--detach`: the job's own Finalize step
+writes the tables, the manifest and the report and releases the run's lease;
+`evalbeam status` says when it is finished.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ def cli_args(argv: list[str]) -> list[str]:
     for arg in argv:
         name, eq, value = arg.partition("=")
         out.append(RENAMED.get(name, name) + eq + value)
+    if "--detach" not in out:
+        out.append("--detach")
     return ["run", *out]
 
 

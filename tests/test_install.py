@@ -173,8 +173,9 @@ def test_every_flex_template_parameter_is_an_option_of_evalbeam_run():
     with open(os.path.join(ROOT, "deploy", "flex_template_metadata.json"), encoding="utf-8") as fh:
         params = [p["name"] for p in json.load(fh)["parameters"]]
     args, rest = _parser().parse_known_args(cli_args([f"--{p}=v-{p}" for p in params]))
-    ours = {k: v for k, v in vars(args).items() if k != "command"}
+    ours = {k: v for k, v in vars(args).items() if k in params}
     beam = PipelineOptions(rest).get_all_options()
     assert ours == {p: f"v-{p}" for p in params if p in ours}
+    assert args.detach  # the launcher returns once the job is submitted
     assert {p for p in params if p not in ours} == {"sdk_container_image"}
     assert beam["sdk_container_image"] == "v-sdk_container_image"
