@@ -42,6 +42,9 @@ def write_run(output: str, run_id: str, run_date: str, bot: str, case_ids: list[
         "verdict_reason": pa.array(reasons if reasons is not None else
                                    [f"reason {v}" for v in verdicts], pa.string()),
         "error": pa.nulls(n, pa.string()), "bot_details": pa.nulls(n, pa.string())})
+    for field in RESULTS.schema:  # columns added to results/ since (label, references, ...)
+        if field.name not in results.column_names:
+            results = results.append_column(field.name, pa.nulls(n, field.type))
     _write(output, "results", f"run_date={run_date}/bot={bot}", run_id,
            results.cast(pa.schema([f if f.name != "run_id" else pa.field("run_id", pa.string())
                                    for f in RESULTS.schema])))

@@ -18,7 +18,7 @@ sys.path.insert(0, f"{ROOT}/examples/formats")
 from make_formats import write_jsonl  # noqa: E402
 
 COLS = source_columns({})
-KEY = "sk-conversation-test"
+KEY = "sk-test-7f3a9c1e5b2d"  # random-looking: the scrubber removes any 8-character run of it
 HISTORY = [{"role": "user", "content": "Hi, my name is Dana and I am on the Plus plan."},
            {"role": "assistant", "content": "Hello Dana! How can I help with your Plus plan?"}]
 
@@ -68,7 +68,7 @@ def _config(tmp_path, server) -> str:
 endpoints:
   llm: {{base_url: '{server.openai_base_url}', api_key_env: CONV_KEY, requests_per_second: 500,
         backoff_initial_s: 0.01}}
-  assistant: {{base_url: '{server.base_url}', requests_per_second: 500}}
+  assistant: {{base_url: '{server.base_url}', api_key_env: CONV_KEY, requests_per_second: 500}}
 bots:
   - {{name: plain, type: chat, endpoint: llm, model: bot-model, system_prompt: "Be brief."}}
   - {{name: kb, type: full_context, endpoint: llm, model: bot-model,

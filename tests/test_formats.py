@@ -187,7 +187,7 @@ def test_same_cases_in_every_format_give_identical_scores(tmp_path, monkeypatch)
         if fmt == "parquet":
             want_results = results
         assert results == want_results, fmt
-    assert len(tables["parquet"]) == 200 * 10
+    assert len(tables["parquet"]) == 200 * 11  # hallucination also gives unsupported_facts
     for fmt in ("jsonl", "csv", "hf"):
         assert tables[fmt] == tables["parquet"], fmt
     several = [r for r in tables["parquet"] if r[2] == "bleu" and r[4] and '"nrefs:2' in r[4]]

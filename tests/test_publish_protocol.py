@@ -136,7 +136,7 @@ def test_sigkill_during_finalize_leaves_a_complete_readable_run(tmp_path, setup,
     listed = {os.path.join(out, p) for p in manifest(out, "k")["files"]["results"]}
     assert set(glob.glob(os.path.join(out, "results", "**", "part-k.*"), recursive=True)) \
         == listed
-    assert sorted(os.listdir(os.path.join(out, "runs", "k"))) == ["manifest.json", "report.md"]
+    assert sorted(os.listdir(os.path.join(out, "runs", "k"))) == ["manifest.json", "report.html", "report.md"]
 
 
 def test_reader_polling_during_a_rerun_never_sees_a_wrong_count(tmp_path, setup,
@@ -238,7 +238,8 @@ def test_detached_run_returns_at_once_and_status_follows_it(tmp_path, setup, cap
     m = manifest(out, "d")
     assert m["reconciliation"]["ok"] and committed_count(out, "d")[0] == 16
     assert "counts reconcile" in said
-    assert not os.path.exists(leases.lease_path(out, "d"))
+    # the lease is released just after the completion marker is written
+    _wait_for(lambda: not os.path.exists(leases.lease_path(out, "d")), 30, "the lease's release")
     log = os.path.join(out, "runs", "d", f"log.{m['attempt']}.txt")
     _wait_for(lambda: "run d: 8 input rows" in open(log).read(), 30, "the log's last lines")
 

@@ -141,14 +141,16 @@ class Finalize(beam.DoFn):
         report = render_report(manifest, scrub.scrub_value(summary), manifest["worst_cases"])
         lease.write_atomic(staged_report_path(info.output, info.run_id, info.attempt),
                            scrub.scrub(report).encode("utf-8"))
+        # the HTML page and stale post-run outputs are settled before the commit,
+        # so the lease is released right after the completion marker
+        write_html_report(FileSystems.join(info.output, "runs", info.run_id), manifest,
+                          scrub.scrub_value(summary), manifest["worst_cases"])
+        remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
         lease.write_atomic(manifest_path(info.output, info.run_id),  # the completion marker
                            json.dumps(manifest, indent=2, ensure_ascii=False,
                                       default=str).encode("utf-8"))
         install_report(info.output, info.run_id, info.attempt)
-        write_html_report(FileSystems.join(info.output, "runs", info.run_id), manifest,
-                          scrub.scrub_value(summary), manifest["worst_cases"])
-        remove_postrun_outputs(info.output, info.run_id)
         self._step("supersede")
         supersede(info.output, info.run_id, TABLES.values(),
                   {p for paths in files.values() for p in paths})
