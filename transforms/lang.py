@@ -115,6 +115,13 @@ def stop_words_for(lang: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=None)
+def stop_words_of(*langs: str) -> frozenset[str]:
+    """The union of several languages' stop words, built once per combination
+    (hot paths ask for it per sentence)."""
+    return frozenset().union(*(stop_words_for(lang) for lang in langs))
+
+
+@lru_cache(maxsize=None)
 def _voters() -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((lang, _package_stop_words(lang)) for lang in VOTING_LANGUAGES)
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-from transforms.lang import detect_language, is_negated, stemmer_for, stop_words_for
+from transforms.lang import (detect_language, is_negated, stemmer_for, stop_words_for,
+                            stop_words_of)
 from transforms.text import tokenize
 
 SENTENCE_SUPPORT = 0.5   # share of a sentence's content words the contexts must hold
@@ -215,7 +216,7 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
                  months: frozenset[str]) -> list[Check]:
     """Entities, bindings, negations, list items and sentences of the answer."""
     lang = detect_language(answer)
-    stops = stop_words_for(lang) | stop_words_for(index.lang)
+    stops = stop_words_of(lang, index.lang)
     stem = stemmer_for(index.lang)
     checks: list[Check] = []
     seen_entities: dict[tuple, bool] = {}

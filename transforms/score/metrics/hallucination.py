@@ -45,7 +45,8 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from schemas.records import MetricResult
-from transforms.lang import detect_language, is_negated, negation_cues, stop_words_for
+from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
+                            stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
@@ -494,7 +495,7 @@ def _scan(text: str, unique: bool = False, lang: str | None = None
     seen: set[str] = set()
     parsed_cache: dict[str, tuple[str, str] | None] = {}
     decimal_comma = lang in DECIMAL_COMMA
-    stops = stop_words() | stop_words_for(lang)
+    stops = stop_words_of("en", lang)  # English is evalbeam's own list, as stop_words()
     number_patterns = [(_NUMBER, lambda m: _number_from_match(m, decimal_comma)),
                        (_SPELLED, _spelled_from_match)]
     if lang == "fr":  # "22 950 €": a plain space groups thousands
