@@ -179,7 +179,7 @@ GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
 METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
 LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in SCORERS))
 # metrics not on a [0, 1] scale: charts and rankings that put metrics side by side leave them out
-UNSCALED: frozenset[str] = frozenset({"answer_length", "latency_ms"})
+UNSCALED: frozenset[str] = frozenset({"answer_length", "latency_ms", "unsupported_facts"})
 
 
 def option_problem(default: Any, value: Any) -> str | None:
