@@ -143,7 +143,6 @@ def detect_language(text: str) -> str:
         if script == "cyrillic" and lang not in ("ru", "uk", "bg"):
             continue
         hits = sum(1 for t in tokens if t in words)
-        # distinct-language letters are a strong hint (ä ö ß, é è ç, ñ ¿ ¡ ...)
         if hits > best_hits:
             best, best_hits = lang, hits
     if best != "en":
