@@ -39,6 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from pipeline.postrun.agreement import (acceptable, pairwise_accuracy, roc_auc,  # noqa: E402
                                         verdict_agreement)
+from bench.validity_ceiling import offline_ceiling  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "validation", "results")
 EXAMPLE_LABELS = {  # the bundled example's `quality` -> a reviewer's label
@@ -219,6 +220,10 @@ def measure(checkout: str, label: str, only: set[str] | None = None,
                         rows, by_case, lower_is_better(out, f"validity-{preset}"), kind_of,
                         question_of, lang_of, long_of)
                     report["sets"][name]["rows"] = len(rows)
+                    if name == "validation" and preset == "default":
+                        report["sets"][name]["ceiling"] = offline_ceiling(
+                            rows, by_case, sorted({m for v in by_case.values() for m in v}
+                                                  - DESCRIPTIVE), split_of, lang_of)
             if name == "validation" and multilingual:
                 out = os.path.join(tmp, "validation-multilingual")
                 try:

@@ -106,7 +106,7 @@ def _goals(rep: dict) -> list[str]:
         f"without a reference {r_ctx[0]} {f(r_ctx[1])} | {mark((r_ctx[1] or 0) >= 0.85)} |",
         f"| default verdict, English accuracy ≥ 0.85 | {f(en.get('accuracy'))} | "
         f"{mark((en.get('accuracy') or 0) >= 0.85)} |",
-        f"| default verdict, English kappa ≥ 0.7 | {f(en.get('kappa'))} | "
+        f"| default verdict, English kappa ≥ 0.7 | {f(en.get('kappa'))}{_ceiling_note(val)} | "
         f"{mark((en.get('kappa') or 0) >= 0.7)} |",
         f"| every other language within 0.1 of English (accuracy) | largest gap "
         f"{f(worst_gap)} | {mark(worst_gap <= 0.1)} |",
@@ -115,6 +115,43 @@ def _goals(rep: dict) -> list[str]:
         f"| hallucinated answers PASS ≤ 10% | {f(hall_pass)} | {mark(hall_pass <= 0.1)} |",
         "| no metric more than 0.1 less accurate on long correct answers than short | "
         f"over the gap: {', '.join(long_bad) or 'none'} | {mark(not long_bad)} |",
+    ]
+
+
+def _ceiling_note(val: dict) -> str:
+    ceiling = (val.get("ceiling") or {}).get("test_by_language", {}).get("en")
+    return "" if not ceiling else (f" (best fitted combination of every offline metric, held "
+                                   f"out: {f(ceiling['kappa'])}; see below)")
+
+
+def _ceiling_rows(val: dict) -> list[str]:
+    """The fitted ceiling (bench/validity_ceiling.py): no thresholds on these
+    metrics can agree with the labels much better than this."""
+    c = val.get("ceiling")
+    if not c:
+        return []
+    langs = sorted(c["test_by_language"])
+    top = sorted(c["weights"].items(), key=lambda mw: -abs(mw[1]))[:5]
+    return [
+        "## How far the offline metrics can go",
+        "",
+        "A logistic regression over every offline metric (standardised; "
+        f"{len(c['metrics'])} metrics), fitted on the `dev` questions, accept threshold "
+        "chosen for the best kappa there, measured on the held-out `test` questions "
+        "(`bench/validity_ceiling.py`, run by `bench/validity.py`). A verdict preset is a "
+        "few thresholds on the same values, so it cannot do much better; a goal above "
+        "these figures needs a better signal (an LLM judge or an NLI model), not other "
+        "thresholds.",
+        "",
+        "| split | n | accuracy | kappa |", "|---|---:|---:|---:|",
+        *(f"| {name} | {c[name]['n']} | {f(c[name]['accuracy'])} | {f(c[name]['kappa'])} |"
+          for name in ("dev", "test")),
+        *(f"| test, {lang} | {c['test_by_language'][lang]['n']} | "
+          f"{f(c['test_by_language'][lang]['accuracy'])} | "
+          f"{f(c['test_by_language'][lang]['kappa'])} |" for lang in langs),
+        "",
+        "Largest weights (standardised): " + ", ".join(f"{m} {w:+.2f}" for m, w in top) + ".",
+        "",
     ]
 
 
@@ -192,6 +229,16 @@ def render(reports: list[dict], path: str) -> None:
         "",
         *(_goals(after) if after is not None else []),
         "",
+        "Why the unmet goals stay unmet offline: the grounding errors that remain are a",
+        "right value or name bound to the wrong subject (a figure that is in the contexts",
+        "for another case, two people's roles swapped) and contradictions in other words",
+        "(\"low-key\" against \"with great pomp\"); no word-level signal sees them, and the",
+        "fitted ceiling below shows that no thresholds on today's offline metrics reach",
+        "kappa 0.7. BLEU, ROUGE and BERTScore are kept identical to their reference",
+        "implementations (tested against them) and answer_similarity is Ragas' definition:",
+        "their F1 and whole-text cosine fall on long answers by construction, so the",
+        "verdict uses the length-robust recall metrics instead (long ≥ short for both).",
+        "",
         "## Verdicts on the validation sets",
         "",
         "`before` is the code before issue 8, whose default rules were seed 002's.",
@@ -206,6 +253,8 @@ def render(reports: list[dict], path: str) -> None:
     if after is not None and "validation" in after["sets"]:
         out += ["Verdicts of the `default` preset per answer kind (`after`):", "",
                 *_kind_rows(after), ""]
+    if after is not None:
+        out += _ceiling_rows(after["sets"].get("validation", {}))
     out += ["## Verdicts on the bundled example", "", *_verdict_rows(reports, "example"), ""]
     if after is not None and after.get("seed_snapshot"):
         snap = after["seed_snapshot"]

@@ -442,3 +442,71 @@ def test_german_dates_and_decimal_commas():
 def test_dates_and_figures_in_other_languages(answer, ctx):
     result = hallucination(answer, [ctx])
     assert result.details["n_unsupported_facts"] == 0, result.details["unsupported"]
+
+
+# Precision fixes found on the validation sets: correct answers whose figures
+# and names were flagged although a careful reader would accept them.
+
+def test_a_figure_the_user_gave_in_the_question_is_supported():
+    ctx = ["The High Income Child Benefit Charge starts at £60,000 of adjusted net income."]
+    question = "I earn £68,000. Do I have to pay back our child benefit?"
+    result = hallucination("At £68,000 you are over the £60,000 threshold.", ctx, question=question)
+    assert result.details["n_unsupported_facts"] == 0, result.details["unsupported"]
+    assert any(a.get("note") == "stated in the question" for a in result.details["anchors"])
+    # without the question the same figure is unsupported
+    assert _kinds(hallucination("At £68,000 you are over the £60,000 threshold.", ctx),
+                  "money") == ["£68,000"]
+
+
+def test_a_tax_year_written_2023_24_is_the_year_2024_not_the_number_24():
+    ctx = ["For the 2023 to 2024 tax year, online returns are due by 31 January 2025."]
+    ok = hallucination("Your 2023-24 return is due online by 31 January 2025.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0, ok.details["unsupported"]
+    wrong = hallucination("Your 2023-24 return is due online by 31 January 2026.", ctx)
+    assert _kinds(wrong, "date") == ["31 January 2026"]
+
+
+def test_a_date_whose_year_the_context_gives_once_is_supported():
+    ctx = ["Fue inaugurado el 3 de marzo de 2008 y empezó a atender pacientes el 17 de marzo "
+           "de ese mismo año."]
+    ok = hallucination("Empezó a atender pacientes el 17 de marzo de 2008.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0, ok.details["unsupported"]
+    wrong = hallucination("Empezó a atender pacientes el 17 de marzo de 2009.", ctx)
+    assert _kinds(wrong, "date") == ["17 de marzo de 2009"]
+
+
+def test_an_elided_article_is_not_part_of_a_french_name():
+    ctx = ["Les pays de l'UE appliquent le règlement ; l'AAH est versée par la CAF."]
+    result = hallucination("Dans l'UE, l'AAH est versée par la CAF.", ctx)
+    assert not [a for a in result.details["unsupported"] if a["kind"] == "entity"]
+
+
+def test_a_year_after_a_name_is_a_year_and_checked_as_one():
+    ctx = ["The site was found by the amateur archaeologist Tony Clunn in 1987."]
+    ok = hallucination("Tony Clunn 1987 found the site.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0, ok.details["unsupported"]
+    wrong = hallucination("Tony Clunn 1989 found the site.", ctx)
+    assert "1989" in {a["normalized"] for a in wrong.details["unsupported"]}
+
+
+def test_a_german_noun_before_a_figure_is_not_a_name():
+    ctx = ["Im Jahr 800 wurde Karl der Große zum Kaiser gekrönt."]
+    ok = hallucination("Karl wurde im Jahr 800 zum Kaiser gekrönt.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0, ok.details["unsupported"]
+    wrong = hallucination("Karl wurde im Jahr 810 zum Kaiser gekrönt.", ctx)
+    assert "810" in {a["normalized"] for a in wrong.details["unsupported"]}
+
+
+def test_a_possessive_separates_two_names():
+    ctx = ["The Federal Trade Commission (FTC) enforces the Cooling-Off Rule for door-to-door sales."]
+    result = hallucination("The FTC's Cooling-Off Rule gives you three days to cancel.", ctx)
+    assert not [a for a in result.details["unsupported"] if a["kind"] == "entity"]
+    wrong = hallucination("The FTC's Return Rule gives you three days to cancel.", ctx)
+    assert [a["text"] for a in wrong.details["unsupported"] if a["kind"] == "entity"] \
+        == ["Return Rule"]
+
+
+def test_a_figure_named_in_the_contexts_supports_the_bare_figure():
+    ctx = ["JDK 21 于 2023年9月19日 正式发布，是继 JDK 17 之后的下一个长期支持（LTS）版本。"]
+    result = hallucination("上一个 LTS 是 JDK 17，从 17 开始改成每两年一个。", ctx)
+    assert result.details["n_unsupported_facts"] == 0, result.details["unsupported"]

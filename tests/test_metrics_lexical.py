@@ -133,3 +133,9 @@ def test_politeness_custom_markers():
 def test_politeness_other_scripts_do_not_crash():
     assert politeness("شكرا لك، من فضلك").value == 0.0
     assert politeness("请稍等，please").value == 0.5
+
+
+def test_full_width_punctuation_after_a_figure_in_chinese_is_not_part_of_the_token():
+    from transforms.text import tokenize
+    assert tokenize("最低要求 Java 17，发布时") == ["最", "低", "要", "求", "java", "17", "发", "布", "时"]
+    assert tokenize("Spring Boot 3.0版") == ["spring", "boot", "3.0", "版"]

@@ -67,7 +67,9 @@ def _split_cjk(token: str) -> list[str]:
             run.append(ch)
     if run:
         pieces.append("".join(run))
-    return [p for p in pieces if p.strip("'-.,")]
+    # a separator between a Latin run and a Han character is punctuation, not part
+    # of the word: "java 17，发布" (full-width comma, NFKC ",") gives "17", not "17,"
+    return [q for q in (p.strip("'-.,") for p in pieces) if q]
 
 
 tokenize_plain = tokenize

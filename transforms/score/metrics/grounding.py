@@ -38,6 +38,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？；])\s*|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
 _CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van", "der", "den",
                          "da", "di", "y", "&", "and", "for", "on", "upon"})
+_YEAR = re.compile(r"(?:1[0-9]|20)\d\d")
 _ITEM_SPLIT = re.compile(r"\s*[,;、،]\s*")
 _LAST_ITEM = re.compile(r"\s+(?:and|or|und|oder|et|ou|y|o|e|ed|en|و)\s+|\s*[和及或]\s*")
 _BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,2}[.)])\s+(.*\S)\s*$", re.M)
@@ -95,8 +96,8 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
         j = i + 1
         while j < len(words):
             gap = sentence[words[j - 1][2]:words[j][1]]
-            if gap.strip() not in ("", "-", "&"):
-                break
+            if gap.strip() not in ("", "-", "&") or words[j - 1][0].endswith(("'s", "’s")):
+                break  # punctuation, or a possessive: "NASA's Spitzer" is two names
             w = words[j][0]
             name, st = _is_name_word(w, False, lang)
             if name and w.lower() not in months:
@@ -104,7 +105,10 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 strong_any = strong_any or st
                 j += 1
                 continue
-            if w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w):  # "Voyager 2", "Python 3.12"
+            if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not _YEAR.fullmatch(w) \
+                    and not (lang in ("de", "lb") and not strong_any):
+                # "Voyager 2", "Python 3.12" -- but "Tony Clunn 1987" is a name and a year,
+                # and in German "Jahr 800", "Rund 28" are a noun and a figure
                 run.append(j)
                 strong_any = True
                 j += 1
@@ -140,9 +144,19 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
     return entities
 
 
+# French and Italian elided articles and prepositions glued to a name ("l'AAH",
+# "d'Europa", "dell'UE"): the name is what follows the apostrophe.
+_ELISION = re.compile(r"^(?:l|d|qu|j|n|s|c|m|t|dell|all|nell|dall|sull|un)['’](?=\w)")
+
+
+def _unelided(text: str) -> list[str]:
+    """`tokenize`, with elided articles cut off ("l'aah" -> "aah") so that a
+    name matches with or without one, in the answer and in the contexts alike."""
+    return [_ELISION.sub("", t) for t in tokenize(text)]
+
+
 def _entity_tokens(word: str) -> list[str]:
-    toks = tokenize(word)
-    return [t[:-2] if t.endswith(("'s", "’s")) else t for t in toks]
+    return [t[:-2] if t.endswith(("'s", "’s")) else t for t in _unelided(word)]
 
 
 @dataclass
@@ -185,7 +199,7 @@ def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[st
     stem = stemmer_for(lang)
     index = ContextIndex(lang)
     for ctx in contexts:
-        toks = tokenize(ctx)
+        toks = _unelided(ctx)
         index.tokens.update(toks)
         index.joined.append(" " + " ".join(toks) + " ")
         for sentence in split_sentences(ctx):
@@ -198,7 +212,7 @@ def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[st
                 "passage": len(index.joined) - 1,
             })
         index.stems.update(stem(t) for t in toks if t not in stops)
-    qt = tokenize(question or "")
+    qt = _unelided(question or "")
     index.question_tokens = set(qt)
     index.question_stems = {stem(t) for t in qt if t not in stops}
     return index

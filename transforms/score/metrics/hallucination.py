@@ -178,6 +178,9 @@ def _language_dates(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 # in 2021, since 1999: a bare year is only a date after a time preposition.
 # Found as 4-digit candidates, then the preceding word is checked (much
 # faster than trying the prepositions at every position of a long text).
+_NAME_YEAR = re.compile(r"(?:1[0-9]|20)\d\d")
+# a season or fiscal year written with the second year's last two digits
+_YEAR_RANGE = re.compile(r"(?<![\d.,])(?P<first>(?:1[89]|20)\d\d)[-–/](?P<second>\d\d)(?![\d\w])")
 _YEAR_CANDIDATE = re.compile(r"(?<![\d.,])(?:1[89]|20|21)\d\d(?![\w]|[.,]\d)")
 _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|after|during|"
                        r"of|year|early|late|mid|circa|around|im|jahr|seit|bis|vor|nach|ab|"
@@ -376,11 +379,15 @@ def _number_from_match(m: re.Match[str], decimal_comma: bool = False) -> tuple[s
 _NAME_BEFORE = re.compile(r"(?<![\w.])([^\W\d_][\w'’-]*) $")
 
 
-def _names_it(text: str, m: re.Match[str], stops: frozenset[str]) -> bool:
+def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "en") -> bool:
     """A bare figure right after a capitalised word that is neither a function
-    word nor a month belongs to that name ("Voyager 2", "Windows 11")."""
+    word nor a month belongs to that name ("Voyager 2", "Windows 11"); not a
+    year ("Tony Clunn 1987"), and in German, where every noun is capitalised,
+    only after an acronym or CamelCase word ("Jahr 800" is a noun and a figure)."""
     start = m.start()
     if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
+        return False
+    if _NAME_YEAR.fullmatch(m.group()):
         return False
     if m["cur"] or m["mword"] or m["mabbr"] or m["cjkmult"] or m["pct"]:
         return False
@@ -388,6 +395,9 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str]) -> bool:
     if before is None:
         return False
     word = before.group(1)
+    if lang in ("de", "lb") and not (len(word) >= 2 and word.isupper()) \
+            and not any(c.isupper() for c in word[1:]):
+        return False
     return word[0].isupper() and word.lower() not in stops and \
         word.lower().rstrip(".") not in _ALL_MONTHS
 
@@ -445,7 +455,7 @@ def _month_word(lang: str) -> re.Pattern[str]:
     return re.compile(english + (rf"|(?i:{names})" if names else ""))
 
 
-def _scan(text: str, unique: bool = False, lang: str | None = None
+def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: bool = False
           ) -> tuple[list[Anchor], list[Anchor]]:
     """(dates and times, numbers) of an already NFKC-normalised text, in text order.
 
@@ -453,7 +463,9 @@ def _scan(text: str, unique: bool = False, lang: str | None = None
     digits inside them are not read again as numbers. With `unique`, only the
     first number of each value is returned (all the metric needs; it keeps a
     megabyte of figures cheap). Offsets refer to the NFKC text. `lang` (detected
-    when None) chooses the month names and the decimal separator.
+    when None) chooses the month names and the decimal separator. With
+    `names_too`, a figure inside a name ("JDK 17") is a number as well: what
+    evidence needs (a context naming "JDK 17" attests a later bare "17").
     """
     lang = lang or detect_language(text)
     spans = _Spans(len(text))
@@ -477,6 +489,12 @@ def _scan(text: str, unique: bool = False, lang: str | None = None
         if spans.free(start, end) and _YEAR_CUE.search(text, max(0, start - 12), start):
             spans.take(start, end)
             temporal.append(Anchor("date", m.group(), m.group(), start, end, (m.group(),)))
+    for m in _YEAR_RANGE.finditer(text):
+        first, second = int(m["first"]), int(m["second"])
+        if (first + 1) % 100 == second and spans.free(*m.span("second")):
+            spans.take(*m.span("second"))  # "2023-24": the year 2024, not the number 24
+            year = str(first + 1)
+            temporal.append(Anchor("date", m.group(), year, m.start("second"), m.end(), (year,)))
     for kind, pattern in _TIME_PATTERNS:
         for m in pattern.finditer(text):
             start, end = m.span()
@@ -513,7 +531,7 @@ def _scan(text: str, unique: bool = False, lang: str | None = None
             if parsed is None:
                 continue
             kind, norm = parsed
-            if pattern is _NUMBER and _names_it(text, m, stops):
+            if pattern is _NUMBER and not names_too and _names_it(text, m, stops, lang):
                 continue  # "Voyager 2", "Ogoni 9", "Python 3.12": part of a name
             if pattern is _SPACED_NUMBER:  # its digit groups are not numbers of their own
                 spans.take(start, end)
@@ -660,12 +678,13 @@ class _Evidence:
         # per context sentence: stem -> positions, negated?, positions of passive markers
         self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
-            temporal, numbers = _scan(_prepare(ctx), unique=True)
+            temporal, numbers = _scan(_prepare(ctx), unique=True, names_too=True)
             for anchor in (*temporal, *numbers):
                 for key in anchor.keys:
                     self.values.update(_implied(key))
             lang = detect_language(ctx)
             for sentence in _SENTENCE_END.split(ctx):
+                self.values.update(_dates_by_year(sentence))
                 index: dict[str, list[int]] = {}
                 tokens = tokenize(sentence)
                 for pos, tok in enumerate(tokens):
@@ -692,6 +711,15 @@ class _Evidence:
             if o_pos and _ordered_near(s_pos, o_pos, window, passive):
                 return True
         return False
+
+
+def _dates_by_year(sentence: str) -> set[str]:
+    """Full dates a sentence states by giving the year once: "opened on 3 March
+    2008 and admitted patients on 17 March of the same year" attests 2008-03-17."""
+    keys = _sentence_value_keys(sentence)
+    days = [k[1:] for k in keys if len(k) == 7 and k.startswith("--")]   # "-03-17"
+    years = [k for k in keys if len(k) == 4 and k.isdigit()]
+    return {y + d for y in years for d in days} if days and years else set()
 
 
 _PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
@@ -828,8 +856,12 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         if not ok:
             unsupported.append(row)
 
+    asked = _sentence_value_keys(question) if question else set()
     for a in values:
-        record(a.kind, a.text, a.norm, evidence.supports_value(a))
+        in_contexts = evidence.supports_value(a)
+        in_question = not in_contexts and any(k in asked for k in a.keys)
+        record(a.kind, a.text, a.norm, in_contexts or in_question,
+               "stated in the question" if in_question else "")
     for c in claims:
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
         record("claim", c.text, norm, evidence.supports_claim(c, window))
