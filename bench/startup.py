@@ -10,7 +10,8 @@ cases.parquet) to a temporary Parquet file, then runs `python -m pipeline run
 as working directory and on PYTHONPATH (so `--repo /work/main` measures another
 checkout with the same interpreter). Runs of the checkouts alternate, so that
 the machine's load falls on both alike. Prints min / median wall time per
-checkout, the load average before and after, and the `python -X importtime`
+checkout (and the CPU seconds of the run's process tree, steadier on a busy
+machine), the load average before and after, and the `python -X importtime`
 top offenders of `import pipeline.cli` (cumulative microseconds).
 
 With two or more checkouts, the last run's outputs of each are compared with
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,19 +51,25 @@ def env_for(repo: Path) -> dict:
     return {**os.environ, "PYTHONPATH": str(repo)}
 
 
-def run_once(repo: Path, cases: str, output: str, config: str | None) -> float:
-    """Wall seconds of one CLI run from process start to exit; raises on failure."""
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(repo: Path, cases: str, output: str, config: str | None) -> tuple[float, float]:
+    """(wall seconds from process start to exit, CPU seconds of the process and
+    its children); raises on failure."""
     shutil.rmtree(output, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", output,
            "--run-id", "startup", "--run-date", "2024-01-01"]
     if config:
         cmd += ["--config", config]
-    start = time.perf_counter()
+    cpu, start = children_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, cwd=repo, env=env_for(repo), capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"run failed in {repo} (exit {proc.returncode}):\n{proc.stderr}")
-    return wall
+    return wall, cpu
 
 
 def import_offenders(repo: Path, top: int) -> list[tuple[int, str]]:
@@ -134,19 +142,22 @@ def main() -> None:
             run_once(r, cases, outs[r], config)
         load_before = os.getloadavg()
         walls: dict[Path, list[float]] = {r: [] for r in repos}
+        cpus: dict[Path, list[float]] = {r: [] for r in repos}
         for _ in range(args.runs):
             for r in repos:
-                walls[r].append(run_once(r, cases, outs[r], config))
+                wall, cpu = run_once(r, cases, outs[r], config)
+                walls[r].append(wall)
+                cpus[r].append(cpu)
         load_after = os.getloadavg()
         print(f"{args.rows} rows, config: {args.config or 'default'}, {args.runs} runs each, "
               f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} "
               f"(1 min), {os.cpu_count()} CPUs")
-        print("| checkout | min s | median s | runs |")
-        print("|---|---:|---:|---|")
+        print("| checkout | wall min s | wall median s | CPU min s | CPU median s | wall of each run |")
+        print("|---|---:|---:|---:|---:|---|")
         for r in repos:
-            w = walls[r]
-            print(f"| {r} | {min(w):.2f} | {statistics.median(w):.2f} | "
-                  f"{' '.join(f'{x:.2f}' for x in w)} |")
+            w, c = walls[r], cpus[r]
+            print(f"| {r} | {min(w):.2f} | {statistics.median(w):.2f} | {min(c):.2f} | "
+                  f"{statistics.median(c):.2f} | {' '.join(f'{x:.2f}' for x in w)} |")
         for r in repos[1:]:
             bad = differences(outs[repos[0]], outs[r])
             print(f"outputs of {r} vs {repos[0]}: {'DIFFER: ' + ', '.join(bad) if bad else 'same'}")

@@ -12,9 +12,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping
 
-from nltk.stem import porter
-
 from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
+from transforms.porter import load_porter_stemmer
 
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
@@ -96,7 +95,7 @@ def keywords(text: str) -> list[str]:
 
 
 # nltk's Porter stemmer (what rouge-score uses), memoised: stemming is hot.
-porter_stem = lru_cache(maxsize=1 << 16)(porter.PorterStemmer().stem)
+porter_stem = lru_cache(maxsize=1 << 16)(load_porter_stemmer()().stem)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -4,15 +4,19 @@ JavaScript in the page, nothing fetched when the page is viewed).
 
 Each builder takes plain rows and returns an altair chart; `render` turns it
 into a data: URI for an <img>, so the SVG can never run anything either.
+altair is imported by the builders, not with this module: it costs a few
+tenths of a second, which only a run that draws a chart should pay.
 """
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterable, Mapping, Sequence
-
-import altair as alt
+import threading
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from schemas.tables import VERDICT_ORDER as VERDICTS
+
+if TYPE_CHECKING:
+    import altair as alt
 
 VERDICT_COLOURS = ("#2da44e", "#d4a72c", "#cf222e", "#8c959f")
 CHANGE_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "no significant change": "#8c959f"}
@@ -21,6 +25,29 @@ _FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 
 def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     return chart.configure(font=_FONT).configure_view(stroke="#d0d7de")
+
+
+_WARM_UP_SPEC = {"config": {"font": _FONT}, "data": {"values": [{"x": 1}]}, "mark": "bar",
+                 "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+
+
+def _render_warm_up_spec() -> None:
+    try:
+        import vl_convert
+        vl_convert.vegalite_to_svg(_WARM_UP_SPEC)
+    except Exception:  # noqa: BLE001 - the report's own render says what failed
+        pass
+
+
+def warm_up() -> threading.Thread:
+    """Start vl-convert's engine in the background: its first chart costs about
+    half a second (JavaScript engine, Vega, fonts) and later ones a few
+    hundredths. vl-convert releases the GIL, so a run started at once has it
+    ready by the time the report draws its charts."""
+    thread = threading.Thread(target=_render_warm_up_spec, name="vl-convert-warm-up",
+                              daemon=True)
+    thread.start()
+    return thread
 
 
 def render(chart: alt.TopLevelMixin, description: str) -> tuple[str | None, str]:
@@ -36,6 +63,7 @@ def render(chart: alt.TopLevelMixin, description: str) -> tuple[str | None, str]
 
 def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
     """Stacked PASS/WARN/FAIL/ERROR counts per bot (rows: bot, verdict, n)."""
+    import altair as alt
     return alt.Chart(alt.Data(values=list(verdicts))).mark_bar().encode(
         x=alt.X("n:Q", title="cases", stack="zero"),
         y=alt.Y("bot:N", title=None),
@@ -50,6 +78,7 @@ def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
 def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     """Share of a bot's values per 0.05-wide bin, one panel per metric
     (rows: metric, bot, start, share)."""
+    import altair as alt
     return alt.Chart(alt.Data(values=list(bins))).mark_line(
         interpolate="step-after", strokeWidth=1.6).encode(
         x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, 1])),
@@ -62,6 +91,7 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
 def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     """Mean per suite × metric, coloured by goodness (mean, or 1 - mean for
     lower-is-better metrics), one panel per bot (rows: bot, suite, metric, mean, good)."""
+    import altair as alt
     base = alt.Chart().encode(x=alt.X("metric:N", title=None, axis=alt.Axis(labelAngle=-40)),
                               y=alt.Y("suite:N", title=None))
     rect = base.mark_rect().encode(color=alt.Color(
@@ -75,6 +105,7 @@ def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
 def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     """Mean and 95% interval per run, one panel per headline metric
     (rows: run, metric, bot, mean, ci_low, ci_high)."""
+    import altair as alt
     order = sorted({p["run"] for p in points})
     x = alt.X("run:O", title=None, sort=order, axis=alt.Axis(labelAngle=-40, labelLimit=160))
     line = alt.Chart().mark_line(point=True).encode(
@@ -90,6 +121,7 @@ def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
 def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     """Candidate - baseline per metric with its 95% bootstrap interval, one
     panel per bot (rows: bot, metric, delta, ci_low, ci_high, change)."""
+    import altair as alt
     colour = alt.Color("change:N", scale=alt.Scale(domain=list(CHANGE_COLOURS),
                                                     range=list(CHANGE_COLOURS.values())),
                        legend=alt.Legend(orient="bottom", title=None))
