@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Iterable, Mapping
 
 from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
-from transforms.porter import load_porter_stemmer
+from transforms.stemmers import porter_stemmer_class
 
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
@@ -95,7 +95,7 @@ def keywords(text: str) -> list[str]:
 
 
 # nltk's Porter stemmer (what rouge-score uses), memoised: stemming is hot.
-porter_stem = lru_cache(maxsize=1 << 16)(load_porter_stemmer()().stem)
+porter_stem = lru_cache(maxsize=1 << 16)(porter_stemmer_class()().stem)
 
 
 @lru_cache(maxsize=1 << 16)
