@@ -152,7 +152,8 @@ def main() -> None:
         print(f"{args.rows} rows, config: {args.config or 'default'}, {args.runs} runs each, "
               f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} "
               f"(1 min), {os.cpu_count()} CPUs")
-        print("| checkout | wall min s | wall median s | CPU min s | CPU median s | wall of each run |")
+        print("| checkout | wall min s | wall median s | CPU min s | CPU median s "
+              "| wall of each run |")
         print("|---|---:|---:|---:|---:|---|")
         for r in repos:
             w, c = walls[r], cpus[r]
