@@ -16,14 +16,17 @@ top offenders of `import pipeline.cli` (cumulative microseconds).
 
 With two or more checkouts, the last run's outputs of each are compared with
 the first checkout's: every table's rows (sorted, run-independent columns) and
-report.html, report.md (but its attempt line) and manifest.json (but attempt, output,
-times and file names) must be equal.
+report.md and report.html (but the attempt line and latency_ms lines) and
+manifest.json (but attempt, output, times and file names) must be equal; the
+measured latencies (results' latency_ms, the latency_ms metric, usage's call
+latencies) differ between any two runs and are left out.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -36,6 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "support" / "cases.parquet"
 TABLES = ("results", "scores", "summary", "errors", "usage")
+# Times measured during the run (a bot's answer latency, a call's), which differ
+# between any two runs: left out of the comparison, as is the latency_ms metric.
+MEASURED = {"latency_ms", "latency_p50_ms", "latency_p95_ms"}
 
 
 def make_input(rows: int, folder: str) -> str:
@@ -91,8 +97,8 @@ def table_rows(output: str, name: str) -> list[str]:
     if not os.path.isdir(folder):
         return []
     rows = ds.dataset(folder, format="parquet", partitioning="hive").to_table().to_pylist()
-    drop = {"latency_p50_ms", "latency_p95_ms"}  # measured per call
-    return sorted(repr(sorted((k, v) for k, v in r.items() if k not in drop)) for r in rows)
+    return sorted(repr(sorted((k, v) for k, v in r.items() if k not in MEASURED))
+                  for r in rows if r.get("metric") != "latency_ms")
 
 
 def run_file(output: str, name: str) -> str:
@@ -100,10 +106,12 @@ def run_file(output: str, name: str) -> str:
         return fh.read()
 
 
-def report_text(output: str) -> list[str]:
-    """report.md without its `Attempt <id>, finished <time>` line."""
-    return [ln for ln in run_file(output, "report.md").splitlines()
-            if not ln.startswith("Attempt ")]
+def report_text(output: str, name: str = "report.md") -> list[str]:
+    """A report without its `Attempt <id>, finished <time>` line and the table
+    rows of the latency_ms metric (a Markdown line, an HTML <tr>)."""
+    text = re.sub(r"<tr><td>latency_ms.*?</tr>", "", run_file(output, name))
+    return [ln for ln in text.splitlines()
+            if not ln.startswith("Attempt ") and "latency_ms" not in ln]
 
 
 def manifest_content(output: str) -> dict:
@@ -117,7 +125,7 @@ def manifest_content(output: str) -> dict:
 def differences(a: str, b: str) -> list[str]:
     """Names of the outputs whose content differs between two output folders."""
     bad = [t for t in TABLES if table_rows(a, t) != table_rows(b, t)]
-    checks = (("report.md", report_text), ("report.html", lambda o: run_file(o, "report.html")),
+    checks = (("report.md", report_text), ("report.html", lambda o: report_text(o, "report.html")),
               ("manifest.json", manifest_content))
     return bad + [name for name, content in checks if content(a) != content(b)]
 
