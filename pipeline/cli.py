@@ -31,7 +31,6 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, ConfigError, load_config
-from transforms.publish import charts
 from transforms.publish import lease as leases
 from transforms.publish.commit import clean_leftovers, committed, committed_attempt
 from transforms.publish.lease import DEFAULT_TTL_S, LeaseHeld
@@ -432,26 +431,14 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return EXIT_GATE_FAILED if failed else 0
 
 
-IN_PROCESS_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
-                      "switchingdirectrunner")
-LOCAL_RUNNERS = IN_PROCESS_RUNNERS + ("prismrunner",)
-
-
-def _runner_name(options: PipelineOptions) -> str:
-    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
-    return str(runner).rsplit(".", 1)[-1].lower()
+LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
+                 "switchingdirectrunner", "prismrunner")
 
 
 def runner_is_local(options: PipelineOptions) -> bool:
     """The pipeline runs in this process (and its children), not as a remote job."""
-    return _runner_name(options) in LOCAL_RUNNERS
-
-
-def finalize_runs_here(options: PipelineOptions) -> bool:
-    """Finalize (and so the report's charts) runs in this very process: an
-    in-process runner without worker processes."""
-    mode = options.get_all_options(retain_unknown_options=True).get("direct_running_mode")
-    return _runner_name(options) in IN_PROCESS_RUNNERS and mode != "multi_processing"
+    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
+    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
 
 
 def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
@@ -529,8 +516,6 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     step commits the attempt and releases the lease. A failure marks the lease
     failed, so `status` says so at once and the next run may take over."""
     info = plan.info
-    if not detach and finalize_runs_here(options):
-        charts.warm_up()  # ready when Finalize draws the report's charts
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     try:
         p = beam.Pipeline(options=options)

@@ -12,7 +12,6 @@ second, for five fixed chart shapes.
 from __future__ import annotations
 
 import base64
-import threading
 from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import VERDICT_ORDER as VERDICTS
@@ -42,29 +41,6 @@ def _field(name: str, kind: str | None, **props: Any) -> Spec:
 
 def _encoding(**channels: Spec) -> Spec:
     return dict(sorted(channels.items()))
-
-
-_WARM_UP_SPEC = {"config": {"font": _FONT}, "data": {"values": [{"x": 1}]}, "mark": "bar",
-                 "encoding": {"x": {"field": "x", "type": "quantitative"}}}
-
-
-def _render_warm_up_spec() -> None:
-    try:
-        import vl_convert
-        vl_convert.vegalite_to_svg(_WARM_UP_SPEC)
-    except Exception:  # noqa: BLE001 - the report's own render says what failed
-        pass
-
-
-def warm_up() -> threading.Thread:
-    """Start vl-convert's engine in the background: its first chart costs about
-    half a second (JavaScript engine, Vega, fonts) and later ones a few
-    hundredths. vl-convert releases the GIL, so a run started at once has it
-    ready by the time the report draws its charts."""
-    thread = threading.Thread(target=_render_warm_up_spec, name="vl-convert-warm-up",
-                              daemon=True)
-    thread.start()
-    return thread
 
 
 def render(spec: Spec, description: str) -> tuple[str | None, str]:
