@@ -178,13 +178,13 @@ class Publish(beam.PTransform):
         out = (info.output, info.run_id, info.run_date, info.attempt, info.endpoints,
                info.lease_ttl_s)
         run_id = info.run_id
+        bot_errors = judged | "BotErrors" >> beam.Filter(lambda t: t.error is not None)
         written = [
             judged | "ResultRows" >> beam.Map(result_row, run_id)
             | "WriteResults" >> WriteRows(RESULTS, *out),
             judged | "ScoreRows" >> beam.FlatMap(score_rows, run_id)
             | "WriteScores" >> WriteRows(SCORES, *out),
-            judged | "BotErrors" >> beam.Filter(lambda t: t.error is not None)
-            | "BotErrorRows" >> beam.Map(bot_error_row, run_id)
+            bot_errors | "BotErrorRows" >> beam.Map(bot_error_row, run_id)
             | "WriteBotErrors" >> WriteRows(ERRORS, *out),
             problems | "ProblemRows" >> beam.Map(problem_row, run_id)
             | "WriteReadErrors" >> WriteRows(ERRORS, *out),
@@ -212,29 +212,23 @@ class Publish(beam.PTransform):
         worst = (judged | "WorstKeys" >> beam.Map(lambda t: (t.bot, worst_case_row(t)))
                  | "WorstCases" >> beam.combiners.Top.PerKey(WORST_CASES_PER_BOT,
                                                              key=lambda w: w["severity"]))
-        counts = [
-            cases | "CountValid" >> beam.combiners.Count.Globally()
-            | "TagValid" >> beam.Map(lambda n: ("valid_cases", n)),
-            problems | "CountInvalid" >> beam.combiners.Count.Globally()
-            | "TagInvalid" >> beam.Map(lambda n: ("invalid_rows", n)),
-            judged | "ErrorTurns" >> beam.Filter(lambda t: t.error is not None)
-            | "CountBotErrors" >> beam.combiners.Count.Globally()
-            | "TagBotErrors" >> beam.Map(lambda n: ("bot_errors", n)),
-            duplicates | "CountDuplicates" >> beam.combiners.Count.Globally()
-            | "TagDuplicates" >> beam.Map(lambda n: ("duplicate_case_ids", n)),
-            p | "PlannedRows" >> beam.Create([("input_rows", info.planned_rows)]),
-        ]
+        tallied = {"valid_cases": cases, "invalid_rows": problems, "bot_errors": bot_errors,
+                   "duplicate_case_ids": duplicates}
         if judge_errors is not None:
-            counts.append(judge_errors | "CountJudgeErrors" >> beam.combiners.Count.Globally()
-                          | "TagJudgeErrors" >> beam.Map(lambda n: ("judge_errors", n)))
+            tallied["judge_errors"] = judge_errors
+        # one count per key of one flattened collection: a Count.Globally each
+        # would add four shuffles and some forty transforms to every run
+        counts = ([pcoll | f"Tally[{name}]" >> beam.Map(lambda _, name=name: (name, 1))
+                   for name, pcoll in tallied.items()]
+                  | "AllTallies" >> beam.Flatten()
+                  | "Counts" >> beam.combiners.Count.PerKey())
         usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
 
         return (p | "Once" >> beam.Create([None])
                 | "Finalize" >> beam.ParDo(
-                    Finalize(info),
+                    Finalize(info, tuple(tallied)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
-                    AsList(metric_stats), AsList(verdicts),
-                    AsList(counts | "AllCounts" >> beam.Flatten()),
+                    AsList(metric_stats), AsList(verdicts), AsList(counts),
                     AsList(worst), AsList(usage)))
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from transforms.publish import intervals
 from transforms.publish.intervals import t_interval, wilson_interval
 from transforms.publish.summary import MetricStatsFn, summary_rows
 
@@ -26,6 +27,13 @@ def test_t_interval_of_merged_accumulators_matches_scipy(seed, n):
     want = stats.ttest_1samp(values, 0).confidence_interval(0.95)
     assert got["mean"] == pytest.approx(values.mean(), rel=1e-12)
     assert (got["ci_low"], got["ci_high"]) == pytest.approx((want.low, want.high), rel=1e-9)
+
+
+def test_quantiles_from_scipy_special_equal_scipy_stats_bit_for_bit():
+    """intervals.py avoids importing scipy.stats at start-up; same numbers."""
+    assert intervals.Z == float(stats.norm.ppf(0.975))
+    for df in [*range(1, 3000), 10_000, 123_457, 10**6, 2**31 - 1]:
+        assert intervals._t_quantile(df) == float(stats.t.ppf(0.975, df)), df
 
 
 def test_unit_scale_interval_is_clipped_and_single_values_have_none():

@@ -154,8 +154,8 @@ def detect_language(text: str) -> str:
 
 @lru_cache(maxsize=None)
 def _snowball(lang: str):
-    from nltk.stem.snowball import SnowballStemmer
-    return SnowballStemmer(_SNOWBALL[lang])
+    from transforms.stemmers import snowball_stemmer_class
+    return snowball_stemmer_class()(_SNOWBALL[lang])
 
 
 def stemmer_for(lang: str):

@@ -12,9 +12,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping
 
-from nltk.stem import porter
-
 from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
+from transforms.stemmers import porter_stemmer_class
 
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
@@ -98,7 +97,7 @@ def keywords(text: str) -> list[str]:
 
 
 # nltk's Porter stemmer (what rouge-score uses), memoised: stemming is hot.
-porter_stem = lru_cache(maxsize=1 << 16)(porter.PorterStemmer().stem)
+porter_stem = lru_cache(maxsize=1 << 16)(porter_stemmer_class()().stem)
 
 
 @lru_cache(maxsize=1 << 16)

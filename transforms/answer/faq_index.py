@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-from scipy import sparse
 
 from transforms.text import token_set
 
@@ -32,6 +31,7 @@ class FaqIndex:
             raise ValueError("FAQ questions and answers differ in length")
         if not questions:
             raise ValueError("the FAQ is empty")
+        from scipy import sparse  # only runs with an FAQ bot pay for its import
         self.questions, self.answers = questions, answers
         self.vocab: dict[str, int] = {}
         rows, cols = [], []

@@ -1,107 +1,146 @@
-"""Charts of the HTML reports: Vega-Lite specs built with altair, rendered
-to static SVG by vl-convert (its own bundled engine: no browser, no
-JavaScript in the page, nothing fetched when the page is viewed).
+"""Charts of the HTML reports: Vega-Lite specs rendered to static SVG by
+vl-convert (its own bundled engine: no browser, no JavaScript in the page,
+nothing fetched when the page is viewed).
 
-Each builder takes plain rows and returns an altair chart; `render` turns it
-into a data: URI for an <img>, so the SVG can never run anything either.
+Each builder takes plain rows and returns a Vega-Lite spec (a dict);
+`render` turns it into a data: URI for an <img>, so the SVG can never run
+anything either. The specs are written as the dicts altair's `to_dict()`
+gave for the same charts (same keys, same order; a test compares them with
+altair's): importing altair and validating its specs cost a run about half a
+second, for five fixed chart shapes.
 """
 from __future__ import annotations
 
 import base64
 from typing import Any, Iterable, Mapping, Sequence
 
-import altair as alt
-
 from schemas.tables import VERDICT_ORDER as VERDICTS
 
 VERDICT_COLOURS = ("#2da44e", "#d4a72c", "#cf222e", "#8c959f")
 CHANGE_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "no significant change": "#8c959f"}
 _FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"  # what altair 6.3 declares
+_CONFIG = {"view": {"continuousWidth": 300, "continuousHeight": 300, "stroke": "#d0d7de"},
+           "font": _FONT}
+
+Spec = dict[str, Any]
 
 
-def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    return chart.configure(font=_FONT).configure_view(stroke="#d0d7de")
+def _top_level(data: Iterable[Mapping[str, Any]], body: Spec) -> Spec:
+    """A whole spec: config and inline data first, $schema last (altair's order)."""
+    return {"config": _CONFIG, "data": {"values": list(data)}, **body, "$schema": SCHEMA}
 
 
-def render(chart: alt.TopLevelMixin, description: str) -> tuple[str | None, str]:
+def _field(name: str, kind: str | None, **props: Any) -> Spec:
+    """An encoding channel, its properties in alphabetical order (as altair writes them)."""
+    channel = {"field": name, **props}
+    if kind is not None:
+        channel["type"] = kind
+    return dict(sorted(channel.items()))
+
+
+def _encoding(**channels: Spec) -> Spec:
+    return dict(sorted(channels.items()))
+
+
+def render(spec: Spec, description: str) -> tuple[str | None, str]:
     """(data URI of the SVG, alt text), or (None, why) when it cannot be drawn;
     a chart that fails must not cost the run its report."""
     try:
         import vl_convert
-        svg = vl_convert.vegalite_to_svg(_config(chart).to_dict())
+        svg = vl_convert.vegalite_to_svg(spec)
     except Exception as exc:  # noqa: BLE001 - said on the page instead
         return None, f"{type(exc).__name__}: {exc}"[:300]
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode(), description
 
 
-def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
+def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> Spec:
     """Stacked PASS/WARN/FAIL/ERROR counts per bot (rows: bot, verdict, n)."""
-    return alt.Chart(alt.Data(values=list(verdicts))).mark_bar().encode(
-        x=alt.X("n:Q", title="cases", stack="zero"),
-        y=alt.Y("bot:N", title=None),
-        color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICTS),
-                                                      range=list(VERDICT_COLOURS)),
-                        legend=alt.Legend(orient="bottom", title=None)),
-        order=alt.Order("order:Q"),
-    ).transform_calculate(order=f"indexof({list(VERDICTS)!r}, datum.verdict)").properties(
-        width=640, height=alt.Step(26))
+    colour = _field("verdict", "nominal", legend={"orient": "bottom", "title": None},
+                    scale={"domain": list(VERDICTS), "range": list(VERDICT_COLOURS)})
+    return _top_level(verdicts, {
+        "mark": {"type": "bar"},
+        "encoding": _encoding(color=colour, order=_field("order", "quantitative"),
+                              x=_field("n", "quantitative", stack="zero", title="cases"),
+                              y=_field("bot", "nominal", title=None)),
+        "height": {"step": 26},
+        "transform": [{"calculate": f"indexof({list(VERDICTS)!r}, datum.verdict)",
+                       "as": "order"}],
+        "width": 640})
 
 
-def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
     """Share of a bot's values per 0.05-wide bin, one panel per metric
     (rows: metric, bot, start, share)."""
-    return alt.Chart(alt.Data(values=list(bins))).mark_line(
-        interpolate="step-after", strokeWidth=1.6).encode(
-        x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
-        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")),
-    ).properties(width=170, height=80).facet(
-        facet=alt.Facet("metric:N", title=None), columns=4).resolve_scale(y="independent")
+    return _top_level(bins, {
+        "facet": _field("metric", "nominal", title=None),
+        "spec": {"mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6},
+                 "encoding": _encoding(
+                     color=_field("bot", "nominal", legend={"orient": "bottom"}),
+                     x=_field("start", "quantitative", scale={"domain": [0, 1]}, title=None),
+                     y=_field("share", "quantitative", axis={"format": "%"}, title="share")),
+                 "height": 80, "width": 170},
+        "columns": 4, "resolve": {"scale": {"y": "independent"}}})
 
 
-def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+def heatmap(cells: Sequence[Mapping[str, Any]]) -> Spec:
     """Mean per suite × metric, coloured by goodness (mean, or 1 - mean for
     lower-is-better metrics), one panel per bot (rows: bot, suite, metric, mean, good)."""
-    base = alt.Chart().encode(x=alt.X("metric:N", title=None, axis=alt.Axis(labelAngle=-40)),
-                              y=alt.Y("suite:N", title=None))
-    rect = base.mark_rect().encode(color=alt.Color(
-        "good:Q", scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"),
-        legend=alt.Legend(title="goodness", orient="right")))
-    text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".2f"))
-    return alt.layer(rect, text, data=alt.Data(values=list(cells))).properties(
-        width=alt.Step(34), height=alt.Step(20)).facet(row=alt.Row("bot:N", title=None))
+    x = _field("metric", "nominal", axis={"labelAngle": -40}, title=None)
+    y = _field("suite", "nominal", title=None)
+    colour = _field("good", "quantitative", legend={"orient": "right", "title": "goodness"},
+                    scale={"domain": [0, 1], "scheme": "redyellowgreen"})
+    return _top_level(cells, {
+        "facet": {"row": _field("bot", "nominal", title=None)},
+        "spec": {"layer": [
+            {"mark": {"type": "rect"}, "encoding": _encoding(color=colour, x=x, y=y)},
+            {"mark": {"type": "text", "fontSize": 9},
+             "encoding": _encoding(text=_field("mean", "quantitative", format=".2f"),
+                                   x=x, y=y)}],
+            "height": {"step": 20}, "width": {"step": 34}}})
 
 
-def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
     """Mean and 95% interval per run, one panel per headline metric
     (rows: run, metric, bot, mean, ci_low, ci_high)."""
-    order = sorted({p["run"] for p in points})
-    x = alt.X("run:O", title=None, sort=order, axis=alt.Axis(labelAngle=-40, labelLimit=160))
-    line = alt.Chart().mark_line(point=True).encode(
-        x=x, y=alt.Y("mean:Q", title=None, scale=alt.Scale(zero=False)),
-        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")))
-    bars = alt.Chart().mark_rule(opacity=0.6).encode(
-        x=x, y="ci_low:Q", y2="ci_high:Q", color="bot:N")
-    return alt.layer(bars, line, data=alt.Data(values=list(points))).properties(
-        width=260, height=140).facet(facet=alt.Facet("metric:N", title=None),
-                                     columns=3).resolve_scale(y="independent")
+    x = _field("run", "ordinal", axis={"labelAngle": -40, "labelLimit": 160},
+               sort=sorted({p["run"] for p in points}), title=None)
+    return _top_level(points, {
+        "facet": _field("metric", "nominal", title=None),
+        "spec": {"layer": [
+            {"mark": {"type": "rule", "opacity": 0.6},
+             "encoding": _encoding(color=_field("bot", "nominal"), x=x,
+                                   y=_field("ci_low", "quantitative"),
+                                   y2=_field("ci_high", None))},
+            {"mark": {"type": "line", "point": True},
+             "encoding": _encoding(color=_field("bot", "nominal", legend={"orient": "bottom"}),
+                                   x=x, y=_field("mean", "quantitative",
+                                                 scale={"zero": False}, title=None))}],
+            "height": 140, "width": 260},
+        "columns": 3, "resolve": {"scale": {"y": "independent"}}})
 
 
-def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+def forest(deltas: Sequence[Mapping[str, Any]]) -> Spec:
     """Candidate - baseline per metric with its 95% bootstrap interval, one
     panel per bot (rows: bot, metric, delta, ci_low, ci_high, change)."""
-    colour = alt.Color("change:N", scale=alt.Scale(domain=list(CHANGE_COLOURS),
-                                                    range=list(CHANGE_COLOURS.values())),
-                       legend=alt.Legend(orient="bottom", title=None))
-    y = alt.Y("metric:N", title=None, sort=None)
-    zero = alt.Chart().mark_rule(color="#57606a", strokeDash=[4, 3]).encode(x="zero:Q")
-    rules = alt.Chart().mark_rule(strokeWidth=2).encode(
-        y=y, x=alt.X("ci_low:Q", title="candidate − baseline (95% interval)"), x2="ci_high:Q",
-        color=colour)
-    points = alt.Chart().mark_point(filled=True, size=60).encode(y=y, x="delta:Q", color=colour)
-    return alt.layer(zero, rules, points, data=alt.Data(values=list(deltas))).transform_calculate(
-        zero="0").properties(width=560, height=alt.Step(18)).facet(
-        row=alt.Row("bot:N", title=None))
+    colour = _field("change", "nominal", legend={"orient": "bottom", "title": None},
+                    scale={"domain": list(CHANGE_COLOURS),
+                           "range": list(CHANGE_COLOURS.values())})
+    y = _field("metric", "nominal", sort=None, title=None)
+    return _top_level(deltas, {
+        "facet": {"row": _field("bot", "nominal", title=None)},
+        "spec": {"layer": [
+            {"mark": {"type": "rule", "color": "#57606a", "strokeDash": [4, 3]},
+             "encoding": _encoding(x=_field("zero", "quantitative"))},
+            {"mark": {"type": "rule", "strokeWidth": 2},
+             "encoding": _encoding(
+                 color=colour, y=y, x2=_field("ci_high", None),
+                 x=_field("ci_low", "quantitative",
+                          title="candidate − baseline (95% interval)"))},
+            {"mark": {"type": "point", "filled": True, "size": 60},
+             "encoding": _encoding(color=colour, x=_field("delta", "quantitative"), y=y)}],
+            "height": {"step": 18}, "transform": [{"calculate": "0", "as": "zero"}],
+            "width": 560}})
 
 
 def histogram_rows(summary: Iterable[Mapping[str, Any]]) -> list[dict]:

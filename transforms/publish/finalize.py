@@ -78,9 +78,18 @@ def _stage_small_table(info: RunInfo, spec, rows: list[dict], scrubber: Scrubber
     return WrittenFile(spec.name, (("run_date", info.run_date),), path, len(rows))
 
 
+def run_counts(planned_rows: int, counted: tuple[str, ...],
+               tallies: list[tuple[str, int]]) -> dict[str, int]:
+    """The manifest's input counts in a fixed order; a count whose collection
+    was empty has no tally (Count.PerKey emits nothing for it) and is 0."""
+    return {"input_rows": planned_rows, **dict.fromkeys(counted, 0), **dict(tallies)}
+
+
 class Finalize(beam.DoFn):
-    def __init__(self, info: RunInfo):
+    def __init__(self, info: RunInfo, counted: tuple[str, ...] = ()):
+        """counted: the names of the tallies in the `counts` side input."""
         self._info = info
+        self._counted = counted
         self._scrubber = Scrubber()
         self._heartbeat = None
 
@@ -115,7 +124,7 @@ class Finalize(beam.DoFn):
             staged.append(_stage_small_table(info, ERRORS, [], scrub))
         self._step("publish")
         files, rows = move_into_place(info.output, info.run_id, info.attempt, staged)
-        counts = dict(counts)
+        counts = run_counts(info.planned_rows, self._counted, counts)
         counts.update(results_rows=rows.get(RESULTS.name, 0), scores_rows=rows.get(SCORES.name, 0),
                       errors_rows=rows.get(ERRORS.name, 0))
         manifest = {

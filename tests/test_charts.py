@@ -1,0 +1,111 @@
+"""The report's chart specs, written as plain dicts (altair's import and
+validation cost every run about half a second), equal what altair's
+`to_dict()` gives for the same charts: the reference builders below are
+charts.py as it was with altair. Same JSON text, so the same SVG."""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import pytest
+
+from transforms.publish import charts
+from transforms.publish.charts import CHANGE_COLOURS, VERDICT_COLOURS, VERDICTS, _FONT
+
+alt = pytest.importorskip("altair")
+
+
+def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    return chart.configure(font=_FONT).configure_view(stroke="#d0d7de")
+
+
+def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
+    """Stacked PASS/WARN/FAIL/ERROR counts per bot (rows: bot, verdict, n)."""
+    return alt.Chart(alt.Data(values=list(verdicts))).mark_bar().encode(
+        x=alt.X("n:Q", title="cases", stack="zero"),
+        y=alt.Y("bot:N", title=None),
+        color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICTS),
+                                                      range=list(VERDICT_COLOURS)),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        order=alt.Order("order:Q"),
+    ).transform_calculate(order=f"indexof({list(VERDICTS)!r}, datum.verdict)").properties(
+        width=640, height=alt.Step(26))
+
+
+def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+    """Share of a bot's values per 0.05-wide bin, one panel per metric
+    (rows: metric, bot, start, share)."""
+    return alt.Chart(alt.Data(values=list(bins))).mark_line(
+        interpolate="step-after", strokeWidth=1.6).encode(
+        x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
+        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")),
+    ).properties(width=170, height=80).facet(
+        facet=alt.Facet("metric:N", title=None), columns=4).resolve_scale(y="independent")
+
+
+def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+    """Mean per suite × metric, coloured by goodness (mean, or 1 - mean for
+    lower-is-better metrics), one panel per bot (rows: bot, suite, metric, mean, good)."""
+    base = alt.Chart().encode(x=alt.X("metric:N", title=None, axis=alt.Axis(labelAngle=-40)),
+                              y=alt.Y("suite:N", title=None))
+    rect = base.mark_rect().encode(color=alt.Color(
+        "good:Q", scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"),
+        legend=alt.Legend(title="goodness", orient="right")))
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".2f"))
+    return alt.layer(rect, text, data=alt.Data(values=list(cells))).properties(
+        width=alt.Step(34), height=alt.Step(20)).facet(row=alt.Row("bot:N", title=None))
+
+
+def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+    """Mean and 95% interval per run, one panel per headline metric
+    (rows: run, metric, bot, mean, ci_low, ci_high)."""
+    order = sorted({p["run"] for p in points})
+    x = alt.X("run:O", title=None, sort=order, axis=alt.Axis(labelAngle=-40, labelLimit=160))
+    line = alt.Chart().mark_line(point=True).encode(
+        x=x, y=alt.Y("mean:Q", title=None, scale=alt.Scale(zero=False)),
+        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")))
+    bars = alt.Chart().mark_rule(opacity=0.6).encode(
+        x=x, y="ci_low:Q", y2="ci_high:Q", color="bot:N")
+    return alt.layer(bars, line, data=alt.Data(values=list(points))).properties(
+        width=260, height=140).facet(facet=alt.Facet("metric:N", title=None),
+                                     columns=3).resolve_scale(y="independent")
+
+
+def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
+    """Candidate - baseline per metric with its 95% bootstrap interval, one
+    panel per bot (rows: bot, metric, delta, ci_low, ci_high, change)."""
+    colour = alt.Color("change:N", scale=alt.Scale(domain=list(CHANGE_COLOURS),
+                                                    range=list(CHANGE_COLOURS.values())),
+                       legend=alt.Legend(orient="bottom", title=None))
+    y = alt.Y("metric:N", title=None, sort=None)
+    zero = alt.Chart().mark_rule(color="#57606a", strokeDash=[4, 3]).encode(x="zero:Q")
+    rules = alt.Chart().mark_rule(strokeWidth=2).encode(
+        y=y, x=alt.X("ci_low:Q", title="candidate − baseline (95% interval)"), x2="ci_high:Q",
+        color=colour)
+    points = alt.Chart().mark_point(filled=True, size=60).encode(y=y, x="delta:Q", color=colour)
+    return alt.layer(zero, rules, points, data=alt.Data(values=list(deltas))).transform_calculate(
+        zero="0").properties(width=560, height=alt.Step(18)).facet(
+        row=alt.Row("bot:N", title=None))
+
+
+ROWS = {
+    "verdict_bars": [{"bot": "a", "verdict": "PASS", "n": 3},
+                     {"bot": "b", "verdict": "FAIL", "n": 0}],
+    "histograms": [{"metric": "bleu", "bot": "a", "start": 0.0, "share": 0.5},
+                   {"metric": "rouge1", "bot": "b", "start": 0.05, "share": 0.25}],
+    "heatmap": [{"bot": "a", "suite": "s", "metric": "hallucination ↓", "mean": 0.5,
+                 "good": 0.5}],
+    "trends": [{"run": "2024-01-02", "metric": "bleu", "bot": "a", "mean": 0.5, "ci_low": None,
+                "ci_high": 0.6, "run_id": "r2"},
+               {"run": "2024-01-01", "metric": "bleu", "bot": "a", "mean": 0.4, "ci_low": 0.3,
+                "ci_high": 0.5, "run_id": "r1"}],
+    "forest": [{"bot": "b", "metric": "m", "delta": 0.1, "ci_low": 0.0, "ci_high": 0.2,
+                "change": "better"}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_spec_is_the_json_altair_writes(name):
+    want = _config(globals()[name](ROWS[name])).to_dict()
+    assert json.dumps(getattr(charts, name)(ROWS[name])) == json.dumps(want)
