@@ -19,9 +19,10 @@ tests/test_embeddings_local.py):
 - mean pooling over the non-padding tokens, L2 normalisation.
 
 Speed: texts are sorted by token length and run in batches of `batch_size`
-(as sentence-transformers' encode does) so batches carry little padding; all
-maths is batched GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over
-tokens. With `workers=2` (default: the machine's core count, at most 2... see
+(as sentence-transformers' encode does); a batch's tokens are packed end to
+end, so the dense layers (nine tenths of the work) never run on padding, and
+only short texts' attention is laid out padded (long ones run per text). All
+maths is GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over tokens. With `workers=2` (default: the machine's core count, at most 2... see
 `_default_workers`) batches are run concurrently by threads, each with a
 single-threaded BLAS, which keeps both cores busy also in the element-wise
 parts (GELU, softmax, LayerNorm) that numpy runs on one core.
