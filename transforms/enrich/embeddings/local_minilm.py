@@ -19,9 +19,10 @@ tests/test_embeddings_local.py):
 - mean pooling over the non-padding tokens, L2 normalisation.
 
 Speed: texts are sorted by token length and run in batches of `batch_size`
-(as sentence-transformers' encode does) so batches carry little padding; all
-maths is batched GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over
-tokens. With `workers=2` (default: the machine's core count, at most 2... see
+(as sentence-transformers' encode does); a batch's tokens are packed end to
+end, so the dense layers (nine tenths of the work) never run on padding, and
+only short texts' attention is laid out padded (long ones run per text). All
+maths is GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over tokens. With `workers=2` (default: the machine's core count, at most 2... see
 `_default_workers`) batches are run concurrently by threads, each with a
 single-threaded BLAS, which keeps both cores busy also in the element-wise
 parts (GELU, softmax, LayerNorm) that numpy runs on one core.
@@ -98,6 +99,35 @@ def _default_workers() -> int:
     except AttributeError:  # pragma: no cover
         cores = os.cpu_count() or 1
     return max(1, min(cores, 2))
+
+
+class _Packed:
+    """Where each text's tokens sit when a batch's texts are concatenated (T tokens):
+    starts and lens per text, each token's position in its text, and for the
+    padded attention of short texts, each token's slot in a (B, width) grid."""
+
+    __slots__ = ("lens", "starts", "width", "positions", "slots", "_neg")
+
+    def __init__(self, lens: Sequence[int]):
+        self.lens = list(lens)
+        self.starts = np.cumsum([0, *self.lens[:-1]]).tolist()
+        self.width = max(self.lens)
+        lens_a = np.asarray(self.lens)
+        total = int(lens_a.sum())
+        self.positions = np.arange(total) - np.repeat(self.starts, lens_a)
+        self.slots = self.positions + np.repeat(np.arange(len(lens_a)) * self.width, lens_a)
+        self._neg: np.ndarray | None | bool = False
+
+    @property
+    def neg(self) -> np.ndarray | None:
+        """Additive attention mask (B, 1, 1, width): -1e9 on padded keys; None without padding."""
+        if self._neg is False:
+            if min(self.lens) == self.width:
+                self._neg = None
+            else:
+                mask = np.arange(self.width)[None, :] < np.asarray(self.lens)[:, None]
+                self._neg = np.where(mask, F32(0.0), F32(-1e9)).astype(F32)[:, None, None, :]
+        return self._neg
 
 
 class _Layer:
@@ -238,52 +268,50 @@ class LocalMiniLM:
             x[...] = q
         return h
 
-    def _attention_batched(self, qkv: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
-        """Short sequences: one stacked matmul over (B, heads); padding masked by `neg`."""
-        s = np.matmul(qkv[0], qkv[1].transpose(0, 1, 3, 2))          # (B, nh, L, L)
-        if neg is not None:
-            s += neg
+    def _attention_batched(self, qkv: np.ndarray, packed: "_Packed") -> np.ndarray:
+        """Short sequences: one stacked matmul over (B, heads) of the tokens scattered
+        into a padded (B, L) layout; padded keys masked. Returns packed (T, dim)."""
+        B, L, nh, hd = len(packed.lens), packed.width, self.heads, self.head_dim
+        padded = np.zeros((B * L, 3 * nh * hd), dtype=F32)
+        padded[packed.slots] = qkv
+        q, k, v = padded.reshape(B, L, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (B, nh, L, hd)
+        s = np.matmul(q, k.transpose(0, 1, 3, 2))                            # (B, nh, L, L)
+        if packed.neg is not None:
+            s += packed.neg
         s -= s.max(axis=-1, keepdims=True)
         np.exp(s, out=s)
         s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
-        ctx = np.matmul(s, qkv[2])                                   # (B, nh, L, hd)
-        B, nh, L, hd = ctx.shape
-        return ctx.transpose(0, 2, 1, 3).reshape(B * L, nh * hd)
+        ctx = np.matmul(s, v)                                                # (B, nh, L, hd)
+        return ctx.transpose(0, 2, 1, 3).reshape(B * L, nh * hd)[packed.slots]
 
-    def _attention_per_sequence(self, qkv: np.ndarray, lens: Sequence[int]) -> np.ndarray:
-        """Long sequences: one sequence at a time over its real tokens only (no mask,
-        no padded keys or queries), so the (heads, n, n) scores stay in cache through
-        the softmax. Padding rows of the output are left at 0 (never read)."""
-        _, B, nh, L, hd = qkv.shape
-        ctx = np.zeros((B, L, nh, hd), dtype=F32)
-        for b, n in enumerate(lens):
-            q, k, v = qkv[0, b, :, :n], qkv[1, b, :, :n], qkv[2, b, :, :n]
+    def _attention_per_sequence(self, qkv: np.ndarray, packed: "_Packed") -> np.ndarray:
+        """Long sequences: one sequence at a time over its own tokens (no mask, no
+        padding), so the (heads, n, n) scores stay in cache through the softmax."""
+        nh, hd = self.heads, self.head_dim
+        ctx = np.empty((qkv.shape[0], nh * hd), dtype=F32)
+        for start, n in zip(packed.starts, packed.lens):
+            q, k, v = qkv[start:start + n].reshape(n, 3, nh, hd).transpose(1, 2, 0, 3)
             s = np.matmul(q, k.transpose(0, 2, 1))                   # (nh, n, n)
             s -= s.max(axis=-1, keepdims=True)
             np.exp(s, out=s)
             s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
-            ctx[b, :n] = np.matmul(s, v).transpose(1, 0, 2)          # (n, nh, hd)
-        return ctx.reshape(B * L, nh * hd)
+            ctx[start:start + n] = np.matmul(s, v).transpose(1, 0, 2).reshape(n, nh * hd)
+        return ctx
 
     def _forward(self, ids: np.ndarray, lens: Sequence[int]) -> np.ndarray:
-        """Last hidden layer (B, L, dim) float32 for ids (B, L) padded after lens[b]."""
-        B, L = ids.shape
-        H, nh, hd = self.dim, self.heads, self.head_dim
-        x = self._word[ids.reshape(-1)]                     # (B*L, H) gather = copy
-        x.reshape(B, L, H)[...] += self._pos_type[:L]
+        """Last hidden layer, packed: (sum(lens), dim) float32 for the texts' token ids
+        concatenated (`ids`, 1-D). The dense layers (9/10 of the work) run on real
+        tokens only, never on padding; only short texts' attention is padded."""
+        packed = _Packed(lens)
+        x = self._word[ids]                                 # (T, H) gather = copy
+        x += self._pos_type[packed.positions]
         x = self._layer_norm(x, *self._ln0)
-        per_sequence = L >= _PER_SEQUENCE_FROM
-        neg = None
-        if not per_sequence and min(lens) < L:
-            mask = np.arange(L)[None, :] < np.asarray(lens)[:, None]
-            neg = np.where(mask, F32(0.0), F32(-1e9)).astype(F32)[:, None, None, :]
+        attention = (self._attention_per_sequence if packed.width >= _PER_SEQUENCE_FROM
+                     else self._attention_batched)
         for ly in self._layers:
             qkv = x @ ly.wqkv
             qkv += ly.bqkv
-            qkv = qkv.reshape(B, L, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (3, B, nh, L, hd)
-            ctx = (self._attention_per_sequence(qkv, lens) if per_sequence
-                   else self._attention_batched(qkv, neg))
-            a = ctx @ ly.wo
+            a = attention(qkv, packed) @ ly.wo
             a += ly.bo
             a += x
             x = self._layer_norm(a, ly.ln1_g, ly.ln1_b)
@@ -294,7 +322,7 @@ class LocalMiniLM:
             f += ly.b2
             f += x
             x = self._layer_norm(f, ly.ln2_g, ly.ln2_b)
-        return x.reshape(B, L, H)
+        return x
 
     # ---------------------------------------------------------- batching
     def _encode(self, texts: Sequence[str]):
@@ -306,8 +334,7 @@ class LocalMiniLM:
 
         A batch holds at most `batch_size` texts and is also closed early when the
         next text is shorter than `min_fill` x the batch's longest, so a mixed-length
-        input does not pad short texts up to a long one (all rows of a batch cost the
-        longest one's length)."""
+        input does not pad short texts' attention up to a long one."""
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64,
                               count=len(encodings))
         order = np.argsort(-lengths, kind="stable")
@@ -322,15 +349,12 @@ class LocalMiniLM:
             start = end
         return batches
 
-    def _run_batch(self, encodings, idx: np.ndarray):
-        lens = [len(encodings[i].ids) for i in idx]
-        L = max(lens)
-        ids = np.full((len(idx), L), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(idx), L), dtype=bool)
-        for r, (i, n) in enumerate(zip(idx, lens)):
-            ids[r, :n] = encodings[i].ids
-            mask[r, :n] = True
-        return self._forward(ids, lens), mask, lens
+    def _run_batch(self, encodings, idx: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """The packed last hidden layer of the texts `idx` and their token counts."""
+        rows = [encodings[i].ids for i in idx]
+        lens = [len(r) for r in rows]
+        ids = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=sum(lens))
+        return self._forward(ids, lens), lens
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -355,10 +379,10 @@ class LocalMiniLM:
         enc = self._encode(texts)
 
         def one(idx):
-            hidden, mask, _ = self._run_batch(enc, idx)
-            m = mask.astype(F32)
-            summed = np.einsum("bl,blh->bh", m, hidden)
-            summed /= np.maximum(m.sum(axis=1, keepdims=True), F32(1e-9))
+            hidden, lens = self._run_batch(enc, idx)
+            starts = np.cumsum([0, *lens[:-1]])
+            summed = np.add.reduceat(hidden, starts, axis=0)
+            summed /= np.asarray(lens, dtype=F32)[:, None]
             return idx, summed
 
         for idx, pooled in self._map(one, self._batches(enc)):
@@ -376,10 +400,13 @@ class LocalMiniLM:
         result: list[TokenVectors | None] = [None] * n
 
         def one(idx):
-            hidden, _, lens = self._run_batch(enc, idx)
+            hidden, lens = self._run_batch(enc, idx)
             lo, trim = (0, 0) if special_tokens else (1, 1)
-            return [(i, np.ascontiguousarray(hidden[r, lo:ln - trim]))
-                    for r, (i, ln) in enumerate(zip(idx, lens))]
+            out, start = [], 0
+            for i, ln in zip(idx, lens):
+                out.append((i, np.ascontiguousarray(hidden[start + lo:start + ln - trim])))
+                start += ln
+            return out
 
         for part in self._map(one, self._batches(enc)):
             for i, vectors in part:
