@@ -21,7 +21,7 @@ against an index of the contexts, in any language:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
@@ -198,10 +198,17 @@ def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[st
                 "passage": len(index.joined) - 1,
             })
         index.stems.update(stem(t) for t in toks if t not in stops)
+    return with_question(index, question)
+
+
+def with_question(index: ContextIndex, question: str) -> ContextIndex:
+    """The index with the question's words (a shallow copy: the contexts' part,
+    the costly one, is shared, so it can be cached without the question)."""
+    stops = stop_words_for(index.lang)
+    stem = stemmer_for(index.lang)
     qt = tokenize(question or "")
-    index.question_tokens = set(qt)
-    index.question_stems = {stem(t) for t in qt if t not in stops}
-    return index
+    return replace(index, question_tokens=set(qt),
+                   question_stems={stem(t) for t in qt if t not in stops})
 
 
 @dataclass(frozen=True)
