@@ -74,8 +74,11 @@ def clear_caches() -> None:
     """Forget what earlier passes memoised, so each pass is measured cold (as a
     worker meets a row once)."""
     from transforms.score.metrics import hallucination as hall
-    for name in ("_evidence_for", "_index_for", "_context_index", "_context_grams"):
-        cached = getattr(hall, name, None)
+    from transforms.score.metrics import grounding
+    for module, name in ((hall, "_evidence_for"), (hall, "_index_for"), (hall, "_context_index"),
+                         (hall, "_context_grams"), (hall, "_passage_evidence"),
+                         (grounding, "_passage")):
+        cached = getattr(module, name, None)
         if hasattr(cached, "cache_clear"):
             cached.cache_clear()
     from transforms import lang
@@ -141,6 +144,10 @@ def main(argv=None) -> int:
     t0 = time.process_time()
     scored = score_all(turns)
     stages["score (every scorer, in graph order)"] = time.process_time() - t0
+    if hasattr(scoring, "score_all"):  # issue 13: one step per row, texts shared
+        clear_caches()
+        stages["score, fused (scoring.score_all: every scorer, texts shared)"] = clock(
+            lambda: [scoring.score_all(chosen, t, sides) for t in turns])
     stages["decide (verdict)"] = clock(lambda: [decide(t.scores, DEFAULT_RULES, "PASS", None)
                                                 for t in scored])
     stages["publish rows (results + scores)"] = clock(

@@ -668,18 +668,9 @@ class _Evidence:
         # per context sentence: stem -> positions, negated?, positions of passive markers
         self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
-            temporal, numbers = _scan(_prepare(ctx), unique=True)
-            for anchor in (*temporal, *numbers):
-                for key in anchor.keys:
-                    self.values.update(_implied(key))
-            lang = detect_language(ctx)
-            for sentence in _SENTENCE_END.split(ctx):
-                index: dict[str, list[int]] = {}
-                tokens = tokenize(sentence)
-                for pos, tok in enumerate(tokens):
-                    index.setdefault(_stem(tok), []).append(pos)
-                passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
-                self.sentences.append((index, is_negated(sentence, tokens, lang), passive))
+            values, sentences = _passage_evidence(ctx)
+            self.values |= values
+            self.sentences += sentences
 
     def supports_value(self, anchor: Anchor) -> bool:
         return any(k in self.values for k in anchor.keys)
@@ -703,6 +694,27 @@ class _Evidence:
 
 
 _PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
+
+
+@lru_cache(maxsize=1024)
+def _passage_evidence(ctx: str) -> tuple[frozenset[str], tuple]:
+    """One context's values and sentence indexes (read-only), memoised per
+    passage: passages recur across cases in every combination and order."""
+    values: set[str] = set()
+    temporal, numbers = _scan(_prepare(ctx), unique=True)
+    for anchor in (*temporal, *numbers):
+        for key in anchor.keys:
+            values.update(_implied(key))
+    lang = detect_language(ctx)
+    sentences = []
+    for sentence in _SENTENCE_END.split(ctx):
+        index: dict[str, list[int]] = {}
+        tokens = tokenize(sentence)
+        for pos, tok in enumerate(tokens):
+            index.setdefault(_stem(tok), []).append(pos)
+        passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
+        sentences.append((index, is_negated(sentence, tokens, lang), passive))
+    return frozenset(values), tuple(sentences)
 
 
 def _ordered_near(a: list[int], b: list[int], window: int, passive: list[int]) -> bool:
