@@ -104,7 +104,8 @@ def score_row(row: dict, idf, rouge) -> dict[str, MetricResult]:
     if not contexts:
         s["hallucination"] = _null("no contexts")
     else:
-        s["hallucination"] = hall.hallucination(answer, contexts)
+        # with the question, as evalbeam's scorer calls it (its words count as support)
+        s["hallucination"] = hall.hallucination(answer, contexts, question=question)
     s["unsupported_facts"] = hall.unsupported_facts(s["hallucination"])  # read off the result
     return s
 

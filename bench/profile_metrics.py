@@ -13,7 +13,10 @@ this one process, without Beam:
    result and score rows (`Publish` row building);
 3. the baseline's own loop body (`bench/baseline_loop.score_row`), for comparison;
 4. with --cprofile N, the N functions with the most own time under cProfile
-   while the whole suite scores the rows.
+   while the whole suite scores the rows;
+5. with --beam, the pipeline itself (`evalbeam run`, FnApiRunner in_memory, in
+   this process) under cProfile: seconds per stage (cumulative, cProfile's
+   overhead included), so Beam's own share shows beside the metrics'.
 
 Beam's own per-element cost (one ParDo per scorer, pickling between fused
 stages) is not here: compare `bench/run_deterministic.py` with the CPU figures.
@@ -96,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cprofile", type=int, default=25, metavar="N",
                     help="list the N functions with the most own time (0: no cProfile)")
+    ap.add_argument("--beam", action="store_true",
+                    help="also profile the pipeline (in_memory) per stage")
     args = ap.parse_args(argv)
 
     path = BENCH / "data" / f"cases_{args.rows}_seed{args.seed}.parquet"
@@ -177,7 +182,48 @@ def main(argv=None) -> int:
         print("\ncProfile of the score stage (sorted by own time):\n")
         print("\n".join(line for line in buf.getvalue().splitlines()
                         if line.strip() and not line.startswith(("   Ordered", "   List"))))
+    if args.beam:
+        beam_profile(path)
     return 0
+
+
+# What `--beam` reports: the functions each stage's time is spent under.
+BEAM_STAGES = (
+    ("score (the Score step's DoFns)", "transforms/score/scoring.py", "process"),
+    ("  of which hallucination", "transforms/score/metrics/hallucination.py", "hallucination"),
+    ("  of which bleu", "transforms/score/metrics/overlap.py", "bleu"),
+    ("idf side input (document frequencies)", "transforms/score/corpus.py", "add_input"),
+    ("read cases", "transforms/read/cases.py", "process"),
+    ("verdict", "transforms/decide/verdict.py", "process"),
+    ("score rows (details as JSON)", "transforms/publish/rows.py", "score_rows"),
+    ("write rows (scrub, partition, Parquet)", "transforms/publish/write.py", "process"),
+    ("summary statistics", "transforms/publish/summary.py", "add_input"),
+    ("finalize (manifest, report.md, report.html)", "transforms/publish/finalize.py", "process"),
+    ("graph construction", "pipeline/graph.py", "build_pipeline"),
+)
+
+
+def beam_profile(path: Path) -> None:
+    import shutil
+    import tempfile
+    from pipeline.cli import run
+    out = tempfile.mkdtemp(prefix="profile-beam-")
+    prof = cProfile.Profile()
+    try:
+        prof.enable()
+        run(["run", "--input", str(path), "--output", out, "--config", str(CONFIG),
+             "--run-id", "profile", "--direct_running_mode=in_memory"])
+        prof.disable()
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    stats = pstats.Stats(prof).stats
+    total = max(ct for (_, _, _), (_, _, _, ct, _) in stats.items())
+    print(f"\n| stage (pipeline, in_memory, under cProfile) | s | share |\n|---|---:|---:|")
+    for label, file, func in BEAM_STAGES:
+        secs = sum(ct for (f, _, fn), (_, _, _, ct, _) in stats.items()
+                   if f.endswith(file) and fn == func)
+        print(f"| {label} | {secs:.1f} | {secs / total:.0%} |")
+    print(f"| **whole run** | **{total:.1f}** | 100% |")
 
 
 if __name__ == "__main__":
