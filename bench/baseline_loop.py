@@ -8,7 +8,8 @@ type precomputed) with the same metrics as evalbeam's deterministic suite:
 * BLEU: `sacrebleu.sentence_bleu(answer, [expected]).score / 100`;
 * ROUGE-1/2/L F1: one `rouge_score.rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])`;
 * exact_match, keyword_recall, answer_length, politeness, lexical_relevance,
-  completeness and hallucination: evalbeam's own plain functions
+  completeness, hallucination and unsupported_facts (read off hallucination's
+  result): evalbeam's own plain functions
   (transforms/metrics), lexical_relevance with an IdfTable fitted over the
   input corpus in a first pass (the texts the pipeline's DocumentFrequencyFn
   counts: question, expected answer, answer and every context);
@@ -103,7 +104,9 @@ def score_row(row: dict, idf, rouge) -> dict[str, MetricResult]:
     if not contexts:
         s["hallucination"] = _null("no contexts")
     else:
-        s["hallucination"] = hall.hallucination(answer, contexts)
+        # with the question, as evalbeam's scorer calls it (its words count as support)
+        s["hallucination"] = hall.hallucination(answer, contexts, question=question)
+    s["unsupported_facts"] = hall.unsupported_facts(s["hallucination"])  # read off the result
     return s
 
 

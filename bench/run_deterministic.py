@@ -49,9 +49,11 @@ CONFIG = BENCH / "config_deterministic.yaml"
 RUNS = DATA / "runs" / f"pid{os.getpid()}"
 LOGS = RESULTS / "logs" / RUNS.name
 PY = sys.executable
-N_METRICS = 12  # exact_match keyword_recall answer_length politeness latency_ms bleu
+N_METRICS = 13  # exact_match keyword_recall answer_length politeness latency_ms bleu
                 # rouge1 rouge2 rougeL lexical_relevance completeness hallucination
+                # unsupported_facts
 MiB = 1024 * 1024
+SPEEDUP_GOAL, MEMORY_GOAL = 4.0, 1.3  # issue 13
 
 
 # ---------------------------------------------------------------- measuring
@@ -365,10 +367,14 @@ def main(argv=None) -> int:
         else {"ok": False, "note": "skipped: a run failed"}
     speedup = mp["rows_per_s"] / base["rows_per_s"]
     ratio = big_run["peak_rss_tree_mib"] / mp["peak_rss_tree_mib"] if big_run else None
-    goals = {
-        "speedup_vs_baseline": speedup, "speedup_goal": 1.5, "speedup_met": speedup >= 1.5,
-        "memory_ratio": ratio, "memory_ratio_goal": 1.5,
-        "memory_met": None if ratio is None else ratio <= 1.5,
+    goals = {  # issue 13's goals (issue 2 asked for 1.5× and 1.5×)
+        "speedup_vs_baseline": speedup, "speedup_goal": SPEEDUP_GOAL,
+        "speedup_met": speedup >= SPEEDUP_GOAL,
+        "memory_ratio": ratio, "memory_ratio_goal": MEMORY_GOAL,
+        "memory_met": None if ratio is None else ratio <= MEMORY_GOAL,
+        # CPU seconds per row, baseline / pipeline (all processes): what the
+        # speed-up would be on idle cores, as far as CPU time tells
+        "cpu_per_row_ratio": base["cpu_s"] / mp["cpu_s"] if mp["cpu_s"] else None,
     }
     md = [f"Command: `{command}`", "",
           f"Machine: {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
@@ -378,10 +384,11 @@ def main(argv=None) -> int:
           "",
           table(runs, base, ratio), "",
           f"Speed-up (multi_processing, {args.workers} workers, vs baseline at {args.rows:,} rows): "
-          f"{speedup:.2f}× (goal ≥ 1.5×: {'met' if goals['speedup_met'] else 'NOT met'})"]
+          f"{speedup:.2f}× (goal ≥ {SPEEDUP_GOAL}×: {'met' if goals['speedup_met'] else 'NOT met'}); "
+          f"CPU seconds baseline / pipeline: {goals['cpu_per_row_ratio']:.2f}×"]
     if ratio is not None:
         md.append(f"Memory ratio (peak tree RSS {args.memory_rows:,} / {args.rows:,} rows, "
-                  f"multi_processing): {ratio:.2f}× (goal ≤ 1.5×: "
+                  f"multi_processing): {ratio:.2f}× (goal ≤ {MEMORY_GOAL}×: "
                   f"{'met' if goals['memory_met'] else 'NOT met'})")
     loaded = [r["name"] + f" ({r['rows']:,} rows)" for r in runs if r["other_load_cores"] > 0.3]
     if loaded:

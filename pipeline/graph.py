@@ -28,7 +28,7 @@ from transforms.enrich.judge.stage import JudgeTurns
 from transforms.read.cases import ReadCases, Shard
 from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
                              result_row, score_rows, worst_case_row)
-from transforms.score.scoring import Scorer, ScoreWith
+from transforms.score.scoring import SCORERS, ScoreAll, Scorer, ScoreWith
 from transforms.remote.cache import CacheSpec
 from transforms.remote.usage import MergeUsageFn
 from transforms.publish.summary import MetricStatsFn, summary_keys
@@ -112,8 +112,10 @@ class Enrich(beam.PTransform):
 
 
 class Score(beam.PTransform):
-    """Turns -> Turns with every metric, one ParDo `Score[name]` per scorer; the
-    corpus statistics some metrics need are side inputs read from the input."""
+    """Turns -> Turns with every metric: the built-in scorers in one ParDo (one
+    step per row, texts tokenised once), each custom metric or rubric in its own
+    `Score[name]`; the corpus statistics some metrics need are side inputs read
+    from the input."""
 
     def __init__(self, plan: Plan):
         super().__init__()
@@ -140,7 +142,13 @@ class Score(beam.PTransform):
 
     def expand(self, turns):
         sides = self._side_inputs(turns.pipeline)
-        for scorer, options in self._plan.scorers:
+        scorers = list(self._plan.scorers)
+        n = next((i for i, (s, _) in enumerate(scorers) if s not in SCORERS), len(scorers))
+        built_in = scorers[:n]  # select_scorers puts them first
+        if built_in:  # one step, `Score[name,name,...]`
+            names = ",".join(s.name for s, _ in built_in)
+            turns = turns | f"Score[{names}]" >> beam.ParDo(ScoreAll(built_in), **sides)
+        for scorer, options in scorers[n:]:  # custom metrics, rubrics
             side = sides.get(scorer.side_input)
             kwargs = {"side": side} if side is not None else {}
             turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options),

@@ -9,7 +9,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from transforms.score.metrics.overlap import (ROUGE_TYPES, bleu, lcs_length, rouge, rouge_multi,
-                                             rouge_tokens)
+                                             rouge_tokens, sentence_bleu)
 
 # --------------------------------------------------------------------------
 # (a) Published cases
@@ -390,3 +390,18 @@ def test_other_metrics_take_the_best_reference():
     merged = bertscore_multi([MetricResult(0.5, {"precision": 0.9, "recall": 0.3}),
                               MetricResult(0.6, {"precision": 0.6, "recall": 0.6})])
     assert (merged.value, merged.details["precision"], merged.details["recall"]) == (0.6, 0.9, 0.6)
+
+
+def test_sentence_bleu_is_bit_identical_to_sacrebleu():
+    """The fast statistics give sacrebleu's exact BLEUScore (==, not approx):
+    same counts, totals, lengths, precisions and score, with one reference or
+    several, repeated n-grams and empty hypotheses among the pairs."""
+    cases = [(hyp, [ref]) for hyp, ref in _pairs(seed=7, n=300)] + _multi(seed=8, n=300)
+    cases += [("the the the the", ["the cat the cat", "the the"]), ("", ["a b c"]),
+              ("a b c d e", ["a b c d e"]), ("x", ["a b", "c d e f g"])]
+    for hyp, refs in cases:
+        theirs = sacrebleu.sentence_bleu(hyp, refs)
+        ours = sentence_bleu(hyp, refs)
+        assert (ours.score, ours.counts, ours.totals, ours.precisions, ours.bp, ours.sys_len,
+                ours.ref_len) == (theirs.score, theirs.counts, theirs.totals, theirs.precisions,
+                                  theirs.bp, theirs.sys_len, theirs.ref_len), (hyp, refs)

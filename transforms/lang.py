@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -58,8 +59,11 @@ def is_negated(text: str, tokens: list[str], lang: str) -> bool:
 def script_of(text: str) -> str:
     """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | other: the
     script of most letters (kana and Han count as cjk)."""
+    head = text[:2000]
+    if head.isascii():  # the common case, without a loop: every ASCII letter is Latin
+        return "latin" if _ASCII_LETTER.search(head) else "other"
     counts: dict[str, int] = {}
-    for ch in text[:2000]:
+    for ch in head:
         if not ch.isalpha():
             continue
         script = _char_script(ch)
@@ -67,6 +71,9 @@ def script_of(text: str) -> str:
     if not counts:
         return "other"
     return max(counts, key=counts.get)
+
+
+_ASCII_LETTER = re.compile("[A-Za-z]")
 
 
 def _char_script(ch: str) -> str:
@@ -126,6 +133,27 @@ def _voters() -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((lang, _package_stop_words(lang)) for lang in VOTING_LANGUAGES)
 
 
+@lru_cache(maxsize=None)
+def _ballots() -> dict[str, tuple[int, ...]]:
+    """Stop word -> the indices in _voters() of the languages it belongs to, so
+    that a text's tokens are looked up once, not once per language."""
+    ballots: dict[str, list[int]] = {}
+    for i, (_, words) in enumerate(_voters()):
+        for word in words:
+            ballots.setdefault(word, []).append(i)
+    return {word: tuple(ids) for word, ids in ballots.items()}
+
+
+def stop_word_hits(tokens: list[str]) -> list[int]:
+    """Per language of _voters(), how many of the tokens are its stop words."""
+    hits = [0] * len(VOTING_LANGUAGES)
+    ballots = _ballots()
+    for token in tokens:
+        for i in ballots.get(token, ()):
+            hits[i] += 1
+    return hits
+
+
 @lru_cache(maxsize=4096)
 def detect_language(text: str) -> str:
     """ISO 639-1 code of the text's language; "en" when nothing says otherwise."""
@@ -139,15 +167,14 @@ def detect_language(text: str) -> str:
     if not tokens:
         return "en"
     best, best_hits = "en", 0
-    for lang, words in _voters():
+    all_hits = stop_word_hits(tokens)
+    for lang, hits in zip(VOTING_LANGUAGES, all_hits):
         if script == "cyrillic" and lang not in ("ru", "uk", "bg"):
             continue
-        hits = sum(1 for t in tokens if t in words)
         if hits > best_hits:
             best, best_hits = lang, hits
     if best != "en":
-        en_hits = sum(1 for t in tokens if t in _voters()[0][1])
-        if en_hits >= best_hits:  # ties go to English
+        if all_hits[0] >= best_hits:  # English's hits; ties go to English
             return "en"
     return best
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
 from transforms.stemmers import porter_stemmer_class
@@ -39,12 +41,40 @@ def normalize_digits(text: str) -> str:
     return text.translate(_DIGITS)
 
 
+# The texts of the row being scored -> their tokens and terms, while the
+# pipeline's Score stage scores one row (`shared_texts`); None elsewhere.
+_SHARED: ContextVar[dict | None] = ContextVar("evalbeam_shared_texts", default=None)
+
+
+@contextmanager
+def shared_texts() -> Iterator[None]:
+    """Within the block, `tokenize` and `terms` compute each text once and hand
+    out copies: the metrics of one row (an answer is tokenised by half a dozen
+    of them) share the work. Outside a block nothing is remembered, so a metric
+    called on its own computes as before; the values are the same either way."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens with light punctuation stripped, in order.
 
     Han and kana are written without spaces, so each of their characters is a
     token (as sacrebleu's and rouge's CJK handling does); other scripts split on
     spaces and punctuation. Arabic-Indic digits read as ASCII digits."""
+    shared = _SHARED.get()
+    if shared is None:
+        return _tokenize(text)
+    tokens = shared.get(text)
+    if tokens is None:
+        tokens = shared[text] = _tokenize(text)
+    return list(tokens)  # a copy: a caller may change its list
+
+
+def _tokenize(text: str) -> list[str]:
     text = normalize_digits(unicodedata.normalize("NFKC", text)).lower().replace("’", "'")
     tokens = _WORD.findall(text)
     if _WIDE.search(text):
@@ -112,7 +142,19 @@ def terms(text: str, lang: str | None = None) -> list[str]:
     """Stemmed tokens: what relevance and completeness compare, so that a
     question about "refunds" is answered by a text about "refund". The stemmer
     is the text's language's (Porter for English, Snowball for others)."""
-    stemmer = stemmer_for(lang or detect_language(text))
+    lang = lang or detect_language(text)
+    shared = _SHARED.get()
+    if shared is None:
+        return _stems(text, lang)
+    key = (text, lang)  # tokens are keyed by the text alone
+    stems = shared.get(key)
+    if stems is None:
+        stems = shared[key] = _stems(text, lang)
+    return list(stems)
+
+
+def _stems(text: str, lang: str) -> list[str]:
+    stemmer = stemmer_for(lang)
     return [stemmer(t) for t in tokenize(text)]
 
 

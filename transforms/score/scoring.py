@@ -1,4 +1,5 @@
-"""ScoreWith: one ParDo per metric family, wrapping the plain metric functions.
+"""ScoreAll / ScoreWith: ParDos wrapping the plain metric functions (the
+built-in scorers in one step, a custom one each).
 
 A scorer declares what it needs; when a turn lacks it (or the bot failed) every
 metric of the scorer is null with the reason, never 0.
@@ -7,11 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
+from transforms.text import shared_texts
 from transforms.score.metrics import hallucination as hall
 from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
                                      TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
@@ -280,15 +282,47 @@ def score_turn(scorer: Scorer, options: Mapping[str, Any], turn: Turn,
         return {m: MetricResult.null(msg) for m in scorer.metrics}
 
 
-class ScoreWith(beam.DoFn):
-    """Adds one scorer's metrics to each Turn (a new Turn; inputs are not mutated)."""
+def score_all(scorers: Sequence[tuple[Scorer, Mapping[str, Any]]], turn: Turn,
+              sides: Mapping[str, Any]) -> dict[str, dict[str, MetricResult]]:
+    """Every scorer's metrics for one turn, per scorer name, with the row's texts
+    tokenised once for all of them (`shared_texts`); each scorer's values are
+    those of `score_turn` on its own."""
+    with shared_texts():
+        return {scorer.name: score_turn(scorer, options, turn, sides.get(scorer.side_input))
+                for scorer, options in scorers}
+
+
+def _null_counter(scorer: Scorer):
+    """Rows where the scorer gave a null (the `{name}_null` Beam counter)."""
+    return beam.metrics.Metrics.counter("evalbeam.metrics", f"{scorer.name}_null")
+
+
+class ScoreAll(beam.DoFn):
+    """Adds several scorers' metrics to each Turn in one step: one new Turn per
+    row instead of one per scorer, one Beam step instead of many, and the texts
+    tokenised once (a new Turn; inputs are not mutated). Side inputs come by
+    their Scorer.side_input name."""
+
+    def __init__(self, scorers: Sequence[tuple[Scorer, Mapping[str, Any]]]):
+        self._scorers = [(scorer, dict(options)) for scorer, options in scorers]
+        self._nulls = {scorer.name: _null_counter(scorer) for scorer, _ in scorers}
+
+    def process(self, turn: Turn, idf=None, bert_idf=None):
+        scores = dict(turn.scores)
+        for name, results in score_all(self._scorers, turn,
+                                       {"idf": idf, "bert_idf": bert_idf}).items():
+            if any(r.value is None for r in results.values()):
+                self._nulls[name].inc()
+            scores.update(results)
+        yield turn.evolve(scores=scores)
+
+
+class ScoreWith(ScoreAll):
+    """Adds one scorer's metrics to each Turn; its side input, if any, is `side`."""
 
     def __init__(self, scorer: Scorer, options: Mapping[str, Any]):
-        self._scorer, self._options = scorer, dict(options)
-        self._nulls = beam.metrics.Metrics.counter("evalbeam.metrics", f"{scorer.name}_null")
+        super().__init__([(scorer, options)])
+        self._side_name = scorer.side_input
 
     def process(self, turn: Turn, side=None):
-        results = score_turn(self._scorer, self._options, turn, side)
-        if any(r.value is None for r in results.values()):
-            self._nulls.inc()
-        yield turn.evolve(scores={**turn.scores, **results})
+        return super().process(turn, **({self._side_name: side} if self._side_name else {}))

@@ -21,7 +21,7 @@ against an index of the contexts, in any language:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
@@ -195,27 +195,55 @@ class ContextIndex:
 def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[str], set[str]],
                 ) -> ContextIndex:
     lang = detect_language(" ".join(c[:500] for c in contexts))
-    stops = stop_words_for(lang)
-    stem = stemmer_for(lang)
     index = ContextIndex(lang)
     for ctx in contexts:
-        toks = _unelided(ctx)
-        index.tokens.update(toks)
-        index.joined.append(" " + " ".join(toks) + " ")
-        for sentence in split_sentences(ctx):
-            stoks = tokenize(sentence)
-            index.sentences.append({
-                "joined": " " + " ".join(stoks) + " ",
-                "stems": {stem(t) for t in stoks if t not in stops},
-                "values": value_keys(sentence),
-                "negated": is_negated(sentence, stoks, lang),
-                "passage": len(index.joined) - 1,
-            })
-        index.stems.update(stem(t) for t in toks if t not in stops)
+        passage = _passage(ctx, lang, value_keys)
+        index.tokens.update(passage.tokens)
+        index.joined.append(passage.joined)
+        index.sentences += [{**sentence, "passage": len(index.joined) - 1}
+                            for sentence in passage.sentences]
+        index.stems.update(passage.stems)
+    return with_question(index, question)
+
+
+@dataclass(frozen=True)
+class _Passage:
+    """One context's part of a ContextIndex (read-only: indexes share it)."""
+
+    tokens: frozenset[str]
+    joined: str
+    sentences: tuple[dict, ...]
+    stems: frozenset[str]
+
+
+@lru_cache(maxsize=1024)
+def _passage(ctx: str, lang: str, value_keys: Callable[[str], set[str]]) -> _Passage:
+    """Memoised per passage: retrieved passages recur across cases in every
+    combination and order, so a cache of whole context lists mostly misses."""
+    stops = stop_words_for(lang)
+    stem = stemmer_for(lang)
+    toks = _unelided(ctx)
+    sentences = []
+    for sentence in split_sentences(ctx):
+        stoks = tokenize(sentence)
+        sentences.append({
+            "joined": " " + " ".join(stoks) + " ",
+            "stems": {stem(t) for t in stoks if t not in stops},
+            "values": value_keys(sentence),
+            "negated": is_negated(sentence, stoks, lang),
+        })
+    return _Passage(frozenset(toks), " " + " ".join(toks) + " ", tuple(sentences),
+                    frozenset(stem(t) for t in toks if t not in stops))
+
+
+def with_question(index: ContextIndex, question: str) -> ContextIndex:
+    """The index with the question's words (a shallow copy: the contexts' part,
+    the costly one, is shared, so it can be cached without the question)."""
+    stops = stop_words_for(index.lang)
+    stem = stemmer_for(index.lang)
     qt = _unelided(question or "")
-    index.question_tokens = set(qt)
-    index.question_stems = {stem(t) for t in qt if t not in stops}
-    return index
+    return replace(index, question_tokens=set(qt),
+                   question_stems={stem(t) for t in qt if t not in stops})
 
 
 @dataclass(frozen=True)

@@ -441,6 +441,9 @@ class _Spans:
         self._taken[start:end] = b"\x01" * (end - start)
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _prepare(text: str) -> str:
     """NFKC so that full-width digits and symbols read like ASCII ones, and
     Arabic-Indic digits as ASCII digits (same length: offsets stay valid)."""
@@ -470,8 +473,11 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     lang = lang or detect_language(text)
     spans = _Spans(len(text))
     temporal: list[Anchor] = []
-    has_month = _month_word(lang).search(text) is not None
-    for kind, pattern in _language_dates(lang):
+    # Every date, year, time and digit-number pattern needs a digit (\d, as
+    # they spell it): a text without one can only hold spelled-out numbers.
+    has_digit = _DIGIT.search(text) is not None
+    has_month = has_digit and _month_word(lang).search(text) is not None
+    for kind, pattern in _language_dates(lang) if has_digit else ():
         if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text):
             continue
         for m in pattern.finditer(text):
@@ -484,18 +490,18 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
-    for m in _YEAR_CANDIDATE.finditer(text):
+    for m in _YEAR_CANDIDATE.finditer(text) if has_digit else ():
         start, end = m.span()
         if spans.free(start, end) and _YEAR_CUE.search(text, max(0, start - 12), start):
             spans.take(start, end)
             temporal.append(Anchor("date", m.group(), m.group(), start, end, (m.group(),)))
-    for m in _YEAR_RANGE.finditer(text):
+    for m in _YEAR_RANGE.finditer(text) if has_digit else ():
         first, second = int(m["first"]), int(m["second"])
         if (first + 1) % 100 == second and spans.free(*m.span("second")):
             spans.take(*m.span("second"))  # "2023-24": the year 2024, not the number 24
             year = str(first + 1)
             temporal.append(Anchor("date", m.group(), year, m.start("second"), m.end(), (year,)))
-    for kind, pattern in _TIME_PATTERNS:
+    for kind, pattern in _TIME_PATTERNS if has_digit else ():
         for m in pattern.finditer(text):
             start, end = m.span()
             if not spans.free(start, end):
@@ -516,7 +522,9 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     stops = stop_words_of("en", lang)  # English is evalbeam's own list, as stop_words()
     number_patterns = [(_NUMBER, lambda m: _number_from_match(m, decimal_comma)),
                        (_SPELLED, _spelled_from_match)]
-    if lang == "fr":  # "22 950 €": a plain space groups thousands
+    if not has_digit:
+        del number_patterns[0]
+    elif lang == "fr":  # "22 950 €": a plain space groups thousands
         number_patterns.insert(0, (_SPACED_NUMBER, _spaced_from_match))
     for pattern, parse in number_patterns:
         for m in pattern.finditer(text):
@@ -678,19 +686,9 @@ class _Evidence:
         # per context sentence: stem -> positions, negated?, positions of passive markers
         self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
-            temporal, numbers = _scan(_prepare(ctx), unique=True, names_too=True)
-            for anchor in (*temporal, *numbers):
-                for key in anchor.keys:
-                    self.values.update(_implied(key))
-            lang = detect_language(ctx)
-            for sentence in _SENTENCE_END.split(ctx):
-                self.values.update(_dates_by_year(sentence))
-                index: dict[str, list[int]] = {}
-                tokens = tokenize(sentence)
-                for pos, tok in enumerate(tokens):
-                    index.setdefault(_stem(tok), []).append(pos)
-                passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
-                self.sentences.append((index, is_negated(sentence, tokens, lang), passive))
+            values, sentences = _passage_evidence(ctx)
+            self.values |= values
+            self.sentences += sentences
 
     def supports_value(self, anchor: Anchor) -> bool:
         return any(k in self.values for k in anchor.keys)
@@ -723,6 +721,28 @@ def _dates_by_year(sentence: str) -> set[str]:
 
 
 _PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
+
+
+@lru_cache(maxsize=1024)
+def _passage_evidence(ctx: str) -> tuple[frozenset[str], tuple]:
+    """One context's values and sentence indexes (read-only), memoised per
+    passage: passages recur across cases in every combination and order."""
+    values: set[str] = set()
+    temporal, numbers = _scan(_prepare(ctx), unique=True, names_too=True)
+    for anchor in (*temporal, *numbers):
+        for key in anchor.keys:
+            values.update(_implied(key))
+    lang = detect_language(ctx)
+    sentences = []
+    for sentence in _SENTENCE_END.split(ctx):
+        values.update(_dates_by_year(sentence))
+        index: dict[str, list[int]] = {}
+        tokens = tokenize(sentence)
+        for pos, tok in enumerate(tokens):
+            index.setdefault(_stem(tok), []).append(pos)
+        passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
+        sentences.append((index, is_negated(sentence, tokens, lang), passive))
+    return frozenset(values), tuple(sentences)
 
 
 def _ordered_near(a: list[int], b: list[int], window: int, passive: list[int]) -> bool:
@@ -805,9 +825,16 @@ FACT_KINDS = frozenset({"number", "money", "percent", "date", "time", "entity"})
 
 
 @lru_cache(maxsize=256)
-def _index_for(contexts: tuple[str, ...], question: str):
+def _context_index(contexts: tuple[str, ...]):
+    """The contexts' index, memoised without the question: every case with the
+    same passages shares it (questions differ from case to case)."""
     from transforms.score.metrics.grounding import build_index
-    return build_index(contexts, question, _sentence_value_keys)
+    return build_index(contexts, "", _sentence_value_keys)
+
+
+def _index_for(contexts: tuple[str, ...], question: str):
+    from transforms.score.metrics.grounding import with_question
+    return with_question(_context_index(contexts), question)
 
 
 def _sentence_value_keys(sentence: str) -> set[str]:

@@ -3,9 +3,11 @@
 Both must be comparable with published numbers, so they reproduce the
 reference libraries exactly:
 
-* BLEU *is* sacrebleu: one shared `BLEU(effective_order=True)` object (the
-  settings of `sacrebleu.sentence_bleu`) scores every pair, which avoids
-  rebuilding the metric per call.
+* BLEU is sacrebleu's: one shared `BLEU(effective_order=True)` object (the
+  settings of `sacrebleu.sentence_bleu`) tokenises (13a, cached) and turns the
+  statistics into the score; only the integer n-gram statistics are counted
+  here, with C-level Counters instead of sacrebleu's per-n-gram loop (the
+  same integers, so the same floats).
 * ROUGE re-implements `rouge_score.rouge_scorer.RougeScorer.score` on top of
   rouge-score's own tokenizer and F-measure, but tokenises each text once for
   all three variants and computes the LCS with a bit-parallel algorithm, so a
@@ -13,7 +15,6 @@ reference libraries exactly:
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Sequence
@@ -30,18 +31,18 @@ from transforms.text import porter_stem
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 
 # The settings of sacrebleu.sentence_bleu: 13a tokenizer, exp smoothing,
-# effective order. sentence_score keeps no per-call state that matters.
+# effective order. Its tokenizer and final computation score every pair.
 _BLEU = BLEU(effective_order=True)
-_BLEU_SIGNATURE: str | None = None
 
 
+@lru_cache(maxsize=16)
 def _bleu_signature(nrefs: int = 1) -> str:
-    """sacrebleu's signature string; nrefs is only known after the first call
-    (and is the number of references of the call)."""
-    global _BLEU_SIGNATURE
-    if _BLEU_SIGNATURE is None:
-        _BLEU_SIGNATURE = _BLEU.get_signature().format()
-    return re.sub(r"nrefs:\d+", f"nrefs:{nrefs}", _BLEU_SIGNATURE)
+    """sacrebleu's signature string for `nrefs` references. sacrebleu knows the
+    number of references only after scoring, so one pair is scored once by an
+    object of the same settings."""
+    probe = BLEU(effective_order=True)
+    probe.sentence_score("a", ["a"] * nrefs)
+    return probe.get_signature().format()
 
 
 def reference_list(expected: str | Sequence[str] | None) -> list[str] | None:
@@ -67,7 +68,7 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
         return MetricResult.null("no expected answer")
     if not any(r.strip() for r in refs):
         return MetricResult.null("empty expected answer")
-    score = _BLEU.sentence_score(answer, refs)
+    score = sentence_bleu(answer, refs)
     return MetricResult(
         min(1.0, score.score / 100.0),  # sacrebleu can give 100.00000000000004
         {
@@ -78,6 +79,43 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
             "signature": _bleu_signature(len(refs)),
         },
     )
+
+
+def _bleu_ngrams(tokens: list[str], n: int) -> Counter:
+    """The n-grams of a token list with their counts (unigrams as plain tokens)."""
+    if n == 1:
+        return Counter(tokens)
+    return Counter(zip(*(tokens[i:] for i in range(n))))
+
+
+def bleu_statistics(hypothesis: list[str], references: list[list[str]],
+                    max_order: int = 4) -> list[int]:
+    """sacrebleu's sufficient statistics of one segment, [sys_len, ref_len,
+    correct_1..n, total_1..n], from its tokens: hypothesis n-gram counts clipped by
+    the maximum count over the references, the closest reference length (the
+    shorter on ties). Integers, so equal to BLEU._extract_corpus_statistics'
+    whatever the order of the sums; counted with Counter over zipped slices
+    instead of sacrebleu's per-n-gram Python loop."""
+    hyp_len = len(hypothesis)
+    ref_len = _BLEU._get_closest_ref_len(hyp_len, [len(r) for r in references])
+    correct, total = [], []
+    for n in range(1, max_order + 1):
+        hyp = _bleu_ngrams(hypothesis, n)
+        ref = _bleu_ngrams(references[0], n)
+        for other in references[1:]:
+            ref |= _bleu_ngrams(other, n)  # per n-gram, the maximum count over the references
+        total.append(max(hyp_len - n + 1, 0))
+        correct.append(sum(min(hyp[g], ref[g]) for g in hyp.keys() & ref.keys()))
+    return [hyp_len, ref_len, *correct, *total]
+
+
+def sentence_bleu(answer: str, references: Sequence[str]) -> Any:
+    """`_BLEU.sentence_score(answer, references)`, the same BLEUScore: sacrebleu's
+    own tokenizer (13a, with its cache) and its own final computation from the
+    statistics; only the n-gram counting is done faster (`bleu_statistics`)."""
+    hyp = _BLEU._preprocess_segment(answer).split()
+    refs = [_BLEU._preprocess_segment(r).split() for r in references]
+    return _BLEU._compute_score_from_stats(bleu_statistics(hyp, refs, _BLEU.max_ngram_order))
 
 
 # rouge-score's Porter stemmer (same `stem`), memoised: stemming dominates ROUGE's cost.

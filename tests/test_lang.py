@@ -1,0 +1,62 @@
+"""Language detection: the one-pass stop-word vote and the ASCII fast path of
+script_of give what the plain per-language count gives."""
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from transforms import lang
+from transforms.text import tokenize_plain
+
+
+def _naive_script(text: str) -> str:
+    counts: dict[str, int] = {}
+    for ch in text[:2000]:
+        if ch.isalpha():
+            script = lang._char_script(ch)
+            counts[script] = counts.get(script, 0) + 1
+    return max(counts, key=counts.get) if counts else "other"
+
+
+def _naive_vote(text: str, script: str) -> str:
+    tokens = tokenize_plain(text[:2000])
+    if not tokens:
+        return "en"
+    best, best_hits = "en", 0
+    for code, words in lang._voters():
+        if script == "cyrillic" and code not in ("ru", "uk", "bg"):
+            continue
+        hits = sum(1 for t in tokens if t in words)
+        if hits > best_hits:
+            best, best_hits = code, hits
+    if best != "en" and sum(1 for t in tokens if t in lang._voters()[0][1]) >= best_hits:
+        return "en"
+    return best
+
+
+TEXTS = ["The plan costs $20 a month.", "Der Vertrag ist nicht gültig.", "", "1234 !!",
+         "Le contrat n'est pas valide, mais il est signé.", "Это не так и не то.",
+         "El precio es de 20 euros y no incluye el envío.", "价格是100元", "ok", "de la en"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_script_and_vote_match_the_plain_count(text):
+    assert lang.script_of(text) == _naive_script(text)
+    script = lang.script_of(text)
+    if script not in ("cjk", "hangul", "arabic", "hebrew", "greek"):
+        assert lang.detect_language.__wrapped__(text) == _naive_vote(text, script)
+
+
+def test_vote_matches_on_the_validation_set():
+    table = pq.read_table("validation/cases.parquet", columns=["question", "answer"])
+    texts = [t for col in table.columns for t in col.to_pylist() if t]
+    assert len(texts) > 1000
+    langs = set()
+    for text in texts:
+        script = _naive_script(text)
+        assert lang.script_of(text) == script
+        if script in ("latin", "cyrillic", "other"):
+            got = lang.detect_language.__wrapped__(text)
+            assert got == _naive_vote(text, script), text[:80]
+            langs.add(got)
+    assert len(langs) >= 3  # the set is multilingual: the vote really chose
