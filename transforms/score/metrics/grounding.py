@@ -38,7 +38,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？；])\s*|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
 _CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van", "der", "den",
                          "da", "di", "y", "&", "and", "for", "on", "upon"})
-_YEAR = re.compile(r"(?:1[0-9]|20)\d\d")
+# a figure after a name that is a year, not part of the name ("Tony Clunn 1987")
+YEAR_AFTER_NAME = re.compile(r"(?:1[0-9]|20)\d\d")
 _ITEM_SPLIT = re.compile(r"\s*[,;、،]\s*")
 _LAST_ITEM = re.compile(r"\s+(?:and|or|und|oder|et|ou|y|o|e|ed|en|و)\s+|\s*[和及或]\s*")
 _BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,2}[.)])\s+(.*\S)\s*$", re.M)
@@ -54,6 +55,11 @@ class Entity:
     words: tuple[str, ...]   # lower-case tokens
     start: int               # offsets in its sentence
     end: int
+
+
+def is_strong_name_word(word: str, lang: str) -> bool:
+    """An acronym, CamelCase word or code: a name on its own, in any language."""
+    return _is_name_word(word, False, lang)[1]
 
 
 def _is_name_word(word: str, first: bool, lang: str) -> tuple[bool, bool]:
@@ -105,7 +111,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 strong_any = strong_any or st
                 j += 1
                 continue
-            if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not _YEAR.fullmatch(w) \
+            if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not YEAR_AFTER_NAME.fullmatch(w) \
                     and not (lang in ("de", "lb") and not strong_any):
                 # "Voyager 2", "Python 3.12" -- but "Tony Clunn 1987" is a name and a year,
                 # and in German "Jahr 800", "Rund 28" are a noun and a figure

@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from schemas.records import MetricResult
+from transforms.score.metrics.grounding import YEAR_AFTER_NAME, is_strong_name_word
 from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
                             stop_words_of)
 from transforms.text import normalize_digits
@@ -178,7 +179,6 @@ def _language_dates(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 # in 2021, since 1999: a bare year is only a date after a time preposition.
 # Found as 4-digit candidates, then the preceding word is checked (much
 # faster than trying the prepositions at every position of a long text).
-_NAME_YEAR = re.compile(r"(?:1[0-9]|20)\d\d")
 # a season or fiscal year written with the second year's last two digits
 _YEAR_RANGE = re.compile(r"(?<![\d.,])(?P<first>(?:1[89]|20)\d\d)[-–/](?P<second>\d\d)(?![\d\w])")
 _YEAR_CANDIDATE = re.compile(r"(?<![\d.,])(?:1[89]|20|21)\d\d(?![\w]|[.,]\d)")
@@ -387,7 +387,7 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
     start = m.start()
     if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
         return False
-    if _NAME_YEAR.fullmatch(m.group()):
+    if YEAR_AFTER_NAME.fullmatch(m.group()):
         return False
     if m["cur"] or m["mword"] or m["mabbr"] or m["cjkmult"] or m["pct"]:
         return False
@@ -395,8 +395,7 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
     if before is None:
         return False
     word = before.group(1)
-    if lang in ("de", "lb") and not (len(word) >= 2 and word.isupper()) \
-            and not any(c.isupper() for c in word[1:]):
+    if lang in ("de", "lb") and not is_strong_name_word(word, lang):
         return False
     return word[0].isupper() and word.lower() not in stops and \
         word.lower().rstrip(".") not in _ALL_MONTHS
