@@ -441,6 +441,13 @@ def runner_is_local(options: PipelineOptions) -> bool:
     return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
 
 
+def runs_in_this_process(options: PipelineOptions) -> bool:
+    """A local runner that runs the DoFns here, the report's Finalize among them
+    (multi_processing runs them in worker processes)."""
+    opts = options.get_all_options(retain_unknown_options=True)
+    return runner_is_local(options) and opts.get("direct_running_mode") != "multi_processing"
+
+
 def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
     """The run id's lease for this attempt (LeaseHeld when another attempt has
     it); a fresh attempt then removes what killed attempts left behind."""
@@ -484,6 +491,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"evalbeam: note: {note}", file=sys.stderr)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
+    if runs_in_this_process(options):
+        from transforms.publish import chart_engine
+        chart_engine.start()  # the report's chart engine boots while the pipeline runs
     return _run_pipeline(plan, options, lease, detach)
 
 

@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 # Heavy modules that `evalbeam run` needs late (report charts) or only for some
 # configs or commands (compare's DuckDB), or not at all (nltk's package, scipy.stats).
 NOT_AT_IMPORT = ("altair", "vl_convert", "duckdb", "nltk", "scipy.stats", "scipy.sparse",
-                 "jsonschema")
+                 "scipy.special", "jsonschema")
 
 _STEMS = """
 import json, re, sys

@@ -15,6 +15,7 @@ import base64
 from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import VERDICT_ORDER as VERDICTS
+from transforms.publish import chart_engine
 
 VERDICT_COLOURS = ("#2da44e", "#d4a72c", "#cf222e", "#8c959f")
 CHANGE_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "no significant change": "#8c959f"}
@@ -47,10 +48,9 @@ def render(spec: Spec, description: str) -> tuple[str | None, str]:
     """(data URI of the SVG, alt text), or (None, why) when it cannot be drawn;
     a chart that fails must not cost the run its report."""
     try:
-        import vl_convert
-        svg = vl_convert.vegalite_to_svg(spec)
-    except Exception as exc:  # noqa: BLE001 - said on the page instead
-        return None, f"{type(exc).__name__}: {exc}"[:300]
+        svg = chart_engine.to_svg(spec)
+    except chart_engine.ChartError as exc:  # said on the page instead
+        return None, str(exc)[:300]
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode(), description
 
 

@@ -13,15 +13,21 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from scipy import special  # not scipy.stats: ~1 s of import at every run's start
+from transforms.publish.t_table import T_975, Z_975
 
-LEVEL = 0.95
-Z = float(special.ndtri(0.5 + LEVEL / 2))  # 1.959964, = scipy.stats.norm.ppf
+LEVEL = 0.95  # the tables below are for this level
+Z = Z_975  # 1.959964, = scipy.stats.norm.ppf(0.975)
 
 
 @lru_cache(maxsize=4096)
 def _t_quantile(df: int) -> float:
-    """= scipy.stats.t.ppf(0.975, df), which computes exactly stdtrit(df, q)."""
+    """= scipy.stats.t.ppf(0.975, df), which computes exactly stdtrit(df, q):
+    from the written-out table for small df, else from scipy.special (imported
+    here, not at start: not scipy.stats, ~1 s; not even scipy.special, ~0.25 s,
+    for a small run)."""
+    if 1 <= df <= len(T_975):
+        return T_975[df - 1]
+    from scipy import special
     return float(special.stdtrit(df, 0.5 + LEVEL / 2))
 
 

@@ -1,0 +1,75 @@
+"""The report's chart engine in a child process: the same SVG as drawing in
+this process, errors said, and a child that dies or garbles falls back to
+drawing here instead of costing the report its charts."""
+from __future__ import annotations
+
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.cli import runs_in_this_process
+from transforms.publish import chart_engine, charts
+
+BARS = charts.verdict_bars([{"bot": "a", "verdict": "PASS", "n": 3},
+                            {"bot": "a", "verdict": "FAIL", "n": 1}])
+
+
+@pytest.fixture(autouse=True)
+def no_child():
+    """Each test starts, and leaves, without a child."""
+    yield
+    with chart_engine._lock:
+        if chart_engine._child is not None:
+            chart_engine._child.kill()
+            chart_engine._child = None
+
+
+def in_process(spec) -> str:
+    import vl_convert
+    return vl_convert.vegalite_to_svg(spec)
+
+
+def test_child_draws_the_same_svg_as_this_process():
+    chart_engine.start()
+    child = chart_engine._child
+    assert child is not None and child.poll() is None
+    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine._child is child  # the same child answers the next chart too
+    assert chart_engine.to_svg(BARS) == in_process(BARS)
+
+
+def test_an_invalid_spec_is_a_chart_error_from_the_child_and_the_child_stays():
+    chart_engine.start()
+    with pytest.raises(chart_engine.ChartError, match=r"\w+Error"):
+        chart_engine.to_svg({"mark": "no-such-mark", "data": {"values": []}})
+    assert chart_engine._child is not None
+    uri, alt = charts.render({"mark": "no-such-mark", "data": {"values": []}}, "x")
+    assert uri is None and alt  # the page says why instead of a chart
+
+
+def test_a_dead_child_falls_back_to_drawing_here():
+    chart_engine.start()
+    chart_engine._child.kill()
+    chart_engine._child.wait()
+    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine._child is None  # dropped: later charts do not wait on it
+
+
+def test_a_child_that_answers_nonsense_falls_back_to_drawing_here(monkeypatch):
+    monkeypatch.setattr(chart_engine, "_CHILD", "import sys\nfor l in sys.stdin: print('no')")
+    chart_engine.start()
+    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine._child is None
+
+
+def test_without_a_child_charts_are_drawn_here():
+    assert chart_engine._child is None
+    uri, alt = charts.render(BARS, "verdicts")
+    assert uri.startswith("data:image/svg+xml;base64,") and alt == "verdicts"
+
+
+@pytest.mark.parametrize("args,here", [
+    ([], True), (["--direct_running_mode=in_memory"], True),
+    (["--direct_running_mode=multi_processing", "--direct_num_workers=2"], False),
+    (["--runner=DataflowRunner"], False)])
+def test_the_engine_is_booted_only_where_the_report_is_drawn(args, here):
+    assert runs_in_this_process(PipelineOptions(args)) is here

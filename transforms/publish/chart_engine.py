@@ -1,0 +1,97 @@
+"""Where the report's Vega-Lite specs become SVG: vl-convert, in this process
+or in a child process booted at the start of a run.
+
+vl-convert starts a JavaScript runtime on its first chart (~0.9 s of CPU
+here) and holds the GIL while it does, so booting it on a thread of the run's
+own process stalls the pipeline as long as it saves (measured in issue 13). A
+child process boots it on the other core while the pipeline runs; the report
+then sends the specs there, one JSON line each way. Anything wrong with the
+child (it could not start, died, answered nonsense) falls back to drawing in
+this process, as before: a chart engine must never cost a run its report.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from typing import Any, Mapping
+
+# The child: boot the engine at once, then one spec per line in, one answer per line out.
+_CHILD = r"""
+import json, sys
+try:
+    import vl_convert
+    vl_convert.vegalite_to_svg({"data": {"values": [{"x": 0}]}, "mark": "point",
+                                "encoding": {"x": {"field": "x", "type": "quantitative"}}})
+except Exception as exc:
+    vl_convert = None
+    booted = f"{type(exc).__name__}: {exc}"
+for line in sys.stdin:
+    try:
+        if vl_convert is None:
+            raise RuntimeError(booted)
+        out = {"svg": vl_convert.vegalite_to_svg(json.loads(line))}
+    except Exception as exc:
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+"""
+
+_lock = threading.Lock()
+_child: subprocess.Popen | None = None
+
+
+class ChartError(Exception):
+    """The engine could not draw this spec (the message says why)."""
+
+
+def start() -> None:
+    """Boot the engine in a child process, once per process; a no-op when the
+    child cannot be started (charts are then drawn in this process)."""
+    global _child
+    with _lock:
+        if _child is not None:
+            return
+        try:
+            # Its stdin is our pipe: when this process ends, however it ends, the
+            # child reads end-of-file and exits.
+            _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True, encoding="utf-8")
+        except OSError:
+            _child = None
+
+
+def _in_child(spec: Mapping[str, Any]) -> dict | None:
+    """The child's answer, or None when there is no working child (it is then
+    dropped, so the next chart does not wait on it either)."""
+    global _child
+    if _child is None:
+        return None
+    try:
+        _child.stdin.write(json.dumps(spec) + "\n")
+        _child.stdin.flush()
+        answer = json.loads(_child.stdout.readline())
+        if isinstance(answer, dict) and ("svg" in answer or "error" in answer):
+            return answer
+    except (OSError, ValueError):
+        pass
+    _child.kill()
+    _child = None
+    return None
+
+
+def to_svg(spec: Mapping[str, Any]) -> str:
+    """The spec drawn as SVG text; ChartError when vl-convert cannot draw it."""
+    with _lock:
+        answer = _in_child(spec)
+    if answer is None:
+        try:
+            import vl_convert
+            return vl_convert.vegalite_to_svg(spec)
+        except Exception as exc:  # noqa: BLE001 - the caller says it on the page
+            raise ChartError(f"{type(exc).__name__}: {exc}") from exc
+    if "error" in answer:
+        raise ChartError(str(answer["error"]))
+    return answer["svg"]
