@@ -104,8 +104,9 @@ def score_row(row: dict, idf, rouge) -> dict[str, MetricResult]:
     if not contexts:
         s["hallucination"] = _null("no contexts")
     else:
-        # with the question, as evalbeam's scorer calls it (its words count as support)
-        s["hallucination"] = hall.hallucination(answer, contexts, question=question)
+        # with the question and the expected answer, as evalbeam's scorer calls it
+        s["hallucination"] = hall.hallucination(answer, contexts, question=question,
+                                                references=[expected] if expected else [])
     s["unsupported_facts"] = hall.unsupported_facts(s["hallucination"])  # read off the result
     return s
 

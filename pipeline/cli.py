@@ -218,9 +218,11 @@ def applicable_rules(cfg, metrics: tuple[str, ...]):
     did not ask for a hallucination gate)."""
     if cfg.verdict.explicit:
         for i, rule in enumerate(cfg.verdict.rules):
-            if rule.metric not in metrics:
-                raise ConfigError(f"verdict.rules[{i}].metric {rule.metric!r} is not a metric "
-                                  f"of this run (metrics: {', '.join(metrics)})")
+            for key in ("metric", "unless"):
+                name = getattr(rule, key)
+                if name is not None and name not in metrics:
+                    raise ConfigError(f"verdict.rules[{i}].{key} {name!r} is not a metric "
+                                      f"of this run (metrics: {', '.join(metrics)})")
         return cfg
     kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
     return dataclasses.replace(cfg, verdict=dataclasses.replace(cfg.verdict, rules=kept))

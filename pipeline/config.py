@@ -278,6 +278,8 @@ def _rule(data: Any, where: str) -> VerdictRule:
     _number(rule.above if rule.above is not None else rule.below, where, positive=False)
     if rule.verdict not in VERDICTS:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
+    if rule.unless is not None and not isinstance(rule.unless, str):
+        raise ConfigError(f"{where}.unless must be a metric name, got {rule.unless!r}")
     return rule
 
 

@@ -11,6 +11,7 @@ from transforms.score.metrics.hallucination import (
     extract_dates,
     extract_numbers,
     hallucination,
+    unsupported_facts,
     ngram_overlap,
 )
 
@@ -510,3 +511,59 @@ def test_a_figure_named_in_the_contexts_supports_the_bare_figure():
     ctx = ["JDK 21 于 2023年9月19日 正式发布，是继 JDK 17 之后的下一个长期支持（LTS）版本。"]
     result = hallucination("上一个 LTS 是 JDK 17，从 17 开始改成每两年一个。", ctx)
     assert result.details["n_unsupported_facts"] == 0, result.details["unsupported"]
+
+
+def _entities(result) -> list[str]:
+    return [a["text"] for a in result.details["unsupported"] if a["kind"] == "entity"]
+
+
+def test_a_possessive_in_the_contexts_supports_the_bare_name():
+    ctx = ["The FTC's Cooling-Off Rule covers sales made at St Mary's Hall and NASA’s offices."]
+    result = hallucination("The FTC says the Rule covers sales at St Mary's Hall and NASA.", ctx)
+    assert _entities(result) == []
+    assert _entities(hallucination("The FDA says so.", ctx)) == ["FDA"]
+
+
+def test_an_acronym_matches_the_words_it_abbreviates_either_way_round():
+    spelled = ["Complaints go to the Federal Trade Commission, which shares them with the "
+               "National Aeronautics and Space Administration."]
+    assert _entities(hallucination("Complain to the FTC; it tells NASA.", spelled)) == []
+    assert _entities(hallucination("Complain to the FCC.", spelled)) == ["FCC"]
+    short = ["Complaints go to the FTC, which tells NASA. Savers may hold IRAs."]
+    assert _entities(hallucination(
+        "Complain to the Federal Trade Commission; an IRA is fine.", short)) == []
+    assert _entities(hallucination("Complain to the Federal Communications Commission.",
+                                   short)) == ["Federal Communications Commission"]
+
+
+def test_a_figure_with_a_thousands_separator_after_a_capitalised_word_is_an_amount():
+    ctx = ["About 2,000 people attended."]
+    ok = hallucination("Roughly 2,000 people attended.", ctx)
+    assert ok.details["n_unsupported_facts"] == 0, ok.details["unsupported"]
+    wrong = hallucination("Roughly 3,000 people attended.", ctx)
+    assert [a["text"] for a in wrong.details["unsupported"]] == ["3,000"]
+
+
+def test_a_name_and_its_figure_in_one_context_sentence_support_the_name_with_the_figure():
+    ctx = ["Beginning with version 3.7.0 (2010-07-21), SQLite supports a write-ahead log. "
+           "Version 3.8.0 changed the query planner."]
+    assert _entities(hallucination("SQLite 3.7.0 added a write-ahead log.", ctx)) == []
+    assert _entities(hallucination("SQLite 3.8.0 added a write-ahead log.", ctx)) \
+        == ["SQLite 3.8.0"]
+
+
+def test_a_fact_stated_in_the_expected_answer_is_not_an_unsupported_fact():
+    """The score stays a measure against the contexts; the count of unsupported
+    facts leaves out what the expected answer (a reviewer's) states too."""
+    ctx = ["Jurors are paid for each day of service and may claim mileage."]
+    reference = "Jurors get $15 for the first day and $50 a day after that, paid by the Court."
+    answer = "You get $15 for day one and $50 per day from then on, paid by the Court."
+    alone = hallucination(answer, ctx)
+    with_ref = hallucination(answer, ctx, references=[reference])
+    assert with_ref.value == alone.value > 0
+    assert alone.details["n_unsupported_facts"] == 3  # $15, $50, Court
+    assert with_ref.details["n_unsupported_facts"] == 0, with_ref.details["unsupported"]
+    assert unsupported_facts(with_ref).value == 0 and unsupported_facts(alone).value == 3
+    wrong = hallucination(answer.replace("$50", "$40"), ctx, references=[reference])
+    assert unsupported_facts(wrong).value == 1
+    assert [f["text"] for f in unsupported_facts(wrong).details["facts"]] == ["$40"]

@@ -61,3 +61,29 @@ def test_unknown_preset_is_a_one_line_error():
     with pytest.raises(ConfigError, match="verdict.preset must be one of"):
         parse_config({"verdict": {"preset": "strict"}})
     assert set(PRESETS) == {"default", "seed"}
+
+
+def test_a_rule_with_unless_is_skipped_where_the_better_metric_has_a_value():
+    """key_fact_recall guesses the key facts from the contexts; with a reference,
+    reference_coverage knows them and the guess must not FAIL a correct answer."""
+    rule = Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage")
+    assert rule in DEFAULT_RULES
+    with_ref = {"key_fact_recall": MetricResult(0.0), "reference_coverage": MetricResult(0.9)}
+    assert decide(with_ref, [rule], "PASS") == ("PASS", "no rule matched")
+    no_ref = {"key_fact_recall": MetricResult(0.0),
+              "reference_coverage": MetricResult.null("no expected answer")}
+    assert decide(no_ref, [rule], "PASS") == ("FAIL", "key_fact_recall 0 < 0.15")
+    assert decide({"key_fact_recall": MetricResult(0.0)}, [rule], "PASS")[0] == "FAIL"
+
+
+def test_unless_is_parsed_and_checked():
+    cfg = parse_config({"verdict": {"rules": [
+        {"metric": "bleu", "below": 0.2, "verdict": "WARN", "unless": "rougeL"}]}})
+    assert cfg.verdict.rules == (Rule("bleu", "WARN", below=0.2, unless="rougeL"),)
+    with pytest.raises(ConfigError, match=r"verdict.rules\[0\].unless must be a metric name"):
+        parse_config({"verdict": {"rules": [
+            {"metric": "bleu", "below": 0.2, "verdict": "WARN", "unless": 3}]}})
+    from pipeline.cli import applicable_rules
+    with pytest.raises(ConfigError, match=r"verdict.rules\[0\].unless 'rougeL' is not a metric"):
+        applicable_rules(cfg, ("bleu",))
+    assert applicable_rules(cfg, ("bleu", "rougeL")) is cfg

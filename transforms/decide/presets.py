@@ -8,7 +8,9 @@
   cannot compute (no expected answer, no contexts) is skipped for that row,
   so one preset serves runs with and without references.
 
-Rules are (metric, above | below, verdict) and the first that matches decides.
+Rules are (metric, above | below, verdict) and the first that matches decides;
+a rule with `unless: OTHER` is skipped for a row where the metric OTHER has a
+value (a better metric decides there).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Rule:
     verdict: str
     above: float | None = None
     below: float | None = None
+    unless: str | None = None  # skipped for a row where this metric has a value
 
 
 SEED_RULES: tuple[Rule, ...] = (
@@ -37,8 +40,10 @@ SEED_RULES: tuple[Rule, ...] = (
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("hallucination", "FAIL", above=0.7),        # most of what it says is not in the contexts
     Rule("reference_coverage", "FAIL", below=0.25),  # misses most of the expected answer
-    Rule("key_fact_recall", "FAIL", below=0.15),     # states none of the facts asked about
-    Rule("unsupported_facts", "WARN", above=0.5),    # a figure, date or name not in the contexts
+    # states none of the facts asked about; only without a reference: key_fact_recall
+    # guesses the key facts from the contexts, reference_coverage knows them
+    Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage"),
+    Rule("unsupported_facts", "WARN", above=0.5),    # a figure, date or name no context or reference states
     Rule("reference_coverage", "WARN", below=0.7),   # misses part of the expected answer
 )
 

@@ -24,6 +24,10 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
         return "ERROR", f"bot failed: {bot_error}"
     skipped = []
     for rule in rules:
+        if rule.unless is not None:
+            other = scores.get(rule.unless)
+            if other is not None and other.value is not None:
+                continue
         result = scores.get(rule.metric)
         if result is None or result.value is None:
             why = "not computed" if result is None else (result.error or "null")

@@ -40,6 +40,9 @@ _CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van
                          "da", "di", "y", "&", "and", "for", "on", "upon"})
 # a figure after a name that is a year, not part of the name ("Tony Clunn 1987")
 YEAR_AFTER_NAME = re.compile(r"(?:1[0-9]|20)\d\d")
+# a thousands separator after a figure's first digits: an amount ("2,000"), not
+# the number of a name ("Voyager 2"); used by the number anchors too
+THOUSANDS = re.compile(r"[,\u202f\u00a0 ']\d{3}(?!\d)")
 _ITEM_SPLIT = re.compile(r"\s*[,;、،]\s*")
 _LAST_ITEM = re.compile(r"\s+(?:and|or|und|oder|et|ou|y|o|e|ed|en|و)\s+|\s*[和及或]\s*")
 _BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,2}[.)])\s+(.*\S)\s*$", re.M)
@@ -112,9 +115,11 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 j += 1
                 continue
             if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not YEAR_AFTER_NAME.fullmatch(w) \
-                    and not (lang in ("de", "lb") and not strong_any):
+                    and not (lang in ("de", "lb") and not strong_any) \
+                    and not THOUSANDS.match(sentence, words[j][2]):
                 # "Voyager 2", "Python 3.12" -- but "Tony Clunn 1987" is a name and a year,
-                # and in German "Jahr 800", "Rund 28" are a noun and a figure
+                # in German "Jahr 800", "Rund 28" are a noun and a figure, and a figure
+                # with a thousands separator is an amount ("Roughly 2,000 people")
                 run.append(j)
                 strong_any = True
                 j += 1
@@ -143,7 +148,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 keep = False  # "B", "US", "KB": too short to tell a name from an abbreviation
             if keep:
                 s, e = words[run[0]][1], words[run[-1]][2]
-                toks = tuple(t for n in names for t in _entity_tokens(n))
+                toks = tuple(t for n in names for t in _unelided(n))
                 if toks:
                     entities.append(Entity(sentence[s:e], toks, s, e))
         i = max(j, i + 1)
@@ -153,16 +158,75 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
 # French and Italian elided articles and prepositions glued to a name ("l'AAH",
 # "d'Europa", "dell'UE"): the name is what follows the apostrophe.
 _ELISION = re.compile(r"^(?:l|d|qu|j|n|s|c|m|t|dell|all|nell|dall|sull|un)['’](?=\w)")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s$")
+
+
+def name_tokens(text: str) -> set[str]:
+    """The words a name is matched by (see `_unelided`)."""
+    return set(_unelided(text))
 
 
 def _unelided(text: str) -> list[str]:
-    """`tokenize`, with elided articles cut off ("l'aah" -> "aah") so that a
-    name matches with or without one, in the answer and in the contexts alike."""
-    return [_ELISION.sub("", t) for t in tokenize(text)]
+    """`tokenize`, with elided articles cut off ("l'aah" -> "aah") and the
+    possessive 's too ("ftc's" -> "ftc"), so that a name matches with or
+    without them, in the answer and in the contexts alike ("The FTC's rule"
+    supports "the FTC")."""
+    return [_POSSESSIVE.sub("", _ELISION.sub("", t)) for t in tokenize(text)]
 
 
-def _entity_tokens(word: str) -> list[str]:
-    return [t[:-2] if t.endswith(("'s", "’s")) else t for t in _unelided(word)]
+_ACRONYM_GLUE = _CONNECTORS | {"the", "und", "et", "e"}
+
+
+def acronyms_of(text: str) -> tuple[set[str], set[str]]:
+    """(initials of the text's runs of capitalised words, its all-capital words),
+    lowercased: "the Federal Trade Commission" gives "ftc", "National
+    Aeronautics and Space Administration" gives "nasa" (linking words are
+    skipped), so that an answer's "FTC" is found in contexts that spell it out,
+    and an answer that spells out "ESA" in contexts that abbreviate it. A run
+    is cut at its linking words into names ("European Union and the European
+    Space Agency": "eu", "esa"); only whole names or several of them in a row
+    count (and each without its first word, which may be capitalised only
+    because it opens the sentence), at 2 to 6 letters: any two words in a row
+    would match a two-letter acronym too easily."""
+    initials: set[str] = set()
+    caps: set[str] = set()
+    run: list[str] = []
+
+    def close() -> None:
+        segments: list[list[str]] = [[]]  # capitalised words, split at linking words
+        for w in run:
+            if w.lower() in _ACRONYM_GLUE:
+                segments.append([])
+            else:
+                segments[-1].append(w[0].lower())
+        segments = [seg for seg in segments if seg]
+        for i in range(len(segments)):
+            for j in range(i, len(segments)):
+                letters = [c for seg in segments[i:j + 1] for c in seg]
+                for part in (letters, letters[1:]):
+                    if 2 <= len(part) <= 6:
+                        initials.add("".join(part))
+        run.clear()
+
+    for m in _WORD.finditer(text):
+        word = m.group()
+        if word.isalpha() and word.isupper() and 2 <= len(word) <= 6:
+            caps.add(word.lower())
+        elif word.isalpha() and word.endswith("s") and word[:-1].isupper() and 3 <= len(word) <= 7:
+            caps.add(word[:-1].lower())  # a plural: "IRAs"
+        gap = text[m.start() - 1] if m.start() else " "
+        if run and gap not in " -":
+            close()
+        if word[0].isupper() and word.isalpha() and not word.isupper():
+            run.append(word)
+        elif run and word.lower() in _ACRONYM_GLUE:
+            run.append(word)
+        else:
+            close()
+    close()
+    return initials, caps
+
+
 
 
 @dataclass
@@ -176,17 +240,28 @@ class ContextIndex:
     joined: list[str] = field(default_factory=list)       # " tok tok " per context passage
     question_tokens: set[str] = field(default_factory=set)
     question_stems: set[str] = field(default_factory=set)
+    initials: set[str] = field(default_factory=set)  # see acronyms_of
+    caps: set[str] = field(default_factory=set)
 
     def has_words(self, words: Sequence[str]) -> bool:
         """The words appear adjacent, in order, in a context (or in the question);
-        names without digits may also match word by word (inflections)."""
+        names without digits may also match word by word (inflections), and an
+        acronym matches the words it abbreviates either way round."""
         needle = " " + " ".join(words) + " "
         if any(needle in j for j in self.joined):
             return True
         if all(w in self.question_tokens for w in words):
             return True
         if any(ch.isdigit() for w in words for ch in w):
-            return False
+            # a name with a figure ("SQLite 3.7.0"): both in one context sentence
+            # ("version 3.7.0 ..., SQLite supports")
+            return len(words) >= 2 and any(
+                all(f" {w} " in s["joined"] for w in words) for s in self.sentences)
+        if len(words) == 1 and (words[0] in self.initials or words[0] in self.caps):
+            return True
+        spelled = [w for w in words if w not in _ACRONYM_GLUE]
+        if len(spelled) >= 2 and "".join(w[0] for w in spelled) in self.caps:
+            return True
         return all(self._fuzzy(w) for w in words)
 
     def _fuzzy(self, word: str) -> bool:
@@ -209,6 +284,8 @@ def build_index(contexts: Sequence[str], question: str, value_keys: Callable[[st
         index.sentences += [{**sentence, "passage": len(index.joined) - 1}
                             for sentence in passage.sentences]
         index.stems.update(passage.stems)
+        index.initials.update(passage.initials)
+        index.caps.update(passage.caps)
     return with_question(index, question)
 
 
@@ -220,6 +297,8 @@ class _Passage:
     joined: str
     sentences: tuple[dict, ...]
     stems: frozenset[str]
+    initials: frozenset[str]
+    caps: frozenset[str]
 
 
 @lru_cache(maxsize=1024)
@@ -238,8 +317,10 @@ def _passage(ctx: str, lang: str, value_keys: Callable[[str], set[str]]) -> _Pas
             "values": value_keys(sentence),
             "negated": is_negated(sentence, stoks, lang),
         })
+    initials, caps = acronyms_of(ctx)
     return _Passage(frozenset(toks), " " + " ".join(toks) + " ", tuple(sentences),
-                    frozenset(stem(t) for t in toks if t not in stops))
+                    frozenset(stem(t) for t in toks if t not in stops), frozenset(initials),
+                    frozenset(caps))
 
 
 def with_question(index: ContextIndex, question: str) -> ContextIndex:

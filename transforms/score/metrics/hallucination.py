@@ -42,10 +42,10 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from schemas.records import MetricResult
-from transforms.score.metrics.grounding import YEAR_AFTER_NAME, is_strong_name_word
+from transforms.score.metrics.grounding import THOUSANDS, YEAR_AFTER_NAME, is_strong_name_word
 from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
                             stop_words_of)
 from transforms.text import normalize_digits
@@ -382,12 +382,13 @@ _NAME_BEFORE = re.compile(r"(?<![\w.])([^\W\d_][\w'’-]*) $")
 def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "en") -> bool:
     """A bare figure right after a capitalised word that is neither a function
     word nor a month belongs to that name ("Voyager 2", "Windows 11"); not a
-    year ("Tony Clunn 1987"), and in German, where every noun is capitalised,
-    only after an acronym or CamelCase word ("Jahr 800" is a noun and a figure)."""
+    year ("Tony Clunn 1987") nor an amount ("Roughly 2,000"), and in German,
+    where every noun is capitalised, only after an acronym or CamelCase word
+    ("Jahr 800" is a noun and a figure)."""
     start = m.start()
     if start < 2 or text[start - 1] != " " or not text[start - 2].isalpha():
         return False
-    if YEAR_AFTER_NAME.fullmatch(m.group()):
+    if YEAR_AFTER_NAME.fullmatch(m.group()) or THOUSANDS.search(m.group()):
         return False
     if m["cur"] or m["mword"] or m["mabbr"] or m["cjkmult"] or m["pct"]:
         return False
@@ -851,15 +852,21 @@ def _sentence_values(sentence: str, lang: str | None = None) -> list[Anchor]:
 
 
 def hallucination(answer: str | None, contexts: Sequence[str] | None,
-                  window: int = DEFAULT_WINDOW, question: str | None = None) -> MetricResult:
+                  window: int = DEFAULT_WINDOW, question: str | None = None,
+                  references: Sequence[str] = ()) -> MetricResult:
     """Hallucination risk in [0, 1]: max(unsupported anchor share, topic-drift penalty).
 
     Null when there are no contexts to check against ("no contexts") or the
     answer is empty ("empty answer"). See the module docstring for the rules.
     `details["n_unsupported_facts"]` counts the unsupported figures, dates and
-    names: what the `unsupported_facts` metric reports.
+    names that the expected answers (`references`) do not state either: what
+    the `unsupported_facts` metric reports. The score itself is measured
+    against the contexts (and the question) only: a fact the contexts lack is
+    a hallucination risk of the answer however true it is, while a reviewer
+    who wrote the expected answer would not call that fact invented.
     """
-    from transforms.score.metrics.grounding import check_answer, month_words, unique_checks
+    from transforms.score.metrics.grounding import (check_answer, month_words, name_tokens,
+                                                    unique_checks)
     usable = [c for c in (contexts or ()) if c and c.strip()]
     if not usable:
         return MetricResult.null("no contexts")
@@ -883,11 +890,16 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
             unsupported.append(row)
 
     asked = _sentence_value_keys(question) if question else set()
+    refs = [r for r in references or () if r and r.strip()]
+    ref_keys = set().union(*map(_sentence_value_keys, refs)) if refs else set()
+    ref_words = set().union(*map(name_tokens, refs)) if refs else set()
     for a in values:
         in_contexts = evidence.supports_value(a)
         in_question = not in_contexts and any(k in asked for k in a.keys)
         record(a.kind, a.text, a.norm, in_contexts or in_question,
                "stated in the question" if in_question else "")
+        if not (in_contexts or in_question) and any(k in ref_keys for k in a.keys):
+            found[-1]["in_expected_answer"] = True
     for c in claims:
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
         record("claim", c.text, norm, evidence.supports_claim(c, window))
@@ -896,6 +908,9 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     for check in checks:
         if check.kind != "sentence":
             record(check.kind, check.text, check.text.lower(), check.supported, check.note)
+            if check.kind == "entity" and not check.supported and ref_words and \
+                    all(t in ref_words for t in name_tokens(check.text)):
+                found[-1]["in_expected_answer"] = True
     if not found:
         # An answer without figures, names or claims is judged sentence by sentence:
         # an off-topic answer is no longer capped at the drift penalty.
@@ -907,7 +922,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     s_claims = len(unsupported) / n_anchors if n_anchors else 0.0
     overlap = ngram_overlap(answer, usable)
     p_drift = DRIFT_PENALTY if overlap is not None and overlap < DRIFT_THRESHOLD else 0.0
-    facts = [r for r in unsupported if r["kind"] in FACT_KINDS]
+    facts = [r for r in unsupported if r["kind"] in FACT_KINDS and not r.get("in_expected_answer")]
     details = {
         "anchors": found[:MAX_LISTED],
         "unsupported": unsupported[:MAX_LISTED],
@@ -924,10 +939,12 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
 
 
 def unsupported_facts(result: MetricResult) -> MetricResult:
-    """The count of the answer's facts the contexts do not support, from a
-    hallucination result (a count, lower is better; null when it is null)."""
+    """The count of the answer's facts that neither the contexts nor an expected
+    answer support, from a hallucination result (a count, lower is better; null
+    when it is null)."""
     if result.value is None:
         return MetricResult.null(result.error or "not computed")
-    facts = [r for r in result.details.get("unsupported", ()) if r["kind"] in FACT_KINDS]
+    facts = [r for r in result.details.get("unsupported", ())
+             if r["kind"] in FACT_KINDS and not r.get("in_expected_answer")]
     return MetricResult(float(result.details.get("n_unsupported_facts", 0)),
                         {"facts": facts[:MAX_LISTED]})
