@@ -53,7 +53,10 @@ def test_tables_reconcile_and_read_back(setup_files):
     recorded = [r for r in results if r["bot"] == "recorded"]
     assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
-    assert invented["verdict"] == "FAIL"  # the price is not the context's, nor the expected one
+    # the price is not the context's, nor the expected one: not accepted, and the
+    # reason names it (key_fact_recall's FAIL is for cases without a reference)
+    assert invented["verdict"] == "WARN"
+    assert invented["verdict_reason"] == "unsupported_facts 1 > 0.5"
 
     scores = read_rows(out, "scores")
     assert len(scores) == len(results) * len(m["metrics"])
