@@ -8,8 +8,9 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from transforms.score.metrics.overlap import (ROUGE_TYPES, bleu, lcs_length, rouge, rouge_multi,
-                                             rouge_tokens, sentence_bleu)
+from transforms.score.metrics.overlap import (ROUGE_TYPES, TOKENIZER_CACHE_LINES, bleu,
+                                             lcs_length, rouge, rouge_multi, rouge_tokens,
+                                             sentence_bleu, tokenize_13a)
 
 # --------------------------------------------------------------------------
 # (a) Published cases
@@ -405,3 +406,20 @@ def test_sentence_bleu_is_bit_identical_to_sacrebleu():
         assert (ours.score, ours.counts, ours.totals, ours.precisions, ours.bp, ours.sys_len,
                 ours.ref_len) == (theirs.score, theirs.counts, theirs.totals, theirs.precisions,
                                   theirs.bp, theirs.sys_len, theirs.ref_len), (hyp, refs)
+
+
+def test_tokenize_13a_is_sacrebleus_tokenizer_with_a_bounded_cache():
+    """tokenize_13a gives what sentence_bleu's own (cached) tokenizer gives, on
+    entities, hyphens, numbers, punctuation and '<skipped>', and its cache stays
+    at TOKENIZER_CACHE_LINES lines (sacrebleu's two hold 65,536 each)."""
+    reference = sacrebleu.BLEU(effective_order=True)
+    assert type(reference.tokenizer).__name__ == "Tokenizer13a" and not reference.lowercase
+    lines = ["Refunds take 5-7 days, e.g. 3.5% of $1,200.", "a &amp; b &lt;c&gt; &quot;d&quot;",
+             "line-\nbreak<skipped> here", "  spaced   out  ", "", "Ünïcode — dash: ok?"]
+    lines += [f"{hyp} / {ref}" for hyp, ref in _pairs(seed=9, n=200)]
+    for line in lines:
+        assert tokenize_13a(line) == reference.tokenizer(line), line
+    tokenize_13a.cache_clear()
+    for i in range(TOKENIZER_CACHE_LINES + 10):
+        tokenize_13a(f"line {i}.")
+    assert tokenize_13a.cache_info().currsize == TOKENIZER_CACHE_LINES
