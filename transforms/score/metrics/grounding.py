@@ -227,8 +227,6 @@ def acronyms_of(text: str) -> tuple[set[str], set[str]]:
     return initials, caps
 
 
-
-
 @dataclass
 class ContextIndex:
     """What the contexts (and the question) can support, per sentence."""

@@ -851,6 +851,32 @@ def _sentence_values(sentence: str, lang: str | None = None) -> list[Anchor]:
     return sorted((*temporal, *numbers), key=lambda a: a.start)
 
 
+class _ReferenceFacts:
+    """What the expected answers state, scanned only when an unsupported fact
+    needs it (most rows have none: no scan of the references on the hot path)."""
+
+    def __init__(self, references: Sequence[str]):
+        self._refs = [r for r in references or () if r and r.strip()]
+        self._keys: set[str] | None = None
+        self._words: set[str] | None = None
+
+    def value(self, keys: Iterable[str]) -> bool:
+        if not self._refs:
+            return False
+        if self._keys is None:
+            self._keys = set().union(*map(_sentence_value_keys, self._refs))
+        return any(k in self._keys for k in keys)
+
+    def name(self, text: str) -> bool:
+        """Every word of the name is in an expected answer."""
+        if not self._refs:
+            return False
+        from transforms.score.metrics.grounding import name_tokens
+        if self._words is None:
+            self._words = set().union(*map(name_tokens, self._refs))
+        return all(t in self._words for t in name_tokens(text))
+
+
 def hallucination(answer: str | None, contexts: Sequence[str] | None,
                   window: int = DEFAULT_WINDOW, question: str | None = None,
                   references: Sequence[str] = ()) -> MetricResult:
@@ -865,8 +891,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     a hallucination risk of the answer however true it is, while a reviewer
     who wrote the expected answer would not call that fact invented.
     """
-    from transforms.score.metrics.grounding import (check_answer, month_words, name_tokens,
-                                                    unique_checks)
+    from transforms.score.metrics.grounding import check_answer, month_words, unique_checks
     usable = [c for c in (contexts or ()) if c and c.strip()]
     if not usable:
         return MetricResult.null("no contexts")
@@ -890,15 +915,13 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
             unsupported.append(row)
 
     asked = _sentence_value_keys(question) if question else set()
-    refs = [r for r in references or () if r and r.strip()]
-    ref_keys = set().union(*map(_sentence_value_keys, refs)) if refs else set()
-    ref_words = set().union(*map(name_tokens, refs)) if refs else set()
+    stated = _ReferenceFacts(references)
     for a in values:
         in_contexts = evidence.supports_value(a)
         in_question = not in_contexts and any(k in asked for k in a.keys)
         record(a.kind, a.text, a.norm, in_contexts or in_question,
                "stated in the question" if in_question else "")
-        if not (in_contexts or in_question) and any(k in ref_keys for k in a.keys):
+        if not (in_contexts or in_question) and stated.value(a.keys):
             found[-1]["in_expected_answer"] = True
     for c in claims:
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
@@ -908,8 +931,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     for check in checks:
         if check.kind != "sentence":
             record(check.kind, check.text, check.text.lower(), check.supported, check.note)
-            if check.kind == "entity" and not check.supported and ref_words and \
-                    all(t in ref_words for t in name_tokens(check.text)):
+            if check.kind == "entity" and not check.supported and stated.name(check.text):
                 found[-1]["in_expected_answer"] = True
     if not found:
         # An answer without figures, names or claims is judged sentence by sentence:
