@@ -567,3 +567,57 @@ def test_a_fact_stated_in_the_expected_answer_is_not_an_unsupported_fact():
     wrong = hallucination(answer.replace("$50", "$40"), ctx, references=[reference])
     assert unsupported_facts(wrong).value == 1
     assert [f["text"] for f in unsupported_facts(wrong).details["facts"]] == ["$40"]
+
+
+def _facts(result) -> list[str]:
+    return [a["text"] for a in result.details["unsupported"]
+            if a["kind"] in ("number", "money", "percent", "date", "time", "entity")]
+
+
+@pytest.mark.parametrize("answer", [
+    "The two sides were very unevenly matched.",
+    "The difference between the two values is corrected later.",
+    "Why did it end that way? Two reasons:\n- fuel was low\n- the moons had to be protected.",
+])
+def test_a_spelled_count_of_the_answers_own_words_is_not_a_fact(answer):
+    # "the two" refers back to what the answer named; "Two reasons:" counts its own list
+    ctx = ["The sides were unevenly matched. The values differ and fuel was low, so the "
+           "moons had to be protected and the difference is corrected later."]
+    assert _facts(hallucination(answer, ctx)) == []
+
+
+def test_a_spelled_count_of_the_world_is_still_a_fact_and_a_source_keeps_its_counts():
+    ctx = ["The fleet had three ships. The two crews met in June."]
+    assert _facts(hallucination("The fleet had five ships.", ctx)) == ["five"]
+    assert _facts(hallucination("It had four different cut-offs.", ctx)) == ["four"]
+    assert sorted(_facts(hallucination("The reef bleached seven times: in 1998 and later.",
+                                       ctx))) == ["1998", "seven"]
+    # "the two crews" in a context still states two
+    assert _facts(hallucination("Two crews met in June.", ctx)) == []
+    assert _facts(hallucination("The fleet had three ships.", ctx)) == []
+
+
+def test_a_word_that_qualifies_an_amount_is_not_a_name_with_a_figure():
+    ctx = ["The plates are moving apart at about 2 centimetres per year."]
+    assert _facts(hallucination("Roughly 2 cm a year.", ctx)) == []
+    assert _facts(hallucination("Approximately 3 cm a year.", ctx)) == ["3"]
+
+
+def test_the_name_in_a_compound_with_a_common_word_is_checked_alone():
+    ctx = ["Warfarin blocks vitamin K. JPEG uses the DCT. Al-Khwarizmi wrote on algebra. "
+           "Only the Earth is shown."]
+    answer = ("Keep vitamin K-rich foods steady. JPEG is DCT-based. Khwarizmi wrote on "
+              "algebra. It shows Earth-bound views.")
+    assert _entities(hallucination(answer, ctx)) == []
+    assert _entities(hallucination("JPEG is FFT-based.", ctx)) == ["FFT-based"]
+
+
+def test_a_german_genitive_of_common_nouns_is_not_a_name():
+    ctx = ["Kalkriese gilt als Ort der Schlacht. Funde belegen Kämpfe dort. Der Kanal wurde "
+           "nach Kaiser Wilhelm I. benannt."]
+    answer = ("Kalkriese gilt als Ort zumindest für einen Teil der Kämpfe. Benannt wurde der "
+              "Kanal zu Ehren des Großvaters des Kaisers.")
+    assert _entities(hallucination(answer, ctx)) == []
+    # a name is still a name
+    assert _entities(hallucination("Der Kanal wurde nach Otto von Bismarck benannt.", ctx)) \
+        == ["Otto von Bismarck"]

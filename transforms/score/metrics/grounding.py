@@ -43,6 +43,16 @@ YEAR_AFTER_NAME = re.compile(r"(?:1[0-9]|20)\d\d")
 # a thousands separator after a figure's first digits: an amount ("2,000"), not
 # the number of a name ("Voyager 2"); used by the number anchors too
 THOUSANDS = re.compile(r"[,\u202f\u00a0 ']\d{3}(?!\d)")
+# words that qualify an amount ("Roughly 2 cm", "Rund 28 Jahre"): never part of a
+# name, even when capitalised at the start of a sentence
+QUANTITY_WORDS = frozenset({
+    "roughly", "approximately", "approx", "nearly", "almost", "about", "around", "exactly",
+    "circa", "some", "over", "under", "only", "just", "rund", "etwa", "ungefähr", "knapp",
+    "fast", "über", "environ", "presque", "près", "aproximadamente", "casi", "unos", "unas",
+    "cerca", "quasi", "circa"})
+# German capitalises every noun, so "Teil der Kämpfe", "Großvater des Kaisers"
+# are noun phrases, not names: its genitive articles do not link name words
+_GERMAN_GENITIVE = frozenset({"der", "des", "den"})
 _ITEM_SPLIT = re.compile(r"\s*[,;、،]\s*")
 _LAST_ITEM = re.compile(r"\s+(?:and|or|und|oder|et|ou|y|o|e|ed|en|و)\s+|\s*[和及或]\s*")
 _BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,2}[.)])\s+(.*\S)\s*$", re.M)
@@ -125,6 +135,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 j += 1
                 break
             if w.lower() in _CONNECTORS and j + 1 < len(words) and \
+                    not (lang in ("de", "lb") and w.lower() in _GERMAN_GENITIVE) and \
                     _is_name_word(words[j + 1][0], False, lang)[0] and \
                     sentence[words[j][2]:words[j + 1][1]].strip() == "":
                 run.append(j)
@@ -132,13 +143,14 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 continue
             break
         # leading function words ("The", "Die", "Our") are not part of the name
-        while run and words[run[0]][0].lower() in stops and not _is_name_word(
-                words[run[0]][0], False, lang)[1]:
+        while run and (words[run[0]][0].lower() in stops or words[run[0]][0].lower()
+                       in QUANTITY_WORDS) and not _is_name_word(words[run[0]][0], False, lang)[1]:
             run = run[1:]
         while run and words[run[-1]][0].lower() in _CONNECTORS:
             run = run[:-1]
         if run:
-            names = [words[k][0] for k in run]
+            names = [part for k in run if (part := _name_part(words[k][0]))
+                     and part.lower() not in months]  # "mid-October" is a date
             single = len(run) == 1
             at_start = run[0] == 0
             keep = strong_any or not single or not at_start
@@ -159,6 +171,16 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
 # "d'Europa", "dell'UE"): the name is what follows the apostrophe.
 _ELISION = re.compile(r"^(?:l|d|qu|j|n|s|c|m|t|dell|all|nell|dall|sull|un)['’](?=\w)")
 _POSSESSIVE = re.compile(r"(?<=\w)['’]s$")
+
+
+def _name_part(word: str) -> str:
+    """The name in a compound of a name and a common word, which is not part of
+    it: "K-rich", "DCT-based", "Earth-bound", "intra-EU" -> "K", "DCT", "Earth", "EU"."""
+    if "-" not in word:
+        return word
+    kept = [p for p in word.split("-") if not (p.isalpha() and p.islower())]
+    # a code keeps its parts ("plugin-vue2"): the name must be a capitalised part
+    return "-".join(kept) if any(p[:1].isupper() for p in kept) else word
 
 
 def name_tokens(text: str) -> set[str]:
@@ -306,6 +328,8 @@ def _passage(ctx: str, lang: str, value_keys: Callable[[str], set[str]]) -> _Pas
     stops = stop_words_for(lang)
     stem = stemmer_for(lang)
     toks = _unelided(ctx)
+    # the parts of a compound too: "al-Khwarizmi" supports "Khwarizmi", "Earth-bound" "Earth"
+    parts = [p for t in toks if "-" in t for p in t.split("-") if p]
     sentences = []
     for sentence in split_sentences(ctx):
         stoks = tokenize(sentence)
@@ -316,7 +340,7 @@ def _passage(ctx: str, lang: str, value_keys: Callable[[str], set[str]]) -> _Pas
             "negated": is_negated(sentence, stoks, lang),
         })
     initials, caps = acronyms_of(ctx)
-    return _Passage(frozenset(toks), " " + " ".join(toks) + " ", tuple(sentences),
+    return _Passage(frozenset(toks).union(parts), " " + " ".join(toks) + " ", tuple(sentences),
                     frozenset(stem(t) for t in toks if t not in stops), frozenset(initials),
                     frozenset(caps))
 

@@ -45,7 +45,8 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from schemas.records import MetricResult
-from transforms.score.metrics.grounding import THOUSANDS, YEAR_AFTER_NAME, is_strong_name_word
+from transforms.score.metrics.grounding import (QUANTITY_WORDS, THOUSANDS, YEAR_AFTER_NAME,
+                                               is_strong_name_word)
 from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
                             stop_words_of)
 from transforms.text import normalize_digits
@@ -324,6 +325,26 @@ _SPELLED = re.compile(
 )
 
 
+# A small spelled count that refers back ("the two sides", "both three") or
+# announces the answer's own list ("Two reasons: ...") counts the answer's
+# words, not the world: it is not a fact a source has to state.
+_BACK_REFERENCE = re.compile(r"(?i)(?<![^\W_])(?:the|these|those|both|all|its|their|our|his|her|"
+                             r"my|your|which|whose)\s+$")
+_OWN_LIST = re.compile(r"(?:\s+[^\W\d_][\w'’-]*){1,3}\s*:\s*(?:\n|[-•*–]\s|\d{1,2}[.)]\s)")
+_LIST_START = re.compile(r"(?:^|[.!?:\n])\s*$")
+
+
+def _counts_own_words(text: str, m: re.Match[str]) -> bool:
+    """`m` (a spelled number without scale) refers back or heads the answer's list."""
+    if m["scales"] or m["pct"] or m["tens"] or text.startswith(("-", "‑"), m.end()):
+        return False  # "the two-day trip": a measure
+    start = m.start()
+    if _BACK_REFERENCE.search(text, max(0, start - 8), start):
+        return True
+    return bool(_LIST_START.search(text, max(0, start - 4), start)) and \
+        _OWN_LIST.match(text, m.end()) is not None
+
+
 def _fmt(value: Decimal) -> str:
     """Canonical decimal string: no exponent, no trailing zeros ("1500000", "0.5")."""
     return format(value.normalize(), "f")
@@ -399,7 +420,7 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
     if lang in ("de", "lb") and not is_strong_name_word(word, lang):
         return False
     return word[0].isupper() and word.lower() not in stops and \
-        word.lower().rstrip(".") not in _ALL_MONTHS
+        word.lower() not in QUANTITY_WORDS and word.lower().rstrip(".") not in _ALL_MONTHS
 
 
 def _spaced_from_match(m: re.Match[str]) -> tuple[str, str] | None:
@@ -458,8 +479,8 @@ def _month_word(lang: str) -> re.Pattern[str]:
     return re.compile(english + (rf"|(?i:{names})" if names else ""))
 
 
-def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: bool = False
-          ) -> tuple[list[Anchor], list[Anchor]]:
+def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: bool = False,
+          answer: bool = False) -> tuple[list[Anchor], list[Anchor]]:
     """(dates and times, numbers) of an already NFKC-normalised text, in text order.
 
     Dates claim their characters first, then times and list markers, so the
@@ -469,6 +490,9 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     when None) chooses the month names and the decimal separator. With
     `names_too`, a figure inside a name ("JDK 17") is a number as well: what
     evidence needs (a context naming "JDK 17" attests a later bare "17").
+    With `answer`, the text is an answer, whose facts are checked: a spelled
+    count of its own words ("the two sides", "Two reasons:") is not one. A
+    source keeps it: "the three ships" in a context supports "three ships".
     """
     lang = lang or detect_language(text)
     spans = _Spans(len(text))
@@ -541,6 +565,8 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             kind, norm = parsed
             if pattern is _NUMBER and not names_too and _names_it(text, m, stops, lang):
                 continue  # "Voyager 2", "Ogoni 9", "Python 3.12": part of a name
+            if answer and pattern is _SPELLED and _counts_own_words(text, m):
+                continue  # "the two sides", "Two reasons:"
             if pattern is _SPACED_NUMBER:  # its digit groups are not numbers of their own
                 spans.take(start, end)
             if unique:
@@ -847,7 +873,7 @@ def _sentence_value_keys(sentence: str) -> set[str]:
 
 
 def _sentence_values(sentence: str, lang: str | None = None) -> list[Anchor]:
-    temporal, numbers = _scan(_prepare(sentence), unique=True, lang=lang)
+    temporal, numbers = _scan(_prepare(sentence), unique=True, lang=lang, answer=True)
     return sorted((*temporal, *numbers), key=lambda a: a.start)
 
 
@@ -899,7 +925,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("empty answer")
 
     evidence = _evidence_for(tuple(usable))
-    temporal, numbers = _scan(_prepare(answer), unique=True)
+    temporal, numbers = _scan(_prepare(answer), unique=True, answer=True)
     values = _dedupe_values((*temporal, *numbers))
     claims = _dedupe_claims(extract_claims(answer))
 
