@@ -47,13 +47,40 @@ NEGATION_SUBSTRINGS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A cue followed by one of these widens or bounds a statement instead of denying
+# it: "not only", "not counting", "no matter"; and before a figure, "no more than
+# 2,400 mg", "nicht mehr als 3", "pas plus de 5", "no más de 4" (a limit, which
+# the source may state as "up to 2,400 mg" or "a maximum of").
+_WIDENING = frozenset("only counting including matter nur seulement solo sólo".split())
+_BOUND = frozenset("more less fewer later earlier sooner greater higher lower mehr weniger "
+                   "später früher plus moins más menos".split())
+
+
+def _denies(tokens: list[str], i: int) -> bool:
+    after = tokens[i + 1:i + 4]
+    if not after:
+        return True
+    if after[0] in _WIDENING:
+        return False
+    return not (after[0] in _BOUND and any(_is_figure(t) for t in after[1:]))
+
+
+def _is_figure(token: str) -> bool:
+    return token[:1].isdigit() or token in _SMALL_NUMBERS
+
+
+_SMALL_NUMBERS = frozenset("one two three four five six seven eight nine ten twelve twenty "
+                           "hundred thousand".split())
+
+
 def is_negated(text: str, tokens: list[str], lang: str) -> bool:
-    """Whether a sentence carries a negation cue of its language."""
+    """Whether a sentence carries a negation cue of its language that denies
+    something (not a limit such as "no more than 3")."""
     subs = NEGATION_SUBSTRINGS.get(lang)
     if subs is not None:
         return any(s in text for s in subs)
     cues = negation_cues(lang)
-    return any(t in cues for t in tokens)
+    return any(t in cues and _denies(tokens, i) for i, t in enumerate(tokens))
 
 
 def script_of(text: str) -> str:
