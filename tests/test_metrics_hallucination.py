@@ -621,3 +621,25 @@ def test_a_german_genitive_of_common_nouns_is_not_a_name():
     # a name is still a name
     assert _entities(hallucination("Der Kanal wurde nach Otto von Bismarck benannt.", ctx)) \
         == ["Otto von Bismarck"]
+
+
+def test_a_decade_is_stated_by_any_of_its_years_and_is_not_the_number_1950():
+    ctx = ["The reservoir was built in 1955 and flooded the village."]
+    assert _facts(hallucination("It was built in the 1950s.", ctx)) == []
+    assert _facts(hallucination("It was built in the 1960s.", ctx)) == ["1960s"]
+    # a context's decade does not state one year of it
+    assert _facts(hallucination("It was built in 1955.", ["It was built in the 1950s."])) \
+        == ["1955"]
+
+
+def test_a_full_width_comma_is_not_a_thousands_separator():
+    ctx = ["log.retention.hours 的默认值是 168，即保留 7 天。"]
+    answer = "默认配置 log.retention.hours=168，168 小时正好是 7 天。"
+    assert _facts(hallucination(answer, ctx)) == []
+    assert norms(extract_numbers("共 168，168 个")) == ["168", "168"]
+
+
+def test_an_arabic_multiplier_in_the_accusative_multiplies():
+    assert norms(extract_numbers("من نحو 121 ألف إلى نحو 18 ألفاً")) == ["121000", "18000"]
+    ctx = ["تنخفض السرعة إلى 18,000 كيلومتر في الساعة."]
+    assert _facts(hallucination("تنخفض إلى نحو 18 ألفاً في الساعة.", ctx)) == []

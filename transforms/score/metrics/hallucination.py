@@ -186,6 +186,7 @@ _YEAR_CANDIDATE = re.compile(r"(?<![\d.,])(?:1[89]|20|21)\d\d(?![\w]|[.,]\d)")
 _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|after|during|"
                        r"of|year|early|late|mid|circa|around|im|jahr|seit|bis|vor|nach|ab|"
                        r"en|dès|depuis|année|desde|hasta|año|nel|dal|anno|em|عام|سنة|منذ)\s+$")
+_DECADE = re.compile(r"(?<![\d.,])(?P<decade>(?:1[5-9]|20)\d0)['’]?s(?![^\W_])")
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -283,7 +284,7 @@ _NUMBER = re.compile(
     r"(?:\s?(?P<mword>(?i:thousand|million|billion|trillion|tausend|millionen|million|mio|"
     r"milliarden|milliarde|mrd|mille|millions|milliards|milliard|mil\s+millones|millones|millón|"
     r"mil|milioni|milione|miliardi|miliardo|milhões|milhão|bilhões|bilhão|miljoen|miljard)"
-    r"|ألف|آلاف|مليون|ملايين|مليار|مليارات)(?![^\W_])"
+    r"|ألفاً|ألفا|ألف|آلاف|مليوناً|مليونا|مليون|ملايين|ملياراً|مليارا|مليار|مليارات)(?![^\W_])"
     r"|(?P<cjkmult>[万亿千])"
     r"|(?P<mabbr>k|K|M|MM|mn|bn|B|m|b|tn)(?![^\W_]))?"
     r"(?:\s?(?P<pct>%|(?i:per\s?cent|pct|prozent|pour\s?cent|por\s?ciento|por\s?cento|"
@@ -297,7 +298,8 @@ _MULTIPLIERS = {
     "tausend": 10**3, "mille": 10**3, "mil": 10**3, "ألف": 10**3, "آلاف": 10**3,
     "millionen": 10**6, "mio": 10**6, "millions": 10**6, "millones": 10**6, "millón": 10**6,
     "milioni": 10**6, "milione": 10**6, "milhões": 10**6, "milhão": 10**6, "miljoen": 10**6,
-    "مليون": 10**6, "ملايين": 10**6,
+    "مليون": 10**6, "ملايين": 10**6, "ألفاً": 10**3, "ألفا": 10**3, "مليوناً": 10**6,
+    "مليونا": 10**6, "ملياراً": 10**9, "مليارا": 10**9,  # the accusative: "نحو 18 ألفاً"
     "milliarden": 10**9, "milliarde": 10**9, "mrd": 10**9, "milliards": 10**9,
     "milliard": 10**9, "mil millones": 10**9, "miliardi": 10**9, "miliardo": 10**9,
     "bilhões": 10**9, "bilhão": 10**9, "miljard": 10**9, "مليار": 10**9, "مليارات": 10**9,
@@ -467,8 +469,10 @@ _DIGIT = re.compile(r"\d")
 
 def _prepare(text: str) -> str:
     """NFKC so that full-width digits and symbols read like ASCII ones, and
-    Arabic-Indic digits as ASCII digits (same length: offsets stay valid)."""
-    return normalize_digits(unicodedata.normalize("NFKC", text))
+    Arabic-Indic digits as ASCII digits (same length: offsets stay valid). The
+    full-width comma is punctuation, never a thousands separator: it is kept
+    apart ("=168，168 小时" is 168 twice, not 168168)."""
+    return normalize_digits(unicodedata.normalize("NFKC", text.replace("，", "、")))
 
 
 @lru_cache(maxsize=None)
@@ -514,6 +518,13 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
+    for m in _DECADE.finditer(text) if has_digit else ():
+        start, end = m.span()
+        if spans.free(start, end):  # "the 1950s": any year of the decade states it
+            spans.take(start, end)
+            norm = m["decade"] + "s"
+            years = tuple(str(int(m["decade"]) + i) for i in range(10)) if answer else ()
+            temporal.append(Anchor("date", m.group(), norm, start, end, (norm, *years)))
     for m in _YEAR_CANDIDATE.finditer(text) if has_digit else ():
         start, end = m.span()
         if spans.free(start, end) and _YEAR_CUE.search(text, max(0, start - 12), start):
