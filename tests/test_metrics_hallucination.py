@@ -643,3 +643,13 @@ def test_an_arabic_multiplier_in_the_accusative_multiplies():
     assert norms(extract_numbers("من نحو 121 ألف إلى نحو 18 ألفاً")) == ["121000", "18000"]
     ctx = ["تنخفض السرعة إلى 18,000 كيلومتر في الساعة."]
     assert _facts(hallucination("تنخفض إلى نحو 18 ألفاً في الساعة.", ctx)) == []
+
+
+def test_a_figure_marked_approximate_is_supported_by_a_context_figure_within_5_percent():
+    ctx = ["La part communale augmente de 49,50 € par an, soit 11,9 % de plus."]
+    assert _facts(hallucination("Elle augmente d'environ 50 € par an.", ctx)) == []
+    assert _facts(hallucination("Elle augmente d'environ 12 % par an.", ctx)) == []
+    # not approximate, too far, or another kind: unsupported
+    assert _facts(hallucination("Elle augmente de 50 € par an.", ctx)) == ["50"]
+    assert _facts(hallucination("Elle augmente d'environ 60 € par an.", ctx)) == ["60"]
+    assert _facts(hallucination("Roughly 2 cm a year.", ["It spreads 2.5 cm a year."])) == ["2"]

@@ -720,6 +720,7 @@ class _Evidence:
 
     def __init__(self, contexts: Sequence[str]) -> None:
         self.values: set[str] = set()
+        self._magnitudes: list[tuple[float, bool]] | None = None
         # per context sentence: stem -> positions, negated?, positions of passive markers
         self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
@@ -729,6 +730,18 @@ class _Evidence:
 
     def supports_value(self, anchor: Anchor) -> bool:
         return any(k in self.values for k in anchor.keys)
+
+    def supports_roughly(self, anchor: Anchor) -> bool:
+        """A context figure of the same kind within APPROX_TOLERANCE of it."""
+        target = _magnitude(anchor.norm)
+        if target is None or anchor.kind not in ("number", "money", "percent"):
+            return False
+        percent = anchor.norm.endswith("%")
+        if self._magnitudes is None:
+            self._magnitudes = [(m, k.endswith("%")) for k in self.values
+                                if (m := _magnitude(k)) is not None]
+        return any(p == percent and abs(m - target) <= APPROX_TOLERANCE * abs(m)
+                   for m, p in self._magnitudes)
 
     def supports_claim(self, claim: Claim, window: int) -> bool:
         """A context sentence with the same polarity holds a subject word and,
@@ -746,6 +759,27 @@ class _Evidence:
             if o_pos and _ordered_near(s_pos, o_pos, window, passive):
                 return True
         return False
+
+
+# "about 50 €" is what a source's 49,50 € says, rounded: a figure the answer
+# marks as approximate is supported by a context figure within 5% of it.
+APPROX_TOLERANCE = 0.05
+_APPROXIMATELY = re.compile(
+    r"(?i)(?:(?<![^\W_])(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|circa|"
+    r"ca\.|environ|près de|presque|etwa|rund|ungefähr|knapp|unos|unas|alrededor de|"
+    r"aproximadamente|cerca de|casi|circa|quasi|intorno a|حوالي|نحو|قرابة)|[~≈]|约|大约|大概)\s*"
+    r"(?:[$€£¥]\s?)?$")
+
+
+def _approximate(text: str, anchor: Anchor) -> bool:
+    return _APPROXIMATELY.search(text, max(0, anchor.start - 25), anchor.start) is not None
+
+
+def _magnitude(key: str) -> float | None:
+    try:
+        return float(key[:-1] if key.endswith("%") else key)
+    except ValueError:
+        return None
 
 
 def _dates_by_year(sentence: str) -> set[str]:
@@ -936,7 +970,8 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("empty answer")
 
     evidence = _evidence_for(tuple(usable))
-    temporal, numbers = _scan(_prepare(answer), unique=True, answer=True)
+    prepared = _prepare(answer)
+    temporal, numbers = _scan(prepared, unique=True, answer=True)
     values = _dedupe_values((*temporal, *numbers))
     claims = _dedupe_claims(extract_claims(answer))
 
@@ -955,9 +990,11 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     stated = _ReferenceFacts(references)
     for a in values:
         in_contexts = evidence.supports_value(a)
-        in_question = not in_contexts and any(k in asked for k in a.keys)
-        record(a.kind, a.text, a.norm, in_contexts or in_question,
-               "stated in the question" if in_question else "")
+        rounded = not in_contexts and _approximate(prepared, a) and evidence.supports_roughly(a)
+        in_question = not (in_contexts or rounded) and any(k in asked for k in a.keys)
+        record(a.kind, a.text, a.norm, in_contexts or rounded or in_question,
+               "stated in the question" if in_question else
+               "a rounded context figure" if rounded else "")
         if not (in_contexts or in_question) and stated.value(a.keys):
             found[-1]["in_expected_answer"] = True
     for c in claims:
