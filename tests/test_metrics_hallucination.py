@@ -653,3 +653,12 @@ def test_a_figure_marked_approximate_is_supported_by_a_context_figure_within_5_p
     assert _facts(hallucination("Elle augmente de 50 € par an.", ctx)) == ["50"]
     assert _facts(hallucination("Elle augmente d'environ 60 € par an.", ctx)) == ["60"]
     assert _facts(hallucination("Roughly 2 cm a year.", ["It spreads 2.5 cm a year."])) == ["2"]
+
+
+def test_a_century_is_stated_by_any_of_its_years():
+    ctx = ["The experiment of 1887 tested the aether that physicists then believed in."]
+    assert _facts(hallucination("In the 19th century physicists believed in an aether.", ctx)) \
+        == []
+    assert _facts(hallucination("Im 18. Jahrhundert glaubte man an den Äther.", ctx)) \
+        == ["18. Jahrhundert"]
+    assert [a.norm for a in extract_dates("the 21st-century economy")] == ["C21"]

@@ -187,6 +187,11 @@ _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|af
                        r"of|year|early|late|mid|circa|around|im|jahr|seit|bis|vor|nach|ab|"
                        r"en|dès|depuis|année|desde|hasta|año|nel|dal|anno|em|عام|سنة|منذ)\s+$")
 _DECADE = re.compile(r"(?<![\d.,])(?P<decade>(?:1[5-9]|20)\d0)['’]?s(?![^\W_])")
+_CENTURY = re.compile(r"(?i)(?<![\d.,])(?P<century>[1-9]|[12]\d)(?:st|nd|rd|th|\.)[\s-]*"
+                      r"(?:century|jahrhunderts?)(?![^\W_])(?!\s*(?:BCE?|B\.C|v\.\s*Chr))")
+# decades and centuries: (pattern, its first year); any year of it states it
+_PERIODS = ((_DECADE, lambda m: int(m["decade"])),
+            (_CENTURY, lambda m: (int(m["century"]) - 1) * 100))
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -518,13 +523,16 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
-    for m in _DECADE.finditer(text) if has_digit else ():
-        start, end = m.span()
-        if spans.free(start, end):  # "the 1950s": any year of the decade states it
-            spans.take(start, end)
-            norm = m["decade"] + "s"
-            years = tuple(str(int(m["decade"]) + i) for i in range(10)) if answer else ()
-            temporal.append(Anchor("date", m.group(), norm, start, end, (norm, *years)))
+    for pattern, span in _PERIODS if has_digit else ():
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            if spans.free(start, end):  # "the 1950s": any year of the decade states it
+                spans.take(start, end)
+                first = span(m)
+                norm = f"{first}s" if pattern is _DECADE else f"C{first // 100 + 1}"
+                step = 10 if pattern is _DECADE else 100
+                years = tuple(str(first + i) for i in range(step)) if answer else ()
+                temporal.append(Anchor("date", m.group(), norm, start, end, (norm, *years)))
     for m in _YEAR_CANDIDATE.finditer(text) if has_digit else ():
         start, end = m.span()
         if spans.free(start, end) and _YEAR_CUE.search(text, max(0, start - 12), start):
