@@ -14,7 +14,8 @@ def _naive_script(text: str) -> str:
     for ch in text[:2000]:
         if ch.isalpha():
             script = lang._char_script(ch)
-            counts[script] = counts.get(script, 0) + 1
+            counts[script] = counts.get(script, 0) + (lang.CJK_LETTER_WEIGHT if script == "cjk"
+                                                      else 1)
     return max(counts, key=counts.get) if counts else "other"
 
 
@@ -77,3 +78,17 @@ def test_a_limit_or_a_widening_is_not_a_denial(text, code, negated):
     # "no more than 3" bounds a figure; the source may say "up to 3": no polarity flip
     from transforms.text import tokenize
     assert lang.is_negated(text, tokenize(text), code) is negated
+
+
+@pytest.mark.parametrize("text, code", [
+    ("在 JDK 21 里使用虚拟线程很简单：可以调用 Thread.ofVirtual().start(...)，"
+     "或者用 Executors.newVirtualThreadPerTaskExecutor()。", "zh"),
+    ("El plan Plus cuesta $9.99 al mes o $99.99 al año y guarda 30 días de historial.", "es"),
+    ("Der Plus-Tarif kostet 9,99 $ im Monat und speichert den Verlauf 30 Tage lang.", "de"),
+    ("The Plus plan costs $9.99 a month and keeps 30 days of history.", "en"),
+])
+def test_code_names_in_chinese_and_foreign_words_in_the_english_list_do_not_mislead(text, code):
+    # Chinese with code names has more Latin letters than characters; the
+    # package's English stop-word list holds "de", "al", "y", "o", "plus"
+    lang.detect_language.cache_clear()
+    assert lang.detect_language(text) == code

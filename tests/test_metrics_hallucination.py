@@ -662,3 +662,8 @@ def test_a_century_is_stated_by_any_of_its_years():
     assert _facts(hallucination("Im 18. Jahrhundert glaubte man an den Äther.", ctx)) \
         == ["18. Jahrhundert"]
     assert [a.norm for a in extract_dates("the 21st-century economy")] == ["C21"]
+
+
+def test_a_figure_before_a_chinese_measure_word_is_a_quantity_not_part_of_a_name():
+    assert norms(extract_numbers("可以免费试用 Premier 30 天")) == ["30"]
+    assert norms(extract_numbers("升级到 Java 21 即可")) == []   # the name "Java 21"

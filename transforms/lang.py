@@ -83,9 +83,15 @@ def is_negated(text: str, tokens: list[str], lang: str) -> bool:
     return any(t in cues and _denies(tokens, i) for i, t in enumerate(tokens))
 
 
+# A Han or kana character writes about a word, four or five Latin letters: a
+# Chinese sentence full of code names ("在 JDK 21 里用 Executors.newVirtualThread…")
+# has more Latin letters than characters, and is still Chinese.
+CJK_LETTER_WEIGHT = 4
+
+
 def script_of(text: str) -> str:
     """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | other: the
-    script of most letters (kana and Han count as cjk)."""
+    script of most letters (kana and Han count as cjk, CJK_LETTER_WEIGHT each)."""
     head = text[:2000]
     if head.isascii():  # the common case, without a loop: every ASCII letter is Latin
         return "latin" if _ASCII_LETTER.search(head) else "other"
@@ -94,7 +100,7 @@ def script_of(text: str) -> str:
         if not ch.isalpha():
             continue
         script = _char_script(ch)
-        counts[script] = counts.get(script, 0) + 1
+        counts[script] = counts.get(script, 0) + (CJK_LETTER_WEIGHT if script == "cjk" else 1)
     if not counts:
         return "other"
     return max(counts, key=counts.get)
@@ -121,6 +127,17 @@ def _char_script(ch: str) -> str:
     if 0x370 <= o < 0x400:
         return "greek"
     return "other"
+
+
+def other_scripts(text: str, at_least: int = 10) -> frozenset[str]:
+    """The scripts other than Latin that the text writes at least `at_least`
+    letters in: a Chinese answer full of code identifiers still has "cjk"."""
+    counts: dict[str, int] = {}
+    for ch in text[:4000]:
+        if ch.isalpha() and not ch.isascii():
+            script = _char_script(ch)
+            counts[script] = counts.get(script, 0) + 1
+    return frozenset(s for s, n in counts.items() if n >= at_least and s not in ("latin", "other"))
 
 
 def is_cjk_char(ch: str) -> bool:
@@ -157,7 +174,10 @@ def stop_words_of(*langs: str) -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def _voters() -> tuple[tuple[str, frozenset[str]], ...]:
-    return tuple((lang, _package_stop_words(lang)) for lang in VOTING_LANGUAGES)
+    """English votes with evalbeam's own list: the package's English list has
+    1,300 words, foreign ones among them ("de", "al", "y", "o", "plus"), and
+    won the vote on Spanish and German sentences."""
+    return tuple((lang, stop_words_for(lang)) for lang in VOTING_LANGUAGES)
 
 
 @lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from schemas.records import MetricResult
-from transforms.lang import detect_language, stemmer_for, stop_words_for
+from transforms.lang import detect_language, other_scripts, stemmer_for, stop_words_for
 from transforms.text import tokenize
 
 VALUE_WEIGHT = 2.0   # a figure or date of the reference counts as much as two words
@@ -45,10 +45,14 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
     if reference is None or not reference.strip():
         return MetricResult.null("no expected_answer")
     lang = detect_language(reference)
-    wanted = _content(reference, lang)
     from transforms.score.metrics.hallucination import _prepare, _scan
     temporal, numbers = _scan(_prepare(reference), unique=True)
     ref_values = {a.norm: a.keys for a in (*temporal, *numbers)}
+    other = other_language(answer, reference)
+    if other is not None:
+        return _values_only(answer, ref_values, f"the answer is in {other[0]}, the expected "
+                                                f"answer in {other[1]}")
+    wanted = _content(reference, lang)
     if not wanted and not ref_values:
         return MetricResult.null("reference has no content words")
     got = _content(answer, lang)
@@ -61,6 +65,28 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
         "words": len(wanted), "words_found": len(found_words),
         "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found_values)[:MAX_LISTED],
         "missing": sorted(wanted - got)[:MAX_LISTED]})
+
+
+def _values_only(answer: str, ref_values: dict, why: str) -> MetricResult:
+    """Coverage of the reference's figures and dates alone: across languages,
+    words cannot be matched, but "30 días" states the "30 days" of the reference."""
+    if not ref_values:
+        return MetricResult.null(f"{why}: no figures or dates to compare")
+    got = _values(answer)
+    found = [norm for norm, keys in ref_values.items() if set(keys) & got]
+    return MetricResult(len(found) / len(ref_values), {
+        "compared": f"figures and dates only ({why})",
+        "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found)[:MAX_LISTED]})
+
+
+def other_language(answer: str, reference: str) -> tuple[str, str] | None:
+    """(answer's language, reference's) when they are written in different
+    scripts: a Russian, Chinese or Hebrew answer to an English reference. Two
+    Latin-script languages are not told apart here (a short text's stop-word
+    vote is not reliable enough to stop comparing its words)."""
+    if other_scripts(answer) == other_scripts(reference):
+        return None
+    return detect_language(answer), detect_language(reference)
 
 
 def key_fact_recall(question: str, answer: str | None,

@@ -404,6 +404,8 @@ def _number_from_match(m: re.Match[str], decimal_comma: bool = False) -> tuple[s
     return ("money" if m["cur"] else "number"), _fmt(value)
 
 
+# Chinese and Japanese measure words and units after a figure: a quantity
+_CJK_MEASURE = re.compile(r"\s?[天日个個年月周週元秒分时時次人倍岁歲号號位条條件台家名张張本页頁篇节節米克升度円]")
 _NAME_BEFORE = re.compile(r"(?<![\w.])([^\W\d_][\w'’-]*) $")
 
 
@@ -420,6 +422,8 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
         return False
     if m["cur"] or m["mword"] or m["mabbr"] or m["cjkmult"] or m["pct"]:
         return False
+    if _CJK_MEASURE.match(text, m.end()):
+        return False  # "Premier 30 天": thirty days of Premier, not a product "Premier 30"
     before = _NAME_BEFORE.search(text, max(0, m.start() - 40), m.start())
     if before is None:
         return False

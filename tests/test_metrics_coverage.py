@@ -1,0 +1,62 @@
+"""reference_coverage and key_fact_recall (transforms/score/metrics/coverage.py)."""
+from __future__ import annotations
+
+import pytest
+
+from transforms.score.metrics.coverage import key_fact_recall, other_language, reference_coverage
+
+REFERENCE = ("Every new account can start one 30-day free trial of Premier. You are not "
+             "charged if you cancel before it ends, and a reminder email is sent 3 days "
+             "before the first charge.")
+
+
+def test_the_reference_said_in_other_words_and_figures_by_value():
+    full = reference_coverage("Every new account can start a thirty-day free trial of Premier; "
+                              "cancel before it ends and you are not charged. A reminder email "
+                              "is sent three days before the first charge.", REFERENCE)
+    part = reference_coverage("You can try Premier for free.", REFERENCE)
+    assert full.value >= 0.85 > 0.3 > part.value
+    assert full.details["values_found"] == ["3", "30"]
+
+
+def test_a_wrong_figure_is_not_found():
+    right = reference_coverage("A 30-day trial; a reminder 3 days before the charge.", REFERENCE)
+    wrong = reference_coverage("A 14-day trial; a reminder 3 days before the charge.", REFERENCE)
+    assert right.value > wrong.value
+    assert wrong.details["values_found"] == ["3"]
+
+
+@pytest.mark.parametrize("answer, found", [
+    ("Да. Каждый новый аккаунт может один раз бесплатно попробовать Premier в течение 30 "
+     "дней; напоминание приходит за 3 дня до первого платежа.", ["3", "30"]),
+    ("每个新账户可以免费试用 Premier 30 天，首次扣费前 3 天会收到提醒邮件。", ["3", "30"]),
+    ("כל חשבון חדש יכול לנסות את Premier בחינם למשך 14 ימים.", []),
+])
+def test_an_answer_in_another_script_is_compared_by_its_figures_and_dates(answer, found):
+    # its words cannot match the English reference's; before, a correct Russian answer
+    # scored 0.3 and got WARN, a Hebrew one FAIL
+    result = reference_coverage(answer, REFERENCE)
+    assert result.value == len(found) / 2
+    assert result.details["values_found"] == found
+    assert result.details["compared"].startswith("figures and dates only (the answer is in ")
+
+
+def test_across_scripts_without_figures_is_null_with_the_reason():
+    result = reference_coverage("Да, конечно, пробный период есть.",
+                                "Yes, every account can start a free trial.")
+    assert result.value is None
+    assert "no figures or dates to compare" in result.error
+
+
+def test_a_chinese_answer_full_of_code_names_is_still_chinese():
+    reference = "Linux 下 TIME_WAIT 固定持续 60 秒，由内核常量 TCP_TIMEWAIT_LEN 决定。"
+    answer = ("TIME_WAIT 固定 60 秒：TCP_TIMEWAIT_LEN 是内核常量，sysctl net.ipv4.tcp_fin_timeout "
+              "改的是 FIN_WAIT_2。")
+    assert other_language(answer, reference) is None
+    assert "compared" not in reference_coverage(answer, reference).details
+
+
+def test_nulls_say_why():
+    assert reference_coverage(None, REFERENCE).error == "no answer"
+    assert reference_coverage("Yes.", "  ").error == "no expected_answer"
+    assert key_fact_recall("How long is the trial?", "30 days.", []).error == "no contexts"
