@@ -31,6 +31,8 @@ def test_a_wrong_figure_is_not_found():
      "дней; напоминание приходит за 3 дня до первого платежа.", ["3", "30"]),
     ("每个新账户可以免费试用 Premier 30 天，首次扣费前 3 天会收到提醒邮件。", ["3", "30"]),
     ("כל חשבון חדש יכול לנסות את Premier בחינם למשך 14 ימים.", []),
+    ("Cada cuenta nueva puede probar Premier gratis durante 30 días; el aviso llega 3 días "
+     "antes del primer cobro.", ["3", "30"]),
 ])
 def test_an_answer_in_another_script_is_compared_by_its_figures_and_dates(answer, found):
     # its words cannot match the English reference's; before, a correct Russian answer
@@ -60,3 +62,9 @@ def test_nulls_say_why():
     assert reference_coverage(None, REFERENCE).error == "no answer"
     assert reference_coverage("Yes.", "  ").error == "no expected_answer"
     assert key_fact_recall("How long is the trial?", "30 days.", []).error == "no contexts"
+
+
+def test_a_short_answer_in_the_same_script_is_compared_word_by_word():
+    # too short for the language vote: its words are compared as usual
+    assert other_language("Premier: 30 days.", REFERENCE) is None
+    assert "compared" not in reference_coverage("Premier: 30 days.", REFERENCE).details

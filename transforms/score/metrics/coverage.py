@@ -79,14 +79,22 @@ def _values_only(answer: str, ref_values: dict, why: str) -> MetricResult:
         "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found)[:MAX_LISTED]})
 
 
+MIN_TOKENS_FOR_LANGUAGE = 8  # a shorter Latin-script text's stop-word vote is not trusted
+
+
 def other_language(answer: str, reference: str) -> tuple[str, str] | None:
-    """(answer's language, reference's) when they are written in different
-    scripts: a Russian, Chinese or Hebrew answer to an English reference. Two
-    Latin-script languages are not told apart here (a short text's stop-word
-    vote is not reliable enough to stop comparing its words)."""
-    if other_scripts(answer) == other_scripts(reference):
-        return None
-    return detect_language(answer), detect_language(reference)
+    """(answer's language, reference's) when they differ: written in different
+    scripts (a Russian, Chinese or Hebrew answer to an English reference), or
+    both in the Latin script and long enough for the stop-word
+    vote to tell (a Spanish answer to an English reference)."""
+    a_lang, r_lang = detect_language(answer), detect_language(reference)
+    scripts = other_scripts(answer)
+    if scripts != other_scripts(reference):
+        return a_lang, r_lang
+    if not scripts and a_lang != r_lang and min(len(tokenize(answer)), len(tokenize(reference))) \
+            >= MIN_TOKENS_FOR_LANGUAGE:
+        return a_lang, r_lang
+    return None
 
 
 def key_fact_recall(question: str, answer: str | None,
