@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.startup import make_input  # noqa: E402
+from bench.startup import env_for, make_input  # noqa: E402
 
 GBK = "beam:transform:group_by_key:v1"
 ROOTS = ("beam:transform:impulse:v1",)
@@ -75,7 +75,7 @@ def shape(input_path: str, out: str) -> tuple[int, int]:
 def timed(cmd: list[str], cwd: str) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                   stderr=subprocess.DEVNULL, env=env_for(ROOT))
     return time.perf_counter() - start
 
 

@@ -95,15 +95,22 @@ def script_of(text: str) -> str:
     head = text[:2000]
     if head.isascii():  # the common case, without a loop: every ASCII letter is Latin
         return "latin" if _ASCII_LETTER.search(head) else "other"
-    counts: dict[str, int] = {}
-    for ch in head:
-        if not ch.isalpha():
-            continue
-        script = _char_script(ch)
-        counts[script] = counts.get(script, 0) + (CJK_LETTER_WEIGHT if script == "cjk" else 1)
+    counts = _letters_by_script(head)
+    if "cjk" in counts:
+        counts["cjk"] *= CJK_LETTER_WEIGHT
     if not counts:
         return "other"
     return max(counts, key=counts.get)
+
+
+def _letters_by_script(text: str) -> dict[str, int]:
+    """How many letters of the text each script writes, in text order of first use."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        if ch.isalpha():
+            script = _char_script(ch)
+            counts[script] = counts.get(script, 0) + 1
+    return counts
 
 
 _ASCII_LETTER = re.compile("[A-Za-z]")
@@ -132,12 +139,11 @@ def _char_script(ch: str) -> str:
 def other_scripts(text: str, at_least: int = 10) -> frozenset[str]:
     """The scripts other than Latin that the text writes at least `at_least`
     letters in: a Chinese answer full of code identifiers still has "cjk"."""
-    counts: dict[str, int] = {}
-    for ch in text[:4000]:
-        if ch.isalpha() and not ch.isascii():
-            script = _char_script(ch)
-            counts[script] = counts.get(script, 0) + 1
-    return frozenset(s for s, n in counts.items() if n >= at_least and s not in ("latin", "other"))
+    head = text[:4000]
+    if head.isascii():
+        return frozenset()
+    return frozenset(s for s, n in _letters_by_script(head).items()
+                     if n >= at_least and s not in ("latin", "other"))
 
 
 def is_cjk_char(ch: str) -> bool:

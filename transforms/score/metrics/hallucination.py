@@ -45,8 +45,8 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from schemas.records import MetricResult
-from transforms.score.metrics.grounding import (QUANTITY_WORDS, THOUSANDS, YEAR_AFTER_NAME,
-                                               is_strong_name_word)
+from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
+                                               YEAR_AFTER_NAME, is_strong_name_word)
 from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
                             stop_words_of)
 from transforms.text import normalize_digits
@@ -189,9 +189,17 @@ _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|af
 _DECADE = re.compile(r"(?<![\d.,])(?P<decade>(?:1[5-9]|20)\d0)['’]?s(?![^\W_])")
 _CENTURY = re.compile(r"(?i)(?<![\d.,])(?P<century>[1-9]|[12]\d)(?:st|nd|rd|th|\.)[\s-]*"
                       r"(?:century|jahrhunderts?)(?![^\W_])(?!\s*(?:BCE?|B\.C|v\.\s*Chr))")
-# decades and centuries: (pattern, its first year); any year of it states it
-_PERIODS = ((_DECADE, lambda m: int(m["decade"])),
-            (_CENTURY, lambda m: (int(m["century"]) - 1) * 100))
+
+
+def _period(m: re.Match[str]) -> tuple[str, int, int]:
+    """(norm, first year, number of years) of a decade or century."""
+    if m.re is _DECADE:
+        first = int(m["decade"])
+        return f"{first}s", first, 10
+    century = int(m["century"])
+    return f"C{century}", (century - 1) * 100, 100
+
+
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -527,15 +535,13 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
-    for pattern, span in _PERIODS if has_digit else ():
+    for pattern in (_DECADE, _CENTURY) if has_digit else ():
         for m in pattern.finditer(text):
             start, end = m.span()
             if spans.free(start, end):  # "the 1950s": any year of the decade states it
                 spans.take(start, end)
-                first = span(m)
-                norm = f"{first}s" if pattern is _DECADE else f"C{first // 100 + 1}"
-                step = 10 if pattern is _DECADE else 100
-                years = tuple(str(first + i) for i in range(step)) if answer else ()
+                norm, first, count = _period(m)
+                years = tuple(str(first + i) for i in range(count)) if answer else ()
                 temporal.append(Anchor("date", m.group(), norm, start, end, (norm, *years)))
     for m in _YEAR_CANDIDATE.finditer(text) if has_digit else ():
         start, end = m.span()
@@ -776,11 +782,12 @@ class _Evidence:
 # "about 50 €" is what a source's 49,50 € says, rounded: a figure the answer
 # marks as approximate is supported by a context figure within 5% of it.
 APPROX_TOLERANCE = 0.05
+_APPROXIMATE_PHRASES = ("ca.", "près de", "alrededor de", "cerca de", "intorno a", "حوالي", "نحو",
+                        "قرابة")
 _APPROXIMATELY = re.compile(
-    r"(?i)(?:(?<![^\W_])(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|circa|"
-    r"ca\.|environ|près de|presque|etwa|rund|ungefähr|knapp|unos|unas|alrededor de|"
-    r"aproximadamente|cerca de|casi|circa|quasi|intorno a|حوالي|نحو|قرابة)|[~≈]|约|大约|大概)\s*"
-    r"(?:[$€£¥]\s?)?$")
+    r"(?i)(?:(?<![^\W_])(?:" + "|".join(sorted(APPROXIMATE_WORDS)) + r")\.?"
+    r"|(?<![^\W_])(?:" + "|".join(map(re.escape, _APPROXIMATE_PHRASES)) + ")"
+    r"|[~≈]|约|大约|大概)\s*(?:[$€£¥]\s?)?$")
 
 
 def _approximate(text: str, anchor: Anchor) -> bool:
