@@ -667,3 +667,19 @@ def test_a_century_is_stated_by_any_of_its_years():
 def test_a_figure_before_a_chinese_measure_word_is_a_quantity_not_part_of_a_name():
     assert norms(extract_numbers("可以免费试用 Premier 30 天")) == ["30"]
     assert norms(extract_numbers("升级到 Java 21 即可")) == []   # the name "Java 21"
+
+
+def test_the_details_do_not_depend_on_the_hash_seed():
+    # a swapped binding names the rival the contexts state the figure of: the first the
+    # answer mentions, not whichever a set happens to yield (it changed from run to run)
+    import subprocess
+    import sys
+    code = ("import json; from transforms.score.metrics.hallucination import hallucination; "
+            "print(json.dumps(hallucination('Gamma Corp is big. Beta Corp is small. "
+            "Alpha Corp was founded in 1990.', ['Beta Corp was founded in 1990, like Gamma Corp. "
+            "Alpha Corp is new.']).details, sort_keys=True))")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}
+                              ).stdout for seed in range(6)}
+    assert len(outputs) == 1
+    assert "the contexts state 1990 of gamma corp" in outputs.pop()

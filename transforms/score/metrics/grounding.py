@@ -373,13 +373,13 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
     stem = stemmer_for(index.lang)
     checks: list[Check] = []
     seen_entities: dict[tuple, bool] = {}
-    answer_entities: set[tuple] = set()
+    answer_entities: dict[tuple, None] = {}  # in the answer's order: the details are reproducible
     sentences = split_sentences(answer)[:MAX_SENTENCES]
     per_sentence = []
     for sentence in sentences:
         ents = extract_entities(sentence, lang, stops, months)
         per_sentence.append(ents)
-        answer_entities.update(e.words for e in ents)
+        answer_entities.update(dict.fromkeys(e.words for e in ents))
     for sentence, ents in zip(sentences, per_sentence):
         for e in ents:
             if e.words not in seen_entities:
@@ -402,7 +402,7 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
     return checks
 
 
-def _bindings(sentence: str, ents: list[Entity], supported: dict, answer_entities: set,
+def _bindings(sentence: str, ents: list[Entity], supported: dict, answer_entities: dict,
               index: ContextIndex, values_of) -> list[Check]:
     out = []
     if not ents:
