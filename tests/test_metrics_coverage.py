@@ -68,3 +68,21 @@ def test_a_short_answer_in_the_same_script_is_compared_word_by_word():
     # too short for the language vote: its words are compared as usual
     assert other_language("Premier: 30 days.", REFERENCE) is None
     assert "compared" not in reference_coverage("Premier: 30 days.", REFERENCE).details
+
+
+def test_across_languages_an_answer_that_states_no_figure_is_null_not_zero():
+    # "不会" (no) answers the question; the reference's figures are side facts the
+    # answer need not repeat. Before: 0.0, and the verdict FAILed a correct answer.
+    reference = ("No. Lumenfold never sells customer data. The current privacy policy, "
+                 "version 4.2, took effect on October 1, 2024.")
+    result = reference_coverage("不会。Lumenfold 从不出售客户数据。", reference)
+    assert result.value is None
+    assert "the answer states no figure or date to compare" in result.error
+    # a figure that is stated is compared: a wrong version is 0, not null
+    assert reference_coverage("不会。隐私政策版本 5.1。", reference).value == 0.0
+
+
+def test_a_short_answer_in_a_script_without_spaces_is_another_language():
+    # five Han characters are below other_scripts' letter count, but nothing of it is Latin
+    assert other_language("我们不知道。", REFERENCE) == ("zh", "en")
+    assert other_language("42", REFERENCE) is None  # figures have no language

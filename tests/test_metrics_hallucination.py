@@ -683,3 +683,47 @@ def test_the_details_do_not_depend_on_the_hash_seed():
                               ).stdout for seed in range(6)}
     assert len(outputs) == 1
     assert "the contexts state 1990 of gamma corp" in outputs.pop()
+
+
+@pytest.mark.parametrize("text, keys", [
+    ("平日は午前7時から午後10時まで、土日は午前9時30分まで", [("07:00",), ("22:00",), ("09:30",)]),
+    ("营业时间为上午9点到晚上10点半，中午12点休息", [("09:00",), ("22:30",), ("12:00",)]),
+    ("周末8点开门", [("08:00", "20:00")]),  # no half of the day: both readings
+    ("오전 9시부터 오후 6시 30분까지", [("09:00",), ("18:30",)]),
+    ("Geöffnet bis 18 Uhr, samstags bis 13.30 Uhr.", [("18:00",), ("13:30",)]),
+    ("Ouvert de 9h à 18h30.", [("09:00", "21:00", "9"), ("18:30",)]),
+])
+def test_clock_times_with_an_hour_word(text, keys):
+    # before, "午前7時" was the number 7 and never matched a context's "7 a.m."
+    assert [a.keys for a in extract_dates(text)] == keys
+
+
+@pytest.mark.parametrize("text", ["24時間対応", "需要2小时", "3시간 걸립니다", "réponse sous 48 h"])
+def test_hours_counted_are_not_a_time_of_day(text):
+    assert extract_dates(text) == []
+
+
+SUPPORT_HOURS = ["Chat and phone support are open from 7 a.m. to 10 p.m. Eastern Time, Monday "
+                 "to Friday, and from 9 a.m. to 6 p.m. on Saturdays and Sundays."]
+
+
+def test_an_answer_in_another_language_is_checked_by_its_figures_and_names():
+    # before: a correct Japanese answer scored 1.0 (its hours read as bare numbers,
+    # its sentences checked word by word against English contexts) and FAILed
+    right = hallucination("チャットと電話のサポートは、平日は午前7時から午後10時まで、土日は午前9時から"
+                          "午後6時まで受け付けています。", SUPPORT_HOURS)
+    wrong = hallucination("チャットと電話のサポートは、平日は午前8時から午後11時までです。", SUPPORT_HOURS)
+    assert right.value == 0.0
+    assert right.details["compared"].startswith("figures, dates and names only (the answer is in ja")
+    assert wrong.value == 1.0
+
+
+def test_across_languages_names_are_checked_and_nothing_to_check_is_null():
+    ctx = ["Lumenfold never sells customer data and does not use video recordings to train AI "
+           "models."]
+    assert hallucination("不会。Lumenfold 从不出售客户数据。", ctx).value == 0.0
+    invented = hallucination("不会。Acme 从不出售客户数据。", ctx)
+    assert [r["text"] for r in invented.details["unsupported"]] == ["Acme"]
+    nothing = hallucination("不会，我们从不出售客户数据。", ctx)
+    assert nothing.value is None
+    assert "states no figure, date or name to check" in nothing.error

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from schemas.records import MetricResult
-from transforms.lang import detect_language, other_scripts, stemmer_for, stop_words_for
+from transforms.lang import detect_language, other_language, stemmer_for, stop_words_for
 from transforms.text import tokenize
 
 VALUE_WEIGHT = 2.0   # a figure or date of the reference counts as much as two words
@@ -73,28 +73,12 @@ def _values_only(answer: str, ref_values: dict, why: str) -> MetricResult:
     if not ref_values:
         return MetricResult.null(f"{why}: no figures or dates to compare")
     got = _values(answer)
+    if not got:  # nothing comparable was said: unknown, not 0
+        return MetricResult.null(f"{why}: the answer states no figure or date to compare")
     found = [norm for norm, keys in ref_values.items() if set(keys) & got]
     return MetricResult(len(found) / len(ref_values), {
         "compared": f"figures and dates only ({why})",
         "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found)[:MAX_LISTED]})
-
-
-MIN_TOKENS_FOR_LANGUAGE = 8  # a shorter Latin-script text's stop-word vote is not trusted
-
-
-def other_language(answer: str, reference: str) -> tuple[str, str] | None:
-    """(answer's language, reference's) when they differ: written in different
-    scripts (a Russian, Chinese or Hebrew answer to an English reference), or
-    both in the Latin script and long enough for the stop-word
-    vote to tell (a Spanish answer to an English reference)."""
-    a_lang, r_lang = detect_language(answer), detect_language(reference)
-    scripts = other_scripts(answer)
-    if scripts != other_scripts(reference):
-        return a_lang, r_lang
-    if not scripts and a_lang != r_lang and min(len(tokenize(answer)), len(tokenize(reference))) \
-            >= MIN_TOKENS_FOR_LANGUAGE:
-        return a_lang, r_lang
-    return None
 
 
 def key_fact_recall(question: str, answer: str | None,

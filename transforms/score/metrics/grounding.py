@@ -36,6 +36,8 @@ MAX_ITEM_WORDS = 8
 MAX_SENTENCES = 1000     # sentences of one answer checked (figures are checked in all)
 _SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？；])\s*|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
+# languages written in a script without capitals
+UNCASED_LANGUAGES = frozenset({"zh", "ja", "ko", "ar", "he", "fa", "th", "hi"})
 _CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van", "der", "den",
                          "da", "di", "y", "&", "and", "for", "on", "upon"})
 # a figure after a name that is a year, not part of the name ("Tony Clunn 1987")
@@ -154,7 +156,9 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
             names = [part for k in run if (part := _name_part(words[k][0]))
                      and part.lower() not in months]  # "mid-October" is a date
             single = len(run) == 1
-            at_start = run[0] == 0
+            # a capital opening a sentence says nothing, unless the language has
+            # no capitals: "Lumenfold 从不出售…" names Lumenfold
+            at_start = run[0] == 0 and lang not in UNCASED_LANGUAGES
             keep = strong_any or not single or not at_start
             if lang in ("de", "lb") and not strong_any and (single or at_start):
                 keep = False  # German capitalises every noun (and "Lange Zeit" opens sentences)

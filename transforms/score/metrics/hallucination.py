@@ -47,8 +47,8 @@ from typing import Callable, Iterable, Sequence
 from schemas.records import MetricResult
 from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
                                                YEAR_AFTER_NAME, is_strong_name_word)
-from transforms.lang import (detect_language, is_negated, negation_cues, stop_words_for,
-                            stop_words_of)
+from transforms.lang import (detect_language, is_negated, negation_cues, other_language,
+                             other_scripts, stop_words_for, stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
@@ -208,6 +208,28 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 09:00, 21:15:00
     ("24h", re.compile(r"(?<![\w:.])(?P<h>\d{1,2}):(?P<m>\d{2})(?::\d{2})?(?![\d:])")),
 )
+# Clock times with an hour word: 午前7時30分 (ja), 下午6点半 (zh), 오후 10시 (ko),
+# 7.30 Uhr (de), 18h30 (fr). A morning / afternoon word fixes the half of the
+# day; without one an hour up to 11 is read both ways ("7時" is 07:00 or 19:00).
+# Not a duration: 時間, 小时 and 시간 are hours counted, not the time of day.
+_CJK_HALF_DAY = (r"(?:(?P<am>午前|上午|早上|早晨|清晨|凌晨|오전)|(?P<pm>午後|下午|晚上|傍晚|夜間|오후)"
+                 r"|(?P<noon>中午|正午))?\s?")
+_CJK_MINUTES = r"(?:\s?(?P<m>\d{1,2})\s?(?:分(?!钟|鐘|間)|분)|(?P<half>半|반))?"
+_LANGUAGE_TIMES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    "ja": (("hour", re.compile(_CJK_HALF_DAY + r"(?P<h>\d{1,2})\s?時(?!間)" + _CJK_MINUTES)),),
+    "zh": (("hour", re.compile(_CJK_HALF_DAY + r"(?P<h>\d{1,2})\s?(?:点(?!钟头)|點|时(?!间)|時(?!間))"
+                               + _CJK_MINUTES)),),
+    "ko": (("hour", re.compile(_CJK_HALF_DAY + r"(?P<h>\d{1,2})\s?시(?!간)" + _CJK_MINUTES)),),
+    "de": (("hour", re.compile(r"(?<![\w.,])(?P<h>\d{1,2})(?:[.:](?P<m>\d{2}))?\s?Uhr(?![^\W_])")),),
+    # "18h", "9 h 30"; "48 h" is a duration (no such hour), and a bare "2 h"
+    # may be one too, so it keeps the plain number among its readings.
+    "fr": (("hour_or_count", re.compile(r"(?<![\w.,])(?P<h>\d{1,2})\s?h(?:\s?(?P<m>\d{2}))?(?![^\W_])")),),
+}
+
+
+def _time_patterns(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return _LANGUAGE_TIMES.get(lang, ()) + _TIME_PATTERNS
+
 
 # "1." or "a)" opening a line is a list marker, not a quantity.
 _LIST_MARKER = re.compile(r"(?m)^[ \t]*(?:\d{1,2}|[A-Za-z])[.)](?=\s)")
@@ -270,17 +292,36 @@ def _implied(key: str) -> tuple[str, ...]:
     return (key,)
 
 
-def _time_from_match(kind: str, m: re.Match[str]) -> str | None:
+def _time_from_match(kind: str, m: re.Match[str]) -> tuple[str, ...] | None:
+    """The readings ("HH:MM") of a time of day, the likeliest first."""
     hour, minute = int(m["h"]), int(m["m"] or 0)
     if minute > 59:
         return None
     if kind == "12h":
         if not 1 <= hour <= 12:
             return None
-        hour = hour % 12 + (12 if m["ap"].lower() == "p" else 0)
-    elif hour > 23:
+        return (f"{hour % 12 + (12 if m['ap'].lower() == 'p' else 0):02d}:{minute:02d}",)
+    if hour > 23 and not (hour == 24 and minute == 0):
         return None
-    return f"{hour:02d}:{minute:02d}"
+    if kind == "24h":
+        return (f"{hour:02d}:{minute:02d}",)
+    # an hour word: 時, 点, 시, Uhr, h
+    groups = m.groupdict()
+    minute = 30 if groups.get("half") else minute
+    if groups.get("am") or groups.get("pm") or groups.get("noon"):
+        if hour > 12:
+            return None
+        if groups.get("pm") or (groups.get("noon") and hour < 12):
+            hour = hour % 12 + 12
+        elif groups.get("am"):
+            hour %= 12
+        return (f"{hour:02d}:{minute:02d}",)
+    readings = [f"{hour % 24:02d}:{minute:02d}"]
+    if 1 <= hour <= 11:
+        readings.append(f"{hour + 12:02d}:{minute:02d}")
+    if kind == "hour_or_count" and m["m"] is None:
+        readings.append(str(hour))  # French "2 h" may count hours
+    return tuple(readings)
 
 
 # --- numbers --------------------------------------------------------------
@@ -554,16 +595,16 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(*m.span("second"))  # "2023-24": the year 2024, not the number 24
             year = str(first + 1)
             temporal.append(Anchor("date", m.group(), year, m.start("second"), m.end(), (year,)))
-    for kind, pattern in _TIME_PATTERNS if has_digit else ():
+    for kind, pattern in _time_patterns(lang) if has_digit else ():
         for m in pattern.finditer(text):
             start, end = m.span()
             if not spans.free(start, end):
                 continue
-            norm = _time_from_match(kind, m)
-            if norm is None:
+            readings = _time_from_match(kind, m)
+            if readings is None:
                 continue
             spans.take(start, end)
-            temporal.append(Anchor("time", m.group(), norm, start, end, (norm,)))
+            temporal.append(Anchor("time", m.group(), readings[0], start, end, readings))
     for m in _LIST_MARKER.finditer(text):
         spans.take(*m.span())
     # Numbers come last and cannot overlap each other (digits vs. words), so
@@ -992,7 +1033,10 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     prepared = _prepare(answer)
     temporal, numbers = _scan(prepared, unique=True, answer=True)
     values = _dedupe_values((*temporal, *numbers))
-    claims = _dedupe_claims(extract_claims(answer))
+    # An answer in another language than its contexts ("ja" to "en" passages)
+    # cannot be checked word by word: only its figures, dates and names are.
+    other = other_language(answer, _joined(tuple(usable)))
+    claims = [] if other else _dedupe_claims(extract_claims(answer))
 
     found: list[dict] = []
     unsupported: list[dict] = []
@@ -1022,11 +1066,17 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     index = _index_for(tuple(usable), question or "")
     checks = unique_checks(check_answer(answer, index, _sentence_values, month_words()))
     for check in checks:
+        if other and (check.kind != "entity" or other_scripts(check.text) != other_scripts(usable[0])):
+            continue  # words and names of another script cannot match the contexts'
         if check.kind != "sentence":
             record(check.kind, check.text, check.text.lower(), check.supported, check.note)
             if check.kind == "entity" and not check.supported and stated.name(check.text):
                 found[-1]["in_expected_answer"] = True
-    if not found:
+    if other:
+        if not found:
+            return MetricResult.null(f"the answer is in {other[0]}, the contexts in {other[1]}: "
+                                     "it states no figure, date or name to check")
+    elif not found:
         # An answer without figures, names or claims is judged sentence by sentence:
         # an off-topic answer is no longer capped at the drift penalty.
         for check in checks:
@@ -1035,7 +1085,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
 
     n_anchors = len(found)
     s_claims = len(unsupported) / n_anchors if n_anchors else 0.0
-    overlap = ngram_overlap(answer, usable)
+    overlap = None if other else ngram_overlap(answer, usable)
     p_drift = DRIFT_PENALTY if overlap is not None and overlap < DRIFT_THRESHOLD else 0.0
     facts = [r for r in unsupported if r["kind"] in FACT_KINDS and not r.get("in_expected_answer")]
     details = {
@@ -1050,7 +1100,15 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     }
     if not n_anchors:
         details["note"] = "no anchors"
+    if other:
+        details["compared"] = (f"figures, dates and names only (the answer is in {other[0]}, "
+                               f"the contexts in {other[1]})")
     return MetricResult(max(s_claims, p_drift), details)
+
+
+@lru_cache(maxsize=256)
+def _joined(contexts: tuple[str, ...]) -> str:
+    return "\n".join(contexts)
 
 
 def unsupported_facts(result: MetricResult) -> MetricResult:
