@@ -727,3 +727,20 @@ def test_across_languages_names_are_checked_and_nothing_to_check_is_null():
     nothing = hallucination("不会，我们从不出售客户数据。", ctx)
     assert nothing.value is None
     assert "states no figure, date or name to check" in nothing.error
+
+
+def test_chatter_about_nothing_in_the_contexts_is_not_a_claim_to_check():
+    # A padded answer: the facts, then sentences of filler. Before, every filler
+    # sentence was an unsupported claim and the correct answer scored 0.8 (FAIL).
+    ctx = ["Enterprise contracts carry a $10,000 minimum per year and include a dedicated "
+           "account manager and a 99.95% monthly uptime commitment."]
+    facts = "Enterprise contracts carry a $10,000 minimum and a 99.95% uptime commitment."
+    chatter = (" The underlying idea is really quite straightforward once you see it laid out."
+               " Everyone's situation is a little different. Either approach is fine.")
+    padded = hallucination(facts + chatter, ctx)
+    assert padded.value == hallucination(facts, ctx).value == 0.0
+    # a claim about the subject is still checked, and a name in chatter too
+    invented = hallucination(facts + " The contract includes free cameras.", ctx)
+    assert "contract|includes|free+cameras" in [a["normalized"] for a in invented.details["unsupported"]]
+    named = hallucination(facts + " Everyone at Globex finds it straightforward.", ctx)
+    assert "Globex" in [a["text"] for a in named.details["unsupported"]]

@@ -14,7 +14,14 @@ against the retrieved contexts without a model:
 3. assertive claims: subject-verb-object triples around a fact-asserting verb
    ("The Pro plan includes SSO"), where subject and object are the content
    words next to the verb. Hedged sentences ("may", "might", "probably"...)
-   and questions assert nothing and give no claims.
+   and questions assert nothing and give no claims. Nor does a claim none of
+   whose words the contexts or the question use ("the underlying idea is
+   really quite straightforward"): chatter about something else, which the
+   drift gate below weighs, not a statement about the subject to check.
+   (A name or figure in it is still checked on its own.)
+4. in an answer in another language than its contexts, only the figures,
+   dates, times and names: its words cannot match theirs (null when it
+   states none of them).
 
 A number or date is supported when the same normal form occurs in any context
 (contexts are normalised the same way; a full date in a context also supports
@@ -48,7 +55,7 @@ from schemas.records import MetricResult
 from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
                                                YEAR_AFTER_NAME, is_strong_name_word)
 from transforms.lang import (detect_language, is_negated, negation_cues, other_language,
-                             other_scripts, stop_words_for, stop_words_of)
+                             other_scripts, stemmer_for, stop_words_for, stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
@@ -1060,10 +1067,11 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
                "a rounded context figure" if rounded else "")
         if not (in_contexts or in_question) and stated.value(a.keys):
             found[-1]["in_expected_answer"] = True
+    index = _index_for(tuple(usable), question or "")
+    claims = [c for c in claims if _topical(c, index)]
     for c in claims:
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
         record("claim", c.text, norm, evidence.supports_claim(c, window))
-    index = _index_for(tuple(usable), question or "")
     checks = unique_checks(check_answer(answer, index, _sentence_values, month_words()))
     for check in checks:
         if other and (check.kind != "entity" or other_scripts(check.text) != other_scripts(usable[0])):
@@ -1104,6 +1112,13 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         details["compared"] = (f"figures, dates and names only (the answer is in {other[0]}, "
                                f"the contexts in {other[1]})")
     return MetricResult(max(s_claims, p_drift), details)
+
+
+def _topical(claim: Claim, index) -> bool:
+    """Some word of the claim is one the contexts or the question use."""
+    stem = stemmer_for(index.lang)
+    known = index.stems | index.question_stems
+    return any(stem(t) in known for t in (*claim.subject, *claim.obj))
 
 
 @lru_cache(maxsize=256)
