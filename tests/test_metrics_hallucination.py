@@ -744,3 +744,17 @@ def test_chatter_about_nothing_in_the_contexts_is_not_a_claim_to_check():
     assert "contract|includes|free+cameras" in [a["normalized"] for a in invented.details["unsupported"]]
     named = hallucination(facts + " Everyone at Globex finds it straightforward.", ctx)
     assert "Globex" in [a["text"] for a in named.details["unsupported"]]
+
+
+@pytest.mark.parametrize("sentence, items", [
+    # a relative clause after a comma is no item: before, "which is usually simple" and
+    # "sensible" were two invented list items of a correct (padded) answer
+    ("It sounds more formal than the practical effect, which is usually simple and sensible.", []),
+    ("We ship to France, Spain and Italy, which covers most of the EU.",
+     ["ship to France", "Spain", "Italy"]),
+    ("Il y a Paris, Lyon et Marseille, qui sont grandes.", ["y a Paris", "Lyon", "Marseille"]),
+    ("Plans include Basic, Plus and Premier.", ["Plans include Basic", "Plus", "Premier"]),
+])
+def test_an_enumeration_ends_where_a_clause_begins(sentence, items):
+    from transforms.score.metrics.grounding import list_items
+    assert list_items(sentence) == items

@@ -454,6 +454,13 @@ def _negation_flip(sentence: str, stoks: list[str], content: set[str], lang: str
                  "the closest context sentence states the opposite polarity")
 
 
+# a part of a sentence that opens with a relative or subordinating word is a
+# clause, not an item of an enumeration
+_CLAUSE_OPENER = re.compile(
+    r"(?i)(?:which|who|whom|whose|where|whereas|while|although|because|qui|dont|où|"
+    r"quien|quienes|donde|cuyo|cuya|welche[rsnm]?|wobei|weil|obwohl)(?![^\W_])")
+
+
 def list_items(answer: str) -> list[str]:
     """Items of bullet lists and of inline enumerations of three or more."""
     items: list[str] = []
@@ -464,6 +471,10 @@ def list_items(answer: str) -> list[str]:
     for sentence in split_sentences(_BULLET.sub("", answer)):
         body = sentence.split(":", 1)[1] if ":" in sentence else sentence
         parts = _ITEM_SPLIT.split(body.strip().rstrip(".!?。"))
+        # "the practical effect, which is usually simple and sensible": from a
+        # relative or subordinate clause on, the parts are no items
+        clause = next((k for k, p in enumerate(parts) if k and _CLAUSE_OPENER.match(p.strip())), None)
+        parts = parts[:clause]
         if len(parts) < 2:
             continue
         last = _LAST_ITEM.split(parts[-1])
