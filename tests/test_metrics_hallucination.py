@@ -758,3 +758,16 @@ def test_chatter_about_nothing_in_the_contexts_is_not_a_claim_to_check():
 def test_an_enumeration_ends_where_a_clause_begins(sentence, items):
     from transforms.score.metrics.grounding import list_items
     assert list_items(sentence) == items
+
+
+def test_in_german_a_noun_before_a_name_does_not_make_it_unsupported():
+    # German capitalises the noun too, so "Tuchregion Flandern" is one run of capitals;
+    # before, that run was an unsupported name although the contexts name Flandern
+    ctx = ["Flandern war im Mittelalter auf englische Wolle angewiesen, die über Brügge kam."]
+    right = hallucination("Die Tuchregion Flandern war auf englische Wolle angewiesen.", ctx,
+                          references=[])
+    wrong = hallucination("Die Tuchregion Brabant war auf englische Wolle angewiesen.", ctx,
+                          references=[])
+    assert [a["text"] for a in right.details["unsupported"] if a["kind"] == "entity"] == []
+    assert [a["text"] for a in wrong.details["unsupported"] if a["kind"] == "entity"] == \
+        ["Tuchregion Brabant"]

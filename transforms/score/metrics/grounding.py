@@ -387,7 +387,8 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
     for sentence, ents in zip(sentences, per_sentence):
         for e in ents:
             if e.words not in seen_entities:
-                ok = index.has_words(e.words)
+                ok = index.has_words(e.words) or (
+                    lang in _NOUNS_CAPITALISED and _has_name_after_noun(e.words, index))
                 seen_entities[e.words] = ok
                 checks.append(Check("entity", e.text, ok))
         checks += _bindings(sentence, ents, seen_entities, answer_entities, index,
@@ -404,6 +405,16 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
                 checks.append(neg)
     checks += _list_items(answer, index, stops, stem)
     return checks
+
+
+# languages that capitalise every noun: a run of capitals may be a noun and a name
+_NOUNS_CAPITALISED = frozenset({"de", "lb"})
+
+
+def _has_name_after_noun(words: tuple[str, ...], index: ContextIndex) -> bool:
+    """In German a common noun before a name is capitalised like it and joins its
+    run ("Kantone Thurgau", "Tuchregion Flandern"): the name after it is checked."""
+    return any(index.has_words(words[k:]) for k in range(1, len(words)))
 
 
 def _bindings(sentence: str, ents: list[Entity], supported: dict, answer_entities: dict,
