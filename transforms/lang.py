@@ -275,12 +275,15 @@ MIN_TOKENS_FOR_LANGUAGE = 8  # a shorter Latin-script text's stop-word vote is n
 
 
 @lru_cache(maxsize=1024)
-def _language_profile(text: str) -> tuple[str, tuple[str, frozenset[str]], int]:
-    """(language, (main script, other non-Latin scripts), word count up to a few
-    dozen), memoised: a case's contexts are profiled once however many answers
-    they check."""
+def _language_profile(text: str) -> tuple[str, str, frozenset[str]]:
+    """(language, main script, other non-Latin scripts), memoised: a case's
+    contexts are profiled once however many answers they check."""
+    return detect_language(text), script_of(text), other_scripts(text)
+
+
+def _enough_words(text: str) -> bool:
     from transforms.text import tokenize
-    return detect_language(text), (script_of(text), other_scripts(text)), len(tokenize(text[:400]))
+    return len(tokenize(text[:400])) >= MIN_TOKENS_FOR_LANGUAGE
 
 
 def other_language(answer: str, reference: str) -> tuple[str, str] | None:
@@ -288,13 +291,13 @@ def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     scripts (a Russian, Chinese or Hebrew answer to an English reference), or
     both in the Latin script and long enough for the stop-word
     vote to tell (a Spanish answer to an English reference)."""
-    a_lang, (a_main, a_other), a_words = _language_profile(answer)
-    r_lang, (r_main, r_other), r_words = _language_profile(reference)
+    a_lang, a_main, a_other = _language_profile(answer)
+    r_lang, r_main, r_other = _language_profile(reference)
     if a_other != r_other:
         return a_lang, r_lang
     if not a_other and a_main != r_main and "other" not in (a_main, r_main):
         return a_lang, r_lang  # "我们不知道。" is too short for other_scripts alone
     if a_main == r_main == "latin" and not a_other and a_lang != r_lang \
-            and min(a_words, r_words) >= MIN_TOKENS_FOR_LANGUAGE:
+            and _enough_words(answer) and _enough_words(reference):
         return a_lang, r_lang
     return None

@@ -1117,8 +1117,8 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
 def _topical(claim: Claim, index) -> bool:
     """Some word of the claim is one the contexts or the question use."""
     stem = stemmer_for(index.lang)
-    known = index.stems | index.question_stems
-    return any(stem(t) in known for t in (*claim.subject, *claim.obj))
+    return any((s := stem(t)) in index.stems or s in index.question_stems
+               for t in (*claim.subject, *claim.obj))
 
 
 @lru_cache(maxsize=256)
