@@ -38,6 +38,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？；])\s*|\n+")
 _WORD = re.compile(r"[^\W_]+(?:['’\-.][^\W_]+)*")
 # languages written in a script without capitals
 UNCASED_LANGUAGES = frozenset({"zh", "ja", "ko", "ar", "he", "fa", "th", "hi"})
+# languages that capitalise every noun: a run of capitals may be a noun and a name
+_NOUNS_CAPITALISED = frozenset({"de", "lb"})
 _CONNECTORS = frozenset({"of", "de", "du", "des", "del", "la", "le", "von", "van", "der", "den",
                          "da", "di", "y", "&", "and", "for", "on", "upon"})
 # a figure after a name that is a year, not part of the name ("Tony Clunn 1987")
@@ -129,7 +131,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 j += 1
                 continue
             if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not YEAR_AFTER_NAME.fullmatch(w) \
-                    and not (lang in ("de", "lb") and not strong_any) \
+                    and not (lang in _NOUNS_CAPITALISED and not strong_any) \
                     and not THOUSANDS.match(sentence, words[j][2]):
                 # "Voyager 2", "Python 3.12" -- but "Tony Clunn 1987" is a name and a year,
                 # in German "Jahr 800", "Rund 28" are a noun and a figure, and a figure
@@ -139,7 +141,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 j += 1
                 break
             if w.lower() in _CONNECTORS and j + 1 < len(words) and \
-                    not (lang in ("de", "lb") and w.lower() in _GERMAN_GENITIVE) and \
+                    not (lang in _NOUNS_CAPITALISED and w.lower() in _GERMAN_GENITIVE) and \
                     _is_name_word(words[j + 1][0], False, lang)[0] and \
                     sentence[words[j][2]:words[j + 1][1]].strip() == "":
                 run.append(j)
@@ -160,7 +162,7 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
             # no capitals: "Lumenfold 从不出售…" names Lumenfold
             at_start = run[0] == 0 and lang not in UNCASED_LANGUAGES
             keep = strong_any or not single or not at_start
-            if lang in ("de", "lb") and not strong_any and (single or at_start):
+            if lang in _NOUNS_CAPITALISED and not strong_any and (single or at_start):
                 keep = False  # German capitalises every noun (and "Lange Zeit" opens sentences)
             if sum(len(n) for n in names) < 3:
                 keep = False  # "B", "US", "KB": too short to tell a name from an abbreviation
@@ -405,10 +407,6 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
                 checks.append(neg)
     checks += _list_items(answer, index, stops, stem)
     return checks
-
-
-# languages that capitalise every noun: a run of capitals may be a noun and a name
-_NOUNS_CAPITALISED = frozenset({"de", "lb"})
 
 
 def _has_name_after_noun(words: tuple[str, ...], index: ContextIndex) -> bool:
