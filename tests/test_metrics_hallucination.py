@@ -771,3 +771,19 @@ def test_in_german_a_noun_before_a_name_does_not_make_it_unsupported():
     assert [a["text"] for a in right.details["unsupported"] if a["kind"] == "entity"] == []
     assert [a["text"] for a in wrong.details["unsupported"] if a["kind"] == "entity"] == \
         ["Tuchregion Brabant"]
+
+
+def test_across_languages_a_name_in_another_script_is_never_checked_however_short():
+    # a Cyrillic name cannot match English contexts letter for letter; before, a name of
+    # ten letters or more was skipped ("Франкфурте") but a shorter one was flagged ("Ольга")
+    ctx = ["Lumenfold stores EU video only in the Frankfurt data center."]
+    result = hallucination("Да, видео из ЕС хранится только во Франкфурте, так решил Lumenfold, "
+                           "а не Ольга.", ctx)
+    assert [(a["text"], a["supported"]) for a in result.details["anchors"]] == [("Lumenfold", True)]
+
+
+@pytest.mark.parametrize("text", ["open until 24:00", "24時まで", "bis 24 Uhr"])
+def test_hour_24_is_no_time_of_day(text):
+    # as before hour words were read: 24:00 is not parsed as a time (and "24時"
+    # was 00:00 while "24:00" was 24:00)
+    assert [a for a in extract_dates(text) if a.kind == "time"] == []

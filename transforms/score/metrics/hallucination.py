@@ -55,7 +55,7 @@ from schemas.records import MetricResult
 from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
                                                YEAR_AFTER_NAME, is_strong_name_word)
 from transforms.lang import (detect_language, is_negated, negation_cues, other_language,
-                             other_scripts, stemmer_for, stop_words_for, stop_words_of)
+                             script_of, stemmer_for, stop_words_for, stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
@@ -308,7 +308,7 @@ def _time_from_match(kind: str, m: re.Match[str]) -> tuple[str, ...] | None:
         if not 1 <= hour <= 12:
             return None
         return (f"{hour % 12 + (12 if m['ap'].lower() == 'p' else 0):02d}:{minute:02d}",)
-    if hour > 23 and not (hour == 24 and minute == 0):
+    if hour > 23:
         return None
     if kind == "24h":
         return (f"{hour:02d}:{minute:02d}",)
@@ -323,7 +323,7 @@ def _time_from_match(kind: str, m: re.Match[str]) -> tuple[str, ...] | None:
         elif groups.get("am"):
             hour %= 12
         return (f"{hour:02d}:{minute:02d}",)
-    readings = [f"{hour % 24:02d}:{minute:02d}"]
+    readings = [f"{hour:02d}:{minute:02d}"]
     if 1 <= hour <= 11:
         readings.append(f"{hour + 12:02d}:{minute:02d}")
     if kind == "hour_or_count" and m["m"] is None:
@@ -1042,8 +1042,10 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     values = _dedupe_values((*temporal, *numbers))
     # An answer in another language than its contexts ("ja" to "en" passages)
     # cannot be checked word by word: only its figures, dates and names are.
-    other = other_language(answer, _joined(tuple(usable)))
+    sources = _joined(tuple(usable))
+    other = other_language(answer, sources)
     claims = [] if other else _dedupe_claims(extract_claims(answer))
+    sources_script = script_of(sources) if other else None
 
     found: list[dict] = []
     unsupported: list[dict] = []
@@ -1074,7 +1076,7 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         record("claim", c.text, norm, evidence.supports_claim(c, window))
     checks = unique_checks(check_answer(answer, index, _sentence_values, month_words()))
     for check in checks:
-        if other and (check.kind != "entity" or other_scripts(check.text) != other_scripts(usable[0])):
+        if other and (check.kind != "entity" or script_of(check.text) != sources_script):
             continue  # words and names of another script cannot match the contexts'
         if check.kind != "sentence":
             record(check.kind, check.text, check.text.lower(), check.supported, check.note)
