@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from pipeline.postrun.agreement import (acceptable, pairwise_accuracy, roc_auc,  # noqa: E402
                                         verdict_agreement)
-from bench.validity_ceiling import offline_ceiling  # noqa: E402
+from bench.validity_ceiling import offline_ceiling, pairwise_ceiling  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "validation", "results")
 EXAMPLE_LABELS = {  # the bundled example's `quality` -> a reviewer's label
@@ -107,6 +107,33 @@ def read_run(out: str, run_id: str) -> tuple[list[dict], dict]:
     for r in scores.to_pylist():
         by_case[r["case_id"]][r["metric"]] = r["value"]
     return results.to_pylist(), by_case
+
+
+F1_METRICS = ("rouge1", "rouge2", "rougeL", "bertscore")  # an F1 of a precision and a recall
+
+
+def length_halves(out: str, run_id: str, rows: list[dict], question_of, long_of) -> dict:
+    """Long vs short pairwise accuracy (as in `describe`) of the precision and the
+    recall half of each F1 metric, read from its details: which half carries the
+    metric's length bias."""
+    table = ds.dataset(os.path.join(out, "scores"), format="parquet", partitioning="hive").to_table(
+        columns=["case_id", "metric", "details"],
+        filter=(pc.field("run_id") == run_id) & pc.field("metric").isin(list(F1_METRICS)))
+    halves: dict = defaultdict(dict)
+    for r in table.to_pylist():
+        details = json.loads(r["details"]) if r["details"] else {}
+        for half in ("precision", "recall"):
+            if isinstance(details.get(half), (int, float)):
+                halves[r["case_id"]][(r["metric"], half)] = details[half]
+    result: dict = {}
+    for metric, half in sorted({k for v in halves.values() for k in v}):
+        entries = [(r, halves[r["case_id"]][(metric, half)], acceptable(r["label"])) for r in rows
+                   if r.get("label") is not None and (metric, half) in halves.get(r["case_id"], {})]
+        result.setdefault(metric, {})[half] = {
+            length: pairwise_accuracy([(question_of(r), v, ok) for r, v, ok in entries
+                                       if not ok or long_of(r) == length])[0]
+            for length in ("long", "short")}
+    return result
 
 
 def lower_is_better(out: str, run_id: str) -> set[str]:
@@ -220,10 +247,14 @@ def measure(checkout: str, label: str, only: set[str] | None = None,
                         rows, by_case, lower_is_better(out, f"validity-{preset}"), kind_of,
                         question_of, lang_of, long_of)
                     report["sets"][name]["rows"] = len(rows)
+                    report["sets"][name]["length_halves"] = length_halves(
+                        out, f"validity-{preset}", rows, question_of, long_of)
                     if name == "validation" and preset == "default":
+                        ranked = sorted({m for v in by_case.values() for m in v} - DESCRIPTIVE)
                         report["sets"][name]["ceiling"] = offline_ceiling(
-                            rows, by_case, sorted({m for v in by_case.values() for m in v}
-                                                  - DESCRIPTIVE), split_of, lang_of)
+                            rows, by_case, ranked, split_of, lang_of)
+                        report["sets"][name]["grounding_ceiling"] = pairwise_ceiling(
+                            rows, by_case, ranked, split_of, question_of, kind_of, HALLUCINATED)
             if name == "validation" and multilingual:
                 out = os.path.join(tmp, "validation-multilingual")
                 try:
