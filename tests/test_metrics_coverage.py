@@ -86,3 +86,13 @@ def test_a_short_answer_in_a_script_without_spaces_is_another_language():
     # five Han characters are below other_scripts' letter count, but nothing of it is Latin
     assert other_language("我们不知道。", REFERENCE) == ("zh", "en")
     assert other_language("42", REFERENCE) is None  # figures have no language
+
+
+def test_the_words_of_a_figure_found_in_another_form_are_found_with_it():
+    # the answer states the reference's date as "15.05.1935": before, the date counted
+    # as found but its words "15", "мая", "1935" as missing, a double penalty
+    ref = "Метро открылось 15 мая 1935 года."
+    result = reference_coverage("Метро открылось 15.05.1935.", ref)
+    assert result.value == 1.0 and result.details["missing"] == []
+    wrong = reference_coverage("Метро открылось 16.05.1935.", ref)
+    assert wrong.value < 0.5 and "мая" in wrong.details["missing"]

@@ -787,3 +787,72 @@ def test_hour_24_is_no_time_of_day(text):
     # as before hour words were read: 24:00 is not parsed as a time (and "24時"
     # was 00:00 while "24:00" was 24:00)
     assert [a for a in extract_dates(text) if a.kind == "time"] == []
+
+
+# --------------------------------------------------------------------------
+# Languages the validation sets do not cover (found writing answers in them)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, norm", [
+    ("Метро открыли 15 мая 1935 года.", "1935-05-15"),      # Russian genitive month
+    ("Выборы прошли в мае 2020 года.", "2020-05"),           # locative
+    ("Ustawa weszła w życie 3 marca 2021 roku.", "2021-03-03"),
+    ("Válka v Evropě skončila 8. května 1945 kapitulací.", "1945-05-08"),
+    ("Lagen trädde i kraft den 1 juli 2020 för alla.", "2020-07-01"),
+    ("Закон набув чинності 1 січня 2024 року.", "2024-01-01"),
+    ("改定は10月1日からです。", "--10-01"),                  # month and day, no year
+    ("平成24年5月22日に開業しました。", "2012-05-22"),       # Japanese era year
+    ("令和元年に引き上げられました。", "2019"),
+    ("2012년 5월 22일에 개장했습니다.", "2012-05-22"),       # Korean
+])
+def test_dates_in_more_languages(text, norm):
+    # before, these were bare numbers ("15" and "1935"; "10" and "1"; "24")
+    assert norm in norms(extract_dates(text))
+
+
+def test_a_date_in_another_form_of_the_same_language_is_supported():
+    ctx = ["Московский метрополитен был открыт 15 мая 1935 года и имел 13 станций."]
+    assert _unsupported(hallucination("Открытие состоялось 15.05.1935.", ctx)) == []
+    assert _unsupported(hallucination("Открытие состоялось 15.05.1938.", ctx)) == ["15.05.1938"]
+
+
+def test_a_japanese_era_and_a_month_day_after_a_bracketed_year_are_supported():
+    ctx = ["日本の消費税の標準税率は10%です。2019年10月1日に8%から引き上げられました。"]
+    right = "標準税率は10%です。令和元年（2019年）10月1日に引き上げられました。"
+    assert _unsupported(hallucination(right, ctx)) == []
+    assert _unsupported(hallucination(right.replace("10月1日", "11月1日"), ctx)) == ["11月1日"]
+
+
+@pytest.mark.parametrize("text, norm", [
+    ("около 7 млн пассажиров", "7000000"), ("7 миллионов пассажиров", "7000000"),
+    ("12,5 тыс. человек", "12500"), ("7 000 000 пассажиров", "7000000"),
+    ("2,5 mln złotych", "2500000"),
+])
+def test_russian_and_polish_multipliers_and_space_grouped_thousands(text, norm):
+    lang = "pl" if "zł" in text else "ru"
+    assert norms(extract_numbers(f"{text} — так сказано." if lang == "ru" else text)) == [norm]
+
+
+@pytest.mark.parametrize("text", ["100-процентной оплате", "100 процентов оплаты",
+                                  "a 100-percent refund", "eine 100-prozentige Erstattung"])
+def test_percent_adjectives_are_percentages(text):
+    assert norms(extract_numbers(text)) == ["100%"]
+
+
+def test_a_century_in_roman_numerals_is_a_date_not_a_name():
+    ctx = ["La costruzione della torre iniziò nel 1173 e durò quasi 200 anni."]
+    right = hallucination("La torre fu iniziata nel XII secolo.", ctx)
+    wrong = hallucination("La torre fu iniziata nel XV secolo.", ctx)
+    assert [(a["kind"], a["text"]) for a in right.details["unsupported"]
+            if a["kind"] in ("entity", "date")] == []
+    assert [(a["kind"], a["text"]) for a in wrong.details["unsupported"]
+            if a["kind"] in ("entity", "date")] == [("date", "XV secolo")]
+    assert norms(extract_dates("au XIXe siècle")) == ["C19"]
+    assert norms(extract_dates("в XX веке")) == ["C20"]
+
+
+def test_latin_and_digits_glued_to_kana_are_not_a_code_name():
+    # "展望デッキは350m" was one word with letters and digits, so a "code" name
+    ctx = ["展望デッキは地上350メートル、展望回廊は450メートルにあります。"]
+    result = hallucination("展望デッキは350m、展望回廊は450mの高さです。", ctx)
+    assert [a["text"] for a in result.details["unsupported"] if a["kind"] == "entity"] == []

@@ -6,7 +6,8 @@ a long correct answer is not penalised for saying more, and language-aware
 and dates compared by value: "1,5 Millionen" = "1.5 million" = "1500000").
 
 - reference_coverage(answer, reference): the share of the reference's content
-  words (stems) and figures/dates that the answer states. A wrong number,
+  words (stems) and figures/dates that the answer states (a figure or date found
+  by value brings the words it is written with: "15.05.1935" states "15 мая 1935"). A wrong number,
   date or name drops a reference fact; an evasive, restating or partly
   relevant answer states few of them.
 - key_fact_recall(question, answer, contexts): the same without a reference.
@@ -46,8 +47,10 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
         return MetricResult.null("no expected_answer")
     lang = detect_language(reference)
     from transforms.score.metrics.hallucination import _prepare, _scan
-    temporal, numbers = _scan(_prepare(reference), unique=True)
-    ref_values = {a.norm: a.keys for a in (*temporal, *numbers)}
+    prepared = _prepare(reference)
+    temporal, numbers = _scan(prepared, unique=True)
+    anchors = (*temporal, *numbers)
+    ref_values = {a.norm: a.keys for a in anchors}
     other = other_language(answer, reference)
     if other is not None:
         return _values_only(answer, ref_values, f"the answer is in {other[0]}, the expected "
@@ -57,14 +60,21 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
         return MetricResult.null("reference has no content words")
     got = _content(answer, lang)
     got_values = _values(answer) if ref_values else set()
-    found_words = wanted & got
     found_values = [norm for norm, keys in ref_values.items() if set(keys) & got_values]
+    # the words a found figure or date is written with are found with it: an answer
+    # saying "15.05.1935" states the "15 мая 1935" of the reference, words and all
+    found_words = (wanted & got) | (wanted & _words_of(prepared, anchors, set(found_values), lang))
     total = len(wanted) + VALUE_WEIGHT * len(ref_values)
     score = (len(found_words) + VALUE_WEIGHT * len(found_values)) / total
     return MetricResult(score, {
         "words": len(wanted), "words_found": len(found_words),
         "values": sorted(ref_values)[:MAX_LISTED], "values_found": sorted(found_values)[:MAX_LISTED],
-        "missing": sorted(wanted - got)[:MAX_LISTED]})
+        "missing": sorted(wanted - found_words)[:MAX_LISTED]})
+
+
+def _words_of(text: str, anchors, norms: set[str], lang: str) -> set[str]:
+    """The content words (stems) of the anchors of `text` whose value is in `norms`."""
+    return set().union(*(_content(text[a.start:a.end], lang) for a in anchors if a.norm in norms))
 
 
 def _values_only(answer: str, ref_values: dict, why: str) -> MetricResult:

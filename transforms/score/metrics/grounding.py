@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-from transforms.lang import (detect_language, is_negated, stemmer_for, stop_words_for,
-                            stop_words_of)
+from transforms.lang import (detect_language, is_cjk_char, is_negated, stemmer_for,
+                            stop_words_for, stop_words_of)
 from transforms.text import tokenize
 
 SENTENCE_SUPPORT = 0.5   # share of a sentence's content words the contexts must hold
@@ -104,16 +104,46 @@ def _is_name_word(word: str, first: bool, lang: str) -> tuple[bool, bool]:
     return code or acronym or camel or head.isupper(), code or acronym or camel
 
 
+# A Roman numeral: part of a name after one ("Mehmed II", "World War II"), never
+# the start of one ("XII secolo", "XIX siècle" are centuries)
+_ROMAN_NUMERAL = re.compile(r"[IVX]{2,5}")
+# the characters of lang.is_cjk_char, to test a whole sentence at once
+_HAN_OR_KANA = re.compile("[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+
+
+def _words(sentence: str) -> list[tuple[str, int, int]]:
+    """(word, start, end) of a sentence's words. Han and kana are written without
+    spaces, so a word glued to them is a word of its own: in "展望デッキは350m"
+    or "使用Java21开发" the Latin and digit runs ("350m", "Java21") are words."""
+    if not _HAN_OR_KANA.search(sentence):
+        return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(sentence)]
+    words = []
+    for m in _WORD.finditer(sentence):
+        word, start = m.group(), m.start()
+        if word.isascii() or not any(is_cjk_char(c) for c in word):
+            words.append((word, start, m.end()))
+            continue
+        begin = 0
+        for k in range(1, len(word) + 1):
+            if k == len(word) or is_cjk_char(word[k]) != is_cjk_char(word[k - 1]):
+                piece = word[begin:k].strip("'’-.")
+                if piece:
+                    offset = start + begin + word[begin:k].find(piece)
+                    words.append((piece, offset, offset + len(piece)))
+                begin = k
+    return words
+
+
 def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                      months: frozenset[str] = frozenset()) -> list[Entity]:
     """Names in one sentence (see the module docstring)."""
-    words = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(sentence)]
+    words = _words(sentence)
     entities: list[Entity] = []
     i = 0
     while i < len(words):
         word, start, end = words[i]
         is_name, strong = _is_name_word(word, i == 0, lang)
-        if not is_name or word.lower() in months:
+        if not is_name or word.lower() in months or _ROMAN_NUMERAL.fullmatch(word):
             i += 1
             continue
         run = [i]

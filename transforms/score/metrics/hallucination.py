@@ -130,6 +130,44 @@ _FOREIGN_MONTHS: dict[str, dict[str, int]] = {
            "julho": 7, "agosto": 8, "setembro": 9, "outubro": 10, "novembro": 11, "dezembro": 12},
     "nl": {"januari": 1, "februari": 2, "maart": 3, "april": 4, "mei": 5, "juni": 6, "juli": 7,
            "augustus": 8, "september": 9, "oktober": 10, "november": 11, "december": 12},
+    # Slavic months inflect: nominative, genitive ("15 мая 1935") and locative ("в мае")
+    "ru": {"январь": 1, "января": 1, "январе": 1, "февраль": 2, "февраля": 2, "феврале": 2,
+           "март": 3, "марта": 3, "марте": 3, "апрель": 4, "апреля": 4, "апреле": 4, "май": 5,
+           "мая": 5, "мае": 5, "июнь": 6, "июня": 6, "июне": 6, "июль": 7, "июля": 7, "июле": 7,
+           "август": 8, "августа": 8, "августе": 8, "сентябрь": 9, "сентября": 9, "сентябре": 9,
+           "октябрь": 10, "октября": 10, "октябре": 10, "ноябрь": 11, "ноября": 11, "ноябре": 11,
+           "декабрь": 12, "декабря": 12, "декабре": 12},
+    "uk": {"січень": 1, "січня": 1, "січні": 1, "лютий": 2, "лютого": 2, "лютому": 2,
+           "березень": 3, "березня": 3, "березні": 3, "квітень": 4, "квітня": 4, "квітні": 4,
+           "травень": 5, "травня": 5, "травні": 5, "червень": 6, "червня": 6, "червні": 6,
+           "липень": 7, "липня": 7, "липні": 7, "серпень": 8, "серпня": 8, "серпні": 8,
+           "вересень": 9, "вересня": 9, "вересні": 9, "жовтень": 10, "жовтня": 10, "жовтні": 10,
+           "листопад": 11, "листопада": 11, "листопаді": 11, "грудень": 12, "грудня": 12,
+           "грудні": 12},
+    "pl": {"styczeń": 1, "stycznia": 1, "styczniu": 1, "luty": 2, "lutego": 2, "lutym": 2,
+           "marzec": 3, "marca": 3, "marcu": 3, "kwiecień": 4, "kwietnia": 4, "kwietniu": 4,
+           "maj": 5, "maja": 5, "maju": 5, "czerwiec": 6, "czerwca": 6, "czerwcu": 6,
+           "lipiec": 7, "lipca": 7, "lipcu": 7, "sierpień": 8, "sierpnia": 8, "sierpniu": 8,
+           "wrzesień": 9, "września": 9, "wrześniu": 9, "październik": 10, "października": 10,
+           "październiku": 10, "listopad": 11, "listopada": 11, "listopadzie": 11,
+           "grudzień": 12, "grudnia": 12, "grudniu": 12},
+    "cs": {"leden": 1, "ledna": 1, "lednu": 1, "únor": 2, "února": 2, "únoru": 2, "březen": 3,
+           "března": 3, "březnu": 3, "duben": 4, "dubna": 4, "dubnu": 4, "květen": 5, "května": 5,
+           "květnu": 5, "červen": 6, "června": 6, "červnu": 6, "červenec": 7, "července": 7,
+           "červenci": 7, "srpen": 8, "srpna": 8, "srpnu": 8, "září": 9, "říjen": 10, "října": 10,
+           "říjnu": 10, "listopad": 11, "listopadu": 11, "prosinec": 12, "prosince": 12,
+           "prosinci": 12},
+    "sv": {"januari": 1, "februari": 2, "mars": 3, "april": 4, "maj": 5, "juni": 6, "juli": 7,
+           "augusti": 8, "september": 9, "oktober": 10, "november": 11, "december": 12},
+    "da": {"januar": 1, "februar": 2, "marts": 3, "april": 4, "maj": 5, "juni": 6, "juli": 7,
+           "august": 8, "september": 9, "oktober": 10, "november": 11, "december": 12},
+    "nb": {"januar": 1, "februar": 2, "mars": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
+           "august": 8, "september": 9, "oktober": 10, "november": 11, "desember": 12},
+    "ro": {"ianuarie": 1, "februarie": 2, "martie": 3, "aprilie": 4, "mai": 5, "iunie": 6,
+           "iulie": 7, "august": 8, "septembrie": 9, "octombrie": 10, "noiembrie": 11,
+           "decembrie": 12},
+    "tr": {"ocak": 1, "şubat": 2, "mart": 3, "nisan": 4, "mayıs": 5, "haziran": 6, "temmuz": 7,
+           "ağustos": 8, "eylül": 9, "ekim": 10, "kasım": 11, "aralık": 12},
     "ar": {"يناير": 1, "كانون الثاني": 1, "فبراير": 2, "شباط": 2, "مارس": 3, "آذار": 3,
            "أبريل": 4, "إبريل": 4, "ابريل": 4, "نيسان": 4, "مايو": 5, "أيار": 5, "يونيو": 6,
            "حزيران": 6, "يوليو": 7, "تموز": 7, "أغسطس": 8, "اغسطس": 8, "آب": 8, "سبتمبر": 9,
@@ -162,6 +200,15 @@ def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("cjk", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
         # 2024年3月
         ("cjk_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月(?!\s?\d)")),
+        # 平成24年5月22日, 令和元年: a Japanese era year, with or without month and day
+        ("cjk_era", re.compile(r"(?P<era>令和|平成|昭和|大正|明治)\s?(?P<eyear>元|\d{1,2})\s?年"
+                               r"(?:\s?(?P<month>\d{1,2})\s?月(?:\s?(?P<day>\d{1,2})\s?日)?)?")),
+        # 3月3日, 3月3号 (no year: "2019年)10月1日", or the year said before)
+        ("cjk_md", re.compile(r"(?<![\d年])(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
+        # 2024년 3월 3일, 2024년 3월, 3월 3일 (Korean)
+        ("ko", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월\s?(?P<day>\d{1,2})\s?일")),
+        ("ko_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월(?!\s?\d)")),
+        ("ko_md", re.compile(r"(?<![\d년])(?P<month>\d{1,2})\s?월\s?(?P<day>\d{1,2})\s?일")),
         # March 2024 / mayo de 1998
         ("my", re.compile(rf"(?<![^\W_]){mon},?\s+(?:of\s+|de\s+|del\s+)?{_YEAR}")),
         # March 3 / 3 March (no year)
@@ -198,12 +245,49 @@ _CENTURY = re.compile(r"(?i)(?<![\d.,])(?P<century>[1-9]|[12]\d)(?:st|nd|rd|th|\
                       r"(?:century|jahrhunderts?)(?![^\W_])(?!\s*(?:BCE?|B\.C|v\.\s*Chr))")
 
 
-def _period(m: re.Match[str]) -> tuple[str, int, int]:
+# A century in Roman numerals, as Romance and Slavic languages write it: "XII
+# secolo", "XIXe siècle", "siglo XX", "XX века" (looked for in those languages only)
+_ROMAN_CENTURY = re.compile(
+    r"(?<![^\W_])(?P<roman>[IVX]{1,5})(?:e|ème|er|\.)?\s+"
+    r"(?i:secolo|siècle|siecle|secolul|века|веке|век|століття|wieku|wiek|století)(?![^\W_])")
+# the numeral after the word: only Spanish, Portuguese and Italian write it so
+# (a case-insensitive word list is slow to look for in every text)
+_ROMAN_CENTURY_AFTER = re.compile(
+    r"(?<![^\W_])(?i:siglo|século|seculo|secolo)\s+(?P<roman>[IVX]{1,5})(?![^\W_])")
+_CENTURY_AFTER_LANGUAGES = frozenset({"es", "pt", "it"})
+_CENTURY_BEFORE_LANGUAGES = frozenset({"it", "fr", "ro", "ru", "uk", "pl", "cs"})
+_ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10}
+
+
+def _roman(numeral: str) -> int | None:
+    """The value of a Roman numeral up to XXX, None when it is not well-formed."""
+    if not numeral or any(c not in _ROMAN_DIGITS for c in numeral):
+        return None
+    values = [_ROMAN_DIGITS[c] for c in numeral]
+    total = sum(-v if k + 1 < len(values) and v < values[k + 1] else v
+                for k, v in enumerate(values))
+    return total if 1 <= total <= 30 and _to_roman(total) == numeral else None
+
+
+def _to_roman(n: int) -> str:
+    out = ""
+    for value, digits in ((10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")):
+        while n >= value:
+            out, n = out + digits, n - value
+    return out
+
+
+def _period(m: re.Match[str]) -> tuple[str, int, int] | None:
     """(norm, first year, number of years) of a decade or century."""
     if m.re is _DECADE:
         first = int(m["decade"])
         return f"{first}s", first, 10
-    century = int(m["century"])
+    if m.re is _ROMAN_CENTURY or m.re is _ROMAN_CENTURY_AFTER:
+        century = _roman(m["roman"])
+        if century is None:
+            return None
+    else:
+        century = int(m["century"])
     return f"C{century}", (century - 1) * 100, 100
 
 
@@ -259,14 +343,17 @@ def _date_from_match(kind: str, m: re.Match[str]) -> tuple[str, tuple[str, ...]]
     ambiguous numeric date such as 03/04/2024 (US reading first).
     """
     g = m.groupdict()
-    month = _ALL_MONTHS[g["mon"].lower()] if g.get("mon") else None
-    if kind == "cjk_my":
+    month = _ALL_MONTHS[g["mon"].lower()] if g.get("mon") else (
+        int(g["month"]) if g.get("month") else None)
+    if kind == "cjk_era":
+        return _era_date(g["era"], g["eyear"], month, g.get("day"))
+    if kind in ("cjk_my", "ko_my"):
         month = int(g["month"])
         if not 1 <= month <= 12:
             return None
         norm = f"{int(g['year']):04d}-{month:02d}"
         return norm, (norm,)
-    if kind in ("ymd", "mdy", "dmy", "cjk"):
+    if kind in ("ymd", "mdy", "dmy", "cjk", "ko"):
         year, day = int(g["year"]), int(g["day"])
         month = month if month is not None else int(g["month"])
         if not _valid_date(year, month, day):
@@ -286,6 +373,26 @@ def _date_from_match(kind: str, m: re.Match[str]) -> tuple[str, tuple[str, ...]]
     if not _valid_date(2000, month, day):  # 2000 is a leap year: Feb 29 is fine
         return None
     norm = f"--{month:02d}-{day:02d}"
+    return norm, (norm,)
+
+
+# The first year of each Japanese era: 平成24年 is 1989 + 24 - 1 = 2012, 元年 its first year
+_ERAS = {"明治": 1868, "大正": 1912, "昭和": 1926, "平成": 1989, "令和": 2019}
+
+
+def _era_date(era: str, era_year: str, month: int | None,
+              day: str | None) -> tuple[str, tuple[str, ...]] | None:
+    year = _ERAS[era] + (0 if era_year == "元" else int(era_year) - 1)
+    if month is None:
+        return str(year), (str(year),)
+    if day is None:
+        if not 1 <= month <= 12:
+            return None
+        norm = f"{year:04d}-{month:02d}"
+        return norm, (norm,)
+    if not _valid_date(year, month, int(day)):
+        return None
+    norm = f"{year:04d}-{month:02d}-{int(day):02d}"
     return norm, (norm,)
 
 
@@ -344,15 +451,21 @@ _NUMBER = re.compile(
     r"(?![.,]?\d)"
     r"(?:\s?(?P<mword>(?i:thousand|million|billion|trillion|tausend|millionen|million|mio|"
     r"milliarden|milliarde|mrd|mille|millions|milliards|milliard|mil\s+millones|millones|millón|"
-    r"mil|milioni|milione|miliardi|miliardo|milhões|milhão|bilhões|bilhão|miljoen|miljard)"
+    r"mil|milioni|milione|miliardi|miliardo|milhões|milhão|bilhões|bilhão|miljoen|miljard|"
+    r"тыс\.|тысячи|тысяч|тысяча|млн|миллионов|миллиона|миллион|млрд|миллиардов|миллиарда|"
+    r"миллиард|трлн|tys\.|mln|mld|milionów|miliony|milion|miliardów|miliardy|miliard)"
     r"|ألفاً|ألفا|ألف|آلاف|مليوناً|مليونا|مليون|ملايين|ملياراً|مليارا|مليار|مليارات)(?![^\W_])"
     r"|(?P<cjkmult>[万亿千])"
     r"|(?P<mabbr>k|K|M|MM|mn|bn|B|m|b|tn)(?![^\W_]))?"
-    r"(?:\s?(?P<pct>%|(?i:per\s?cent|pct|prozent|pour\s?cent|por\s?ciento|por\s?cento|"
-    r"per\s?cento)(?![^\W_])))?"
+    # "100-percent", "100-процентной", "100-prozentige": an adjective of a percentage
+    r"(?:(?:\s?|-)(?P<pct>%|(?i:per\s?cent|pct|prozent(?:ig\w*)?|pour\s?cent|por\s?ciento|"
+    r"por\s?cento|per\s?cento|процент\w*|procent\w*)(?![^\W_])))?"
 )
 # French and others group thousands with a plain space ("22 950 €").
 _SPACED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d])")
+# Languages whose style guides group thousands with a space ("7 000 000 пассажиров")
+SPACE_GROUPING = frozenset({"fr", "ru", "uk", "pl", "cs", "sk", "bg", "sv", "nb", "da", "fi",
+                            "hu", "et"})
 _MULTIPLIERS = {
     "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mm": 10**6, "mn": 10**6,
     "billion": 10**9, "b": 10**9, "bn": 10**9, "trillion": 10**12, "tn": 10**12,
@@ -365,6 +478,11 @@ _MULTIPLIERS = {
     "milliard": 10**9, "mil millones": 10**9, "miliardi": 10**9, "miliardo": 10**9,
     "bilhões": 10**9, "bilhão": 10**9, "miljard": 10**9, "مليار": 10**9, "مليارات": 10**9,
     "千": 10**3, "万": 10**4, "亿": 10**8,
+    "тыс.": 10**3, "тысячи": 10**3, "тысяч": 10**3, "тысяча": 10**3, "млн": 10**6,
+    "миллионов": 10**6, "миллиона": 10**6, "миллион": 10**6, "млрд": 10**9,
+    "миллиардов": 10**9, "миллиарда": 10**9, "миллиард": 10**9, "трлн": 10**12,
+    "tys.": 10**3, "mln": 10**6, "mld": 10**9, "milionów": 10**6, "miliony": 10**6,
+    "milion": 10**6, "miliardów": 10**9, "miliardy": 10**9, "miliard": 10**9,
 }
 # Languages that write a decimal comma ("3,5 %", "1.500,50 €").
 DECIMAL_COMMA = frozenset({"de", "fr", "es", "it", "pt", "nl", "ru", "uk", "pl", "cs", "sv",
@@ -570,8 +688,11 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     # they spell it): a text without one can only hold spelled-out numbers.
     has_digit = _DIGIT.search(text) is not None
     has_month = has_digit and _month_word(lang).search(text) is not None
-    for kind, pattern in _language_dates(lang) if has_digit else ():
-        if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text):
+    # (and 元年, "the first year" of a Japanese era, which is written without one)
+    for kind, pattern in _language_dates(lang) if has_digit or "元年" in text else ():
+        if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text
+                                                        and "月" not in text) \
+                or (kind.startswith("ko") and "월" not in text):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
@@ -583,12 +704,17 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
-    for pattern in (_DECADE, _CENTURY) if has_digit else ():
+    periods = ((_DECADE, _CENTURY) if has_digit else ()) + (
+        (_ROMAN_CENTURY,) if lang in _CENTURY_BEFORE_LANGUAGES else ()) + (
+        (_ROMAN_CENTURY_AFTER,) if lang in _CENTURY_AFTER_LANGUAGES else ())
+    for pattern in periods:
         for m in pattern.finditer(text):
             start, end = m.span()
-            if spans.free(start, end):  # "the 1950s": any year of the decade states it
+            period = _period(m)
+            if period is not None and spans.free(start, end):
+                # "the 1950s": any year of the decade states it
                 spans.take(start, end)
-                norm, first, count = _period(m)
+                norm, first, count = period
                 years = tuple(str(first + i) for i in range(count)) if answer else ()
                 temporal.append(Anchor("date", m.group(), norm, start, end, (norm, *years)))
     for m in _YEAR_CANDIDATE.finditer(text) if has_digit else ():
@@ -625,7 +751,7 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
                        (_SPELLED, _spelled_from_match)]
     if not has_digit:
         del number_patterns[0]
-    elif lang == "fr":  # "22 950 €": a plain space groups thousands
+    elif lang in SPACE_GROUPING:  # "22 950 €": a plain space groups thousands
         number_patterns.insert(0, (_SPACED_NUMBER, _spaced_from_match))
     for pattern, parse in number_patterns:
         for m in pattern.finditer(text):
