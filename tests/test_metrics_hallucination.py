@@ -856,3 +856,28 @@ def test_latin_and_digits_glued_to_kana_are_not_a_code_name():
     ctx = ["展望デッキは地上350メートル、展望回廊は450メートルにあります。"]
     result = hallucination("展望デッキは350m、展望回廊は450mの高さです。", ctx)
     assert [a["text"] for a in result.details["unsupported"] if a["kind"] == "entity"] == []
+
+
+@pytest.mark.parametrize("answer, lang_context", [
+    ("Il volo parte alle 14.30.", "Il volo parte alle 14:30 da Roma."),
+    ("Рейс вылетает в 14.30.", "Рейс вылетает в 14:30 из Москвы."),
+])
+def test_hours_and_minutes_joined_by_a_dot_are_a_time_where_the_decimal_point_is_a_comma(
+        answer, lang_context):
+    # before, "14.30" was the figure 14.3, which no "14:30" supported
+    assert _unsupported(hallucination(answer, [lang_context])) == []
+    assert _unsupported(hallucination(answer.replace("14.30", "15.30"), [lang_context])) == ["15.30"]
+    # a price keeps its figure: "14.30 €" is no time
+    assert [a.kind for a in extract_numbers("Der Preis ist 14.30 € pro Stück.")] == ["number"]
+
+
+def test_vietnamese_dates_and_fiscal_years():
+    ctx = ["Cây cầu được khánh thành ngày 27 tháng 5 năm 1937."]
+    assert _unsupported(hallucination("Cầu khánh thành ngày 27/5/1937.", ctx)) == []
+    assert _unsupported(hallucination("Cầu khánh thành ngày 28/5/1937.", ctx)) == ["28/5/1937"]
+    revenue = ["Revenue grew to $1.2 billion in fiscal 2023."]
+    # before, "FY2023" was a code name that no context named
+    assert unsupported_facts(hallucination("Revenue reached $1.2bn in FY2023.", revenue)).value == 0
+    wrong = unsupported_facts(hallucination("Revenue reached $1.2bn in FY2021.", revenue))
+    assert [f["text"] for f in wrong.details["facts"]] == ["FY2021"]
+    assert norms(extract_dates("guidance for FY24")) == ["2024"]

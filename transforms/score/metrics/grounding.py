@@ -107,6 +107,8 @@ def _is_name_word(word: str, first: bool, lang: str) -> tuple[bool, bool]:
 # A Roman numeral: part of a name after one ("Mehmed II", "World War II"), never
 # the start of one ("XII secolo", "XIX siècle" are centuries)
 _ROMAN_NUMERAL = re.compile(r"[IVX]{2,5}")
+# a fiscal year ("FY2023", "FY24"): a date, checked as one, not a code name
+_FISCAL_YEAR = re.compile(r"FY['’]?(?:\d{2}|\d{4})")
 # the characters of lang.is_cjk_char, to test a whole sentence at once
 _HAN_OR_KANA = re.compile("[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 
@@ -143,7 +145,8 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
     while i < len(words):
         word, start, end = words[i]
         is_name, strong = _is_name_word(word, i == 0, lang)
-        if not is_name or word.lower() in months or _ROMAN_NUMERAL.fullmatch(word):
+        if not is_name or word.lower() in months or _ROMAN_NUMERAL.fullmatch(word) \
+                or _FISCAL_YEAR.fullmatch(word):
             i += 1
             continue
         run = [i]

@@ -205,6 +205,13 @@ def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
                                r"(?:\s?(?P<month>\d{1,2})\s?月(?:\s?(?P<day>\d{1,2})\s?日)?)?")),
         # 3月3日, 3月3号 (no year: "2019年)10月1日", or the year said before)
         ("cjk_md", re.compile(r"(?<![\d年])(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
+        # ngày 27 tháng 5 năm 1937, tháng 5 năm 1937, 27 tháng 5 (Vietnamese)
+        ("vi", re.compile(r"(?<!\d)(?P<day>\d{1,2})\s+tháng\s+(?P<month>\d{1,2}),?\s+năm\s+"
+                          r"(?P<year>\d{4})(?!\d)")),
+        ("vi_my", re.compile(r"(?i:tháng)\s+(?P<month>\d{1,2}),?\s+năm\s+(?P<year>\d{4})(?!\d)")),
+        ("vi_md", re.compile(r"(?<!\d)(?P<day>\d{1,2})\s+tháng\s+(?P<month>\d{1,2})(?!\d)")),
+        # FY2023, FY 2024, FY24: a fiscal year, named by the year it ends in
+        ("fy", re.compile(r"(?<![^\W_])FY\s?['’]?(?P<year>\d{4}|\d{2})(?![^\W_])")),
         # 2024년 3월 3일, 2024년 3월, 3월 3일 (Korean)
         ("ko", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월\s?(?P<day>\d{1,2})\s?일")),
         ("ko_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월(?!\s?\d)")),
@@ -318,8 +325,15 @@ _LANGUAGE_TIMES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
 }
 
 
+# "alle 14.30", "в 14.30": where a decimal point is a comma, hours and minutes
+# joined by a dot are a time of day; the figure 14.30 stays a reading of it
+_DOTTED_TIME = ("24h_or_number", re.compile(
+    r"(?<![\w.,])(?P<h>[01]?\d|2[0-3])\.(?P<m>[0-5]\d)(?![\d%€$£¥]|[.,]\d|\s?[%€$£¥])"))
+
+
 def _time_patterns(lang: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return _LANGUAGE_TIMES.get(lang, ()) + _TIME_PATTERNS
+    return _LANGUAGE_TIMES.get(lang, ()) + _TIME_PATTERNS + (
+        (_DOTTED_TIME,) if lang in DECIMAL_COMMA else ())
 
 
 # "1." or "a)" opening a line is a list marker, not a quantity.
@@ -347,13 +361,16 @@ def _date_from_match(kind: str, m: re.Match[str]) -> tuple[str, tuple[str, ...]]
         int(g["month"]) if g.get("month") else None)
     if kind == "cjk_era":
         return _era_date(g["era"], g["eyear"], month, g.get("day"))
-    if kind in ("cjk_my", "ko_my"):
+    if kind == "fy":
+        year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
+        return year, (year,)
+    if kind in ("cjk_my", "ko_my", "vi_my"):
         month = int(g["month"])
         if not 1 <= month <= 12:
             return None
         norm = f"{int(g['year']):04d}-{month:02d}"
         return norm, (norm,)
-    if kind in ("ymd", "mdy", "dmy", "cjk", "ko"):
+    if kind in ("ymd", "mdy", "dmy", "cjk", "ko", "vi"):
         year, day = int(g["year"]), int(g["day"])
         month = month if month is not None else int(g["month"])
         if not _valid_date(year, month, day):
@@ -419,6 +436,8 @@ def _time_from_match(kind: str, m: re.Match[str]) -> tuple[str, ...] | None:
         return None
     if kind == "24h":
         return (f"{hour:02d}:{minute:02d}",)
+    if kind == "24h_or_number":
+        return f"{hour:02d}:{minute:02d}", _fmt(Decimal(f"{hour}.{m['m']}"))
     # an hour word: 時, 点, 시, Uhr, h
     groups = m.groupdict()
     minute = 30 if groups.get("half") else minute
@@ -692,7 +711,8 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     for kind, pattern in _language_dates(lang) if has_digit or "元年" in text else ():
         if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text
                                                         and "月" not in text) \
-                or (kind.startswith("ko") and "월" not in text):
+                or (kind.startswith("ko") and "월" not in text) \
+                or (kind.startswith("vi") and "tháng" not in text) or (kind == "fy" and "FY" not in text):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
