@@ -92,3 +92,33 @@ def test_code_names_in_chinese_and_foreign_words_in_the_english_list_do_not_misl
     # package's English stop-word list holds "de", "al", "y", "o", "plus"
     lang.detect_language.cache_clear()
     assert lang.detect_language(text) == code
+
+
+def test_a_short_answer_without_stop_words_is_read_in_its_sources_language():
+    from transforms.lang import language_near, other_language
+    answer = "Köprü 30 Ekim 1973 tarihinde trafiğe açıldı. Uzunluğu 1.560 metre olan köprü."
+    reference = ("Boğaziçi Köprüsü 30 Ekim 1973'te açıldı; 1.560 metre uzunluğundadır ve Avrupa "
+                 "ile Asya'yı bağlar.")
+    # its own vote has no stop word of any list: that says nothing, not "English"
+    assert language_near(answer, "tr") == "tr"
+    assert other_language(answer, reference) is None
+    # a clear vote still tells a Spanish answer from an English reference
+    spanish = ("El plazo para devolver el producto es de treinta días y el reembolso se hace "
+               "en la misma tarjeta que usaste para pagar.")
+    english = ("You can return the product within thirty days and the refund goes to the "
+               "card you paid with.")
+    assert language_near(spanish, "en") == "es"
+    assert other_language(spanish, english) == ("es", "en")
+    # another script is never read as the sources' language
+    assert language_near("Мост открыли 30 октября 1973 года.", "tr") == "ru"
+
+
+@pytest.mark.parametrize("text, code", [
+    ("Köprü 30 Ekim 1973 tarihinde trafiğe açıldı.", "tr"),
+    ("Wyniki ogłoszono wczoraj, całość trwała godzinę.", "pl"),
+    ("Cena za vstupenky vzrostla, přišlo méně lidí.", "cs"),
+    ("Store 42", "en"),
+])
+def test_a_text_without_stop_words_is_told_by_its_letters(text, code):
+    # before, no stop word of any list meant English
+    assert lang.detect_language(text) == code

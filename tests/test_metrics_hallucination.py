@@ -881,3 +881,26 @@ def test_vietnamese_dates_and_fiscal_years():
     wrong = unsupported_facts(hallucination("Revenue reached $1.2bn in FY2021.", revenue))
     assert [f["text"] for f in wrong.details["facts"]] == ["FY2021"]
     assert norms(extract_dates("guidance for FY24")) == ["2024"]
+
+
+def test_a_short_answer_in_a_smaller_language_is_checked_with_its_contexts_conventions():
+    # the answer alone voted "English": "30 Ekim 1973" was not a date, "1.560" was 1.56,
+    # and "Köprü 30" a name; now read as Turkish, like its contexts
+    ctx = ["Boğaziçi Köprüsü 30 Ekim 1973'te trafiğe açıldı. Köprünün uzunluğu 1.560 metredir."]
+    right = "Köprü 30 Ekim 1973 tarihinde trafiğe açıldı. Uzunluğu 1.560 metre."
+    assert unsupported_facts(hallucination(right, ctx)).value == 0
+    wrong = unsupported_facts(hallucination(right.replace("1973", "1975"), ctx))
+    assert [f["normalized"] for f in wrong.details["facts"]] == ["1975-10-30"]
+
+
+@pytest.mark.parametrize("answer, wrong, ctx", [
+    ("Expect 5–7 business days.", "Expect 9–12 business days.",
+     "Delivery takes 5 to 7 business days."),
+    ("Tingginya 132 meter.", "Tingginya 152 meter.",
+     "Monumen Nasional di Jakarta memiliki tinggi 132 meter."),
+])
+def test_a_capital_opening_a_sentence_and_a_figure_name_nothing_the_contexts_do_not(
+        answer, wrong, ctx):
+    # before, "Expect 5" and "Tingginya 132" were names that no context named
+    assert unsupported_facts(hallucination(answer, [ctx])).value == 0
+    assert unsupported_facts(hallucination(wrong, [ctx])).value >= 1

@@ -226,10 +226,30 @@ def detect_language(text: str) -> str:
             continue
         if hits > best_hits:
             best, best_hits = lang, hits
+    if best_hits == 0 and script == "latin":
+        return _by_letters(text[:2000], _OWN_LETTERS) or "en"
     if best != "en":
         if all_hits[0] >= best_hits:  # English's hits; ties go to English
             return "en"
+        tied = [lang for lang, hits in zip(VOTING_LANGUAGES, all_hits) if hits == best_hits]
+        if len(tied) > 1 and script == "latin":  # "za" is Polish and Czech
+            return _by_letters(text[:2000], tied) or best
     return best
+
+
+# Letters only one voting language writes: they decide a Latin text that holds
+# no stop word of any list ("Köprü 30 Ekim 1973 tarihinde trafiğe açıldı.")
+_OWN_LETTERS = {"tr": "ğış", "pl": "łąęśźżń", "cs": "řůě", "ro": "ășțş", "hu": "őű", "de": "ß",
+                "es": "ñ", "pt": "ãõ", "fr": "œ", "da": "æø"}
+
+
+def _by_letters(text: str, among) -> str | None:
+    """The language among `among` whose own letters the text uses most, if any."""
+    lowered = text.lower()
+    counts = {lang: sum(lowered.count(c) for c in _OWN_LETTERS[lang])
+              for lang in among if lang in _OWN_LETTERS}
+    best = max(counts, key=counts.get, default=None)
+    return best if best is not None and counts[best] else None
 
 
 @lru_cache(maxsize=None)
@@ -286,6 +306,40 @@ def _enough_words(text: str) -> bool:
     return len(tokenize(text[:400])) >= MIN_TOKENS_FOR_LANGUAGE
 
 
+MIN_LANGUAGE_VOTES = 2  # stop words a language needs in a text to be told apart
+_CYRILLIC_VOTERS = frozenset({"ru", "uk", "bg"})
+
+
+@lru_cache(maxsize=4096)
+def _votes(text: str) -> dict[str, int]:
+    from transforms.text import tokenize_plain
+    return dict(zip(VOTING_LANGUAGES, stop_word_hits(tokenize_plain(text[:2000]))))
+
+
+def _votes_apart(text: str, lang: str, other: str) -> bool:
+    """The text's own stop words say `lang` and not `other`: at least
+    MIN_LANGUAGE_VOTES of them, and twice as many as `other` gets. A short
+    answer ("Köprü 30 Ekim 1973 tarihinde trafiğe açıldı.") may hold no stop
+    word of any list; its vote then says nothing, not "English"."""
+    votes = _votes(text)
+    mine = votes.get(lang, 0)
+    return mine >= MIN_LANGUAGE_VOTES and mine >= 2 * votes.get(other, 0)
+
+
+def language_near(text: str, sources_lang: str) -> str:
+    """The text's language, read as the language of the texts it is compared
+    with (`sources_lang`) when both are voted on in one script and the text's own
+    vote does not clearly say otherwise: a short Turkish or Indonesian answer to
+    Turkish or Indonesian contexts is read with their month names and decimal
+    comma, not as English or Spanish on the strength of one stop word."""
+    own = detect_language(text)
+    if own == sources_lang or own not in VOTING_LANGUAGES or sources_lang not in VOTING_LANGUAGES:
+        return own
+    if (own in _CYRILLIC_VOTERS) != (sources_lang in _CYRILLIC_VOTERS):
+        return own  # another script
+    return own if _votes_apart(text, own, sources_lang) else sources_lang
+
+
 def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     """(answer's language, reference's) when they differ: written in different
     scripts (a Russian, Chinese or Hebrew answer to an English reference), or
@@ -298,6 +352,7 @@ def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     if not a_other and a_main != r_main and "other" not in (a_main, r_main):
         return a_lang, r_lang  # "我们不知道。" is too short for other_scripts alone
     if a_main == r_main == "latin" and not a_other and a_lang != r_lang \
-            and _enough_words(answer) and _enough_words(reference):
+            and _enough_words(answer) and _enough_words(reference) \
+            and _votes_apart(answer, a_lang, r_lang) and _votes_apart(reference, r_lang, a_lang):
         return a_lang, r_lang
     return None

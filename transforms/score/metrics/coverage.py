@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from schemas.records import MetricResult
-from transforms.lang import detect_language, other_language, stemmer_for, stop_words_for
+from transforms.lang import (detect_language, language_near, other_language, stemmer_for,
+                            stop_words_for)
 from transforms.text import tokenize
 
 VALUE_WEIGHT = 2.0   # a figure or date of the reference counts as much as two words
@@ -34,10 +35,10 @@ def _content(text: str, lang: str) -> set[str]:
     return {stem(t) for t in tokenize(text) if t not in stops}
 
 
-def _values(text: str) -> set[str]:
+def _values(text: str, lang: str | None = None) -> set[str]:
     """Normal forms of the text's figures and dates (with what a date implies)."""
     from transforms.score.metrics.hallucination import _sentence_value_keys
-    return _sentence_value_keys(text)
+    return _sentence_value_keys(text, lang)
 
 
 def reference_coverage(answer: str | None, reference: str | None) -> MetricResult:
@@ -59,7 +60,7 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
     if not wanted and not ref_values:
         return MetricResult.null("reference has no content words")
     got = _content(answer, lang)
-    got_values = _values(answer) if ref_values else set()
+    got_values = _values(answer, language_near(answer, lang)) if ref_values else set()
     found_values = [norm for norm, keys in ref_values.items() if set(keys) & got_values]
     # the words a found figure or date is written with are found with it: an answer
     # saying "15.05.1935" states the "15 мая 1935" of the reference, words and all
@@ -99,7 +100,8 @@ def key_fact_recall(question: str, answer: str | None,
     if not usable:
         return MetricResult.null("no contexts")
     from transforms.score.metrics.grounding import split_sentences
-    lang = detect_language(question or usable[0])
+    lang = language_near(question, detect_language(usable[0])) if question \
+        else detect_language(usable[0])
     asked = _content(question or "", lang)
     if not asked:
         return MetricResult.null("question has no content words")

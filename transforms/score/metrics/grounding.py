@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
-from transforms.lang import (detect_language, is_cjk_char, is_negated, stemmer_for,
-                            stop_words_for, stop_words_of)
+from transforms.lang import (detect_language, is_cjk_char, is_negated, language_near,
+                            stemmer_for, stop_words_for, stop_words_of)
 from transforms.text import tokenize
 
 SENTENCE_SUPPORT = 0.5   # share of a sentence's content words the contexts must hold
@@ -165,7 +165,10 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
                 continue
             if (w.isdigit() or re.fullmatch(r"\d+(?:\.\d+)*", w)) and not YEAR_AFTER_NAME.fullmatch(w) \
                     and not (lang in _NOUNS_CAPITALISED and not strong_any) \
-                    and not THOUSANDS.match(sentence, words[j][2]):
+                    and not THOUSANDS.match(sentence, words[j][2]) \
+                    and not (w.isdigit() and int(w) <= 31 and j + 1 < len(words)
+                             and words[j + 1][0].lower() in months):
+                # (a day before a month is a date: "Köprü 30 Ekim 1973")
                 # "Voyager 2", "Python 3.12" -- but "Tony Clunn 1987" is a name and a year,
                 # in German "Jahr 800", "Rund 28" are a noun and a figure, and a figure
                 # with a thousands separator is an amount ("Roughly 2,000 people")
@@ -407,7 +410,7 @@ class Check:
 def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], list],
                  months: frozenset[str]) -> list[Check]:
     """Entities, bindings, negations, list items and sentences of the answer."""
-    lang = detect_language(answer)
+    lang = language_near(answer, index.lang)
     stops = stop_words_of(lang, index.lang)
     stem = stemmer_for(index.lang)
     checks: list[Check] = []
@@ -423,7 +426,8 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
         for e in ents:
             if e.words not in seen_entities:
                 ok = index.has_words(e.words) or (
-                    lang in _NOUNS_CAPITALISED and _has_name_after_noun(e.words, index))
+                    lang in _NOUNS_CAPITALISED and _has_name_after_noun(e.words, index)) or \
+                    _opening_word_and_figure(e, sentence, index, values_of, lang)
                 seen_entities[e.words] = ok
                 checks.append(Check("entity", e.text, ok))
         checks += _bindings(sentence, ents, seen_entities, answer_entities, index,
@@ -440,6 +444,22 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
                 checks.append(neg)
     checks += _list_items(answer, index, stops, stem)
     return checks
+
+
+def _opening_word_and_figure(e: Entity, sentence: str, index: ContextIndex, values_of,
+                             lang: str) -> bool:
+    """A capital opening a sentence and a figure read as one name ("Expect 5–7
+    days", "Tingginya 132 meter"): when the contexts never use that word, it
+    names nothing, and the figure is checked alone. A word they use keeps the
+    pair a name ("Voyager 2 crossed …"), so its figure's pairing is checked."""
+    if e.start != 0 or len(e.words) != 2 or not e.words[1][:1].isdigit():
+        return False
+    opener = e.words[0]
+    if opener in index.tokens or opener in index.question_tokens or \
+            is_strong_name_word(e.text.split()[0], lang):
+        return False
+    keys = {k for a in values_of(sentence[e.start:e.end].split(None, 1)[-1], lang) for k in a.keys}
+    return bool(keys) and any(keys & s["values"] for s in index.sentences)
 
 
 def _has_name_after_noun(words: tuple[str, ...], index: ContextIndex) -> bool:

@@ -54,7 +54,8 @@ from typing import Callable, Iterable, Sequence
 from schemas.records import MetricResult
 from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
                                                YEAR_AFTER_NAME, is_strong_name_word)
-from transforms.lang import (detect_language, is_negated, negation_cues, other_language,
+from transforms.lang import (detect_language, is_negated, language_near, negation_cues,
+                            other_language,
                              script_of, stemmer_for, stop_words_for, stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
@@ -1121,8 +1122,8 @@ def _index_for(contexts: tuple[str, ...], question: str):
     return with_question(_context_index(contexts), question)
 
 
-def _sentence_value_keys(sentence: str) -> set[str]:
-    temporal, numbers = _scan(_prepare(sentence), unique=True)
+def _sentence_value_keys(sentence: str, lang: str | None = None) -> set[str]:
+    temporal, numbers = _scan(_prepare(sentence), unique=True, lang=lang)
     keys: set[str] = set()
     for anchor in (*temporal, *numbers):
         for key in anchor.keys:
@@ -1183,12 +1184,13 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("empty answer")
 
     evidence = _evidence_for(tuple(usable))
+    sources = _joined(tuple(usable))
     prepared = _prepare(answer)
-    temporal, numbers = _scan(prepared, unique=True, answer=True)
+    temporal, numbers = _scan(prepared, unique=True, answer=True,
+                              lang=language_near(answer, detect_language(sources)))
     values = _dedupe_values((*temporal, *numbers))
     # An answer in another language than its contexts ("ja" to "en" passages)
     # cannot be checked word by word: only its figures, dates and names are.
-    sources = _joined(tuple(usable))
     other = other_language(answer, sources)
     claims = [] if other else _dedupe_claims(extract_claims(answer))
     sources_script = script_of(sources) if other else None
