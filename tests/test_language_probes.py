@@ -1,0 +1,53 @@
+"""Answers in languages the validation sets do not cover (Russian, Japanese,
+Korean, Portuguese, Italian, Turkish, Finnish, Indonesian, Hindi, Greek),
+written to find faults (tests/fixtures/language_probes.json): correct answers,
+some in another form than their contexts ("15.05.1935" for "15 мая 1935",
+"平成24年", "100-процентной", "XII secolo"), wrong figures and dates, and
+off-topic answers. Each fault they found has its own test; this one keeps the
+end result: what the default verdict's metrics make of every probe."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas.records import MetricResult
+from transforms.decide.presets import DEFAULT_RULES
+from transforms.decide.verdict import decide
+from transforms.score.metrics.coverage import key_fact_recall, reference_coverage
+from transforms.score.metrics.hallucination import hallucination, unsupported_facts
+
+PROBES = json.loads((Path(__file__).parent / "fixtures" / "language_probes.json")
+                    .read_text(encoding="utf-8"))
+GOOD = {"grounded", "correct_other_form"}
+WRONG_FACT = {"wrong_number", "wrong_date", "wrong_entity"}
+
+
+def _scores(probe: dict) -> dict[str, MetricResult]:
+    h = hallucination(probe["answer"], probe["contexts"], question=probe["question"],
+                      references=[probe["reference"]])
+    return {"hallucination": h, "unsupported_facts": unsupported_facts(h),
+            "reference_coverage": reference_coverage(probe["answer"], probe["reference"]),
+            "key_fact_recall": key_fact_recall(probe["question"], probe["answer"],
+                                               probe["contexts"])}
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
+def test_language_probe(probe):
+    scores = _scores(probe)
+    verdict, _ = decide(scores, DEFAULT_RULES, "PASS")
+    facts = [f["text"] for f in scores["unsupported_facts"].details.get("facts", [])]
+    if probe["kind"] in GOOD:
+        assert facts == [], "a correct answer's figures, dates and names are all in its contexts"
+        assert verdict != "FAIL"
+    elif probe["kind"] in WRONG_FACT:
+        assert facts, "the wrong figure, date or name is caught"
+        assert verdict != "PASS"
+    else:  # off topic
+        assert verdict != "PASS"
+
+
+def test_the_probes_cover_ten_languages_and_every_kind():
+    assert len({p["lang"] for p in PROBES}) == 10
+    assert {p["kind"] for p in PROBES} == GOOD | WRONG_FACT | {"off_topic"}
