@@ -904,3 +904,23 @@ def test_a_capital_opening_a_sentence_and_a_figure_name_nothing_the_contexts_do_
     # before, "Expect 5" and "Tingginya 132" were names that no context named
     assert unsupported_facts(hallucination(answer, [ctx])).value == 0
     assert unsupported_facts(hallucination(wrong, [ctx])).value >= 1
+
+
+@pytest.mark.parametrize("ctx, answer, wrong", [
+    ("The warranty lasts 24 months.", "The warranty lasts two years.", "The warranty lasts three years."),
+    ("The bridge is 2.7 km long.", "The bridge is 2,700 metres long.", "The bridge is 2,900 metres long."),
+    ("The limit is 1.5 GB per file.", "Each file can be up to 1,500 MB.", "Each file can be up to 2,500 MB."),
+    ("Functions time out after 540 seconds.", "Functions time out after 9 minutes.",
+     "Functions time out after 10 minutes."),
+    ("Die Garantie gilt 24 Monate.", "Die Garantie gilt 2 Jahre.", "Die Garantie gilt 3 Jahre."),
+])
+def test_a_quantity_in_another_unit_is_supported(ctx, answer, wrong):
+    # before, "two years" was the number 2, which no "24 months" supported
+    assert unsupported_facts(hallucination(answer, [ctx])).value == 0
+    assert unsupported_facts(hallucination(wrong, [ctx])).value == 1
+
+
+def test_a_decade_written_with_two_digits():
+    assert norms(extract_dates("founded in the early '90s")) == ["1990s"]
+    ctx = ["The company was founded in 1992 by Ann Lee."]
+    assert unsupported_facts(hallucination("Ann Lee founded it in the early '90s.", ctx)).value == 0

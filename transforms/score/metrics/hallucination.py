@@ -249,6 +249,8 @@ _YEAR_CUE = re.compile(r"(?i)(?<![^\W_])(?:in|since|by|from|until|till|before|af
                        r"of|year|early|late|mid|circa|around|im|jahr|seit|bis|vor|nach|ab|"
                        r"en|dès|depuis|année|desde|hasta|año|nel|dal|anno|em|عام|سنة|منذ)\s+$")
 _DECADE = re.compile(r"(?<![\d.,])(?P<decade>(?:1[5-9]|20)\d0)['’]?s(?![^\W_])")
+# "the '90s": a decade of the 1900s ("'20s" could be 1920 or 2020: not read)
+_SHORT_DECADE = re.compile(r"(?<![\w'’])['’](?P<decade>[3-9]0)s(?![^\W_])")
 _CENTURY = re.compile(r"(?i)(?<![\d.,])(?P<century>[1-9]|[12]\d)(?:st|nd|rd|th|\.)[\s-]*"
                       r"(?:century|jahrhunderts?)(?![^\W_])(?!\s*(?:BCE?|B\.C|v\.\s*Chr))")
 
@@ -287,8 +289,8 @@ def _to_roman(n: int) -> str:
 
 def _period(m: re.Match[str]) -> tuple[str, int, int] | None:
     """(norm, first year, number of years) of a decade or century."""
-    if m.re is _DECADE:
-        first = int(m["decade"])
+    if m.re is _DECADE or m.re is _SHORT_DECADE:
+        first = int(m["decade"]) + (1900 if m.re is _SHORT_DECADE else 0)
         return f"{first}s", first, 10
     if m.re is _ROMAN_CENTURY or m.re is _ROMAN_CENTURY_AFTER:
         century = _roman(m["roman"])
@@ -628,6 +630,59 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
         word.lower() not in QUANTITY_WORDS and word.lower().rstrip(".") not in _ALL_MONTHS
 
 
+# Units a quantity is said in, -> (dimension, size in its base unit): "two years"
+# states the "24 months" of a context, "2,700 metres" its "2.7 km", "1,500 MB"
+# its "1.5 GB". A figure with a unit gets its base-unit reading as a key too.
+_MEASURES: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("year", "years", "yr", "yrs", "jahr", "jahre", "jahren", "an", "ans",
+                     "année", "années", "año", "años", "anno", "anni", "ano", "anos"), ("month", "12")),
+    **dict.fromkeys(("month", "months", "monat", "monate", "monaten", "mois", "mes", "meses",
+                     "mese", "mesi"), ("month", "1")),
+    **dict.fromkeys(("week", "weeks", "wk", "wks", "woche", "wochen", "semaine", "semaines",
+                     "semana", "semanas", "settimana", "settimane"), ("day", "7")),
+    **dict.fromkeys(("day", "days", "tag", "tage", "tagen", "jour", "jours", "día", "días",
+                     "giorno", "giorni", "dia", "dias"), ("day", "1")),
+    **dict.fromkeys(("hour", "hours", "hr", "hrs", "stunde", "stunden", "heure", "heures",
+                     "hora", "horas", "ora", "ore"), ("second", "3600")),
+    **dict.fromkeys(("minute", "minutes", "min", "mins", "minuten", "minuto", "minutos",
+                     "minuti"), ("second", "60")),
+    **dict.fromkeys(("second", "seconds", "sec", "secs", "sekunden", "secondes", "segundos",
+                     "secondi"), ("second", "1")),
+    **dict.fromkeys(("km", "kilometre", "kilometres", "kilometer", "kilometers", "kilómetros",
+                     "chilometri"), ("metre", "1000")),
+    **dict.fromkeys(("m", "metre", "metres", "meter", "meters", "metros", "metri", "mètres"),
+                    ("metre", "1")),
+    **dict.fromkeys(("cm", "centimetre", "centimetres", "centimeter", "centimeters"), ("metre", "0.01")),
+    **dict.fromkeys(("mm", "millimetre", "millimetres", "millimeter", "millimeters"), ("metre", "0.001")),
+    **dict.fromkeys(("kg", "kilogram", "kilograms", "kilogramme", "kilogrammes", "kilo", "kilos"),
+                    ("gram", "1000")),
+    **dict.fromkeys(("g", "gram", "grams", "gramme", "grammes", "gramm"), ("gram", "1")),
+    **dict.fromkeys(("mg", "milligram", "milligrams", "milligramme", "milligrammes"), ("gram", "0.001")),
+    **dict.fromkeys(("tb", "terabyte", "terabytes"), ("byte", "1000000000000")),
+    **dict.fromkeys(("gb", "gigabyte", "gigabytes"), ("byte", "1000000000")),
+    **dict.fromkeys(("mb", "megabyte", "megabytes"), ("byte", "1000000")),
+    **dict.fromkeys(("kb", "kilobyte", "kilobytes"), ("byte", "1000")),
+    **dict.fromkeys(("l", "litre", "litres", "liter", "liters", "liter", "litros", "litri"), ("litre", "1")),
+    **dict.fromkeys(("ml", "millilitre", "millilitres", "milliliter", "milliliters"), ("litre", "0.001")),
+}
+_UNIT_AFTER = re.compile(r"[ \u00a0-]?([^\W\d_]+)")
+
+
+def _measure_keys(text: str, end: int, norm: str) -> tuple[str, ...]:
+    """The base-unit reading of a figure followed by a unit word ("month:24")."""
+    m = _UNIT_AFTER.match(text, end)
+    if m is None:
+        return ()
+    unit = _MEASURES.get(m.group(1).lower())
+    if unit is None:
+        return ()
+    dimension, size = unit
+    try:
+        return (f"{dimension}:{_fmt(Decimal(norm) * Decimal(size))}",)
+    except InvalidOperation:
+        return ()
+
+
 def _spaced_from_match(m: re.Match[str]) -> tuple[str, str] | None:
     return "number", str(int(m.group().replace(" ", "")))
 
@@ -725,7 +780,7 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
             spans.take(start, end)
             norm, keys = parsed
             temporal.append(Anchor("date", m.group(), norm, start, end, keys))
-    periods = ((_DECADE, _CENTURY) if has_digit else ()) + (
+    periods = ((_DECADE, _SHORT_DECADE, _CENTURY) if has_digit else ()) + (
         (_ROMAN_CENTURY,) if lang in _CENTURY_BEFORE_LANGUAGES else ()) + (
         (_ROMAN_CENTURY_AFTER,) if lang in _CENTURY_AFTER_LANGUAGES else ())
     for pattern in periods:
@@ -764,7 +819,7 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     # Numbers come last and cannot overlap each other (digits vs. words), so
     # they only check the spans, never claim them.
     numbers: list[Anchor] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, ...]] = set()
     parsed_cache: dict[str, tuple[str, str] | None] = {}
     decimal_comma = lang in DECIMAL_COMMA
     stops = stop_words_of("en", lang)  # English is evalbeam's own list, as stop_words()
@@ -793,11 +848,12 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
                 continue  # "the two sides", "Two reasons:"
             if pattern is _SPACED_NUMBER:  # its digit groups are not numbers of their own
                 spans.take(start, end)
+            keys = (norm, *_measure_keys(text, end, norm)) if kind == "number" else (norm,)
             if unique:
-                if norm in seen:
+                if keys in seen:
                     continue
-                seen.add(norm)
-            numbers.append(Anchor(kind, raw, norm, start, end, (norm,)))
+                seen.add(keys)
+            numbers.append(Anchor(kind, raw, norm, start, end, keys))
     temporal.sort(key=lambda a: a.start)
     numbers.sort(key=lambda a: a.start)
     return temporal, numbers
