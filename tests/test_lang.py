@@ -122,3 +122,10 @@ def test_a_short_answer_without_stop_words_is_read_in_its_sources_language():
 def test_a_text_without_stop_words_is_told_by_its_letters(text, code):
     # before, no stop word of any list meant English
     assert lang.detect_language(text) == code
+
+
+def test_greek_stop_words_are_modern_greek_with_or_without_accents():
+    # stop-words' Greek list is Ancient Greek: "και", "η", "μεταξύ" were content words
+    greek = lang.stop_words_for("el")
+    assert {"και", "η", "ο", "από", "μεταξύ", "ενώ", "είναι", "ότι"} <= greek
+    assert not {"παρθενώνας", "γλυπτική", "ακρόπολη"} & greek

@@ -6,7 +6,8 @@
   frequent and most distinctive tokens, so a handful of them decides even a
   short question). No model is loaded, so it costs microseconds per text.
 - `stop_words_for`: stop words per language from the maintained `stop-words`
-  package; English keeps evalbeam's own list (so English scores do not move).
+  package (Modern Greek from `stopwordsiso`: stop-words has Ancient Greek);
+  English keeps evalbeam's own list (so English scores do not move).
 - `stem_for`: Snowball stemmers (nltk) per language; English keeps Porter.
 - `NEGATION_CUES`: words that flip a statement's polarity, per language.
 """
@@ -155,11 +156,30 @@ def is_cjk_char(ch: str) -> bool:
 
 @lru_cache(maxsize=None)
 def _package_stop_words(lang: str) -> frozenset[str]:
+    if lang in _FROM_STOPWORDS_ISO:
+        return _stopwords_iso(lang)
     try:
         from stop_words import get_stop_words
         return frozenset(w.lower() for w in get_stop_words(lang))
     except Exception:  # a language the package does not have
         return frozenset()
+
+
+# stop-words' Greek list is Ancient Greek (polytonic "καί", "τῶν"): Modern Greek's
+# comes from stopwordsiso, which writes most words without their accent
+_FROM_STOPWORDS_ISO = frozenset({"el"})
+_GREEK_ACCENTED = dict(zip("αεηιουω", "άέήίόύώ"))
+
+
+def _stopwords_iso(lang: str) -> frozenset[str]:
+    """stopwordsiso's list, with each unaccented Greek word also in every form
+    with one accent ("μεταξυ" -> "μεταξύ"): text is written with them."""
+    import stopwordsiso
+    words = {w.lower() for w in stopwordsiso.stopwords(lang)}
+    accented = {w[:i] + _GREEK_ACCENTED[c] + w[i + 1:] for w in words
+                if not any(ch in w for ch in _GREEK_ACCENTED.values())
+                for i, c in enumerate(w) if c in _GREEK_ACCENTED}
+    return frozenset(words | accented)
 
 
 @lru_cache(maxsize=None)
