@@ -302,6 +302,9 @@ def _period(m: re.Match[str]) -> tuple[str, int, int] | None:
 
 
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
+# date patterns that need a marker word of their own in the text (see _scan)
+_DATE_FAMILY = {"cjk": "cjk", "cjk_my": "cjk", "cjk_era": "cjk", "cjk_md": "cjk", "ko": "ko",
+                "ko_my": "ko", "ko_md": "ko", "vi": "vi", "vi_my": "vi", "vi_md": "vi", "fy": "fy"}
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 9am, 9 a.m., 9:30 PM
@@ -763,12 +766,12 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
     # they spell it): a text without one can only hold spelled-out numbers.
     has_digit = _DIGIT.search(text) is not None
     has_month = has_digit and _month_word(lang).search(text) is not None
+    # the marker words of the date families, looked for once per text
+    markers = {"cjk": "年" in text or "月" in text, "ko": "월" in text, "vi": "tháng" in text,
+               "fy": "FY" in text} if has_digit else {}
     # (and 元年, "the first year" of a Japanese era, which is written without one)
     for kind, pattern in _language_dates(lang) if has_digit or "元年" in text else ():
-        if (kind in _NEEDS_MONTH and not has_month) or (kind.startswith("cjk") and "年" not in text
-                                                        and "月" not in text) \
-                or (kind.startswith("ko") and "월" not in text) \
-                or (kind.startswith("vi") and "tháng" not in text) or (kind == "fy" and "FY" not in text):
+        if (kind in _NEEDS_MONTH and not has_month) or not markers.get(_DATE_FAMILY.get(kind), True):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
