@@ -129,3 +129,14 @@ def test_greek_stop_words_are_modern_greek_with_or_without_accents():
     greek = lang.stop_words_for("el")
     assert {"και", "η", "ο", "από", "μεταξύ", "ενώ", "είναι", "ότι"} <= greek
     assert not {"παρθενώνας", "γλυπτική", "ακρόπολη"} & greek
+
+
+@pytest.mark.parametrize("token, stem", [
+    ("남산서울타워의", "남산서울타워"), ("1980년에", "1980년"), ("1980년부터", "1980년"),
+    ("236.7미터이며", "236.7미터"), ("경복궁은", "경복궁"),
+    ("높이", "높이"),  # a particle-like ending that leaves one syllable is part of the word
+    ("공개되었습니다", "공개되었습니다"),  # verb endings are left alone
+])
+def test_korean_particles_are_stripped(token, stem):
+    # before, Korean had no stemmer: "1980년에" never met "1980년부터"
+    assert lang.stemmer_for("ko")(token) == stem

@@ -41,6 +41,8 @@ def test_language_probe(probe):
     if probe["kind"] in GOOD:
         assert facts == [], "a correct answer's figures, dates and names are all in its contexts"
         assert verdict != "FAIL"
+        if probe["lang"] == "ko":  # particles stripped: the wording matches its reference
+            assert verdict == "PASS"
     elif probe["kind"] in WRONG_FACT:
         assert facts, "the wrong figure, date or name is caught"
         assert verdict != "PASS"
@@ -49,5 +51,5 @@ def test_language_probe(probe):
 
 
 def test_the_probes_cover_ten_languages_and_every_kind():
-    assert len({p["lang"] for p in PROBES}) == 10
+    assert len({p["lang"] for p in PROBES}) == 10 and len(PROBES) == 61
     assert {p["kind"] for p in PROBES} == GOOD | WRONG_FACT | {"off_topic"}

@@ -8,7 +8,8 @@
 - `stop_words_for`: stop words per language from the maintained `stop-words`
   package (Modern Greek from `stopwordsiso`: stop-words has Ancient Greek);
   English keeps evalbeam's own list (so English scores do not move).
-- `stem_for`: Snowball stemmers (nltk) per language; English keeps Porter.
+- `stem_for`: Snowball stemmers (nltk) per language; English keeps Porter;
+  Korean strips its particles (`korean_stem`).
 - `NEGATION_CUES`: words that flip a statement's polarity, per language.
 """
 from __future__ import annotations
@@ -286,7 +287,33 @@ def stemmer_for(lang: str):
     if lang in _SNOWBALL:
         snow = _snowball(lang)
         return _memo_stem(lang, snow)
+    if lang == "ko":
+        return korean_stem
     return _identity
+
+
+# Korean writes particles and the copula onto the word ("남산서울타워의",
+# "1980년에", "236.7미터이며"); no Snowball stemmer exists for it. Stripping the
+# common ones (longest first), keeping two syllables of a Hangul word, lets
+# "1980년부터" meet "1980년에". Verb endings are left as they are.
+_KOREAN_PARTICLES = tuple(sorted((
+    "입니다", "이었습니다", "였습니다", "이며", "이고", "이다", "이라는", "라는", "에서는", "에서도",
+    "에서", "에게", "께서", "까지", "부터", "처럼", "보다", "으로는", "으로", "로는", "에는", "에도",
+    "와는", "과는", "이나", "은", "는", "이", "가", "을", "를", "에", "의", "로", "와", "과", "도",
+    "만", "나"), key=len, reverse=True))
+
+
+@lru_cache(maxsize=1 << 15)
+def korean_stem(token: str) -> str:
+    if not token or not ("\uac00" <= token[-1] <= "\ud7a3"):
+        return token
+    for particle in _KOREAN_PARTICLES:
+        if token.endswith(particle):
+            rest = token[:-len(particle)]
+            hangul = sum(1 for c in rest if "\uac00" <= c <= "\ud7a3")
+            if hangul >= 2 or (rest and not ("\uac00" <= rest[0] <= "\ud7a3")):
+                return rest  # "1980년에" -> "1980년", "타워의" -> "타워"; "높이" stays
+    return token
 
 
 def _identity(token: str) -> str:
