@@ -228,6 +228,18 @@ def stop_word_hits(tokens: list[str]) -> list[int]:
     return hits
 
 
+_CYRILLIC_VOTERS = frozenset({"ru", "uk", "bg"})
+
+
+@lru_cache(maxsize=4096)
+def _votes(text: str) -> dict[str, int]:
+    """Per voting language (in VOTING_LANGUAGES order), its stop words among the
+    text's first 2,000 characters' tokens: what detect_language and
+    language_near decide on."""
+    from transforms.text import tokenize_plain
+    return dict(zip(VOTING_LANGUAGES, stop_word_hits(tokenize_plain(text[:2000]))))
+
+
 @lru_cache(maxsize=4096)
 def detect_language(text: str) -> str:
     """ISO 639-1 code of the text's language; "en" when nothing says otherwise."""
@@ -236,23 +248,19 @@ def detect_language(text: str) -> str:
         return "ja" if any(0x3040 <= ord(c) < 0x3100 for c in text[:2000]) else "zh"
     if script in ("hangul", "arabic", "hebrew", "greek"):
         return {"hangul": "ko", "arabic": "ar", "hebrew": "he", "greek": "el"}[script]
-    from transforms.text import tokenize_plain
-    tokens = tokenize_plain(text[:2000])
-    if not tokens:
-        return "en"
+    votes = _votes(text)
     best, best_hits = "en", 0
-    all_hits = stop_word_hits(tokens)
-    for lang, hits in zip(VOTING_LANGUAGES, all_hits):
-        if script == "cyrillic" and lang not in ("ru", "uk", "bg"):
+    for lang, hits in votes.items():
+        if script == "cyrillic" and lang not in _CYRILLIC_VOTERS:
             continue
         if hits > best_hits:
             best, best_hits = lang, hits
     if best_hits == 0 and script == "latin":
         return _by_letters(text[:2000], _OWN_LETTERS) or "en"
     if best != "en":
-        if all_hits[0] >= best_hits:  # English's hits; ties go to English
+        if votes["en"] >= best_hits:  # English's hits; ties go to English
             return "en"
-        tied = [lang for lang, hits in zip(VOTING_LANGUAGES, all_hits) if hits == best_hits]
+        tied = [lang for lang, hits in votes.items() if hits == best_hits]
         if len(tied) > 1 and script == "latin":  # "za" is Polish and Czech
             return _by_letters(text[:2000], tied) or best
     return best
@@ -354,13 +362,6 @@ def _enough_words(text: str) -> bool:
 
 
 MIN_LANGUAGE_VOTES = 2  # stop words a language needs in a text to be told apart
-_CYRILLIC_VOTERS = frozenset({"ru", "uk", "bg"})
-
-
-@lru_cache(maxsize=4096)
-def _votes(text: str) -> dict[str, int]:
-    from transforms.text import tokenize_plain
-    return dict(zip(VOTING_LANGUAGES, stop_word_hits(tokenize_plain(text[:2000]))))
 
 
 def _votes_apart(text: str, lang: str, other: str) -> bool:

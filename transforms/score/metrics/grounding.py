@@ -427,7 +427,7 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
             if e.words not in seen_entities:
                 ok = index.has_words(e.words) or (
                     lang in _NOUNS_CAPITALISED and _has_name_after_noun(e.words, index)) or \
-                    _opening_word_and_figure(e, sentence, index, values_of, lang)
+                    _opening_word_and_figure(e, index, values_of, lang)
                 seen_entities[e.words] = ok
                 checks.append(Check("entity", e.text, ok))
         checks += _bindings(sentence, ents, seen_entities, answer_entities, index,
@@ -446,19 +446,19 @@ def check_answer(answer: str, index: ContextIndex, values_of: Callable[[str], li
     return checks
 
 
-def _opening_word_and_figure(e: Entity, sentence: str, index: ContextIndex, values_of,
-                             lang: str) -> bool:
+def _opening_word_and_figure(e: Entity, index: ContextIndex, values_of, lang: str) -> bool:
     """A capital opening a sentence and a figure read as one name ("Expect 5–7
     days", "Tingginya 132 meter"): when the contexts never use that word, it
     names nothing, and the figure is checked alone. A word they use keeps the
     pair a name ("Voyager 2 crossed …"), so its figure's pairing is checked."""
-    if e.start != 0 or len(e.words) != 2 or not e.words[1][:1].isdigit():
+    parts = e.text.split(None, 1)
+    if e.start != 0 or len(e.words) != 2 or not e.words[1][:1].isdigit() or len(parts) != 2:
+        return False  # ("Model-3" is one word: a name)
+    opener, figure = parts
+    if e.words[0] in index.tokens or e.words[0] in index.question_tokens or \
+            is_strong_name_word(opener, lang):
         return False
-    opener = e.words[0]
-    if opener in index.tokens or opener in index.question_tokens or \
-            is_strong_name_word(e.text.split()[0], lang):
-        return False
-    keys = {k for a in values_of(sentence[e.start:e.end].split(None, 1)[-1], lang) for k in a.keys}
+    keys = {k for a in values_of(figure, lang) for k in a.keys}
     return bool(keys) and any(keys & s["values"] for s in index.sentences)
 
 

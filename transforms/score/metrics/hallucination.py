@@ -55,8 +55,8 @@ from schemas.records import MetricResult
 from transforms.score.metrics.grounding import (APPROXIMATE_WORDS, QUANTITY_WORDS, THOUSANDS,
                                                YEAR_AFTER_NAME, is_strong_name_word)
 from transforms.lang import (detect_language, is_negated, language_near, negation_cues,
-                            other_language,
-                             script_of, stemmer_for, stop_words_for, stop_words_of)
+                            other_language, script_of, stemmer_for, stop_words_for,
+                            stop_words_of)
 from transforms.text import normalize_digits
 from transforms.text import stem as _stem
 from transforms.text import stop_words, tokenize
@@ -186,6 +186,16 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th|er|\.(?=\s))?(?![^\W_])"
 _YEAR = r"(?P<year>\d{4})(?!\d)"
 
 
+def _counted_dates(family: str, year: str, month: str,
+                   day: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Full date, month-year and month-day of a script that writes a counter
+    word after each part (年 月 日, 년 월 일)."""
+    y, mo, d = r"(?P<year>\d{4})\s?", r"(?P<month>\d{1,2})\s?", r"(?P<day>\d{1,2})\s?"
+    return ((family, re.compile(rf"(?<!\d){y}{year}\s?{mo}{month}\s?{d}{day}")),
+            (f"{family}_my", re.compile(rf"(?<!\d){y}{year}\s?{mo}{month}(?!\s?\d)")),
+            (f"{family}_md", re.compile(rf"(?<![\d{year}]){mo}{month}\s?{d}{day}")))
+
+
 def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The date patterns around a month-name pattern `mon`."""
     return (
@@ -197,15 +207,13 @@ def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("dmy", re.compile(rf"(?<![^\W_]){_DAY}\s+(?:of\s+|de\s+)?{mon},?\s+(?:de\s+|del\s+)?{_YEAR}")),
         # 03/04/2024, 3.4.2024: day and month order is ambiguous
         ("numeric", re.compile(r"(?<![\w.\-/])(?P<a>\d{1,2})([-/.])(?P<b>\d{1,2})\2(?P<year>\d{4})(?![\d]|[.\-/]\d)")),
-        # 2024年3月3日
-        ("cjk", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
-        # 2024年3月
-        ("cjk_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?年\s?(?P<month>\d{1,2})\s?月(?!\s?\d)")),
         # 平成24年5月22日, 令和元年: a Japanese era year, with or without month and day
         ("cjk_era", re.compile(r"(?P<era>令和|平成|昭和|大正|明治)\s?(?P<eyear>元|\d{1,2})\s?年"
                                r"(?:\s?(?P<month>\d{1,2})\s?月(?:\s?(?P<day>\d{1,2})\s?日)?)?")),
-        # 3月3日, 3月3号 (no year: "2019年)10月1日", or the year said before)
-        ("cjk_md", re.compile(r"(?<![\d年])(?P<month>\d{1,2})\s?月\s?(?P<day>\d{1,2})\s?[日号]")),
+        # 2024年3月3日, 2024年3月, 3月3日 / 3月3号 (no year: "2019年)10月1日")
+        *_counted_dates("cjk", "年", "月", "[日号]"),
+        # 2024년 3월 3일, 2024년 3월, 3월 3일 (Korean)
+        *_counted_dates("ko", "년", "월", "일"),
         # ngày 27 tháng 5 năm 1937, tháng 5 năm 1937, 27 tháng 5 (Vietnamese)
         ("vi", re.compile(r"(?<!\d)(?P<day>\d{1,2})\s+tháng\s+(?P<month>\d{1,2}),?\s+năm\s+"
                           r"(?P<year>\d{4})(?!\d)")),
@@ -213,10 +221,6 @@ def _date_patterns(mon: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("vi_md", re.compile(r"(?<!\d)(?P<day>\d{1,2})\s+tháng\s+(?P<month>\d{1,2})(?!\d)")),
         # FY2023, FY 2024, FY24: a fiscal year, named by the year it ends in
         ("fy", re.compile(r"(?<![^\W_])FY\s?['’]?(?P<year>\d{4}|\d{2})(?![^\W_])")),
-        # 2024년 3월 3일, 2024년 3월, 3월 3일 (Korean)
-        ("ko", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월\s?(?P<day>\d{1,2})\s?일")),
-        ("ko_my", re.compile(r"(?<!\d)(?P<year>\d{4})\s?년\s?(?P<month>\d{1,2})\s?월(?!\s?\d)")),
-        ("ko_md", re.compile(r"(?<![\d년])(?P<month>\d{1,2})\s?월\s?(?P<day>\d{1,2})\s?일")),
         # March 2024 / mayo de 1998
         ("my", re.compile(rf"(?<![^\W_]){mon},?\s+(?:of\s+|de\s+|del\s+)?{_YEAR}")),
         # March 3 / 3 March (no year)
@@ -302,9 +306,6 @@ def _period(m: re.Match[str]) -> tuple[str, int, int] | None:
 
 
 _NEEDS_MONTH = frozenset({"mdy", "dmy", "my", "md", "dm"})
-# date patterns that need a marker word of their own in the text (see _scan)
-_DATE_FAMILY = {"cjk": "cjk", "cjk_my": "cjk", "cjk_era": "cjk", "cjk_md": "cjk", "ko": "ko",
-                "ko_my": "ko", "ko_md": "ko", "vi": "vi", "vi_my": "vi", "vi_md": "vi", "fy": "fy"}
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 9am, 9 a.m., 9:30 PM
@@ -365,57 +366,43 @@ def _date_from_match(kind: str, m: re.Match[str]) -> tuple[str, tuple[str, ...]]
     g = m.groupdict()
     month = _ALL_MONTHS[g["mon"].lower()] if g.get("mon") else (
         int(g["month"]) if g.get("month") else None)
-    if kind == "cjk_era":
-        return _era_date(g["era"], g["eyear"], month, g.get("day"))
-    if kind == "fy":
-        year = g["year"] if len(g["year"]) == 4 else "20" + g["year"]
-        return year, (year,)
-    if kind in ("cjk_my", "ko_my", "vi_my"):
-        month = int(g["month"])
-        if not 1 <= month <= 12:
-            return None
-        norm = f"{int(g['year']):04d}-{month:02d}"
-        return norm, (norm,)
-    if kind in ("ymd", "mdy", "dmy", "cjk", "ko", "vi"):
-        year, day = int(g["year"]), int(g["day"])
-        month = month if month is not None else int(g["month"])
-        if not _valid_date(year, month, day):
-            return None
-        norm = f"{year:04d}-{month:02d}-{day:02d}"
-        return norm, (norm,)
     if kind == "numeric":
         year, a, b = int(g["year"]), int(g["a"]), int(g["b"])
         readings = [(a, b), (b, a)] if a != b else [(a, b)]  # (month, day)
         isos = tuple(f"{year:04d}-{mo:02d}-{d:02d}" for mo, d in readings if _valid_date(year, mo, d))
         return (isos[0], isos) if isos else None
-    if kind == "my":
-        norm = f"{int(g['year']):04d}-{month:02d}"
+    day = int(g["day"]) if g.get("day") else None
+    if kind in ("md", "dm") or kind.endswith("_md"):  # a month-day without a year
+        if not _valid_date(2000, month, day):  # 2000 is a leap year: Feb 29 is fine
+            return None
+        norm = f"--{month:02d}-{day:02d}"
         return norm, (norm,)
-    # "md" / "dm": a month-day without a year
-    day = int(g["day"])
-    if not _valid_date(2000, month, day):  # 2000 is a leap year: Feb 29 is fine
-        return None
-    norm = f"--{month:02d}-{day:02d}"
-    return norm, (norm,)
+    if kind == "cjk_era":
+        year = _ERAS[g["era"]] + (0 if g["eyear"] == "元" else int(g["eyear"]) - 1)
+    elif kind == "fy":
+        year = int(g["year"]) + (2000 if len(g["year"]) == 2 else 0)
+    else:
+        year = int(g["year"])
+    return _calendar_date(year, month, day)
 
 
 # The first year of each Japanese era: 平成24年 is 1989 + 24 - 1 = 2012, 元年 its first year
 _ERAS = {"明治": 1868, "大正": 1912, "昭和": 1926, "平成": 1989, "令和": 2019}
 
 
-def _era_date(era: str, era_year: str, month: int | None,
-              day: str | None) -> tuple[str, tuple[str, ...]] | None:
-    year = _ERAS[era] + (0 if era_year == "元" else int(era_year) - 1)
+def _calendar_date(year: int, month: int | None,
+                   day: int | None) -> tuple[str, tuple[str, ...]] | None:
+    """A year, month-year or full date in ISO form, None when there is no such date."""
     if month is None:
-        return str(year), (str(year),)
-    if day is None:
+        norm = str(year)
+    elif day is None:
         if not 1 <= month <= 12:
             return None
         norm = f"{year:04d}-{month:02d}"
-        return norm, (norm,)
-    if not _valid_date(year, month, int(day)):
+    elif _valid_date(year, month, day):
+        norm = f"{year:04d}-{month:02d}-{day:02d}"
+    else:
         return None
-    norm = f"{year:04d}-{month:02d}-{int(day):02d}"
     return norm, (norm,)
 
 
@@ -665,7 +652,7 @@ _MEASURES: dict[str, tuple[str, str]] = {
     **dict.fromkeys(("gb", "gigabyte", "gigabytes"), ("byte", "1000000000")),
     **dict.fromkeys(("mb", "megabyte", "megabytes"), ("byte", "1000000")),
     **dict.fromkeys(("kb", "kilobyte", "kilobytes"), ("byte", "1000")),
-    **dict.fromkeys(("l", "litre", "litres", "liter", "liters", "liter", "litros", "litri"), ("litre", "1")),
+    **dict.fromkeys(("l", "litre", "litres", "liter", "liters", "litros", "litri"), ("litre", "1")),
     **dict.fromkeys(("ml", "millilitre", "millilitres", "milliliter", "milliliters"), ("litre", "0.001")),
 }
 _UNIT_AFTER = re.compile(r"[ \u00a0-]?([^\W\d_]+)")
@@ -771,7 +758,8 @@ def _scan(text: str, unique: bool = False, lang: str | None = None, names_too: b
                "fy": "FY" in text} if has_digit else {}
     # (and 元年, "the first year" of a Japanese era, which is written without one)
     for kind, pattern in _language_dates(lang) if has_digit or "元年" in text else ():
-        if (kind in _NEEDS_MONTH and not has_month) or not markers.get(_DATE_FAMILY.get(kind), True):
+        # a family's patterns ("cjk", "cjk_my", ...) need its marker word
+        if (kind in _NEEDS_MONTH and not has_month) or not markers.get(kind.partition("_")[0], True):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
@@ -1243,10 +1231,12 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("empty answer")
 
     evidence = _evidence_for(tuple(usable))
+    index = _index_for(tuple(usable), question or "")
     sources = _joined(tuple(usable))
     prepared = _prepare(answer)
+    # read in the contexts' language unless the answer clearly is in another one
     temporal, numbers = _scan(prepared, unique=True, answer=True,
-                              lang=language_near(answer, detect_language(sources)))
+                              lang=language_near(answer, index.lang))
     values = _dedupe_values((*temporal, *numbers))
     # An answer in another language than its contexts ("ja" to "en" passages)
     # cannot be checked word by word: only its figures, dates and names are.
@@ -1276,7 +1266,6 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
                "a rounded context figure" if rounded else "")
         if not (in_contexts or in_question) and stated.value(a.keys):
             found[-1]["in_expected_answer"] = True
-    index = _index_for(tuple(usable), question or "")
     claims = [c for c in claims if _topical(c, index)]
     for c in claims:
         norm = f"{'+'.join(c.subject)}|{c.verb}|{'+'.join(c.obj)}"
