@@ -10,46 +10,28 @@ boundaries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
-
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from pipeline.config import Config
+from pipeline.plan import Plan
 from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
-from transforms.publish.finalize import Finalize, RunInfo
+from transforms.publish.finalize import Finalize
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
                                read_references)
 from transforms.read.duplicates import FindDuplicateIds
 from transforms.enrich.embed import EmbedTurns
 from transforms.enrich.judge.stage import JudgeTurns
-from transforms.read.cases import ReadCases, Shard
+from transforms.read.cases import ReadCases
 from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
                              result_row, score_rows, worst_case_row)
-from transforms.score.scoring import SCORERS, ScoreAll, Scorer, ScoreWith
-from transforms.remote.cache import CacheSpec
+from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
 from transforms.publish.summary import MetricStatsFn, summary_keys
 from transforms.decide.verdict import ApplyVerdict
 from transforms.publish.write import WriteRows
 
 WORST_CASES_PER_BOT = 10
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Everything decided before the pipeline runs (validated up front)."""
-
-    config: Config
-    info: RunInfo
-    shards: Sequence[Shard]
-    columns: Mapping[str, str]
-    scorers: Sequence[tuple[Scorer, dict]]
-    judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
-    rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    cache: CacheSpec | None = None        # call cache of judge and embedding calls
 
 
 class Read(beam.PTransform):

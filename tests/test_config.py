@@ -108,7 +108,7 @@ def test_redaction_keeps_env_names_and_hides_values():
 
 def test_worker_share_defaults_to_one_over_workers():
     from apache_beam.options.pipeline_options import PipelineOptions
-    from pipeline.cli import share_limits, worker_count
+    from pipeline.plan import share_limits, worker_count
     cfg = parse_config({"endpoints": {"a": {"base_url": "http://x"},
                                       "b": {"base_url": "http://y", "worker_share": 0.25}}})
     mp = PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=4"])
@@ -155,7 +155,7 @@ def test_judge_config_errors_name_the_key(judge, words):
 
 
 def test_template_override_must_keep_the_placeholders(tmp_path):
-    from pipeline.cli import check_judge
+    from pipeline.plan import check_judge
     bad = tmp_path / "rel.txt"
     bad.write_text("Rate {answer} please")
     cfg = parse_config({"endpoints": _EP, "judge": {"endpoint": "llm", "model": "m",

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from pipeline.cli import make_plan, _parser
+from pipeline.cli import _parser
+from pipeline.plan import make_plan
 from schemas.records import EvalCase, MetricResult, Turn
 from tests.conftest import write_cases
 from tests.pipeline_helpers import manifest, read_rows, run_cli, run_cli_subprocess

@@ -189,7 +189,7 @@ def test_judge_in_multi_processing_mode_shares_the_call_cache(tmp_path):
 def test_the_bundled_judge_example_config_plans(monkeypatch, tmp_path):
     """examples/support/config_judge.yaml is valid and selects every judge metric."""
     import argparse
-    from pipeline.cli import make_plan
+    from pipeline.plan import make_plan
     from tests.conftest import EXAMPLE
     from transforms.enrich.judge.tasks import JUDGE_METRICS
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from apache_beam.io.filesystem import FileSystem
 
-from pipeline.cli import call_cache
+from pipeline.plan import call_cache
 from pipeline.config import ConfigError, parse_config
 from tests.fake_server import FakeOpenAI
 from tests.pipeline_helpers import fake_runtime, manifest, read_rows

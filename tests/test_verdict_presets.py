@@ -83,7 +83,7 @@ def test_unless_is_parsed_and_checked():
     with pytest.raises(ConfigError, match=r"verdict.rules\[0\].unless must be a metric name"):
         parse_config({"verdict": {"rules": [
             {"metric": "bleu", "below": 0.2, "verdict": "WARN", "unless": 3}]}})
-    from pipeline.cli import applicable_rules
+    from pipeline.plan import applicable_rules
     with pytest.raises(ConfigError, match=r"verdict.rules\[0\].unless 'rougeL' is not a metric"):
         applicable_rules(cfg, ("bleu",))
     assert applicable_rules(cfg, ("bleu", "rougeL")) is cfg

