@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pipeline.postrun.stats import bootstrap_intervals  # noqa: E402
+from transforms.publish.paired import bootstrap_intervals  # noqa: E402
 
 
 def draw(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -79,7 +79,22 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--baseline", required=True, help="RUN_ID, or RUN_ID:BOT for bot against bot")
     cmp.add_argument("--candidate", required=True, help="RUN_ID, or RUN_ID:BOT")
     cmp.add_argument("--config", help="YAML config whose gate: rules apply")
+    cmp.add_argument("--min-difference", type=_non_negative, default=None, metavar="D",
+                     help="minimum practical difference: a case whose value moved by at most D "
+                          "is a tie (W/T/L) and a zero in the tests, and a metric changed only "
+                          "when its mean moved by more than D (default 0.001, above the float "
+                          "noise of two runs of the same inputs)")
     return parser
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
 
 
 def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:

@@ -87,6 +87,7 @@ COMPARISONS = TableSpec("comparisons", pa.schema([
     ("wins", _I), ("ties", _I), ("losses", _I),
     ("only_in_baseline", _I), ("only_in_candidate", _I), ("duplicate_case_id", _I),
     ("transitions", _S),                           # pass_rate rows: JSON {"PASS->FAIL": n, ...}
+    ("min_difference", _D),                        # changes up to it were ties (--min-difference)
 ]), ("run_date",))
 
 ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite

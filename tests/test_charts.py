@@ -79,9 +79,11 @@ def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
                                                     range=list(CHANGE_COLOURS.values())),
                        legend=alt.Legend(orient="bottom", title=None))
     y = alt.Y("metric:N", title=None, sort=None)
+    half = charts.forest_half_width(deltas, 0.01)
     zero = alt.Chart().mark_rule(color="#57606a", strokeDash=[4, 3]).encode(x="zero:Q")
     rules = alt.Chart().mark_rule(strokeWidth=2).encode(
-        y=y, x=alt.X("ci_low:Q", title="candidate − baseline (95% interval)"), x2="ci_high:Q",
+        y=y, x=alt.X("ci_low:Q", title="candidate − baseline (95% interval)",
+                     scale=alt.Scale(domain=[-half, half])), x2="ci_high:Q",
         color=colour)
     points = alt.Chart().mark_point(filled=True, size=60).encode(y=y, x="delta:Q", color=colour)
     return alt.layer(zero, rules, points, data=alt.Data(values=list(deltas))).transform_calculate(

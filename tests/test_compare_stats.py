@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.postrun.stats import (bootstrap_intervals, holm, is_binary, mcnemar_p,
+from transforms.publish.paired import (bootstrap_intervals, holm, is_binary, mcnemar_p,
                                     poisson_weights, wilcoxon_p)
 
 

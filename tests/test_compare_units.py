@@ -2,6 +2,8 @@
 bot only one run has, cases without a suite; and the gate's rules."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -87,3 +89,66 @@ def test_gate_rule_filters_and_unmatched_rules():
     with pytest.raises(GateError, match=r"gate\[0\] \{metric: rouge, max_drop: 0.1\} matches "
                                         r"nothing compared \(bots: a, b; metrics: faithfulness\)"):
         check_gate([GateRule("rouge", 0.1)], rows)
+
+
+def _noisy_twins(out: str, n: int = 200) -> None:
+    """Two runs of the same answers whose continuous metric differs by float
+    noise only (±1e-7, as embedding metrics between two runs of one input)."""
+    rng = np.random.default_rng(3)
+    ids = [f"c{i:03d}" for i in range(n)]
+    suites = np.array(["a", "b"] * (n // 2))
+    verdicts = np.array(["PASS", "FAIL"] * (n // 2))
+    base = {"similarity": rng.random(n), "exact": (rng.random(n) < 0.5).astype(float)}
+    cand = {"similarity": base["similarity"] + rng.choice([-1e-7, 1e-7], n) * rng.random(n),
+            "exact": base["exact"]}
+    write_run(out, "r1", "2026-01-01", "bot", ids, suites, base, verdicts)
+    write_run(out, "r2", "2026-01-02", "bot", ids, suites, cand, verdicts)
+
+
+def test_float_noise_between_identical_runs_is_no_change(tmp_path):
+    out = str(tmp_path)
+    _noisy_twins(out)
+    c = compare(out, Side("r1"), Side("r2"))
+    for row in c["rows"]:
+        assert (row["wins"], row["losses"]) == (0, 0), row
+        assert row["ties"] == row["n_pairs"] and not row["significant"]
+        assert row["min_difference"] == 1e-3
+    assert c["regressed"] == {"bot": []}  # nothing is "most regressed"
+    sim = next(r for r in c["rows"] if r["metric"] == "similarity" and r["suite"] == "*")
+    assert sim["n_pairs"] == 200 and sim["p_value"] == 1.0
+
+
+def test_min_difference_widens_the_ties(tmp_path):
+    out, ids = str(tmp_path), [f"c{i}" for i in range(60)]
+    suites, verdicts = np.array(["s"] * 60), np.array(["PASS"] * 60)
+    write_run(out, "b", "2026-01-01", "bot", ids, suites, _values(60), verdicts)
+    write_run(out, "c", "2026-01-02", "bot", ids, suites, _values(60, -0.05), verdicts)
+    strict = compare(out, Side("b"), Side("c"))
+    loose = compare(out, Side("b"), Side("c"), min_difference=0.1)
+
+    def score(c):
+        return next(r for r in c["rows"] if r["metric"] == "score" and r["suite"] == "*")
+    assert score(strict)["losses"] == 60 and score(strict)["significant"]
+    assert (score(loose)["wins"], score(loose)["ties"], score(loose)["losses"]) == (0, 60, 0)
+    assert not score(loose)["significant"] and loose["regressed"] == {"bot": []}
+
+
+def test_failing_gate_rules_are_printed_first(tmp_path, capsys):
+    from pipeline.cli import run
+    out = str(tmp_path / "out")
+    ids = [f"c{i}" for i in range(60)]
+    suites, verdicts = np.array(["s"] * 60), np.array(["PASS"] * 60)
+    write_run(out, "b", "2026-01-01", "bot", ids, suites, _values(60), verdicts)
+    write_run(out, "c", "2026-01-02", "bot", ids, suites, _values(60, -0.05), verdicts)
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("gate:\n  - {metric: pass_rate, max_drop: 0.1}\n"
+                   "  - {metric: halluc, max_drop: 0.5}\n  - {metric: score, max_drop: 0.01}\n")
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c",
+                "--config", str(cfg)]) == 4
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gate: FAILED gate[2] {metric: score, max_drop: 0.01}: bot score")
+    assert lines[1] == "gate: 1 of 3 checks failed (3 rules)"
+    md = open(os.path.join(out, "runs", "c", "compare", "b.md"), encoding="utf-8").read()
+    gate = [line for line in md.splitlines() if line.startswith("- **")]
+    assert gate[0].startswith("- **FAIL** gate[2]") and len(gate) == 3
+    assert "Minimum practical difference: 0.001" in md

@@ -29,16 +29,14 @@ import pyarrow as pa
 
 from pipeline.config import load_config
 from pipeline.postrun.gate import check_gate
-from pipeline.postrun.stats import (TIE, bootstrap_intervals, holm, is_binary, mcnemar_p,
-                                    wilcoxon_p)
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
-from transforms.publish.compare_page import (change, delta_text, render_compare_html,
-                                             render_compare_md)
+from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
+from transforms.publish.paired import (MIN_DIFFERENCE, TIE, change, group_rows,
+                                       transitions)
 from transforms.publish.write import RUN_ID_PATTERN, write_table_file
 from transforms.score.scoring import UNSCALED
 
-ALPHA = 0.05
 REGRESSED_CASES = 10   # most regressed cases per bot on the pages
 LISTED_UNPAIRED = 50   # unpaired case ids per bot and kind on the pages (all in the CSV)
 UNPAIRED_KINDS = ("only_in_baseline", "only_in_candidate", "duplicate_case_id")
@@ -235,47 +233,19 @@ class Tables:
 
 # ------------------------------------------------------------------ statistics
 
-def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool) -> dict:
-    """Paired statistics of one metric in one group (the interval comes apart)."""
-    delta = cand - base
-    ok = ~np.isnan(delta)
-    b, c, d = base[ok], cand[ok], delta[ok]
-    n = int(ok.sum())
-    gain = d if higher_is_better else -d
-    wins, losses = int((gain > TIE).sum()), int((gain < -TIE).sum())
-    row = {"n_pairs": n, "null_pairs": int(len(delta) - n), "wins": wins, "losses": losses,
-           "ties": n - wins - losses, "higher_is_better": higher_is_better,
-           "baseline_mean": None, "candidate_mean": None, "delta": None, "test": None,
-           "p_value": None}
-    if n == 0:
-        return row
-    row.update(baseline_mean=float(b.mean()), candidate_mean=float(c.mean()),
-               delta=float(d.mean()))
-    if is_binary(b, c):
-        row.update(test="mcnemar", p_value=mcnemar_p(int(((b == 1) & (c == 0)).sum()),
-                                                     int(((b == 0) & (c == 1)).sum())))
-    else:
-        row.update(test="wilcoxon", p_value=wilcoxon_p(d))
-    return row
-
-
-def transitions(vb: np.ndarray, vc: np.ndarray) -> dict[str, int]:
-    """Verdict pairs 'PASS->FAIL': count, all sixteen (unknown verdicts left out)."""
-    known = (vb >= 0) & (vc >= 0)
-    counts = np.bincount(vb[known] * len(VERDICTS) + vc[known], minlength=len(VERDICTS) ** 2)
-    return {f"{a}->{b}": int(counts[i * len(VERDICTS) + j])
-            for i, a in enumerate(VERDICTS) for j, b in enumerate(VERDICTS)}
-
-
 def regression_order(base: np.ndarray, cand: np.ndarray, vb: np.ndarray, vc: np.ndarray,
-                     sign: np.ndarray, limit: int) -> list[int]:
+                     sign: np.ndarray, limit: int,
+                     min_difference: float = MIN_DIFFERENCE) -> list[int]:
     """Rows that regressed most: the verdict got worse by most steps, then the
     largest summed drop of the [0, 1] metrics (sign: +1 higher is better, -1
-    lower; 0 leaves a metric out). Rows that did not regress are left out."""
+    lower; 0 leaves a metric out). Rows that did not regress are left out: a
+    metric's drop counts only beyond the minimum practical difference."""
     steps = np.where((vb >= 0) & (vc >= 0), vc.astype(int) - vb.astype(int), 0)
-    drop = np.nansum((base - cand) * sign, axis=1)
+    drops = (base - cand) * sign
+    drops = np.where(np.abs(drops) > max(min_difference, TIE), drops, 0.0)
+    drop = np.nansum(drops, axis=1)
     order = np.lexsort((-drop, -steps))
-    worse = (steps > 0) | ((steps == 0) & (drop > TIE))
+    worse = (steps > 0) | ((steps == 0) & (drop > 0))
     return [int(i) for i in order if worse[i]][:limit]
 
 
@@ -290,6 +260,7 @@ class Pairs:
     vb: np.ndarray
     vc: np.ndarray
     groups: list[tuple[str, str | None, int, int]]
+    min_difference: float = MIN_DIFFERENCE
 
 
 def _bots(groups) -> dict[str, tuple[int, int, list[tuple[str | None, int, int]]]]:
@@ -306,26 +277,19 @@ def bot_rows(bot: str, pairs: Pairs) -> list[dict]:
     start, stop, parts = _bots(pairs.groups)[bot]
     base, cand = pairs.base[start:stop], pairs.cand[start:stop]
     vb, vc = pairs.vb[start:stop], pairs.vc[start:stop]
-    cuts = [s - start for _, s, _ in parts]
-    intervals = bootstrap_intervals(cand - base, cuts, seed=[zlib.crc32(bot.encode()), 1])
-    groups = [(ALL_SUITES, 0, stop - start)] + [(suite, s - start, e - start)
+    suites = [(ALL_SUITES, 0, stop - start)] + [(suite, s - start, e - start)
                                                  for suite, s, e in parts]
+    groups = group_rows(base, cand, pairs.higher, pairs.metrics,
+                        [s - start for _, s, _ in parts], [zlib.crc32(bot.encode()), 1],
+                        pairs.min_difference)
     rows = []
-    for (suite, a, b), (low, high) in zip(groups, intervals):
+    for (suite, a, b), group in zip(suites, groups):
         if suite is None:  # cases without a suite count in the all-suites rows only
             continue
-        group = []
-        for j, metric in enumerate(pairs.metrics):
-            row = metric_row(base[a:b, j], cand[a:b, j], pairs.higher[j])
-            row.update(bot=bot, suite=suite, metric=metric,
-                       ci_low=None if np.isnan(low[j]) else float(low[j]),
-                       ci_high=None if np.isnan(high[j]) else float(high[j]))
-            if metric == PASS_RATE:
+        for row in group:
+            row.update(bot=bot, suite=suite)
+            if row["metric"] == PASS_RATE:
                 row["transitions"] = json.dumps(transitions(vb[a:b], vc[a:b]))
-            group.append(row)
-        for row, adjusted in zip(group, holm([r["p_value"] for r in group])):
-            row["p_adjusted"] = adjusted
-            row["significant"] = adjusted is not None and adjusted < ALPHA
         rows.extend(group)
     return rows
 
@@ -337,7 +301,8 @@ def in_unit_range(stats: dict) -> bool:
     return stats["lo"] is None or (0 <= stats["lo"] and stats["hi"] <= 1)
 
 
-def read_pairs(tables: Tables) -> tuple[Pairs, dict[str, list[str]]]:
+def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE
+               ) -> tuple[Pairs, dict[str, list[str]]]:
     """The paired value matrices; and the metrics only one side has."""
     mb, mc = tables.metrics(tables.baseline), tables.metrics(tables.candidate)
     if not mb or not mc:
@@ -356,7 +321,8 @@ def read_pairs(tables: Tables) -> tuple[Pairs, dict[str, list[str]]]:
                   higher=[True, *(mb[m]["higher_is_better"] and mc[m]["higher_is_better"]
                                   for m in compared)],
                   unit=[True, *unit], base=np.hstack([passed[0], base]),
-                  cand=np.hstack([passed[1], cand]), vb=vb, vc=vc, groups=groups)
+                  cand=np.hstack([passed[1], cand]), vb=vb, vc=vc, groups=groups,
+                  min_difference=min_difference)
     only = {"only_in_baseline": sorted(set(mb) - set(mc)),
             "only_in_candidate": sorted(set(mc) - set(mb))}
     return pairs, only
@@ -369,7 +335,7 @@ def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
                              for h, u in zip(pairs.higher[1:], pairs.unit[1:])])
     base, cand = pairs.base[start:stop], pairs.cand[start:stop]
     picked = regression_order(base, cand, pairs.vb[start:stop], pairs.vc[start:stop], sign,
-                              REGRESSED_CASES)
+                              REGRESSED_CASES, pairs.min_difference)
     if not picked:
         return []
     ids = tables.case_ids([start + i for i in picked])
@@ -381,7 +347,8 @@ def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
         drops = sorted(((base[i, j] - cand[i, j]) * sign[j], pairs.metrics[j], base[i, j],
                         cand[i, j]) for j in range(len(pairs.metrics))
                        if sign[j] and not np.isnan(base[i, j] - cand[i, j]))
-        top = [f"{m} {b:.2f} → {c:.2f}" for d, m, b, c in reversed(drops[-3:]) if d > TIE]
+        top = [f"{m} {b:.2f} → {c:.2f}" for d, m, b, c in reversed(drops[-3:])
+               if d > max(pairs.min_difference, TIE)]
         out.append({"case_id": case_id, "suite": ids[start + i][1],
                     "baseline": before.get(case_id, {}), "candidate": after.get(case_id, {}),
                     "metric_drops": top})
@@ -392,7 +359,8 @@ def pages_dir(output: str, candidate: Side) -> str:
     return os.path.join(output, "runs", candidate.run_id, "compare")
 
 
-def compare(output: str, baseline: Side, candidate: Side) -> dict[str, Any]:
+def compare(output: str, baseline: Side, candidate: Side,
+            min_difference: float = MIN_DIFFERENCE) -> dict[str, Any]:
     """The whole comparison as plain data (rows of the table, the pages'
     content); writes the list of unpaired cases, when there are any, as CSV."""
     if (baseline.bot is None) != (candidate.bot is None):
@@ -409,7 +377,7 @@ def compare(output: str, baseline: Side, candidate: Side) -> dict[str, Any]:
         try:
             tables = Tables(con, output, baseline, candidate)
             tables.load()
-            pairs, only = read_pairs(tables)
+            pairs, only = read_pairs(tables, min_difference)
             bots = list(_bots(pairs.groups))
             unpaired = tables.unpaired_counts()
             rows = []
@@ -433,7 +401,7 @@ def compare(output: str, baseline: Side, candidate: Side) -> dict[str, Any]:
                 "paired": {b: e - s for b, (s, e, _) in _bots(pairs.groups).items()},
                 "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
                 "unpaired": overall, "unpaired_listed": tables.unpaired_listed(),
-                "unpaired_csv": csv, "not_compared": only,
+                "unpaired_csv": csv, "not_compared": only, "min_difference": min_difference,
             }
         finally:
             con.close()
@@ -489,6 +457,23 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
     return lines
 
 
+LISTED_FAILURES = 10  # failed gate checks printed (all of them are on the pages)
+
+
+def gate_lines(failed: Sequence, rules: int, checks: int) -> list[str]:
+    """The gate's outcome first: every failed check (up to LISTED_FAILURES), or
+    that it passed."""
+    if not checks:
+        return []
+    if not failed:
+        return [f"gate: passed ({rules} rules, {checks} checks)"]
+    lines = [f"gate: FAILED {g.describe()}: {g.finding()}" for g in failed[:LISTED_FAILURES]]
+    if len(failed) > LISTED_FAILURES:
+        lines.append(f"gate: ... and {len(failed) - LISTED_FAILURES} more failed checks "
+                     "(all of them are on the pages)")
+    return lines + [f"gate: {len(failed)} of {checks} checks failed ({rules} rules)"]
+
+
 def run_compare(args) -> bool:
     """`evalbeam compare`: writes the table and pages, prints the summary;
     True when a gate rule failed. Raises CompareError, ConfigError or
@@ -496,19 +481,18 @@ def run_compare(args) -> bool:
     cfg = load_config(args.config)
     baseline = parse_side(args.baseline, "--baseline")
     candidate = parse_side(args.candidate, "--candidate")
-    c = compare(args.output, baseline, candidate)
-    checks = check_gate(cfg.gate, c["rows"])
+    min_difference = getattr(args, "min_difference", None)
+    c = compare(args.output, baseline, candidate,
+                MIN_DIFFERENCE if min_difference is None else min_difference)
+    checks = sorted(check_gate(cfg.gate, c["rows"]), key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]
     paths = write_comparison(c)
+    failed = [g for g in checks if g.failed]
+    for line in gate_lines(failed, len(cfg.gate), len(checks)):
+        print(line)
     for line in summary_lines(c):
         print(line)
-    failed = [g for g in checks if g.failed]
-    if failed:
-        print(f"gate: FAILED {failed[0].describe()}: {failed[0].finding()}"
-              + (f" (and {len(failed) - 1} more failed checks)" if len(failed) > 1 else ""))
-    elif checks:
-        print(f"gate: passed ({len(cfg.gate)} rules, {len(checks)} checks)")
     print(f"table:   {paths['table']}")
     print(f"pages:   {paths['md']}, {paths['html']}")
     if c["unpaired_csv"]:

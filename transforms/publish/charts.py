@@ -120,9 +120,20 @@ def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
         "columns": 3, "resolve": {"scale": {"y": "independent"}}})
 
 
-def forest(deltas: Sequence[Mapping[str, Any]]) -> Spec:
+def forest_half_width(deltas: Sequence[Mapping[str, Any]], floor: float) -> float:
+    """Half the x axis of a forest plot: the largest |delta| or interval end,
+    at least `floor`, so that float noise (±1e-9) is drawn as zero on a sane
+    axis rather than blown up to fill it."""
+    ends = [abs(d[k]) for d in deltas for k in ("delta", "ci_low", "ci_high")
+            if d.get(k) is not None]
+    return max([floor, *ends]) * 1.05
+
+
+def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01) -> Spec:
     """Candidate - baseline per metric with its 95% bootstrap interval, one
-    panel per bot (rows: bot, metric, delta, ci_low, ci_high, change)."""
+    panel per bot (rows: bot, metric, delta, ci_low, ci_high, change); the x
+    axis is symmetric around 0 and at least ±floor wide."""
+    half = forest_half_width(deltas, floor)
     colour = _field("change", "nominal", legend={"orient": "bottom", "title": None},
                     scale={"domain": list(CHANGE_COLOURS),
                            "range": list(CHANGE_COLOURS.values())})
@@ -135,7 +146,7 @@ def forest(deltas: Sequence[Mapping[str, Any]]) -> Spec:
             {"mark": {"type": "rule", "strokeWidth": 2},
              "encoding": _encoding(
                  color=colour, y=y, x2=_field("ci_high", None),
-                 x=_field("ci_low", "quantitative",
+                 x=_field("ci_low", "quantitative", scale={"domain": [-half, half]},
                           title="candidate − baseline (95% interval)"))},
             {"mark": {"type": "point", "filled": True, "size": 60},
              "encoding": _encoding(color=colour, x=_field("delta", "quantitative"), y=y)}],

@@ -12,21 +12,28 @@ from typing import Any, Iterable, Mapping, Sequence
 from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts
 from transforms.publish.html import Raw, figure, page, table, tag
+from transforms.publish.paired import MIN_DIFFERENCE, change
 from transforms.publish.report import md_cell
 
 METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
           "over the pairs where both have a value; its 95% interval is a percentile bootstrap "
           "that resamples cases (1,000 resamples, fixed seed). p: Wilcoxon signed-rank for "
           "continuous metrics, exact McNemar for 0/1 metrics and the pass rate; adjusted with "
-          "Holm's method across the metrics of each bot and suite. Significant: adjusted "
-          "p < 0.05. W/T/L: cases where the candidate is better / equal / worse.")
+          "Holm's method across the metrics of each bot and suite. A case whose value moved by "
+          "no more than the minimum practical difference is a tie (W/T/L) and a zero in the "
+          "tests; a metric is better or worse when its adjusted p < 0.05 and its mean moved "
+          "by more than that difference. W/T/L: cases where the candidate is better / equal / "
+          "worse.")
 UNPAIRED_TITLES = {"only_in_baseline": "only in the baseline",
                    "only_in_candidate": "only in the candidate",
                    "duplicate_case_id": "case id repeated within a run (not paired)"}
 
 
 def _signed(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:+.{digits}f}"
+    """+0.012; a value that rounds to zero is +0.000 (never -0.000)."""
+    if x is None:
+        return "–"
+    return f"{x:+.{digits}f}" if round(x, digits) != 0 else f"{0:+.{digits}f}"
 
 
 def _plain(x: float | None, digits: int = 3) -> str:
@@ -35,13 +42,6 @@ def _plain(x: float | None, digits: int = 3) -> str:
 
 def _p(x: float | None) -> str:
     return "–" if x is None else f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
-
-
-def change(row: Mapping[str, Any]) -> str:
-    """better / worse / no significant change."""
-    if not row.get("significant") or not row.get("delta"):
-        return "no significant change"
-    return "better" if (row["delta"] > 0) == row["higher_is_better"] else "worse"
 
 
 def delta_text(row: Mapping[str, Any]) -> str:
@@ -92,6 +92,8 @@ def headline(c: Mapping[str, Any]) -> list[str]:
         if parts:
             unpaired.append(f"{bot}: {', '.join(parts)}")
     lines.append("Not paired: " + ("; ".join(unpaired) if unpaired else "none") + ".")
+    lines.append(f"Minimum practical difference: {c.get('min_difference', MIN_DIFFERENCE):g} "
+                 "(per-case changes up to it are ties).")
     nc = c["not_compared"]
     for side, names in nc.items():
         if names:
@@ -202,7 +204,8 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
     points = forest_rows(c)
     parts.append(tag("h2", "Changes, all suites"))
     if points:
-        parts.append(figure(charts.render(charts.forest(points), "forest plot of deltas"),
+        floor = max(10 * c.get("min_difference", MIN_DIFFERENCE), 0.01)
+        parts.append(figure(charts.render(charts.forest(points, floor), "forest plot of deltas"),
                             "Candidate − baseline with its 95% bootstrap interval (metrics "
                             "scored in [0, 1] and the pass rate); green: significantly better, "
                             "red: significantly worse (Holm-adjusted p < 0.05); ↓ lower is "

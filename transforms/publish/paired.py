@@ -1,4 +1,6 @@
-"""Paired statistics of a comparison: plain numpy/scipy functions.
+"""Paired statistics of two sets of answers to the same cases (two runs in
+`evalbeam compare`, two bots of one run in the report's head-to-head): plain
+numpy/scipy functions, shared by both.
 
 - Interval of the paired delta: a percentile bootstrap that resamples cases,
   with a fixed seed. It is the Poisson bootstrap (as TFMA's): in each
@@ -10,6 +12,11 @@
   group's non-null pairs, so every metric of a block is one matrix product.
 - p-values: Wilcoxon's signed-rank test (scipy) for continuous metrics,
   McNemar's exact test for 0/1 metrics and the pass rate.
+- Minimum practical difference: a per-case change of at most
+  `min_difference` (default MIN_DIFFERENCE) is a tie, in the wins / ties /
+  losses and as a zero in the tests. Embedding metrics move in the 7th
+  decimal between two runs of the same inputs (a float32 vector depends on
+  its batch), which must never read as a change.
 - Multiple comparisons: Holm's step-down adjustment (family-wise error):
   a regression gate that fails a build should be wrong at most 5% of the
   time across all the metrics it looks at, not 5% per metric.
@@ -21,10 +28,17 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from schemas.tables import VERDICT_ORDER
+
 SEED = 20_240_611
 RESAMPLES = 1000
 LEVEL = 0.95
-TIE = 1e-9          # |delta| at or below this is a tie (float noise between runs)
+TIE = 1e-9          # |delta| at or below this is zero whatever the minimum difference
+# Default minimum practical difference: per-case changes up to this are ties.
+# Float noise between identical runs is ~1e-7 (BENCHMARKS.md); 0.001 on a
+# [0, 1] metric is below anything a person would call a change.
+MIN_DIFFERENCE = 1e-3
+ALPHA = 0.05
 _BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
 # P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from uniforms
 _POISSON_CDF = stats.poisson.cdf(np.arange(0, 24), 1.0).astype(np.float32)
@@ -94,12 +108,12 @@ def signed_rank_exact_p(d: np.ndarray) -> float:
     return float(min(1.0, 2 * min(dist[:observed + 1].sum(), dist[observed:].sum())))
 
 
-def wilcoxon_p(deltas: np.ndarray) -> float:
-    """Two-sided p of Wilcoxon's signed-rank test; zero deltas (|d| <= TIE)
-    are dropped first (Wilcoxon's own rule). Exact up to EXACT_LIMIT changed
-    pairs, else scipy's normal approximation with the tie correction. 1.0
-    when nothing changed."""
-    d = deltas[np.abs(deltas) > TIE]
+def wilcoxon_p(deltas: np.ndarray, zero: float = TIE) -> float:
+    """Two-sided p of Wilcoxon's signed-rank test; zero deltas (|d| <= zero,
+    the minimum practical difference) are dropped first (Wilcoxon's own
+    rule). Exact up to EXACT_LIMIT changed pairs, else scipy's normal
+    approximation with the tie correction. 1.0 when nothing changed."""
+    d = deltas[np.abs(deltas) > max(zero, TIE)]
     if d.size == 0:
         return 1.0
     if d.size <= EXACT_LIMIT:
@@ -135,3 +149,77 @@ def is_binary(*columns: np.ndarray) -> bool:
         if v.size and not np.all((v == 0) | (v == 1)):
             return False
     return True
+
+
+def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool,
+               min_difference: float = MIN_DIFFERENCE) -> dict:
+    """Paired statistics of one metric in one group (the interval comes
+    apart): means, delta, wins / ties / losses and the test's p-value.
+    A case whose change is within min_difference is a tie."""
+    delta = cand - base
+    ok = ~np.isnan(delta)
+    b, c, d = base[ok], cand[ok], delta[ok]
+    n = int(ok.sum())
+    zero = max(min_difference, TIE)
+    gain = d if higher_is_better else -d
+    wins, losses = int((gain > zero).sum()), int((gain < -zero).sum())
+    row = {"n_pairs": n, "null_pairs": int(len(delta) - n), "wins": wins, "losses": losses,
+           "ties": n - wins - losses, "higher_is_better": higher_is_better,
+           "baseline_mean": None, "candidate_mean": None, "delta": None, "test": None,
+           "p_value": None, "min_difference": min_difference}
+    if n == 0:
+        return row
+    row.update(baseline_mean=float(b.mean()), candidate_mean=float(c.mean()),
+               delta=float(d.mean()))
+    if is_binary(b, c):
+        row.update(test="mcnemar", p_value=mcnemar_p(int(((b == 1) & (c == 0)).sum()),
+                                                     int(((b == 0) & (c == 1)).sum())))
+    else:
+        row.update(test="wilcoxon", p_value=wilcoxon_p(d, zero))
+    return row
+
+
+def group_rows(base: np.ndarray, cand: np.ndarray, higher: Sequence[bool],
+               metrics: Sequence[str], cuts: Sequence[int], seed: Sequence[int],
+               min_difference: float = MIN_DIFFERENCE) -> list[list[dict]]:
+    """metric_row for every metric (columns of the pairs × metrics matrices),
+    first over all pairs, then over each part between `cuts` (pairs sorted by
+    suite), with the bootstrap interval of each delta and Holm's adjustment
+    across the metrics of a group (`significant`: adjusted p < ALPHA)."""
+    n = len(base)
+    bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
+    groups = [(0, n)] + list(zip(bounds[:-1], bounds[1:]))
+    intervals = bootstrap_intervals(cand - base, cuts, seed=seed)
+    out = []
+    for (a, b), (low, high) in zip(groups, intervals):
+        group = []
+        for j, metric in enumerate(metrics):
+            row = metric_row(base[a:b, j], cand[a:b, j], higher[j], min_difference)
+            row.update(metric=metric, ci_low=None if np.isnan(low[j]) else float(low[j]),
+                       ci_high=None if np.isnan(high[j]) else float(high[j]))
+            group.append(row)
+        for row, adjusted in zip(group, holm([r["p_value"] for r in group])):
+            row["p_adjusted"] = adjusted
+            row["significant"] = adjusted is not None and adjusted < ALPHA
+        out.append(group)
+    return out
+
+
+def change(row) -> str:
+    """better / worse / no significant change: significant after Holm and the
+    mean moved by more than the minimum practical difference."""
+    delta = row.get("delta")
+    if not row.get("significant") or delta is None \
+            or abs(delta) <= max(row.get("min_difference") or 0.0, TIE):
+        return "no significant change"
+    return "better" if (delta > 0) == row["higher_is_better"] else "worse"
+
+
+def transitions(vb: np.ndarray, vc: np.ndarray) -> dict[str, int]:
+    """Verdict pairs 'PASS->FAIL': count, all sixteen (unknown verdicts, coded
+    -1, left out); verdicts are coded by their index in VERDICT_ORDER."""
+    k = len(VERDICT_ORDER)
+    known = (vb >= 0) & (vc >= 0)
+    counts = np.bincount(vb[known] * k + vc[known], minlength=k * k)
+    return {f"{a}->{b}": int(counts[i * k + j])
+            for i, a in enumerate(VERDICT_ORDER) for j, b in enumerate(VERDICT_ORDER)}
