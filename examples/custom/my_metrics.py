@@ -14,7 +14,7 @@ def mentions_price(sample, currency="$"):
     return float(bool(re.search(re.escape(currency) + r"\s?\d", sample["answer"])))
 
 
-def reference_coverage(sample, min_words=1):
+def reference_words(sample, min_words=1):
     """Share of the best reference's words (longer than 3 letters) found in the answer,
     with the best reference in the details; None (null) when no reference has such words."""
     answer = set(re.findall(r"\w{4,}", sample["answer"].lower()))
