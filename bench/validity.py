@@ -18,7 +18,9 @@ once per verdict preset, then reports per metric and per preset:
 per language, for long (>= 150 words) and short good answers, and on the
 `dev` and `test` splits of the questions. Results go to
 bench/results/validity-<label>.json; VALIDITY.md is rewritten from every
-results file present (so `before` and `after` sit side by side).
+results file present (so `before` and `after` sit side by side), and the
+headline figures the docs quote (docs/concepts/verdicts.md, between its
+validity-figures markers) from `after`.
 """
 from __future__ import annotations
 
@@ -300,7 +302,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkout", default=ROOT, help="the evalbeam checkout to measure")
     ap.add_argument("--label", default="after", help="name of this measurement")
-    ap.add_argument("--render-only", action="store_true", help="only rewrite VALIDITY.md")
+    ap.add_argument("--render-only", action="store_true", help="only rewrite VALIDITY.md (and the figures in the docs)")
     ap.add_argument("--only", action="append", choices=("validation", "example"),
                     help="measure only this set again, keeping the others from the last result")
     ap.add_argument("--preset", action="append", choices=tuple(PRESETS),
@@ -318,12 +320,15 @@ def main(argv=None) -> int:
                          set(args.preset or ()), multilingual=not args.preset)
         with open(os.path.join(RESULTS_DIR, f"validity-{args.label}.json"), "w") as fh:
             json.dump(report, fh, indent=1, sort_keys=True)
-    from bench.validity_report import render
+    from bench.validity_report import DOCS_PAGE, render, rewrite_docs_figures
     reports = []
     for path in sorted(glob.glob(os.path.join(RESULTS_DIR, "validity-*.json"))):
         with open(path) as fh:
             reports.append(json.load(fh))
     render(reports, os.path.join(ROOT, "VALIDITY.md"))
+    after = next((r for r in reports if r["label"] == "after"), None)
+    if after is not None:  # the headline figures the docs quote
+        rewrite_docs_figures(after, os.path.join(ROOT, DOCS_PAGE))
     return 0
 
 

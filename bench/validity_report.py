@@ -1,6 +1,8 @@
 """Renders VALIDITY.md from bench/validity.py's result files (one per measurement)."""
 from __future__ import annotations
 
+import os
+import textwrap
 from typing import Any
 
 LANGS = ("en", "de", "es", "fr", "zh", "ar")
@@ -347,3 +349,43 @@ def render(reports: list[dict], path: str) -> None:
     out += ["## Metrics on the bundled example", "", *_metric_rows(reports, "example"), ""]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(out) + "\n")
+
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "es": "Spanish", "fr": "French",
+                  "zh": "Chinese", "ar": "Arabic"}
+DOCS_PAGE = os.path.join("docs", "concepts", "verdicts.md")  # holds the headline figures
+DOCS_BEGIN, DOCS_END = "<!-- validity-figures:begin", "<!-- validity-figures:end -->"
+
+
+def docs_figures(after: dict) -> list[str]:
+    """The headline agreement figures of the default preset, as the docs state them."""
+    val = after["sets"]["validation"]["presets"]
+    d, seed = val["default"], val.get("seed", {}).get("all")
+    test, langs, kinds = d["by_split"]["test"], d["by_language"], d["by_kind"]
+    grounded = kinds["grounded"]["FAIL"] / max(1, sum(kinds["grounded"].values()))
+    hall = [kinds[k] for k in HALLUCINATED if k in kinds]
+    hall_pass = sum(k["PASS"] for k in hall) / max(1, sum(sum(k.values()) for k in hall))
+    en = langs["en"]
+    others = ", ".join(f"{LANGUAGE_NAMES[lang]} {f(langs[lang]['accuracy'], 2)}"
+                       for lang in LANGS if lang != "en" and lang in langs)
+    seed_text = f"; the `seed` preset: {f(seed['accuracy'])} / {f(seed['kappa'])}" if seed else ""
+    text = (f"Agreement with the labels of the validation sets ({d['all']['n']:,} answers; "
+            "`VALIDITY.md` has every figure, per language, split and answer kind, with the "
+            "command that made them, `python bench/validity.py`): accuracy "
+            f"{f(d['all']['accuracy'])} and Cohen's kappa {f(d['all']['kappa'])} "
+            f"({f(test['accuracy'], 2)} / {f(test['kappa'], 2)} on the held-out `test` "
+            f"questions{seed_text}); English {f(en['accuracy'])} (kappa {f(en['kappa'])}), "
+            f"{others}; grounded answers FAIL {grounded:.1%} of the time, hallucinated ones "
+            f"PASS {hall_pass:.1%}.")
+    return textwrap.wrap(text, 78, break_on_hyphens=False)
+
+
+def rewrite_docs_figures(after: dict, page: str) -> None:
+    """Replace the figures between the page's markers (the rest is prose)."""
+    with open(page, encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.index(DOCS_BEGIN)
+    start = text.index("\n", start) + 1
+    end = text.index(DOCS_END)
+    with open(page, "w", encoding="utf-8") as fh:
+        fh.write(text[:start] + "\n".join(docs_figures(after)) + "\n" + text[end:])

@@ -1,5 +1,5 @@
 """Warehouse DDL for the output tables, made from their pyarrow schemas so that
-it cannot drift from what the pipeline writes (README: Warehouse tables).
+it cannot drift from what the pipeline writes (docs/guides/warehouse.md).
 
     python -m schemas.ddl ENGINE LOCATION [--dataset NAME]
 

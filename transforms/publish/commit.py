@@ -1,6 +1,6 @@
 """Publishing one attempt of a run atomically: stage, move in, commit, supersede.
 
-The protocol (README, "Publishing and re-runs"):
+The protocol (docs/concepts/publishing.md):
 
 1. An attempt writes its files under `_tmp/<run_id>-<attempt>/`, which no
    table glob reaches.

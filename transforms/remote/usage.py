@@ -2,7 +2,7 @@
 
 The purpose says what a call was for: `bot:<name>`, `embeddings`, or
 `judge:<task>` (the judge tasks and the metrics each serves are listed in
-the README). `calls` counts requests that went to the endpoint; a reply
+docs/guides/judges.md). `calls` counts requests that went to the endpoint; a reply
 served from the call cache counts in `cache_hits` instead, with no tokens;
 `shared_cache_hits` is the part of those served by tier 2 (the objects
 every worker shares), the rest came from the worker's own SQLite file.
