@@ -3,7 +3,9 @@ it cannot drift from what the pipeline writes (docs/guides/warehouse.md).
 
     python -m schemas.ddl ENGINE LOCATION [--dataset NAME]
 
-ENGINE is bigquery, athena, spark or duckdb; LOCATION the run's --output
+Every table: the run's five, calibration/ (`evalbeam calibrate`) and
+comparisons/ (`evalbeam compare`). ENGINE is bigquery, athena, spark or
+duckdb; LOCATION the run's --output
 (gs://bucket/evals, s3://bucket/evals, a local folder). Columns are declared
 explicitly and matched by name, so files of an older schema version (fewer
 columns) read the newer columns as NULL.
@@ -16,7 +18,7 @@ import sys
 import pyarrow as pa
 
 from schemas import SCHEMA_VERSION
-from schemas.tables import TABLES, TableSpec
+from schemas.tables import EVERY_TABLE, TableSpec
 
 ENGINES = ("bigquery", "athena", "spark", "duckdb")
 PARTITION_TYPES = {"run_date": "date", "bot": "string"}
@@ -66,7 +68,7 @@ def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals
 def all_ddl(engine: str, location: str, dataset: str = "evals") -> str:
     header = f"-- evalbeam output tables, schema_version {SCHEMA_VERSION}"
     return "\n\n".join([header] + [table_ddl(t, engine, location, dataset)
-                                   for t in TABLES.values()]) + "\n"
+                                   for t in EVERY_TABLE.values()]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

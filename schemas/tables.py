@@ -1,15 +1,22 @@
-"""Output table contracts: pyarrow schemas and Hive partition columns.
+"""Output table contracts: pyarrow schemas, Hive partition columns and what
+every column means (the tables reference of the docs is generated from it).
 
 Partition columns are not stored inside the files (they live in the folder
 names), which is what DuckDB, Spark and Athena expect of Hive layouts.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-_S, _D, _I = pa.string(), pa.float64(), pa.int64()
+_S, _D, _I, _B, _L = pa.string(), pa.float64(), pa.int64(), pa.bool_(), pa.list_(pa.string())
+
+PARTITION_DOCS = {
+    "run_date": "the run's date (`--run-date`, default today, UTC): the `run_date=` folder",
+    "bot": "the bot's name: the `bot=` folder",
+}
 
 
 @dataclass(frozen=True)
@@ -17,42 +24,104 @@ class TableSpec:
     name: str
     schema: pa.Schema            # columns stored in the files
     partitions: tuple[str, ...]  # Hive partition columns, outermost first
+    doc: str = ""                # what the table holds: who writes it, one row per what
+    columns: Mapping[str, str] = field(default_factory=dict)  # column -> meaning
 
 
-RESULTS = TableSpec("results", pa.schema([
-    ("run_id", _S), ("case_id", _S), ("suite", _S), ("question", _S),
-    ("expected_answer", _S), ("answer", _S), ("contexts", pa.list_(_S)), ("tags", pa.list_(_S)),
-    ("latency_ms", _D), ("verdict", _S), ("verdict_reason", _S), ("error", _S),
-    ("bot_details", _S), ("label", _S),
-    ("references", pa.list_(_S)),  # every reference when the case has several
-    ("messages", _S),              # the conversation's earlier turns (JSON), when any
-]), ("run_date", "bot"))
+def table(name: str, doc: str, columns: Sequence[tuple[str, pa.DataType, str]],
+          partitions: tuple[str, ...]) -> TableSpec:
+    """A table from (column, type, meaning) triples: the schema and its docs in one place."""
+    docs = {c: meaning for c, _, meaning in columns}
+    docs.update({p: PARTITION_DOCS[p] for p in partitions})
+    return TableSpec(name, pa.schema([(c, typ) for c, typ, _ in columns]), partitions, doc, docs)
 
-SCORES = TableSpec("scores", pa.schema([
-    ("run_id", _S), ("case_id", _S), ("suite", _S), ("metric", _S), ("value", _D),
-    ("details", _S), ("error", _S),
-]), ("run_date", "bot"))
 
-SUMMARY = TableSpec("summary", pa.schema([
-    ("run_id", _S), ("bot", _S), ("suite", _S), ("metric", _S), ("count", _I), ("missing", _I),
-    ("mean", _D), ("p50", _D), ("p90", _D), ("min", _D), ("max", _D),
-    ("higher_is_better", pa.bool_()),
-    ("pass_count", _I), ("warn_count", _I), ("fail_count", _I), ("error_count", _I),
-    ("ci_low", _D), ("ci_high", _D),  # 95% interval of `mean` (t, or Wilson for 0/1 values)
-]), ("run_date",))
+RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot.", [
+    ("run_id", _S, "the run id"),
+    ("case_id", _S, "the case's id (from the input, or `h-` + a SHA-1 of the row's content)"),
+    ("suite", _S, "the case's suite (null when the input has none)"),
+    ("question", _S, "the user's input"),
+    ("expected_answer", _S, "the reference answer; the first one when the case has several"),
+    ("answer", _S, "the bot's answer (null when the bot failed)"),
+    ("contexts", _L, "the passages the answer is checked against: the case's, or those an "
+                     "`http` bot returned"),
+    ("tags", _L, "the case's free labels"),
+    ("latency_ms", _D, "the bot call's time on the wire, ms (null for recorded answers)"),
+    ("verdict", _S, "PASS, WARN, FAIL or ERROR (the bot failed)"),
+    ("verdict_reason", _S, "the rule that decided, or why none did (and the rules skipped "
+                           "because their metric was null)"),
+    ("error", _S, "why the bot failed (null when it answered)"),
+    ("bot_details", _S, "JSON: what the bot reported (attempts, total_ms, HTTP status, tokens, "
+                        "a matched FAQ question, ...; `secrets_scrubbed: true` when a "
+                        "configured secret was removed from the answer or its trace)"),
+    ("label", _S, "a reviewer's judgement of the recorded answer, as text (`PASS`, `0.75`), "
+                  "for `evalbeam calibrate`"),
+    ("references", _L, "every reference when the case has several, else null"),
+    ("messages", _S, "the conversation's earlier turns (JSON), null for a single turn"),
+], ("run_date", "bot"))
 
-ERRORS = TableSpec("errors", pa.schema([
-    ("run_id", _S), ("stage", _S), ("case_id", _S), ("bot", _S), ("error_type", _S),
-    ("message", _S), ("source", _S),
-]), ("run_date",))
+SCORES = table("scores", "Written by `evalbeam run`: one row per case × bot × metric.", [
+    ("run_id", _S, "the run id"),
+    ("case_id", _S, "the case's id"),
+    ("suite", _S, "the case's suite"),
+    ("metric", _S, "the metric's name"),
+    ("value", _D, "the score; null when it cannot be computed (never 0 for that)"),
+    ("details", _S, "JSON: the metric's parts (precision and recall, the facts checked, the "
+                    "judge's reasons and raw score, ...)"),
+    ("error", _S, "why value is null (`no expected_answer`, `no contexts`, `bot failed: …`)"),
+], ("run_date", "bot"))
 
-USAGE = TableSpec("usage", pa.schema([
-    ("run_id", _S), ("endpoint", _S), ("model", _S), ("purpose", _S), ("calls", _I),
-    ("retries", _I),
-    ("failures", _I), ("cache_hits", _I), ("prompt_tokens", _I), ("completion_tokens", _I),
-    ("cost", _D), ("latency_p50_ms", _D), ("latency_p95_ms", _D),
-    ("shared_cache_hits", _I),  # schema 2
-]), ("run_date",))
+SUMMARY = table("summary", "Written by `evalbeam run`: one row per bot × suite × metric, and "
+                "one row per bot × suite with metric `verdict` (the verdict counts).", [
+    ("run_id", _S, "the run id"),
+    ("bot", _S, "the bot's name"),
+    ("suite", _S, "the suite; `*` for all suites together"),
+    ("metric", _S, "the metric's name, or `verdict`"),
+    ("count", _I, "rows with a value"),
+    ("missing", _I, "rows whose value is null"),
+    ("mean", _D, "the mean of the values; for `verdict` the pass rate"),
+    ("p50", _D, "the median (exact up to 10,000 values, else within 0.5%)"),
+    ("p90", _D, "the 90th percentile"),
+    ("min", _D, "the smallest value"),
+    ("max", _D, "the largest value"),
+    ("higher_is_better", _B, "false for ↓ metrics, where lower is better"),
+    ("pass_count", _I, "`verdict` rows: PASS verdicts"),
+    ("warn_count", _I, "`verdict` rows: WARN verdicts"),
+    ("fail_count", _I, "`verdict` rows: FAIL verdicts"),
+    ("error_count", _I, "`verdict` rows: ERROR verdicts"),
+    ("ci_low", _D, "lower end of the 95% interval of `mean` (Student's t; Wilson's for the "
+                   "pass rate and 0/1 metrics); null with fewer than two values"),
+    ("ci_high", _D, "upper end of that interval"),
+], ("run_date",))
+
+ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that could not be "
+               "evaluated, failed bot call, failed judge question or repeated case id.", [
+    ("run_id", _S, "the run id"),
+    ("stage", _S, "where it failed: `read`, `bot` or `judge`"),
+    ("case_id", _S, "the case's id, when known"),
+    ("bot", _S, "the bot, for `bot` and `judge` rows"),
+    ("error_type", _S, "the kind of problem (`invalid_json`, `duplicate_case_id`, "
+                       "`judge_call_failed`, ...)"),
+    ("message", _S, "the reason, one line"),
+    ("source", _S, "where the row came from (`file#row`)"),
+], ("run_date",))
+
+USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose.", [
+    ("run_id", _S, "the run id"),
+    ("endpoint", _S, "the endpoint's name in the config"),
+    ("model", _S, "the model asked"),
+    ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`"),
+    ("calls", _I, "requests sent"),
+    ("retries", _I, "attempts beyond the first"),
+    ("failures", _I, "calls that failed after their attempts"),
+    ("cache_hits", _I, "calls answered from the call cache (either tier): no request, no tokens"),
+    ("prompt_tokens", _I, "input tokens, as the endpoint reported them"),
+    ("completion_tokens", _I, "output tokens"),
+    ("cost", _D, "from the endpoint's `price_per_million`"),
+    ("latency_p50_ms", _D, "median latency of the calls, ms (empty for offline bots)"),
+    ("latency_p95_ms", _D, "95th percentile latency, ms"),
+    ("shared_cache_hits", _I, "the part of cache_hits served by the shared tier (schema 2)"),
+], ("run_date",))
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}
 
@@ -60,37 +129,71 @@ TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}
 # by a re-run of calibrate): per bot, one row per metric and one with metric
 # "verdict". Metric rows carry the ranking statistics, the verdict row the
 # agreement statistics; the other columns are null.
-CALIBRATION = TableSpec("calibration", pa.schema([
-    ("run_id", _S), ("bot", _S), ("metric", _S),
-    ("n", _I),                      # labelled answers with a value (verdict: labelled answers)
-    ("missing", _I),                # labelled answers whose value is null
-    ("unlabelled", _I),             # the bot's answers without a label (ignored)
-    ("acceptable", _I),             # of the n, how many have a label above 0.5
-    ("auc", _D), ("pairwise_accuracy", _D), ("pairs", _I),
-    ("threshold", _D), ("threshold_accuracy", _D), ("youden_j", _D),
-    ("higher_is_better", pa.bool_()),
-    ("accuracy", _D), ("kappa", _D),
-    ("confusion", _S),              # JSON: {label category: {verdict: count}}
-    ("acceptable_failed", _D), ("unacceptable_passed", _D),
-]), ("run_date",))
+CALIBRATION = table("calibration", "Written by `evalbeam calibrate` (file "
+                    "`part-<run_id>.0.parquet`, replaced by calibrating again): one row per "
+                    "bot × metric, and one per bot with metric `verdict`.", [
+    ("run_id", _S, "the calibrated run"),
+    ("bot", _S, "the bot"),
+    ("metric", _S, "the metric, or `verdict`"),
+    ("n", _I, "labelled answers with a value (verdict rows: labelled answers)"),
+    ("missing", _I, "labelled answers whose value is null"),
+    ("unlabelled", _I, "the bot's answers without a label (ignored)"),
+    ("acceptable", _I, "of the n, how many have a label above 0.5"),
+    ("auc", _D, "metric rows: the chance that an acceptable answer scores better than an "
+                "unacceptable one (ties count one half)"),
+    ("pairwise_accuracy", _D, "metric rows: the same within the answers to one question"),
+    ("pairs", _I, "metric rows: the (acceptable, unacceptable) pairs of one question"),
+    ("threshold", _D, "metric rows: the cut that separates acceptable answers best "
+                      "(largest Youden's J)"),
+    ("threshold_accuracy", _D, "metric rows: the accuracy of that cut"),
+    ("youden_j", _D, "metric rows: sensitivity + specificity − 1 at that cut"),
+    ("higher_is_better", _B, "metric rows: the direction, from the run's summary/"),
+    ("accuracy", _D, "verdict rows: agreement of \"the verdict is PASS\" with \"the answer "
+                     "is acceptable\""),
+    ("kappa", _D, "verdict rows: Cohen's kappa of the same"),
+    ("confusion", _S, "verdict rows: JSON {label category: {verdict: count}}"),
+    ("acceptable_failed", _D, "verdict rows: share of acceptable answers given FAIL"),
+    ("unacceptable_passed", _D, "verdict rows: share of unacceptable answers given PASS"),
+], ("run_date",))
 POSTRUN_TABLES = {t.name: t for t in (CALIBRATION,)}  # derived from a run's tables
-# written by `evalbeam compare` (not by a run): one row per bot × suite × metric
-COMPARISONS = TableSpec("comparisons", pa.schema([
-    ("run_id", _S), ("baseline_run_id", _S),       # candidate and baseline runs
-    ("bot", _S), ("baseline_bot", _S),             # the same bot, unless bot against bot
-    ("comparison", _S),                            # page name under runs/<run_id>/compare/
-    ("suite", _S), ("metric", _S), ("higher_is_better", pa.bool_()),
-    ("n_pairs", _I), ("null_pairs", _I),           # pairs with both values / with a null
-    ("baseline_mean", _D), ("candidate_mean", _D), ("delta", _D),
-    ("ci_low", _D), ("ci_high", _D),               # 95% bootstrap interval of delta
-    ("test", _S), ("p_value", _D), ("p_adjusted", _D), ("significant", pa.bool_()),
-    ("wins", _I), ("ties", _I), ("losses", _I),
-    ("only_in_baseline", _I), ("only_in_candidate", _I), ("duplicate_case_id", _I),
-    ("transitions", _S),                           # pass_rate rows: JSON {"PASS->FAIL": n, ...}
-    ("min_difference", _D),                        # changes up to it were ties (--min-difference)
-]), ("run_date",))
+COMPARISONS = table("comparisons", "Written by `evalbeam compare` (not by a run): one row "
+                    "per bot × suite × metric of a candidate run against a baseline.", [
+    ("run_id", _S, "the candidate run"),
+    ("baseline_run_id", _S, "the baseline run"),
+    ("bot", _S, "the candidate's bot"),
+    ("baseline_bot", _S, "the baseline's bot: the same bot, unless bot against bot"),
+    ("comparison", _S, "the page name under `runs/<run_id>/compare/`"),
+    ("suite", _S, "the suite; `*` for all suites together"),
+    ("metric", _S, "the metric, or `pass_rate`"),
+    ("higher_is_better", _B, "false for ↓ metrics"),
+    ("n_pairs", _I, "paired cases where both runs have a value"),
+    ("null_pairs", _I, "paired cases where either value is null"),
+    ("baseline_mean", _D, "the baseline's mean over the pairs"),
+    ("candidate_mean", _D, "the candidate's mean over the pairs"),
+    ("delta", _D, "candidate_mean − baseline_mean"),
+    ("ci_low", _D, "lower end of the 95% bootstrap interval of delta"),
+    ("ci_high", _D, "upper end of that interval"),
+    ("test", _S, "the paired test: Wilcoxon's signed-rank or McNemar's"),
+    ("p_value", _D, "the test's p-value"),
+    ("p_adjusted", _D, "Holm-adjusted across the metrics of the bot and suite"),
+    ("significant", _B, "p_adjusted < 0.05"),
+    ("wins", _I, "cases where the candidate is better"),
+    ("ties", _I, "cases with no change beyond min_difference"),
+    ("losses", _I, "cases where the candidate is worse"),
+    ("only_in_baseline", _I, "case ids only the baseline has (not paired)"),
+    ("only_in_candidate", _I, "case ids only the candidate has (not paired)"),
+    ("duplicate_case_id", _I, "case ids that repeat within a run (not paired)"),
+    ("transitions", _S, "pass_rate rows: JSON {\"PASS->FAIL\": n, ...}"),
+    ("min_difference", _D, "per-case changes up to this were ties (`--min-difference`)"),
+], ("run_date",))
+# Every table a warehouse reads: the run's, then the post-run commands'.
+EVERY_TABLE = {**TABLES, **POSTRUN_TABLES, COMPARISONS.name: COMPARISONS}
 
 ALL_SUITES = "*"  # the `suite` value of summary rows that roll up every suite
 VERDICT_METRIC = "verdict"  # summary rows carrying verdict counts
 PASS_RATE = "pass_rate"  # the pass rate's name in comparisons/ and in trends
 VERDICT_ORDER = ("PASS", "WARN", "FAIL", "ERROR")  # by severity
+# Default minimum practical difference of comparisons/: per-case changes up to
+# this are ties. Float noise between identical runs is ~1e-7 (BENCHMARKS.md);
+# 0.001 on a [0, 1] metric is below anything a person would call a change.
+MIN_DIFFERENCE = 1e-3

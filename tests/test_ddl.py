@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from schemas.ddl import ENGINES, all_ddl, main, table_ddl
-from schemas.tables import SCORES, TABLES, USAGE
-from tests.conftest import ROOT
-from tests.pipeline_helpers import manifest, run_sample
+from pipeline.cli import run
+from schemas.tables import EVERY_TABLE, SCORES, USAGE
+from tests.conftest import ROOT, SAMPLE_ROWS
+from tests.pipeline_helpers import manifest, read_table, run_sample
 
 
 def doc(page: str) -> str:
@@ -24,8 +25,15 @@ def doc(page: str) -> str:
 
 
 def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
-    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "w")
+    """The run's five tables, and calibration/ and comparisons/ written after it
+    by `evalbeam calibrate` and `evalbeam compare` (bot against bot)."""
+    labels = ("PASS", "FAIL", "PASS", "WARN")
+    rows = [dict(r, label=label) for r, label in zip(SAMPLE_ROWS, labels)]
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\nbots: [{name: a, type: "
+                           "precomputed}, {name: b, type: precomputed}]\n", "w", rows)
     assert code == 0
+    assert run(["calibrate", "--output", out, "--run-id", "w"]) == 0
+    assert run(["compare", "--output", out, "--baseline", "w:a", "--candidate", "w:b"]) == 0
     old = USAGE.schema.remove(USAGE.schema.get_field_index("shared_cache_hits"))  # schema 1
     folder = tmp_path / "out" / "usage" / "run_date=2000-01-01"
     folder.mkdir(parents=True)
@@ -33,12 +41,16 @@ def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
                                         schema=old), str(folder / "part-old.0.parquet"))
     con = duckdb.connect()
     con.execute(all_ddl("duckdb", out))
-    tables = manifest(out, "w")["tables"]
-    for name, spec in TABLES.items():
+    counts = dict(manifest(out, "w")["tables"])
+    for name in ("calibration", "comparisons"):  # what the commands wrote, read with pyarrow
+        counts[name] = read_table(out, name).num_rows
+    assert counts["calibration"] > 0 and counts["comparisons"] > 0
+    assert set(counts) == set(EVERY_TABLE)
+    for name, spec in EVERY_TABLE.items():
         columns = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
         assert sorted(columns) == sorted(spec.schema.names + list(spec.partitions)), name
         [(n,)] = con.execute(f"SELECT count(*) FROM {name} WHERE run_id = 'w'").fetchall()
-        assert n == tables[name], name
+        assert n == counts[name], name
     assert con.execute("SELECT calls, shared_cache_hits, run_date FROM usage WHERE run_id = 'old'"
                        ).fetchall() == [(3, None, datetime.date(2000, 1, 1))]
 
@@ -53,14 +65,14 @@ def test_the_docs_show_the_generated_statements(engine, location):
 def test_the_docs_show_every_duckdb_view():
     views = all_ddl("duckdb", "out/example").split("\n\n")[1:]
     page = doc("guides/warehouse.md")
-    assert len(views) == len(TABLES) and all(v.strip() in page for v in views)
+    assert len(views) == len(EVERY_TABLE) and all(v.strip() in page for v in views)
 
 
 def test_the_command_prints_every_table(capsys):
     for engine in ENGINES:
         assert main([engine, "gs://b/e", "--dataset", "nightly"]) == 0
         text = capsys.readouterr().out
-        assert all(f"/e/{name}" in text for name in TABLES)
+        assert all(f"/e/{name}" in text for name in EVERY_TABLE)
         assert engine == "duckdb" or "nightly.usage" in text
 
 
