@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import tempfile
+import textwrap
 from typing import Sequence
 
 import apache_beam as beam
@@ -40,50 +41,158 @@ EXIT_NOT_RECONCILED = 3
 EXIT_GATE_FAILED = 4
 
 
+# What each command's exit code means: the --help epilogs and the docs'
+# command-line reference are made from this table.
+EXIT_CODES: dict[str, dict[int, str]] = {
+    "run": {
+        0: "the run finished (also when rows were dead-lettered: the summary line says how "
+           "many), or it was started with --detach",
+        1: "the pipeline itself failed (a traceback; the run's lease is marked failed, so "
+           "`evalbeam status` says so at once)",
+        EXIT_USAGE: "a bad invocation, config, input, output folder or FAQ file, or the run id "
+                    "is being run by another process: one line `evalbeam: error: ...` on "
+                    "stderr, and nothing written",
+        EXIT_NOT_RECONCILED: "the run finished but its counts do not reconcile (a bug: see "
+                             "runs/<run_id>/manifest.json)",
+    },
+    "status": {
+        0: "finished",
+        1: "failed: the attempt was marked failed, or its heartbeat is older than its ttl, or "
+           "its local process is gone, and it wrote no completion marker",
+        EXIT_USAGE: "no such run id under --output, or a bad invocation",
+        3: "finished, but the counts do not reconcile",
+        5: "running",
+    },
+    "calibrate": {
+        0: "calibrated: the summary and the suggested verdict rules are printed",
+        EXIT_USAGE: "an unknown or unfinished run, a missing table, an unknown --bot, a run "
+                    "without labels, or a bad invocation: one line `evalbeam: error: ...`",
+    },
+    "compare": {
+        0: "compared, and no gate: rule failed",
+        EXIT_USAGE: "an unknown run or bot, a bot on one side only, an invalid config, a gate "
+                    "rule that matches nothing compared, or a bad invocation: one line "
+                    "`evalbeam: error: ...`, nothing written",
+        EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
+                          "allows (the output names the rule)",
+    },
+}
+
+
+def exit_codes_text(command: str) -> str:
+    """The 'Exit codes:' block of a command's --help."""
+    return "Exit codes:\n" + "\n".join(
+        textwrap.fill(text, 76, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        for code, text in sorted(EXIT_CODES[command].items()))
+
+
+def _command(sub, name: str, summary: str, description: str, notes: str = ""):
+    """A subcommand whose --help says what it does, its options and its exit codes."""
+    epilog = (textwrap.fill(notes, 78) + "\n\n" if notes else "") + exit_codes_text(name)
+    return sub.add_parser(name, help=summary, description=textwrap.fill(description, 78),
+                          epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _input_help() -> str:
+    from transforms.read.formats import FORMAT_NAMES
+    files = [n for f, n in FORMAT_NAMES.items() if f != "hf"]
+    return (f"the cases: {', '.join(files[:-1])} or {files[-1]} files (a file, a folder: every "
+            f"case file below it, or a glob), or a {FORMAT_NAMES['hf']}; a local path or any "
+            "filesystem Beam knows (gs://, s3://, hdfs://). The format follows the file "
+            "extension, or the config's input.format")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evalbeam", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="evaluate the cases in --input and write tables to --output",
-                         epilog="Any other --option is passed to Beam (e.g. --runner, "
-                                "--direct_running_mode, --direct_num_workers, --project).")
-    run.add_argument("--input", required=True,
-                     help="cases: Parquet, JSON Lines or CSV file, folder or glob; or a Hugging "
-                          "Face dataset folder (save_to_disk)")
-    run.add_argument("--output", required=True, help="folder (or gs://, s3:// URL) for the tables")
-    run.add_argument("--config", help="YAML config (default: built-in defaults)")
-    run.add_argument("--run-id", help="id of this run (default: UTC timestamp + random suffix)")
-    run.add_argument("--run-date", help="partition date YYYY-MM-DD (default: today, UTC)")
+    from transforms.decide.presets import PRESETS
+    from schemas.tables import MIN_DIFFERENCE
+    from transforms.score.scoring import GROUPS
+    parser = argparse.ArgumentParser(
+        prog="evalbeam", description=__doc__.split("\n\n")[0],
+        epilog="`evalbeam COMMAND --help` describes a command. Also: python -m pipeline ...")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = _command(
+        sub, "run", "evaluate the cases in --input and write the tables under --output",
+        "Evaluate the cases in --input: every configured bot answers every case, every metric "
+        "scores every answer, the verdict rules decide, and the tables, the report and the "
+        "run's manifest are written under --output. Flags win over the config file: --preset "
+        "over verdict.preset and verdict.rules, --metrics over metrics.",
+        "Any other --option is a Beam pipeline option (e.g. --runner, --direct_running_mode="
+        "multi_processing, --direct_num_workers, --project, --region, --temp_location); "
+        "without --runner the run uses FnApiRunner in this process (nothing is downloaded).")
+    run.add_argument("--input", required=True, metavar="PATH_OR_GLOB", help=_input_help())
+    run.add_argument("--output", required=True, metavar="DIR",
+                     help="the folder of the output tables (local, or a gs://, s3://, hdfs:// "
+                          "URL); it must be writable, hold no glob characters (* ? [ ] { }) "
+                          "and not lie inside the input folder")
+    run.add_argument("--config", metavar="FILE.yaml",
+                     help="the YAML config (default: the built-in defaults: the recorded "
+                          "answers as the bot `recorded`, every metric the inputs allow, the "
+                          "`default` verdict preset)")
+    run.add_argument("--preset", metavar="NAME",
+                     help="the verdict rule set for this run: "
+                          f"{' | '.join(PRESETS)}; replaces the config's verdict.preset and "
+                          "any verdict.rules it writes (verdict.otherwise is kept)")
+    run.add_argument("--metrics", metavar="A,B,...",
+                     help="the metrics to compute, comma-separated: metric names (built-in, "
+                          "custom, rubrics) or groups "
+                          f"({', '.join(GROUPS)}); replaces the config's metrics "
+                          "(default: every metric the inputs allow)")
+    run.add_argument("--run-id", metavar="ID",
+                     help="1-128 letters, digits, '-', '_' (default: the UTC time and a random "
+                          "suffix, YYYYmmddTHHMMSSZ-xxxx); a re-run with the same id replaces "
+                          "that run's files, and no other run's")
+    run.add_argument("--run-date", metavar="YYYY-MM-DD",
+                     help="the run_date= partition of the tables (default: today, UTC)")
     run.add_argument("--detach", action="store_true",
-                     help="start the run and return at once (check it with evalbeam status)")
+                     help="start the run and return at once (exit 0), printing the run id; "
+                          "follow it with evalbeam status")
     run.add_argument("--lease-ttl", type=float, default=DEFAULT_TTL_S, metavar="SECONDS",
-                     help="a run whose heartbeat is older than this may be taken over "
-                          f"(default {DEFAULT_TTL_S:g})")
+                     help="seconds without a heartbeat after which another process may take "
+                          f"over the run id (default {DEFAULT_TTL_S:g})")
     run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
-    status = sub.add_parser("status", help="is a run running, finished or failed?",
-                            epilog="Exit codes: 0 finished, 1 failed, 2 unknown run id or bad "
-                                   "invocation, 3 finished but the counts do not reconcile, "
-                                   "5 running.")
-    status.add_argument("--output", required=True, help="the run's output folder")
-    status.add_argument("--run-id", required=True, help="the run id")
-    cal = sub.add_parser("calibrate", help="measure a finished run's metrics and verdicts "
-                         "against the labels of its answers; write calibration/ and "
-                         "runs/<run_id>/calibration.md; suggest verdict rules")
-    cal.add_argument("--output", required=True, help="the run's output folder (or URL)")
-    cal.add_argument("--run-id", required=True, help="id of the finished run")
-    cal.add_argument("--bot", action="append", default=[],
+    status = _command(
+        sub, "status", "is a run running, finished or failed?",
+        "Say whether a run is running, finished or failed, in one line with its owner, "
+        "attempt, last heartbeat and counts, from the run id's lease and completion marker "
+        "(runs/<run_id>/manifest.json): it works for a detached run and from any machine that "
+        "sees --output.")
+    status.add_argument("--output", required=True, metavar="DIR",
+                        help="the run's output folder (or URL)")
+    status.add_argument("--run-id", required=True, metavar="ID", help="the id of the run to look at")
+    cal = _command(
+        sub, "calibrate", "measure a finished run's metrics and verdicts against the labels "
+        "of its answers",
+        "Measure a finished run's metrics (AUC, pairwise accuracy, best threshold) and "
+        "verdicts (accuracy, Cohen's kappa) against the labels of its answers (the input's "
+        "`label` column); write calibration/ and runs/<run_id>/calibration.md, and print a "
+        "suggested verdict: block.")
+    cal.add_argument("--output", required=True, metavar="DIR",
+                     help="the run's output folder (or URL)")
+    cal.add_argument("--run-id", required=True, metavar="ID", help="the finished run's id")
+    cal.add_argument("--bot", action="append", default=[], metavar="NAME",
                      help="a bot to calibrate (repeatable; default: the bots of type "
                           "precomputed, whose answers are the labelled ones)")
-    cmp = sub.add_parser("compare", help="compare a candidate run (or bot) with a baseline; "
-                                         "exit 4 when a gate: rule finds a significant drop")
-    cmp.add_argument("--output", required=True, help="the folder both runs wrote to")
-    cmp.add_argument("--baseline", required=True, help="RUN_ID, or RUN_ID:BOT for bot against bot")
-    cmp.add_argument("--candidate", required=True, help="RUN_ID, or RUN_ID:BOT")
-    cmp.add_argument("--config", help="YAML config whose gate: rules apply")
+    cmp = _command(
+        sub, "compare", "compare a candidate run (or bot) with a baseline; exit 4 when a "
+        "gate: rule finds a significant drop",
+        "Compare two runs in one output folder case by case (or two bots: RUN_ID:BOT on both "
+        "sides): per bot, suite and metric the paired difference with its 95% interval, "
+        "wins / ties / losses and a Holm-corrected paired test; write comparisons/ and the "
+        "pages runs/<candidate>/compare/<baseline>.md and .html. With --config, its gate: "
+        "rules decide the exit code.")
+    cmp.add_argument("--output", required=True, metavar="DIR",
+                     help="the folder both runs wrote to (local or mounted)")
+    cmp.add_argument("--baseline", required=True, metavar="RUN_ID[:BOT]",
+                     help="the baseline run, or RUN_ID:BOT for bot against bot")
+    cmp.add_argument("--candidate", required=True, metavar="RUN_ID[:BOT]",
+                     help="the candidate run, or RUN_ID:BOT")
+    cmp.add_argument("--config", metavar="FILE.yaml",
+                     help="a YAML config whose gate: rules apply (exit 4 when one fails)")
     cmp.add_argument("--min-difference", type=_non_negative, default=None, metavar="D",
                      help="minimum practical difference: a case whose value moved by at most D "
                           "is a tie (W/T/L) and a zero in the tests, and a metric changed only "
-                          "when its mean moved by more than D (default 0.001, above the float "
-                          "noise of two runs of the same inputs)")
+                          f"when its mean moved by more than D (default {MIN_DIFFERENCE:g}, "
+                          "above the float noise of two runs of the same inputs)")
     return parser
 
 

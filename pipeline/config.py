@@ -17,6 +17,7 @@ VERDICTS = ("PASS", "WARN", "FAIL")
 BOT_TYPES = ("precomputed", "faq_match", "full_context", "chat", "http")
 REMOTE_BOT_TYPES = ("full_context", "chat", "http")
 EMBEDDING_PROVIDERS = ("local", "endpoint", "hashing")
+SAFETY_MODES = ("calls", "n")  # one request per vote | one request with n choices
 MAX_CONCURRENCY = 512  # requests in flight per worker process (64 connection pools of 8)
 MAX_NAME_LENGTH = 64   # bot names become Hive folder names (bot=<name>)
 DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
@@ -26,90 +27,185 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message is one line and names the key."""
 
 
+# Every config key is a field of the dataclasses below, and the string under a
+# field says what the key means: the docs' configuration reference is made from
+# them (pipeline/reference.py), with the type and the default from the field.
+NOT_A_KEY = {"config_key": False}  # field metadata: state, not a key of the YAML
+
+
 @dataclass(frozen=True)
 class InputConfig:
-    columns: dict[str, Any] = field(default_factory=dict)  # column -> name or [candidates]
-    format: str | None = None   # parquet | jsonl | csv | hf; None: from the file extension
-    preset: str | None = None   # ragas | ragas_v1 | deepeval | openai_evals | inspect
+    columns: dict[str, Any] = field(default_factory=dict)
+    """Your file's column for each input column (`question: user_input`), or a list of
+    candidates of which the first non-null one in a row is used. Entries override the
+    preset's. Default: the input columns' own names."""
+    format: str | None = None
+    """The format of every input file. Default (unset): from each file's extension
+    (`.parquet`, `.jsonl`, `.ndjson`, `.csv`, `.json`, each also `.gz` where it can be;
+    a folder with `state.json` is a Hugging Face dataset)."""
+    preset: str | None = None
+    """Another tool's column names, so its files load as they are (see Input cases,
+    Presets)."""
 
 
 @dataclass(frozen=True)
 class EndpointConfig:
     base_url: str
+    """The service's URL: `https://api.openai.com/v1`, vLLM or LiteLLM
+    `http://host:8000/v1`, Ollama `http://host:11434/v1`, an Azure resource URL, or any
+    JSON HTTP service for an `http` bot."""
     api_key_env: str | None = None
+    """The NAME of the environment variable that holds the key (sent as
+    `Authorization: Bearer`, `api-key` on Azure); never the key itself. A missing
+    variable stops the run before it starts."""
     requests_per_second: float = 10.0
+    """The request rate of the whole run (all workers together; each worker takes its
+    `worker_share`). A 429 lowers it by itself and it recovers slowly."""
     tokens_per_minute: float | None = None
+    """The token budget of the whole run, estimated before a call (about 4 characters a
+    token plus `max_tokens`) and corrected from the reply's `usage`. Unset: no limit."""
     max_concurrency: int = 8
+    """Requests in flight per worker process, at most 512 (run more worker processes
+    for more)."""
     timeout_s: float = 60.0
+    """Read, write and pool timeout of one attempt, seconds (connect: min(10,
+    timeout_s))."""
     max_attempts: int = 6
-    backoff_initial_s: float = 0.5  # first retry waits U(initial/2, initial), doubling up to max
+    """Attempts per call, retries included; then the row carries the error."""
+    backoff_initial_s: float = 0.5
+    """Retry waits are uniform in [initial/2, initial·2^(n-1)], capped at
+    `backoff_max_s`, never shorter than a Retry-After; initial ≤ max."""
     backoff_max_s: float = 30.0
+    """The longest wait between two attempts, seconds."""
     price_per_million: dict[str, float] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)  # values may name env vars: ${VAR}
-    worker_share: float | None = None  # a worker's share of the limits; None: 1 / workers
-    api_version: str | None = None  # Azure OpenAI
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a bigger reply is that row's error
-    circuit_failures: int = 10      # consecutive connection failures that open the breaker
-    circuit_cooldown_s: float = 30.0  # how long it stays open before one probe call
+    """`{input, output}`: prices per million tokens, for the `cost` column of usage/."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
+    and scrubbed from everything written."""
+    worker_share: float | None = None
+    """A worker's share of both limits, in (0, 1]. Default (unset): 1 /
+    `direct_num_workers` in multi-processing mode, 1 / `max_num_workers` or
+    `num_workers` on a cluster, else 1."""
+    api_version: str | None = None
+    """Set for Azure OpenAI: adds `?api-version=` and calls
+    `/openai/deployments/<model>/…`."""
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    """A reply body larger than this (at least 1024) is not read further: that row's
+    call fails (not retried) with the reason."""
+    circuit_failures: int = 10
+    """After this many consecutive connection failures (refused, connect timeout),
+    every call to the endpoint fails at once with the reason; 0 turns the breaker off."""
+    circuit_cooldown_s: float = 30.0
+    """While the breaker is open, one probe call goes through every this many seconds;
+    any response closes it again."""
 
 
 @dataclass(frozen=True)
 class BotConfig:
     name: str
+    """1-64 letters, digits, `-`, `_`, unique: the `bot=` folder of results/ and scores/."""
     type: str
-    faq: str | None = None              # faq_match: Parquet or CSV with question, answer
-    endpoint: str | None = None         # remote bots
+    """How the bot answers (see Connect your bot)."""
+    faq: str | None = None
+    """`faq_match`: a Parquet or CSV file with `question` and `answer` columns."""
+    endpoint: str | None = None
+    """`chat`, `full_context`, `http`: the name of an endpoint in `endpoints`."""
     model: str | None = None
-    knowledge: str | None = None        # full_context: the knowledge document
-    prompt_template: str | None = None  # full_context: template file
-    system_prompt: str | None = None    # chat
-    options: dict[str, Any] = field(default_factory=dict)  # http bot: url, body, paths...
+    """`chat`, `full_context`: the model (the deployment on Azure)."""
+    knowledge: str | None = None
+    """`full_context`: the knowledge document put into every prompt."""
+    prompt_template: str | None = None
+    """`full_context`: a template file with `{knowledge}` and `{question}` (default: the
+    packaged one; other braces are left alone)."""
+    system_prompt: str | None = None
+    """`chat`, `full_context`: an optional system message."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """`http`: `path`, `body` (JSON with `{question}`, `{case_id}`, and a value
+    `"{messages}"` for a conversation's earlier turns), `answer_path` (required: a dot
+    path such as `data.answer`), `contexts_path`, `context_field`; `chat` and
+    `full_context`: `temperature` (0), `max_tokens`."""
 
 
 @dataclass(frozen=True)
 class EmbeddingsConfig:
     provider: str = "local"
+    """Who computes the vectors of the semantic metrics: `local` (all-MiniLM-L6-v2 in
+    numpy), `endpoint` (an OpenAI-compatible embeddings API) or `hashing` (fast,
+    dependency-free, no semantics: for tests)."""
     endpoint: str | None = None
+    """`endpoint` provider: the name of an endpoint in `endpoints`."""
     model: str | None = None
+    """`endpoint` provider: the model. `local` provider: `all-MiniLM-L6-v2` (default,
+    English) or `multilingual` (Universal Sentence Encoder Multilingual v3 for sentence
+    vectors; bertscore keeps MiniLM's token vectors)."""
 
 
 @dataclass(frozen=True)
 class SafetyConfig:
-    votes: int = 3                # independent votes; the majority decides
-    temperature: float = 0.7      # votes are sampled, so that they can differ
-    mode: str = "calls"           # calls: one request per vote | n: one request, n choices
-    per_category: bool = False    # one request per category (x votes) instead of all ten
+    votes: int = 3
+    """Independent votes per critic; the majority (⌊votes/2⌋+1) decides."""
+    temperature: float = 0.7
+    """Votes are sampled, so that they can differ."""
+    mode: str = "calls"
+    """`calls`: one request per vote; `n`: one request asking for `votes` choices (where
+    the server supports `n`)."""
+    per_category: bool = False
+    """One request per category (× votes) instead of one request returning all ten
+    verdicts."""
 
 
 @dataclass(frozen=True)
 class RubricConfig:
     """A judge rubric of the config (G-Eval style): a metric of its own."""
     criteria: str
+    """What the judge assesses, in a sentence or two."""
     steps: tuple[str, ...] = ()
+    """Evaluation steps the judge follows, in order."""
     scale: tuple[float, float] = (1.0, 5.0)
+    """[low, high] of the judge's score; the value is (score − low) / (high − low)."""
     inputs: tuple[str, ...] = ("question", "answer")
+    """What the judge sees; a row lacking one is null with the reason."""
 
 
 @dataclass(frozen=True)
 class CustomMetricConfig:
     """A metric computed by a Python function named in the config."""
     name: str
-    function: str                       # "package.module:function"
+    """The metric's name: letters, digits, `_`, starting with a letter; not a built-in
+    metric's or group's name."""
+    function: str
+    """`package.module:function`, looked up on the Python path and in the config file's
+    folder."""
     needs: tuple[str, ...] = ("answer",)
+    """The inputs the function reads; a row lacking one is null with the reason."""
     lower_is_better: bool = False
+    """The metric's direction (summary/'s `higher_is_better`, compare, calibrate)."""
     options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the function (`metric_options.<name>` overrides them)."""
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     endpoint: str | None = None
+    """The judge's endpoint (a name in `endpoints`); both `endpoint` and `model`, or
+    neither. Without a judge the judge metrics are off (named in `metrics`, they are
+    null with `no judge configured`)."""
     model: str | None = None
+    """The judge model."""
     temperature: float = 0.0
+    """Temperature of every judge question except the safety votes."""
     max_tokens: int = 1024
-    keep_trace: bool = False      # keep the raw reply and any reasoning trace in details
-    prompts: dict[str, str] = field(default_factory=dict)  # template name -> file
+    """Completion limit per judge call."""
+    keep_trace: bool = False
+    """Keep the raw reply (and a `reasoning_content` / `reasoning` trace if the server
+    returns one) in each judge metric's details."""
+    prompts: dict[str, str] = field(default_factory=dict)
+    """Packaged template name → a file replacing it; the file must keep the packaged
+    template's placeholders."""
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    """How the ten safety critics vote."""
     rubrics: dict[str, RubricConfig] = field(default_factory=dict)
+    """Judge metrics of your own, by name (see Judges and rubrics)."""
 
     @property
     def configured(self) -> bool:
@@ -120,10 +216,15 @@ class JudgeConfig:
 class CacheConfig:
     """The on-disk cache of judge and embedding calls (never of bots under test)."""
     enabled: bool = True
-    path: str | None = None  # tier 1 (SQLite); default: <output>/_cache/calls.sqlite, or a
-    #                          file in each worker's temp folder when the output is a URL
-    shared_path: str | None = None  # tier 2 (objects); default: none, or
-    #                                 <output>/_cache/objects when the output is a URL
+    """Cache judge and embedding calls: a re-run over unchanged inputs sends no request."""
+    path: str | None = None
+    """Tier 1, a SQLite file on the worker's own disk (never on a network filesystem).
+    Default (unset): `<output>/_cache/calls.sqlite`, or a file in each worker's temp
+    folder when `--output` is a URL."""
+    shared_path: str | None = None
+    """Tier 2, a folder every worker reaches through Beam's FileSystems (gs://, s3://,
+    hdfs://, local or mounted), one object per call. Default (unset): none, or
+    `<output>/_cache/objects` when `--output` is a URL."""
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
@@ -135,9 +236,13 @@ DEFAULT_RULES = PRESETS["default"]
 @dataclass(frozen=True)
 class VerdictConfig:
     rules: tuple[VerdictRule, ...] = DEFAULT_RULES
+    """Ordered rules; the first that matches decides. Written rules override the
+    preset; each must name a metric of the run. Default: the preset's rules."""
     otherwise: str = "PASS"
-    explicit: bool = False  # the rules were written in the config (not a preset's)
-    preset: str = "default"  # the named rule set used when no rules are written
+    """The verdict when no rule matches."""
+    explicit: bool = field(default=False, metadata=NOT_A_KEY)  # rules written in the config
+    preset: str = "default"
+    """The named rule set used when no `rules` are written (see Verdicts, Presets)."""
 
 
 @dataclass(frozen=True)
@@ -145,27 +250,49 @@ class GateRule:
     """`evalbeam compare` exits 4 when `metric` got worse by more than
     `max_drop` (sign-aware: a rise for lower-is-better metrics) and the change
     is significant (Holm-adjusted p < alpha)."""
-    metric: str                  # a metric name, or pass_rate
+    metric: str
+    """A metric of the compared runs, or `pass_rate`."""
     max_drop: float
-    bot: str | None = None       # default: every bot compared
-    suite: str = "*"             # default: all suites together
+    """The largest drop allowed (≥ 0, in the metric's units; for ↓ metrics a rise is the
+    drop)."""
+    bot: str | None = None
+    """The bot it checks. Default (unset): every compared bot."""
+    suite: str = "*"
+    """The suite it checks; `*`: all suites together."""
     alpha: float = 0.05
+    """The significance level of the Holm-adjusted p-value, in (0, 1)."""
 
 
 @dataclass(frozen=True)
 class Config:
     input: InputConfig = field(default_factory=InputConfig)
+    """How the input files are read."""
     endpoints: dict[str, EndpointConfig] = field(default_factory=dict)
+    """Named OpenAI-compatible (or plain JSON HTTP) services that bots, the embedder and
+    the judge call, with their rate limits, retries and prices."""
     bots: tuple[BotConfig, ...] = (BotConfig(name="recorded", type="precomputed"),)
+    """Every case is answered by every bot."""
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    """The embedder of the semantic metrics."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    """The LLM judge of the judge metrics."""
     cache: CacheConfig = field(default_factory=CacheConfig)
-    metrics: tuple[str, ...] | None = None  # None: every metric the inputs allow
+    """The call cache of judge and embedding calls."""
+    metrics: tuple[str, ...] | None = None
+    """Metric names or groups to compute; your own metrics and rubrics by name; an unknown
+    name is an error. Default (unset): every metric the inputs allow, except the judge's
+    without a judge and the semantic ones without the local model (the run says so)."""
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per-metric options, by the metric's (or its group's) name: see the metrics
+    reference. An unknown option, or a value of the wrong kind, is an error."""
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    """How rows get PASS, WARN or FAIL."""
     custom_metrics: tuple[CustomMetricConfig, ...] = ()
-    gate: tuple[GateRule, ...] = ()  # rules of `evalbeam compare` (the run ignores them)
-    source_path: str | None = None  # where it was loaded from (not a config key)
+    """Metrics computed by your own Python functions (see Custom metrics)."""
+    gate: tuple[GateRule, ...] = ()
+    """Regression rules of `evalbeam compare --config` (a run ignores them). A rule that
+    matches nothing compared is an error, so a typo cannot pass silently."""
+    source_path: str | None = field(default=None, metadata=NOT_A_KEY)  # where it was loaded from
 
     def to_public_dict(self) -> dict[str, Any]:
         """The config as plain data for the manifest; secrets cannot be in it."""
@@ -203,10 +330,18 @@ def _check_keys(data: Any, allowed: set[str], where: str) -> dict[str, Any]:
     return dict(data)
 
 
+def key_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields of a config dataclass that are keys of the YAML."""
+    return [f for f in dataclasses.fields(cls) if f.metadata.get("config_key", True)]
+
+
+def _keys(cls: type) -> set[str]:
+    return {f.name for f in key_fields(cls)}
+
+
 def _build(cls: type, data: Any, where: str, **overrides: Any) -> Any:
     """Construct a dataclass from a mapping, rejecting unknown keys."""
-    names = {f.name for f in dataclasses.fields(cls)} - {"source_path"}
-    values = _check_keys(data, names, where)
+    values = _check_keys(data, _keys(cls), where)
     values.update(overrides)
     required = [f.name for f in dataclasses.fields(cls)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -291,7 +426,7 @@ def _resolve(path: str | None, base_dir: str) -> str | None:
 
 def parse_config(data: Any, base_dir: str = ".") -> Config:
     """Validate plain data (from YAML) into a Config; paths relative to base_dir."""
-    top = _check_keys(data, {f.name for f in dataclasses.fields(Config)} - {"source_path"}, "")
+    top = _check_keys(data, _keys(Config), "")
     kwargs: dict[str, Any] = {}
     if "input" in top:
         kwargs["input"] = _input(top["input"])
@@ -346,7 +481,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
     if top.get("custom_metrics") is not None:
         kwargs["custom_metrics"] = _custom_metrics(top["custom_metrics"])
     if "verdict" in top:
-        vd = _check_keys(top["verdict"], {"rules", "otherwise", "preset"}, "verdict")
+        vd = _check_keys(top["verdict"], _keys(VerdictConfig), "verdict")
         preset = vd.get("preset", "default")
         if preset not in PRESETS:
             raise ConfigError(f"verdict.preset must be one of {tuple(PRESETS)}, got {preset!r}")
@@ -400,7 +535,7 @@ def _gate(data: Any) -> tuple[GateRule, ...]:
 
 def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) -> JudgeConfig:
     from transforms.enrich.judge.prompts import TEMPLATE_NAMES
-    raw = _check_keys(data, {f.name for f in dataclasses.fields(JudgeConfig)}, "judge")
+    raw = _check_keys(data, _keys(JudgeConfig), "judge")
     safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
     rubrics = _rubrics(raw.get("rubrics"))
     judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k not in ("safety", "rubrics")},
@@ -413,8 +548,8 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     _number(safety.temperature, "judge.safety.temperature", positive=False)
     _integer(judge.max_tokens, "judge.max_tokens", 1)
     _integer(safety.votes, "judge.safety.votes", 1)
-    if safety.mode not in ("calls", "n"):
-        raise ConfigError(f"judge.safety.mode must be 'calls' or 'n', got {safety.mode!r}")
+    if safety.mode not in SAFETY_MODES:
+        raise ConfigError(f"judge.safety.mode must be one of {SAFETY_MODES}, got {safety.mode!r}")
     for key in ("keep_trace",):
         if not isinstance(getattr(judge, key), bool):
             raise ConfigError(f"judge.{key} must be true or false")

@@ -281,10 +281,38 @@ def check_inputs_outside(paths: Sequence[str], output: str) -> None:
                              "would read its own tables as input")
 
 
+def with_flags(cfg: Config, preset: str | None = None, metrics: str | None = None
+               ) -> tuple[Config, list[str]]:
+    """The command line's flags win over the config file: `--preset NAME` uses that
+    verdict preset's rules instead of the config's verdict.preset and written
+    verdict.rules (verdict.otherwise stays), `--metrics a,b` replaces `metrics`.
+    Returns the config and notes saying what a flag replaced."""
+    from transforms.decide.presets import PRESETS
+    notes: list[str] = []
+    if preset is not None:
+        if preset not in PRESETS:
+            raise UsageError(f"--preset {preset!r} is not a verdict preset (one of "
+                             f"{', '.join(PRESETS)}); an input column preset is the config's "
+                             "input.preset")
+        if cfg.verdict.explicit:
+            notes.append(f"--preset {preset} replaces the {len(cfg.verdict.rules)} "
+                         "verdict.rules of the config")
+        cfg = dataclasses.replace(cfg, verdict=dataclasses.replace(
+            cfg.verdict, rules=PRESETS[preset], explicit=False, preset=preset))
+    if metrics is not None:
+        names = tuple(m.strip() for m in metrics.split(","))
+        if not all(names):
+            raise UsageError(f"--metrics {metrics!r} must be metric names separated by commas")
+        cfg = dataclasses.replace(cfg, metrics=names)
+    return cfg, notes
+
+
 def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
-    cfg = share_limits(load_config(args.config),
-                       worker_count(options) if options is not None else 1)
+    flag_metrics = getattr(args, "metrics", None)
+    cfg, notes = with_flags(load_config(args.config), getattr(args, "preset", None),
+                            flag_metrics)
+    cfg = share_limits(cfg, worker_count(options) if options is not None else 1)
     run_id = args.run_id if args.run_id is not None else \
         dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
     if not RUN_ID_PATTERN.match(run_id):
@@ -311,8 +339,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
         scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured,
                                  own_scorers(cfg))
     except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    notes: list[str] = []
+        flagged = flag_metrics is not None and str(exc).startswith("unknown metric")
+        raise ConfigError(("--metrics: " if flagged else "") + str(exc)) from None
     scorers = without_missing_model(cfg, scorers, notes)
     metrics = tuple(m for s, _ in scorers for m in s.metrics)
     if any(s.features for s, _ in scorers):

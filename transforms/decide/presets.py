@@ -20,10 +20,17 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Rule:
     metric: str
+    """The metric the rule reads; a row where it is null skips the rule (and the reason
+    says so)."""
     verdict: str
+    """PASS, WARN or FAIL: the verdict when the rule matches."""
     above: float | None = None
+    """The rule matches when the value is above this (exactly one of above / below)."""
     below: float | None = None
-    unless: str | None = None  # skipped for a row where this metric has a value
+    """The rule matches when the value is below this."""
+    unless: str | None = None
+    """A metric of the run: the rule is skipped for a row where that metric has a value
+    (a better metric decides there)."""
 
 
 SEED_RULES: tuple[Rule, ...] = (

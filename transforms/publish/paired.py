@@ -28,16 +28,12 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from schemas.tables import VERDICT_ORDER
+from schemas.tables import MIN_DIFFERENCE, VERDICT_ORDER  # noqa: F401 (MIN_DIFFERENCE re-exported)
 
 SEED = 20_240_611
 RESAMPLES = 1000
 LEVEL = 0.95
 TIE = 1e-9          # |delta| at or below this is zero whatever the minimum difference
-# Default minimum practical difference: per-case changes up to this are ties.
-# Float noise between identical runs is ~1e-7 (BENCHMARKS.md); 0.001 on a
-# [0, 1] metric is below anything a person would call a change.
-MIN_DIFFERENCE = 1e-3
 ALPHA = 0.05
 _BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
 # P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from uniforms

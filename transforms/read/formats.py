@@ -35,6 +35,8 @@ from apache_beam.io.filesystems import CompressionTypes, FileSystems
 from schemas.cases import InputError, Source, candidates, parse_text_list
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
+FORMAT_NAMES = {"parquet": "Parquet", "jsonl": "JSON Lines", "csv": "CSV", "json": "JSON",
+                "hf": "Hugging Face dataset folder (Dataset.save_to_disk)"}  # for help and docs
 EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl",
               ".ndjson.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv", ".json": "json"}
 csv.field_size_limit(2**31 - 1)  # long contexts: the default limit is 128 KiB per field

@@ -250,22 +250,24 @@ def select_scorers(metrics: tuple[str, ...] | None,
     return chosen
 
 
+MISSING = {"answer": "no answer", "expected_answer": "no expected_answer",  # need -> why null
+           "contexts": "no contexts", "messages": "no messages (not a conversation)"}
+NO_EMBEDDINGS = "no embeddings for this turn"
+
+
 def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] = ()
                   ) -> str | None:
     """Why the turn cannot be scored by a scorer with these needs, or None."""
     if turn.error:
         return f"bot failed: {turn.error}"
+    have = {"answer": turn.answer is not None,
+            "expected_answer": turn.case.expected_answer is not None,
+            "contexts": bool(turn.effective_contexts), "messages": bool(turn.case.messages)}
     for need in needs:
-        if need == "answer" and turn.answer is None:
-            return "no answer"
-        if need == "expected_answer" and turn.case.expected_answer is None:
-            return "no expected_answer"
-        if need == "contexts" and not turn.effective_contexts:
-            return "no contexts"
-        if need == "messages" and not turn.case.messages:
-            return "no messages (not a conversation)"
+        if not have.get(need, True):
+            return MISSING[need]
     if any(f not in turn.features for f in features):
-        return turn.features.get(EMBED_ERROR, "no embeddings for this turn")
+        return turn.features.get(EMBED_ERROR, NO_EMBEDDINGS)
     return None
 
 

@@ -1,0 +1,97 @@
+"""`evalbeam run --preset NAME --metrics a,b`: the flags win over the config
+file (--preset over verdict.preset and written verdict.rules, --metrics over
+metrics), bad values are one-line errors before anything runs, and the
+manifest records the config as it ran."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from pipeline.config import ConfigError
+from pipeline.plan import UsageError, make_plan
+from tests.conftest import SAMPLE_ROWS, write_cases
+from tests.pipeline_helpers import manifest, read_rows, run_sample
+from transforms.decide.presets import PRESETS
+
+CONFIG = """embeddings: {provider: hashing}
+metrics: [exact_match, hallucination, lexical_relevance, completeness]
+verdict:
+  preset: default
+  rules:
+    - {metric: exact_match, below: 1, verdict: FAIL}
+  otherwise: WARN
+"""
+
+
+def plan(tmp_path, config: str = CONFIG, **flags):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    (tmp_path / "c.yaml").write_text(config)
+    args = argparse.Namespace(config=str(tmp_path / "c.yaml"), input=cases,
+                              output=str(tmp_path / "out"), run_id="f", run_date=None,
+                              preset=None, metrics=None)
+    for key, value in flags.items():
+        setattr(args, key, value)
+    return make_plan(args)
+
+
+def test_without_flags_the_config_decides(tmp_path):
+    p = plan(tmp_path)
+    assert [r.metric for r in p.config.verdict.rules] == ["exact_match"]
+    assert p.info.metrics == ("exact_match", "lexical_relevance", "completeness",
+                              "hallucination", "unsupported_facts")
+
+
+def test_preset_replaces_the_configs_written_rules_and_says_so(tmp_path):
+    p = plan(tmp_path, preset="seed")
+    assert p.config.verdict.rules == PRESETS["seed"] and p.config.verdict.preset == "seed"
+    assert p.config.verdict.otherwise == "WARN"  # kept
+    assert any("--preset seed replaces the 1 verdict.rules" in n for n in p.info.notes)
+    assert p.info.config["verdict"]["preset"] == "seed"
+
+
+def test_metrics_replaces_the_configs_metrics_and_drops_the_presets_other_rules(tmp_path):
+    p = plan(tmp_path, preset="seed", metrics="bleu, rouge")
+    assert p.info.metrics == ("bleu", "rouge1", "rouge2", "rougeL")
+    assert p.config.verdict.rules == ()  # the seed rules' metrics are not computed
+    assert p.info.config["metrics"] == ["bleu", "rouge"]
+
+
+def test_a_written_rule_must_name_a_metric_of_the_flags(tmp_path):
+    with pytest.raises(ConfigError, match=r"verdict.rules\[0\].metric 'exact_match' is not a "
+                                          "metric of this run"):
+        plan(tmp_path, metrics="bleu")
+
+
+@pytest.mark.parametrize("flags,error,message", [
+    ({"preset": "ragas"}, UsageError, "--preset 'ragas' is not a verdict preset (one of "
+                                      "default, seed); an input column preset is the "
+                                      "config's input.preset"),
+    ({"metrics": "bleu,,rouge"}, UsageError, "--metrics 'bleu,,rouge' must be metric names "
+                                             "separated by commas"),
+    ({"metrics": "bleu,nope"}, ConfigError, "--metrics: unknown metric 'nope'"),
+])
+def test_bad_flags_are_one_line_errors(tmp_path, flags, error, message):
+    with pytest.raises(error) as info:
+        plan(tmp_path, **flags)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_the_flags_on_the_command_line(tmp_path, capsys):
+    code, out = run_sample(tmp_path, CONFIG, "flags")
+    code_flags = __import__("pipeline.cli", fromlist=["run"]).run(
+        ["run", "--input", str(tmp_path / "c.parquet"), "--output", out, "--config",
+         str(tmp_path / "c.yaml"), "--run-id", "flagged", "--preset", "seed",
+         "--metrics", "hallucination,lexical_relevance,completeness"])
+    assert (code, code_flags) == (0, 0)
+    assert "--preset seed replaces the 1 verdict.rules of the config" in capsys.readouterr().err
+    ran = manifest(out, "flagged")
+    assert ran["metrics"] == ["lexical_relevance", "completeness", "hallucination",
+                              "unsupported_facts"]
+    assert ran["config"]["verdict"]["preset"] == "seed"
+    reasons = {(r["run_id"], r["case_id"]): r["verdict_reason"]
+               for r in read_rows(out, "results")}
+    assert reasons["flags", "c2"].startswith("exact_match")  # the config's own rule
+    seed = tuple(r.metric for r in PRESETS["seed"]) + ("no rule matched", "bot failed")
+    flagged = [why for (run_id, _), why in reasons.items() if run_id == "flagged"]
+    assert len(flagged) == len(SAMPLE_ROWS) and all(w.startswith(seed) for w in flagged)

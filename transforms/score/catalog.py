@@ -1,0 +1,142 @@
+"""What every built-in metric computes, said for people: its formula, where its
+value lives, and why it can be null beyond a missing input or a failed bot.
+
+The scorer registry (scoring.py) holds what the code needs (inputs, direction,
+options); this holds what a reader needs, and the docs' metrics reference is
+made from both (pipeline/reference.py). A test fails when a metric has no
+entry here, or an entry names a null reason the code never gives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transforms.enrich.judge.conversation import NO_ROLE
+from transforms.enrich.judge.tasks import RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
+
+
+@dataclass(frozen=True)
+class MetricDoc:
+    formula: str
+    nulls: tuple[str, ...] = ()  # reasons as scores.error words them; … stands for a value
+    unit: str = "[0, 1]"
+
+
+_EMPTY_REF = "empty expected answer"
+_JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
+                 "`metric_options.{m}.scale` for an overridden template) from the judge's "
+                 "`{{\"score\", \"reason\"}}` reply, value (s − low) / (high − low); raw score, "
+                 "scale and reason in details")
+
+METRIC_DOCS: dict[str, MetricDoc] = {
+    "exact_match": MetricDoc(
+        "1 if N(answer) = N(expected) else 0, N lower-cases, trims and collapses whitespace; "
+        "with several references 1 when the answer equals any", (_EMPTY_REF,)),
+    "keyword_recall": MetricDoc(
+        "|E ∩ G| / |E|, E and G the token sets of the expected answer and the answer; the "
+        "best over several references", ("expected answer has no tokens",)),
+    "answer_length": MetricDoc("the answer's length in characters; tokens in details",
+                               unit="characters"),
+    "politeness": MetricDoc(
+        "min(1, markers found / 2); markers configurable (default \"please\", \"sorry\", "
+        "\"happy to help\", \"can help\"), whole-word, case-insensitive"),
+    "latency_ms": MetricDoc("the bot call's time on the wire in ms (monotonic clock)",
+                            ("no latency measured (recorded answer)",), unit="milliseconds"),
+    "bleu": MetricDoc(
+        "`sacrebleu.sentence_bleu(answer, [references]).score / 100` with sacrebleu's defaults "
+        "(13a tokenizer, exp smoothing, effective order); n-gram precisions, BP and the "
+        "signature in details", (_EMPTY_REF,)),
+    "rouge1": MetricDoc(
+        "F1 of `rouge_score.RougeScorer` on unigrams (target = expected, prediction = answer; "
+        "several references: rouge-score's `score_multi`); precision and recall in details; "
+        "stemming off by default", ("expected answer has no ROUGE tokens",)),
+    "rouge2": MetricDoc("F1 of rouge-score's ROUGE-2 (bigrams), otherwise as rouge1",
+                        ("expected answer has no ROUGE tokens (…)",)),
+    "rougeL": MetricDoc("F1 of rouge-score's ROUGE-L (the longest common subsequence), "
+                        "otherwise as rouge1", ("expected answer has no ROUGE tokens (…)",)),
+    "lexical_relevance": MetricDoc(
+        "(cos_tfidf(Q, R) + Jaccard(Q, R)) / 2 over stems; TF = raw counts, idf(t) = "
+        "ln((1+N)/(1+df(t))) + 1 over the run's own corpus, vectors L2-normalised; Jaccard = "
+        "|Q ∩ R| / |Q ∪ R|", ("question has no tokens",)),
+    "completeness": MetricDoc(
+        "share of the question's keywords whose stem occurs in the answer",
+        ("question has no keywords",)),
+    "hallucination": MetricDoc(
+        "max(S_claims, P_drift): S_claims = unsupported / anchors over the answer's figures, "
+        "dates, names, pairings, claims and list items checked against the contexts and the "
+        "question; P_drift = 0.2 when under 20% of the answer's content words are in the "
+        "contexts (see Metrics, Hallucination)",
+        ("empty answer", "the answer is in …, the contexts in …")),
+    "unsupported_facts": MetricDoc(
+        "the number of the answer's figures, dates and names that no context, the question "
+        "or an expected answer states; from the same pass as `hallucination`, the facts in "
+        "details", ("empty answer", "the answer is in …, the contexts in …"), unit="count"),
+    "reference_coverage": MetricDoc(
+        "(content words of the reference found in the answer + 2 × its figures and dates "
+        "found by value) / (content words + 2 × figures and dates); recall, so a long answer "
+        "is not penalised; stems and stop words of the reference's language; an answer in "
+        "another language is compared by figures and dates only",
+        ("reference has no content words", "…: no figures or dates to compare",
+         "…: the answer states no figure or date to compare")),
+    "key_fact_recall": MetricDoc(
+        "reference_coverage without a reference: the context sentences that share most of "
+        "the question's content words (top 3) stand in for it; the answer's coverage of the "
+        "best-covered sentence's words that are not in the question",
+        ("question has no content words", "no context sentence matches the question")),
+    "answer_similarity": MetricDoc(
+        "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
+        "several references; raw cosine in details; an empty answer scores 0"),
+    "bertscore": MetricDoc(
+        "greedy matching of token vectors as bert_score does: R = Σ_r w_r · max_c cos(r, c) / "
+        "Σ w_r over reference tokens, P the converse over answer tokens, value F1 = 2PR/(P+R), "
+        "P and R in details; w = 1, or idf over the run's references with "
+        "`metric_options.bertscore.idf: true`", ("reference has no tokens",)),
+    "answer_relevance": MetricDoc(
+        "mean of max(0, cos(E(sentence), E(question))) over the better half of the answer's "
+        "sentences (first 64), × novelty / 0.3 when novelty (the share of the answer's "
+        "content words not in the question) is below 0.3: restating the question is not "
+        "answering it"),
+    "faithfulness": MetricDoc(
+        "supported claims / claims of the answer, each claim verified against the contexts",
+        ("the answer makes no claim",)),
+    "answer_correctness": MetricDoc(
+        "(w_f · F1 + w_s · answer_similarity) / (w_f + w_s), weights 0.75 and 0.25 by "
+        "default; F1 = TP / (TP + ½(FP + FN)) with TP = answer claims the reference supports, "
+        "FP = answer claims it does not, FN = reference claims the answer misses",
+        ("neither the answer nor the reference makes a claim", "answer similarity: …")),
+    "context_recall": MetricDoc(
+        "reference claims attributable to the contexts / claims of the reference",
+        ("the reference makes no claim",)),
+    "context_precision": MetricDoc(
+        "average precision over the contexts in retrieval order: Σ_k precision@k · v_k / "
+        "Σ v_k, v_k = 1 when context k was useful to reach the reference (0 when none was)"),
+    "context_entities_recall": MetricDoc(
+        "entities of the reference found in the contexts / entities of the reference; "
+        "entities listed by the judge, or by rules without a judge (`method` in details); "
+        "found = the entity's words appear adjacent, in order, in a context",
+        ("the reference names no entity",)),
+    "noise_sensitivity": MetricDoc(
+        "incorrect claims of the answer (not supported by the reference) / all its claims; "
+        "details count the incorrect claims the contexts supported "
+        "(`incorrect_from_contexts`: errors the retrieved noise led to)",
+        ("the answer makes no claim", "the reference makes no claim")),
+    "knowledge_retention": MetricDoc(
+        "assistant turns (earlier ones and the bot's answer) that keep what the user said "
+        "earlier / assistant turns; per-turn verdicts, `final_turn` and the failures in "
+        "details"),
+    "conversation_relevancy": MetricDoc(
+        "assistant turns relevant to the user message they answer, in context / assistant "
+        "turns"),
+    "role_adherence": MetricDoc(
+        "assistant turns that stay in the role / assistant turns; the role is "
+        "`metric_options.role_adherence.role`, else the conversation's system turn",
+        (NO_ROLE,)),
+    "conversation_completeness": MetricDoc(
+        "user intentions across the conversation that the assistant satisfied / intentions "
+        "(the judge lists them)", ("the judge found no user intention",)),
+    **{m: MetricDoc(_JUDGE_RUBRIC.format(m=m)) for m in RUBRICS},
+    **{m: MetricDoc(
+        f"1.0 when the majority of the sampled votes (`judge.safety.votes`, 3) flags the "
+        f"answer as {c.replace('_', ' ')}, 0.0 when the majority clears it; the votes and "
+        "the reasons in details", ("no majority of … votes …",))
+       for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS)},
+}
