@@ -4,7 +4,8 @@ built, so they cannot drift from it:
 - the command line from the argument parsers (`pipeline.cli`),
 - the config keys from the validator's dataclasses (`pipeline.config`),
 - the metrics from the scorer registry (`transforms.score`),
-- the tables from their schemas (`schemas.tables`).
+- the tables from their schemas (`schemas.tables`), the input columns from
+  `schemas.cases`.
 
 A docs page holds a marker `<!-- reference:NAME -->` where the generated
 Markdown goes (scripts/mkdocs_hooks.py replaces it at build time).
@@ -55,6 +56,13 @@ def arrow_type(typ: pa.DataType) -> str:
         return f"list<{arrow_type(typ.value_type)}>"
     return {pa.string(): "string", pa.float64(): "double", pa.int64(): "int64",
             pa.bool_(): "bool"}.get(typ, str(typ))
+
+
+def inputs_reference() -> str:
+    from schemas.cases import INPUT_COLUMN_DOCS, REQUIRED_COLUMNS
+    return "\n".join(table_rows(("column", "type", "required", "meaning"), [
+        (f"`{c}`", typ, "yes" if c in REQUIRED_COLUMNS else "no", meaning)
+        for c, (typ, meaning) in INPUT_COLUMN_DOCS.items()])) + "\n"
 
 
 def tables_reference() -> str:
@@ -325,6 +333,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "metrics": metrics_reference,
     "config": config_reference,
     "cli": cli_reference,
+    "inputs": inputs_reference,
     "tables": tables_reference,
 }
 

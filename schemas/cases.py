@@ -25,6 +25,25 @@ OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite",
 ID_COLUMNS = ("question", "expected_answer", "contexts", "answer", "suite", "tags")
 LABEL_VERDICTS = ("PASS", "WARN", "FAIL")
 CANONICAL_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
+# column -> (type, meaning): the input table of the docs is made from this
+INPUT_COLUMN_DOCS: dict[str, tuple[str, str]] = {
+    "question": ("string", "the user's input"),
+    "case_id": ("string", "a stable id; `h-` + a SHA-1 of the row's content when absent"),
+    "expected_answer": ("string or list<string>", "the reference answer: one, or several "
+                        "(see Multiple references); metrics that need it are null (not 0) "
+                        "without it"),
+    "contexts": ("list<string>", "retrieved passages (a JSON array in a string column is "
+                 "accepted)"),
+    "answer": ("string", "a recorded answer, used by the `precomputed` bot"),
+    "suite": ("string", "a slice for the summaries"),
+    "tags": ("list<string>", "free labels, copied to results/"),
+    "label": ("string or number", "a reviewer's judgement of the recorded answer: a verdict "
+              "name (`PASS`, `WARN`, `FAIL`, any case) or a number in [0, 1] (1 = "
+              "acceptable); copied to results/ (as text: `PASS`, `0.75`) for `evalbeam "
+              "calibrate`; not part of the derived `case_id`"),
+    "messages": ("list<{role, content}>", "the earlier turns of a conversation, before the "
+                 "question (see Conversations)"),
+}
 
 # Common exports map without configuration (Ragas' names).
 RAGAS_COLUMNS = {"user_input": "question", "response": "answer", "reference": "expected_answer",

@@ -135,3 +135,11 @@ def test_the_verdicts_page_shows_the_default_presets_rules_as_the_code_has_them(
     shown = yaml.safe_load(block)
     assert shown == [{k: v for k, v in dataclasses.asdict(r).items() if v is not None}
                      for r in PRESETS["default"]]
+
+
+def test_every_input_column_has_a_meaning_in_the_reference():
+    from schemas.cases import CANONICAL_COLUMNS, INPUT_COLUMN_DOCS
+    from pipeline.reference import inputs_reference
+    assert list(INPUT_COLUMN_DOCS) == list(CANONICAL_COLUMNS)
+    page = inputs_reference()
+    assert all(f"| `{c}` |" in page for c in CANONICAL_COLUMNS)
