@@ -32,7 +32,7 @@ from pipeline.plan import DEFAULT_TTL_S, Plan, UsageError, make_plan
 from schemas.cases import InputError
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import clean_leftovers, committed, committed_attempt
+from transforms.publish.commit import clean_leftovers, committed_attempt
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -237,10 +237,10 @@ def _usage_error(message: str) -> int:
 def calibrate(args: argparse.Namespace) -> int:
     """`evalbeam calibrate`: exit 0 with the summary printed, 2 with one line."""
     from pipeline.postrun.calibrate import run_calibrate
-    from pipeline.postrun.read import PostRunError
+    from pipeline.postrun.read import RunUnreadable
     try:
         print(run_calibrate(args.output, args.run_id, args.bot))
-    except PostRunError as exc:
+    except RunUnreadable as exc:
         return _usage_error(str(exc))
     return 0
 
@@ -249,12 +249,13 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
     from pipeline.postrun.compare import CompareError, run_compare
     from pipeline.postrun.gate import GateError
+    from pipeline.postrun.read import RunUnreadable
     if extra:
         print(f"evalbeam: error: unexpected argument {extra[0]!r}", file=sys.stderr)
         return EXIT_USAGE
     try:
         failed = run_compare(args)
-    except (CompareError, ConfigError, GateError) as exc:
+    except (CompareError, ConfigError, GateError, RunUnreadable) as exc:
         print(f"evalbeam: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_GATE_FAILED if failed else 0
@@ -385,16 +386,23 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
 
 
 def _print_outcome(info: RunInfo) -> int:
-    manifest = committed(info.output, info.run_id)  # works for gs://, s3:// outputs too
-    if manifest is None or manifest.get("attempt") != info.attempt:
-        print(f"evalbeam: error: run {info.run_id} finished without its completion marker",
-              file=sys.stderr)
+    from transforms.publish.completed import RunUnreadable, read_completed_run
+    try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
+        done = read_completed_run(info.output, info.run_id)
+    except RunUnreadable as exc:
+        done, why = None, str(exc)
+    else:
+        why = f"the marker names attempt {done.attempt}"
+    if done is None or done.attempt != info.attempt:
+        print(f"evalbeam: error: run {info.run_id} finished without its completion marker "
+              f"({why})", file=sys.stderr)
         return 1
+    manifest = done.manifest
     c = manifest["counts"]
     print(f"run {info.run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
           f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
           f"({c['errors_rows']} rows in errors/)")
-    summary = [FileSystems.join(info.output, p) for p in manifest["files"]["summary"]]
+    summary = done.files("summary")
     for bot in manifest["bots"]:
         print(f"  {bot}: " + _bot_line(summary, bot))
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")

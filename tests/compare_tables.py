@@ -3,6 +3,7 @@ scores/, summary/), without running the pipeline: for tests of `compare` on
 chosen cases, and for the compare benchmark at 100k and 1M cases."""
 from __future__ import annotations
 
+import json
 import os
 import uuid
 
@@ -11,16 +12,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.tables import RESULTS, SCORES, SUMMARY
+from tests.pipeline_helpers import write_marker
 from transforms.publish.summary import summary_rows
 
 VERDICTS = np.array(["PASS", "WARN", "FAIL", "ERROR"])
 
 
+ATTEMPT = "0" * 12  # every hand-written run is one committed attempt
+
+
 def _write(output: str, table: str, partition: str, run_id: str, data: pa.Table) -> None:
     folder = os.path.join(output, table, partition)
     os.makedirs(folder, exist_ok=True)
-    pq.write_table(data, os.path.join(folder, f"part-{run_id}.{uuid.uuid4().hex[:8]}.parquet"),
-                   row_group_size=1_000_000)
+    pq.write_table(data, os.path.join(
+        folder, f"part-{run_id}.{ATTEMPT}.{uuid.uuid4().hex[:8]}.parquet"),
+        row_group_size=1_000_000)
 
 
 def write_run(output: str, run_id: str, run_date: str, bot: str, case_ids: list[str],
@@ -71,6 +77,9 @@ def write_run(output: str, run_id: str, run_date: str, bot: str, case_ids: list[
     rows = summary_rows(run_id, stats, counts, lower_is_better)
     _write(output, "summary", f"run_date={run_date}", run_id,
            pa.Table.from_pylist(rows, schema=SUMMARY.schema))
+    marker = os.path.join(output, "runs", run_id, "manifest.json")
+    bots = json.load(open(marker))["bots"] if os.path.exists(marker) else []
+    write_marker(output, run_id, run_date, ATTEMPT, bots=sorted({*bots, bot}), metrics=names)
 
 
 def paired_runs(n: int, metrics: int = 16, seed: int = 0, effect: float = 0.0,

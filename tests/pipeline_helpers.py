@@ -94,3 +94,22 @@ def fake_runtime(server, name: str, cache=None, **endpoint):
         yield runtime
     finally:
         runtime.close()
+
+
+def write_marker(output: str, run_id: str, run_date: str, attempt: str = "0" * 12,
+                 **fields) -> dict:
+    """A completion marker for tables a test wrote by hand (files named
+    part-<run_id>.<attempt>.<n>.parquet): it lists them, as Finalize would."""
+    files: dict[str, list[str]] = {}
+    for path in sorted(glob.glob(os.path.join(output, "*", "**",
+                                              f"part-{run_id}.{attempt}.*.parquet"),
+                                 recursive=True)):
+        rel = os.path.relpath(path, output).replace(os.sep, "/")
+        files.setdefault(rel.split("/", 1)[0], []).append(rel)
+    marker = {"run_id": run_id, "run_date": run_date, "attempt": attempt, "bots": [],
+              "metrics": [], "counts": {}, "tables": {t: 0 for t in files},
+              "reconciliation": {"ok": True}, "files": files, **fields}
+    os.makedirs(os.path.join(output, "runs", run_id), exist_ok=True)
+    with open(os.path.join(output, "runs", run_id, "manifest.json"), "w") as fh:
+        json.dump(marker, fh)
+    return marker

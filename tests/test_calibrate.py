@@ -25,7 +25,7 @@ from pipeline.postrun.calibrate import (Answer, BotLabels, bots_to_calibrate, ch
                                         metric_stats, run_calibrate, suggest_rules)
 from pipeline.postrun.read import PostRunError
 from tests.conftest import write_cases
-from tests.pipeline_helpers import files_under, read_rows
+from tests.pipeline_helpers import files_under, read_rows, write_marker
 
 # ---- the agreement functions on small hand-computed cases -------------------
 
@@ -411,7 +411,7 @@ def _one_error_line(capsys) -> str:
 def test_unknown_run_and_bot_exit_2_with_one_line(calibrated, capsys):
     out, _ = calibrated
     assert run(["calibrate", "--output", out, "--run-id", "nope"]) == 2
-    assert "no finished run 'nope'" in _one_error_line(capsys)
+    assert "run nope has no completed attempt" in _one_error_line(capsys)
     assert run(["calibrate", "--output", out, "--run-id", RUN_ID, "--bot", "gpt"]) == 2
     assert "'gpt' is not a bot" in _one_error_line(capsys)
     assert run(["calibrate", "--output", out, "--run-id", "../x"]) == 2
@@ -423,7 +423,7 @@ def test_missing_table_exits_2(calibrated, tmp_path, capsys):
     shutil.copytree(calibrated[0], out)
     shutil.rmtree(os.path.join(out, "scores"))
     assert run(["calibrate", "--output", out, "--run-id", RUN_ID]) == 2
-    assert "has no scores/ files" in _one_error_line(capsys)
+    assert "cannot read its scores/ files" in _one_error_line(capsys)
 
 
 def test_rerun_without_labels_drops_stale_calibration_and_exits_2(tmp_path, capsys):
@@ -447,7 +447,8 @@ def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> 
     def put(table: str, rows: list[dict], *partitions: str):
         folder = os.path.join(out, table, f"run_date={RUN_DATE}", *partitions)
         os.makedirs(folder)
-        pq.write_table(pa.Table.from_pylist(rows), os.path.join(folder, "part-r.0.parquet"))
+        pq.write_table(pa.Table.from_pylist(rows),
+                       os.path.join(folder, f"part-r.{'0' * 12}.0.parquet"))
 
     put("results", [{"run_id": "r", "case_id": c, "question": "q", "verdict": v,
                      **({"label": lab} if label_column else {})}
@@ -456,10 +457,8 @@ def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> 
                    for c, _, _, val in answers], "bot=b")
     put("summary", [{"run_id": "r", "bot": "b", "suite": "*", "metric": "m",
                      "higher_is_better": True}])
-    os.makedirs(os.path.join(out, "runs", "r"))
-    with open(os.path.join(out, "runs", "r", "manifest.json"), "w") as fh:
-        json.dump({"run_id": "r", "run_date": RUN_DATE, "bots": ["b"], "metrics": ["m"],
-                   "config": {"bots": [{"name": "b", "type": "precomputed"}]}}, fh)
+    write_marker(out, "r", RUN_DATE, bots=["b"], metrics=["m"],
+                 config={"bots": [{"name": "b", "type": "precomputed"}]})
 
 
 def test_repeated_case_ids_keep_their_verdicts_but_not_their_values(tmp_path):

@@ -176,7 +176,7 @@ def test_bot_against_bot_in_one_run(runs, capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (("r1", "nope"), "no results/ rows for run 'nope'"),
+    (("r1", "nope"), "run nope has no completed attempt"),
     (("r1:faq", "r2"), "give a bot on both sides"),
     (("r1", "r2", "--config", "GATE"), "gate[0] {metric: toxicity, max_drop: 0.1} matches "
                                        "nothing compared"),

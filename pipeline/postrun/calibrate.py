@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import VerdictRule
 from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable, best_threshold,
                                         pairwise_accuracy, roc_auc, verdict_agreement)
-from pipeline.postrun.read import PostRunError, load_manifest, read_run_rows, run_dataset
+from pipeline.postrun.read import CompletedRun, PostRunError, read_completed_run
 from schemas.records import MetricResult
 from schemas.tables import ALL_SUITES, CALIBRATION, RESULTS, SCORES, SUMMARY, VERDICT_METRIC
 from transforms.decide.verdict import decide
@@ -195,7 +195,8 @@ def bots_to_calibrate(manifest: Mapping, requested: Sequence[str]) -> tuple[str,
             raise PostRunError(f"--bot {unknown[0]!r} is not a bot of run {run_id!r} "
                                f"(bots: {', '.join(bots)})")
         return tuple(dict.fromkeys(requested))
-    types = {b.get("name"): b.get("type") for b in manifest.get("config", {}).get("bots", [])}
+    types = {b.get("name"): b.get("type") for b in manifest.get("config", {}).get("bots", [])
+             if isinstance(b, Mapping)}
     chosen = tuple(b for b in bots if types.get(b) == PRECOMPUTED)
     if not chosen:
         raise PostRunError(f"run {run_id!r} has no bot of type {PRECOMPUTED}: labels judge the "
@@ -215,24 +216,23 @@ def no_labels(run_id: str) -> str:
             "number in [0, 1]) to the input cases and run again")
 
 
-def load_labels(output: str, run_id: str, bots: Sequence[str]) -> list[BotLabels]:
+def load_labels(run: CompletedRun, bots: Sequence[str]) -> list[BotLabels]:
     """The bots' labelled answers from results/ and their values from scores/
     (only the labelled cases' rows are read)."""
-    if "label" not in run_dataset(output, RESULTS, run_id).schema.names:
-        raise PostRunError(no_labels(run_id))
+    if "label" not in run.dataset(RESULTS).schema.names:
+        raise PostRunError(no_labels(run.run_id))
     labelled = ds.field("label").is_valid()
-    unlabelled = read_run_rows(output, RESULTS, run_id, ["bot"], _of_bots(bots) & ~labelled)
+    unlabelled = run.read(RESULTS, ["bot"], _of_bots(bots) & ~labelled)
     missing = Counter(unlabelled.column("bot").to_pylist())
     answers: dict[str, list[Answer]] = defaultdict(list)
-    for r in read_run_rows(output, RESULTS, run_id, ["bot", "case_id", "question", "verdict",
-                                                     "label"],
-                           _of_bots(bots) & labelled).to_pylist():
+    for r in run.read(RESULTS, ["bot", "case_id", "question", "verdict", "label"],
+                      _of_bots(bots) & labelled).to_pylist():
         answers[r["bot"]].append(Answer(r["case_id"], r["question"], r["label"],
                                         r["verdict"] or "ERROR"))
     case_ids = pa.array(sorted({a.case_id for bot_answers in answers.values()
                                 for a in bot_answers}), pa.string())
-    scores = read_run_rows(output, SCORES, run_id, ["bot", "case_id", "metric", "value"],
-                           _of_bots(bots) & ds.field("case_id").isin(case_ids))
+    scores = run.read(SCORES, ["bot", "case_id", "metric", "value"],
+                      _of_bots(bots) & ds.field("case_id").isin(case_ids))
     values: dict[str, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
     repeated: dict[str, set[str]] = defaultdict(set)
     for bot, case_id, metric, value in zip(*(scores.column(c).to_pylist()
@@ -250,10 +250,10 @@ def load_labels(output: str, run_id: str, bots: Sequence[str]) -> list[BotLabels
             for bot in bots]
 
 
-def load_directions(output: str, run_id: str) -> dict[tuple[str, str], bool]:
+def load_directions(run: CompletedRun) -> dict[tuple[str, str], bool]:
     """(bot, metric) -> higher_is_better, as the run's summary/ says."""
-    summary = read_run_rows(output, SUMMARY, run_id, ["bot", "metric", "higher_is_better"],
-                            ds.field("suite") == ALL_SUITES)
+    summary = run.read(SUMMARY, ["bot", "metric", "higher_is_better"],
+                       ds.field("suite") == ALL_SUITES)
     return {(r["bot"], r["metric"]): r["higher_is_better"] is not False
             for r in summary.to_pylist()}
 
@@ -267,14 +267,14 @@ def run_metrics(manifest: Mapping, bot_labels: Sequence[BotLabels]) -> list[str]
 
 def calibrate(output: str, run_id: str, bots: Sequence[str] = ()) -> Calibration:
     """Read a finished run and calibrate it (raises PostRunError: exit 2)."""
-    output = output.rstrip("/")
-    manifest = load_manifest(output, run_id)
+    run = read_completed_run(output, run_id)
+    manifest = run.manifest
     chosen = bots_to_calibrate(manifest, bots)
-    bot_labels = load_labels(output, run_id, chosen)
+    bot_labels = load_labels(run, chosen)
     if not any(labels.answers for labels in bot_labels):
         raise PostRunError(no_labels(run_id))
     result = calibrate_bots(run_id, manifest["run_date"], bot_labels,
-                            run_metrics(manifest, bot_labels), load_directions(output, run_id))
+                            run_metrics(manifest, bot_labels), load_directions(run))
     others = [b for b in manifest.get("bots", []) if b not in chosen]
     if others and not bots:
         result.notes.append(f"not calibrated: {', '.join(others)} (their answers are not the "

@@ -1,9 +1,10 @@
 """`evalbeam compare`: did the candidate run get better or worse than the
 baseline, and is the difference real?
 
-Reads the published tables through their documented layout only
-(read_parquet over DIR/<table>/**/*.parquet with Hive partitioning, filtered
-by run_id), so it works on any run. DuckDB does the joins: pairing two runs
+Reads each run through its completion marker: the files its manifest lists
+(read_parquet over that list with Hive partitioning, filtered by run_id), so a
+killed or running attempt is never read and a run without a completed
+attempt is refused (exit 2). DuckDB does the joins: pairing two runs
 of a million cases × 16 metrics is one hash join of each scores table
 against the pair list (a million rows), streamed out in Arrow batches into
 two numpy matrices (cases × metrics); no table is held whole in memory. The
@@ -29,6 +30,7 @@ import pyarrow as pa
 
 from pipeline.config import load_config
 from pipeline.postrun.gate import check_gate
+from pipeline.postrun.read import read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
@@ -77,12 +79,12 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _scan(output: str, table: str) -> str:
-    """A table through its documented layout; partition values stay text (a
-    bot named 2024 is the string '2024'), and older files lacking newer
-    columns still read."""
-    pattern = os.path.join(output, table, "**", "*.parquet")
-    return (f"read_parquet({_lit(pattern)}, hive_partitioning=true, hive_types_autocast=false, "
+def _scan(files: Sequence[str]) -> str:
+    """A table's files (those a run's manifest lists) with Hive partitioning;
+    partition values stay text (a bot named 2024 is the string '2024'), and
+    older files lacking newer columns still read."""
+    listed = ", ".join(_lit(f) for f in files)
+    return (f"read_parquet([{listed}], hive_partitioning=true, hive_types_autocast=false, "
             "union_by_name=true)")
 
 
@@ -101,14 +103,25 @@ def _connect(workdir: str):
 
 
 class Tables:
-    """The two runs' rows in DuckDB: results per side, the pair list, values."""
+    """The two runs' rows in DuckDB: results per side, the pair list, values.
+    Each side's rows come from the files its run's manifest lists (a killed
+    or running attempt's files are never read)."""
 
     def __init__(self, con, output: str, baseline: Side, candidate: Side):
         self.con, self.output = con, output
         self.baseline, self.candidate = baseline, candidate
+        self.runs = {s.run_id: read_completed_run(output, s.run_id)
+                     for s in (baseline, candidate)}
         # run against run pairs by (bot, case_id); bot against bot by case_id
         self.key = "bot" if baseline.bot is None else _lit(candidate.bot)
         self.run_date = ""  # the candidate's run_date partition, known after load()
+
+    def scan(self, side: Side, table: str) -> str:
+        """The side's run's committed files of a table, for a FROM clause."""
+        files = self.runs[side.run_id].files(table)
+        if not files:
+            raise CompareError(f"run {side.run_id!r} has no {table}/ files under {self.output}")
+        return _scan(files)
 
     def sql(self, query: str, params: Sequence[Any] = (), stream: bool = False):
         """Run a query (stream: an Arrow batch reader over its result)."""
@@ -129,7 +142,7 @@ class Tables:
                 SELECT {self.key} AS key_bot, case_id, any_value(suite) AS suite,
                        any_value(verdict) AS verdict, count(*) AS n,
                        max(run_date) AS run_date
-                FROM {_scan(self.output, 'results')} WHERE {_where(side)} GROUP BY ALL""")
+                FROM {self.scan(side, 'results')} WHERE {_where(side)} GROUP BY ALL""")
             if not self.sql(f"SELECT count(*) FROM {name}").fetchone()[0]:
                 what = f"bot {side.bot!r} of run {side.run_id!r}" if side.bot else \
                     f"run {side.run_id!r}"
@@ -159,7 +172,7 @@ class Tables:
         """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
         rows = self.sql(f"""SELECT metric, bool_and(coalesce(higher_is_better, true)),
                    min("min"), max("max")
-            FROM {_scan(self.output, 'summary')}
+            FROM {self.scan(side, 'summary')}
             WHERE {_where(side)} AND suite = {_lit(ALL_SUITES)}
               AND metric <> {_lit(VERDICT_METRIC)} GROUP BY ALL""").fetchall()
         return {m: {"higher_is_better": hib, "lo": lo, "hi": hi} for m, hib, lo, hi in rows}
@@ -183,7 +196,7 @@ class Tables:
                                                   "midx": list(range(len(metrics)))}))
         key = "s.bot" if self.key == "bot" else self.key
         reader = self.sql(f"""SELECT p.idx, m.midx, s.value
-            FROM {_scan(self.output, 'scores')} s
+            FROM {self.scan(side, 'scores')} s
             JOIN paired p ON p.key_bot = {key} AND p.case_id = s.case_id
             JOIN metric_ids m ON m.metric = s.metric
             WHERE {_where(side, 's')}""", stream=True)
@@ -202,7 +215,7 @@ class Tables:
         """question, answer, verdict and reason of some cases of one side."""
         side_bot = side.bot or bot
         rows = self.sql(f"""SELECT case_id, question, answer, verdict, verdict_reason, error
-            FROM {_scan(self.output, 'results')}
+            FROM {self.scan(side, 'results')}
             WHERE run_id = ? AND bot = ? AND list_contains(?, case_id)""",
                         [side.run_id, side_bot, list(case_ids)]).fetchall()
         keys = ("case_id", "question", "answer", "verdict", "reason", "error")

@@ -9,6 +9,8 @@ started in the background or on a cluster, from any machine that sees DIR.
     failed     1     the lease's attempt failed, or its heartbeat is older than
                      its ttl, or its local process is gone, with no marker
     unknown    2     neither a lease nor a manifest (or a bad invocation)
+    corrupt    2     the manifest is there but unreadable or not this run's, and
+                     no attempt is running
     finished   3     ... but the manifest says the counts do not reconcile
     running    5     the lease's attempt is alive (fresh heartbeat)
 """
@@ -19,14 +21,16 @@ import time
 from dataclasses import dataclass, field
 
 from transforms.publish import lease as leases
-from transforms.publish.commit import committed
+from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_run_id,
+                                          read_manifest)
 
-EXIT = {"finished": 0, "failed": 1, "unknown": 2, "unreconciled": 3, "running": 5}
+EXIT = {"finished": 0, "failed": 1, "unknown": 2, "corrupt": 2, "unreconciled": 3,
+        "running": 5}
 
 
 @dataclass(frozen=True)
 class RunStatus:
-    state: str               # running | finished | failed | unknown | unreconciled
+    state: str               # running | finished | failed | unknown | corrupt | unreconciled
     line: str                # the one-line answer
     details: list[str] = field(default_factory=list)
 
@@ -51,7 +55,9 @@ def _finished(run_id: str, manifest: dict, note: str = "") -> RunStatus:
     return RunStatus("finished" if ok else "unreconciled", line, details)
 
 
-def previous(manifest: dict | None) -> str:
+def previous(manifest: dict | None, corrupt: str | None = None) -> str:
+    if corrupt:
+        return f"the earlier completion marker is corrupt: {corrupt}"
     if not manifest:
         return "no earlier attempt finished"
     return (f"the tables hold attempt {manifest.get('attempt', '?')}, finished "
@@ -59,12 +65,19 @@ def previous(manifest: dict | None) -> str:
 
 
 def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
-    """The run's state from its lease and completion marker (a pure read)."""
+    """The run's state from its lease and completion marker (a pure read).
+    Raises RunUnreadable for a bad run id or an unreachable folder."""
     now = time.time() if now is None else now
     output = output.rstrip("/")
-    manifest = committed(output, run_id)
+    check_run_id(run_id)
+    try:
+        manifest, corrupt = read_manifest(output, run_id), None
+    except CorruptManifest as exc:
+        manifest, corrupt = None, str(exc)
     lease = leases.read_lease(output, run_id)
     if lease is None:
+        if corrupt:
+            return RunStatus("corrupt", f"evalbeam: error: {corrupt}")
         if manifest is None:
             return RunStatus("unknown", f"evalbeam: error: no run {run_id!r} under {output} "
                                         "(no lease, no manifest)")
@@ -77,15 +90,21 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
     if why is None:
         beat = now - leases.last_heartbeat(output, lease)
         return RunStatus("running", f"run {run_id}: running ({owner}; last heartbeat "
-                                    f"{beat:.0f} s ago)", [previous(manifest)])
+                                    f"{beat:.0f} s ago)", [previous(manifest, corrupt)])
+    if corrupt:
+        return RunStatus("corrupt", f"evalbeam: error: {corrupt}",
+                         [f"its last attempt failed ({owner}: {why})"])
     return RunStatus("failed", f"run {run_id}: failed ({owner}: {why}; no completion marker)",
                      [previous(manifest),
                       "a new run of the id takes over and cleans up what the attempt left"])
 
 
 def print_status(output: str, run_id: str) -> int:
-    status = run_status(output, run_id)
-    print(status.line, file=sys.stderr if status.state == "unknown" else sys.stdout)
+    try:
+        status = run_status(output, run_id)
+    except RunUnreadable as exc:
+        status = RunStatus("unknown", f"evalbeam: error: {exc}")
+    print(status.line, file=sys.stderr if status.exit_code == 2 else sys.stdout)
     for line in status.details:
         print(f"  {line}")
     return status.exit_code

@@ -6,8 +6,9 @@ The protocol (docs/concepts/publishing.md):
    table glob reaches.
 2. Finalize moves them into their Hive folders under attempt-specific names,
    `part-<run_id>.<attempt>.<n>.parquet`. The previous attempt's files stay.
-3. It writes report.md, then `runs/<run_id>/manifest.json` all at once (write
-   beside, rename): the completion marker. It names the attempt and lists its
+3. It stages report.md and report.html, then writes
+   `runs/<run_id>/manifest.json` all at once (write beside, rename): the
+   completion marker. It names the attempt and lists its
    files; this is the commit.
 4. Only then are the run id's other files deleted (earlier attempts, and
    leftovers of killed ones), then the temporary folders, then the lease.
@@ -15,20 +16,21 @@ The protocol (docs/concepts/publishing.md):
 A kill before 3 leaves the previous attempt committed and complete; a kill
 after 3 leaves the new one committed and complete (the next run of the id
 deletes what 4 did not). A reader of one run id reads the manifest and then
-the files it lists, so it sees one attempt whole, never a gap or a mix.
+the files it lists (transforms/publish/completed.py, the only way evalbeam
+reads a run), so it sees one attempt whole, never a gap or a mix.
 """
 from __future__ import annotations
 
 import glob
 import os
 import time
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import TableSpec
-from transforms.publish.lease import (delete_quietly, read_json, run_dir, stale_files,
-                                      write_atomic)
+from transforms.publish.completed import CorruptManifest, manifest_path, read_manifest
+from transforms.publish.lease import delete_quietly, run_dir, stale_files, write_atomic
 from transforms.publish.write import WrittenFile, partition_dir, temp_dir
 
 ATTEMPT_LENGTH = 12  # hex characters of an attempt id
@@ -41,26 +43,32 @@ def final_name(run_id: str, attempt: str, temp_path: str) -> str:
     return f"part-{run_id}.{attempt}.{stem}.parquet"
 
 
-def manifest_path(output: str, run_id: str) -> str:
-    return FileSystems.join(run_dir(output, run_id), "manifest.json")
+REPORTS = ("md", "html")  # runs/<run_id>/report.<ext>, staged per attempt
 
 
-def staged_report_path(output: str, run_id: str, attempt: str) -> str:
-    return FileSystems.join(run_dir(output, run_id), f"report.{attempt}.md")
+def staged_report_path(output: str, run_id: str, attempt: str, ext: str = "md") -> str:
+    return FileSystems.join(run_dir(output, run_id), f"report.{attempt}.{ext}")
 
 
 def install_report(output: str, run_id: str, attempt: str) -> None:
-    """report.md becomes the committed attempt's report (staged before the
-    commit, renamed after it; the next run of the id finishes a rename a kill
-    interrupted)."""
-    staged = staged_report_path(output, run_id, attempt)
-    if FileSystems.exists(staged):
-        FileSystems.rename([staged], [FileSystems.join(run_dir(output, run_id), "report.md")])
+    """report.md and report.html become the committed attempt's (staged before
+    the commit, renamed after it; the next run of the id finishes a rename a
+    kill interrupted), so a killed attempt's report never replaces them."""
+    for ext in REPORTS:
+        staged = staged_report_path(output, run_id, attempt, ext)
+        if FileSystems.exists(staged):
+            FileSystems.rename([staged], [FileSystems.join(run_dir(output, run_id),
+                                                           f"report.{ext}")])
 
 
 def committed(output: str, run_id: str) -> dict | None:
-    """The run id's completion marker (its manifest), or None."""
-    return read_json(manifest_path(output, run_id))
+    """The run id's completion marker (its manifest) for the writer's side, or
+    None: a corrupt marker commits nothing, and a new attempt replaces it.
+    Readers use transforms.publish.completed, which says why it is corrupt."""
+    try:
+        return read_manifest(output, run_id)
+    except CorruptManifest:
+        return None
 
 
 def committed_attempt(output: str, run_id: str) -> str | None:
@@ -137,12 +145,10 @@ def clean_leftovers(output: str, run_id: str, attempt: str, tables: Sequence[Tab
     manifest = committed(output, run_id)
     if manifest and manifest.get("attempt"):
         install_report(output, run_id, manifest["attempt"])
-    removed = 0
-    if manifest is None or isinstance(manifest.get("files"), Mapping):
-        listed = {FileSystems.join(output, p) for paths in (manifest or {}).get("files", {})
-                  .values() for p in paths}
-        removed += supersede(output, run_id, tables, listed)
-    # a manifest without a file list (written before attempts existed) keeps its files
+    # no marker (or a corrupt one, which commits nothing): no file of the id is kept
+    listed = {FileSystems.join(output, p) for paths in (manifest or {}).get("files", {})
+              .values() for p in paths}
+    removed = supersede(output, run_id, tables, listed)
     others = [d for d in attempt_temp_dirs(output, run_id)
               if d.rstrip("/") != temp_dir(output, run_id, attempt).rstrip("/")]
     stale = stale_files(output, run_id, attempt)

@@ -18,13 +18,13 @@ from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
 from transforms.publish import lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
-                                       manifest_path, move_into_place, relative,
+                                       manifest_path, move_into_place, relative, run_files,
                                        staged_report_path, supersede)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.report import package_versions, reconcile, render_report
 from transforms.publish.report_html import write_html_report
 from transforms.publish.summary import summary_rows
-from transforms.publish.write import WrittenFile, existing_run_files, temp_dir, write_table_file
+from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
 from transforms.remote.usage import usage_rows
 
@@ -57,8 +57,7 @@ class RunInfo:
 def remove_postrun_outputs(output: str, run_id: str) -> None:
     """A new attempt of a run id makes what post-run commands derived from
     the old one (calibration/ rows, calibration.md) stale: remove it."""
-    stale = [f for spec in POSTRUN_TABLES.values()
-             for f in existing_run_files(output, spec, run_id)]
+    stale = run_files(output, POSTRUN_TABLES.values(), run_id)
     page = FileSystems.join(output, "runs", run_id, CALIBRATION_PAGE)
     if FileSystems.exists(page):
         stale.append(page)
@@ -152,8 +151,8 @@ class Finalize(beam.DoFn):
                            scrub.scrub(report).encode("utf-8"))
         # the HTML page and stale post-run outputs are settled before the commit,
         # so the lease is released right after the completion marker
-        write_html_report(FileSystems.join(info.output, "runs", info.run_id), manifest,
-                          scrub.scrub_value(summary), manifest["worst_cases"])
+        write_html_report(staged_report_path(info.output, info.run_id, info.attempt, "html"),
+                          manifest, scrub.scrub_value(summary), manifest["worst_cases"])
         remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
         lease.write_atomic(manifest_path(info.output, info.run_id),  # the completion marker

@@ -122,12 +122,22 @@ def _encode(lease: Lease) -> bytes:
     return json.dumps(asdict(lease), indent=2).encode("utf-8")
 
 
+_LEASE_TYPES = {"run_id": str, "attempt": str, "host": str, "pid": int, "user": str,
+                "acquired_at": (int, float), "ttl_s": (int, float), "runner_local": bool,
+                "state": str, "reason": (str, type(None))}
+
+
 def read_lease(output: str, run_id: str) -> Lease | None:
+    """The run id's lease, or None (none, or not a lease this version wrote)."""
     data = read_json(lease_path(output, run_id))
     try:
-        return Lease(**data) if data else None
+        lease = Lease(**data) if data else None
     except TypeError:  # not a lease of this version
         return None
+    if lease is not None and not all(isinstance(getattr(lease, k), t)
+                                     for k, t in _LEASE_TYPES.items()):
+        return None  # tampered: a field of the wrong type
+    return lease
 
 
 def last_heartbeat(output: str, lease: Lease) -> float:
@@ -271,6 +281,7 @@ def stale_files(output: str, run_id: str, attempt: str) -> list[str]:
     folder = run_dir(output, run_id)
     return [p for p in _matching(folder, "heartbeat.*.json") + _matching(folder, "*.tmp-*")
             + _matching(folder, "log.*.txt") + _matching(folder, "report.*.md")
+            + _matching(folder, "report.*.html")
             if f".{attempt}." not in p.rsplit("/", 1)[-1]]
 
 

@@ -148,11 +148,12 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
     return page(f"evalbeam run {manifest['run_id']}", parts)
 
 
-def write_html_report(run_dir: str, manifest: Mapping[str, Any],
+def write_html_report(path: str, manifest: Mapping[str, Any],
                       summary: list[Mapping[str, Any]],
                       worst: Mapping[str, list[Mapping[str, Any]]]) -> None:
-    """report.html beside report.md, with the trends of the folder's summary/."""
+    """The page (staged at `path`, installed as report.html on commit), with the
+    trends of the folder's completed runs."""
     history = load_history(manifest["output"], manifest["run_id"], manifest["run_date"], summary)
-    with FileSystems.create(FileSystems.join(run_dir, "report.html")) as fh:
+    with FileSystems.create(path) as fh:
         fh.write(render_html_report(manifest, summary, worst, history).encode())
 

@@ -78,12 +78,6 @@ def write_table_file(path: str, schema: pa.Schema, rows: list[dict],
         pq.write_table(table, fh)
 
 
-def existing_run_files(output: str, table: TableSpec, run_id: str) -> list[str]:
-    """This run id's files in a table (any attempt, any date)."""
-    from transforms.publish.commit import run_files
-    return run_files(output, [table], run_id)
-
-
 def write_small_table(output: str, spec: TableSpec, run_id: str, run_date: str,
                       rows: list[dict]) -> str:
     """A table partitioned by run_date only, as one file `part-<run_id>.0.parquet`

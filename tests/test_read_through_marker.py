@@ -1,0 +1,249 @@
+"""Issue 22 items 4, 9, 17, 18: every command that reads a run reads it through
+its completion marker (runs/<run_id>/manifest.json and the files it lists).
+
+A re-run of run id `k` is made to die in Finalize just before its commit, as
+a kill there would: its 15 cases' files are moved into the tables, its
+reports staged, and no marker names it. Every reader must still see the
+committed attempt's 10 cases (20 rows over two bots), and a run id that
+never committed must be refused with exit 2."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import duckdb
+import pytest
+
+from pipeline.cli import run
+from pipeline.postrun.calibrate import calibrate
+from schemas.tables import RESULTS
+from tests.conftest import write_cases
+from tests.pipeline_helpers import manifest, run_cli
+from transforms.publish import finalize
+from transforms.publish.trends import load_history
+
+CONFIG = ("bots:\n  - {name: recorded, type: precomputed}\n  - {name: echo, type: precomputed}\n"
+          "metrics: [exact_match, bleu, rougeL]\n")
+DATE = "2026-11-21"
+
+
+class KilledBeforeCommit(RuntimeError):
+    pass
+
+
+def _cases(folder: str, n: int, name: str) -> str:
+    rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
+             "expected_answer": "Refunds take 30 days.",
+             "answer": f"Refunds take {30 if i % 2 else i} days.",
+             "label": "PASS" if i % 2 else "FAIL"} for i in range(n)]
+    return write_cases(os.path.join(folder, f"{name}.parquet"), rows)
+
+
+def _run(folder: str, out: str, cases: str, run_id: str, date: str = DATE) -> int:
+    cfg = os.path.join(folder, "c.yaml")
+    with open(cfg, "w") as fh:
+        fh.write(CONFIG)
+    return run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", run_id,
+                   "--run-date", date)
+
+
+def _die_at_commit(monkeypatch):
+    """Finalize stops where a kill before the commit would stop it."""
+    real = finalize.checkpoint
+
+    def checkpoint(output, run_id, attempt, step):
+        if step == "commit":
+            raise KilledBeforeCommit(f"attempt {attempt} killed before its commit")
+        real(output, run_id, attempt, step)
+    monkeypatch.setattr(finalize, "checkpoint", checkpoint)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """base (10 cases), k (10 cases committed, a 15-case re-run killed before its
+    commit) and never (killed before its first commit), in one output folder."""
+    tmp = str(tmp_path_factory.mktemp("marker"))
+    out = os.path.join(tmp, "out")
+    ten, fifteen = _cases(tmp, 10, "ten"), _cases(tmp, 15, "fifteen")
+    assert _run(tmp, out, ten, "base", "2026-11-20") == 0
+    assert _run(tmp, out, ten, "k") == 0
+    with pytest.MonkeyPatch.context() as mp:
+        _die_at_commit(mp)
+        for run_id in ("k", "never"):
+            with pytest.raises(Exception, match="killed before its commit"):
+                _run(tmp, out, fifteen, run_id)
+    return out
+
+
+def _glob_rows(out: str, run_id: str) -> int:
+    return duckdb.connect().execute(
+        f"select count(*) from read_parquet('{out}/results/**/*.parquet', "
+        "hive_partitioning=true) where run_id = ?", [run_id]).fetchone()[0]
+
+
+def test_the_killed_attempt_is_in_the_tables_but_not_committed(folder):
+    assert _glob_rows(folder, "k") == 20 + 30   # what a glob reader would count
+    assert manifest(folder, "k")["tables"]["results"] == 20
+    assert not os.path.exists(os.path.join(folder, "runs", "never", "manifest.json"))
+    assert _glob_rows(folder, "never") == 30
+
+
+def test_read_completed_run_lists_only_the_committed_files(folder):
+    from transforms.publish.completed import NoCompletedAttempt, read_completed_run
+    run_k = read_completed_run(folder, "k")
+    assert run_k.attempt == manifest(folder, "k")["attempt"]
+    assert all(f".{run_k.attempt}." in p for p in run_k.files("results"))
+    assert run_k.read(RESULTS, ["case_id"]).num_rows == 20
+    with pytest.raises(NoCompletedAttempt, match="run never has no completed attempt"):
+        read_completed_run(folder, "never")
+
+
+def test_compare_pairs_the_committed_attempt(folder, capsys):
+    capsys.readouterr()
+    assert run(["compare", "--output", folder, "--baseline", "base", "--candidate", "k"]) == 0
+    said = capsys.readouterr().out
+    assert "20 paired cases over 2 bots; 0 only in baseline, 0 only in candidate, " \
+           "0 with a repeated case id" in said, said
+
+
+def test_compare_refuses_a_run_that_never_committed(folder, capsys):
+    capsys.readouterr()
+    for args in (["--baseline", "base", "--candidate", "never"],
+                 ["--baseline", "never", "--candidate", "base"]):
+        assert run(["compare", "--output", folder, *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("evalbeam: error: run never has no completed attempt") \
+            and "\n" not in err, err
+    assert not os.path.exists(os.path.join(folder, "runs", "never", "compare"))
+    rows = duckdb.connect().execute(
+        f"select count(*) from read_parquet('{folder}/comparisons/**/*.parquet', "
+        "hive_partitioning=true) where run_id = 'never'").fetchone()[0]
+    assert rows == 0
+
+
+def test_calibrate_counts_the_committed_labels(folder, capsys):
+    result = calibrate(folder, "k")
+    verdict = {r["bot"]: r for r in result.rows if r["metric"] == "verdict"}
+    assert {b: r["n"] for b, r in verdict.items()} == {"recorded": 10, "echo": 10}
+    assert run(["calibrate", "--output", folder, "--run-id", "never"]) == 2
+    assert "run never has no completed attempt" in capsys.readouterr().err
+
+
+def test_report_html_is_the_committed_attempts(folder):
+    page = open(os.path.join(folder, "runs", "k", "report.html"), encoding="utf-8").read()
+    assert "10 rows, 10 valid" in page and "results/ (20 rows)" in page
+    assert "15 rows" not in page
+    report = open(os.path.join(folder, "runs", "k", "report.md"), encoding="utf-8").read()
+    assert "15" not in report.split("\n", 3)[2]
+    assert not os.path.exists(os.path.join(folder, "runs", "never", "report.html"))
+
+
+def test_trends_read_other_runs_through_their_markers(folder):
+    current = [{"run_id": "now", "bot": "recorded", "suite": "*", "metric": "bleu",
+                "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}]
+    points = load_history(folder, "now", DATE, current)
+    by_run: dict[str, list[dict]] = {}
+    for p in points:
+        by_run.setdefault(p["run_id"], []).append(p)
+    assert set(by_run) == {"now", "base", "k"}  # `never` has no completed attempt
+    m = manifest(folder, "k")
+    summary = duckdb.connect().execute(
+        "select bot, mean from read_parquet(?) where metric = 'bleu' and suite = '*'",
+        [[os.path.join(folder, p) for p in m["files"]["summary"]]]).fetchall()
+    committed = dict(summary)
+    assert sorted((p["bot"], p["mean"]) for p in by_run["k"]) == sorted(committed.items())
+
+
+# ---- foreign, tampered and corrupt markers (items 9 and 18), run ids (17) ----
+
+def _copy(folder: str, tmp_path) -> str:
+    out = str(tmp_path / "out")
+    shutil.copytree(folder, out)
+    return out
+
+
+CORRUPT = {
+    "not json": b"{bad",
+    "a list": b"[1,2]",
+    "binary": bytes(range(256)) * 4,
+    "truncated": b'{"run_id": "k", "attempt": "',
+    "counts is text": None,     # the real manifest with counts: "x"
+    "foreign file": None,       # the real manifest listing ../../etc/passwd
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+def _tamper(out: str, kind: str) -> None:
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    data = CORRUPT[kind]
+    if data is None:
+        m = json.load(open(path))
+        if kind == "counts is text":
+            m["counts"] = "x"
+        else:
+            m["files"]["results"].append("../../etc/passwd")
+        data = json.dumps(m).encode()
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+@pytest.mark.parametrize("kind", list(CORRUPT))
+def test_a_corrupt_manifest_is_one_line_and_exit_2_everywhere(folder, tmp_path, capsys, kind):
+    out = _copy(folder, tmp_path)
+    _tamper(out, kind)
+    for argv in (["status", "--output", out, "--run-id", "k"],
+                 ["calibrate", "--output", out, "--run-id", "k"],
+                 ["compare", "--output", out, "--baseline", "base", "--candidate", "k"]):
+        capsys.readouterr()
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("evalbeam: error: run k: corrupt manifest") and "\n" not in err, \
+            (argv, err)
+
+
+def test_read_completed_run_names_the_corruption(folder, tmp_path):
+    from transforms.publish.completed import CorruptManifest, read_completed_run
+    out = _copy(folder, tmp_path)
+    for kind, why in (("not json", "not JSON"), ("a list", "not an object"),
+                      ("binary", "not UTF-8"), ("counts is text", "'counts'"),
+                      ("foreign file", "'../../etc/passwd'"), ("deep", "nested too deeply")):
+        _tamper(out, kind)
+        with pytest.raises(CorruptManifest, match=f"run k: corrupt manifest .*{why}"):
+            read_completed_run(out, "k")
+        shutil.copy(os.path.join(folder, "runs", "k", "manifest.json"),
+                    os.path.join(out, "runs", "k", "manifest.json"))
+
+
+def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
+    out = _copy(folder, tmp_path)
+    _tamper(out, "not json")
+    capsys.readouterr()
+    assert run(["status", "--output", out, "--run-id", "k"]) == 2
+    err = capsys.readouterr().err
+    assert "corrupt manifest" in err and "no lease, no manifest" not in err
+
+
+def test_status_of_a_url_without_its_filesystem_is_one_line(capsys):
+    for argv in (["status", "--output", "gs://no-such-bucket/out", "--run-id", "k"],
+                 ["calibrate", "--output", "gs://no-such-bucket/out", "--run-id", "k"]):
+        capsys.readouterr()
+        assert run(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("evalbeam: error: cannot read gs://no-such-bucket/out") \
+            and "apache-beam[gcp]" in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("run_id", ["../../other/runs/k", "a/b", "", "a.b", "x" * 129])
+def test_run_ids_are_validated_by_every_reader(folder, tmp_path, capsys, run_id):
+    """`status --run-id ../../other/runs/x` must not report another folder's run."""
+    out = str(tmp_path / "mine")
+    os.makedirs(os.path.join(out, "runs"))
+    # another folder's finished run, reachable by a relative path
+    shutil.copytree(folder, str(tmp_path / "other"))
+    for argv in (["status", "--output", out, "--run-id", run_id],
+                 ["calibrate", "--output", out, "--run-id", run_id]):
+        capsys.readouterr()
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert "must be 1-128 letters, digits" in err and "\n" not in err, err

@@ -1,0 +1,261 @@
+"""Reading a run through its completion marker: the one way every reader of a
+run (compare, calibrate, status, report.html's trends, the Python API, the
+viewer) finds the run's files.
+
+A run id's tables may hold files of several attempts for a while: the
+committed one, a killed re-run's (moved in, never committed) and, during a
+re-run, the next one's. Only `runs/<run_id>/manifest.json` says which attempt
+finished and which files are its. So a reader never globs a table for the run
+id: it reads the manifest, checks it, and opens exactly the files it lists.
+
+    run = read_completed_run(output, run_id)   # NoCompletedAttempt, CorruptManifest
+    run.attempt, run.run_date, run.bots, run.metrics, run.counts, run.manifest
+    run.files("results")                        # the committed files, full paths
+    run.read(RESULTS, ["case_id", "verdict"])   # a pyarrow Table of those files
+    read_manifest(output, run_id)              # the checked manifest, or None
+
+Every error is a RunUnreadable (a ValueError) whose message is one line; the
+commands print it and exit 2.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.tables import TABLES, TableSpec
+from transforms.publish.lease import run_dir
+from transforms.publish.write import RUN_ID_PATTERN
+
+MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 64 << 20  # a manifest is small; a bigger file is not one
+_ATTEMPT = re.compile(r"^[0-9a-f]{12}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_STEM = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+class RunUnreadable(ValueError):
+    """A run cannot be read as asked; the message is one line (exit 2)."""
+
+
+class NoCompletedAttempt(RunUnreadable):
+    """The run id has no completion marker: unknown, still running, or every
+    attempt was killed or failed before its commit."""
+
+
+class CorruptManifest(RunUnreadable):
+    """The completion marker is there but is not a manifest evalbeam wrote for
+    this run id (truncated, tampered, foreign, or from an older version)."""
+
+
+def check_run_id(run_id: str, flag: str = "--run-id") -> None:
+    """Run ids are 1-128 letters, digits, '-' or '_' everywhere (a path such as
+    `../../x` must never name another folder's run)."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
+        raise RunUnreadable(f"{flag} {run_id!r} must be 1-128 letters, digits, '-' or '_'")
+
+
+def manifest_path(output: str, run_id: str) -> str:
+    return FileSystems.join(run_dir(output, run_id), MANIFEST)
+
+
+def _unreachable(output: str, exc: Exception) -> RunUnreadable:
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    if "://" in output:
+        scheme = output.split("://", 1)[0]
+        extra = {"gs": "gcp", "s3": "aws", "hdfs": "hadoop"}.get(scheme, "gcp")
+        return RunUnreadable(f"cannot read {output}: no usable filesystem for {scheme}:// "
+                             f"here (install apache-beam[{extra}] and its credentials): "
+                             f"{first[:200]}")
+    return RunUnreadable(f"cannot read {output}: {first[:200]}")
+
+
+def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
+    """The marker's path and bytes (None when it does not exist)."""
+    try:
+        path = manifest_path(output, run_id)
+        if not FileSystems.exists(path):
+            return path, None
+        with FileSystems.open(path) as fh:
+            data = fh.read(MAX_MANIFEST_BYTES + 1)
+    except Exception as exc:  # no filesystem for the scheme, no credentials, a folder
+        raise _unreachable(output, exc) from None
+    return path, data
+
+
+def _problem(manifest: Any, run_id: str) -> str | None:
+    """What is wrong with a parsed manifest (None: a marker of this run id)."""
+    if not isinstance(manifest, dict):
+        return f"a JSON {type(manifest).__name__}, not an object"
+    if manifest.get("run_id") != run_id:
+        return f"it names run {manifest.get('run_id')!r}"
+    attempt = manifest.get("attempt")
+    if not isinstance(attempt, str) or not _ATTEMPT.match(attempt):
+        return "no attempt id (written by an older evalbeam? run it again)"
+    date = manifest.get("run_date")
+    if not isinstance(date, str) or not _DATE.match(date):
+        return "no run_date YYYY-MM-DD"
+    for key in ("bots", "metrics"):
+        value = manifest.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"{key!r} is not a list of names"
+    for key in ("counts", "tables"):
+        value = manifest.get(key)
+        if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                for k, v in value.items()):
+            return f"{key!r} is not a mapping of names to counts"
+    reconciliation = manifest.get("reconciliation")
+    if not isinstance(reconciliation, dict) or not isinstance(reconciliation.get("ok"), bool):
+        return "'reconciliation' has no ok: true/false"
+    for key, kind in (("config", dict), ("worst_cases", dict), ("notes", list)):
+        if key in manifest and not isinstance(manifest[key], kind):
+            return f"{key!r} is not a JSON {'object' if kind is dict else 'array'}"
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return "no file list (written by an older evalbeam? run it again)"
+    for table, paths in files.items():
+        if table not in TABLES:
+            return f"it lists files of an unknown table {table!r}"
+        if not isinstance(paths, list):
+            return f"its {table} files are not a list"
+        for path in paths:
+            why = bad_listed_path(TABLES[table], run_id, attempt, path)
+            if why:
+                return why
+    return None
+
+
+def bad_listed_path(spec: TableSpec, run_id: str, attempt: str, path: Any) -> str | None:
+    """Why a listed file is not one of this attempt's files in the table's Hive
+    folders (None: it is): a tampered list must not open files elsewhere."""
+    if not isinstance(path, str):
+        return f"a listed {spec.name} file is not a path"
+    parts = path.split("/")
+    name = parts[-1]
+    ok = (len(parts) == len(spec.partitions) + 2 and parts[0] == spec.name
+          and all(p.startswith(f"{col}=") and p[len(col) + 1:] not in ("", ".", "..")
+                  and "\\" not in p and "\x00" not in p
+                  for col, p in zip(spec.partitions, parts[1:-1]))
+          and name.startswith(f"part-{run_id}.{attempt}.") and name.endswith(".parquet")
+          and bool(_STEM.match(name[len(f"part-{run_id}.{attempt}."):-len(".parquet")])))
+    return None if ok else f"it lists {path[:200]!r}, not a {spec.name} file of its attempt"
+
+
+def parse_manifest(data: bytes, run_id: str, where: str) -> dict:
+    """The manifest in `data`, checked (CorruptManifest naming `where` otherwise)."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        why = f"larger than {MAX_MANIFEST_BYTES >> 20} MiB"
+    else:
+        try:
+            manifest = json.loads(data.decode("utf-8"))
+            why = _problem(manifest, run_id)
+        except UnicodeDecodeError:
+            why = "not UTF-8 text"
+        except RecursionError:
+            why = "nested too deeply"
+        except ValueError as exc:
+            why = f"not JSON ({str(exc).splitlines()[0][:120]})"
+    if why:
+        raise CorruptManifest(f"run {run_id}: corrupt manifest {where}: {why}; run it again "
+                              "to replace it")
+    return manifest
+
+
+def read_manifest(output: str, run_id: str) -> dict | None:
+    """The run id's completion marker, checked; None when there is none.
+    Raises RunUnreadable (a bad run id, an unreachable folder) or
+    CorruptManifest."""
+    check_run_id(run_id)
+    path, data = _read_manifest_bytes(output, run_id)
+    return None if data is None else parse_manifest(data, run_id, path)
+
+
+@dataclass(frozen=True)
+class CompletedRun:
+    """A run's committed attempt: its manifest and the files it lists."""
+
+    output: str
+    run_id: str
+    manifest: Mapping[str, Any]
+
+    @property
+    def attempt(self) -> str:
+        return self.manifest["attempt"]
+
+    @property
+    def run_date(self) -> str:
+        return self.manifest["run_date"]
+
+    @property
+    def bots(self) -> list[str]:
+        return list(self.manifest["bots"])
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.manifest["metrics"])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.manifest["counts"])
+
+    def files(self, table: str) -> list[str]:
+        """The committed attempt's files of a table (full paths; [] when it has none)."""
+        return [FileSystems.join(self.output, p) for p in self.manifest["files"].get(table, [])]
+
+    def dataset(self, spec: TableSpec) -> ds.Dataset:
+        """The committed files of a table as a dataset, partition columns as text
+        (a bot named `2024` stays a string)."""
+        paths = self.files(spec.name)
+        if not paths:
+            raise RunUnreadable(f"run {self.run_id!r} has no {spec.name}/ files under "
+                                f"{self.output}")
+        filesystem, paths, base = _arrow_paths(paths, FileSystems.join(self.output, spec.name))
+        partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in spec.partitions]),
+                                       flavor="hive")
+        try:
+            return ds.dataset(paths, format="parquet", partitioning=partitioning,
+                              partition_base_dir=base, filesystem=filesystem)
+        except (OSError, pa.ArrowInvalid) as exc:  # a listed file gone or not Parquet
+            raise RunUnreadable(f"run {self.run_id!r}: cannot read its {spec.name}/ files: "
+                                f"{str(exc).splitlines()[0][:200]}") from None
+
+    def read(self, spec: TableSpec, columns: Sequence[str] | None = None,
+             where: ds.Expression | None = None) -> pa.Table:
+        """The run's rows of a table (only `columns`, all by default), optionally
+        filtered further."""
+        dataset = self.dataset(spec)
+        columns = list(dataset.schema.names if columns is None else columns)
+        missing = [c for c in columns if c not in dataset.schema.names]
+        if missing:
+            raise RunUnreadable(f"run {self.run_id!r}: its {spec.name}/ files have no column "
+                                f"{missing[0]!r} (written by an older evalbeam? run it again)")
+        condition = ds.field("run_id") == self.run_id
+        if where is not None:
+            condition = condition & where
+        return dataset.to_table(columns=columns, filter=condition)
+
+
+def _arrow_paths(paths: Sequence[str], base: str) -> tuple[pafs.FileSystem | None, list[str], str]:
+    """pyarrow's filesystem for URLs (gs://, s3://, hdfs://); None for local paths."""
+    if "://" not in base:
+        return None, list(paths), base
+    filesystem, base_path = pafs.FileSystem.from_uri(base)
+    return filesystem, [pafs.FileSystem.from_uri(p)[1] for p in paths], base_path
+
+
+def read_completed_run(output: str, run_id: str) -> CompletedRun:
+    """The run's committed attempt; NoCompletedAttempt when it has none (unknown,
+    running, or killed before its commit), CorruptManifest, or RunUnreadable."""
+    output = output.rstrip("/") or "/"
+    manifest = read_manifest(output, run_id)
+    if manifest is None:
+        raise NoCompletedAttempt(f"run {run_id} has no completed attempt under {output} (no "
+                                 f"runs/{run_id}/{MANIFEST}; see evalbeam status)")
+    return CompletedRun(output, run_id, manifest)
