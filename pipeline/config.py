@@ -228,6 +228,7 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
+from transforms.remote.scrub import redact_url  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
 DEFAULT_RULES = PRESETS["default"]
@@ -305,7 +306,8 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """Replace values under secret-looking keys; `*_env` keys hold names, kept."""
+    """Replace values under secret-looking keys (`*_env` keys hold names, kept)
+    and the credentials inside URLs."""
     if isinstance(value, Mapping):
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -313,7 +315,7 @@ def redact(value: Any, key: str = "") -> Any:
     low = key.lower()
     if isinstance(value, str) and any(w in low for w in _SECRET_WORDS) and not low.endswith("_env"):
         return "<redacted>" if "${" not in value else value
-    return value
+    return redact_url(value)  # a URL's userinfo and query values
 
 
 # ---------------------------------------------------------------- parsing
@@ -377,7 +379,8 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     where = f"endpoints.{name}"
     ep = _build(EndpointConfig, data, where)
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"{where}.base_url must be an http(s) URL, got {ep.base_url!r}")
+        raise ConfigError(f"{where}.base_url must be an http(s) URL, got "
+                          f"{redact_url(ep.base_url)!r}")
     for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s",
                 "circuit_cooldown_s"):
         _number(getattr(ep, key), f"{where}.{key}")

@@ -31,6 +31,7 @@ from transforms.publish.write import RUN_ID_PATTERN
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.cache import CacheSpec
+from transforms.remote.scrub import redact_url
 from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
 
 
@@ -164,7 +165,7 @@ def call_cache(cfg, output: str) -> CacheSpec | None:
         try:
             FileSystems.get_filesystem(shared)
         except ValueError as exc:
-            raise ConfigError(f"cache.shared_path {shared}: {exc}") from None
+            raise ConfigError(f"cache.shared_path {redact_url(shared)}: {exc}") from None
     return CacheSpec(path, shared)
 
 

@@ -247,6 +247,48 @@ def test_secrets_echoed_in_every_encoding_are_scrubbed_everywhere(tmp_path, monk
     assert "HOSTILE_KEY" in m and "${TENANT_TOKEN}" in m  # names, never values
 
 
+URL_PASSWORD, URL_QUERY_KEY = "UrlPassw0rdSecret", "QueryKeySecret42"
+
+
+def _with_credentials(url: str) -> str:
+    """http://alice:<password>@127.0.0.1:port/v1?key=<query key>"""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://alice:{URL_PASSWORD}@{rest}?key={URL_QUERY_KEY}"
+
+
+def test_credentials_inside_base_url_are_redacted_everywhere(tmp_path, capfd):
+    """Issue 22 item 3: a base_url's userinfo and query values were written
+    verbatim to manifest.json and report.html, and the server's echo of the
+    derived `Basic base64(user:password)` landed in results/."""
+    basic = base64.b64encode(f"alice:{URL_PASSWORD}".encode()).decode()
+    with FakeOpenAI(ServerConfig(hostile="echo_secrets", hostile_every=2)) as echo, \
+            FakeOpenAI(ServerConfig(echo_auth_in_errors=True, status_override=400)) as errs:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  echo: {_endpoint(_with_credentials(echo.openai_base_url))}\n"
+            f"  errs: {_endpoint(_with_credentials(errs.openai_base_url))}\n"
+            "bots:\n  - {name: echo, type: chat, endpoint: echo, model: m}\n"
+            "  - {name: errs, type: chat, endpoint: errs, model: m}\n"
+            "metrics: [exact_match, keyword_recall]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 6), "--output", out, "--config", str(cfg),
+                       "--run-id", "u") == 0
+        sent = [r for r in echo.requests if r.status == 200]
+    # the credentials were used as a client uses them: Basic auth and the query
+    assert sent and all(r.headers.get("authorization") == f"Basic {basic}" for r in sent)
+    assert all(r.query == f"key={URL_QUERY_KEY}" for r in sent)
+    results = read_rows(out, "results")
+    assert any("<redacted>" in (r["answer"] or "") for r in results if r["bot"] == "echo")
+    captured = capfd.readouterr()
+    everything = "\n".join([all_output_text(out), captured.out, captured.err])
+    for secret in (URL_PASSWORD, URL_QUERY_KEY, basic, f"alice:{URL_PASSWORD}"):
+        assert _leaks(everything, secret) == [], secret
+    m = json.dumps(manifest(out, "u"))
+    assert "http://<redacted>@127.0.0.1" in m and "?key=<redacted>" in m
+    page = open(os.path.join(out, "runs", "u", "report.html"), encoding="utf-8").read()
+    assert URL_PASSWORD not in page and URL_QUERY_KEY not in page
+
+
 def test_error_text_is_scrubbed_before_it_is_cut():
     """A key straddling the 300-character cut kept its prefix."""
     body = {"error": {"message": "x" * 290 + " " + KEY + " trailing"}}

@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
@@ -66,6 +67,16 @@ def resolve_env_refs(value: str, where: str) -> str:
             raise MissingSecret(f"environment variable {m.group(1)} ({where}) is not set")
         return os.environ[m.group(1)]
     return ENV_REF.sub(sub, value)
+
+
+def split_query(base_url: str) -> tuple[str, dict[str, str]]:
+    """(the URL without its query, the query's parameters): httpx would glue
+    the paths of requests after a base_url's query."""
+    parts = urlsplit(base_url)
+    if not parts.query:
+        return base_url, {}
+    return (urlunsplit(parts._replace(query="", fragment="")),
+            dict(parse_qsl(parts.query, keep_blank_values=True)))
 
 
 def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
@@ -138,13 +149,15 @@ class EndpointClient:
         # gave 411), so the connections are spread over small pools.
         sizes = [min(POOL_CONNECTIONS, cfg.max_concurrency - i)
                  for i in range(0, cfg.max_concurrency, POOL_CONNECTIONS)]
+        base_url, query = split_query(cfg.base_url)
         self._pools = [httpx.AsyncClient(
-            base_url=cfg.base_url, headers=headers, transport=transport,
+            base_url=base_url, headers=headers, transport=transport,
             timeout=httpx.Timeout(cfg.timeout_s, connect=min(10.0, cfg.timeout_s)),
             limits=httpx.Limits(max_connections=n, max_keepalive_connections=n))
             for n in sizes]
         self._next_pool = itertools.cycle(self._pools)
-        self.params = {"api-version": cfg.api_version} if cfg.api_version else {}
+        # a query in base_url (?key=...) goes with every request, as api-version does
+        self.params = {**query, **({"api-version": cfg.api_version} if cfg.api_version else {})}
 
     def scrub(self, text: str) -> str:
         """Remove every secret value (in any of its encodings) from text that may

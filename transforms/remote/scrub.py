@@ -21,7 +21,7 @@ import json
 import os
 import re
 from typing import Any, Iterable, Mapping
-from urllib.parse import quote, quote_plus
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
 MIN_RUN = 8        # a shared run of this many characters of a secret is scrubbed
@@ -170,14 +170,62 @@ class Scrubber:
         return value
 
 
+def url_secrets(url: Any) -> list[str]:
+    """Credentials written inside a URL: its userinfo (as written and decoded,
+    `user:password`, the password alone, a user alone when it is a token), the
+    HTTP Basic credential a client derives from it (base64 of user:password,
+    which a server may echo), and every query value (`?key=...`)."""
+    if not isinstance(url, str) or "://" not in url:
+        return []
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL after all (a bad port, brackets)
+        return []
+    found = []
+    if user is not None or password is not None:
+        userinfo = parts.netloc.rpartition("@")[0]
+        found.append(userinfo)
+        plain_user, plain_password = unquote(user or ""), unquote(password or "")
+        if password is None:
+            found.append(plain_user)  # https://TOKEN@host
+        else:
+            pair = f"{plain_user}:{plain_password}"
+            found += [pair, plain_password, password,
+                      base64.b64encode(pair.encode("utf-8")).decode("ascii")]
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        found.append(value)
+    raw_values = [p.partition("=")[2] for p in parts.query.split("&")]
+    found += [v for v in raw_values if v]
+    return [f for f in dict.fromkeys(found) if f]
+
+
+def redact_url(url: Any) -> Any:
+    """The URL as it may be shown: userinfo and query values replaced by
+    <redacted> (the scheme, host, path and query names stay)."""
+    if not isinstance(url, str) or "://" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+        has_userinfo = "@" in parts.netloc
+    except ValueError:
+        return REDACTED
+    netloc = (f"{REDACTED}@{parts.netloc.rpartition('@')[2]}" if has_userinfo
+              else parts.netloc)
+    query = "&".join(f"{p.partition('=')[0]}={REDACTED}" if "=" in p else p
+                     for p in parts.query.split("&")) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] | None = None
                        ) -> list[str]:
     """Every secret value the endpoints use, as found in this process's environment:
-    the API key, `${VAR}` values in headers, and literal values of headers named
-    like a secret (X-Api-Key: ...)."""
+    the API key, `${VAR}` values in headers, literal values of headers named
+    like a secret (X-Api-Key: ...), and credentials inside the base URL."""
     env = os.environ if environ is None else environ
     found = []
     for cfg in endpoints.values():
+        found += url_secrets(getattr(cfg, "base_url", None))
         if cfg.api_key_env and env.get(cfg.api_key_env):
             found.append(env[cfg.api_key_env])
         headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}

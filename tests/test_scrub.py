@@ -1,0 +1,175 @@
+"""The scrubber (transforms/remote/scrub.py) on its own, with random secrets.
+
+Issue 22, "tests that let deliberate bugs through": with the fragment rule
+`>= n` changed to `> n`, or the every-byte `%XX` form dropped, no test failed.
+These tests use random secrets holding `/ + = " \\` and spaces, every encoded
+form the scrubber handles, and fragments of exactly 8 (scrubbed) and 7 (kept)
+characters. Issue 22 item 3: credentials inside a URL."""
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from pipeline.config import EndpointConfig, load_config
+from transforms.remote.scrub import (MIN_RUN, REDACTED, Scrubber, configured_secrets,
+                                     redact_url, url_secrets)
+
+ALPHABET = string.ascii_letters + string.digits + '/+=" \\'
+SEEDS = range(40)
+
+
+def random_secret(rng: random.Random, length: int | None = None) -> str:
+    """A secret with at least one of each awkward character, never starting or
+    ending in a space (a key is not padded)."""
+    length = length or rng.randint(16, 40)
+    chars = [rng.choice(ALPHABET) for _ in range(length - 6)] + list('/+=" \\')
+    rng.shuffle(chars)
+    text = "".join(chars)
+    return "k" + text[1:-1] + "z"
+
+
+def plain_forms(secret: str) -> dict[str, str]:
+    """Every text encoding of the secret the scrubber must catch, whole."""
+    raw = secret.encode()
+    return {
+        "raw": secret, "upper": secret.upper(), "lower": secret.lower(),
+        "json": json.dumps(secret)[1:-1],
+        "quote": quote(secret, safe=""), "quote_plus": quote_plus(secret, safe=""),
+        "every byte %XX": "".join(f"%{b:02X}" for b in raw),
+        "every byte %xx": "".join(f"%{b:02x}" for b in raw),
+        "every char \\uXXXX": "".join(f"\\u{ord(c):04x}" for c in secret),
+    }
+
+
+def base64_texts(secret: str) -> dict[str, tuple[str, str]]:
+    """(encoded text, the part of it fixed by the secret) for base64 and URL-safe
+    base64 of the secret after 0, 1 or 2 other bytes (e.g. inside `Basic ...` or
+    `Bearer ...` encoded whole) and before more bytes."""
+    out = {}
+    for shift in range(3):
+        for name, encode in (("base64", base64.b64encode),
+                             ("urlsafe base64", base64.urlsafe_b64encode)):
+            text = encode(b"P" * shift + secret.encode() + b"tail").decode()
+            core = encode(b"\0" * shift + secret.encode()).decode()
+            start = 4 if shift else 0
+            end = len(core.rstrip("=")) - ((shift + len(secret.encode())) % 3 and 4)
+            out[f"{name} after {shift} bytes"] = (text, core[start:end])
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_encoded_form_of_a_random_secret_is_scrubbed_whole(seed):
+    rng = random.Random(seed)
+    secret = random_secret(rng)
+    scrubber = Scrubber([secret])
+    for name, form in plain_forms(secret).items():
+        text = f"before «{form}» after"
+        assert scrubber.scrub(text) == f"before «{REDACTED}» after", (name, secret, form)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_base64_of_a_random_secret_at_every_alignment_is_scrubbed(seed):
+    secret = random_secret(random.Random(seed))
+    scrubber = Scrubber([secret])
+    for name, (text, core) in base64_texts(secret).items():
+        out = scrubber.scrub(f"Authorization: {text}")
+        assert REDACTED in out and core not in out, (name, secret)
+        kept = out.replace(REDACTED, " ")
+        # what stays of the encoded text are the (at most 4-character) groups mixed
+        # with other bytes at either end: no 8 characters of the core survive
+        assert not any(core[i:i + MIN_RUN] in kept for i in range(len(core) - MIN_RUN + 1)), \
+            (name, secret, out)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_fragment_of_exactly_8_characters_is_scrubbed_and_of_7_is_kept(seed):
+    """The rule is `a shared run of >= 8 characters`: 8 must go (an error text cut
+    after 300 characters keeps a prefix), 7 must stay (or ordinary words would)."""
+    rng = random.Random(seed)
+    secret = random_secret(rng, 24)
+    scrubber = Scrubber([secret])
+    for start in range(len(secret) - MIN_RUN + 1):
+        eight = secret[start:start + MIN_RUN]
+        seven = eight[:-1]
+        # framed by characters the secret cannot continue with
+        assert scrubber.scrub(f"«{eight}»") == f"«{REDACTED}»", (secret, eight)
+        assert scrubber.scrub(f"«{seven}»") == f"«{seven}»", (secret, seven)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_fragments_of_encoded_forms_count_in_characters_of_the_secret(seed):
+    """A fragment of 8 characters of the secret in an encoded form is scrubbed: for
+    the every-byte %XX form that is 24 characters, for \\uXXXX 48."""
+    secret = "".join(random.Random(seed).choice(string.ascii_letters) for _ in range(24))
+    scrubber = Scrubber([secret])
+    for unit, encode in ((3, lambda s: "".join(f"%{b:02X}" for b in s.encode())),
+                         (6, lambda s: "".join(f"\\u{ord(c):04x}" for c in s))):
+        for start in range(0, len(secret) - MIN_RUN + 1, 5):
+            eight = encode(secret[start:start + MIN_RUN])
+            seven = encode(secret[start:start + MIN_RUN - 1])
+            assert scrubber.scrub(f"«{eight}»") == f"«{REDACTED}»", (unit, eight)
+            assert scrubber.scrub(f"«{seven}»") == f"«{seven}»", (unit, seven)
+
+
+def test_a_secret_shorter_than_a_run_is_scrubbed_whole_only():
+    scrubber = Scrubber(["ab/+= c"])  # 7 characters
+    assert scrubber.scrub("x ab/+= c y") == f"x {REDACTED} y"
+    assert scrubber.scrub("x ab/+= y") == "x ab/+= y"
+
+
+# ---- credentials inside a URL (item 3) --------------------------------------
+
+URL = "http://alice:UrlPassw0rdSecret@host.example:8443/v1?key=QueryKeySecret42&region=eu-west-1"
+BASIC = base64.b64encode(b"alice:UrlPassw0rdSecret").decode()
+
+
+def test_url_secrets_are_the_userinfo_the_basic_credential_and_query_values():
+    found = url_secrets(URL)
+    for value in ("alice:UrlPassw0rdSecret", "UrlPassw0rdSecret", BASIC, "QueryKeySecret42",
+                  "eu-west-1"):
+        assert value in found
+    assert "alice" not in found  # a user name alone is not a secret (the pair is)
+    assert url_secrets("https://tok3n-only-user@host/v1") == ["tok3n-only-user"]
+    encoded = url_secrets("http://bob:p%40ss%2Fw0rd@h/")
+    assert "p@ss/w0rd" in encoded and "bob:p@ss/w0rd" in encoded and "bob:p%40ss%2Fw0rd" in encoded
+    assert url_secrets("http://host/v1") == [] and url_secrets(None) == []
+
+
+def test_redact_url_keeps_the_address_and_drops_the_credentials():
+    assert redact_url(URL) == ("http://<redacted>@host.example:8443/v1?key=<redacted>"
+                               "&region=<redacted>")
+    assert redact_url("https://api.example/v1") == "https://api.example/v1"
+    assert redact_url("not a url") == "not a url"
+
+
+def test_configured_secrets_include_the_base_url_credentials():
+    secrets = configured_secrets({"llm": EndpointConfig(base_url=URL)}, environ={})
+    scrubber = Scrubber(secrets)
+    echoed = (f"Basic {BASIC} | {BASIC.upper()} | {base64.b64encode(('Basic ' + BASIC).encode()).decode()}"
+              f" | {quote(URL, safe='')} | {URL}")
+    out = scrubber.scrub(echoed)
+    for secret in ("UrlPassw0rdSecret", "QueryKeySecret42", BASIC, BASIC.upper()):
+        assert secret not in out, out
+
+
+def test_the_config_written_to_the_manifest_has_no_url_credentials(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"endpoints:\n  llm: {{base_url: '{URL}'}}\n"
+                   "bots:\n  - {name: gpt, type: chat, endpoint: llm, model: m}\n")
+    public = json.dumps(load_config(str(cfg)).to_public_dict())
+    assert "UrlPassw0rdSecret" not in public and "QueryKeySecret42" not in public
+    assert "http://<redacted>@host.example:8443/v1?key=<redacted>" in public
+
+
+def test_a_bad_base_url_error_does_not_print_its_credentials(tmp_path):
+    from pipeline.config import ConfigError
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  llm: {base_url: 'ftp://alice:UrlPassw0rdSecret@h/?key=Q1234567'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(str(cfg))
+    assert "UrlPassw0rdSecret" not in str(err.value) and "Q1234567" not in str(err.value)
