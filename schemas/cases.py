@@ -56,6 +56,32 @@ RAGAS_COLUMNS = {"user_input": "question", "response": "answer", "reference": "e
 UNREADABLE = "__evalbeam_unreadable__"
 
 
+MAX_VALUE_DEPTH = 32  # lists/objects inside a value: messages need 2, nothing needs 32
+
+
+class TooDeep:
+    """A JSON value that nests too deeply to parse (set by the JSON readers in
+    place of the value): its row is an error row naming the column."""
+
+    def __repr__(self) -> str:
+        return "<too deeply nested JSON>"
+
+
+def too_deep(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
+    """The value is TooDeep or has lists/dicts nested more than `limit` deep
+    (walked without recursion: the walk itself must not overflow)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, TooDeep) or depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
 class InputError(ValueError):
     """A problem with the input as a whole: the run must not start."""
 
@@ -175,6 +201,8 @@ def parse_text_list(value: str, name: str) -> Any:
         return json.loads(value)
     except ValueError:
         pass
+    except RecursionError:
+        raise TypeError(f"{name} is a JSON text nested too deeply to read") from None
     if value.lstrip().startswith("["):
         try:
             return ast.literal_eval(value)
@@ -229,8 +257,14 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             ) -> EvalCase | RowProblem:
     """Validate one input row (already read as a dict of source columns)."""
     row = {col: pick(raw, src) for col, src in columns.items()}
+    deep = [col for col, value in row.items() if too_deep(value)]
+    for col in deep:
+        row[col] = None  # neither read nor hashed any further
     given_id = row.get("case_id")
     case_id = None if given_id is None else str(given_id)
+    if deep and UNREADABLE not in raw:
+        raw = {UNREADABLE: ("invalid_value", f"{', '.join(deep)} nested more than "
+                                             f"{MAX_VALUE_DEPTH} levels deep")}
     if UNREADABLE in raw:
         error_type, message = raw[UNREADABLE]
         derived = derive_case_id(row) if any(v is not None for v in row.values()) else None

@@ -41,6 +41,8 @@ def parse_messages(value: Any, name: str = "messages") -> list[dict[str, str]] |
         except ValueError:
             raise TypeError(f"{name} must be a list of {{role, content}}, got a plain "
                             "string") from None
+        except RecursionError:
+            raise TypeError(f"{name} is a JSON text nested too deeply to read") from None
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list of {{role, content}}, got "
                         f"{type(value).__name__}")

@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
-from schemas.cases import InputError, Source, candidates, parse_text_list
+from schemas.cases import UNREADABLE, InputError, Source, TooDeep, candidates, parse_text_list
+from transforms.read import json_records
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
 FORMAT_NAMES = {"parquet": "Parquet", "jsonl": "JSON Lines", "csv": "CSV", "json": "JSON",
@@ -137,7 +138,7 @@ def jsonl_keys(sample: list[bytes]) -> set[str]:
     keys: set[str] = set()
     for line in sample:
         try:
-            obj = json.loads(line)
+            obj = json_records.loads(line.decode("utf-8"))
         except ValueError:
             continue
         if isinstance(obj, dict):
@@ -152,9 +153,11 @@ def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
     except UnicodeDecodeError as exc:
         return "invalid_encoding", f"the line is not valid UTF-8 (byte {exc.start})"
     try:
-        obj = json.loads(text)
+        obj = json_records.loads(text)
     except ValueError as exc:
         return "invalid_json", f"the line is not valid JSON: {exc}"[:300]
+    if isinstance(obj, TooDeep):
+        return "invalid_json", "the line nests too deeply to read as JSON"
     if not isinstance(obj, dict):
         return "invalid_json", f"the line is a JSON {type(obj).__name__}, not an object"
     return obj
@@ -174,19 +177,24 @@ def load_json_records(path: str) -> list:
     read whole, so one shard per file; JSON Lines is the splittable form."""
     try:
         with _open(path) as fh:
-            data = json.loads(fh.read())
+            raw = fh.read()
+        data = json_records.loads(raw.decode(json.detect_encoding(raw)), levels=2)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"cannot read {path} as JSON: {exc}"[:300]) from None
     if not isinstance(data, list):
+        what = "JSON nested too deeply" if isinstance(data, TooDeep) else type(data).__name__
         raise InputError(f"{path}: a JSON input must be an array of objects (one per case), "
-                         f"got {type(data).__name__}")
+                         f"got {what}")
     return data
 
 
 def read_json(path: str) -> Iterator[dict | tuple[str, str]]:
     for item in load_json_records(path):
-        yield item if isinstance(item, dict) else (
-            "invalid_json", f"the record is a JSON {type(item).__name__}, not an object")
+        if isinstance(item, TooDeep):
+            yield "invalid_json", "the record nests too deeply to read as JSON"
+        else:
+            yield item if isinstance(item, dict) else (
+                "invalid_json", f"the record is a JSON {type(item).__name__}, not an object")
 
 
 # ------------------------------------------------------------------------ CSV
@@ -277,13 +285,17 @@ def csv_record(header: list[str], record: list[str], canonical: Mapping[str, str
     if len(record) != len(header):
         return "invalid_csv", (f"the record has {len(record)} fields, the header "
                                f"{len(header)}")
-    row = {}
+    row: dict[str, Any] = {}
+    bad = []
     for name, value in zip(header, record):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return "invalid_encoding", f"column {name!r} is not valid UTF-8"
+            bad.append(name)
+            continue
         row[name] = _cell(value, canonical.get(name))
+    if bad:  # an error row that keeps the readable cells (its case_id among them)
+        row[UNREADABLE] = ("invalid_encoding", f"column {bad[0]!r} is not valid UTF-8")
     return row
 
 
