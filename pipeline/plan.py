@@ -30,7 +30,7 @@ from transforms.publish.lease import DEFAULT_TTL_S
 from transforms.publish.write import RUN_ID_PATTERN
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
-from transforms.remote.cache import CacheSpec
+from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import redact_url
 from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
 
@@ -151,14 +151,33 @@ def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
     return scales
 
 
-def call_cache(cfg, output: str) -> CacheSpec | None:
+def check_cache_path(path: str) -> None:
+    """Tier 1's file can be created: not a folder, and no file where a folder of
+    its path must be (os.makedirs would fail inside the run)."""
+    if os.path.isdir(path):
+        raise ConfigError(f"cache.path {path} is a folder; name a file (e.g. "
+                          f"{os.path.join(path, 'calls.sqlite')})")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ConfigError(f"cache.path {path}: {parent} is a file, not a folder")
+
+
+def call_cache(cfg, output: str, notes: list[str] | None = None) -> CacheSpec | None:
     """Where judge and embedding calls are cached (None: no cache). A local output
     keeps tier 1 (SQLite) under it; with a URL output (gs://, s3://) each worker
-    keeps tier 1 in its temp folder and shares tier 2 under the output."""
+    keeps tier 1 in its temp folder and shares tier 2 under the output. A tier-1
+    file that is corrupt is set aside here (one note), so the run rebuilds it."""
     if not cfg.cache.enabled:
         return None
     base, remote = output.rstrip("/"), "://" in output
     path = cfg.cache.path or (None if remote else os.path.join(base, "_cache", "calls.sqlite"))
+    if path is not None and not remote:  # a remote job's workers open their own
+        check_cache_path(path)
+        repaired = check_cache_file(path)
+        if repaired and notes is not None:
+            notes.append(repaired)
     shared = cfg.cache.shared_path or (
         FileSystems.join(base, "_cache", "objects") if remote else None)
     if shared:
@@ -359,7 +378,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     scales = rubric_scales(scorers)
     uses_cache = (cfg.judge.configured and judge_metrics) or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
-    cache = call_cache(cfg, args.output) if uses_cache else None
+    cache = call_cache(cfg, args.output, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(args.input, cfg.input.format), output)

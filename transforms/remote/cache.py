@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from transforms.remote.shared_cache import SharedCallCache
 
+log = logging.getLogger(__name__)
 LOCAL, SHARED = "local", "shared"  # the tier that answered a lookup
 SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL)"
 
@@ -42,33 +45,111 @@ def cache_key(base_url: str, path: str, params: Mapping[str, str], model: str,
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def set_aside(path: str) -> str | None:
+    """Rename a broken tier-1 file (and its -wal/-shm companions) to
+    `<path>.corrupt-<UTC time>`, so the run starts a new one; returns the new
+    name (None when another process moved it first)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = f"{path}.corrupt-{stamp}-{os.getpid()}"
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:
+        return None
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.replace(path + suffix, aside + suffix)
+        except FileNotFoundError:
+            pass
+    return aside
+
+
+def check_cache_file(path: str) -> str | None:
+    """Before a run: a tier-1 file that is not a sound SQLite database (garbage,
+    truncated, malformed pages) is set aside and rebuilt; returns the one line
+    that says so (None: nothing to do). A cache must never cost a run."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        conn = sqlite3.connect(path, timeout=60.0)
+        try:
+            found = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            conn.close()
+        why = None if found == ["ok"] else f"quick_check: {'; '.join(map(str, found))[:200]}"
+    except sqlite3.DatabaseError as exc:
+        why = str(exc)
+    if why is None:
+        return None
+    aside = set_aside(path)
+    return (f"the call cache {path} is corrupt ({why}); it was set aside as {aside} and is "
+            "rebuilt (cached answers are fetched again)")
+
+
 class CallCache:
-    """get/put of parsed JSON responses by key; one connection per thread."""
+    """get/put of parsed JSON responses by key; one connection per thread.
+
+    A file that turns out broken (not a database, malformed pages, a locked
+    database past the timeout) never fails a call: at open it is set aside and
+    rebuilt; later, the cache turns itself off for this process (every lookup
+    a miss), with one warning."""
 
     def __init__(self, path: str):
         self.path = path
+        self.broken: str | None = None  # why this process no longer uses the file
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self._local = threading.local()
-        self._conn()  # fail early (bad path, unwritable folder), not inside a call
+        try:
+            self._conn()  # fail early (bad path, unwritable folder), not inside a call
+        except sqlite3.DatabaseError as exc:
+            self._local.conn = None
+            aside = set_aside(path)
+            log.warning("evalbeam: the call cache %s is corrupt (%s); set aside as %s, "
+                        "starting a new one", path, exc, aside)
+            try:
+                self._conn()
+            except sqlite3.DatabaseError as again:
+                self._off(again)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(SCHEMA)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(SCHEMA)
+            except sqlite3.DatabaseError:
+                conn.close()
+                raise
             self._local.conn = conn
         return conn
 
+    def _off(self, exc: Exception) -> None:
+        if self.broken is None:
+            self.broken = str(exc)
+            log.warning("evalbeam: the call cache %s stopped working (%s); this process "
+                        "goes on without it", self.path, exc)
+
     def get(self, key: str) -> Any | None:
-        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if self.broken:
+            return None
+        try:
+            row = self._conn().execute("SELECT response FROM calls WHERE key = ?",
+                                       (key,)).fetchone()
+            return None if row is None else json.loads(row[0])
+        except (sqlite3.DatabaseError, ValueError) as exc:  # a malformed page or row
+            self._off(exc)
+            return None
 
     def put(self, key: str, response: Any) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)",
-                             (key, json.dumps(response, ensure_ascii=False)))
+        if self.broken:
+            return
+        try:
+            self._conn().execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)",
+                                 (key, json.dumps(response, ensure_ascii=False)))
+        except sqlite3.DatabaseError as exc:
+            self._off(exc)
 
     async def lookup(self, key: str) -> tuple[Any | None, str | None]:
         """(response, LOCAL) or (None, None); the interface TieredCache shares."""
@@ -79,6 +160,8 @@ class CallCache:
         self.put(key, response)
 
     def __len__(self) -> int:
+        if self.broken:
+            return 0
         return self._conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def close(self) -> None:
