@@ -59,18 +59,22 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         0: "finished",
         1: "failed: the attempt was marked failed, or its heartbeat is older than its ttl, or "
            "its local process is gone, and it wrote no completion marker",
-        EXIT_USAGE: "no such run id under --output, or a bad invocation",
+        EXIT_USAGE: "no such run id under --output, a corrupt manifest (unless an attempt is "
+                    "running), an invalid run id, an output URL whose filesystem is not "
+                    "installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",
         5: "running",
     },
     "calibrate": {
         0: "calibrated: the summary and the suggested verdict rules are printed",
-        EXIT_USAGE: "an unknown or unfinished run, a missing table, an unknown --bot, a run "
-                    "without labels, or a bad invocation: one line `evalbeam: error: ...`",
+        EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
+                    "manifest, a missing table, an unknown --bot, a run without labels, or a "
+                    "bad invocation: one line `evalbeam: error: ...`",
     },
     "compare": {
         0: "compared, and no gate: rule failed",
-        EXIT_USAGE: "an unknown run or bot, a bot on one side only, an invalid config, a gate "
+        EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
+                    "manifest, an unknown bot, a bot on one side only, an invalid config, a gate "
                     "rule that matches nothing compared, or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
