@@ -450,7 +450,8 @@ def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> 
         pq.write_table(pa.Table.from_pylist(rows),
                        os.path.join(folder, f"part-r.{'0' * 12}.0.parquet"))
 
-    put("results", [{"run_id": "r", "case_id": c, "question": "q", "verdict": v,
+    put("results", [{"run_id": "r", "case_id": c, "question": "q", "contexts": ["c"],
+                     "verdict": v,
                      **({"label": lab} if label_column else {})}
                     for c, lab, v, _ in answers], "bot=b")
     put("scores", [{"run_id": "r", "case_id": c, "metric": "m", "value": val}
@@ -478,3 +479,37 @@ def test_results_without_a_label_column_mean_no_labels(tmp_path, capsys):
     _handmade_run(out, [("x", None, "PASS", 0.9)], label_column=False)
     assert run(["calibrate", "--output", out, "--run-id", "r"]) == 2
     assert "run r has no labelled rows" in _one_error_line(capsys)
+
+
+# ---- one question over many documents (a summarisation set) -------------------
+
+SUMMARIZE = "Summarize the document."
+DOCS = {"d1": "The plant opened in 1990 in Ohio and employs 300 people.",
+        "d2": "The council voted to close the library on Sundays from May."}
+# Two documents asked the same question. Within each, the faithful summary has the
+# higher keyword_recall against the reference; across documents it does not, so
+# "all pairs" (the old behaviour when every row shares the question) mixes them.
+SUMMARIES = [  # case_id, document, reference, answer, label
+    ("s1", "d1", "plant opened 1990 ohio", "the plant opened", "PASS"),
+    ("s2", "d1", "plant opened 1990 ohio", "a plant", "FAIL"),
+    ("s3", "d2", "council voted close library", "council voted close library", "PASS"),
+    ("s4", "d2", "council voted close library", "council voted close", "FAIL"),
+]
+
+
+def test_pairwise_is_within_a_question_and_its_contexts(tmp_path):
+    """keyword_recall: s1 2/4 > s2 1/4; s3 4/4 > s4 3/4. Within each document both
+    pairs are ordered right (2 of 2); across documents s1 (0.5) < s4 (0.75), so
+    "all pairs" gave 3 of 4 (as the AUC does)."""
+    rows = [{"case_id": c, "question": SUMMARIZE, "contexts": [DOCS[d]], "expected_answer": e,
+             "answer": a, "label": label} for c, d, e, a, label in SUMMARIES]
+    cases = write_cases(str(tmp_path / "sum.parquet"), rows)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"metrics": ["keyword_recall"]}))
+    out = str(tmp_path / "out")
+    assert run(["run", "--input", cases, "--output", out, "--config", str(config),
+                "--run-id", "sum", "--run-date", RUN_DATE]) == 0
+    run_calibrate(out, "sum")
+    row = _calibration(out, "sum")["keyword_recall"]
+    assert (row["pairwise_accuracy"], row["pairs"]) == (1.0, 2)
+    assert row["auc"] == pytest.approx(3 / 4)

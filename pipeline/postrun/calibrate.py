@@ -3,8 +3,10 @@ with the labels people gave its answers.
 
 From results/ (labels, questions, verdicts), scores/ and summary/ (which way
 each metric points) of one run it computes, per bot:
- - per metric: AUC, pairwise accuracy within a question and the threshold
-   that separates acceptable from unacceptable answers best (agreement.py);
+ - per metric: AUC, pairwise accuracy within a question (the same question
+   over the same contexts: a summarisation set asks one question of many
+   documents) and the threshold that separates acceptable from unacceptable
+   answers best (agreement.py);
  - for the run's verdicts: accuracy, Cohen's kappa and the confusion matrix;
 then writes calibration/ and runs/<run_id>/calibration.md and suggests
 verdict rules. The statistics are pure functions of plain rows; only `load_*`
@@ -45,6 +47,13 @@ class Answer:
     question: str
     label: str
     verdict: str
+    contexts: tuple[str, ...] = ()  # with the question, what the answer is an answer to
+
+    @property
+    def item(self) -> tuple[str, tuple[str, ...]]:
+        """What pairwise accuracy compares answers within: the question asked of
+        these contexts (one question over many documents is many items)."""
+        return self.question, self.contexts
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ def metric_stats(answers: Sequence[Answer], values: Mapping[str, float | None],
     """Ranking statistics of one metric against the labels; answers without a
     value are counted as missing, answers absent from `values` are left out."""
     known = [a for a in answers if a.case_id in values]
-    scored = [(a.question, values[a.case_id], acceptable(a.label)) for a in known
+    scored = [(a.item, values[a.case_id], acceptable(a.label)) for a in known
               if values[a.case_id] is not None]
     vals = [v for _, v, _ in scored]
     ok = [good for _, _, good in scored]
@@ -225,10 +234,10 @@ def load_labels(run: CompletedRun, bots: Sequence[str]) -> list[BotLabels]:
     unlabelled = run.read(RESULTS, ["bot"], _of_bots(bots) & ~labelled)
     missing = Counter(unlabelled.column("bot").to_pylist())
     answers: dict[str, list[Answer]] = defaultdict(list)
-    for r in run.read(RESULTS, ["bot", "case_id", "question", "verdict", "label"],
+    for r in run.read(RESULTS, ["bot", "case_id", "question", "contexts", "verdict", "label"],
                       _of_bots(bots) & labelled).to_pylist():
         answers[r["bot"]].append(Answer(r["case_id"], r["question"], r["label"],
-                                        r["verdict"] or "ERROR"))
+                                        r["verdict"] or "ERROR", tuple(r["contexts"] or ())))
     case_ids = pa.array(sorted({a.case_id for bot_answers in answers.values()
                                 for a in bot_answers}), pa.string())
     scores = run.read(SCORES, ["bot", "case_id", "metric", "value"],
