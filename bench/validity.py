@@ -42,8 +42,10 @@ sys.path.insert(0, ROOT)
 from pipeline.postrun.agreement import (acceptable, pairwise_accuracy, roc_auc,  # noqa: E402
                                         verdict_agreement)
 from bench.validity_ceiling import offline_ceiling, pairwise_ceiling  # noqa: E402
+from bench.validity_public import set_report  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "validation", "results")
+PUBLIC_DIR = os.path.join(ROOT, "validation", "public")
 EXAMPLE_LABELS = {  # the bundled example's `quality` -> a reviewer's label
     "exact": "PASS", "paraphrase": "PASS", "very_long": "PASS", "non_ascii": "PASS",
     "hedged": "PASS", "polite": "PASS", "missing_facts": "WARN", "wrong_number": "FAIL",
@@ -268,6 +270,47 @@ def measure(checkout: str, label: str, only: set[str] | None = None,
                     report["sets"][name]["multilingual"] = {"error": str(exc)[:300]}
         if not only or "example" in only:
             report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
+        if not only or "public" in only:
+            report["public"] = measure_public(checkout, tmp)
+    return report
+
+
+def public_sets() -> dict[str, dict]:
+    """The public benchmark's sets on this machine: committed (data/) and, when
+    build.py has made them, the measuring-only ones (local/)."""
+    found = {}
+    for kind in ("data", "local"):
+        for path in sorted(glob.glob(os.path.join(PUBLIC_DIR, kind, "*.parquet"))):
+            found[os.path.basename(path)[:-len(".parquet")]] = {
+                "path": path, "committed": kind == "data"}
+    return found
+
+
+def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None) -> dict:
+    """One offline evalbeam run (default config: recorded answers, no reference, no
+    judge) over the `test` split of every public set (`sets`: name -> {path,
+    committed}; default: those on this machine), reported per set."""
+    import pyarrow as pa
+    sets = public_sets() if sets is None else sets
+    if not sets:
+        return {"error": "no public sets: run python validation/public/build.py"}
+    tables = []
+    for name, info in sets.items():
+        table = pq.read_table(info["path"])
+        test = [("split:test" in tags) for tags in table.column("tags").to_pylist()]
+        tables.append(table.filter(pa.array(test)))
+    cases = os.path.join(tmp, "public-test.parquet")
+    pq.write_table(pa.concat_tables(tables), cases)
+    out = os.path.join(tmp, "public")
+    run_evalbeam(checkout, cases, out, "validity-public", None)
+    rows, by_case = read_run(out, "validity-public")
+    lower = lower_is_better(out, "validity-public")
+    report: dict = {"sets": {}}
+    for name, info in sets.items():
+        mine = [r for r in rows if r["suite"] == name]
+        report["sets"][name] = {"committed": info["committed"],
+                                "task": tag(mine[0]["tags"], "task") if mine else None,
+                                **set_report(mine, by_case, lower, skip=DESCRIPTIVE)}
     return report
 
 
@@ -303,7 +346,7 @@ def main(argv=None) -> int:
     ap.add_argument("--checkout", default=ROOT, help="the evalbeam checkout to measure")
     ap.add_argument("--label", default="after", help="name of this measurement")
     ap.add_argument("--render-only", action="store_true", help="only rewrite VALIDITY.md (and the figures in the docs)")
-    ap.add_argument("--only", action="append", choices=("validation", "example"),
+    ap.add_argument("--only", action="append", choices=("public", "validation", "example"),
                     help="measure only this set again, keeping the others from the last result")
     ap.add_argument("--preset", action="append", choices=tuple(PRESETS),
                     help="with --only: measure only this preset again (and not the "

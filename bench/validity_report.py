@@ -256,7 +256,8 @@ def render(reports: list[dict], path: str) -> None:
         "before issue 8). Do not edit by hand: rerun the commands; `--render-only` rewrites",
         "this page from `validation/results/*.json`.",
         "",
-        "## What is measured",
+        *public_section(after),
+        "## The team-written sets: what is measured",
         "",
         "- **Validation sets** (`validation/`, 160 questions, 1,497 answers): written for this",
         "  purpose, independent of the bundled example (other domains: history, health,",
@@ -389,3 +390,122 @@ def rewrite_docs_figures(after: dict, page: str) -> None:
     end = text.index(DOCS_END)
     with open(page, "w", encoding="utf-8") as fh:
         fh.write(text[:start] + "\n".join(docs_figures(after)) + "\n" + text[end:])
+
+
+# --- the public benchmark (validation/public/) ---------------------------------------
+
+CORE_SETS = ("summedits", "begin", "wice", "q2", "faithdial", "factcheck_gpt")  # issue 21's goals
+# LLM-AggreFact leaderboard (llm-aggrefact.github.io; figures as published in the site's
+# src/app/data.tsx, mirrored at github.com/rin2401/llm-aggrefact; MiniCheck paper,
+# arXiv:2404.10774): balanced accuracy (%), the mean over its 11 sets and the three
+# sets it shares with this benchmark (its own splits and evidence, not these rows).
+AGGREFACT = (  # model, size, mean of 11, WiCE, Factcheck-GPT, LFQA
+    ("GPT-4o (2024-05-13)", "–", 75.9, 78.5, 77.5, 83.6),
+    ("GPT-4 Turbo (preview)", "–", 76.2, 80.4, 79.9, 83.1),
+    ("Bespoke-MiniCheck-7B", "7B", 77.2, 81.9, 77.0, 87.9),
+    ("MiniCheck-Flan-T5-L", "0.8B", 75.0, 72.2, 74.7, 85.2),
+    ("AlignScore", "0.4B", 70.5, 66.0, 74.3, 84.5),
+    ("SummaC-ZS", "0.1B", 67.7, 62.8, 75.2, 77.6),
+    ("SummaC-CV", "0.1B", 61.0, 54.3, 53.4, 62.1),
+)
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _public_row(name: str, s: dict, best: str | None) -> str:
+    v, b = s["verdict"], s["baselines"]
+    return (f"| {name} | {s.get('task') or '–'} | {s['n']} | {s['supported']} | "
+            f"{best or '–'} {f(s['metrics'].get(best) if best else None)} | "
+            f"{f(b['content_word_share'])} | {f(b['bigram_precision'])} | {f(b['tfidf_cosine'])} | "
+            f"{f(s['decision']['balanced_accuracy'])} | {f(v['decided'])} | "
+            f"{f(v['decided_accuracy'])} | {f(v['bad_passed'])} | {f(v['good_failed'])} |")
+
+
+def _best_metric(s: dict) -> str | None:
+    return max(s["metrics"], key=lambda m: s["metrics"][m]) if s["metrics"] else None
+
+
+def _public_mean_row(label: str, sets: list[dict]) -> str:
+    def m(get):
+        return f(_mean(get(s) for s in sets))
+    return (f"| **{label}** | | {sum(s['n'] for s in sets)} | {sum(s['supported'] for s in sets)} | "
+            f"{m(lambda s: s['metrics'].get(_best_metric(s)) if _best_metric(s) else None)} | "
+            f"{m(lambda s: s['baselines']['content_word_share'])} | "
+            f"{m(lambda s: s['baselines']['bigram_precision'])} | "
+            f"{m(lambda s: s['baselines']['tfidf_cosine'])} | "
+            f"{m(lambda s: s['decision']['balanced_accuracy'])} | "
+            f"{m(lambda s: s['verdict']['decided'])} | {m(lambda s: s['verdict']['decided_accuracy'])} | "
+            f"{m(lambda s: s['verdict']['bad_passed'])} | {m(lambda s: s['verdict']['good_failed'])} |")
+
+
+PUBLIC_HEADER = ["| set | task | n | supported | best evalbeam metric, AUC | content words AUC | "
+                 "bigrams AUC | TF-IDF AUC | decision BA | decided | decided accuracy | "
+                 "unsupported PASS | supported FAIL |",
+                 "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+
+def public_section(rep: dict | None) -> list[str]:
+    """VALIDITY.md's lead: the public benchmark, per set, with the baselines beside."""
+    pub = (rep or {}).get("public")
+    if not pub or "error" in pub:
+        return ["## The public benchmark", "",
+                f"(not measured: {(pub or {}).get('error', 'run python bench/validity.py --only public')})",
+                ""]
+    sets = pub["sets"]
+    committed = [n for n in sets if sets[n]["committed"]]
+    core = [n for n in CORE_SETS if n in sets]
+    local = [n for n in sets if not sets[n]["committed"]]
+    decision = next((s["decision"] for s in sets.values()), {})
+    out = [
+        "## The public benchmark: data nobody on this project wrote",
+        "",
+        "`python bench/validity.py --only public` (the full `python bench/validity.py` measures",
+        "the team-written sets and the bundled example as well). Eleven public sets with",
+        "people's faithfulness labels (`validation/public/`, built by",
+        "`python validation/public/build.py` from the sources' repositories at recorded",
+        "commits; README there): one offline evalbeam run with the default config (recorded",
+        "answers, the local embedder, no judge, **no reference answer**) over each set's",
+        "held-out `test` split. Per set: the AUC of the best evalbeam metric there and of three",
+        "baselines that always sit beside it (the share of the answer's content words found",
+        "in the contexts, bigram precision, TF-IDF cosine); the balanced accuracy (BA) of the",
+        f"grounding decision ({decision.get('metric', '–')}"
+        + (f" against its cut {decision['cut']}" if decision.get("cut") is not None else "")
+        + "); the default verdict as a classifier that may abstain: the decided share",
+        "(PASS + FAIL), the accuracy of decided verdicts, the share of unsupported answers",
+        "that PASS and of supported answers that FAIL.",
+        "",
+        *PUBLIC_HEADER,
+        *(_public_row(n, sets[n], _best_metric(sets[n])) for n in committed),
+        _public_mean_row(f"mean of the {len(core)} sets of issue 21's goals", [sets[n] for n in core]),
+        "",
+    ]
+    if local:
+        out += ["Sets without a licence file, built into the git-ignored `validation/public/local/`",
+                "from the snapshots and used for measuring only (nothing is fitted on them):", "",
+                *PUBLIC_HEADER, *(_public_row(n, sets[n], _best_metric(sets[n])) for n in local),
+                ""]
+    names = sorted({m for s in sets.values() for m in s["metrics"]})
+    cols = committed + local
+    out += ["Every metric's AUC per set (test split; metrics null on every row, such as the",
+            "reference-based ones, are left out):", "",
+            "| metric | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols),
+            *(f"| {m} | " + " | ".join(f(sets[n]["metrics"].get(m), 2) for n in cols) + " |"
+              for m in names),
+            *(f"| *{b}* | " + " | ".join(f(sets[n]["baselines"][b], 2) for n in cols) + " |"
+              for b in ("content_word_share", "bigram_precision", "tfidf_cosine")),
+            "",
+            "For scale, published balanced accuracies on LLM-AggreFact (Tang, Laban and",
+            "Durrett, *MiniCheck*, arXiv:2404.10774; leaderboard at llm-aggrefact.github.io,",
+            "figures as in its `src/app/data.tsx`): the mean over its 11 sets, and the three",
+            "sets it shares with this benchmark. Its WiCE and Factcheck-GPT rows, splits and",
+            "evidence differ from these (its WiCE uses retrieved chunks, its Factcheck-GPT",
+            "whole documents), so they are a scale, not a head-to-head.", "",
+            "| model | size | LLM-AggreFact mean BA | WiCE | Factcheck-GPT | LFQA |",
+            "|---|---|---:|---:|---:|---:|",
+            *(f"| {m} | {size} | {a:.1f} | {w:.1f} | {fc:.1f} | {lf:.1f} |"
+              for m, size, a, w, fc, lf in AGGREFACT),
+            ""]
+    return out
