@@ -174,3 +174,44 @@ def test_rubric_config_is_validated():
         select_scorers(None, {}, True, tuple(clash))
     chosen = select_scorers(("tone",), {}, True, tuple(rubric_scorers(cfg.rubrics)))
     assert [(s.name, o, s.judge) for s, o in chosen] == [("tone", {"scale": [1.0, 5.0]}, True)]
+
+
+def _recorded_conversations(tmp_path) -> str:
+    rows = [{"case_id": f"c{i}", "question": f"What does plan {i} cost per month?",
+             "answer": f"Plan {i} costs ${10 + i} per month.", "messages": HISTORY,
+             "contexts": [f"Plan {i} costs ${10 + i} per month."]} for i in range(3)]
+    return write_jsonl(tmp_path / "recorded.jsonl", rows)
+
+
+def test_conversation_and_rubric_calls_are_cached_across_processes(tmp_path, monkeypatch):
+    """Issue 22 item 13: the conversation and rubric prompts joined the fenced
+    blocks into plain strings, so their cache keys held the per-process salted
+    fence ids: four identical runs made 20 rubric calls, 0 cache hits. Two runs
+    in two processes: the second asks the judge nothing."""
+    from tests.pipeline_helpers import run_cli_subprocess
+    monkeypatch.setenv("CONV_KEY", KEY)
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge(rubric_scores={"rubric": 8}))
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  llm: {{base_url: '{server.openai_base_url}', api_key_env: CONV_KEY, "
+            "requests_per_second: 500}\nbots:\n  - {name: recorded, type: precomputed}\n"
+            "metrics: [conversation, clarity]\n"
+            "metric_options: {role_adherence: {role: A support assistant.}}\n"
+            "judge:\n  endpoint: llm\n  model: judge-model\n"
+            "  rubrics:\n    clarity:\n      criteria: Is the answer clear?\n"
+            "      scale: [0, 10]\n      inputs: [question, answer, messages, contexts]\n")
+        cases, out = _recorded_conversations(tmp_path), str(tmp_path / "out")
+        calls = []
+        for run_id in ("first", "second"):
+            proc = run_cli_subprocess("--input", cases, "--output", out, "--config", str(cfg),
+                                      "--run-id", run_id, env={"CONV_KEY": KEY})
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            calls.append(len([r for r in server.recorded()
+                              if r.path == "/v1/chat/completions"]))
+    # 3 cases x (3 per-turn conversation metrics + completeness + the rubric), no repairs
+    assert calls[0] == 15
+    assert calls[1] == calls[0]  # the second process: every question from the cache
+    scores = [r for r in read_rows(out, "scores") if r["run_id"] == "second"]
+    assert len(scores) == 15 and all(r["value"] is not None for r in scores), \
+        [(r["metric"], r["error"]) for r in scores if r["value"] is None]

@@ -27,9 +27,9 @@ from typing import Any, Awaitable, Mapping
 
 from schemas.records import MetricResult, Turn
 from transforms.enrich.judge import replies
-from transforms.enrich.judge.prompts import fence
+from transforms.enrich.judge.keys import DEFAULT_SCALE, rubric_feature
+from transforms.enrich.judge.prompts import Fenced, fence, join_fenced
 from transforms.enrich.judge.scorers import LISTED, _guarded, _Null, _outcome
-from transforms.enrich.judge.tasks import DEFAULT_SCALE, rubric_feature
 
 CONVERSATION_METRICS = ("knowledge_retention", "conversation_relevancy", "role_adherence",
                         "conversation_completeness")
@@ -50,10 +50,10 @@ def assistant_ids(turn: Turn) -> list[str]:
     return [i for i, role, _ in conversation_turns(turn) if role == "assistant"]
 
 
-def render_conversation(turn: Turn) -> str:
+def render_conversation(turn: Turn) -> Fenced:
     """Each turn in its own fenced block, labelled with its role and id."""
-    return "\n\n".join(fence(f"{role.upper()} {i}", text)
-                       for i, role, text in conversation_turns(turn))
+    return join_fenced([fence(f"{role.upper()} {i}", text)
+                        for i, role, text in conversation_turns(turn)])
 
 
 def role_of(turn: Turn, options: Mapping[str, Any]) -> str | None:
@@ -85,10 +85,9 @@ def conversation_questions(tj, turn: Turn, options: Mapping[str, Mapping[str, An
     return asks
 
 
-def _inputs(turn: Turn, inputs, fenced: Mapping[str, str]) -> str:
-    parts = [render_conversation(turn) if name == "messages" else fenced[name]
-             for name in inputs]
-    return "\n\n".join(p for p in parts if p)
+def _inputs(turn: Turn, inputs, fenced: Mapping[str, str]) -> Fenced:
+    return join_fenced([render_conversation(turn) if name == "messages" else fenced[name]
+                        for name in inputs])
 
 
 def rubric_questions(tj, turn: Turn, rubrics: Mapping[str, Any], fenced: Mapping[str, str]

@@ -90,10 +90,16 @@ def fence(label: str, text: str) -> Fenced:
     return Fenced(_block(label, salted, text), _block(label, plain, text))
 
 
+def join_fenced(parts: Sequence[str], sep: str = "\n\n") -> Fenced:
+    """Blocks (fenced or plain text) joined, keeping the unsalted form: a plain
+    `sep.join` would lose it, and the cache key would hold the salted ids."""
+    parts = [p for p in parts if p]
+    return Fenced(sep.join(parts), sep.join(getattr(p, "plain", p) for p in parts))
+
+
 def fence_items(label: str, items: Sequence[tuple[str, str]]) -> Fenced:
     """Numbered items (id, text), each in its own block: [[CONTEXT C1 <id>]]..."""
-    blocks = [fence(f"{label} {item_id}", text) for item_id, text in items]
-    return Fenced("\n\n".join(blocks), "\n\n".join(b.plain for b in blocks))
+    return join_fenced([fence(f"{label} {item_id}", text) for item_id, text in items])
 
 
 def render(template: str, fields: Mapping[str, str], plain: bool = False) -> str:

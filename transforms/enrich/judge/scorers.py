@@ -12,9 +12,9 @@ from schemas.records import MetricResult, Turn
 from transforms.enrich.judge import formulas
 from transforms.enrich.judge.ask import JudgeOutcome
 from transforms.enrich.judge.entities import entities_in, rule_entities
-from transforms.enrich.judge.tasks import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
-                                    JUDGE_ERROR, JUDGED, REFERENCE, SAFETY, USEFULNESS, answer_ids,
-                                    context_ids, reference_ids, rubric_feature)
+from transforms.enrich.judge.keys import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
+                                          JUDGE_ERROR, JUDGED, REFERENCE, SAFETY, USEFULNESS,
+                                          answer_ids, context_ids, reference_ids, rubric_feature)
 
 NO_JUDGE = "no judge configured"
 LISTED = 10  # claims quoted in details

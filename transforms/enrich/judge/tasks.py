@@ -29,6 +29,11 @@ from typing import Any, Awaitable, Mapping, Sequence
 from schemas.records import Turn
 from transforms.enrich.judge import replies
 from transforms.enrich.judge.ask import Judge, JudgeOutcome
+from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
+# the keys are also read from here (stage.py, scoring.py)
+from transforms.enrich.judge.keys import (  # noqa: F401
+    ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING, JUDGE_ERROR, JUDGED, REFERENCE,
+    SAFETY, USEFULNESS, answer_ids, context_ids, reference_ids, rubric_feature)
 from transforms.enrich.judge.prompts import fence, fence_items
 
 SAFETY_CATEGORIES: dict[str, str] = {
@@ -50,20 +55,6 @@ RUBRICS: dict[str, tuple[str, ...]] = {  # rubric metric -> inputs it needs
     "judge_safety": ("answer",),
     "judge_robustness": ("question", "answer"),
 }
-DEFAULT_SCALE = (1.0, 5.0)
-
-# feature keys on the Turn
-JUDGED = "judge:asked"
-JUDGE_ERROR = "judge:error"  # the turn's questions could not be planned or asked at all
-ANSWER_STATEMENTS, REFERENCE = "judge:answer_statements", "judge:reference"
-CORRECTNESS, GROUNDING = "judge:correctness", "judge:grounding"
-USEFULNESS, SAFETY = "judge:context_usefulness", "judge:safety"
-
-
-def rubric_feature(metric: str) -> str:
-    return f"judge:{metric}"
-
-
 def judge_failures(features: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(task, error) of every judge question of a turn that failed after its
     retries and repair round (a failed safety vote counts once per vote)."""
@@ -84,18 +75,6 @@ _REFERENCE_USERS = {"answer_correctness", "noise_sensitivity", "context_recall",
 _CORRECTNESS_USERS = {"answer_correctness", "noise_sensitivity"}
 JUDGE_METRICS = (tuple(_STATEMENT_USERS | _REFERENCE_USERS) + ("context_precision",)
                  + tuple(RUBRICS) + SAFETY_METRICS)
-
-
-def answer_ids(n: int) -> list[str]:
-    return [f"A{i}" for i in range(1, n + 1)]
-
-
-def reference_ids(n: int) -> list[str]:
-    return [f"R{i}" for i in range(1, n + 1)]
-
-
-def context_ids(n: int) -> list[str]:
-    return [f"C{i}" for i in range(1, n + 1)]
 
 
 def _numbered(label: str, ids: Sequence[str], texts: Sequence[str]) -> str:
@@ -151,7 +130,6 @@ class TurnJudge:
         categories = [c for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS) if m in w]
         if categories:
             stage1[SAFETY] = self._safety(fq, fa, categories)
-        from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
         stage1.update(conversation_questions(self, turn, self.options))
         stage1.update(rubric_questions(self, turn, getattr(self.judge.cfg, "rubrics", {}), {
             "question": fq, "answer": fa, "expected_answer": fr, "contexts": fc}))
