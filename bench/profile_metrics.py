@@ -75,17 +75,25 @@ def clock(fn: Callable[[], object]) -> float:
 
 def clear_caches() -> None:
     """Forget what earlier passes memoised, so each pass is measured cold (as a
-    worker meets a row once)."""
-    from transforms.score.metrics import hallucination as hall
-    from transforms.score.metrics import grounding
-    for module, name in ((hall, "_evidence_for"), (hall, "_index_for"), (hall, "_context_index"),
-                         (hall, "_context_grams"), (hall, "_passage_evidence"),
-                         (grounding, "_passage")):
-        cached = getattr(module, name, None)
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()
-    from transforms import lang
-    lang.detect_language.cache_clear()
+    worker meets a row once). Knows the layout before the facts layer too
+    (hallucination and grounding held the caches, transforms.lang the language)."""
+    import importlib
+    memos = (("transforms.score.facts.evidence", ("evidence_for", "context_index",
+                                                   "_passage_evidence", "_passage")),
+             ("transforms.score.metrics.hallucination", ("_evidence_for", "_context_index",
+                                                         "_context_grams", "_passage_evidence")),
+             ("transforms.score.metrics.grounding", ("_passage",)),
+             ("transforms.text.languages", ("detect_language",)),
+             ("transforms.lang", ("detect_language",)))
+    for module_name, names in memos:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in names:
+            cached = getattr(module, name, None)
+            if hasattr(cached, "cache_clear"):
+                cached.cache_clear()
     try:
         from transforms.score import analysis
         analysis.clear()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from transforms.answer.faq_index import FaqIndex, check_faq_file, load_faq
-from transforms.text import token_set
+from transforms.text.tokens import token_set
 from tests.conftest import FAQ_ROWS, write_cases
 
 

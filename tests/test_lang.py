@@ -5,32 +5,32 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from transforms import lang
-from transforms.text import tokenize_plain
+from transforms.text import languages, negation, scripts, stemming, stopwords
+from transforms.text.tokens import tokenize
 
 
 def _naive_script(text: str) -> str:
     counts: dict[str, int] = {}
     for ch in text[:2000]:
         if ch.isalpha():
-            script = lang._char_script(ch)
-            counts[script] = counts.get(script, 0) + (lang.CJK_LETTER_WEIGHT if script == "cjk"
+            script = scripts.char_script(ch)
+            counts[script] = counts.get(script, 0) + (scripts.CJK_LETTER_WEIGHT if script == "cjk"
                                                       else 1)
     return max(counts, key=counts.get) if counts else "other"
 
 
 def _naive_vote(text: str, script: str) -> str:
-    tokens = tokenize_plain(text[:2000])
+    tokens = tokenize(text[:2000])
     if not tokens:
         return "en"
     best, best_hits = "en", 0
-    for code, words in lang._voters():
+    for code, words in languages._voters():
         if script == "cyrillic" and code not in ("ru", "uk", "bg"):
             continue
         hits = sum(1 for t in tokens if t in words)
         if hits > best_hits:
             best, best_hits = code, hits
-    if best != "en" and sum(1 for t in tokens if t in lang._voters()[0][1]) >= best_hits:
+    if best != "en" and sum(1 for t in tokens if t in languages._voters()[0][1]) >= best_hits:
         return "en"
     return best
 
@@ -42,10 +42,10 @@ TEXTS = ["The plan costs $20 a month.", "Der Vertrag ist nicht gültig.", "", "1
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_script_and_vote_match_the_plain_count(text):
-    assert lang.script_of(text) == _naive_script(text)
-    script = lang.script_of(text)
+    assert scripts.script_of(text) == _naive_script(text)
+    script = scripts.script_of(text)
     if script not in ("cjk", "hangul", "arabic", "hebrew", "greek"):
-        assert lang.detect_language.__wrapped__(text) == _naive_vote(text, script)
+        assert languages.detect_language.__wrapped__(text) == _naive_vote(text, script)
 
 
 def test_vote_matches_on_the_validation_set():
@@ -55,9 +55,9 @@ def test_vote_matches_on_the_validation_set():
     langs = set()
     for text in texts:
         script = _naive_script(text)
-        assert lang.script_of(text) == script
+        assert scripts.script_of(text) == script
         if script in ("latin", "cyrillic", "other"):
-            got = lang.detect_language.__wrapped__(text)
+            got = languages.detect_language.__wrapped__(text)
             assert got == _naive_vote(text, script), text[:80]
             langs.add(got)
     assert len(langs) >= 3  # the set is multilingual: the vote really chose
@@ -76,8 +76,7 @@ def test_vote_matches_on_the_validation_set():
 ])
 def test_a_limit_or_a_widening_is_not_a_denial(text, code, negated):
     # "no more than 3" bounds a figure; the source may say "up to 3": no polarity flip
-    from transforms.text import tokenize
-    assert lang.is_negated(text, tokenize(text), code) is negated
+    assert negation.is_negated(text, tokenize(text), code) is negated
 
 
 @pytest.mark.parametrize("text, code", [
@@ -90,12 +89,12 @@ def test_a_limit_or_a_widening_is_not_a_denial(text, code, negated):
 def test_code_names_in_chinese_and_foreign_words_in_the_english_list_do_not_mislead(text, code):
     # Chinese with code names has more Latin letters than characters; the
     # package's English stop-word list holds "de", "al", "y", "o", "plus"
-    lang.detect_language.cache_clear()
-    assert lang.detect_language(text) == code
+    languages.detect_language.cache_clear()
+    assert languages.detect_language(text) == code
 
 
 def test_a_short_answer_without_stop_words_is_read_in_its_sources_language():
-    from transforms.lang import language_near, other_language
+    from transforms.text.languages import language_near, other_language
     answer = "Köprü 30 Ekim 1973 tarihinde trafiğe açıldı. Uzunluğu 1.560 metre olan köprü."
     reference = ("Boğaziçi Köprüsü 30 Ekim 1973'te açıldı; 1.560 metre uzunluğundadır ve Avrupa "
                  "ile Asya'yı bağlar.")
@@ -121,12 +120,12 @@ def test_a_short_answer_without_stop_words_is_read_in_its_sources_language():
 ])
 def test_a_text_without_stop_words_is_told_by_its_letters(text, code):
     # before, no stop word of any list meant English
-    assert lang.detect_language(text) == code
+    assert languages.detect_language(text) == code
 
 
 def test_greek_stop_words_are_modern_greek_with_or_without_accents():
     # stop-words' Greek list is Ancient Greek: "και", "η", "μεταξύ" were content words
-    greek = lang.stop_words_for("el")
+    greek = stopwords.stop_words_for("el")
     assert {"και", "η", "ο", "από", "μεταξύ", "ενώ", "είναι", "ότι"} <= greek
     assert not {"παρθενώνας", "γλυπτική", "ακρόπολη"} & greek
 
@@ -139,4 +138,4 @@ def test_greek_stop_words_are_modern_greek_with_or_without_accents():
 ])
 def test_korean_particles_are_stripped(token, stem):
     # before, Korean had no stemmer: "1980년에" never met "1980년부터"
-    assert lang.stemmer_for("ko")(token) == stem
+    assert stemming.stemmer_for("ko")(token) == stem

@@ -6,14 +6,9 @@ import time
 
 import pytest
 
-from transforms.score.metrics.hallucination import (
-    extract_claims,
-    extract_dates,
-    extract_numbers,
-    hallucination,
-    unsupported_facts,
-    ngram_overlap,
-)
+from transforms.score.facts.claims import extract_claims
+from transforms.score.facts.values import extract_dates, extract_numbers
+from transforms.score.metrics.hallucination import hallucination, ngram_overlap, unsupported_facts
 
 
 def norms(anchors) -> list[str]:
@@ -756,7 +751,7 @@ def test_chatter_about_nothing_in_the_contexts_is_not_a_claim_to_check():
     ("Plans include Basic, Plus and Premier.", ["Plans include Basic", "Plus", "Premier"]),
 ])
 def test_an_enumeration_ends_where_a_clause_begins(sentence, items):
-    from transforms.score.metrics.grounding import list_items
+    from transforms.score.facts.sentences import list_items
     assert list_items(sentence) == items
 
 

@@ -136,6 +136,6 @@ def test_politeness_other_scripts_do_not_crash():
 
 
 def test_full_width_punctuation_after_a_figure_in_chinese_is_not_part_of_the_token():
-    from transforms.text import tokenize
+    from transforms.text.tokens import tokenize
     assert tokenize("最低要求 Java 17，发布时") == ["最", "低", "要", "求", "java", "17", "发", "布", "时"]
     assert tokenize("Spring Boot 3.0版") == ["spring", "boot", "3.0", "版"]

@@ -14,7 +14,7 @@ from transforms.score.metrics.relevance import (
     document_terms,
     lexical_relevance,
 )
-from transforms.text import keywords
+from transforms.text.terms import keywords
 
 CORPUS = [
     "How do I get a refund for my order?",

@@ -18,15 +18,15 @@ NOT_AT_IMPORT = ("altair", "vl_convert", "duckdb", "nltk", "scipy.stats", "scipy
 _STEMS = """
 import json, re, sys
 import pyarrow.parquet as pq
-from transforms.lang import _SNOWBALL
-from transforms.stemmers import porter_stemmer_class, snowball_stemmer_class
+from transforms.text.stemming import SNOWBALL
+from transforms.text.nltk_stemmers import porter_stemmer_class, snowball_stemmer_class
 light = ("nltk" not in sys.modules, porter_stemmer_class(), snowball_stemmer_class())
 words = sorted({w.lower() for r in pq.read_table(sys.argv[1]).to_pylist() for v in r.values()
                 for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)
                 for w in re.findall(r"\\w+", x)})
 def stems(porter, snowball):
     return ([porter().stem(w) for w in words]
-            + [snowball(lang).stem(w) for lang in sorted(_SNOWBALL.values()) for w in words])
+            + [snowball(lang).stem(w) for lang in sorted(SNOWBALL.values()) for w in words])
 ours = stems(*light[1:])
 assert "nltk" not in sys.modules
 from nltk.stem.porter import PorterStemmer

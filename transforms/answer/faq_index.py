@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.text import token_set
+from transforms.text.tokens import token_set
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from schemas.records import EvalCase, Turn
 from transforms.remote.client import CallRecord
 from transforms.remote.openai_api import chat, text_problem
 from transforms.remote.runtime import AsyncRuntime
-from transforms.text import fill_placeholders
+from transforms.text.templates import fill_placeholders
 
 QUESTION = "{question}"
 

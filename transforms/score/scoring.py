@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
-from transforms.text import shared_texts
+from transforms.text.tokens import shared_texts
 from transforms.score.metrics import hallucination as hall
 from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
                                      TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,

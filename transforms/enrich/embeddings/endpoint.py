@@ -22,7 +22,7 @@ from transforms.enrich.embeddings.base import MAX_TOKEN_VECTORS, TokenVectors, l
 from transforms.remote.cache import cache_key
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
-from transforms.text import tokenize
+from transforms.text.tokens import tokenize
 
 
 class EmbeddingError(RuntimeError):

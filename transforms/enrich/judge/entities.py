@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from transforms.text import stop_words, tokenize
+from transforms.text.stopwords import stop_words
+from transforms.text.tokens import tokenize
 
 _EMAIL_URL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+[\w/]")
 # A unit must end at a word boundary: "2014 by" is not "2014 b", and "3.7 billion"

@@ -28,7 +28,7 @@ import secrets
 from importlib import resources
 from typing import Mapping, Sequence
 
-from transforms.text import fill_placeholders
+from transforms.text.templates import fill_placeholders
 
 TEMPLATE_NAMES = ("system", "answer_statements", "reference", "correctness", "grounding",
                   "context_usefulness", "judge_relevance", "judge_faithfulness", "judge_safety",

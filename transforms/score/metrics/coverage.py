@@ -21,9 +21,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from schemas.records import MetricResult
-from transforms.lang import (detect_language, language_near, other_language, stemmer_for,
-                            stop_words_for)
-from transforms.text import tokenize
+from transforms.score.facts.sentences import split_sentences
+from transforms.score.facts.values import prepare_text, scan_values, value_keys
+from transforms.text.languages import detect_language, language_near, other_language
+from transforms.text.stemming import stemmer_for
+from transforms.text.stopwords import stop_words_for
+from transforms.text.tokens import tokenize
 
 VALUE_WEIGHT = 2.0   # a figure or date of the reference counts as much as two words
 KEY_SENTENCES = 3    # context sentences standing in for the reference
@@ -37,8 +40,7 @@ def _content(text: str, lang: str) -> set[str]:
 
 def _values(text: str, lang: str | None = None) -> set[str]:
     """Normal forms of the text's figures and dates (with what a date implies)."""
-    from transforms.score.metrics.hallucination import _sentence_value_keys
-    return _sentence_value_keys(text, lang)
+    return value_keys(text, lang)
 
 
 def reference_coverage(answer: str | None, reference: str | None) -> MetricResult:
@@ -47,9 +49,8 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
     if reference is None or not reference.strip():
         return MetricResult.null("no expected_answer")
     lang = detect_language(reference)
-    from transforms.score.metrics.hallucination import _prepare, _scan
-    prepared = _prepare(reference)
-    temporal, numbers = _scan(prepared, unique=True)
+    prepared = prepare_text(reference)
+    temporal, numbers = scan_values(prepared, unique=True)
     anchors = (*temporal, *numbers)
     ref_values = {a.norm: a.keys for a in anchors}
     other = other_language(answer, reference)
@@ -99,7 +100,6 @@ def key_fact_recall(question: str, answer: str | None,
     usable = [c for c in (contexts or ()) if c and c.strip()]
     if not usable:
         return MetricResult.null("no contexts")
-    from transforms.score.metrics.grounding import split_sentences
     lang = language_near(question, detect_language(usable[0])) if question \
         else detect_language(usable[0])
     asked = _content(question or "", lang)

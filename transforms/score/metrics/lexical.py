@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 
 from schemas.records import MetricResult
-from transforms.text import normalize, token_set, tokenize
+from transforms.text.tokens import normalize, token_set, tokenize
 
 # How many missing tokens keyword_recall lists in its details: enough to debug
 # a case, small enough not to bloat the output table.

@@ -29,7 +29,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from schemas.records import MetricResult
 from transforms.score.metrics.references import best_result
-from transforms.text import porter_stem
+from transforms.text.stemming import porter_stem
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 

@@ -11,8 +11,10 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from schemas.records import MetricResult
-from transforms.lang import detect_language, stemmer_for
-from transforms.text import document_frequencies, keywords, terms
+from transforms.text.languages import detect_language
+from transforms.text.stemming import stemmer_for
+from transforms.text.terms import keywords, terms
+from transforms.text.tokens import document_frequencies
 
 # How many keywords completeness lists in its details.
 MAX_LISTED_KEYWORDS = 20

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from schemas.records import MetricResult
-from transforms.text import document_frequencies
+from transforms.text.tokens import document_frequencies
 
 MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an answer
 # Latin/Arabic ends need a following space ("3.5" is no end); CJK ends need none.

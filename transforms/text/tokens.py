@@ -10,12 +10,9 @@ import unicodedata
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
-from importlib import resources
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
-from transforms.lang import detect_language, is_cjk_char, stemmer_for, stop_words_for
-from transforms.stemmers import porter_stemmer_class
+from transforms.text.scripts import is_cjk_char
 
 _WHITESPACE = re.compile(r"\s+")
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
@@ -57,6 +54,12 @@ def shared_texts() -> Iterator[None]:
         yield
     finally:
         _SHARED.reset(token)
+
+
+def shared_memo() -> dict | None:
+    """The memo of the `shared_texts` block being run (None outside one): what
+    `terms` keeps its stems in, beside the tokens."""
+    return _SHARED.get()
 
 
 def tokenize(text: str) -> list[str]:
@@ -101,61 +104,8 @@ def _split_cjk(token: str) -> list[str]:
     return [q for q in (p.strip("'-.,") for p in pieces) if q]
 
 
-tokenize_plain = tokenize
-
-
 def token_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
-
-
-@lru_cache(maxsize=1)
-def stop_words() -> frozenset[str]:
-    """English stop words shipped with the package (one per line)."""
-    data = resources.files("transforms").joinpath("data/stop_words_en.txt").read_text("utf-8")
-    return frozenset(w.strip() for w in data.splitlines() if w.strip() and not w.startswith("#"))
-
-
-def keywords(text: str) -> list[str]:
-    """Content words: tokens that are not stop words of the text's language
-    (English: evalbeam's list; others: the `stop-words` package), in order, unique."""
-    stops = stop_words_for(detect_language(text))
-    seen: dict[str, None] = {}
-    for tok in tokenize(text):
-        if tok not in stops and tok not in seen:
-            seen[tok] = None
-    return list(seen)
-
-
-# nltk's Porter stemmer (what rouge-score uses), memoised: stemming is hot.
-porter_stem = lru_cache(maxsize=1 << 16)(porter_stemmer_class()().stem)
-
-
-@lru_cache(maxsize=1 << 16)
-def stem(token: str) -> str:
-    """Porter stem of an ASCII word ("refunds" -> "refund"); other tokens as they are."""
-    if 3 < len(token) <= 30 and token.isascii() and token.isalpha():
-        return porter_stem(token)
-    return token
-
-
-def terms(text: str, lang: str | None = None) -> list[str]:
-    """Stemmed tokens: what relevance and completeness compare, so that a
-    question about "refunds" is answered by a text about "refund". The stemmer
-    is the text's language's (Porter for English, Snowball for others)."""
-    lang = lang or detect_language(text)
-    shared = _SHARED.get()
-    if shared is None:
-        return _stems(text, lang)
-    key = (text, lang)  # tokens are keyed by the text alone
-    stems = shared.get(key)
-    if stems is None:
-        stems = shared[key] = _stems(text, lang)
-    return list(stems)
-
-
-def _stems(text: str, lang: str) -> list[str]:
-    stemmer = stemmer_for(lang)
-    return [stemmer(t) for t in tokenize(text)]
 
 
 def document_frequencies(documents: Iterable[Iterable[str]]) -> tuple[Counter, int]:
@@ -167,22 +117,3 @@ def document_frequencies(documents: Iterable[Iterable[str]]) -> tuple[Counter, i
         n += 1
         df.update(set(document))
     return df, n
-
-
-@lru_cache(maxsize=64)
-def _placeholder_pattern(names: frozenset[str]) -> re.Pattern:
-    return re.compile(r"\{(" + "|".join(sorted(map(re.escape, names))) + r")\}")
-
-
-def fill_placeholders(template: str, values: Mapping[str, str],
-                      known: Iterable[str] | None = None) -> str:
-    """Replace each {name} by values[name] in one pass, so a value that itself
-    contains "{question}" stays literal; other braces (JSON in a prompt) are left
-    alone. A name in `known` without a value is an error."""
-    pattern = _placeholder_pattern(frozenset(values if known is None else known))
-
-    def sub(m: re.Match) -> str:
-        if m.group(1) not in values:
-            raise KeyError(f"template placeholder {{{m.group(1)}}} has no value here")
-        return values[m.group(1)]
-    return pattern.sub(sub, template)

@@ -1,0 +1,241 @@
+"""Evidence: what the contexts state, indexed once per passage so that each
+fact of an answer is looked up, not searched for.
+
+- `Evidence`: the contexts' figures, dates and times by normal form, and per
+  sentence the positions of each stem (what an answer's values and claims
+  are checked against).
+- `ContextIndex`: the contexts' words, names, acronyms and, per sentence, its
+  words, stems, values and polarity, with the question's words beside them
+  (what an answer's names, pairings, sentences and list items are checked
+  against).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Sequence
+
+from transforms.score.facts.anchors import Anchor
+from transforms.score.facts.claims import Claim
+from transforms.score.facts.dates import implied_keys
+from transforms.score.facts.names import ACRONYM_GLUE, acronyms_of, unelided_tokens
+from transforms.score.facts.numbers import APPROX_TOLERANCE, magnitude
+from transforms.score.facts.sentences import split_sentences, western_sentence_pieces
+from transforms.score.facts.values import dates_by_year, prepare_text, scan_values, value_keys
+from transforms.text.languages import detect_language
+from transforms.text.negation import is_negated
+from transforms.text.stemming import stem as _stem
+from transforms.text.stemming import stemmer_for
+from transforms.text.stopwords import stop_words_for
+from transforms.text.tokens import tokenize
+
+
+class Evidence:
+    """What the contexts can support of an answer's figures, dates, times and
+    claims: their values (with what a date implies) and, per sentence, each
+    stem's positions, its polarity and its passive markers."""
+
+    def __init__(self, contexts: Sequence[str]) -> None:
+        self.values: set[str] = set()
+        self._magnitudes: list[tuple[float, bool]] | None = None
+        # per context sentence: stem -> positions, negated?, positions of passive markers
+        self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
+        for ctx in contexts:
+            values, sentences = _passage_evidence(ctx)
+            self.values |= values
+            self.sentences += sentences
+
+    def supports_value(self, anchor: Anchor) -> bool:
+        return any(k in self.values for k in anchor.keys)
+
+    def supports_roughly(self, anchor: Anchor) -> bool:
+        """A context figure of the same kind within APPROX_TOLERANCE of it."""
+        target = magnitude(anchor.norm)
+        if target is None or anchor.kind not in ("number", "money", "percent"):
+            return False
+        percent = anchor.norm.endswith("%")
+        if self._magnitudes is None:
+            self._magnitudes = [(m, k.endswith("%")) for k in self.values
+                                if (m := magnitude(k)) is not None]
+        return any(p == percent and abs(m - target) <= APPROX_TOLERANCE * abs(m)
+                   for m, p in self._magnitudes)
+
+    def supports_claim(self, claim: Claim, window: int) -> bool:
+        """A context sentence with the same polarity holds a subject word and,
+        after it within `window` tokens, an object word (or before it, with a
+        passive "by" between: "B was defeated by A")."""
+        subj = {_stem(t) for t in claim.subject}
+        obj = {_stem(t) for t in claim.obj}
+        for index, negated, passive in self.sentences:
+            if negated != claim.negated:
+                continue
+            s_pos = sorted(p for s in subj for p in index.get(s, ()))
+            if not s_pos:
+                continue
+            o_pos = sorted(p for o in obj for p in index.get(o, ()))
+            if o_pos and _ordered_near(s_pos, o_pos, window, passive):
+                return True
+        return False
+
+
+_PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
+
+
+@lru_cache(maxsize=1024)
+def _passage_evidence(ctx: str) -> tuple[frozenset[str], tuple]:
+    """One context's values and sentence indexes (read-only), memoised per
+    passage: passages recur across cases in every combination and order."""
+    values: set[str] = set()
+    temporal, numbers = scan_values(prepare_text(ctx), unique=True, names_too=True)
+    for anchor in (*temporal, *numbers):
+        for key in anchor.keys:
+            values.update(implied_keys(key))
+    lang = detect_language(ctx)
+    sentences = []
+    for sentence in western_sentence_pieces(ctx):
+        values.update(dates_by_year(sentence))
+        index: dict[str, list[int]] = {}
+        tokens = tokenize(sentence)
+        for pos, tok in enumerate(tokens):
+            index.setdefault(_stem(tok), []).append(pos)
+        passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
+        sentences.append((index, is_negated(sentence, tokens, lang), passive))
+    return frozenset(values), tuple(sentences)
+
+
+def _ordered_near(a: list[int], b: list[int], window: int, passive: list[int]) -> bool:
+    """Some x in a precedes some y in b by at most `window` tokens, or follows
+    it with a passive marker between them."""
+    for x in a:
+        i = bisect_left(b, x - window)
+        while i < len(b) and b[i] <= x + window:
+            y = b[i]
+            if y > x or (y < x and any(y < p < x for p in passive)):
+                return True
+            i += 1
+    return False
+
+
+@lru_cache(maxsize=256)
+def evidence_for(contexts: tuple[str, ...]) -> Evidence:
+    """The contexts' Evidence, memoised: every bot answering a case shares it."""
+    return Evidence(contexts)
+
+
+@dataclass
+class ContextIndex:
+    """What the contexts (and the question) can support, per sentence."""
+
+    lang: str
+    sentences: list[dict] = field(default_factory=list)  # tokens, text, values, negated, entities
+    tokens: set[str] = field(default_factory=set)
+    stems: set[str] = field(default_factory=set)
+    joined: list[str] = field(default_factory=list)       # " tok tok " per context passage
+    question_tokens: set[str] = field(default_factory=set)
+    question_stems: set[str] = field(default_factory=set)
+    initials: set[str] = field(default_factory=set)  # see acronyms_of
+    caps: set[str] = field(default_factory=set)
+
+    def has_words(self, words: Sequence[str]) -> bool:
+        """The words appear adjacent, in order, in a context (or in the question);
+        names without digits may also match word by word (inflections), and an
+        acronym matches the words it abbreviates either way round."""
+        needle = " " + " ".join(words) + " "
+        if any(needle in j for j in self.joined):
+            return True
+        if all(w in self.question_tokens for w in words):
+            return True
+        if any(ch.isdigit() for w in words for ch in w):
+            # a name with a figure ("SQLite 3.7.0"): both in one context sentence
+            # ("version 3.7.0 ..., SQLite supports")
+            return len(words) >= 2 and any(
+                all(f" {w} " in s["joined"] for w in words) for s in self.sentences)
+        if len(words) == 1 and (words[0] in self.initials or words[0] in self.caps):
+            return True
+        spelled = [w for w in words if w not in ACRONYM_GLUE]
+        if len(spelled) >= 2 and "".join(w[0] for w in spelled) in self.caps:
+            return True
+        return all(self._fuzzy(w) for w in words)
+
+    def _fuzzy(self, word: str) -> bool:
+        if word in self.tokens or word in self.question_tokens:
+            return True
+        if len(word) < 5:
+            return False
+        prefix = word[:max(4, len(word) - 3)]
+        return any(t.startswith(prefix) for t in self.tokens)
+
+
+def build_index(contexts: Sequence[str], question: str) -> ContextIndex:
+    """The contexts' index, in the language of their beginnings, with the question's words."""
+    lang = detect_language(" ".join(c[:500] for c in contexts))
+    index = ContextIndex(lang)
+    for ctx in contexts:
+        passage = _passage(ctx, lang)
+        index.tokens.update(passage.tokens)
+        index.joined.append(passage.joined)
+        index.sentences += [{**sentence, "passage": len(index.joined) - 1}
+                            for sentence in passage.sentences]
+        index.stems.update(passage.stems)
+        index.initials.update(passage.initials)
+        index.caps.update(passage.caps)
+    return with_question(index, question)
+
+
+@dataclass(frozen=True)
+class _Passage:
+    """One context's part of a ContextIndex (read-only: indexes share it)."""
+
+    tokens: frozenset[str]
+    joined: str
+    sentences: tuple[dict, ...]
+    stems: frozenset[str]
+    initials: frozenset[str]
+    caps: frozenset[str]
+
+
+@lru_cache(maxsize=1024)
+def _passage(ctx: str, lang: str) -> _Passage:
+    """Memoised per passage: retrieved passages recur across cases in every
+    combination and order, so a cache of whole context lists mostly misses."""
+    stops = stop_words_for(lang)
+    stem = stemmer_for(lang)
+    toks = unelided_tokens(ctx)
+    # the parts of a compound too: "al-Khwarizmi" supports "Khwarizmi", "Earth-bound" "Earth"
+    parts = [p for t in toks if "-" in t for p in t.split("-") if p]
+    sentences = []
+    for sentence in split_sentences(ctx):
+        stoks = tokenize(sentence)
+        sentences.append({
+            "joined": " " + " ".join(stoks) + " ",
+            "stems": {stem(t) for t in stoks if t not in stops},
+            "values": value_keys(sentence),
+            "negated": is_negated(sentence, stoks, lang),
+        })
+    initials, caps = acronyms_of(ctx)
+    return _Passage(frozenset(toks).union(parts), " " + " ".join(toks) + " ", tuple(sentences),
+                    frozenset(stem(t) for t in toks if t not in stops), frozenset(initials),
+                    frozenset(caps))
+
+
+def with_question(index: ContextIndex, question: str) -> ContextIndex:
+    """The index with the question's words (a shallow copy: the contexts' part,
+    the costly one, is shared, so it can be cached without the question)."""
+    stops = stop_words_for(index.lang)
+    stem = stemmer_for(index.lang)
+    qt = unelided_tokens(question or "")
+    return replace(index, question_tokens=set(qt),
+                   question_stems={stem(t) for t in qt if t not in stops})
+
+
+@lru_cache(maxsize=256)
+def context_index(contexts: tuple[str, ...]) -> ContextIndex:
+    """The contexts' index, memoised without the question: every case with the
+    same passages shares it (questions differ from case to case)."""
+    return build_index(contexts, "")
+
+
+def index_for(contexts: tuple[str, ...], question: str) -> ContextIndex:
+    """The contexts' index with the question's words."""
+    return with_question(context_index(contexts), question)

@@ -1,0 +1,78 @@
+"""Writing systems: which script a text or a character is written in.
+
+A metric compares words only within one script, and scripts without spaces
+(Han, kana) are tokenised by character; both need to know the script.
+"""
+from __future__ import annotations
+
+import re
+
+# A Han or kana character writes about a word, four or five Latin letters: a
+# Chinese sentence full of code names ("在 JDK 21 里用 Executors.newVirtualThread…")
+# has more Latin letters than characters, and is still Chinese.
+CJK_LETTER_WEIGHT = 4
+
+
+def script_of(text: str) -> str:
+    """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | other: the
+    script of most letters (kana and Han count as cjk, CJK_LETTER_WEIGHT each)."""
+    head = text[:2000]
+    if head.isascii():  # the common case, without a loop: every ASCII letter is Latin
+        return "latin" if _ASCII_LETTER.search(head) else "other"
+    counts = letters_by_script(head)
+    if "cjk" in counts:
+        counts["cjk"] *= CJK_LETTER_WEIGHT
+    if not counts:
+        return "other"
+    return max(counts, key=counts.get)
+
+
+def letters_by_script(text: str) -> dict[str, int]:
+    """How many letters of the text each script writes, in text order of first use."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        if ch.isalpha():
+            script = char_script(ch)
+            counts[script] = counts.get(script, 0) + 1
+    return counts
+
+
+_ASCII_LETTER = re.compile("[A-Za-z]")
+
+
+def char_script(ch: str) -> str:
+    """The script of one character (see `script_of`)."""
+    o = ord(ch)
+    if o < 0x250 or 0x1E00 <= o < 0x1F00:
+        return "latin"
+    if 0x3040 <= o < 0x3100 or 0x3400 <= o < 0xA000 or 0xF900 <= o < 0xFB00 \
+            or 0x20000 <= o < 0x30000:
+        return "cjk"
+    if 0xAC00 <= o < 0xD7B0 or 0x1100 <= o < 0x1200:
+        return "hangul"
+    if 0x600 <= o < 0x700 or 0x750 <= o < 0x780 or 0xFB50 <= o < 0xFF00 and o < 0xFE00:
+        return "arabic"
+    if 0x590 <= o < 0x600:
+        return "hebrew"
+    if 0x400 <= o < 0x530:
+        return "cyrillic"
+    if 0x370 <= o < 0x400:
+        return "greek"
+    return "other"
+
+
+def other_scripts(text: str, at_least: int = 10) -> frozenset[str]:
+    """The scripts other than Latin that the text writes at least `at_least`
+    letters in: a Chinese answer full of code identifiers still has "cjk"."""
+    head = text[:4000]
+    if head.isascii():
+        return frozenset()
+    return frozenset(s for s, n in letters_by_script(head).items()
+                     if n >= at_least and s not in ("latin", "other"))
+
+
+def is_cjk_char(ch: str) -> bool:
+    """Han and kana: scripts written without spaces between words."""
+    o = ord(ch)
+    return 0x3040 <= o < 0x3100 or 0x3400 <= o < 0xA000 or 0xF900 <= o < 0xFB00 \
+        or 0x20000 <= o < 0x30000
