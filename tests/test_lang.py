@@ -139,3 +139,65 @@ def test_greek_stop_words_are_modern_greek_with_or_without_accents():
 def test_korean_particles_are_stripped(token, stem):
     # before, Korean had no stemmer: "1980년에" never met "1980년부터"
     assert stemming.stemmer_for("ko")(token) == stem
+
+
+# --- issue 21, bug 1: a quoted name in another script is no other language ---
+
+_TCHAIKOVSKY = ("Pyotr Ilyich Tchaikovsky (Russian: Пётр Ильич Чайковский) wrote the ballet "
+                "Swan Lake for the Bolshoi Theatre in Moscow. It was first performed there in "
+                "1877 and was at first received poorly by the critics.")
+_ALEXANDER = ("Alexander the Great (Greek: Αλέξανδρος ο Μέγας) was tutored by Aristotle "
+              "until the age of 16. He founded many cities, the most famous of them "
+              "Alexandria in Egypt.")
+
+
+@pytest.mark.parametrize("context, answer", [
+    (_TCHAIKOVSKY, "It was first performed in Moscow and the critics received it poorly."),
+    (_ALEXANDER, "He was tutored by Aristotle and founded many cities, Alexandria among them."),
+])
+def test_a_quoted_cyrillic_or_greek_name_leaves_an_english_context_english(context, answer):
+    # before: the context's 19 Cyrillic (or 16 Greek) letters made it "another
+    # language" than the English answer, reported as "the answer is in en, the
+    # contexts in en", and only figures and names were compared
+    assert languages.detect_language(context) == languages.detect_language(answer) == "en"
+    assert languages.other_language(answer, context) is None
+    assert languages.other_language(context, answer) is None
+
+
+def test_a_hallucinated_english_answer_is_checked_against_contexts_quoting_a_foreign_name():
+    from transforms.score.metrics.hallucination import hallucination
+    wrong = "It was written as an opera for a small village choir and loved by every critic."
+    right = "It was first performed in Moscow and the critics received it poorly."
+    bad = hallucination(wrong, [_TCHAIKOVSKY])
+    good = hallucination(right, [_TCHAIKOVSKY])
+    # before: null ("the answer is in en, the contexts in en: it states no figure,
+    # date or name to check"), so the hallucinated answer skipped the check
+    assert bad.value is not None and good.value is not None
+    assert "compared" not in bad.details
+    assert bad.value > good.value
+    assert bad.value >= 0.5
+
+
+_SAMPLES = [_TCHAIKOVSKY, _ALEXANDER, "The plan costs $20 a month.", "42", "1234 !!",
+            "Der Vertrag ist nicht gültig, weil die Unterschrift fehlt und kein Datum steht.",
+            "Московский метрополитен был открыт 15 мая 1935 года.", "Обидва мости відкрито",
+            "Мост Чайковского", "价格是100元", "在 JDK 21 里使用 Executors.newVirtualThreadPerTaskExecutor()。",
+            "東京タワーは1958年に完成した。", "서울타워는 1980년에 공개되었습니다.",
+            "Η Ακρόπολη βρίσκεται στην Αθήνα.", "مرحبا بكم في المدينة", "שלום עולם",
+            "The Acropolis (Ακρόπολη Αθηνών) stands above Athens.",
+            "El precio es de 20 euros y no incluye el envío ni los impuestos del pedido."]
+
+
+@pytest.mark.parametrize("answer", _SAMPLES)
+def test_two_texts_are_never_in_different_languages_that_are_the_same(answer):
+    # "the answer is in en, the contexts in en" can no longer be said
+    for reference in _SAMPLES:
+        pair = languages.other_language(answer, reference)
+        assert pair is None or pair[0] != pair[1], (answer, reference, pair)
+
+
+def test_a_cyrillic_text_without_stop_words_is_not_english():
+    # before: no Russian, Ukrainian or Bulgarian stop word meant "en"
+    assert languages.detect_language("Мост Чайковского") == "ru"
+    assert languages.detect_language("Обидва мости відкрито") == "uk"
+    assert languages.other_language("Мост Чайковского", "The Tchaikovsky bridge.") == ("ru", "en")

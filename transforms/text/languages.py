@@ -77,6 +77,8 @@ def detect_language(text: str) -> str:
             best, best_hits = lang, hits
     if best_hits == 0 and script == "latin":
         return _by_letters(text[:2000], _OWN_LETTERS) or "en"
+    if best_hits == 0 and script == "cyrillic":  # no stop word: still not English
+        return "uk" if any(c in _UKRAINIAN_LETTERS for c in text[:2000].lower()) else "ru"
     if best != "en":
         if votes["en"] >= best_hits:  # English's hits; ties go to English
             return "en"
@@ -90,6 +92,10 @@ def detect_language(text: str) -> str:
 # no stop word of any list ("Köprü 30 Ekim 1973 tarihinde trafiğe açıldı.")
 _OWN_LETTERS = {"tr": "ğış", "pl": "łąęśźżń", "cs": "řůě", "ro": "ășțş", "hu": "őű", "de": "ß",
                 "es": "ñ", "pt": "ãõ", "fr": "œ", "da": "æø"}
+
+
+# letters Ukrainian writes and Russian and Bulgarian do not
+_UKRAINIAN_LETTERS = frozenset("іїєґ")
 
 
 def _by_letters(text: str, among) -> str | None:
@@ -146,9 +152,14 @@ def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     """(answer's language, reference's) when they differ: written in different
     scripts (a Russian, Chinese or Hebrew answer to an English reference), or
     both in the Latin script and long enough for the stop-word
-    vote to tell (a Spanish answer to an English reference)."""
+    vote to tell (a Spanish answer to an English reference). Two texts that
+    `detect_language` reads as one language never differ: its majority script
+    and words decide, so an English text quoting "Пётр Ильич Чайковский" or
+    "Αλέξανδρος ο Μέγας" stays English, and the pair is never (en, en)."""
     a_lang, a_main, a_other = _language_profile(answer)
     r_lang, r_main, r_other = _language_profile(reference)
+    if a_lang == r_lang:
+        return None
     if a_other != r_other:
         return a_lang, r_lang
     if not a_other and a_main != r_main and "other" not in (a_main, r_main):
