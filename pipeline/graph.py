@@ -17,6 +17,7 @@ from pipeline.plan import Plan
 from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
+from transforms.publish.head_to_head import HeadToHead
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
                                read_references)
 from transforms.read.duplicates import FindDuplicateIds
@@ -213,13 +214,17 @@ class Publish(beam.PTransform):
                   | "AllTallies" >> beam.Flatten()
                   | "Counts" >> beam.combiners.Count.PerKey())
         usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
+        pairs = {}
+        if len(info.bots) > 1:  # the report's head to head of every pair of bots
+            pairs["head_to_head"] = AsList(judged | "HeadToHead" >> HeadToHead(
+                info.bots, info.metrics, info.lower_is_better))
 
         return (p | "Once" >> beam.Create([None])
                 | "Finalize" >> beam.ParDo(
                     Finalize(info, tuple(tallied)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
                     AsList(metric_stats), AsList(verdicts), AsList(counts),
-                    AsList(worst), AsList(usage)))
+                    AsList(worst), AsList(usage), **pairs))
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:

@@ -173,6 +173,17 @@ def test_bot_against_bot_in_one_run(runs, capsys):
     assert rows[("recorded", "*", "rougeL")]["delta"] > 0
     assert os.path.exists(os.path.join(out, "runs", "r1", "compare",
                                        "r1.faq.vs.recorded.html"))
+    # the run's report computed the same head to head in the pipeline
+    with open(os.path.join(out, "runs", "r1", "manifest.json"), encoding="utf-8") as fh:
+        (h2h,) = json.load(fh)["head_to_head"]
+    assert h2h["bots"] == ["faq", "recorded"] and h2h["paired"] == N
+    keys = ("n_pairs", "wins", "ties", "losses", "delta", "ci_low", "ci_high", "p_adjusted")
+    for row in h2h["rows"]:
+        want = rows[("recorded", "*", row["metric"])]
+        assert [row[k] for k in keys] == pytest.approx([want[k] for k in keys], nan_ok=True)
+    md = open(os.path.join(out, "runs", "r1", "report.md"), encoding="utf-8").read()
+    assert "### recorded vs faq (100 cases both answered)" in md
+    assert "Metrics significantly better for recorded: " in md
 
 
 @pytest.mark.parametrize("args,message", [

@@ -86,12 +86,23 @@ def test_tables_reconcile_and_read_back(setup_files):
 
     report = open(os.path.join(out, "runs", "r1", "report.md"), encoding="utf-8").read()
     assert "| recorded |" in report and "Worst cases" in report and "reconcile: **yes**" in report
+    worst = {w["case_id"]: w for w in m["worst_cases"]["recorded"]}
+    c2 = worst["c2"]  # the worst cases show the reference and every metric's value
+    assert c2["reference"] == "The Pro plan costs $12 per month."
+    assert c2["metrics"]["bleu"] == pytest.approx(bleu_of_c2(scores), abs=1e-4)
+    assert "The Pro plan costs $12 per month. |" in report and "bleu 0." in report
+    assert "## Head to head" in report and m["head_to_head"][0]["bots"] == ["faq", "recorded"]
     assert not os.listdir(os.path.join(out, "_tmp"))  # the attempt's temporary files are gone
 
     con = duckdb.connect()
     n = con.execute(f"select count(*) from read_parquet('{out}/scores/**/*.parquet', "
                     "hive_partitioning=true) where bot = 'faq'").fetchone()[0]
     assert n == 5 * len(m["metrics"])
+
+
+def bleu_of_c2(scores: list[dict]) -> float:
+    return next(s["value"] for s in scores if s["case_id"] == "c2" and s["bot"] == "recorded"
+                and s["metric"] == "bleu")
 
 
 def test_rerun_replaces_only_that_run(setup_files):

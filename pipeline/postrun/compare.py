@@ -21,7 +21,6 @@ import glob
 import json
 import os
 import tempfile
-import zlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -34,8 +33,8 @@ from pipeline.postrun.read import read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
-from transforms.publish.paired import (MIN_DIFFERENCE, TIE, change, group_rows,
-                                       transitions)
+from transforms.publish.paired import (MIN_DIFFERENCE, TIE, bot_seed, change, group_rows,
+                                       passed, transitions)
 from transforms.publish.write import RUN_ID_PATTERN, write_table_file
 from transforms.score.scoring import UNSCALED
 
@@ -293,7 +292,7 @@ def bot_rows(bot: str, pairs: Pairs) -> list[dict]:
     suites = [(ALL_SUITES, 0, stop - start)] + [(suite, s - start, e - start)
                                                  for suite, s, e in parts]
     groups = group_rows(base, cand, pairs.higher, pairs.metrics,
-                        [s - start for _, s, _ in parts], [zlib.crc32(bot.encode()), 1],
+                        [s - start for _, s, _ in parts], bot_seed(bot),
                         pairs.min_difference)
     rows = []
     for (suite, a, b), group in zip(suites, groups):
@@ -327,14 +326,13 @@ def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE
     base = tables.values(tables.baseline, compared, n)
     cand = tables.values(tables.candidate, compared, n)
     vb, vc = tables.verdict_codes()
-    passed = [np.where(v >= 0, (v == 0).astype(float), np.nan)[:, None] for v in (vb, vc)]
     unit = [m not in UNSCALED and in_unit_range(mb[m]) and in_unit_range(mc[m])
             for m in compared]
     pairs = Pairs(metrics=[PASS_RATE, *compared],
                   higher=[True, *(mb[m]["higher_is_better"] and mc[m]["higher_is_better"]
                                   for m in compared)],
-                  unit=[True, *unit], base=np.hstack([passed[0], base]),
-                  cand=np.hstack([passed[1], cand]), vb=vb, vc=vc, groups=groups,
+                  unit=[True, *unit], base=np.hstack([passed(vb), base]),
+                  cand=np.hstack([passed(vc), cand]), vb=vb, vc=vc, groups=groups,
                   min_difference=min_difference)
     only = {"only_in_baseline": sorted(set(mb) - set(mc)),
             "only_in_candidate": sorted(set(mc) - set(mb))}

@@ -129,7 +129,8 @@ def forest_half_width(deltas: Sequence[Mapping[str, Any]], floor: float) -> floa
     return max([floor, *ends]) * 1.05
 
 
-def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01) -> Spec:
+def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01,
+           x_title: str = "candidate − baseline (95% interval)") -> Spec:
     """Candidate - baseline per metric with its 95% bootstrap interval, one
     panel per bot (rows: bot, metric, delta, ci_low, ci_high, change); the x
     axis is symmetric around 0 and at least ±floor wide."""
@@ -147,7 +148,7 @@ def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01) -> Spec:
              "encoding": _encoding(
                  color=colour, y=y, x2=_field("ci_high", None),
                  x=_field("ci_low", "quantitative", scale={"domain": [-half, half]},
-                          title="candidate − baseline (95% interval)"))},
+                          title=x_title))},
             {"mark": {"type": "point", "filled": True, "size": 60},
              "encoding": _encoding(color=colour, x=_field("delta", "quantitative"), y=y)}],
             "height": {"step": 18}, "transform": [{"calculate": "0", "as": "zero"}],

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts
-from transforms.publish.html import Raw, figure, page, table, tag
+from transforms.publish.html import Raw, figure, num, p_text, page, signed, table, tag
 from transforms.publish.paired import MIN_DIFFERENCE, change
-from transforms.publish.report import md_cell
+from transforms.publish.report import clip, md_cell, md_table
 
 METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
           "over the pairs where both have a value; its 95% interval is a percentile bootstrap "
@@ -29,24 +29,11 @@ UNPAIRED_TITLES = {"only_in_baseline": "only in the baseline",
                    "duplicate_case_id": "case id repeated within a run (not paired)"}
 
 
-def _signed(x: float | None, digits: int = 3) -> str:
-    """+0.012; a value that rounds to zero is +0.000 (never -0.000)."""
-    if x is None:
-        return "–"
-    return f"{x:+.{digits}f}" if round(x, digits) != 0 else f"{0:+.{digits}f}"
-
-
-def _plain(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
-def _p(x: float | None) -> str:
-    return "–" if x is None else f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
 
 
 def delta_text(row: Mapping[str, Any]) -> str:
-    return (f"{_signed(row.get('delta'))} [{_signed(row.get('ci_low'))}, "
-            f"{_signed(row.get('ci_high'))}]")
+    return (f"{signed(row.get('delta'))} [{signed(row.get('ci_low'))}, "
+            f"{signed(row.get('ci_high'))}]")
 
 
 def _metric_label(row: Mapping[str, Any]) -> str:
@@ -56,9 +43,9 @@ def _metric_label(row: Mapping[str, Any]) -> str:
 def change_cells(row: Mapping[str, Any]) -> list[Any]:
     """One line of the changes tables (md and html alike)."""
     mark = {"better": "▲ better", "worse": "▼ worse"}.get(change(row), "")
-    return [_metric_label(row), row["n_pairs"], _plain(row.get("baseline_mean")),
-            _plain(row.get("candidate_mean")), delta_text(row), row.get("test") or "–",
-            _p(row.get("p_value")), _p(row.get("p_adjusted")),
+    return [_metric_label(row), row["n_pairs"], num(row.get("baseline_mean")),
+            num(row.get("candidate_mean")), delta_text(row), row.get("test") or "–",
+            p_text(row.get("p_value")), p_text(row.get("p_adjusted")),
             f"{row['wins']}/{row['ties']}/{row['losses']}", mark]
 
 
@@ -103,13 +90,6 @@ def headline(c: Mapping[str, Any]) -> list[str]:
 
 # ------------------------------------------------------------------ markdown
 
-def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int = 0) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |",
-           "|" + "|".join("---:" if 0 < i <= right else "---" for i in range(len(headers))) + "|"]
-    out += ["| " + " | ".join(md_cell(str(x), 300) for x in row) + " |" for row in rows]
-    return out + [""]
-
-
 def render_compare_md(c: Mapping[str, Any]) -> str:
     lines = [f"# Comparison: `{c['candidate']}` vs `{c['baseline']}`", ""]
     lines += [md_cell(x, 2000) for x in headline(c)] + [""]
@@ -119,16 +99,16 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
                   f"{md_cell(g['finding'], 500)}" for g in c["gate"]] + [""]
     lines += ["## Changes, all suites", ""]
     for bot in c["bots"]:
-        lines += [f"### {bot}", ""] + _md_table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)))
+        lines += [f"### {bot}", ""] + md_table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)))
     lines += ["## Verdict transitions (rows: baseline, columns: candidate)", ""]
     for bot in c["bots"]:
         passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
         if passes:
-            lines += [f"### {bot}", ""] + _md_table(["", *VERDICTS],
+            lines += [f"### {bot}", ""] + md_table(["", *VERDICTS],
                                                     transition_grid(passes[0]), right=4)
     lines += ["## Most regressed cases", ""]
     for bot in c["bots"]:
-        lines += [f"### {bot}", ""] + (_md_table(
+        lines += [f"### {bot}", ""] + (md_table(
             ["case", "suite", "verdict", "largest drops", "baseline answer", "candidate answer",
              "baseline reason", "candidate reason"], _regressed_cells(c, bot))
             if c["regressed"].get(bot) else ["No case regressed.", ""])
@@ -136,7 +116,7 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
     lines += [f"- {md_cell(line, 10_000)}" for line in unpaired_lines(c)] + [""]
     significant = [r for r in c["rows"] if r["suite"] != "*" and r.get("significant")]
     lines += ["## Per suite: significant changes", ""]
-    lines += (_md_table(["bot", "suite", *CHANGE_HEADERS],
+    lines += (md_table(["bot", "suite", *CHANGE_HEADERS],
                         ([r["bot"], r["suite"], *change_cells(r)] for r in significant))
               if significant else ["None.", ""])
     lines += ["## Method", "", METHOD, ""]
@@ -146,11 +126,6 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
 ANSWER_CHARS = 1000  # an answer can be megabytes; the page shows its start
 
 
-def clip(text: str | None, limit: int = ANSWER_CHARS) -> str:
-    text = text or "–"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
     out = []
     for case in c["regressed"].get(bot, []):
@@ -158,9 +133,9 @@ def _regressed_cells(c: Mapping[str, Any], bot: str) -> list[list[Any]]:
         out.append([case["case_id"], case["suite"] or "–",
                     f"{b.get('verdict', '–')} → {a.get('verdict', '–')}",
                     "; ".join(case["metric_drops"]) or "–",
-                    clip(b.get("answer") or b.get("error")),
-                    clip(a.get("answer") or a.get("error")),
-                    clip(b.get("reason")), clip(a.get("reason"))])
+                    clip(b.get("answer") or b.get("error"), ANSWER_CHARS),
+                    clip(a.get("answer") or a.get("error"), ANSWER_CHARS),
+                    clip(b.get("reason"), ANSWER_CHARS), clip(a.get("reason"), ANSWER_CHARS)])
     return out
 
 

@@ -21,6 +21,7 @@ from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_re
                                        manifest_path, move_into_place, relative, run_files,
                                        staged_report_path, supersede)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
+from transforms.publish.head_to_head import ordered_pairs, overall
 from transforms.publish.report import package_versions, reconcile, render_report
 from transforms.publish.report_html import write_html_report
 from transforms.publish.summary import summary_rows
@@ -107,7 +108,8 @@ class Finalize(beam.DoFn):
     def _step(self, name: str) -> None:
         checkpoint(self._info.output, self._info.run_id, self._info.attempt, name)
 
-    def process(self, _, written, metric_stats, verdicts, counts, worst, usage):
+    def process(self, _, written, metric_stats, verdicts, counts, worst, usage,
+                head_to_head=()):
         info, scrub = self._info, self._scrubber
         if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
                                                             info.attempt):
@@ -143,16 +145,21 @@ class Finalize(beam.DoFn):
             for item in w:
                 item.pop("severity", None)
         manifest["worst_cases"] = worst_by_bot
+        pairs = ordered_pairs(info.bots, head_to_head)
+        manifest["head_to_head"] = [{"bots": list(pair), "paired": stats["paired"],
+                                     "rows": overall(stats)} for pair, stats in pairs]
         manifest["files"] = {t: sorted(relative(info.output, p) for p in paths)
                              for t, paths in sorted(files.items())}
         manifest = scrub.scrub_value(manifest)
-        report = render_report(manifest, scrub.scrub_value(summary), manifest["worst_cases"])
+        pairs = scrub.scrub_value(pairs)
+        report = render_report(manifest, scrub.scrub_value(summary), manifest["worst_cases"],
+                               pairs)
         lease.write_atomic(staged_report_path(info.output, info.run_id, info.attempt),
                            scrub.scrub(report).encode("utf-8"))
         # the HTML page and stale post-run outputs are settled before the commit,
         # so the lease is released right after the completion marker
         write_html_report(staged_report_path(info.output, info.run_id, info.attempt, "html"),
-                          manifest, scrub.scrub_value(summary), manifest["worst_cases"])
+                          manifest, scrub.scrub_value(summary), manifest["worst_cases"], pairs)
         remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
         lease.write_atomic(manifest_path(info.output, info.run_id),  # the completion marker

@@ -45,6 +45,18 @@ def num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def p_text(x: float | None) -> str:
+    """A p-value: two significant digits, scientific below 1e-4."""
+    return "–" if x is None else f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
+
+
+def signed(x: float | None, digits: int = 3) -> str:
+    """+0.012; a value that rounds to zero is +0.000 (never -0.000)."""
+    if x is None:
+        return "–"
+    return f"{x:+.{digits}f}" if round(x, digits) != 0 else f"{0:+.{digits}f}"
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
           numeric: Iterable[int] = (), text: Iterable[int] = ()) -> Raw:
     """A table; `numeric` and `text` are the column indexes to align right or wrap."""

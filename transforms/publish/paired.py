@@ -23,6 +23,7 @@ numpy/scipy functions, shared by both.
 """
 from __future__ import annotations
 
+import zlib
 from typing import Sequence
 
 import numpy as np
@@ -38,6 +39,12 @@ ALPHA = 0.05
 _BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
 # P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from uniforms
 _POISSON_CDF = stats.poisson.cdf(np.arange(0, 24), 1.0).astype(np.float32)
+
+
+def bot_seed(bot: str) -> list[int]:
+    """The bootstrap seed of one bot's pairs (the candidate's, bot against
+    bot), so that a comparison and a run's head to head agree."""
+    return [zlib.crc32(bot.encode()), 1]
 
 
 def poisson_weights(rng: np.random.Generator, resamples: int, cases: int) -> np.ndarray:
@@ -209,6 +216,12 @@ def change(row) -> str:
             or abs(delta) <= max(row.get("min_difference") or 0.0, TIE):
         return "no significant change"
     return "better" if (delta > 0) == row["higher_is_better"] else "worse"
+
+
+def passed(codes: np.ndarray) -> np.ndarray:
+    """The pass rate's column from verdict codes: 1 PASS, 0 another verdict,
+    NaN unknown (-1)."""
+    return np.where(codes >= 0, (codes == 0).astype(float), np.nan)[:, None]
 
 
 def transitions(vb: np.ndarray, vc: np.ndarray) -> dict[str, int]:

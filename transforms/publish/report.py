@@ -4,9 +4,10 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
+from transforms.publish import head_to_head as h2h
 
 _PACKAGES = ("evalbeam", "apache-beam", "pyarrow", "numpy", "scipy", "sacrebleu", "rouge-score",
              "httpx", "tenacity", "PyYAML")
@@ -64,6 +65,13 @@ def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
             f"{_num(row['ci_high'], digits)}]")
 
 
+def clip(text: str | None, limit: int) -> str:
+    """At most `limit` characters, an ellipsis where cut (an answer can be
+    megabytes; a page shows its start); no text is '–'."""
+    text = text or "–"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def md_cell(text: str | None, limit: int) -> str:
     """Untrusted text safe for one markdown table cell: one line, pipes and
     angle brackets escaped (a viewer that renders HTML shows `<script>` as text)."""
@@ -72,8 +80,50 @@ def md_cell(text: str | None, limit: int) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
+def metrics_text(case: Mapping[str, Any]) -> str:
+    """A worst case's metric values, those its verdict reason names first."""
+    values = case.get("metrics") or {}
+    reason = case.get("reason") or ""
+    named = sorted(values, key=lambda m: (m not in reason, m))
+    return ", ".join(f"{m} {values[m]:.2f}" for m in named)
+
+
+def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> list[str]:
+    """The head-to-head section: for each pair, the findings, every metric's
+    paired difference, and the per-suite deltas."""
+    if not pairs:
+        return []
+    lines = ["## Head to head", ""]
+    for pair, stats in pairs:
+        lines += [f"### {h2h.pair_label(pair)} ({stats['paired']} cases both answered)", ""]
+        lines += [md_cell(x, 2000) for x in h2h.findings(pair, stats)] + [""]
+        if not stats["paired"]:
+            continue
+        lines += md_table(h2h.metric_headers(pair),
+                          [h2h.metric_cells(r, pair) for r in h2h.compared(stats)])
+        suites = h2h.suite_lines(pair, stats)
+        if suites:
+            a, b = pair
+            lines += ["Per suite:", ""]
+            lines += md_table(["suite", "cases", f"pass rate {b} − {a} [95% CI]",
+                               f"better for {b}", f"better for {a}"], suites)
+    return lines + [h2h.METHOD, ""]
+
+
+def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int = 0,
+             limit: int = 300) -> list[str]:
+    """A markdown table of untrusted cells (each escaped by md_cell and cut
+    at `limit` characters), and a blank line; columns 1..right are aligned right."""
+    out = ["| " + " | ".join(md_cell(str(h), 200) for h in headers) + " |",
+           "|" + "|".join("---:" if 0 < i <= right else "---" for i in range(len(headers)))
+           + "|"]
+    out += ["| " + " | ".join(md_cell(str(x), limit) for x in row) + " |" for row in rows]
+    return out + [""]
+
+
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
-                  worst: Mapping[str, list[Mapping[str, Any]]]) -> str:
+                  worst: Mapping[str, list[Mapping[str, Any]]],
+                  pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
     summary = [r for r in summary if r["suite"] == ALL_SUITES]
     bots = sorted({r["bot"] for r in summary})
     c = manifest["counts"]
@@ -109,14 +159,17 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
         lines.append(f"| {m}{arrow} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
-              "or a 0/1 metric.", "", "## Worst cases", ""]
+              "or a 0/1 metric.", ""]
+    lines += head_to_head_md(pairs)
+    lines += ["## Worst cases", ""]
     for bot in sorted(worst):
-        lines += [f"### {bot}", "", "| case | verdict | reason | question | answer |",
-                  "|---|---|---|---|---|"]
-        for w in worst[bot]:
-            lines.append(f"| {w['case_id']} | {w['verdict']} | {md_cell(w['reason'], 160)} | "
-                         f"{md_cell(w['question'], 80)} | {md_cell(w['answer'], 80)} |")
-        lines.append("")
+        lines += [f"### {bot}", ""]
+        lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
+                           "metrics"],
+                          [[w["case_id"], w["verdict"], clip(w["reason"], 160),
+                            clip(w["question"], 80), clip(w.get("reference"), 120),
+                            clip(w["answer"], 120), metrics_text(w)] for w in worst[bot]],
+                          limit=1000)
     lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
               ""]
     return "\n".join(lines)

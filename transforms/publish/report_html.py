@@ -4,14 +4,16 @@ metrics over the last run dates) and the worst cases. Self-contained: see
 html.py and charts.py."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
+from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, figure, page, table, tag
-from transforms.publish.report import with_interval
+from transforms.publish.paired import change
+from transforms.publish.report import metrics_text, with_interval
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
 
@@ -93,16 +95,55 @@ def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
     parts = []
     for bot in sorted(worst):
         parts.append(tag("h3", bot))
-        parts.append(table(["case", "suite", "verdict", "reason", "question", "answer"],
+        parts.append(table(["case", "suite", "verdict", "reason", "question", "reference",
+                            "answer", "metrics"],
                            [[w["case_id"], w.get("suite"), w["verdict"], w["reason"],
-                             w["question"], w["answer"]] for w in worst[bot]],
-                           text=(3, 4, 5)))
+                             w["question"], w.get("reference"), w["answer"], metrics_text(w)]
+                            for w in worst[bot]],
+                           text=range(3, 8)))
     return Raw("\n".join(parts))
+
+
+def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
+                  unit: set[str]) -> list[Any]:
+    """Per pair of bots: the findings, a forest plot of the paired differences
+    (metrics in [0, 1] and the pass rate), the metrics table and the suites."""
+    parts: list[Any] = [tag("h2", "Head to head")]
+    points = [{"bot": h2h.pair_label(pair), "metric": r["metric"] if r["higher_is_better"]
+               else f"{r['metric']} ↓", "delta": r["delta"], "ci_low": r["ci_low"],
+               "ci_high": r["ci_high"], "change": change(r)}
+              for pair, stats in pairs for r in h2h.overall(stats)
+              if (r["metric"] == PASS_RATE or r["metric"] in unit)
+              and r.get("delta") is not None and r.get("ci_low") is not None]
+    if points:
+        parts.append(figure(charts.render(charts.forest(
+            points, x_title="second bot − first (95% interval)"), "head to head of bot pairs"),
+                            "Second bot − first, paired by case, with the 95% bootstrap "
+                            "interval; green: the second bot is significantly better, red: "
+                            "the first (Holm-adjusted p < 0.05); ↓ lower is better."))
+    for pair, stats in pairs:
+        a, b = pair
+        parts.append(tag("h3", f"{h2h.pair_label(pair)} ({stats['paired']} cases both "
+                               "answered)"))
+        parts += [tag("p", line) for line in h2h.findings(pair, stats)]
+        if not stats["paired"]:
+            continue
+        parts.append(table(h2h.metric_headers(pair),
+                           [h2h.metric_cells(r, pair) for r in h2h.compared(stats)],
+                           numeric=range(1, 7)))
+        suites = h2h.suite_lines(pair, stats)
+        if suites:
+            parts.append(Raw("<details><summary>Per suite</summary>" + table(
+                ["suite", "cases", f"pass rate {b} − {a} [95% CI]", f"better for {b}",
+                 f"better for {a}"], suites, numeric=(1, 2)) + "</details>"))
+    parts.append(tag("p", h2h.METHOD, "muted small"))
+    return parts
 
 
 def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
                        worst: Mapping[str, list[Mapping[str, Any]]],
-                       history: Iterable[Mapping[str, Any]]) -> str:
+                       history: Iterable[Mapping[str, Any]],
+                       pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
     summary = list(summary)
     overall = [r for r in summary if r["suite"] == ALL_SUITES]
     c = manifest["counts"]
@@ -120,6 +161,8 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
     ]
+    if pairs:
+        parts += _head_to_head(pairs, {r["metric"] for r in overall if on_unit_scale(r)})
     cells = heatmap_cells(summary)
     if cells:
         parts += [tag("h2", "Means per suite"), figure(charts.render(
@@ -150,10 +193,11 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
 
 def write_html_report(path: str, manifest: Mapping[str, Any],
                       summary: list[Mapping[str, Any]],
-                      worst: Mapping[str, list[Mapping[str, Any]]]) -> None:
+                      worst: Mapping[str, list[Mapping[str, Any]]],
+                      pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> None:
     """The page (staged at `path`, installed as report.html on commit), with the
     trends of the folder's completed runs."""
     history = load_history(manifest["output"], manifest["run_id"], manifest["run_date"], summary)
     with FileSystems.create(path) as fh:
-        fh.write(render_html_report(manifest, summary, worst, history).encode())
+        fh.write(render_html_report(manifest, summary, worst, history, pairs).encode())
 

@@ -71,6 +71,13 @@ def severity(turn: Turn) -> tuple:
 
 
 def worst_case_row(turn: Turn) -> dict:
+    """A worst-case candidate: what the report shows of it (texts clipped),
+    with every metric's value (null ones left out) and its sort key."""
+    reference = turn.case.expected_answer
     return {"case_id": turn.case.case_id, "suite": turn.case.suite, "verdict": turn.verdict,
             "reason": turn.verdict_reason, "question": turn.case.question[:200],
-            "answer": (turn.answer or "")[:200], "severity": severity(turn)}
+            "answer": (turn.answer or "")[:200],
+            "reference": None if reference is None else reference[:200],
+            "metrics": {m: round(r.value, 4) for m, r in sorted(turn.scores.items())
+                        if r.value is not None},
+            "severity": severity(turn)}

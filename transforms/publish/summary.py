@@ -186,22 +186,31 @@ class MetricStats:
                 "hist": None if empty else self.hist}
 
 
-class MetricStatsFn(beam.CombineFn):
-    """Values (float or None) -> summary statistics row fragment."""
+class MergingCombineFn(beam.CombineFn):
+    """A CombineFn whose accumulator (of class `accumulator`) adds an input
+    with add(value) and takes another in with merge(other)."""
 
-    def create_accumulator(self) -> MetricStats:
-        return MetricStats()
+    accumulator: type
 
-    def add_input(self, acc: MetricStats, value) -> MetricStats:
+    def create_accumulator(self):
+        return self.accumulator()
+
+    def add_input(self, acc, value):
         acc.add(value)
         return acc
 
-    def merge_accumulators(self, accs: Iterable[MetricStats]) -> MetricStats:
+    def merge_accumulators(self, accs: Iterable):
         accs = iter(accs)
         first = next(accs)
         for acc in accs:
             first.merge(acc)
         return first
+
+
+class MetricStatsFn(MergingCombineFn):
+    """Values (float or None) -> summary statistics row fragment."""
+
+    accumulator = MetricStats
 
     def extract_output(self, acc: MetricStats) -> dict:
         return acc.as_row()

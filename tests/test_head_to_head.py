@@ -1,0 +1,113 @@
+"""The report's head to head of two bots: pairing by case, the paired
+statistics per suite, and the Beam transform (order-independent)."""
+from __future__ import annotations
+
+import math
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from schemas.records import EvalCase, MetricResult, Turn
+from transforms.publish import head_to_head as h2h
+from transforms.publish.report import render_report
+
+METRICS = ("score", "halluc")
+
+
+def _turn(case_id: str, bot: str, score: float | None, halluc: float, verdict: str,
+          suite: str | None = "s") -> Turn:
+    return Turn(EvalCase(case_id, f"q {case_id}", suite=suite), bot, "a",
+                scores={"score": MetricResult(score), "halluc": MetricResult(halluc)},
+                verdict=verdict)
+
+
+def _turns(n: int = 40) -> list[Turn]:
+    """b scores 0.1 higher than a on every case and hallucinates less; a
+    passes the first 10 cases b fails."""
+    turns = []
+    for i in range(n):
+        suite = ("x", "y", None)[i % 3]
+        turns.append(_turn(f"c{i:02d}", "a", 0.5 + i / 200, 0.3, "PASS" if i < 10 else "FAIL",
+                           suite))
+        turns.append(_turn(f"c{i:02d}", "b", 0.6 + i / 200, 0.2, "FAIL" if i < 10 else "FAIL",
+                           suite))
+    return turns
+
+
+def test_a_case_pairs_only_when_both_bots_answered_it_once():
+    entries = [("a", "s", 0, (1.0,)), ("b", "s", 2, (0.5,)), ("c", "s", 0, (0.0,)),
+               ("c", "s", 0, (0.1,))]
+    pairs = dict(h2h.bot_pairs(("k", entries), ["a", "b", "c"]))
+    assert pairs == {("a", "b"): ("k", "s", 0, 2, (1.0,), (0.5,))}  # c answered twice
+    assert list(h2h.bot_pairs(("k", entries[:1]), ["a", "b"])) == []
+
+
+def _by_hand(turns: list[Turn]) -> tuple:
+    """The pair's statistics without Beam: group by case, pair, combine."""
+    by_case: dict = {}
+    for t in turns:
+        case_id, entry = h2h.case_entry(t, METRICS)
+        by_case.setdefault(case_id, []).append(entry)
+    acc = h2h.PairRowsFn().create_accumulator()
+    for item in by_case.items():
+        for _, row in h2h.bot_pairs(item, ["a", "b"]):
+            acc.add(row)
+    return h2h.rows_statistics(("a", "b"), acc, METRICS, (True, False))
+
+
+def test_pair_statistics_all_suites_then_each_suite():
+    pair, stats = _by_hand(_turns())
+    assert pair == ("a", "b") and stats["paired"] == 40
+    got = {(r["suite"], r["metric"]): r for r in stats["rows"]}
+    assert {s for s, _ in got} == {"*", "x", "y"}  # suiteless cases only in '*'
+    score = got[("*", "score")]
+    assert score["delta"] == pytest.approx(0.1) and score["wins"] == 40
+    assert score["significant"] and h2h.change(score) == "better"
+    assert score["ci_low"] == pytest.approx(0.1) and score["ci_high"] == pytest.approx(0.1)
+    halluc = got[("*", "halluc")]  # lower is better: b's 0.2 beats a's 0.3
+    assert halluc["delta"] == pytest.approx(-0.1) and halluc["wins"] == 40
+    assert h2h.change(halluc) == "better"
+    passes = got[("*", "pass_rate")]
+    assert passes["delta"] == pytest.approx(-0.25) and passes["losses"] == 10
+    assert passes["transitions"]["PASS->FAIL"] == 10 and passes["transitions"]["FAIL->FAIL"] == 30
+    assert got[("x", "score")]["n_pairs"] == 14 and got[("y", "score")]["n_pairs"] == 13
+    text = " ".join(h2h.findings(pair, stats))
+    assert "a passes significantly more cases" in text
+    assert "Metrics significantly better for b: score, halluc" in text
+    assert "The pass rate and the metrics disagree" in text
+
+
+def test_the_transform_gives_the_same_figures_in_any_order():
+    turns = _turns()
+    expected = _by_hand(turns)
+    rng = np.random.default_rng(1)
+    for data in (turns, [turns[i] for i in rng.permutation(len(turns))]):
+        with TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+            out = (p | beam.Create(data, reshuffle=False)
+                   | h2h.HeadToHead(["a", "b"], METRICS, frozenset({"halluc"})))
+            assert_that(out, equal_to([expected]))
+
+
+def test_nulls_pair_nothing_and_report_sections():
+    turns = [_turn("c1", "a", None, 0.1, "PASS"), _turn("c1", "b", 0.4, 0.1, "PASS"),
+             _turn("c2", "a", 0.2, 0.1, "PASS"), _turn("c2", "b", 0.5, 0.2, "WARN")]
+    pair, stats = _by_hand(turns)
+    score = next(r for r in h2h.overall(stats) if r["metric"] == "score")
+    assert score["n_pairs"] == 1 and score["null_pairs"] == 1
+    assert not math.isnan(score["delta"])
+    manifest = {"run_id": "r", "run_date": "2026-01-01", "input": "i", "bots": ["a", "b"],
+                "counts": {"input_rows": 2, "valid_cases": 2, "invalid_rows": 0,
+                           "duplicate_case_ids": 0, "results_rows": 4, "bot_errors": 0},
+                "reconciliation": {"ok": True}, "tables": {}}
+    worst = {"a": [{"case_id": "c<1>", "verdict": "FAIL", "reason": "score 0.1 < 0.2",
+                    "question": "q", "answer": "<script>x</script>", "reference": "ref | 1",
+                    "metrics": {"halluc": 0.1, "score": 0.1}}]}
+    md = render_report(manifest, [], worst, [(pair, stats)])
+    assert "## Head to head" in md and "### b vs a (2 cases both answered)" in md
+    assert "| b − a [95% CI] |" in md
+    assert "| c&lt;1&gt; | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
+    assert "score 0.10, halluc 0.10" in md  # the metric the reason names comes first
