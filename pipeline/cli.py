@@ -29,6 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.config import ConfigError
 from pipeline.graph import build_pipeline
 from pipeline.plan import DEFAULT_TTL_S, Plan, UsageError, make_plan
+from pipeline.watch import Watch
 from schemas.cases import InputError
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
@@ -301,7 +302,8 @@ def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
             raise LeaseHeld(f"attempt {info.attempt} of run {info.run_id!r} no longer holds "
                             "its lease")
         return leases.update(info.output, held, pid=os.getpid())
-    lease = leases.new_lease(info.run_id, info.attempt, info.lease_ttl_s, runner_local)
+    lease = leases.new_lease(info.run_id, info.attempt, info.lease_ttl_s, runner_local,
+                             planned_rows=info.planned_rows, bots=len(info.bots))
     lease, taken = leases.acquire(info.output, lease,
                                   lambda: committed_attempt(info.output, info.run_id))
     if taken:
@@ -333,6 +335,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _usage_error(str(exc))
     for note in plan.info.notes:  # said once, before the run (and kept in the manifest)
         print(f"evalbeam: note: {note}", file=sys.stderr)
+    for line in plan.limits:
+        print(f"evalbeam: {line}", file=sys.stderr)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
     if runs_in_this_process(options):
@@ -371,6 +375,7 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     failed, so `status` says so at once and the next run may take over."""
     info = plan.info
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
+    watch = None if detach else Watch(info).start()  # a local runner runs inside p.run()
     try:
         p = beam.Pipeline(options=options)
         build_pipeline(p, plan)
@@ -385,6 +390,8 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         leases.update(info.output, lease, state="failed", reason=" ".join(why.split())[:300])
         raise
     finally:
+        if watch is not None:
+            watch.stop()
         beat.stop()
     return _print_outcome(info)
 

@@ -51,6 +51,7 @@ class Plan:
     judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
+    limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
 
 
 def check_remote_bot(bot, endpoints) -> None:
@@ -215,6 +216,28 @@ def worker_count(options: PipelineOptions) -> int:
     return 1
 
 
+def limit_lines(cfg, workers: int) -> tuple[str, ...]:
+    """One line per endpoint stating the limits the run will keep to (said
+    at start-up: the default 10 requests/s surprises whoever points evalbeam
+    at a server of their own)."""
+    from pipeline.config import EndpointConfig
+    default_rps = EndpointConfig.__dataclass_fields__["requests_per_second"].default
+    lines = []
+    for name, ep in sorted(cfg.endpoints.items()):
+        rps = f"{ep.requests_per_second:g} requests/s"
+        if ep.requests_per_second == default_rps:
+            rps += f" (the default; set endpoints.{name}.requests_per_second to change it)"
+        tokens = (f"{ep.tokens_per_minute:,.0f} tokens/min" if ep.tokens_per_minute
+                  else "no token limit")
+        line = f"endpoint {name}: at most {rps}, {ep.max_concurrency} at a time, {tokens}"
+        share = ep.worker_share if ep.worker_share is not None else 1.0 / workers
+        if workers > 1 or share != 1.0:
+            line += (f"; each of {workers} worker processes keeps to {share:.3g} of that "
+                     f"({ep.requests_per_second * share:.3g} requests/s)")
+        lines.append(line)
+    return tuple(lines)
+
+
 def share_limits(cfg, workers: int):
     """Endpoints whose worker_share is unset get 1 / workers of the global limits."""
     endpoints = {name: ep if ep.worker_share is not None
@@ -332,7 +355,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     flag_metrics = getattr(args, "metrics", None)
     cfg, notes = with_flags(load_config(args.config), getattr(args, "preset", None),
                             flag_metrics)
-    cfg = share_limits(cfg, worker_count(options) if options is not None else 1)
+    workers = worker_count(options) if options is not None else 1
+    cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \
         dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
     if not RUN_ID_PATTERN.match(run_id):
@@ -396,4 +420,4 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) 
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
-                rubric_scales=scales, cache=cache)
+                rubric_scales=scales, cache=cache, limits=limit_lines(cfg, workers))

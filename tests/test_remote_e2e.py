@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 
 import pytest
@@ -82,8 +83,13 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     errors = read_rows(out, "errors")
     assert len(errors) == len(failed)
     assert KEY not in all_output_text(out)
-    progress = [line for line in capfd.readouterr().err.splitlines() if "calls (" in line]
-    assert progress and "retries" in progress[-1] and "answers" in progress[-1]
+    err = capfd.readouterr().err.splitlines()
+    assert "evalbeam: endpoint llm: at most 500 requests/s, 32 at a time, no token limit" in err
+    progress = [line for line in err if re.match(r"evalbeam: [0-9,]+/1,000 cases", line)]
+    assert progress and "calls: llm " in progress[-1] and "retries" in progress[-1]
+    done = [int(re.match(r"evalbeam: ([0-9,]+)/", line).group(1).replace(",", ""))
+            for line in progress]
+    assert done == sorted(done) and done[-1] > 0  # cases done of the total, never backwards
 
 
 @pytest.mark.parametrize("status", [400, 401])
@@ -178,13 +184,21 @@ def test_remote_config_errors_before_anything_runs(tmp_path, monkeypatch, capsys
 def test_remote_bot_in_multi_processing_mode(tmp_path):
     with FakeOpenAI(ServerConfig(fault_rate=0.1, faults=("500", "drop"),
                                  latency_s=0.01), api_key=KEY) as server:
-        cfg = _config(tmp_path, server, FULL_CONTEXT + "  - {name: recorded, type: precomputed}\n")
+        cfg = _config(tmp_path, server, FULL_CONTEXT + "  - {name: recorded, type: precomputed}\n",
+                      requests_per_second=100)  # 50/s per worker: the run takes seconds
         out = str(tmp_path / "out")
         proc = run_cli_subprocess("--input", _cases(tmp_path, 300), "--output", out,
                                   "--config", cfg, "--run-id", "mp", workers=2,
-                                  env={"E2E_KEY": KEY})
+                                  env={"E2E_KEY": KEY, "EVALBEAM_PROGRESS_S": "0.3"})
         stats = server.stats()
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # the launching process counts nothing itself: its progress lines sum the
+    # objects the two worker processes write
+    assert ("evalbeam: endpoint llm: at most 100 requests/s, 32 at a time, no token limit; "
+            "each of 2 worker processes keeps to 0.5 of that (50 requests/s)") in proc.stderr
+    progress = re.findall(r"^evalbeam: ([0-9,]+)/300 cases .*calls: llm ([0-9,]+)",
+                          proc.stderr, re.M)
+    assert progress and max(int(d) for d, _ in progress) > 0, proc.stderr[-3000:]
     m = manifest(out, "mp")
     assert m["reconciliation"]["ok"] and m["counts"]["results_rows"] == 600
     assert stats["max_attempts_per_request_id"] <= 6

@@ -20,6 +20,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from transforms.progress.objects import read_totals
+from transforms.progress.text import figures, progress_line
 from transforms.publish import lease as leases
 from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_run_id,
                                           read_manifest)
@@ -90,13 +92,25 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
     if why is None:
         beat = now - leases.last_heartbeat(output, lease)
         return RunStatus("running", f"run {run_id}: running ({owner}; last heartbeat "
-                                    f"{beat:.0f} s ago)", [previous(manifest, corrupt)])
+                                    f"{beat:.0f} s ago)",
+                         [progress_text(output, lease, now), previous(manifest, corrupt)])
     if corrupt:
         return RunStatus("corrupt", f"evalbeam: error: {corrupt}",
                          [f"its last attempt failed ({owner}: {why})"])
     return RunStatus("failed", f"run {run_id}: failed ({owner}: {why}; no completion marker)",
                      [previous(manifest),
                       "a new run of the id takes over and cleans up what the attempt left"])
+
+
+def progress_text(output: str, lease: leases.Lease, now: float) -> str:
+    """The running attempt's progress, as the launching command prints it."""
+    totals = read_totals(output, lease.run_id, lease.attempt)
+    if lease.planned_rows is None:
+        return "progress: not reported (the run was started by an older evalbeam)"
+    f = figures(totals, lease.planned_rows, lease.bots or 1, now, lease.acquired_at)
+    if totals is None:
+        return f"progress: 0/{lease.planned_rows:,} cases (no worker has reported yet)"
+    return f"progress: {progress_line(f)} (from {totals['workers']} worker processes)"
 
 
 def print_status(output: str, run_id: str) -> int:

@@ -101,8 +101,6 @@ class AnswerWith(CallingDoFn):
     def emitted(self, turn: Turn) -> Turn:
         if turn.error:
             self._errors.inc()
-        if self._runtime is not None:
-            self._runtime.progress.on_case()
         return turn
 
     def process(self, cases):

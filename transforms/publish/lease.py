@@ -48,6 +48,8 @@ class Lease:
     runner_local: bool = True   # the pid runs the pipeline (not a remote job's launcher)
     state: str = "running"      # running | failed
     reason: str | None = None   # why it failed
+    planned_rows: int | None = None  # the run's input rows, for its progress (status)
+    bots: int | None = None          # how many bots answer each case
 
     def owner(self) -> str:
         return f"{self.user}@{self.host} pid {self.pid}"
@@ -177,10 +179,11 @@ def why_free(output: str, lease: Lease, committed_attempt: str | None,
 
 
 def new_lease(run_id: str, attempt: str, ttl_s: float, runner_local: bool,
-              pid: int | None = None) -> Lease:
+              pid: int | None = None, planned_rows: int | None = None,
+              bots: int | None = None) -> Lease:
     return Lease(run_id=run_id, attempt=attempt, host=socket.gethostname(),
                  pid=os.getpid() if pid is None else pid, user=_user(), acquired_at=time.time(),
-                 ttl_s=ttl_s, runner_local=runner_local)
+                 ttl_s=ttl_s, runner_local=runner_local, planned_rows=planned_rows, bots=bots)
 
 
 def _user() -> str:
@@ -265,7 +268,8 @@ def release(output: str, run_id: str, attempt: str) -> None:
     folder = run_dir(output, run_id)
     if holds(output, run_id, attempt):
         delete_quietly([lease_path(output, run_id)])
-    delete_quietly([heartbeat_path(output, run_id, attempt)] + _matching(folder, "takeover.*"))
+    delete_quietly([heartbeat_path(output, run_id, attempt)] + _matching(folder, "takeover.*")
+                   + _matching(FileSystems.join(folder, "progress"), f"{attempt}.*"))
 
 
 def _matching(folder: str, pattern: str) -> list[str]:
@@ -279,10 +283,13 @@ def _matching(folder: str, pattern: str) -> list[str]:
 def stale_files(output: str, run_id: str, attempt: str) -> list[str]:
     """Heartbeats and temporary files of other attempts of the run id."""
     folder = run_dir(output, run_id)
+    progress = FileSystems.join(folder, "progress")  # transforms/progress/objects.py
     return [p for p in _matching(folder, "heartbeat.*.json") + _matching(folder, "*.tmp-*")
             + _matching(folder, "log.*.txt") + _matching(folder, "report.*.md")
             + _matching(folder, "report.*.html")
-            if f".{attempt}." not in p.rsplit("/", 1)[-1]]
+            + _matching(progress, "*.json") + _matching(progress, "*.tmp-*")
+            if f".{attempt}." not in p.rsplit("/", 1)[-1]
+            and not p.rsplit("/", 1)[-1].startswith(f"{attempt}.")]
 
 
 def _iso(t: float) -> str:

@@ -131,6 +131,7 @@ class _WriteBundleFn(beam.DoFn):
         self._writers: dict[tuple, _PartWriter] = {}
         self._scrubber = Scrubber()
         self._heartbeat = None
+        self._progress = None
 
     def setup(self):
         self._scrubber = scrubber_for(self._endpoints)  # secrets from this worker's environment
@@ -138,11 +139,16 @@ class _WriteBundleFn(beam.DoFn):
             from transforms.publish.lease import Heartbeat
             self._heartbeat = Heartbeat.start(self._output, self._run_id, self._attempt,
                                               self._lease_ttl_s)
+            from transforms.progress.objects import ProgressWriter  # rows counted as written
+            self._progress = ProgressWriter.start(self._output, self._run_id, self._attempt)
 
     def teardown(self):
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
     def start_bundle(self):
         self._writers = {}
@@ -160,6 +166,8 @@ class _WriteBundleFn(beam.DoFn):
                                     f"{uuid.uuid4().hex}.parquet")
             writer = self._writers[part] = _PartWriter(path, self._spec.schema)
         writer.add(row)
+        if self._progress is not None:
+            self._progress.tally.row(self._spec.name, row)
 
     def finish_bundle(self):
         for part, writer in self._writers.items():

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Mapping
 
 from transforms.remote.cache import CacheSpec, open_cache
 from transforms.remote.client import CallRecord, EndpointClient
-from transforms.remote.progress import Progress
+from transforms.progress.tally import count_call
 from transforms.remote.scrub import Scrubber, scrubber_for
 
 
@@ -25,7 +25,6 @@ class AsyncRuntime:
         self.cache = open_cache(cache)
         self.scrubber: Scrubber = scrubber_for(self._configs)  # every endpoint's secrets
         self._clients: dict[str, EndpointClient] = {}
-        self.progress = Progress()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="evalbeam-remote",
                                         daemon=True)
@@ -51,10 +50,9 @@ class AsyncRuntime:
         return client
 
     def record(self, rec: CallRecord, log) -> None:
-        """Count a finished call: in the caller's CallLog and in the progress line."""
+        """Count a finished call: in the caller's CallLog and in the run's progress."""
         log.add(rec)
-        if not rec.cache_hit:  # the progress line counts requests sent
-            self.progress.on_call(rec)
+        count_call(rec)
 
     def close(self) -> None:
         async def close_all():
@@ -65,7 +63,6 @@ class AsyncRuntime:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
-            self.progress.stop()
             if self.cache is not None:
                 self.cache.close()
 

@@ -1,0 +1,91 @@
+"""What one process counts of an attempt while it runs: rows written to
+results/ (turns) and their bot errors, invalid input rows, failed judge
+questions, and the requests sent to each endpoint.
+
+Counting costs a lock and an addition; the counts reach other processes
+through the objects of transforms/progress/objects.py. Calls are counted for
+every attempt live in the process (normally one: a worker process serves one
+run at a time).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Mapping
+
+from schemas.tables import ERRORS, RESULTS
+
+CALL_FIELDS = ("calls", "retries", "failures", "rate_limited")
+
+
+class Tally:
+    """One attempt's counts in this process (thread-safe)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.turns = self.bot_errors = self.invalid_rows = self.judge_errors = 0
+        self.first_turn_at: float | None = None
+        self.calls: dict[str, dict[str, int]] = {}
+        self.changes = 0  # bumped by every count: a writer skips unchanged tallies
+
+    def row(self, table: str, row: Mapping[str, Any]) -> None:
+        """A row on its way into a table."""
+        with self._lock:
+            if table == RESULTS.name:
+                self.turns += 1
+                self.bot_errors += row.get("error") is not None
+                if self.first_turn_at is None:
+                    self.first_turn_at = time.time()
+            elif table == ERRORS.name and row.get("stage") == "read" \
+                    and row.get("error_type") != "duplicate_case_id":
+                self.invalid_rows += 1
+            elif table == ERRORS.name and row.get("stage") == "judge":
+                self.judge_errors += 1
+            else:
+                return
+            self.changes += 1
+
+    def call(self, rec) -> None:
+        """A request that went to an endpoint (a CallRecord; cache hits are not requests)."""
+        if rec.cache_hit:
+            return
+        with self._lock:
+            c = self.calls.setdefault(rec.endpoint, dict.fromkeys(CALL_FIELDS, 0))
+            c["calls"] += 1
+            c["retries"] += max(0, rec.attempts - 1)
+            c["failures"] += 0 if rec.ok else 1
+            c["rate_limited"] += rec.rate_limited
+            self.changes += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"turns": self.turns, "bot_errors": self.bot_errors,
+                    "invalid_rows": self.invalid_rows, "judge_errors": self.judge_errors,
+                    "first_turn_at": self.first_turn_at,
+                    "calls": {k: dict(v) for k, v in self.calls.items()}}
+
+
+_LIVE: dict[tuple[str, str, str], Tally] = {}
+_LOCK = threading.Lock()
+
+
+def tally_for(key: tuple[str, str, str]) -> Tally:
+    """The process's tally of an attempt (output, run_id, attempt), made live."""
+    with _LOCK:
+        tally = _LIVE.get(key)
+        if tally is None:
+            tally = _LIVE[key] = Tally()
+        return tally
+
+
+def forget(key: tuple[str, str, str]) -> None:
+    with _LOCK:
+        _LIVE.pop(key, None)
+
+
+def count_call(rec) -> None:
+    """A finished remote call, counted for every live attempt of the process."""
+    with _LOCK:
+        live = list(_LIVE.values())
+    for tally in live:
+        tally.call(rec)
