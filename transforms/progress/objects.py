@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from typing import Any
@@ -37,46 +36,28 @@ def _worker_name() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class ProgressWriter:
-    """One per process and attempt (reference counted, like lease.Heartbeat):
-    writes the attempt's tally every interval on a daemon thread while the
-    lease is the attempt's, and once more when the last user stops."""
+class ProgressWriter(leases.PerAttempt):
+    """One per process and attempt (shared, like lease.Heartbeat): writes the
+    attempt's tally every interval on a daemon thread while the lease is the
+    attempt's, and once more when its last user stops."""
 
     _live: dict[tuple[str, str, str], "ProgressWriter"] = {}
-    _lock = threading.Lock()
 
     def __init__(self, output: str, run_id: str, attempt: str):
-        self.key = (output, run_id, attempt)
-        self.tally: Tally = tally_for(self.key)
+        self.tally: Tally = tally_for((output, run_id, attempt))
         self.path = FileSystems.join(progress_dir(output, run_id),
                                      f"{attempt}.{_worker_name()}.json")
         self.interval = REMOTE_INTERVAL_S if "://" in output else LOCAL_INTERVAL_S
         self.started = time.time()
-        self.users = 0
         self._written = -1
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="evalbeam-progress",
-                                        daemon=True)
+        super().__init__(output, run_id, attempt)
 
-    @classmethod
-    def start(cls, output: str, run_id: str, attempt: str) -> "ProgressWriter":
-        with cls._lock:
-            writer = cls._live.get((output, run_id, attempt))
-            if writer is None:
-                writer = cls._live[(output, run_id, attempt)] = cls(output, run_id, attempt)
-                writer._thread.start()
-            writer.users += 1
-            return writer
-
-    def stop(self) -> None:
-        with self._lock:
-            self.users -= 1
-            if self.users > 0:
-                return
-            self._live.pop(self.key, None)
-        self._stop.set()
-        self._thread.join(timeout=5)
-        forget(self.key)
+    def stop(self) -> bool:
+        last = super().stop()
+        if last:
+            self._thread.join(timeout=5)
+            forget(self.key)
+        return last
 
     def write(self) -> bool:
         """Write the tally when it changed; False once the lease is not the attempt's."""

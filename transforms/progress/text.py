@@ -62,7 +62,10 @@ def _duration(seconds: float) -> str:
 def _parts(f: Figures) -> list[str]:
     share = f"{100 * f.done // f.total}%" if f.total else "–"  # 100% only when done
     parts = [f"{f.done:,}/{f.total:,} cases ({share})"]
-    parts.append(f"{f.rate:,.1f} cases/s" if f.rate else "starting")
+    if f.rate:
+        parts.append(f"{f.rate:,.1f} cases/s")
+    elif not f.done:
+        parts.append("starting")
     if f.eta_s is not None and f.done < f.total:
         parts.append(f"ETA {_duration(f.eta_s)}")
     total_errors = sum(f.errors.values())

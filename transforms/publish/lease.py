@@ -268,8 +268,14 @@ def release(output: str, run_id: str, attempt: str) -> None:
     folder = run_dir(output, run_id)
     if holds(output, run_id, attempt):
         delete_quietly([lease_path(output, run_id)])
+    progress = FileSystems.join(folder, "progress")
     delete_quietly([heartbeat_path(output, run_id, attempt)] + _matching(folder, "takeover.*")
-                   + _matching(FileSystems.join(folder, "progress"), f"{attempt}.*"))
+                   + _matching(progress, f"{attempt}.*"))
+    if _local(progress):
+        try:
+            os.rmdir(progress)  # only when empty: another attempt's objects stay
+        except OSError:
+            pass
 
 
 def _matching(folder: str, pattern: str) -> list[str]:
@@ -296,39 +302,56 @@ def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-class Heartbeat:
+class PerAttempt:
+    """A daemon thread per process and attempt, shared by whoever starts it
+    (the launcher, DoFns on workers) and stopped when its last user stops.
+    Subclasses set `_live` (their own registry) and `_run` (the loop)."""
+
+    _live: dict
+    _lock = threading.Lock()
+
+    def __init__(self, output: str, run_id: str, attempt: str):
+        self.key = (output, run_id, attempt)
+        self.users = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"evalbeam-{type(self).__name__}",
+                                        daemon=True)
+
+    @classmethod
+    def start(cls, output: str, run_id: str, attempt: str, *args: Any):
+        with cls._lock:
+            shared = cls._live.get((output, run_id, attempt))
+            if shared is None:
+                shared = cls._live[(output, run_id, attempt)] = cls(output, run_id, attempt,
+                                                                    *args)
+                shared._thread.start()
+            shared.users += 1
+            return shared
+
+    def stop(self) -> bool:
+        """One user fewer; True (and the thread told to stop) when it was the last."""
+        with self._lock:
+            self.users -= 1
+            if self.users > 0:
+                return False
+            self._live.pop(self.key, None)
+        self._stop.set()
+        return True
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Heartbeat(PerAttempt):
     """Writes the attempt's heartbeat every `ttl / 5` seconds (at most 30 s) on a
     daemon thread, while the lease is still the attempt's. One per process and
     attempt, shared by whoever starts it (the launcher, DoFns on workers)."""
 
     _live: dict[tuple[str, str, str], "Heartbeat"] = {}
-    _lock = threading.Lock()
 
     def __init__(self, output: str, run_id: str, attempt: str, ttl_s: float):
-        self.key = (output, run_id, attempt)
+        super().__init__(output, run_id, attempt)
         self.interval = max(0.2, min(30.0, ttl_s / 5))
-        self.users = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="evalbeam-heartbeat",
-                                        daemon=True)
-
-    @classmethod
-    def start(cls, output: str, run_id: str, attempt: str, ttl_s: float) -> "Heartbeat":
-        with cls._lock:
-            beat = cls._live.get((output, run_id, attempt))
-            if beat is None:
-                beat = cls._live[(output, run_id, attempt)] = cls(output, run_id, attempt, ttl_s)
-                beat._thread.start()
-            beat.users += 1
-            return beat
-
-    def stop(self) -> None:
-        with self._lock:
-            self.users -= 1
-            if self.users > 0:
-                return
-            self._live.pop(self.key, None)
-        self._stop.set()
 
     def beat(self) -> bool:
         """One heartbeat; False once the lease is no longer this attempt's."""
