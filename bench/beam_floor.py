@@ -59,11 +59,12 @@ def shape(input_path: str, out: str) -> tuple[int, int]:
     """(primitive transforms, GroupByKeys) of evalbeam's pipeline for this input."""
     import apache_beam as beam
     from pipeline import cli
+    from pipeline.execute import beam_options
     from pipeline.graph import build_pipeline
     args, beam_args = cli._parser().parse_known_args(
         ["run", "--input", input_path, "--output", out, "--run-id", "shape",
          "--run-date", "2024-01-01"])
-    options = cli._beam_options(beam_args)
+    options = beam_options(beam_args)
     plan = cli.make_plan(args, options)
     p = beam.Pipeline(options=options)
     build_pipeline(p, plan)

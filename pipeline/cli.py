@@ -22,18 +22,15 @@ import tempfile
 import textwrap
 from typing import Sequence
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import StandardOptions
 
 from pipeline.config import ConfigError
-from pipeline.graph import build_pipeline
-from pipeline.plan import DEFAULT_TTL_S, Plan, UsageError, make_plan
-from pipeline.watch import Watch
+from pipeline.execute import (beam_options, driven_from_here, run_pipeline, say_before,
+                              take_lease)
+from pipeline.plan import DEFAULT_TTL_S, UsageError, make_plan
 from schemas.cases import InputError
-from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import clean_leftovers, committed_attempt
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -211,29 +208,6 @@ def _non_negative(text: str) -> float:
     return value
 
 
-# `--runner=dask` (or Beam's own names for its Dask runner) runs evalbeam's
-# fixed copy of Beam's DaskRunner (pipeline/dask_runner.py): Beam 2.77's loses data
-DASK_RUNNER = "pipeline.dask_runner.DaskRunner"
-DASK_NAMES = ("dask", "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
-
-
-def _runner(value: str) -> str:
-    """The runner a --runner value names (evalbeam's Dask runner for Beam's)."""
-    return DASK_RUNNER if value.lower() in DASK_NAMES else value
-
-
-def _beam_options(beam_args: Sequence[str]) -> PipelineOptions:
-    args = list(beam_args)
-    for i, arg in enumerate(args):
-        if arg.startswith("--runner="):
-            args[i] = "--runner=" + _runner(arg.partition("=")[2])
-        elif arg == "--runner" and i + 1 < len(args):
-            args[i + 1] = _runner(args[i + 1])
-    if not any(a == "--runner" or a.startswith("--runner=") for a in args):
-        args.append("--runner=FnApiRunner")  # local default: never downloads a runner binary
-    return PipelineOptions(args)
-
-
 def _usage_error(message: str) -> int:
     print(f"evalbeam: error: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -266,52 +240,6 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return EXIT_GATE_FAILED if failed else 0
 
 
-LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
-                 "switchingdirectrunner", "prismrunner")
-
-
-def runner_is_local(options: PipelineOptions) -> bool:
-    """The pipeline runs in this process (and its children), not as a remote job."""
-    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
-    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
-
-
-def runner_is_dask(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner == DASK_RUNNER
-
-
-def driven_from_here(options: PipelineOptions) -> bool:
-    """The job lives only as long as this process: a local runner, or the Dask
-    runner, whose client (and so whose job) is this process."""
-    return runner_is_local(options) or runner_is_dask(options)
-
-
-def runs_in_this_process(options: PipelineOptions) -> bool:
-    """A local runner that runs the DoFns here, the report's Finalize among them
-    (multi_processing runs them in worker processes)."""
-    opts = options.get_all_options(retain_unknown_options=True)
-    return runner_is_local(options) and opts.get("direct_running_mode") != "multi_processing"
-
-
-def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
-    """The run id's lease for this attempt (LeaseHeld when another attempt has
-    it); a fresh attempt then removes what killed attempts left behind."""
-    if adopt:  # the detached process of a launcher that took the lease for it
-        held = leases.read_lease(info.output, info.run_id)
-        if held is None or held.attempt != info.attempt:
-            raise LeaseHeld(f"attempt {info.attempt} of run {info.run_id!r} no longer holds "
-                            "its lease")
-        return leases.update(info.output, held, pid=os.getpid())
-    lease = leases.new_lease(info.run_id, info.attempt, info.lease_ttl_s, runner_local,
-                             planned_rows=info.planned_rows, bots=len(info.bots))
-    lease, taken = leases.acquire(info.output, lease,
-                                  lambda: committed_attempt(info.output, info.run_id))
-    if taken:
-        print(f"evalbeam: note: took over run id {info.run_id!r} from {taken}", file=sys.stderr)
-    clean_leftovers(info.output, info.run_id, info.attempt, list(TABLES.values()))
-    return lease
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, beam_args = _parser().parse_known_args(argv)
@@ -325,7 +253,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         from pipeline.postrun.status import print_status
         return print_status(args.output, args.run_id)
-    options = _beam_options(beam_args)
+    options = beam_options(beam_args)
     detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
     local = driven_from_here(options)
     try:
@@ -333,16 +261,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         lease = take_lease(plan.info, local, adopt=args.attempt is not None)
     except (ConfigError, InputError, UsageError, LeaseHeld) as exc:
         return _usage_error(str(exc))
-    for note in plan.info.notes:  # said once, before the run (and kept in the manifest)
-        print(f"evalbeam: note: {note}", file=sys.stderr)
-    for line in plan.limits:
-        print(f"evalbeam: {line}", file=sys.stderr)
+    say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
-    if runs_in_this_process(options):
-        from transforms.publish import chart_engine
-        chart_engine.start()  # the report's chart engine boots while the pipeline runs
-    return _run_pipeline(plan, options, lease, detach)
+    result = run_pipeline(plan, options, lease, detach)
+    if detach:  # a remote job: its workers beat and its Finalize commits and releases
+        _print_submitted(plan.info, f"job {getattr(result, 'job_id', lambda: '?')()}")
+        return 0
+    return _print_outcome(plan.info)
 
 
 def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
@@ -366,34 +292,6 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 def _print_submitted(info: RunInfo, where: str) -> None:
     print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
     print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
-
-
-def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
-                  detach: bool) -> int:
-    """Run (or, detached on a remote runner, submit) the pipeline; its Finalize
-    step commits the attempt and releases the lease. A failure marks the lease
-    failed, so `status` says so at once and the next run may take over."""
-    info = plan.info
-    beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
-    watch = None if detach else Watch(info).start()  # a local runner runs inside p.run()
-    try:
-        p = beam.Pipeline(options=options)
-        build_pipeline(p, plan)
-        result = p.run()
-        if detach:  # a remote job: its workers beat and its Finalize commits and releases
-            _print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
-            return 0
-        result.wait_until_finish()
-    except BaseException as exc:
-        from transforms.remote.scrub import scrubber_for
-        why = scrubber_for(info.endpoints).scrub(f"{type(exc).__name__}: {exc}")
-        leases.update(info.output, lease, state="failed", reason=" ".join(why.split())[:300])
-        raise
-    finally:
-        if watch is not None:
-            watch.stop()
-        beat.stop()
-    return _print_outcome(info)
 
 
 def _print_outcome(info: RunInfo) -> int:

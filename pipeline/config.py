@@ -175,7 +175,7 @@ class CustomMetricConfig:
     metric's or group's name."""
     function: str
     """`package.module:function`, looked up on the Python path and in the config file's
-    folder."""
+    folder (evalbeam.evaluate() may give the function itself)."""
     needs: tuple[str, ...] = ("answer",)
     """The inputs the function reads; a row lacking one is null with the reason."""
     lower_is_better: bool = False
@@ -299,6 +299,10 @@ class Config:
         """The config as plain data for the manifest; secrets cannot be in it."""
         data = dataclasses.asdict(self)
         data.pop("source_path", None)
+        for m in data.get("custom_metrics", ()):  # evaluate()'s functions by their name
+            if callable(m["function"]):
+                fn = m["function"]
+                m["function"] = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', fn)}"
         return redact(data)
 
 
@@ -566,7 +570,7 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
 NAME_CHARS = "letters, digits and '_'"
 
 
-def _metric_name(name: Any, where: str) -> str:
+def check_metric_name(name: Any, where: str) -> str:
     if not isinstance(name, str) or not name or not name.replace("_", "").isalnum() \
             or not name[0].isalpha():
         raise ConfigError(f"{where} must be a metric name ({NAME_CHARS}, starting with a "
@@ -592,7 +596,7 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
     out = {}
     for name, item in rubrics.items():
         where = f"judge.rubrics.{name}"
-        _metric_name(name, where)
+        check_metric_name(name, where)
         r = _build(RubricConfig, item, where)
         if not isinstance(r.criteria, str) or not r.criteria.strip():
             raise ConfigError(f"{where}.criteria must be a non-empty text")
@@ -616,7 +620,7 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
     for i, item in enumerate(data):
         where = f"custom_metrics[{i}]"
         m = _build(CustomMetricConfig, item, where)
-        _metric_name(m.name, f"{where}.name")
+        check_metric_name(m.name, f"{where}.name")
         if not isinstance(m.function, str) or m.function.count(":") != 1:
             raise ConfigError(f"{where}.function must be 'package.module:function', "
                               f"got {m.function!r}")

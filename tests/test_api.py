@@ -1,0 +1,169 @@
+"""The Python API: evalbeam.evaluate() on a DataFrame, a pyarrow Table, a
+Hugging Face Dataset and a path runs the same pipeline as `evalbeam run`
+(same tables), read_run() reads a run through its completion marker, and
+evalbeam.metric declares a custom metric."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import evalbeam
+from pipeline.config import ConfigError
+from schemas.cases import InputError
+from tests.conftest import FAQ_ROWS, ROOT, SAMPLE_ROWS, write_cases
+from tests.pipeline_helpers import read_rows, run_cli
+
+CHEAP = ["exact_match", "keyword_recall", "rougeL", "hallucination", "completeness"]
+
+
+@evalbeam.metric(needs=["answer", "expected_answer"], options={"unit": "chars"})
+def length_gap(sample, unit):
+    """|len(answer) - len(reference)| / len(reference), in characters."""
+    ref = sample["expected_answer"]
+    return abs(len(sample["answer"]) - len(ref)) / len(ref), {"unit": unit}
+
+
+def _config(tmp_path) -> dict:
+    faq = write_cases(str(tmp_path / "faq.parquet"), FAQ_ROWS)
+    return {"bots": [{"name": "faq", "type": "faq_match", "faq": faq},
+                     {"name": "recorded", "type": "precomputed"}],
+            "metrics": CHEAP}
+
+
+def _comparable(rows: list[dict]) -> list[tuple]:
+    """Rows without what differs between two runs (run id, timings, paths)."""
+    drop = {"run_id", "latency_ms", "bot_details", "run_date"}
+    return sorted(tuple((k, str(v)) for k, v in sorted(r.items()) if k not in drop)
+                  for r in rows if r.get("metric") != "latency_ms")
+
+
+def test_evaluate_a_dataframe_gives_the_tables_of_evalbeam_run(tmp_path):
+    import pandas as pd
+    df = pd.DataFrame(SAMPLE_ROWS)
+    cfg = _config(tmp_path)
+    result = evalbeam.evaluate(df, config=cfg, output=tmp_path / "api", run_id="api",
+                               run_date="2026-11-21",
+                               metrics=[*CHEAP, length_gap], progress=False)
+    assert isinstance(result, evalbeam.Result) and result.run_id == "api"
+    assert result.manifest["input"] == "pandas.DataFrame (4 rows, in memory)"
+    assert result.bots == ["faq", "recorded"] and "length_gap" in result.metrics
+    assert os.path.isfile(result.report_path) and result.report_path.endswith("report.html")
+    assert not glob.glob(os.path.join(tmp_path, "evalbeam-cases-*"))
+
+    # the same rows through the command line give the same tables
+    cases = write_cases(str(tmp_path / "cases.parquet"), SAMPLE_ROWS)
+    yaml_cfg = tmp_path / "c.yaml"
+    yaml_cfg.write_text(f"bots:\n  - {{name: faq, type: faq_match, faq: {cfg['bots'][0]['faq']}}}\n"
+                        "  - {name: recorded, type: precomputed}\n"
+                        f"metrics: [{', '.join(CHEAP)}]\n")
+    cli_out = str(tmp_path / "cli")
+    assert run_cli("--input", cases, "--output", cli_out, "--config", str(yaml_cfg),
+                   "--run-id", "cli", "--run-date", "2026-11-21") == 0
+    api_scores = [r for r in result.scores().to_pylist() if r["metric"] != "length_gap"]
+    assert _comparable(api_scores) == _comparable(read_rows(cli_out, "scores"))
+    assert _comparable(result.results().to_pylist()) == _comparable(read_rows(cli_out, "results"))
+
+    frame = result.to_pandas()  # one row per case × bot, a column per metric
+    assert len(frame) == 8 and {"case_id", "bot", "answer", "verdict", *CHEAP,
+                                "length_gap"} <= set(frame.columns)
+    c1 = frame[(frame.case_id == "c1") & (frame.bot == "recorded")].iloc[0]
+    assert c1["exact_match"] == 1.0 and c1["length_gap"] == 0.0
+    assert pd.isna(frame[(frame.case_id == "c3") & (frame.bot == "recorded")]
+                   .iloc[0]["length_gap"])  # no reference: null, not 0
+    summary = result.summary()
+    assert isinstance(summary, pa.Table) and set(summary["suite"].to_pylist()) == {"*"}
+    verdicts = [r for r in summary.to_pylist() if r["metric"] == "verdict"]
+    assert sorted(r["bot"] for r in verdicts) == ["faq", "recorded"]
+    assert sum(r["pass_count"] + r["warn_count"] + r["fail_count"] + r["error_count"]
+               for r in verdicts) == 8
+    gap = next(r for r in result.scores().to_pylist()
+               if r["metric"] == "length_gap" and r["case_id"] == "c2" and r["bot"] == "recorded")
+    assert gap["details"] == '{"unit": "chars"}' and gap["value"] > 0
+    assert "evalbeam run api (2026-11-21): 4 cases × 2 bots" in repr(result)
+    assert "<b>evalbeam run api</b>" in result._repr_html_()
+
+
+def test_evaluate_an_arrow_table_and_a_hf_dataset(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    rows = [dict(r, case_id=f"{r['case_id']}-{i}") for i in range(3) for r in SAMPLE_ROWS]
+    ds = datasets.Dataset.from_list(rows).select(range(2, 10))  # 8 rows, through indices
+    result = evalbeam.evaluate(ds, progress=False, metrics=CHEAP)
+    try:
+        assert result.output.startswith(os.path.join(os.path.realpath("/tmp"), "")) or \
+            "evalbeam-" in result.output  # a temporary folder, kept
+        assert result.manifest["input"] == "datasets.Dataset (8 rows, in memory)"
+        ids = sorted(r["case_id"] for r in result.results().to_pylist())
+        assert ids == sorted(r["case_id"] for r in rows[2:10])
+        assert result.counts["valid_cases"] + result.counts["invalid_rows"] == 8
+    finally:
+        shutil.rmtree(result.output, ignore_errors=True)
+
+    table = pa.Table.from_pylist(SAMPLE_ROWS)
+    arrow = evalbeam.evaluate(table, output=str(tmp_path / "arrow"), progress=False,
+                              metrics=["exact_match"])
+    assert arrow.manifest["input"] == "pyarrow.Table (4 rows, in memory)"
+    assert arrow.counts["valid_cases"] == 4 and arrow.metrics == ["exact_match"]
+
+
+def test_read_run_reads_only_what_the_completion_marker_lists(tmp_path):
+    out = str(tmp_path / "out")
+    cases = write_cases(str(tmp_path / "cases.parquet"), SAMPLE_ROWS)
+    first = evalbeam.evaluate(cases, output=out, run_id="r", progress=False,
+                              metrics=["exact_match"])
+    assert first.manifest["input"] == cases
+    again = evalbeam.read_run(out, "r")
+    assert again.results().num_rows == 4 == first.results().num_rows
+    # a stray file named like the run's (a killed attempt's, another tool's copy)
+    stray = glob.glob(os.path.join(out, "results", "**", "part-r.*.parquet"), recursive=True)[0]
+    shutil.copy(stray, stray.replace("part-r.", "part-r.ffffffffffff."))
+    assert evalbeam.read_run(out, "r").results().num_rows == 4
+    with pytest.raises(ValueError, match="run nope has no completed attempt"):
+        evalbeam.read_run(out, "nope")
+
+
+def test_bad_calls_raise_one_clear_error_and_write_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="unknown key 'botz'"):
+        evalbeam.evaluate(SAMPLE_ROWS, config={"botz": []}, output=out)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'run_dat'"):
+        evalbeam.evaluate(SAMPLE_ROWS, output=out, run_dat="2026-01-01")
+    with pytest.raises(InputError, match="cases must be a pandas DataFrame.*got builtins.int"):
+        evalbeam.evaluate(42, output=out)
+    with pytest.raises(InputError, match="required column"):
+        evalbeam.evaluate([{"prompt": "hi"}], output=out)
+    with pytest.raises(ConfigError, match="unknown metric 'blue'"):
+        evalbeam.evaluate(SAMPLE_ROWS, output=out, metrics=["blue"])
+    assert not out.exists()
+    monkeypatch.setitem(sys.modules, "pandas", None)  # pandas is optional
+    result = evalbeam.evaluate(SAMPLE_ROWS, output=out, metrics=["exact_match"],
+                               progress=False)
+    assert result.summary().num_rows > 0
+    with pytest.raises(ImportError, match="pip install pandas"):
+        result.to_pandas()
+
+
+def test_import_is_cheap_and_the_names_are_there():
+    code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
+            "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["['Result', 'evaluate', 'metric', 'read_run']", "True"]
+
+
+def test_written_cases_file_is_parquet_and_removed(tmp_path):
+    from evalbeam.api import cases_path
+    path, label, staging = cases_path([{"question": "q", "answer": "a"}])
+    try:
+        assert pq.read_table(path).to_pylist() == [{"question": "q", "answer": "a"}]
+        assert label == "list of dicts (1 rows, in memory)"
+    finally:
+        shutil.rmtree(staging)
+    assert cases_path("x.parquet") == ("x.parquet", None, None)
