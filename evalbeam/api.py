@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from evalbeam.result import Result
 
 # evaluate()'s own keyword options; any other keyword is a Beam pipeline option
-RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "progress", "lease_ttl")
+RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "lease_ttl")
 
 
 def read_run(output: str, run_id: str) -> Result:
@@ -45,6 +45,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     run_id:  the run's id (default: a UTC timestamp and a random suffix).
     options: run_date="YYYY-MM-DD"; metrics=[names or @evalbeam.metric functions]
              (as the config's `metrics:`, the functions added as custom metrics);
+             preset="NAME" (a verdict preset, as `evalbeam run --preset`);
              custom_metrics=[functions] (added to the metrics that would run);
              progress=False (no progress lines on stderr); lease_ttl=seconds;
              any Beam pipeline option (runner="FnApiRunner",
@@ -69,6 +70,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
         path, label, staging = cases_path(cases)
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
                                   run_date=run_options.get("run_date"), attempt=None,
+                                  preset=run_options.get("preset"),
                                   lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
         pipeline_options = beam_options(beam_args)
         plan = make_plan(args, pipeline_options, config=cfg)

@@ -6,7 +6,8 @@
     evalbeam status --output DIR --run-id ID
     evalbeam calibrate --output DIR --run-id ID [--bot NAME ...]
     evalbeam compare --output DIR --baseline RUN[:BOT] --candidate RUN[:BOT]
-                     [--config FILE.yaml]
+                     [--config FILE.yaml] [--min-difference D]
+    evalbeam view --output DIR [--port N]
 
 This module parses the arguments and dispatches; the up-front checks that
 turn them into a Plan live in `pipeline.plan`, so a bad invocation exits
@@ -77,6 +78,11 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "`evalbeam: error: ...`, nothing written",
         EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
                           "allows (the output names the rule)",
+    },
+    "view": {
+        0: "stopped with Ctrl-C",
+        EXIT_USAGE: "--output is not a local folder, or the port cannot be used (taken, "
+                    "or not a port number): one line `evalbeam: error: ...`",
     },
 }
 
@@ -195,6 +201,21 @@ def _parser() -> argparse.ArgumentParser:
                           "is a tie (W/T/L) and a zero in the tests, and a metric changed only "
                           f"when its mean moved by more than D (default {MIN_DIFFERENCE:g}, "
                           "above the float noise of two runs of the same inputs)")
+    from pipeline.viewer.server import DEFAULT_PORT
+    view = _command(
+        sub, "view", "browse the runs of an output folder in a local, read-only web viewer",
+        "Serve a read-only web viewer on http://127.0.0.1:PORT/ over the runs of --output "
+        "(each read through its completion marker): the runs; a case explorer per run with "
+        "filters (bot, suite, verdict, a metric's value range, text in the case id, "
+        "question, reference or answer) and pages of 50; a case page with the question, the "
+        "contexts, the reference, every bot's answer and every metric with its details and "
+        "why it is null; two runs' answers side by side. Only this machine can reach it; "
+        "nothing is written and nothing is fetched from the internet.",
+        "Open the printed address in a browser; Ctrl-C stops the viewer.")
+    view.add_argument("--output", required=True, metavar="DIR",
+                      help="the output folder whose runs to show (local or mounted)")
+    view.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
+                      help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port)")
     return parser
 
 
@@ -224,6 +245,23 @@ def calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def view(args: argparse.Namespace) -> int:
+    """`evalbeam view`: serve until Ctrl-C (0), or EXIT_USAGE with one line."""
+    from pipeline.viewer.server import serve
+    output = args.output.rstrip("/") or "/"
+    if "://" in output:
+        return _usage_error("view reads a local (or mounted) folder; copy the tables or "
+                            "mount the bucket first")
+    if not os.path.isdir(output):
+        return _usage_error(f"--output {output} is not a folder")
+    if not 0 <= args.port <= 65535:
+        return _usage_error(f"--port {args.port} is not a port number (0-65535)")
+    try:
+        return serve(output, args.port)
+    except OSError as exc:
+        return _usage_error(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}")
+
+
 def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
     from pipeline.postrun.compare import CompareError, run_compare
@@ -250,6 +288,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _usage_error(f"unexpected argument {unknown[0]!r}")
     if args.command == "calibrate":
         return calibrate(args)
+    if args.command == "view":
+        return view(args)
     if args.command == "status":
         from pipeline.postrun.status import print_status
         return print_status(args.output, args.run_id)

@@ -29,8 +29,9 @@ CHROMIUM = os.environ.get("EVALBEAM_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--disable-extensions", "--mute-audio",
-         "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-         "--remote-debugging-pipe")
+         "--proxy-server=127.0.0.1:9", "--remote-debugging-pipe")
+# Loopback too goes to the closed proxy, unless a test serves pages on 127.0.0.1
+NO_LOOPBACK = "--proxy-bypass-list=<-loopback>"
 
 
 def _above(fd: int, low: int = 10) -> int:
@@ -59,8 +60,11 @@ class Page:
 
 
 class Browser:
-    def __init__(self, width: int = 1280, timeout_s: float = 60):
+    def __init__(self, width: int = 1280, timeout_s: float = 60, loopback: bool = False):
+        """loopback: let the pages reach 127.0.0.1 (a local server under test);
+        every other address still goes to the closed proxy."""
         self.width, self.timeout_s = width, timeout_s
+        self._flags = FLAGS if loopback else (*FLAGS, NO_LOOPBACK)
         self._next_id = 0
         self._replies: dict[int, dict] = {}
         self._events: queue.Queue = queue.Queue()
@@ -79,7 +83,7 @@ class Browser:
             os.dup2(from_chrome_w, 4)
 
         self._proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
+            [CHROMIUM, *self._flags, f"--user-data-dir={self._profile}", "about:blank"],
             pass_fds=(3, 4), preexec_fn=remap,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)

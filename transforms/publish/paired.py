@@ -23,11 +23,11 @@ numpy/scipy functions, shared by both.
 """
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from schemas.tables import MIN_DIFFERENCE, VERDICT_ORDER  # noqa: F401 (MIN_DIFFERENCE re-exported)
 
@@ -37,8 +37,15 @@ LEVEL = 0.95
 TIE = 1e-9          # |delta| at or below this is zero whatever the minimum difference
 ALPHA = 0.05
 _BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
-# P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from uniforms
-_POISSON_CDF = stats.poisson.cdf(np.arange(0, 24), 1.0).astype(np.float32)
+
+
+@functools.cache
+def _poisson_cdf() -> np.ndarray:
+    """P(K <= k) of Poisson(1), k = 0.., for drawing weights by inverse CDF from
+    uniforms (scipy.stats is imported on first use: the graph imports this
+    module, and importing scipy.stats costs every run's start-up)."""
+    from scipy import stats
+    return stats.poisson.cdf(np.arange(0, 24), 1.0).astype(np.float32)
 
 
 def bot_seed(bot: str) -> list[int]:
@@ -52,7 +59,7 @@ def poisson_weights(rng: np.random.Generator, resamples: int, cases: int) -> np.
     independent Poisson(1) counts (inverse CDF of float32 uniforms: twice as
     fast as Generator.poisson, exact to 2^-24)."""
     u = rng.random((resamples, cases), dtype=np.float32)
-    return np.searchsorted(_POISSON_CDF, u, side="right").astype(np.float32)
+    return np.searchsorted(_poisson_cdf(), u, side="right").astype(np.float32)
 
 
 def bootstrap_intervals(deltas: np.ndarray, cuts: Sequence[int] = (),
@@ -99,6 +106,7 @@ def signed_rank_exact_p(d: np.ndarray) -> float:
     integers and the null distribution of 2·T+ is a convolution over at most
     n(n+1) + 1 values (scipy's exact table assumes no ties; its permutation
     method samples and takes seconds)."""
+    from scipy import stats
     doubled = np.rint(2 * stats.rankdata(np.abs(d))).astype(int)
     total = int(doubled.sum())
     dist = np.zeros(total + 1)
@@ -121,6 +129,7 @@ def wilcoxon_p(deltas: np.ndarray, zero: float = TIE) -> float:
         return 1.0
     if d.size <= EXACT_LIMIT:
         return signed_rank_exact_p(d)
+    from scipy import stats
     return float(stats.wilcoxon(d, method="asymptotic").pvalue)
 
 
@@ -130,6 +139,7 @@ def mcnemar_p(worse: int, better: int) -> float:
     n = worse + better
     if n == 0:
         return 1.0
+    from scipy import stats
     return float(min(1.0, 2 * stats.binom.cdf(min(worse, better), n, 0.5)))
 
 

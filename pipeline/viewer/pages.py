@@ -1,0 +1,284 @@
+"""The viewer's pages: plain HTML with forms and links, no script.
+
+Every text from the data (case ids, questions, answers, contexts, reasons,
+details, suite and bot names) is shown through `text()`: control characters
+and bidirectional overrides become visible escapes, then HTML is escaped.
+Links carry user values percent-encoded (`link()`), and the server's
+Content-Security-Policy forbids scripts anyway.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote, urlencode
+
+from schemas.tables import VERDICT_ORDER
+from transforms.publish.html import Raw, esc, page
+from transforms.publish.report import escape_controls
+
+STYLE = """
+nav{margin-bottom:1rem;font-size:.9rem}nav a{margin-right:1rem}
+form.filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:flex-end;margin:.8rem 0;
+padding:.6rem;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px}
+form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#57606a}
+form.filters input,form.filters select{font-size:.9rem;padding:.2rem}
+input.num{width:5rem}input.search{width:16rem}
+.pager{margin:.8rem 0}.pager a,.pager span{margin-right:.8rem}
+.v-PASS{color:#1a7f37;font-weight:600}.v-WARN{color:#9a6700;font-weight:600}
+.v-FAIL{color:#cf222e;font-weight:600}.v-ERROR{color:#6e7781;font-weight:600}
+.answer{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5rem;
+border-radius:6px;border:1px solid #d0d7de;max-width:70rem}
+.side{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
+pre.details{white-space:pre-wrap;word-break:break-word;font-size:.8rem;margin:0;max-width:40rem}
+table.cases td:first-child,table.side td:first-child{min-width:6.5rem;overflow-wrap:anywhere}
+.empty{color:#57606a;font-style:italic}
+"""
+
+
+def text(value: Any) -> str:
+    """Untrusted text for the page: controls made visible, HTML escaped."""
+    if value is None:
+        return "–"
+    return esc(escape_controls(str(value)))
+
+
+def clip(value: Any, limit: int) -> str:
+    s = "" if value is None else str(value)
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def link(path: str, label: Any, params: Mapping[str, Any] | None = None) -> Raw:
+    """A link to one of the viewer's paths (parts already quoted by url())."""
+    href = path + ("?" + urlencode(params) if params else "")
+    return Raw(f'<a href="{esc(href)}">{text(label)}</a>')
+
+
+def url(*parts: str) -> str:
+    """/a/b/c with each part percent-encoded (a case id may hold '/', '?', '#')."""
+    return "/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def verdict(v: Any) -> Raw:
+    cls = f"v-{v}" if v in VERDICT_ORDER else ""
+    return Raw(f'<span class="{cls}">{text(v)}</span>')
+
+
+def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -> Raw:
+    """A table whose cells are Raw HTML (already escaped) or text."""
+    head = "".join(f"<th>{text(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, Raw) else text(c)}</td>"
+                                    for c in row) + "</tr>" for row in rows)
+    return Raw(f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
+               f"<tbody>{body}</tbody></table>")
+
+
+def viewer_page(title: str, parts: Sequence[Any]) -> bytes:
+    nav = Raw('<nav><a href="/">All runs</a></nav>')
+    html = page(f"{title} · evalbeam view", [Raw(f"<style>{STYLE}</style>"), nav, *parts])
+    return html.encode("utf-8")
+
+
+def _select(name: str, label: str, options: Sequence[str], chosen: str | None,
+            empty: str = "any") -> str:
+    opts = [f'<option value="">{esc(empty)}</option>'] + [
+        f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{text(o)}</option>'
+        for o in options]
+    return f'<label>{esc(label)}<select name="{esc(name)}">{"".join(opts)}</select></label>'
+
+
+def _input(name: str, label: str, value: Any, cls: str, kind: str = "text") -> str:
+    shown = "" if value is None else esc(str(value))
+    step = ' step="any"' if kind == "number" else ""
+    return (f'<label>{esc(label)}<input type="{kind}"{step} class="{cls}" name="{esc(name)}" '
+            f'value="{shown}"></label>')
+
+
+def filter_form(action: str, f, bots: Sequence[str], suites: Sequence[str],
+                metrics: Sequence[str], hidden: Mapping[str, str] | None = None,
+                changed: bool | None = None) -> Raw:
+    """The explorer's filters as a GET form (bookmarkable URLs)."""
+    fields = [f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">'
+              for k, v in (hidden or {}).items()]
+    fields += [_select("bot", "bot", bots, f.bot), _select("suite", "suite", suites, f.suite),
+               _select("verdict", "verdict", VERDICT_ORDER, f.verdict),
+               _select("metric", "metric", metrics, f.metric, "—"),
+               _input("min", "value ≥", f.low, "num", "number"),
+               _input("max", "value ≤", f.high, "num", "number"),
+               _input("q", "text (case id, question, reference, answer)", f.text, "search")]
+    if changed is not None:
+        fields.append(f'<label>verdict or answer changed<input type="checkbox" name="changed" '
+                      f'value="1"{" checked" if changed else ""}></label>')
+    fields.append('<button type="submit">Filter</button>')
+    fields.append(f'<a href="{esc(action)}">clear</a>')
+    return Raw(f'<form class="filters" method="get" action="{esc(action)}">'
+               + "".join(fields) + "</form>")
+
+
+def pager(path: str, params: Mapping[str, str], page_: int, pages: int, total: int,
+          size: int) -> Raw:
+    first = (page_ - 1) * size + 1 if total else 0
+    last = min(total, page_ * size)
+    parts = [f"<span>{first:,}–{last:,} of {total:,}</span>"]
+    if page_ > 1:
+        parts.append(link(path, "← previous", {**params, "page": page_ - 1}))
+    if page_ < pages:
+        parts.append(link(path, "next →", {**params, "page": page_ + 1}))
+    parts.append(f"<span>page {page_:,} of {pages:,}</span>")
+    return Raw('<div class="pager">' + "".join(parts) + "</div>")
+
+
+def details_block(value: Any) -> Raw:
+    """A metric's details (JSON): its start on one line, all of it indented
+    in a block that opens."""
+    if value in (None, {}, ""):
+        return Raw("–")
+    if isinstance(value, str):
+        short, full = value, value
+    else:
+        short = json.dumps(value, ensure_ascii=False, default=str)
+        full = json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    return Raw(f'<details><summary>{text(clip(short, 110))}</summary>'
+               f'<pre class="details">{text(full)}</pre></details>')
+
+
+def answer_box(value: Any, limit: int | None = None) -> Raw:
+    """A bot's answer in a box; an empty or missing one says so."""
+    if value is None or str(value).strip() == "":
+        label = "(no answer)" if value is None else "(empty answer)"
+        return Raw(f'<div class="answer empty">{label}</div>')
+    shown = clip(value, limit) if limit else value
+    return Raw(f'<div class="answer">{text(shown)}</div>')
+
+
+def number(x: Any) -> str:
+    return "–" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def runs_list(runs: list[dict], problems: list[str], output: str) -> bytes:
+    rows = []
+    for m in runs:
+        c = m.get("counts", {})
+        rid = m["run_id"]
+        rows.append([link(url("run", rid), rid), m.get("run_date"), m.get("finished_at"),
+                     ", ".join(m.get("bots", [])), f"{c.get('valid_cases', 0):,}",
+                     f"{c.get('invalid_rows', 0):,}", len(m.get("metrics", [])),
+                     link(url("run", rid, "report.html"), "report")])
+    parts: list[Any] = [Raw(f"<h1>Runs in {text(output)}</h1>")]
+    if rows:
+        parts.append(grid(["run", "run date", "finished", "bots", "cases", "invalid rows",
+                           "metrics", "report"], rows))
+        ids = [m["run_id"] for m in runs]
+        options = "".join(f'<option value="{esc(i)}">{text(i)}</option>' for i in ids)
+        second = "".join(f'<option value="{esc(i)}"{" selected" if n == 1 else ""}>'
+                         f"{text(i)}</option>" for n, i in enumerate(ids))
+        parts.append(Raw("<h2>Two runs side by side</h2>"
+                         '<form class="filters" method="get" action="/compare">'
+                         f'<label>run A<select name="a">{options}</select></label>'
+                         f'<label>run B<select name="b">{second}</select></label>'
+                         '<button type="submit">Show</button></form>'))
+    else:
+        parts.append(Raw("<p>No finished run in this folder yet.</p>"))
+    if problems:
+        parts.append(Raw("<h2>Not shown</h2><ul>" + "".join(f"<li>{text(p)}</li>"
+                                                         for p in problems) + "</ul>"))
+    return viewer_page("Runs", parts)
+
+
+def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: int) -> bytes:
+    run = loaded.run
+    rid = run.run_id
+    path = url("run", rid)
+    summary = grid(["bot", *VERDICT_ORDER], [[b, *(f"{v.get(k, 0):,}" for k in VERDICT_ORDER)]
+                                             for b, v in counts.items()])
+    rows = []
+    for r in result.rows:
+        row = [Raw(f'<span class="case">{link(url("run", rid, "case", r["case_id"]), r["case_id"])}'
+                   "</span>"), r["bot"], r["suite"], verdict(r["verdict"]),
+               clip(r["verdict_reason"], 160), clip(r["question"], 160),
+               clip(r["answer"], 200)]
+        if f.metric:
+            row.append(number(r["value"]))
+        rows.append(row)
+    headers = ["case", "bot", "suite", "verdict", "reason", "question", "answer"]
+    if f.metric:
+        headers.append(f.metric)
+    parts = [Raw(f"<h1>Run {text(rid)}</h1>"),
+             Raw(f'<p class="muted">{text(run.run_date)} · {run.counts.get("valid_cases", 0):,} '
+                 f'cases × {len(run.bots)} bots · input {text(run.manifest.get("input"))} · '
+                 f'{link(url("run", rid, "report.html"), "report")}</p>'),
+             summary,
+             filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics),
+             pager(path, f.params(), result.page, result.pages, result.total, size),
+             grid(headers, rows, "cases"),
+             pager(path, f.params(), result.page, result.pages, result.total, size)]
+    return viewer_page(f"Run {rid}", parts)
+
+
+def case_page(loaded, case: Mapping[str, Any]) -> bytes:
+    rid = loaded.run.run_id
+    parts: list[Any] = [
+        Raw(f"<h1>Case {text(case['case_id'])}</h1>"),
+        Raw(f'<p class="muted">run {link(url("run", rid), rid)} · suite {text(case["suite"])}'
+            f'{" · tags " + text(", ".join(case["tags"])) if case.get("tags") else ""}'
+            f'{" · label " + text(case["label"]) if case.get("label") else ""}</p>')]
+    if case["repeated"]:
+        parts.append(Raw("<p><b>This case id appears more than once in the input</b>: every "
+                         "occurrence is shown.</p>"))
+    if case.get("messages"):
+        parts.append(Raw("<h2>Conversation before the question</h2>"))
+        parts.append(grid(["role", "content"], [[m.get("role"), m.get("content")]
+                                                for m in case["messages"]
+                                                if isinstance(m, dict)]))
+    parts += [Raw("<h2>Question</h2>"), Raw(f'<div class="answer">{text(case["question"])}</div>')]
+    refs = case.get("references") or ([case["expected_answer"]]
+                                      if case.get("expected_answer") is not None else [])
+    parts.append(Raw("<h2>Reference</h2>"))
+    parts += [Raw(f'<div class="answer">{text(r)}</div>') for r in refs] or [
+        Raw("<p>None given.</p>")]
+    contexts = case.get("contexts") or []
+    parts.append(Raw(f"<h2>Contexts ({len(contexts)})</h2>"))
+    parts += [Raw(f'<div class="answer"><b>[{i}]</b> {text(c)}</div>')
+              for i, c in enumerate(contexts, 1)] or [Raw("<p>None.</p>")]
+    for a in case["answers"]:
+        parts.append(Raw(f"<h2>{text(a['bot'])}: {verdict(a['verdict'])}</h2>"))
+        parts.append(Raw(f"<p>{text(a.get('verdict_reason'))}</p>"))
+        if a.get("error"):
+            parts.append(Raw(f"<p><b>Error:</b> {text(a['error'])}</p>"))
+        parts.append(answer_box(a.get("answer")))
+        meta = [f"latency {number(a.get('latency_ms'))} ms"]
+        if a.get("details"):
+            meta.append("bot details: " + json.dumps(a["details"], ensure_ascii=False,
+                                                      default=str)[:600])
+        parts.append(Raw(f'<p class="muted small">{text(" · ".join(meta))}</p>'))
+        parts.append(grid(["metric", "value", "why null", "details"],
+                          [[s["metric"], number(s["value"]), s.get("error"),
+                            details_block(s.get("details"))] for s in a["scores"]]))
+    return viewer_page(f"Case {case['case_id']}", parts)
+
+
+def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: Sequence[str],
+                      metrics: Sequence[str]) -> bytes:
+    ra, rb = a.run.run_id, b.run.run_id
+    params = {"a": ra, "b": rb, **f.params()}
+    rows = []
+    for r in result.rows:
+        rows.append([Raw(f'{link(url("run", ra, "case", r["case_id"]), r["case_id"])}'),
+                     r["bot"], r["suite"], clip(r["question"], 160),
+                     Raw(f'{verdict(r["verdict_a"])}<br>{text(clip(r["reason_a"], 120))}'
+                         f'{answer_box(r["answer_a"], 600)}'),
+                     Raw(f'{verdict(r["verdict_b"])}<br>{text(clip(r["reason_b"], 120))}'
+                         f'{answer_box(r["answer_b"], 600)}')])
+    parts = [Raw(f"<h1>{text(ra)} and {text(rb)} side by side</h1>"),
+             Raw(f'<p class="muted">cases × bots both runs answered · A: '
+                 f'{link(url("run", ra), ra)} · B: {link(url("run", rb), rb)} · the filters '
+                 "(and a metric's range) apply to B</p>"),
+             filter_form("/compare", f, bots, suites, metrics, hidden={"a": ra, "b": rb},
+                         changed=f.changed),
+             pager("/compare", params, result.page, result.pages, result.total, size),
+             grid(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side"),
+             pager("/compare", params, result.page, result.pages, result.total, size)]
+    return viewer_page(f"{ra} and {rb}", parts)
+
+
+def error_page(status: int, message: str) -> bytes:
+    return viewer_page(f"{status}", [Raw(f"<h1>{status}</h1><p>{text(message)}</p>")])

@@ -1,0 +1,198 @@
+"""`evalbeam view`: the read-only viewer over two real runs whose cases hold
+hostile text (HTML, script, control and bidi characters, '/', '?', '#' and
+'..' in case ids), over HTTP and in headless Chromium."""
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import socket
+import urllib.parse
+
+import duckdb
+import pytest
+
+from pipeline.viewer.data import PAGE_SIZE
+from pipeline.viewer.server import start_in_thread
+from tests import browser
+from tests.conftest import write_cases
+from tests.pipeline_helpers import run_cli
+
+PAYLOAD = "<script>window.__pwned = 1; document.title = 'PWNED'</script>"
+HOSTILE_IDS = [f"{PAYLOAD}id", 'q"onmouseover="window.__pwned=2', "a/b?c=1#d", "../../etc/passwd",
+               "ctrl\x1b[31mred", "bidi\u202egnp.exe", "日本語-ケース"]
+SUITES = ("billing", "shipping", "returns")
+
+
+def _rows(changed: bool) -> list[dict]:
+    rows = []
+    for i in range(70):
+        case_id = HOSTILE_IDS[i] if i < len(HOSTILE_IDS) else f"case-{i:03d}"
+        answer = f"Plan {i} costs {10 + i} dollars per month."
+        if i == 3:
+            answer = f"{PAYLOAD}<img src=x onerror=\"window.__pwned = 3\"> \x1b[2J cleared"
+        if changed and i % 10 == 5:
+            answer = "I do not know."
+        rows.append({"case_id": case_id, "question": f"What does plan {i} cost? {PAYLOAD}"
+                     if i == 0 else f"What does plan {i} cost?",
+                     "expected_answer": f"Plan {i} costs {10 + i} dollars per month.",
+                     "contexts": [f"Plan {i} costs {10 + i} dollars per month, billed monthly.",
+                                  f"<b>context</b> of plan {i}"],
+                     "answer": answer, "suite": SUITES[i % 3]})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def viewer(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("viewer")
+    out = str(tmp / "out")
+    cfg = tmp / "c.yaml"
+    cfg.write_text("metrics: [exact_match, keyword_recall, rougeL]\n")
+    for run_id, changed in (("r1", False), ("r2", True)):
+        cases = write_cases(str(tmp / f"{run_id}.parquet"), _rows(changed))
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
+                       run_id, "--run-date", "2026-11-2" + run_id[1]) == 0
+    server = start_in_thread(out, 0)
+    yield server, out
+    server.shutdown()
+    server.server_close()
+
+
+def _get(server, path: str, method: str = "GET", host: str | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=60)
+    headers = {} if host is None else {"Host": host}
+    conn.request(method, path, headers=headers)
+    resp = conn.getresponse()
+    body = resp.read().decode("utf-8", "replace")
+    conn.close()
+    return resp.status, dict(resp.getheaders()), body
+
+
+def _case_path(run_id: str, case_id: str) -> str:
+    return f"/run/{run_id}/case/" + urllib.parse.quote(case_id, safe="")
+
+
+def _total(body: str) -> int:
+    return int(re.search(r"–[0-9,]+ of ([0-9,]+)</span>", body).group(1).replace(",", ""))
+
+
+def test_pages_headers_and_refusals(viewer):
+    server, out = viewer
+    status, headers, body = _get(server, "/")
+    assert status == 200 and "script-src" not in headers["Content-Security-Policy"]
+    assert headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert 'href="/run/r1"' in body and 'href="/run/r2"' in body
+    status, _, body = _get(server, "/run/r1")
+    assert status == 200 and _total(body) == 70  # one bot (recorded) × 70 cases
+    assert _get(server, "/run/r1/report.html")[0] == 200
+    assert _get(server, "/run/nope")[0] == 404
+    assert _get(server, "/run/..%2F..%2Fetc")[0] == 400  # not a run id
+    assert _get(server, _case_path("r1", "no such case"))[0] == 404
+    assert _get(server, "/run/r1?min=abc")[0] == 400
+    assert _get(server, "/run/r1?metric=bleu")[0] == 400  # not a metric of the run
+    assert _get(server, "/run/r1?verdict=MAYBE")[0] == 400
+    assert _get(server, "/", method="POST")[0] == 405
+    assert _get(server, "/", host="evil.example:80")[0] == 400  # DNS rebinding
+    assert _get(server, "/nothing/here")[0] == 404
+
+
+def test_filters_and_paging_match_the_tables(viewer):
+    server, out = viewer
+    con = duckdb.connect()
+    scores = (f"read_parquet('{out}/scores/**/*.parquet', hive_partitioning=true) "
+              "WHERE run_id = 'r2' AND metric = 'rougeL'")
+    for query, cond in (("max=0.99", "value <= 0.99"), ("min=0.99", "value >= 0.99"),
+                         ("min=0&max=0.5", "value BETWEEN 0 AND 0.5")):
+        want = con.execute(f"SELECT count(*) FROM {scores} AND {cond}").fetchone()[0]
+        status, _, body = _get(server, f"/run/r2?metric=rougeL&{query}")
+        assert status == 200 and _total(body) == want > 0, query
+    results = (f"read_parquet('{out}/results/**/*.parquet', hive_partitioning=true) "
+               "WHERE run_id = 'r2'")
+    for verdict in ("PASS", "FAIL", "WARN"):
+        n = con.execute(f"SELECT count(*) FROM {results} AND verdict = ?", [verdict]
+                        ).fetchone()[0]
+        status, _, body = _get(server, f"/run/r2?verdict={verdict}")
+        assert _total(body) == n, verdict
+    _, _, body = _get(server, "/run/r2?suite=billing&bot=recorded")
+    assert _total(body) == 24  # i % 3 == 0 of 70
+    _, _, body = _get(server, "/run/r2?q=" + urllib.parse.quote("DO NOT know"))
+    assert _total(body) == 7  # case-insensitive, in the answers
+    _, _, body = _get(server, "/run/r2?q=" + urllib.parse.quote("100%"))  # % is literal
+    assert _total(body) == 0
+    _, _, page2 = _get(server, "/run/r2?page=2")
+    assert "51–70 of 70" in page2 and "← previous" in page2 and "next →" not in page2
+    ids = re.findall(r'href="/run/r2/case/([^"]+)"', page2)
+    assert len(ids) == 70 - PAGE_SIZE
+    _, _, side = _get(server, "/compare?a=r1&b=r2&changed=1")
+    assert _total(side) == 7 and "I do not know." in side
+
+
+def test_hostile_text_is_shown_as_text(viewer):
+    server, _ = viewer
+    for path in ["/run/r1", "/run/r1?q=" + urllib.parse.quote("<script>"),
+                 _case_path("r1", HOSTILE_IDS[0]), _case_path("r1", HOSTILE_IDS[3]),
+                 "/compare?a=r1&b=r2"]:
+        status, _, body = _get(server, path)
+        assert status == 200, path
+        assert "<script>window" not in body and "<img src=x" not in body, path
+        assert "\x1b" not in body and "\u202e" not in body, path
+    _, _, body = _get(server, _case_path("r1", HOSTILE_IDS[0]))
+    assert "&lt;script&gt;window.__pwned = 1;" in body
+    for case_id in HOSTILE_IDS[1:]:  # every hostile id reaches its own page
+        status, _, body = _get(server, _case_path("r1", case_id))
+        assert status == 200, case_id
+    _, _, body = _get(server, _case_path("r1", "ctrl\x1b[31mred"))
+    assert "ctrl\\x1b[31mred" in body  # the control character as a visible escape
+    _, _, body = _get(server, _case_path("r1", HOSTILE_IDS[3]))
+    assert "&lt;b&gt;context&lt;/b&gt; of plan 3" in body and "\\x1b[2J cleared" in body
+
+
+def test_in_headless_chromium(viewer, tmp_path):
+    """As a person sees it: the explorer filtered, a hostile case reached by its
+    link, two runs side by side; nothing runs, nothing is fetched elsewhere."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"{browser.CHROMIUM} is missing (.ci/run installs Debian's chromium)")
+        pytest.skip(f"{browser.CHROMIUM} not installed")
+    server, _ = viewer
+    base = server.url.rstrip("/")
+    with browser.Browser(loopback=True) as b:
+        explorer = b.open(base + "/run/r2?bot=recorded&metric=rougeL&min=0&q="
+                          + urllib.parse.quote("<script>"))
+        (tmp_path / "explorer.png").write_bytes(explorer.png)
+        link = explorer.evaluate("Array.from(document.querySelectorAll('a'))"
+                                 ".find(a => a.textContent.startsWith('<script>')).href")
+        case = b.open(link)
+        (tmp_path / "case.png").write_bytes(case.png)
+        side = b.open(base + "/compare?a=r1&b=r2&changed=1")
+        (tmp_path / "side.png").write_bytes(side.png)
+        for name, page in (("explorer", explorer), ("case", case), ("side", side)):
+            elsewhere = [u for u in page.requests
+                         if not u.startswith((base + "/", "data:"))]
+            assert elsewhere == [], f"{name} made requests: {elsewhere}"
+            assert page.evaluate("typeof window.__pwned") == "undefined", name
+            assert page.evaluate("document.title") != "PWNED"
+            assert page.evaluate("document.querySelectorAll('script, img[src=x]').length") == 0
+            assert len(page.png) > 20_000
+        # the case whose id and question hold the payload, and the one whose answer does
+        assert explorer.evaluate("document.querySelectorAll('table.cases tbody tr').length") \
+            == 2
+        text = case.evaluate("document.body.innerText")
+        assert f"Case {PAYLOAD}id" in text and "Contexts (2)" in text
+        assert "keyword_recall" in text and "rougeL" in text and "Reference" in text
+        assert side.evaluate("document.querySelectorAll('table.side tbody tr').length") == 7
+
+
+def test_view_command_refuses_what_it_cannot_serve(tmp_path, capsys):
+    from pipeline.cli import run
+    assert run(["view", "--output", str(tmp_path / "missing")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert run(["view", "--output", "gs://bucket/evals"]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert run(["view", "--output", str(tmp_path), "--port",
+                    str(taken.getsockname()[1])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[1].startswith("evalbeam: error: cannot serve on 127.0.0.1:")
