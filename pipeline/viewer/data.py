@@ -2,11 +2,16 @@
 completion marker (transforms/publish/completed.py), and their tables
 queried with DuckDB.
 
-A run's results and scores are loaded once into DuckDB tables (only the
-columns the explorer filters and lists: no contexts, no details), so that a
-page of a 100k-case run is a query over memory; the case page reads the rest
-of one case from the run's Parquet files. Every value from the user (a bot,
-a suite, a search text, a case id) is a query parameter, never SQL text.
+Opening a run loads only what every page sorts and filters on, into a
+DuckDB table: each results row's position in case order (`rn`), case id,
+bot, suite, verdict and reason (0.4 s of CPU for 200,000 rows). What only
+some pages need is built the first time it is needed and kept: the
+lower-cased text of each row for the text search (built at once in the
+background after the open), one table per metric with its values (when a
+page first filters on or shows that metric), two runs' rows joined (side by
+side). The texts a page shows are read from the run's Parquet files for its
+50 rows only. Every value from the user (a bot, a suite, a search text, a
+case id) is a query parameter, never SQL text.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from transforms.publish.completed import (CompletedRun, RunUnreadable, check_run
 PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
 LISTED_TEXT = 240    # characters of a question or answer in a list
+SIDE_TEXT = 600      # characters of each answer side by side
 
 
 @dataclass(frozen=True)
@@ -71,25 +77,60 @@ def _files_sql(paths: Sequence[str]) -> str:
 
 @dataclass
 class LoadedRun:
-    """One run's tables in DuckDB (named by a serial number, not the run id)."""
+    """One run's tables in DuckDB (named by a serial number, not the run id):
+    `{name}_r` always, `{name}_h` (search text) and `{name}_m{i}` (metric i's
+    values) once built."""
     run: CompletedRun
     name: str
     bots: list[str]
     suites: list[str]
     metrics: list[str]
+    built: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def metric_table(self, metric: str) -> str:
+        return f"{self.name}_m{self.metrics.index(metric)}"
+
+
+def _paged(cur, select: str, params: list, wanted: int
+           ) -> tuple[list[dict[str, Any]], int, int, int]:
+    """One page of a query's rows in rn order, and how many rows it has: the
+    filters are evaluated once (the total rides along as a window count); a
+    page past the end is the last page."""
+    query = (f"SELECT *, count(*) OVER () AS _total FROM ({select}) ORDER BY rn "
+             f"LIMIT {PAGE_SIZE} OFFSET ?")
+    rows = _rows(cur.execute(query, [*params, (max(1, wanted) - 1) * PAGE_SIZE]))
+    if rows:
+        total = rows[0]["_total"]
+        page = max(1, wanted)
+    else:
+        total = cur.execute(f"SELECT count(*) FROM ({select})", params).fetchone()[0]
+        page = max(1, -(-total // PAGE_SIZE))
+        if total and page != wanted:
+            rows = _rows(cur.execute(query, [*params, (page - 1) * PAGE_SIZE]))
+    for r in rows:
+        r.pop("_total", None)
+    return rows, total, page, max(1, -(-total // PAGE_SIZE))
+
+
+def _rows(cursor) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 
 class Catalog:
     """The folder's runs, and the ones loaded into DuckDB."""
 
-    def __init__(self, output: str, threads: int = 2, memory_limit: str = "4GB"):
+    def __init__(self, output: str, threads: int = 2, memory_limit: str = "4GB",
+                 prefetch: bool = True):
         import duckdb
         self.output = output.rstrip("/") or "/"
         self._con = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
         self._loaded: OrderedDict[str, LoadedRun] = OrderedDict()
+        self._pairs: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._lock = threading.Lock()
         self._serial = 0
+        self._prefetch = prefetch
 
     def cursor(self):
         """A connection for one request's thread (DuckDB cursors are per thread)."""
@@ -127,84 +168,129 @@ class Catalog:
             self._loaded[run_id] = loaded
             while len(self._loaded) > CACHED_RUNS:
                 _, old = self._loaded.popitem(last=False)
-                self._con.execute(f"DROP TABLE IF EXISTS {old.name}_results; "
-                                  f"DROP TABLE IF EXISTS {old.name}_scores")
-            return loaded
+                self._drop(old)
+        if self._prefetch:  # the search text, before anyone searches
+            threading.Thread(target=self._ensure_search, args=(loaded, self.cursor()),
+                             name="evalbeam-view-prefetch", daemon=True).start()
+        return loaded
+
+    def _drop(self, old: LoadedRun) -> None:
+        with old.lock:
+            for table in {f"{old.name}_r", *old.built}:
+                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+        for key, table in list(self._pairs.items()):
+            if old.name in table.split("_")[1:3]:
+                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+                del self._pairs[key]
 
     def _load(self, run: CompletedRun) -> LoadedRun:
         self._serial += 1
         name = f"run{self._serial}"
-        results, scores = run.files(RESULTS.name), run.files(SCORES.name)
+        results = run.files(RESULTS.name)
         if not results:
             raise RunUnreadable(f"run {run.run_id!r} has no results/ files")
-        self._con.execute(f"""CREATE OR REPLACE TABLE {name}_results AS
-            SELECT case_id, bot, suite, verdict, verdict_reason, error, question,
-                   expected_answer, answer, latency_ms
-            FROM {_files_sql(results)} WHERE run_id = ?""", [run.run_id])
-        if scores:
-            self._con.execute(f"""CREATE OR REPLACE TABLE {name}_scores AS
-                SELECT case_id, bot, metric, value FROM {_files_sql(scores)}
-                WHERE run_id = ?""", [run.run_id])
-        else:
-            self._con.execute(f"""CREATE OR REPLACE TABLE {name}_scores (case_id VARCHAR,
-                bot VARCHAR, metric VARCHAR, value DOUBLE)""")
+        self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r AS
+            SELECT CAST(row_number() OVER (ORDER BY case_id, bot) AS INTEGER) AS rn,
+                   case_id, bot, suite, verdict, verdict_reason
+            FROM {_files_sql(results)} WHERE run_id = ? ORDER BY rn""", [run.run_id])
         suites = [s for (s,) in self._con.execute(
-            f"SELECT DISTINCT suite FROM {name}_results WHERE suite IS NOT NULL ORDER BY 1"
+            f"SELECT DISTINCT suite FROM {name}_r WHERE suite IS NOT NULL ORDER BY 1"
         ).fetchall()]
         return LoadedRun(run, name, list(run.bots), suites, list(run.metrics))
 
+    def _ensure_search(self, loaded: LoadedRun, cur) -> str:
+        """The run's search text per row (lower case: case id, question,
+        reference, answer) and a hash of its answer (side by side), built once."""
+        table = f"{loaded.name}_h"
+        with loaded.lock:
+            if table not in loaded.built:
+                run = loaded.run
+                cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
+                    SELECT r.rn, lower(concat_ws(chr(10), t.case_id, t.question,
+                                                 t.expected_answer, t.answer)) AS text,
+                           hash(coalesce(t.answer, t.error)) AS answer_hash
+                    FROM {_files_sql(run.files(RESULTS.name))} t
+                    JOIN {loaded.name}_r r ON r.case_id = t.case_id AND r.bot = t.bot
+                    WHERE t.run_id = ?""", [run.run_id])
+                loaded.built.add(table)
+        return table
+
+    def _ensure_metric(self, loaded: LoadedRun, metric: str, cur) -> str:
+        """One metric's value per row, built once (the scores of the metric only)."""
+        table = loaded.metric_table(metric)
+        with loaded.lock:
+            if table not in loaded.built:
+                run = loaded.run
+                scores = run.files(SCORES.name)
+                source = (f"(SELECT s.case_id, s.bot, s.value FROM {_files_sql(scores)} s "
+                          "WHERE s.run_id = ? AND s.metric = ?)" if scores else
+                          "(SELECT NULL AS case_id, NULL AS bot, NULL::DOUBLE AS value "
+                          "WHERE ? IS NULL AND ? IS NULL)")
+                cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
+                    SELECT r.rn, s.value FROM {source} s
+                    JOIN {loaded.name}_r r ON r.case_id = s.case_id AND r.bot = s.bot""",
+                            [run.run_id, metric])
+                loaded.built.add(table)
+        return table
+
     # ------------------------------------------------------------- the explorer
 
-    def _where(self, loaded: LoadedRun, f: Filters, alias: str = "r") -> tuple[str, list]:
+    def _where(self, loaded: LoadedRun, f: Filters, cur, alias: str = "r"
+               ) -> tuple[str, list]:
         conds, params = ["TRUE"], []
         for column, value in (("bot", f.bot), ("suite", f.suite), ("verdict", f.verdict)):
             if value:
                 conds.append(f"{alias}.{column} = ?")
                 params.append(value)
         if f.text:
-            like = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") \
-                + "%"
-            conds.append(f"""({alias}.case_id ILIKE ? ESCAPE '\\' OR {alias}.question ILIKE ?
-                ESCAPE '\\' OR {alias}.answer ILIKE ? ESCAPE '\\'
-                OR {alias}.expected_answer ILIKE ? ESCAPE '\\')""")
-            params += [like] * 4
+            search = self._ensure_search(loaded, cur)
+            conds.append(f"{alias}.rn IN (SELECT rn FROM {search} WHERE contains(text, ?))")
+            params.append(f.text.lower())
         if f.metric and (f.low is not None or f.high is not None):
-            conds.append(f"""EXISTS (SELECT 1 FROM {loaded.name}_scores s
-                WHERE s.case_id = {alias}.case_id AND s.bot = {alias}.bot AND s.metric = ?
-                AND s.value >= ? AND s.value <= ?)""")
-            params += [f.metric, -1e308 if f.low is None else f.low,
-                       1e308 if f.high is None else f.high]
+            values = self._ensure_metric(loaded, f.metric, cur)
+            conds.append(f"{alias}.rn IN (SELECT rn FROM {values} WHERE value >= ? "
+                         "AND value <= ?)")
+            params += [-1e308 if f.low is None else f.low, 1e308 if f.high is None else f.high]
         return " AND ".join(conds), params
+
+    def _texts(self, loaded: LoadedRun, rows: list[dict[str, Any]], cur,
+               limit: int = LISTED_TEXT) -> None:
+        """The question and answer (clipped) of a page's rows, from the files."""
+        if not rows:
+            return
+        run = loaded.run
+        got = cur.execute(f"""SELECT r.rn, left(t.question, {limit}) AS question,
+                   left(coalesce(t.answer, t.error), {limit}) AS answer
+            FROM {_files_sql(run.files(RESULTS.name))} t
+            JOIN (SELECT * FROM {loaded.name}_r WHERE list_contains(?, rn)) r
+              ON r.case_id = t.case_id AND r.bot = t.bot
+            WHERE t.run_id = ? AND list_contains(?, t.case_id)""",
+                          [[r["rn"] for r in rows], run.run_id,
+                           sorted({r["case_id"] for r in rows})])
+        texts = {rn: (q, a) for rn, q, a in got.fetchall()}
+        for r in rows:
+            r["question"], r["answer"] = texts.get(r["rn"], (None, None))
 
     def cases(self, loaded: LoadedRun, f: Filters, cur) -> Page:
         """A page of the run's case × bot rows matching the filters, in case order;
         with a metric chosen, its value on each row."""
-        where, params = self._where(loaded, f)
-        total = cur.execute(f"SELECT count(*) FROM {loaded.name}_results r WHERE {where}",
-                            params).fetchone()[0]
-        pages = max(1, -(-total // PAGE_SIZE))
-        page = min(max(1, f.page), pages)
-        value = "NULL"
-        extra: list[Any] = []
+        where, params = self._where(loaded, f, cur)
+        value, join = "NULL", ""
         if f.metric:
-            value = (f"(SELECT s.value FROM {loaded.name}_scores s WHERE s.case_id = r.case_id "
-                     "AND s.bot = r.bot AND s.metric = ? LIMIT 1)")
-            extra = [f.metric]
-        rows = cur.execute(f"""SELECT r.case_id, r.bot, r.suite, r.verdict, r.verdict_reason,
-                   left(r.question, {LISTED_TEXT}) AS question,
-                   left(coalesce(r.answer, r.error), {LISTED_TEXT}) AS answer,
-                   {value} AS value
-            FROM {loaded.name}_results r WHERE {where}
-            ORDER BY r.case_id, r.bot LIMIT {PAGE_SIZE} OFFSET {(page - 1) * PAGE_SIZE}""",
-                           extra + params)
-        names = [d[0] for d in rows.description]
-        return Page([dict(zip(names, r)) for r in rows.fetchall()], total, page, pages)
+            join = f"LEFT JOIN {self._ensure_metric(loaded, f.metric, cur)} m ON m.rn = r.rn"
+            value = "m.value"
+        select = f"""SELECT r.rn, r.case_id, r.bot, r.suite, r.verdict, r.verdict_reason,
+                            {value} AS value
+                     FROM {loaded.name}_r r {join} WHERE {where}"""
+        rows, total, page, pages = _paged(cur, select, params, f.page)
+        self._texts(loaded, rows, cur)
+        return Page(rows, total, page, pages)
 
     def verdict_counts(self, loaded: LoadedRun, cur) -> dict[str, dict[str, int]]:
         """bot -> verdict -> count (the explorer's header)."""
         out: dict[str, dict[str, int]] = {b: dict.fromkeys(VERDICT_ORDER, 0) for b in loaded.bots}
         for bot, verdict, n in cur.execute(
-                f"SELECT bot, verdict, count(*) FROM {loaded.name}_results GROUP BY ALL"
+                f"SELECT bot, verdict, count(*) FROM {loaded.name}_r GROUP BY ALL"
         ).fetchall():
             out.setdefault(bot, dict.fromkeys(VERDICT_ORDER, 0))[verdict or "ERROR"] = n
         return out
@@ -215,20 +301,16 @@ class Catalog:
         """Everything of one case: the case's fields, and per bot its answer,
         verdict and every metric with its details and error (None: unknown case)."""
         run = loaded.run
-        rows = cur.execute(f"""SELECT * FROM {_files_sql(run.files(RESULTS.name))}
-            WHERE run_id = ? AND case_id = ? ORDER BY bot""", [run.run_id, case_id])
-        names = [d[0] for d in rows.description]
-        answers = [dict(zip(names, r)) for r in rows.fetchall()]
+        answers = _rows(cur.execute(f"""SELECT * FROM {_files_sql(run.files(RESULTS.name))}
+            WHERE run_id = ? AND case_id = ? ORDER BY bot""", [run.run_id, case_id]))
         if not answers:
             return None
         scores: list[dict[str, Any]] = []
         if run.files(SCORES.name):
-            got = cur.execute(f"""SELECT bot, metric, value, details, error
+            scores = _rows(cur.execute(f"""SELECT bot, metric, value, details, error
                 FROM {_files_sql(run.files(SCORES.name))}
                 WHERE run_id = ? AND case_id = ? ORDER BY bot, metric""",
-                              [run.run_id, case_id])
-            names = [d[0] for d in got.description]
-            scores = [dict(zip(names, r)) for r in got.fetchall()]
+                                       [run.run_id, case_id]))
         order = {m: i for i, m in enumerate(run.metrics)}
         for answer in answers:
             answer["scores"] = sorted((s for s in scores if s["bot"] == answer["bot"]),
@@ -246,27 +328,47 @@ class Catalog:
 
     # ------------------------------------------------------------- two runs
 
+    def _pair(self, a: LoadedRun, b: LoadedRun, cur) -> str:
+        """The rows both runs have (by case id and bot): b's rn, a's verdict and
+        reason, and whether the answers differ; built once per pair."""
+        key = (a.name, b.name)
+        with self._lock:
+            table = self._pairs.get(key)
+        if table is not None:
+            return table
+        table = f"pair_{a.name}_{b.name}"
+        ha, hb = self._ensure_search(a, cur), self._ensure_search(b, cur)
+        cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
+            SELECT y.rn, x.rn AS rn_a, x.verdict AS verdict_a, x.verdict_reason AS reason_a,
+                   ta.answer_hash IS DISTINCT FROM tb.answer_hash AS answer_changed
+            FROM {a.name}_r x JOIN {b.name}_r y ON x.case_id = y.case_id AND x.bot = y.bot
+            JOIN {ha} ta ON ta.rn = x.rn JOIN {hb} tb ON tb.rn = y.rn
+            ORDER BY y.rn""")
+        with self._lock:
+            self._pairs[key] = table
+            while len(self._pairs) > CACHED_RUNS:
+                _, old = self._pairs.popitem(last=False)
+                self._con.execute(f"DROP TABLE IF EXISTS {old}")
+        return table
+
     def side_by_side(self, a: LoadedRun, b: LoadedRun, f: Filters, cur) -> Page:
         """The cases × bots both runs answered, both answers and verdicts."""
-        where, params = self._where(b, f, alias="y")
+        pair = self._pair(a, b, cur)
+        where, params = self._where(b, f, cur, alias="y")
         if f.changed:
-            where += (" AND (x.verdict IS DISTINCT FROM y.verdict"
-                      " OR x.answer IS DISTINCT FROM y.answer)")
-        join = (f"FROM {a.name}_results x JOIN {b.name}_results y "
-                "ON x.case_id = y.case_id AND x.bot = y.bot")
-        total = cur.execute(f"SELECT count(*) {join} WHERE {where}", params).fetchone()[0]
-        pages = max(1, -(-total // PAGE_SIZE))
-        page = min(max(1, f.page), pages)
-        rows = cur.execute(f"""SELECT y.case_id, y.bot, y.suite, left(y.question, {LISTED_TEXT})
-                   AS question, x.verdict AS verdict_a, x.verdict_reason AS reason_a,
-                   coalesce(x.answer, x.error) AS answer_a, y.verdict AS verdict_b,
-                   y.verdict_reason AS reason_b, coalesce(y.answer, y.error) AS answer_b
-            {join} WHERE {where} ORDER BY y.case_id, y.bot
-            LIMIT {PAGE_SIZE} OFFSET {(page - 1) * PAGE_SIZE}""", params)
-        names = [d[0] for d in rows.description]
-        return Page([dict(zip(names, r)) for r in rows.fetchall()], total, page, pages)
-
-
+            where += (" AND (p.verdict_a IS DISTINCT FROM y.verdict OR p.answer_changed)")
+        select = f"""SELECT y.rn, p.rn_a, y.case_id, y.bot, y.suite, p.verdict_a, p.reason_a,
+                            y.verdict AS verdict_b, y.verdict_reason AS reason_b
+                     FROM {pair} p JOIN {b.name}_r y ON y.rn = p.rn WHERE {where}"""
+        rows, total, page, pages = _paged(cur, select, params, f.page)
+        self._texts(b, rows, cur, SIDE_TEXT)
+        for r in rows:
+            r["answer_b"] = r.pop("answer")
+        shown_a = [{"rn": r["rn_a"], "case_id": r["case_id"]} for r in rows]
+        self._texts(a, shown_a, cur, SIDE_TEXT)
+        for r, x in zip(rows, shown_a):
+            r["answer_a"] = x["answer"]
+        return Page(rows, total, page, pages)
 def _json(text: Any) -> Any:
     if not isinstance(text, str):
         return text
