@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import textwrap
+import traceback
 from typing import Sequence
 
 import apache_beam as beam
@@ -28,11 +29,12 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipeline.config import ConfigError
 from pipeline.graph import build_pipeline
-from pipeline.plan import DEFAULT_TTL_S, Plan, UsageError, make_plan
+from pipeline.plan import (DASK_NAMES, DASK_RUNNER, DEFAULT_TTL_S, Plan, UsageError,
+                           driven_from_here, make_plan, runner_is_local)
 from schemas.cases import InputError
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import clean_leftovers, committed_attempt
+from transforms.publish.commit import add_counters, clean_leftovers, committed_attempt
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -153,6 +155,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--lease-ttl", type=float, default=DEFAULT_TTL_S, metavar="SECONDS",
                      help="seconds without a heartbeat after which another process may take "
                           f"over the run id (default {DEFAULT_TTL_S:g})")
+    run.add_argument("--shared-filesystem", action="store_true",
+                     help="the local paths given (input, output, the config's files) are on a "
+                          "filesystem every worker mounts at the same place (NFS, a cluster "
+                          "disk); without it a remote runner (Dask with a scheduler address, "
+                          "Dataflow, Flink, Spark) refuses them")
     run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
     status = _command(
         sub, "status", "is a run running, finished or failed?",
@@ -210,12 +217,6 @@ def _non_negative(text: str) -> float:
     return value
 
 
-# `--runner=dask` (or Beam's own names for its Dask runner) runs evalbeam's
-# fixed copy of Beam's DaskRunner (pipeline/dask_runner.py): Beam 2.77's loses data
-DASK_RUNNER = "pipeline.dask_runner.DaskRunner"
-DASK_NAMES = ("dask", "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
-
-
 def _runner(value: str) -> str:
     """The runner a --runner value names (evalbeam's Dask runner for Beam's)."""
     return DASK_RUNNER if value.lower() in DASK_NAMES else value
@@ -263,26 +264,6 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print(f"evalbeam: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_GATE_FAILED if failed else 0
-
-
-LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
-                 "switchingdirectrunner", "prismrunner")
-
-
-def runner_is_local(options: PipelineOptions) -> bool:
-    """The pipeline runs in this process (and its children), not as a remote job."""
-    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
-    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
-
-
-def runner_is_dask(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner == DASK_RUNNER
-
-
-def driven_from_here(options: PipelineOptions) -> bool:
-    """The job lives only as long as this process: a local runner, or the Dask
-    runner, whose client (and so whose job) is this process."""
-    return runner_is_local(options) or runner_is_dask(options)
 
 
 def runs_in_this_process(options: PipelineOptions) -> bool:
@@ -377,16 +358,59 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         result = p.run()
         if detach:  # a remote job: its workers beat and its Finalize commits and releases
             _print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
+            _beat_until_workers_start(info, result)
             return 0
         result.wait_until_finish()
     except BaseException as exc:
         from transforms.remote.scrub import scrubber_for
-        why = scrubber_for(info.endpoints).scrub(f"{type(exc).__name__}: {exc}")
-        leases.update(info.output, lease, state="failed", reason=" ".join(why.split())[:300])
-        raise
+        scrubber = scrubber_for(info.endpoints)
+        why = " ".join(scrubber.scrub(f"{type(exc).__name__}: {exc}").split())[:300]
+        leases.mark_failed(info.output, lease, why)
+        if not isinstance(exc, Exception):  # Ctrl-C, SystemExit
+            raise
+        print(scrubber.scrub(traceback.format_exc()), file=sys.stderr)  # where it failed
+        print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
+              "a new run of the id takes over and cleans up", file=sys.stderr)
+        return 1
     finally:
         beat.stop()
+    counters = beam_counters(result)
+    if counters:
+        add_counters(info.output, info.run_id, info.attempt, counters)
     return _print_outcome(info)
+
+
+def _beat_until_workers_start(info: RunInfo, result) -> None:
+    """The launcher's heartbeat covers the job's start-up: it beats until the
+    workers do (or the job ends), then returns."""
+    from apache_beam.runners.runner import PipelineState
+
+    def ended() -> bool:
+        try:
+            return PipelineState.is_terminal(result.state)
+        except Exception:  # the job service did not answer: ask again later
+            return False
+    print("waiting for the job's workers to start (until then this process keeps the run's "
+          "lease alive)", flush=True)
+    if leases.wait_for_workers(info.output, info.run_id, info.attempt, ended) == "timeout":
+        print(f"evalbeam: note: no worker has started after {leases.STARTUP_WAIT_S:g} s; "
+              f"the run's lease goes stale {info.lease_ttl_s:g} s from now unless one does",
+              file=sys.stderr)
+
+
+def beam_counters(result) -> dict[str, dict[str, int]]:
+    """The job's Beam counters, {namespace: {name: value}} summed over steps
+    (committed values where the runner has them); {} when it reports none."""
+    try:
+        found = result.metrics().query()["counters"]
+    except Exception:  # a runner without metrics (Beam's DaskRunner raised here)
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for c in found:
+        value = c.committed if c.committed is not None else c.attempted
+        ns = out.setdefault(c.key.metric.namespace, {})
+        ns[c.key.metric.name] = ns.get(c.key.metric.name, 0) + int(value or 0)
+    return {ns: dict(sorted(names.items())) for ns, names in sorted(out.items())}
 
 
 def _print_outcome(info: RunInfo) -> int:

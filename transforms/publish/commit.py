@@ -22,6 +22,7 @@ reads a run), so it sees one attempt whole, never a gap or a mix.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
 from typing import Iterable, Sequence
@@ -59,6 +60,25 @@ def install_report(output: str, run_id: str, attempt: str) -> None:
         if FileSystems.exists(staged):
             FileSystems.rename([staged], [FileSystems.join(run_dir(output, run_id),
                                                            f"report.{ext}")])
+
+
+def write_manifest(output: str, run_id: str, manifest: dict) -> None:
+    """The completion marker, written all at once."""
+    write_atomic(manifest_path(output, run_id),
+                 json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def add_counters(output: str, run_id: str, attempt: str,
+                 counters: Mapping[str, Mapping[str, int]]) -> bool:
+    """Add the job's Beam counters to the manifest of `attempt`, once the
+    launcher has them (after the job's own Finalize committed it). False when
+    the manifest is not that attempt's (it failed, or a newer one committed:
+    a whole run would have had to start and finish meanwhile)."""
+    manifest = committed(output, run_id)
+    if manifest is None or manifest.get("attempt") != attempt:
+        return False
+    write_manifest(output, run_id, {**manifest, "counters": counters})
+    return True
 
 
 def committed(output: str, run_id: str) -> dict | None:
