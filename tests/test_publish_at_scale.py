@@ -1,6 +1,7 @@
-"""Issue 24: one heartbeat object per process (an object store takes about one
-write per second to one object), a launcher that beats until the workers of a
-remote job do, and a failed attempt that leaves nothing that looks alive."""
+"""The publish protocol at scale (issue 24): one heartbeat object per process
+(an object store takes about one write per second to one object), a launcher
+that beats until the workers of a remote job do, a failed attempt that leaves
+nothing that looks alive, and Finalize's moves in parallel and resumable."""
 from __future__ import annotations
 
 import os
@@ -76,3 +77,32 @@ def test_the_launcher_beats_until_a_worker_does(tmp_path):
         beat.stop()
     leases.delete_quietly([p for p, _ in leases.heartbeats(out, "r", A)])
     assert leases.wait_for_workers(out, "r", A, lambda: False, 0.2, 0.05) == "timeout"
+
+
+def test_finalize_moves_files_in_parallel_and_resumes_a_partial_move(tmp_path, monkeypatch):
+    """Issue 24: Finalize renamed every file serially (on an object store a copy
+    and a delete each); a retried Finalize must finish what a killed one began."""
+    from apache_beam.io.filesystems import FileSystems
+    from transforms.publish import commit
+    from transforms.publish.write import WrittenFile, temp_dir
+    out = str(tmp_path / "out")
+    staged = []
+    for i in range(40):
+        path = os.path.join(temp_dir(out, "r", A), f"{i:04d}.parquet")
+        leases.write_atomic(path, b"x")
+        staged.append(WrittenFile("scores", (("run_date", "2024-01-01"), ("bot", f"b{i % 3}")),
+                                  path, 10))
+    rename, threads = FileSystems.rename, set()
+
+    def recorded(sources, targets):
+        threads.add(threading.get_ident())
+        time.sleep(0.01)
+        return rename(sources, targets)
+    monkeypatch.setattr(FileSystems, "rename", recorded)
+    first, _ = commit.move_into_place(out, "r", A, staged[:15])  # then "killed"
+    files, rows = commit.move_into_place(out, "r", A, staged)    # the retry
+    assert len(threads) > 1
+    assert rows == {"scores": 400} and len(files["scores"]) == 40
+    assert set(first["scores"]) <= set(files["scores"])
+    assert all(os.path.isfile(p) for p in files["scores"])
+    assert not any(os.path.exists(f.temp_path) for f in staged)
