@@ -20,7 +20,6 @@ import os
 import sys
 import tempfile
 import textwrap
-import traceback
 from typing import Sequence
 
 import apache_beam as beam
@@ -366,12 +365,10 @@ def _run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         scrubber = scrubber_for(info.endpoints)
         why = " ".join(scrubber.scrub(f"{type(exc).__name__}: {exc}").split())[:300]
         leases.mark_failed(info.output, lease, why)
-        if not isinstance(exc, Exception):  # Ctrl-C, SystemExit
-            raise
-        print(scrubber.scrub(traceback.format_exc()), file=sys.stderr)  # where it failed
-        print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
-              "a new run of the id takes over and cleans up", file=sys.stderr)
-        return 1
+        if isinstance(exc, Exception):
+            print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
+                  "a new run of the id takes over and cleans up", file=sys.stderr)
+        raise
     finally:
         beat.stop()
     counters = beam_counters(result)
