@@ -5,10 +5,11 @@
 #   docker build -t REGION-docker.pkg.dev/PROJECT/REPO/evalbeam:0.1.0 .
 #
 # BEAM_VERSION must be the apache-beam version pinned in requirements/worker.txt.
-# LAUNCHER_IMAGE only provides the Flex Template launcher binary; pin it to the
-# digest you tested (--build-arg LAUNCHER_IMAGE=...@sha256:...).
+# LAUNCHER_IMAGE only provides the Flex Template launcher binary. It is pinned
+# to a release tag (never :latest, which moves under a nightly job); pin it to
+# the digest you tested with --build-arg LAUNCHER_IMAGE=...@sha256:...
 ARG BEAM_VERSION=2.77.0
-ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:latest
+ARG LAUNCHER_IMAGE=gcr.io/dataflow-templates-base/python311-template-launcher-base:flex_templates_base_image_release_20240628_RC00
 
 FROM ${LAUNCHER_IMAGE} AS launcher
 

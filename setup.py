@@ -12,7 +12,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["evalbeam", "evalbeam.*", "schemas", "schemas.*",
                                     "transforms", "transforms.*", "pipeline", "pipeline.*"]),
-    package_data={"transforms": ["data/*.txt", "data/*.md", "data/judge/*.txt"]},
+    package_data={"transforms": ["data/*.txt", "data/*.md", "data/*.json", "data/judge/*.txt"]},
     install_requires=[
         "apache-beam>=2.77,<3",   # the pipeline and its runners
         "pyarrow>=15",            # Parquet in and out, output table schemas

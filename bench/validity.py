@@ -272,6 +272,8 @@ def measure(checkout: str, label: str, only: set[str] | None = None,
             report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
         if not only or "public" in only:
             report["public"] = measure_public(checkout, tmp)
+            if "error" not in report["public"]:
+                report["public"]["leave_one_set_out"] = public_leave_one_out()
     return report
 
 
@@ -305,13 +307,24 @@ def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None)
     run_evalbeam(checkout, cases, out, "validity-public", None)
     rows, by_case = read_run(out, "validity-public")
     lower = lower_is_better(out, "validity-public")
+    decision = None
+    if any("groundedness" in v for v in by_case.values()):
+        with open(os.path.join(checkout, "transforms", "data", "groundedness.json")) as fh:
+            decision = ("groundedness", json.load(fh)["decision_cut"])
     report: dict = {"sets": {}}
     for name, info in sets.items():
         mine = [r for r in rows if r["suite"] == name]
         report["sets"][name] = {"committed": info["committed"],
                                 "task": tag(mine[0]["tags"], "task") if mine else None,
-                                **set_report(mine, by_case, lower, skip=DESCRIPTIVE)}
+                                **set_report(mine, by_case, lower, decision, skip=DESCRIPTIVE)}
     return report
+
+
+def public_leave_one_out() -> dict:
+    """groundedness's fit (bench/fit_groundedness.py) without each committed set,
+    measured on that set's test split: how it does on a set it never saw."""
+    from bench.fit_groundedness import leave_one_out, load_sets
+    return leave_one_out(load_sets())
 
 
 def seed_snapshot_agreement(checkout: str, tmp: str) -> dict:

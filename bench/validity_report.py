@@ -487,6 +487,8 @@ def public_section(rep: dict | None) -> list[str]:
                 "from the snapshots and used for measuring only (nothing is fitted on them):", "",
                 *PUBLIC_HEADER, *(_public_row(n, sets[n], _best_metric(sets[n])) for n in local),
                 ""]
+    out += _leave_one_out_rows(pub.get("leave_one_set_out"), core)
+    out += _public_goal_rows(pub, core)
     names = sorted({m for s in sets.values() for m in s["metrics"]})
     cols = committed + local
     out += ["Every metric's AUC per set (test split; metrics null on every row, such as the",
@@ -509,3 +511,52 @@ def public_section(rep: dict | None) -> list[str]:
               for m, size, a, w, fc, lf in AGGREFACT),
             ""]
     return out
+
+
+def _leave_one_out_rows(lodo: dict | None, core: list[str]) -> list[str]:
+    if not lodo:
+        return []
+    mark = {n: "" if n in core else " (not in the goals)" for n in lodo}
+    return ["`groundedness` leave-one-set-out: its model (`bench/fit_groundedness.py`) fitted",
+            "on the other committed sets' dev splits, its cut chosen there, measured on the",
+            "held-out set's test split, with the bigram baseline on the same rows:", "",
+            "| held-out set | n | groundedness AUC | bigram AUC | difference | BA at the cut |",
+            "|---|---:|---:|---:|---:|---:|",
+            *(f"| {n}{mark[n]} | {r['n']} | {f(r['auc'])} | {f(r['bigram_auc'])} | "
+              f"{r['auc'] - r['bigram_auc']:+.3f} | {f(r['balanced_accuracy'])} |"
+              for n, r in lodo.items()),
+            f"| **mean of the {len(core)} sets of the goals** | | "
+            f"{f(_mean(lodo[n]['auc'] for n in core if n in lodo))} | "
+            f"{f(_mean(lodo[n]['bigram_auc'] for n in core if n in lodo))} | | "
+            f"{f(_mean(lodo[n]['balanced_accuracy'] for n in core if n in lodo))} |", ""]
+
+
+def _public_goal_rows(pub: dict, core: list[str]) -> list[str]:
+    """Issue 21's goals on its six sets, each with the figure that decides it."""
+    lodo, sets = pub.get("leave_one_set_out") or {}, pub["sets"]
+    if not lodo:
+        return []
+
+    def mark(ok):
+        return "met" if ok else "**not met**"
+    ba = _mean(lodo[n]["balanced_accuracy"] for n in core if n in lodo)
+    auc = _mean(lodo[n]["auc"] for n in core if n in lodo)
+    short = [n for n in core if n in lodo and lodo[n]["auc"] < lodo[n]["bigram_auc"] + 0.03]
+    v = [sets[n]["verdict"] for n in core if n in sets]
+    bad, good = [x["bad_passed"] for x in v], [x["good_failed"] for x in v]
+    decided = _mean(x["decided"] for x in v)
+    return ["Issue 21's goals (the six sets; grounding held out leave-one-set-out, the",
+            "default verdict on the test splits):", "",
+            "| goal | figure | |", "|---|---|---|",
+            f"| mean BA of the offline grounding decision ≥ 0.72 | {f(ba)} | {mark(ba >= 0.72)} |",
+            f"| mean AUC ≥ 0.80 | {f(auc)} | {mark(auc >= 0.80)} |",
+            "| on every set the best grounding signal's AUC ≥ bigram + 0.03 | "
+            f"short on: {', '.join(short) or 'none'} | {mark(not short)} |",
+            f"| default verdict: unsupported answers PASS ≤ 10% on average, ≤ 20% on any set | "
+            f"mean {f(_mean(bad))}, worst {f(max(bad))} | "
+            f"{mark(_mean(bad) <= 0.1 and max(bad) <= 0.2)} |",
+            f"| default verdict: supported answers FAIL ≤ 10% on average, ≤ 20% on any set | "
+            f"mean {f(_mean(good))}, worst {f(max(good))} | "
+            f"{mark(_mean(good) <= 0.1 and max(good) <= 0.2)} |",
+            f"| default verdict decides ≥ 50% on average | {f(decided)} | "
+            f"{mark((decided or 0) >= 0.5)} |", ""]

@@ -7,7 +7,12 @@ parameter names cannot hold '-', so `run_id` and `run_date` are the CLI's
 `--run-id` and `--run-date`. The launcher must return once the job is
 submitted, so the run is started with `--detach`: the job's own Finalize step
 writes the tables, the manifest and the report and releases the run's lease;
-`evalbeam status` says when it is finished.
+`evalbeam status` says when it is finished. The launcher keeps the run's lease
+alive (its heartbeat) until the job's workers beat themselves, so a slow
+worker start-up is not taken for a dead run.
+
+The workers run this same image, whose Beam SDK is installed, so the launcher
+passes `--sdk_location=container`: nothing is staged or downloaded at launch.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ def cli_args(argv: list[str]) -> list[str]:
         out.append(RENAMED.get(name, name) + eq + value)
     if "--detach" not in out:
         out.append("--detach")
+    if not any(a == "--sdk_location" or a.startswith("--sdk_location=") for a in out):
+        out.append("--sdk_location=container")  # the image's own SDK: nothing to stage
     return ["run", *out]
 
 

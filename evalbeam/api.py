@@ -56,9 +56,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.execute import beam_options, driven_from_here, run_pipeline, say_before, \
-        take_lease
-    from pipeline.plan import DEFAULT_TTL_S, make_plan
+    from pipeline.execute import beam_options, run_pipeline, say_before, take_lease
+    from pipeline.plan import DEFAULT_TTL_S, driven_from_here, make_plan
 
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())

@@ -27,9 +27,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import StandardOptions
 
 from pipeline.config import ConfigError
-from pipeline.execute import (beam_options, driven_from_here, run_pipeline, say_before,
+from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_before,
                               take_lease)
-from pipeline.plan import DEFAULT_TTL_S, UsageError, make_plan
+from pipeline.plan import DEFAULT_TTL_S, UsageError, driven_from_here, make_plan
 from schemas.cases import InputError
 from transforms.publish import lease as leases
 from transforms.publish.finalize import RunInfo
@@ -157,6 +157,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--lease-ttl", type=float, default=DEFAULT_TTL_S, metavar="SECONDS",
                      help="seconds without a heartbeat after which another process may take "
                           f"over the run id (default {DEFAULT_TTL_S:g})")
+    run.add_argument("--shared-filesystem", action="store_true",
+                     help="the local paths given (input, output, the config's files) are on a "
+                          "filesystem every worker mounts at the same place (NFS, a cluster "
+                          "disk); without it a remote runner (Dask with a scheduler address, "
+                          "Dataflow, Flink, Spark) refuses them")
     run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
     status = _command(
         sub, "status", "is a run running, finished or failed?",
@@ -304,9 +309,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
-    result = run_pipeline(plan, options, lease, detach)
+    run_pipeline(plan, options, lease, detach)
     if detach:  # a remote job: its workers beat and its Finalize commits and releases
-        _print_submitted(plan.info, f"job {getattr(result, 'job_id', lambda: '?')()}")
         return 0
     return _print_outcome(plan.info)
 
@@ -325,13 +329,8 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     leases.update(info.output, lease, pid=proc.pid)
-    _print_submitted(info, f"pid {proc.pid}, log {log}")
+    print_submitted(info, f"pid {proc.pid}, log {log}")
     return 0
-
-
-def _print_submitted(info: RunInfo, where: str) -> None:
-    print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
-    print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
 
 
 def _print_outcome(info: RunInfo) -> int:

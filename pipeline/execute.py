@@ -10,24 +10,16 @@ import sys
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.graph import build_pipeline
-from pipeline.plan import Plan
+from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, runner_is_local
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import clean_leftovers, committed_attempt
+from transforms.publish.commit import add_counters, clean_leftovers, committed_attempt
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
-
-LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
-                 "switchingdirectrunner", "prismrunner")
-# `--runner=dask` (or Beam's own names for its Dask runner) runs evalbeam's
-# fixed copy of Beam's DaskRunner (pipeline/dask_runner.py): Beam 2.77's loses data
-DASK_RUNNER = "pipeline.dask_runner.DaskRunner"
-DASK_NAMES = ("dask", "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
-
 
 def _runner(value: str) -> str:
     """The runner a --runner value names (evalbeam's Dask runner for Beam's)."""
@@ -46,22 +38,6 @@ def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append("--runner=FnApiRunner")  # local default: never downloads a runner binary
     return PipelineOptions(args)
-
-
-def runner_is_local(options: PipelineOptions) -> bool:
-    """The pipeline runs in this process (and its children), not as a remote job."""
-    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
-    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
-
-
-def runner_is_dask(options: PipelineOptions) -> bool:
-    return options.view_as(StandardOptions).runner == DASK_RUNNER
-
-
-def driven_from_here(options: PipelineOptions) -> bool:
-    """The job lives only as long as this process: a local runner, or the Dask
-    runner, whose client (and so whose job) is this process."""
-    return runner_is_local(options) or runner_is_dask(options)
 
 
 def runs_in_this_process(options: PipelineOptions) -> bool:
@@ -99,12 +75,17 @@ def say_before(plan: Plan) -> None:
         print(f"evalbeam: {line}", file=sys.stderr)
 
 
+def print_submitted(info: RunInfo, where: str) -> None:
+    print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
+    print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
+
+
 def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                  detach: bool = False, watch: bool = True):
     """Run (or, detached on a remote runner, submit) the pipeline; its Finalize
     step commits the attempt and releases the lease. A failure marks the lease
-    failed, so `status` says so at once and the next run may take over.
-    Returns Beam's PipelineResult."""
+    failed (and says so in one line), so `status` says so at once and the next
+    run may take over. Returns Beam's PipelineResult."""
     info = plan.info
     if runs_in_this_process(options):
         from transforms.publish import chart_engine
@@ -115,15 +96,58 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         p = beam.Pipeline(options=options)
         build_pipeline(p, plan)
         result = p.run()
-        if not detach:
-            result.wait_until_finish()
-        return result
+        if detach:  # a remote job: its workers beat and its Finalize commits and releases
+            print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
+            _beat_until_workers_start(info, result)
+            return result
+        result.wait_until_finish()
     except BaseException as exc:
         from transforms.remote.scrub import scrubber_for
-        why = scrubber_for(info.endpoints).scrub(f"{type(exc).__name__}: {exc}")
-        leases.update(info.output, lease, state="failed", reason=" ".join(why.split())[:300])
+        scrubber = scrubber_for(info.endpoints)
+        why = " ".join(scrubber.scrub(f"{type(exc).__name__}: {exc}").split())[:300]
+        leases.mark_failed(info.output, lease, why)
+        if isinstance(exc, Exception):
+            print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
+                  "a new run of the id takes over and cleans up", file=sys.stderr)
         raise
     finally:
         if watching is not None:
             watching.stop()
         beat.stop()
+    counters = beam_counters(result)
+    if counters:
+        add_counters(info.output, info.run_id, info.attempt, counters)
+    return result
+
+
+def _beat_until_workers_start(info: RunInfo, result) -> None:
+    """The launcher's heartbeat covers the job's start-up: it beats until the
+    workers do (or the job ends), then returns."""
+    from apache_beam.runners.runner import PipelineState
+
+    def ended() -> bool:
+        try:
+            return PipelineState.is_terminal(result.state)
+        except Exception:  # the job service did not answer: ask again later
+            return False
+    print("waiting for the job's workers to start (until then this process keeps the run's "
+          "lease alive)", flush=True)
+    if leases.wait_for_workers(info.output, info.run_id, info.attempt, ended) == "timeout":
+        print(f"evalbeam: note: no worker has started after {leases.STARTUP_WAIT_S:g} s; "
+              f"the run's lease goes stale {info.lease_ttl_s:g} s from now unless one does",
+              file=sys.stderr)
+
+
+def beam_counters(result) -> dict[str, dict[str, int]]:
+    """The job's Beam counters, {namespace: {name: value}} summed over steps
+    (committed values where the runner has them); {} when it reports none."""
+    try:
+        found = result.metrics().query()["counters"]
+    except Exception:  # a runner without metrics (Beam's DaskRunner raised here)
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for c in found:
+        value = c.committed if c.committed is not None else c.attempted
+        ns = out.setdefault(c.key.metric.namespace, {})
+        ns[c.key.metric.name] = ns.get(c.key.metric.name, 0) + int(value or 0)
+    return {ns: dict(sorted(names.items())) for ns, names in sorted(out.items())}

@@ -18,8 +18,8 @@ from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
 from transforms.publish.head_to_head import HeadToHead
-from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, TokenizeReferences, corpus_texts,
-                               read_references)
+from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
+                                     TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
 from transforms.enrich.embed import EmbedTurns
 from transforms.enrich.judge.stage import JudgeTurns
@@ -105,20 +105,25 @@ class Score(beam.PTransform):
         self._plan = plan
 
     def _side_inputs(self, p) -> dict:
+        """The corpus statistics the scorers need, from one more read of each shard."""
         plan, cfg = self._plan, self._plan.config
+        idf = any(s.uses_idf for s, _ in plan.scorers)
+        bert_idf = any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers)
+        if not (idf or bert_idf):
+            return {}
+        sources = corpus_sources(plan.shards, [b.faq for b in cfg.bots
+                                               if idf and b.type == "faq_match"])
+        corpus = (p | "CorpusSources" >> beam.Create(sources, reshuffle=len(sources) > 1)
+                  | "ReadCorpus" >> beam.ParDo(ReadCorpus(plan.columns, idf, bert_idf))
+                  .with_outputs(ReadCorpus.REFERENCES, main="texts"))
         sides = {}
-        if any(s.uses_idf for s, _ in plan.scorers):
-            sources = [("shard", s) for s in plan.shards] + [
-                ("faq", b.faq) for b in cfg.bots if b.type == "faq_match"]
+        if idf:
             sides["idf"] = AsSingleton(
-                p | "IdfCorpus" >> beam.Create(sources, reshuffle=len(sources) > 1)
-                | "CorpusTexts" >> beam.FlatMap(corpus_texts, dict(plan.columns))
-                | "DocumentFrequencies" >> beam.CombineGlobally(DocumentFrequencyFn()))
-        if any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers):
+                corpus.texts | "DocumentFrequencies" >> beam.CombineGlobally(
+                    DocumentFrequencyFn()))
+        if bert_idf:
             sides["bert_idf"] = AsSingleton(
-                p | "ReferenceShards" >> beam.Create(list(plan.shards),
-                                                     reshuffle=len(plan.shards) > 1)
-                | "References" >> beam.FlatMap(read_references, dict(plan.columns))
+                corpus[ReadCorpus.REFERENCES]
                 | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings))
                 | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
         return sides
@@ -184,8 +189,7 @@ class Publish(beam.PTransform):
         if plan.judge_metrics:
             judge_errors = judged | "JudgeErrorRows" >> beam.FlatMap(judge_error_rows, run_id)
             written.append(judge_errors | "WriteJudgeErrors" >> WriteRows(ERRORS, *out))
-        duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds(list(plan.shards),
-                                                                    plan.columns)
+        duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds()
         written.append(duplicates
                        | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                        | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))

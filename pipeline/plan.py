@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
 from schemas.cases import source_columns
@@ -205,6 +205,71 @@ def applicable_rules(cfg, metrics: tuple[str, ...]):
     return dataclasses.replace(cfg, verdict=dataclasses.replace(cfg.verdict, rules=kept))
 
 
+LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
+                 "switchingdirectrunner", "prismrunner")
+# `--runner=dask` (or Beam's own names for its Dask runner) runs evalbeam's fixed
+# copy of Beam's DaskRunner (pipeline/dask_runner.py): Beam 2.77's loses data
+DASK_RUNNER = "pipeline.dask_runner.DaskRunner"
+DASK_NAMES = ("dask", "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
+
+
+def runner_is_local(options: PipelineOptions) -> bool:
+    """The pipeline runs in this process (and its children), not as a remote job."""
+    runner = options.view_as(StandardOptions).runner or "FnApiRunner"
+    return str(runner).rsplit(".", 1)[-1].lower() in LOCAL_RUNNERS
+
+
+def runner_is_dask(options: PipelineOptions) -> bool:
+    return options.view_as(StandardOptions).runner == DASK_RUNNER
+
+
+def driven_from_here(options: PipelineOptions) -> bool:
+    """The job lives only as long as this process: a local runner, or the Dask
+    runner, whose client (and so whose job) is this process."""
+    return runner_is_local(options) or runner_is_dask(options)
+
+
+def dask_scheduler(options: PipelineOptions) -> dict[str, str] | None:
+    """The Client argument naming the cluster: --dask_client_address or
+    --dask_scheduler_file (None: Beam's runner starts a LocalCluster here)."""
+    opts = options.get_all_options(retain_unknown_options=True)
+    address = opts.get("dask_client_address") or opts.get("address")  # "address": Beam's dest
+    if address:
+        return {"address": address}
+    scheduler_file = opts.get("dask_scheduler_file") or opts.get("scheduler_file")
+    return {"scheduler_file": scheduler_file} if scheduler_file else None
+
+
+def workers_elsewhere(options: PipelineOptions) -> bool:
+    """The runner's workers run on other machines, or at least in other folders:
+    every runner but the local ones and Dask's LocalCluster (no scheduler named)."""
+    if runner_is_local(options):
+        return False
+    return dask_scheduler(options) is not None if runner_is_dask(options) else True
+
+
+def dask_worker_threads(options: PipelineOptions) -> int:
+    """How many tasks the named Dask cluster runs at once (its workers' threads);
+    connecting is also the up-front check that the scheduler answers."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("--runner=dask needs dask and distributed: pip install "
+                         "'evalbeam[dask]'") from None
+    where = dask_scheduler(options)
+    if where is None:
+        return max(1, os.cpu_count() or 1)  # the LocalCluster Beam's runner starts
+    opts = options.get_all_options(retain_unknown_options=True)
+    timeout = float(opts.get("dask_connection_timeout") or 30)
+    try:
+        with Client(timeout=timeout, **where) as client:
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler {next(iter(where.values()))}: "
+                         + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+
+
 def worker_count(options: PipelineOptions) -> int:
     """How many worker processes will call the endpoints at once (for the limit share)."""
     opts = options.get_all_options(retain_unknown_options=True)
@@ -213,6 +278,8 @@ def worker_count(options: PipelineOptions) -> int:
     for key in ("max_num_workers", "num_workers"):
         if opts.get(key):
             return max(1, int(opts[key]))
+    if runner_is_dask(options):
+        return dask_worker_threads(options)
     return 1
 
 
@@ -236,6 +303,33 @@ def limit_lines(cfg, workers: int) -> tuple[str, ...]:
                      f"({ep.requests_per_second * share:.3g} requests/s)")
         lines.append(line)
     return tuple(lines)
+
+
+def worker_path(path: str, what: str, elsewhere: bool, shared: bool) -> str:
+    """A path the runner's workers will open. With workers elsewhere, a path on
+    this machine is refused (they could not read it: a relative one is not even
+    in their folder), unless the user says it is on a filesystem every worker
+    mounts at the same place; then it is made absolute."""
+    if "://" in path or not elsewhere:
+        return path
+    if not shared:
+        kind = "relative path" if not os.path.isabs(path) else "path on this machine"
+        raise UsageError(f"{what} {path} is a {kind}, which the workers of a remote runner "
+                         "cannot reach; give a URL (gs://, s3://, ...) or, if every worker "
+                         "mounts it at the same place, add --shared-filesystem")
+    return os.path.abspath(path)
+
+
+def check_config_paths(cfg: Config, elsewhere: bool, shared: bool) -> None:
+    """The config's files that workers read (FAQ, knowledge, prompt templates, the
+    call cache) pass worker_path (they are absolute already: relative to the config)."""
+    named = [(f"bot {b.name!r}: {key}", getattr(b, key)) for b in cfg.bots
+             for key in ("faq", "knowledge", "prompt_template") if getattr(b, key)]
+    named += [(f"judge.prompts.{k}", v) for k, v in cfg.judge.prompts.items()]
+    named += [(f"cache.{k}", getattr(cfg.cache, k)) for k in ("path", "shared_path")
+              if getattr(cfg.cache, k)]
+    for what, path in named:
+        worker_path(path, what, elsewhere, shared)
 
 
 def share_limits(cfg, workers: int):
@@ -354,9 +448,14 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
               config: Config | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError.
     `config`: an already loaded config (the Python API's), else args.config is loaded."""
+    elsewhere = options is not None and workers_elsewhere(options)
+    shared = bool(getattr(args, "shared_filesystem", False))
+    input_pattern = worker_path(args.input, "--input", elsewhere, shared)
+    output_path = worker_path(args.output, "--output", elsewhere, shared)
     flag_metrics = getattr(args, "metrics", None)
-    cfg, notes = with_flags(config if config is not None else load_config(args.config),
-                            getattr(args, "preset", None), flag_metrics)
+    loaded = config if config is not None else load_config(args.config)
+    check_config_paths(loaded, elsewhere, shared)
+    cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
     workers = worker_count(options) if options is not None else 1
     cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \
@@ -366,7 +465,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     run_date = args.run_date if args.run_date is not None else \
         dt.datetime.now(dt.timezone.utc).date().isoformat()
     check_run_date(run_date)
-    output = check_output(args.output, args.input)
+    output = check_output(output_path, input_pattern)
     attempt = getattr(args, "attempt", None) or new_attempt()
     if not re.match(r"^[0-9a-f]{12}$", attempt):
         raise UsageError(f"--attempt {attempt!r} must be 12 hex digits")
@@ -404,13 +503,13 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     scales = rubric_scales(scorers)
     uses_cache = (cfg.judge.configured and judge_metrics) or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
-    cache = call_cache(cfg, args.output, notes) if uses_cache else None
+    cache = call_cache(cfg, output_path, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
-    check_inputs_outside(list_input_files(args.input, cfg.input.format), output)
-    shards = plan_shards(args.input, columns, cfg.input.format, notes)
+    check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
+    shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
     info = RunInfo(run_id=run_id, run_date=run_date, output=output,
-                   input=args.input, planned_rows=sum(s.stop - s.start for s in shards),
+                   input=input_pattern, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
                    lower_is_better=LOWER_IS_BETTER.union(*(s.lower_is_better
                                                            for s, _ in scorers)),

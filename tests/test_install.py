@@ -164,6 +164,9 @@ def test_the_image_the_lock_and_the_build_context_agree():
               for src in line.split()[:-1]}
     assert copied and copied <= allowed
     assert "/opt/evalbeam/deploy/flex_template_main.py" in text
+    launcher = re.search(r"^ARG LAUNCHER_IMAGE=(\S+)$", text, re.M).group(1)
+    tag = launcher.rsplit("@", 1)[-1] if "@" in launcher else launcher.rsplit(":", 1)[-1]
+    assert tag not in ("latest", launcher), f"the launcher image must be pinned: {launcher}"
 
 
 def test_every_flex_template_parameter_is_an_option_of_evalbeam_run():
@@ -177,5 +180,6 @@ def test_every_flex_template_parameter_is_an_option_of_evalbeam_run():
     beam = PipelineOptions(rest).get_all_options()
     assert ours == {p: f"v-{p}" for p in params if p in ours}
     assert args.detach  # the launcher returns once the job is submitted
+    assert beam["sdk_location"] == "container"  # the workers' image has the SDK
     assert {p for p in params if p not in ours} == {"sdk_container_image"}
     assert beam["sdk_container_image"] == "v-sdk_container_image"

@@ -160,3 +160,43 @@ def test_corrupt_data_page_becomes_dead_letter_rows(tmp_path):
     errors = [e for e in read_rows(out, "errors") if e["error_type"] == "unreadable_rows"]
     assert len(errors) == m["counts"]["invalid_rows"]
     assert all(e["source"].startswith(path + "#") for e in errors)
+
+
+REMOTE = ["--runner=dask", "--dask_client_address=tcp://127.0.0.1:1"]  # refused before connecting
+
+
+@pytest.mark.parametrize("runner", [REMOTE, ["--runner=DataflowRunner"]])
+def test_a_remote_runner_refuses_paths_its_workers_cannot_reach(tmp_path, capsys, monkeypatch,
+                                                                runner):
+    """Issue 24: a relative input became 'No such file' rows on the workers (they
+    run in another folder); now it, and any path on this machine, is one line."""
+    write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    monkeypatch.chdir(tmp_path)
+    err = _fails_cleanly(capsys, "--input", "c.parquet", "--output", "gs://bucket/out", *runner)
+    assert "--input c.parquet is a relative path" in err and "--shared-filesystem" in err
+    err = _fails_cleanly(capsys, "--input", "gs://bucket/c.parquet", "--output",
+                         str(tmp_path / "out"), *runner)
+    assert f"--output {tmp_path / 'out'} is a path on this machine" in err
+    faq = tmp_path / "faq.parquet"
+    pq.write_table(pa.table({"question": ["q"], "answer": ["a"]}), faq)
+    (tmp_path / "c.yaml").write_text("bots:\n  - {name: f, type: faq_match, faq: faq.parquet}\n")
+    err = _fails_cleanly(capsys, "--input", "gs://bucket/c.parquet", "--output", "gs://b/o",
+                         "--config", str(tmp_path / "c.yaml"), *runner)
+    assert f"bot 'f': faq {faq} is a path on this machine" in err
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_shared_filesystem_paths_are_made_absolute_for_the_workers(tmp_path, monkeypatch):
+    from pipeline.plan import worker_path
+    monkeypatch.chdir(tmp_path)
+    assert worker_path("c.parquet", "--input", True, True) == str(tmp_path / "c.parquet")
+    assert worker_path("c.parquet", "--input", False, False) == "c.parquet"  # local runner
+    assert worker_path("s3://b/c.parquet", "--input", True, False) == "s3://b/c.parquet"
+
+
+def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    err = _fails_cleanly(capsys, "--input", cases, "--output", str(tmp_path / "out"),
+                         *REMOTE, "--shared-filesystem", "--dask_connection_timeout=2")
+    assert "cannot reach the Dask scheduler tcp://127.0.0.1:1" in err
+    assert not os.path.exists(tmp_path / "out")

@@ -22,9 +22,11 @@ reads a run), so it sees one attempt whole, never a gap or a mix.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
-from typing import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -59,6 +61,25 @@ def install_report(output: str, run_id: str, attempt: str) -> None:
         if FileSystems.exists(staged):
             FileSystems.rename([staged], [FileSystems.join(run_dir(output, run_id),
                                                            f"report.{ext}")])
+
+
+def write_manifest(output: str, run_id: str, manifest: dict) -> None:
+    """The completion marker, written all at once."""
+    write_atomic(manifest_path(output, run_id),
+                 json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def add_counters(output: str, run_id: str, attempt: str,
+                 counters: Mapping[str, Mapping[str, int]]) -> bool:
+    """Add the job's Beam counters to the manifest of `attempt`, once the
+    launcher has them (after the job's own Finalize committed it). False when
+    the manifest is not that attempt's (it failed, or a newer one committed:
+    a whole run would have had to start and finish meanwhile)."""
+    manifest = committed(output, run_id)
+    if manifest is None or manifest.get("attempt") != attempt:
+        return False
+    write_manifest(output, run_id, {**manifest, "counters": counters})
+    return True
 
 
 def committed(output: str, run_id: str) -> dict | None:
@@ -108,25 +129,50 @@ def attempt_temp_dirs(output: str, run_id: str) -> list[str]:
     return _match(FileSystems.join(output, "_tmp", name, "*"))
 
 
+MOVE_THREADS = 32  # renames in flight at once (on an object store each is a copy + delete)
+
+
+def _in_parallel(fn, items) -> None:
+    """fn over items on a thread pool; the first error is raised."""
+    items = list(items)
+    if len(items) < 2:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(MOVE_THREADS, len(items)),
+                            thread_name_prefix="evalbeam-move") as pool:
+        for _ in pool.map(fn, items):
+            pass
+
+
+def _ensure_folder(folder: str) -> None:
+    if not FileSystems.exists(folder):
+        FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
+
+
+def _move_if_staged(move: tuple[str, str]) -> None:
+    source, target = move
+    if FileSystems.exists(source):  # a retried Finalize skips what it already moved
+        FileSystems.rename([source], [target])
+
+
 def move_into_place(output: str, run_id: str, attempt: str,
                     written: Iterable[WrittenFile]) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Rename the staged files into their Hive folders (idempotent: a retried
-    Finalize skips what is already there); returns (files, rows) per table."""
+    """Rename the staged files into their Hive folders, many at a time, and
+    resumably (a retried Finalize moves only what is still staged); returns
+    (files, rows) per table."""
     files: dict[str, list[str]] = {}
     rows: dict[str, int] = {}
-    sources, targets = [], []
+    moves, folders = [], set()
     for f in written:
         folder = partition_dir(output, f.table, f.partition)
         target = FileSystems.join(folder, final_name(run_id, attempt, f.temp_path))
         files.setdefault(f.table, []).append(target)
         rows[f.table] = rows.get(f.table, 0) + f.rows
-        if FileSystems.exists(f.temp_path):
-            if not FileSystems.exists(folder):
-                FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
-            sources.append(f.temp_path)
-            targets.append(target)
-    if sources:
-        FileSystems.rename(sources, targets)
+        moves.append((f.temp_path, target))
+        folders.add(folder)
+    _in_parallel(_ensure_folder, sorted(folders))
+    _in_parallel(_move_if_staged, moves)
     return files, rows
 
 
@@ -134,7 +180,7 @@ def supersede(output: str, run_id: str, tables: Iterable[TableSpec], keep: Itera
     """Delete the run id's files that the committed attempt does not list."""
     keep = set(keep)
     old = [p for p in run_files(output, tables, run_id) if p not in keep]
-    delete_quietly(old)
+    _in_parallel(lambda path: delete_quietly([path]), old)
     return len(old)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping
 
 from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts

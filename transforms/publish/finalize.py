@@ -5,7 +5,6 @@ lease. Runs exactly once, as a step of the pipeline: nothing needs the
 launching process afterwards (a detached run, a Dataflow job)."""
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,8 +17,8 @@ from schemas import SCHEMA_VERSION
 from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
 from transforms.publish import lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
-                                       manifest_path, move_into_place, relative, run_files,
-                                       staged_report_path, supersede)
+                                       move_into_place, relative, run_files,
+                                       staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
 from transforms.publish.report import package_versions, reconcile, render_report
@@ -162,9 +161,7 @@ class Finalize(beam.DoFn):
                           manifest, scrub.scrub_value(summary), manifest["worst_cases"], pairs)
         remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
-        lease.write_atomic(manifest_path(info.output, info.run_id),  # the completion marker
-                           json.dumps(manifest, indent=2, ensure_ascii=False,
-                                      default=str).encode("utf-8"))
+        write_manifest(info.output, info.run_id, manifest)  # the completion marker
         install_report(info.output, info.run_id, info.attempt)
         self._step("supersede")
         supersede(info.output, info.run_id, TABLES.values(),

@@ -3,8 +3,9 @@
 A run takes `runs/<run_id>/lease.json` before it starts (create-if-absent) and
 its Finalize step releases it after the completion marker (the manifest) is
 in place, so neither depends on the launching process (a detached run, a
-Dataflow job). While the attempt runs, the processes that run it write
-`runs/<run_id>/heartbeat.<attempt>.json` every few seconds. A second run of
+Dataflow job). While the attempt runs, each process that runs it writes its
+own `runs/<run_id>/heartbeat.<attempt>.<host>-<pid>.json` every few seconds
+(the launcher until the workers have started, then every worker). A second run of
 the same id is refused and names the holder, unless the lease is free to take
 over: its attempt is already committed, it was marked failed, its heartbeat is
 older than its ttl, or its owner was a local process on this host that no
@@ -29,6 +30,9 @@ from typing import Any, Callable
 from apache_beam.io.filesystems import FileSystems
 
 DEFAULT_TTL_S = 300.0
+# how long a launcher that submitted a remote job keeps the lease alive while
+# the job's workers start (Dataflow: minutes; a large custom image: longer)
+STARTUP_WAIT_S = 1800.0
 LEASE = "lease.json"
 
 
@@ -63,8 +67,26 @@ def lease_path(output: str, run_id: str) -> str:
     return FileSystems.join(run_dir(output, run_id), LEASE)
 
 
-def heartbeat_path(output: str, run_id: str, attempt: str) -> str:
-    return FileSystems.join(run_dir(output, run_id), f"heartbeat.{attempt}.json")
+def process_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def heartbeat_path(output: str, run_id: str, attempt: str, process: str | None = None) -> str:
+    """One heartbeat object per process that runs the attempt (its launcher, each
+    worker process): an object store takes about one write per second to one
+    object, which a shared heartbeat of ~30 workers beating every 30 s exceeds."""
+    return FileSystems.join(run_dir(output, run_id),
+                            f"heartbeat.{attempt}.{process or process_name()}.json")
+
+
+def heartbeats(output: str, run_id: str, attempt: str) -> list[tuple[str, float]]:
+    """(path, last written) of the attempt's heartbeat objects, from one listing."""
+    pattern = FileSystems.join(run_dir(output, run_id), f"heartbeat.{attempt}.*.json")
+    try:
+        found = FileSystems.match([pattern])[0].metadata_list
+    except Exception:  # none yet
+        return []
+    return [(m.path, float(m.last_updated_in_seconds or 0.0)) for m in found]
 
 
 def _local(path: str) -> bool:
@@ -143,10 +165,9 @@ def read_lease(output: str, run_id: str) -> Lease | None:
 
 
 def last_heartbeat(output: str, lease: Lease) -> float:
-    """When the lease's attempt last showed a sign of life."""
-    beat = read_json(heartbeat_path(output, lease.run_id, lease.attempt)) or {}
-    at = beat.get("at")
-    return max(lease.acquired_at, float(at) if isinstance(at, (int, float)) else 0.0)
+    """When the lease's attempt last showed a sign of life (its newest heartbeat)."""
+    return max([lease.acquired_at] + [t for _, t in heartbeats(output, lease.run_id,
+                                                                 lease.attempt)])
 
 
 def _process_gone(lease: Lease) -> bool:
@@ -268,14 +289,23 @@ def release(output: str, run_id: str, attempt: str) -> None:
     folder = run_dir(output, run_id)
     if holds(output, run_id, attempt):
         delete_quietly([lease_path(output, run_id)])
-    progress = FileSystems.join(folder, "progress")
-    delete_quietly([heartbeat_path(output, run_id, attempt)] + _matching(folder, "takeover.*")
-                   + _matching(progress, f"{attempt}.*"))
+    progress = FileSystems.join(folder, "progress")  # transforms/progress/objects.py
+    delete_quietly([p for p, _ in heartbeats(output, run_id, attempt)]
+                   + _matching(folder, "takeover.*") + _matching(progress, f"{attempt}.*"))
     if _local(progress):
         try:
             os.rmdir(progress)  # only when empty: another attempt's objects stay
         except OSError:
             pass
+
+
+def mark_failed(output: str, lease: Lease, reason: str) -> Lease:
+    """The attempt failed: its lease says why (what `status` reports and what
+    frees the run id for the next run) and its heartbeats go, so nothing of it
+    looks alive."""
+    failed = update(output, lease, state="failed", reason=reason)
+    delete_quietly([p for p, _ in heartbeats(output, lease.run_id, lease.attempt)])
+    return failed
 
 
 def _matching(folder: str, pattern: str) -> list[str]:
@@ -296,6 +326,25 @@ def stale_files(output: str, run_id: str, attempt: str) -> list[str]:
             + _matching(progress, "*.json") + _matching(progress, "*.tmp-*")
             if f".{attempt}." not in p.rsplit("/", 1)[-1]
             and not p.rsplit("/", 1)[-1].startswith(f"{attempt}.")]
+
+
+def wait_for_workers(output: str, run_id: str, attempt: str, job_ended: Callable[[], bool],
+                     timeout_s: float = STARTUP_WAIT_S, poll_s: float = 5.0) -> str:
+    """After submitting a remote job, while this process's Heartbeat keeps the
+    lease alive: wait until another process (a worker) beats for the attempt
+    ('workers'), the job has ended or the lease is no longer the attempt's
+    ('ended'), or timeout_s ('timeout'). A worker's start-up can take longer
+    than the lease's ttl; without this a slow start read as a dead run."""
+    mine = heartbeat_path(output, run_id, attempt)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if any(path != mine for path, _ in heartbeats(output, run_id, attempt)):
+            return "workers"
+        if job_ended() or not holds(output, run_id, attempt):
+            return "ended"
+        if time.monotonic() >= deadline:
+            return "timeout"
+        time.sleep(poll_s)
 
 
 def _iso(t: float) -> str:
@@ -343,9 +392,10 @@ class PerAttempt:
 
 
 class Heartbeat(PerAttempt):
-    """Writes the attempt's heartbeat every `ttl / 5` seconds (at most 30 s) on a
-    daemon thread, while the lease is still the attempt's. One per process and
-    attempt, shared by whoever starts it (the launcher, DoFns on workers)."""
+    """Writes this process's heartbeat of the attempt every `ttl / 5` seconds (at
+    most 30 s) on a daemon thread, while the lease is still the attempt's and
+    not failed. One per process and attempt, shared by whoever starts it (the
+    launcher, DoFns on workers)."""
 
     _live: dict[tuple[str, str, str], "Heartbeat"] = {}
 
@@ -353,16 +403,22 @@ class Heartbeat(PerAttempt):
         super().__init__(output, run_id, attempt)
         self.interval = max(0.2, min(30.0, ttl_s / 5))
 
-    def beat(self) -> bool:
-        """One heartbeat; False once the lease is no longer this attempt's."""
+    def _running(self) -> bool:
+        """The lease is still this attempt's, and not marked failed."""
         output, run_id, attempt = self.key
-        if not holds(output, run_id, attempt):
+        current = read_lease(output, run_id)
+        return current is not None and current.attempt == attempt and current.state != "failed"
+
+    def beat(self) -> bool:
+        """One heartbeat; False once the lease is no longer this running attempt's."""
+        output, run_id, attempt = self.key
+        if not self._running():
             return False
         path = heartbeat_path(output, run_id, attempt)
         write_atomic(path, json.dumps({"attempt": attempt, "at": time.time(),
                                        "host": socket.gethostname(),
                                        "pid": os.getpid()}).encode())
-        if not holds(output, run_id, attempt):  # released meanwhile: leave nothing behind
+        if not self._running():  # released or failed meanwhile: leave nothing behind
             delete_quietly([path])
             return False
         return True

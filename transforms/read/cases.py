@@ -338,19 +338,9 @@ class ReadCases(beam.PTransform):
 
 
 def read_valid_cases(shard: Shard, columns: Mapping[str, Source]) -> Iterator[EvalCase]:
-    """A shard's valid cases, read again (the second passes over the input:
-    corpus statistics, duplicate ids); invalid rows were reported by ReadCases."""
+    """A shard's valid cases, read again (the corpus statistics' pass over the
+    input); invalid rows were reported by ReadCases."""
     for source, raw in read_shard_rows(shard, columns):
         case = None if isinstance(raw, RowProblem) else to_case(raw, columns, source)
         if isinstance(case, EvalCase):
             yield case
-
-
-def read_case_texts(shard: Shard, columns: Mapping[str, Source]) -> Iterator[str]:
-    """Every text of a shard's valid rows (question, answers, passages): the IDF corpus."""
-    for case in read_valid_cases(shard, columns):
-        yield case.question
-        yield from case.all_references
-        if case.answer:
-            yield case.answer
-        yield from case.contexts or ()

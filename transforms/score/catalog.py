@@ -82,6 +82,19 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "the question's content words (top 3) stand in for it; the answer's coverage of the "
         "best-covered sentence's words that are not in the question",
         ("question has no content words", "no context sentence matches the question")),
+    "groundedness": MetricDoc(
+        "1 / (1 + exp(−(b + Σ w_i (x_i − μ_i) / σ_i))), a logistic regression over signals of "
+        "the answer against its contexts: content: share of the answer's content words (stems) "
+        "in the contexts; bigrams: share of its word bigrams in them; weakest_content, "
+        "weakest_bigrams: the same for its least supported sentence; best_sentence: mean over "
+        "its sentences of the largest share of their content words one context sentence "
+        "holds; figures, names: share of its figures and capitalised words found (1 when "
+        "none); novel: log(1 + content words in neither the contexts nor the question). "
+        "Higher = better supported. Weights, μ, σ in transforms/data/groundedness.json, "
+        "fitted on the public benchmark's dev splits by `python bench/fit_groundedness.py`, "
+        "which reports it leave-one-set-out; the signals in details",
+        ("the answer has no words",
+         "the answer is in …, the contexts in …: word overlap says nothing across languages")),
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
         "several references; raw cosine in details; an empty answer scores 0"),

@@ -18,7 +18,7 @@ from transforms.score.metrics import hallucination as hall
 from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
                                      TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
                                      VEC_REFERENCES)
-from transforms.score.metrics import coverage, lexical, overlap, relevance, semantic
+from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
 from transforms.enrich.judge import scorers as judged
 from transforms.enrich.judge.conversation import CONVERSATION_METRICS, conversation_metric
@@ -93,6 +93,9 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
 )
 
 SCORERS += (
+    Scorer("groundedness", ("groundedness",), ("answer", "contexts"),
+           _one("groundedness", lambda t, o, i: groundedness.groundedness(
+               t.case.question, t.effective_contexts, t.answer))),
     Scorer("reference_coverage", ("reference_coverage",), ("answer", "expected_answer"),
            _one("reference_coverage",
                 lambda t, o, i: best_over(t.case.all_references,

@@ -1,0 +1,200 @@
+"""evalbeam on a real Dask cluster (issue 24): a `dask scheduler` and two
+`dask worker` processes on 127.0.0.1, started as OS processes and stopped by
+PID (tests/dask_cluster.py), with the launcher as a process of its own.
+
+- The bundled example and a judge config (against the fake OpenAI server)
+  give the FnApiRunner's tables, apart from latencies and float noise <= 1e-6.
+- Every judge request is sent as often as on the FnApiRunner, and the usage
+  table and the server's count agree.
+- The lease, the per-process heartbeats and `evalbeam status` follow the run;
+  Beam's counters reach the manifest.
+- A worker killed mid-run ends in a complete run, or a clean failure that a
+  re-run of the same id completes.
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import EXAMPLE, ROOT
+from tests.dask_cluster import DaskCluster
+from tests.fake_server import FakeOpenAI
+from tests.judge_script import ScriptedJudge
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.table_equality import table_differences
+
+pytest.importorskip("distributed")
+
+KEY = "sk-dask-judge-key-0123456789"
+CASES = os.path.join(EXAMPLE, "cases.parquet")
+ENV = {"OPENAI_API_KEY": KEY}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with DaskCluster(workers=2, env=ENV) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+    """The bundled example on the FnApiRunner (in this process)."""
+    out = str(tmp_path_factory.mktemp("fnapi") / "out")
+    assert run_cli("--input", CASES, "--config", os.path.join(EXAMPLE, "config.yaml"),
+                   "--output", out, "--run-id", "ex") == 0
+    return out
+
+
+def launch(*args: str, cluster: DaskCluster, cwd: str) -> subprocess.Popen:
+    """`evalbeam run ARGS` on the cluster, in a process of its own."""
+    cmd = [sys.executable, "-m", "pipeline", "run", *args, "--runner=dask",
+           f"--dask_client_address={cluster.address}", "--shared-filesystem"]
+    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, **ENV})
+
+
+def status(out: str, run_id: str) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                           "--run-id", run_id], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def run_dir_files(out: str, run_id: str) -> list[str]:
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "runs", run_id, "*")))
+
+
+def watch(proc: subprocess.Popen, out: str, run_id: str, timeout: float = 900) -> dict:
+    """Wait for the launcher, noting what `status` and the heartbeats said meanwhile."""
+    seen = {"states": set(), "beating": set()}
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the run did not finish"
+        seen["beating"] |= {os.path.basename(p).split(".")[2] for p in glob.glob(
+            os.path.join(out, "runs", run_id, "heartbeat.*.json"))}
+        if len(seen["states"]) < 3:
+            seen["states"].add(status(out, run_id)[0])
+        time.sleep(0.5)
+    seen["output"] = proc.stdout.read()
+    return seen
+
+
+def test_the_example_on_the_cluster_equals_the_fnapirunner(cluster, reference, tmp_path):
+    out = str(tmp_path / "out")
+    proc = launch("--input", CASES, "--config", os.path.join(EXAMPLE, "config.yaml"),
+                  "--output", out, "--run-id", "ex", cluster=cluster, cwd=str(tmp_path))
+    seen = watch(proc, out, "ex")
+    assert proc.returncode == 0, seen["output"][-3000:]
+    assert table_differences(out, "ex", reference, "ex") == []
+
+    # status said running while it ran (exit 5), and finished after (exit 0)
+    assert 5 in seen["states"]
+    code, said = status(out, "ex")
+    assert code == 0 and "finished" in said
+    # one heartbeat object per process: the launcher's, and the workers' own
+    workers = {f"-{pid}" for pid in cluster.worker_pids()}
+    assert any(name.endswith(w) for name in seen["beating"] for w in workers), seen["beating"]
+    assert len(seen["beating"]) >= 2
+    # released: nothing is left that looks alive
+    assert not [f for f in run_dir_files(out, "ex") if f.startswith(("lease", "heartbeat"))]
+
+    counters = manifest(out, "ex")["counters"]  # gathered from the workers
+    assert counters["evalbeam"]["input_rows"] == 258
+    verdicts = collections.Counter(r["verdict"] for r in read_rows(out, "results"))
+    assert counters["evalbeam.verdict"] == dict(verdicts)
+
+
+def _judge_config(tmp_path, server) -> str:
+    """The bundled judge example, its endpoint the fake server."""
+    with open(os.path.join(EXAMPLE, "config_judge.yaml"), encoding="utf-8") as fh:
+        text = fh.read()
+    text = text.replace("https://api.openai.com/v1", server.openai_base_url)
+    text = text.replace("requests_per_second: 5", "requests_per_second: 500")
+    text = text.replace("faq: faq.parquet", f"faq: {os.path.join(EXAMPLE, 'faq.parquet')}")
+    path = tmp_path / "judge.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+# a fence's id is salted per process (so an answer cannot close it): unsalted here
+_SALTED_FENCE = re.compile(r"(\[\[/?[A-Z][A-Z ]*?(?: [ACRT]\d+)? )[0-9a-f]{16}\]\]")
+
+
+def _requests(server) -> collections.Counter:
+    """The judge requests the server received, as comparable texts."""
+    return collections.Counter(_SALTED_FENCE.sub(r"\1<salt>]]", json.dumps(r.json, sort_keys=True))
+                               for r in server.recorded()
+                               if r.path.endswith("/chat/completions"))
+
+
+def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path, monkeypatch):
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 24), cases)
+    outs, sent = {}, {}
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _judge_config(tmp_path, server)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        outs["fnapi"] = str(tmp_path / "fnapi")
+        assert run_cli("--input", cases, "--config", cfg, "--output", outs["fnapi"],
+                       "--run-id", "j") == 0
+        sent["fnapi"] = _requests(server)
+        server.reset_stats()
+        outs["dask"] = str(tmp_path / "dask")
+        proc = launch("--input", cases, "--config", cfg, "--output", outs["dask"],
+                      "--run-id", "j", cluster=cluster, cwd=str(tmp_path))
+        output = watch(proc, outs["dask"], "j")["output"]
+        assert proc.returncode == 0, output[-3000:]
+        sent["dask"] = _requests(server)
+    assert table_differences(outs["dask"], "j", outs["fnapi"], "j") == []
+    assert sum(sent["dask"].values()) > 100
+    assert sent["dask"] == sent["fnapi"]  # the same requests, each as often
+    for name, out in outs.items():
+        calls = sum(u["calls"] for u in read_rows(out, "usage"))
+        assert calls == sum(sent[name].values()), name  # usage and the server agree
+        assert manifest(out, "j")["counters"]["evalbeam.remote"]["calls"] == calls
+    assert KEY not in json.dumps(manifest(outs["dask"], "j"))
+
+
+def _processing_worker_pid(client) -> int | None:
+    """The pid of a worker busy with a step of the pipeline (a ParDo bundle)."""
+    for address, keys in client.processing().items():
+        if any("pardo" in str(k) for k in keys):
+            return client.run(os.getpid, workers=[address])[address]
+    return None
+
+
+def test_a_worker_killed_mid_run_ends_in_a_complete_run(reference, tmp_path):
+    from distributed import Client
+    out = str(tmp_path / "out")
+    args = ("--input", CASES, "--config", os.path.join(EXAMPLE, "config.yaml"),
+            "--output", out, "--run-id", "ex")
+    with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
+        proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+        victim, deadline = None, time.monotonic() + 600
+        while victim is None and proc.poll() is None and time.monotonic() < deadline:
+            victim = _processing_worker_pid(client)
+            time.sleep(0.2)
+        assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
+        time.sleep(1.0)  # well inside the bundle
+        os.kill(victim, signal.SIGKILL)
+        seen = watch(proc, out, "ex")
+        if proc.returncode != 0:  # a clean failure: status says so, a re-run completes
+            code, said = status(out, "ex")
+            assert code == 1 and "failed" in said, said
+            proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+            seen = watch(proc, out, "ex")
+        assert proc.returncode == 0, seen["output"][-3000:]
+    assert table_differences(out, "ex", reference, "ex") == []
+    assert status(out, "ex")[0] == 0
+    assert not [f for f in run_dir_files(out, "ex") if f.startswith(("lease", "heartbeat"))]

@@ -1,0 +1,86 @@
+"""groundedness: its signals by hand, its formula, its nulls, the shipped model
+and the scorer the pipeline runs (no Beam)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from schemas.records import EvalCase, Turn
+from transforms.score import scoring
+from transforms.score.metrics.groundedness import (MODEL_PATH, SIGNALS, Model, groundedness,
+                                                   load_model, signals)
+
+CONTEXT = ["The Eiffel Tower in Paris was finished in 1889. It is 330 metres tall."]
+
+
+def test_signals_by_hand():
+    x = signals("How tall is it?", CONTEXT, "The tower is 330 metres tall. Gustave built it.")
+    # content stems: tower, 330, metr, tall | gustav, built -> 4 of 6 in the contexts
+    assert x["content"] == pytest.approx(4 / 6)
+    # bigrams of the whole answer (9 tokens, 8 pairs): (is 330) (330 metres) (metres tall)
+    # are in the contexts -> 3 / 8
+    assert x["bigrams"] == pytest.approx(3 / 8)
+    # least supported sentence: "Gustave built it." content 0 of 2, bigrams 0 of 2
+    assert x["weakest_content"] == 0.0 and x["weakest_bigrams"] == 0.0
+    # best one context sentence: "It is 330 metres tall." holds 3 of the first sentence's 4
+    # (not "tower"); none of the second's -> (3/4 + 0) / 2
+    assert x["best_sentence"] == pytest.approx(0.375)
+    assert x["figures"] == 1.0             # 330 is in the contexts
+    assert x["names"] == 1.0               # no capitalised word after a sentence's first
+    assert x["novel"] == pytest.approx(math.log1p(2))  # gustav, built
+
+
+def test_figures_and_names_not_in_the_contexts():
+    x = signals("When?", CONTEXT, "It was finished in 1925 by Gustave Klimt in Paris.")
+    assert x["figures"] == 0.0
+    assert x["names"] == pytest.approx(1 / 3)  # Gustave, Klimt, Paris: Paris found
+
+
+def test_score_is_the_logistic_of_the_standardised_signals():
+    model = Model(("content", "novel"), (0.5, 1.0), (0.25, 2.0), (2.0, -1.0), 0.5)
+    x = {"content": 1.0, "novel": 3.0}
+    z = 0.5 + 2.0 * (1.0 - 0.5) / 0.25 - 1.0 * (3.0 - 1.0) / 2.0
+    assert model.score(x) == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+def test_supported_answers_score_above_unsupported_ones():
+    good = groundedness("How tall?", CONTEXT, "The Eiffel Tower is 330 metres tall.")
+    bad = groundedness("How tall?", CONTEXT, "The Eiffel Tower is 450 metres tall and made of gold.")
+    off = groundedness("How tall?", CONTEXT, "Bananas grow in Ecuador.")
+    assert 0 <= off.value < bad.value < good.value <= 1
+    assert set(good.details) == set(SIGNALS)
+
+
+def test_nulls_say_why():
+    assert groundedness("q", CONTEXT, None).error == "no answer"
+    assert groundedness("q", CONTEXT, " … ").error == "the answer has no words"
+    other = groundedness("q", CONTEXT, "Der Eiffelturm ist 330 Meter hoch und wurde 1889 "
+                                        "fertiggestellt, er steht in Paris.")
+    assert other.value is None and "the contexts in en" in other.error
+
+
+def test_the_shipped_model_is_the_fit_and_says_how_it_was_made():
+    with open(MODEL_PATH, encoding="utf-8") as fh:
+        shipped = json.load(fh)
+    assert shipped["command"] == "python bench/fit_groundedness.py"
+    assert tuple(shipped["model"]["signals"]) == SIGNALS
+    assert 0 < shipped["decision_cut"] < 1
+    model = load_model()
+    assert model.signals == SIGNALS and len(model.weights) == len(SIGNALS)
+    # the fit's own leave-one-set-out record: every committed set measured held out
+    assert set(shipped["leave_one_set_out"]) == set(shipped["fitted_on"])
+
+
+def test_the_pipeline_scorer_computes_it():
+    (scorer, opts), = scoring.select_scorers(("groundedness",), {})
+    case = EvalCase(case_id="c", question="How tall?", expected_answer=None, contexts=CONTEXT,
+                    answer="It is 330 metres tall.", suite="s", tags=[])
+    got = scoring.score_turn(scorer, opts, Turn(case, "b", case.answer))["groundedness"]
+    assert got.value == pytest.approx(groundedness("How tall?", CONTEXT,
+                                                   "It is 330 metres tall.").value)
+    no_ctx = EvalCase(case_id="d", question="q", expected_answer=None, contexts=None,
+                      answer="a", suite="s", tags=[])
+    assert scoring.score_turn(scorer, opts, Turn(no_ctx, "b", "a"))["groundedness"].error == \
+        "no contexts"

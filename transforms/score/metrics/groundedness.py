@@ -1,0 +1,167 @@
+"""groundedness: how likely the contexts support the answer, by a small fitted model.
+
+Offline and without a reference. A few signals of the answer against its
+contexts, each measured on the public benchmark (validation/public/) to rank
+supported above unsupported answers:
+
+- content: share of the answer's content words (stems, stop words left out)
+  found in the contexts;
+- bigrams: share of the answer's word bigrams found in the contexts (content
+  for a one-word answer);
+- weakest_content, weakest_bigrams: the same for the answer's least supported
+  sentence (one invented sentence in a long answer);
+- best_sentence: mean over the answer's sentences of the largest share of its
+  content words that one context sentence holds (a claim stitched together
+  from words scattered over the contexts scores lower);
+- figures: share of the answer's figures (tokens with a digit) found in the
+  contexts; names: share of its capitalised words (not opening a sentence)
+  found; each 1 when the answer has none;
+- novel: log(1 + content words found neither in the contexts nor in the question).
+
+    groundedness = 1 / (1 + exp(-(intercept + sum_i weight_i * (x_i - mean_i) / scale_i)))
+
+Higher is better (a probability-like score in [0, 1]). The weights, means and
+scales live in transforms/data/groundedness.json, fitted by
+`python bench/fit_groundedness.py` (logistic regression on the dev splits of
+the committed public sets, each set weighted alike); that command also reports
+the fit leave-one-set-out. Null with a reason when the answer has no words or
+is written in another language than its contexts (word overlap means nothing
+across languages).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+from schemas.records import MetricResult
+from transforms.score.facts.sentences import split_sentences
+from transforms.text.languages import detect_language, other_language
+from transforms.text.stemming import stemmer_for
+from transforms.text.stopwords import stop_words_for
+from transforms.text.tokens import tokenize
+
+MODEL_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))), "data", "groundedness.json")
+SIGNALS = ("content", "bigrams", "weakest_content", "weakest_bigrams", "best_sentence",
+           "figures", "names", "novel")
+_CASED_WORD = re.compile(r"[^\W\d_][^\W_]*(?:['’\-][^\W_]+)*")
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What the contexts hold, built once per distinct contexts."""
+    lang: str
+    stems: frozenset[str]
+    tokens: frozenset[str]
+    bigrams: frozenset[tuple[str, str]]
+    sentences: tuple[frozenset[str], ...]  # each context sentence's content stems
+
+
+def _content(tokens: Sequence[str], lang: str) -> list[str]:
+    stops, stem = stop_words_for(lang), stemmer_for(lang)
+    return [stem(t) for t in tokens if t not in stops]
+
+
+@lru_cache(maxsize=256)
+def _sources(contexts: tuple[str, ...]) -> _Sources:
+    joined = "\n".join(contexts)
+    lang = detect_language(joined)
+    tokens = tokenize(joined)
+    sentences = tuple(frozenset(_content(tokenize(s), lang))
+                      for c in contexts for s in split_sentences(c))
+    return _Sources(lang, frozenset(_content(tokens, lang)), frozenset(tokens),
+                    frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s))
+
+
+def _share(items: Sequence, found) -> float | None:
+    return sum(1 for x in items if x in found) / len(items) if items else None
+
+
+def _support(tokens: list[str], src: _Sources) -> tuple[float, float]:
+    """(content share, bigram share) of one stretch of the answer."""
+    content = _share(_content(tokens, src.lang), src.stems)
+    content = 1.0 if content is None else content
+    bigrams = _share(list(zip(tokens, tokens[1:])), src.bigrams)
+    return content, content if bigrams is None else bigrams
+
+
+def _best_sentence(stems: set[str], src: _Sources) -> float:
+    if not stems or not src.sentences:
+        return 1.0
+    return max(len(stems & s) for s in src.sentences) / len(stems)
+
+
+def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, float] | None:
+    """The model's inputs for one answer; None when the answer has no words."""
+    tokens = tokenize(answer)
+    if not tokens:
+        return None
+    src = _sources(tuple(contexts))
+    content, bigrams = _support(tokens, src)
+    per_sentence, best = [], []
+    for sentence in split_sentences(answer):
+        words = tokenize(sentence)
+        if not words:
+            continue
+        per_sentence.append(_support(words, src))
+        best.append(_best_sentence(set(_content(words, src.lang)), src))
+    figures = [t for t in tokens if any(ch.isdigit() for ch in t)]
+    names = [w.lower() for s in split_sentences(answer)
+             for w in _CASED_WORD.findall(s)[1:] if w[:1].isupper()]
+    asked = set(_content(tokenize(question or ""), src.lang))
+    novel = sum(1 for w in _content(tokens, src.lang) if w not in src.stems and w not in asked)
+    return {"content": content, "bigrams": bigrams,
+            "weakest_content": min(c for c, _ in per_sentence) if per_sentence else content,
+            "weakest_bigrams": min(b for _, b in per_sentence) if per_sentence else bigrams,
+            "best_sentence": sum(best) / len(best) if best else 1.0,
+            "figures": 1.0 if not figures else _share(figures, src.tokens),
+            "names": 1.0 if not names else _share(names, src.tokens),
+            "novel": math.log1p(novel)}
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic regression over standardised signals, as fitted."""
+    signals: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    intercept: float
+
+    def score(self, x: dict[str, float]) -> float:
+        z = self.intercept + sum(w * (x[s] - m) / sc for s, m, sc, w in
+                                 zip(self.signals, self.mean, self.scale, self.weights))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def to_json(self) -> dict:
+        return {"signals": list(self.signals), "mean": list(self.mean),
+                "scale": list(self.scale), "weights": list(self.weights),
+                "intercept": self.intercept}
+
+
+@lru_cache(maxsize=1)
+def load_model(path: str = MODEL_PATH) -> Model:
+    with open(path, encoding="utf-8") as fh:
+        fitted = json.load(fh)["model"]
+    return Model(tuple(fitted["signals"]), tuple(fitted["mean"]), tuple(fitted["scale"]),
+                 tuple(fitted["weights"]), float(fitted["intercept"]))
+
+
+def groundedness(question: str, contexts: Sequence[str], answer: str | None,
+                 model: Model | None = None) -> MetricResult:
+    if answer is None:
+        return MetricResult.null("no answer")
+    other = other_language(answer, "\n".join(contexts))
+    if other is not None:
+        return MetricResult.null(f"the answer is in {other[0]}, the contexts in {other[1]}: "
+                                 "word overlap says nothing across languages")
+    x = signals(question, contexts, answer)
+    if x is None:
+        return MetricResult.null("the answer has no words")
+    model = model or load_model()
+    return MetricResult(model.score(x), {k: round(v, 4) for k, v in x.items()})
