@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from pipeline.config import load_config
 from pipeline.postrun.gate import check_gate
-from pipeline.postrun.read import read_completed_run
+from pipeline.postrun.read import check_output, read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
@@ -167,6 +167,19 @@ class Tables:
             FROM pairs WHERE nb IS NULL OR nc IS NULL OR nb > 1 OR nc > 1""")
         self.run_date = self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
         self.sql("DROP TABLE pairs; DROP TABLE res_b; DROP TABLE res_c")
+
+    def check_pairs(self) -> None:
+        """Nothing paired is a bad invocation (exit 2), never an empty comparison
+        that a CI job would take for a pass."""
+        if self.sql("SELECT count(*) FROM paired").fetchone()[0]:
+            return
+        kinds = dict(self.sql("SELECT kind, count(*) FROM unpaired GROUP BY ALL").fetchall())
+        raise CompareError(
+            f"no case of {self.candidate.label} pairs with one of {self.baseline.label}: "
+            f"{kinds.get('only_in_baseline', 0)} only in baseline, "
+            f"{kinds.get('only_in_candidate', 0)} only in candidate, "
+            f"{kinds.get('duplicate_case_id', 0)} with a repeated case id (are they the same "
+            "cases? give both inputs a case_id column)")
 
     def metrics(self, side: Side) -> dict[str, dict]:
         """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
@@ -381,6 +394,7 @@ def compare(output: str, baseline: Side, candidate: Side,
     if baseline == candidate:
         raise CompareError(f"baseline and candidate are the same ({baseline.label})")
     output = output.rstrip("/")
+    check_output(output)
     if "://" in output:
         raise CompareError("compare reads a local (or mounted) folder; copy the tables or "
                            "mount the bucket first")
@@ -390,6 +404,7 @@ def compare(output: str, baseline: Side, candidate: Side,
         try:
             tables = Tables(con, output, baseline, candidate)
             tables.load()
+            tables.check_pairs()
             pairs, only = read_pairs(tables, min_difference)
             bots = list(_bots(pairs.groups))
             unpaired = tables.unpaired_counts()
@@ -497,7 +512,8 @@ def run_compare(args) -> bool:
     min_difference = getattr(args, "min_difference", None)
     c = compare(args.output, baseline, candidate,
                 MIN_DIFFERENCE if min_difference is None else min_difference)
-    checks = sorted(check_gate(cfg.gate, c["rows"]), key=lambda g: not g.failed)  # failed first
+    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"]),
+                    key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]
     paths = write_comparison(c)
