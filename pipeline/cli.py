@@ -59,25 +59,28 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         1: "failed: the attempt was marked failed, or its heartbeat is older than its ttl, or "
            "its local process is gone, and it wrote no completion marker",
         EXIT_USAGE: "no such run id under --output, a corrupt manifest (unless an attempt is "
-                    "running), an invalid run id, an output URL whose filesystem is not "
-                    "installed, or a bad invocation",
+                    "running), an invalid run id, an --output with glob characters or whose "
+                    "filesystem is not installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",
         5: "running",
     },
     "calibrate": {
         0: "calibrated: the summary and the suggested verdict rules are printed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
-                    "manifest, a missing table, an unknown --bot, a run without labels, or a "
-                    "bad invocation: one line `evalbeam: error: ...`",
+                    "manifest, a missing table, an unknown --bot, a run without labels, an "
+                    "--output with glob characters, or a bad invocation: one line "
+                    "`evalbeam: error: ...`",
     },
     "compare": {
         0: "compared, and no gate: rule failed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
-                    "manifest, an unknown bot, a bot on one side only, an invalid config, a gate "
+                    "manifest, no case paired, an --output with glob characters, an unknown "
+                    "bot, a bot on one side only, an invalid config, a gate "
                     "rule that matches nothing compared, or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
-                          "allows (the output names the rule)",
+                          "allows, or its metric could not be compared (null on a side, or "
+                          "computed by one run only); the output names the rule and why",
     },
     "view": {
         0: "stopped with Ctrl-C",

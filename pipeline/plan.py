@@ -27,7 +27,7 @@ from schemas.cases import source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
-from transforms.publish.write import RUN_ID_PATTERN
+from transforms.publish.write import RUN_ID_PATTERN, glob_characters
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.cache import CacheSpec, check_cache_file
@@ -356,7 +356,6 @@ def own_scorers(cfg) -> tuple:
 
 
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_GLOB_CHARS = "*?[]{}"
 
 
 def check_run_date(run_date: str) -> None:
@@ -381,9 +380,9 @@ def check_output(output: str, input_pattern: str) -> str:
     pattern) or lies inside the input folder (the next run would read its tables)."""
     if not output.strip():
         raise UsageError("--output is empty")
-    bad = sorted({c for c in output if c in _GLOB_CHARS})
+    bad = glob_characters(output)
     if bad:
-        raise UsageError(f"--output {output!r} contains the glob character(s) {''.join(bad)}; "
+        raise UsageError(f"--output {output!r} contains the glob character(s) {bad}; "
                          "choose a folder name without * ? [ ] { }")
     output = output.rstrip("/") or "/"
     if "://" in output:

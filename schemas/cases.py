@@ -19,16 +19,21 @@ from schemas.records import EvalCase
 REQUIRED_COLUMNS = ("question",)
 OPTIONAL_COLUMNS = ("case_id", "expected_answer", "contexts", "answer", "suite", "tags", "label",
                     "messages")
-# Columns that make up a row's content for its derived id (`label` is a
-# reviewer's judgement of the answer, not part of the case: adding labels to a
-# file must not change its case ids).
-ID_COLUMNS = ("question", "expected_answer", "contexts", "answer", "suite", "tags")
+# Columns that make up a case for its derived id: what the bot is asked and
+# what it is judged against, never the answer (a baseline and a candidate with
+# different answers must pair), nor the suite, the tags or a reviewer's label
+# (regrouping or labelling cases must not change their ids). `messages` counts
+# too, when present (derive_case_id).
+ID_COLUMNS = ("question", "expected_answer", "contexts")
 LABEL_VERDICTS = ("PASS", "WARN", "FAIL")
 CANONICAL_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 # column -> (type, meaning): the input table of the docs is made from this
 INPUT_COLUMN_DOCS: dict[str, tuple[str, str]] = {
     "question": ("string", "the user's input"),
-    "case_id": ("string", "a stable id; `h-` + a SHA-1 of the row's content when absent"),
+    "case_id": ("string", "a stable id; when absent `h-` + a SHA-1 of the case's inputs "
+                "(question, expected_answer, contexts, messages; never the answer, so two "
+                "runs with different answers pair; give ids when one question has several "
+                "recorded answers)"),
     "expected_answer": ("string or list<string>", "the reference answer: one, or several "
                         "(see Multiple references); metrics that need it are null (not 0) "
                         "without it"),

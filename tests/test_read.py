@@ -37,7 +37,10 @@ def test_json_array_contexts_are_accepted():
 def test_derived_case_id_is_stable_and_content_based():
     a = derive_case_id({"question": "q", "answer": "x"})
     assert a == derive_case_id({"answer": "x", "question": "q"})
-    assert a != derive_case_id({"question": "q", "answer": "y"})
+    # the case's inputs make the id, never the answer (issue 22 item 6)
+    assert a == derive_case_id({"question": "q", "answer": "y"})
+    assert a != derive_case_id({"question": "q2", "answer": "x"})
+    assert a != derive_case_id({"question": "q", "contexts": ["c"]})
 
 
 def test_missing_required_column_after_mapping(tmp_path):

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from pipeline.config import load_config
 from pipeline.postrun.gate import check_gate
-from pipeline.postrun.read import read_completed_run
+from pipeline.postrun.read import check_output, read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
@@ -167,6 +167,19 @@ class Tables:
         self.run_date = self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
         self.sql("DROP TABLE pairs; DROP TABLE res_b; DROP TABLE res_c")
 
+    def check_pairs(self) -> None:
+        """Nothing paired is a bad invocation (exit 2), never an empty comparison
+        that a CI job would take for a pass."""
+        if self.sql("SELECT count(*) FROM paired").fetchone()[0]:
+            return
+        kinds = dict(self.sql("SELECT kind, count(*) FROM unpaired GROUP BY ALL").fetchall())
+        raise CompareError(
+            f"no case of {self.candidate.label} pairs with one of {self.baseline.label}: "
+            f"{kinds.get('only_in_baseline', 0)} only in baseline, "
+            f"{kinds.get('only_in_candidate', 0)} only in candidate, "
+            f"{kinds.get('duplicate_case_id', 0)} with a repeated case id (are they the same "
+            "cases? give both inputs a case_id column)")
+
     def metrics(self, side: Side) -> dict[str, dict]:
         """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
         rows = self.sql(f"""SELECT metric, bool_and(coalesce(higher_is_better, true)),
@@ -239,8 +252,23 @@ class Tables:
         return listed
 
     def write_unpaired_csv(self, path: str) -> None:
-        self.sql(f"""COPY (SELECT key_bot AS bot, kind, case_id, suite FROM unpaired
-                           ORDER BY ALL) TO {_lit(path)} (HEADER, DELIMITER ',')""")
+        columns = (("key_bot", "bot"), ("kind", "kind"), ("case_id", "case_id"),
+                   ("suite", "suite"))
+        cells = ", ".join(f"{_csv_safe(c)} AS {name}" for c, name in columns)
+        self.sql(f"""COPY (SELECT {cells} FROM unpaired ORDER BY key_bot, kind, case_id, suite)
+                     TO {_lit(path)} (HEADER, DELIMITER ',')""")
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK(...), +cmd, @SUM); OWASP's fix: a leading ' makes it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_APOSTROPHE = _lit("'")
+
+
+def _csv_safe(column: str) -> str:
+    """SQL for a CSV cell that a spreadsheet cannot take for a formula."""
+    starts = " OR ".join(f"starts_with({column}, {_lit(c)})" for c in FORMULA_STARTS)
+    return f"CASE WHEN {starts} THEN {_APOSTROPHE} || {column} ELSE {column} END"
 
 
 # ------------------------------------------------------------------ statistics
@@ -379,6 +407,7 @@ def compare(output: str, baseline: Side, candidate: Side,
     if baseline == candidate:
         raise CompareError(f"baseline and candidate are the same ({baseline.label})")
     output = output.rstrip("/")
+    check_output(output)
     if "://" in output:
         raise CompareError("compare reads a local (or mounted) folder; copy the tables or "
                            "mount the bucket first")
@@ -388,6 +417,7 @@ def compare(output: str, baseline: Side, candidate: Side,
         try:
             tables = Tables(con, output, baseline, candidate)
             tables.load()
+            tables.check_pairs()
             pairs, only = read_pairs(tables, min_difference)
             bots = list(_bots(pairs.groups))
             unpaired = tables.unpaired_counts()
@@ -495,7 +525,8 @@ def run_compare(args) -> bool:
     min_difference = getattr(args, "min_difference", None)
     c = compare(args.output, baseline, candidate,
                 MIN_DIFFERENCE if min_difference is None else min_difference)
-    checks = sorted(check_gate(cfg.gate, c["rows"]), key=lambda g: not g.failed)  # failed first
+    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"]),
+                    key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]
     paths = write_comparison(c)

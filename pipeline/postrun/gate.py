@@ -2,7 +2,11 @@
 of a comparison. A rule fails when its metric got worse by more than
 `max_drop` (a rise, for lower-is-better metrics) *and* the change is
 significant after Holm's correction (p_adjusted < alpha). A drop that could
-be noise does not fail a build; neither does a real but allowed one."""
+be noise does not fail a build; neither does a real but allowed one.
+
+A gated metric that cannot be compared fails its rule, with the reason: it
+is missing from one run, or null in every case of one side (or no case has
+a value on both sides). A gate that cannot look must not pass."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,6 +26,7 @@ class GateCheck:
     row: Mapping[str, Any]
     drop: float | None     # how much worse (positive) the candidate is
     failed: bool
+    missing: str | None = None  # why the metric could not be compared (the check fails)
 
     def describe(self) -> str:
         return describe_rule(self.index, self.rule)
@@ -30,6 +35,8 @@ class GateCheck:
         """One line: what was compared and why it passed or failed."""
         r = self.row
         where = f"{r['bot']}" + ("" if r["suite"] == "*" else f" suite {r['suite']}")
+        if self.missing:
+            return f"{where} {r['metric']}: {self.missing}"
         if r.get("delta") is None:
             return f"{where} {r['metric']}: no pairs with values"
         p = r.get("p_adjusted")
@@ -59,18 +66,43 @@ def drop_of(row: Mapping[str, Any]) -> float | None:
     return -row["delta"] if row["higher_is_better"] else row["delta"]
 
 
-def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]]) -> list[GateCheck]:
-    """Every (rule, matching row) check; raises GateError for a rule matching no row."""
+def missing_values(row: Mapping[str, Any]) -> str | None:
+    """Why a comparison row has nothing to compare (None: it has pairs)."""
+    if row.get("delta") is not None:  # a delta needs pairs with values
+        return None
+    empty = [side for side in ("baseline", "candidate") if not row.get(f"{side}_values")]
+    if empty:
+        return (f"null in every case of the {' and the '.join(empty)} "
+                f"({row.get('null_pairs', 0)} paired cases, none with a value on both sides)")
+    return "no paired case has a value on both sides"
+
+
+def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
+               not_compared: Mapping[str, Sequence[str]] | None = None) -> list[GateCheck]:
+    """Every (rule, matching row) check. A rule whose metric only one run has,
+    or that is null on a side, is a failed check; a rule matching nothing at
+    all (a typo) raises GateError."""
     checks = []
+    only = {metric: side for side, metrics in (not_compared or {}).items() for metric in metrics}
     for i, rule in enumerate(rules):
         matched = [r for r in rows if r["metric"] == rule.metric and r["suite"] == rule.suite
                    and (rule.bot is None or r["bot"] == rule.bot)]
+        if not matched and rule.metric in only:
+            absent = "candidate" if only[rule.metric] == "only_in_baseline" else "baseline"
+            row = {"bot": rule.bot or "every bot", "suite": rule.suite, "metric": rule.metric}
+            checks.append(GateCheck(i, rule, row, None, True,
+                                    f"not computed in the {absent} run"))
+            continue
         if not matched:
             metrics = sorted({r["metric"] for r in rows})
             raise GateError(f"{describe_rule(i, rule)} matches nothing compared (bots: "
                             f"{', '.join(sorted({r['bot'] for r in rows})) or 'none'}; "
                             f"metrics: {', '.join(metrics) or 'none'})")
         for row in matched:
+            missing = missing_values(row)
+            if missing:
+                checks.append(GateCheck(i, rule, row, None, True, missing))
+                continue
             drop = drop_of(row)
             p = row.get("p_adjusted")
             failed = (drop is not None and drop > rule.max_drop + 1e-12

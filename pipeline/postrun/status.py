@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from transforms.progress.objects import read_totals
 from transforms.progress.text import figures, progress_line
 from transforms.publish import lease as leases
-from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_run_id,
-                                          read_manifest)
+from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_output,
+                                          check_run_id, read_manifest)
 
 EXIT = {"finished": 0, "failed": 1, "unknown": 2, "corrupt": 2, "unreconciled": 3,
         "running": 5}
@@ -71,6 +71,7 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
     Raises RunUnreadable for a bad run id or an unreachable folder."""
     now = time.time() if now is None else now
     output = output.rstrip("/")
+    check_output(output)
     check_run_id(run_id)
     try:
         manifest, corrupt = read_manifest(output, run_id), None

@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import TABLES, TableSpec
 from transforms.publish.lease import run_dir
-from transforms.publish.write import RUN_ID_PATTERN
+from transforms.publish.write import RUN_ID_PATTERN, glob_characters
 
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is small; a bigger file is not one
@@ -59,6 +59,15 @@ def check_run_id(run_id: str, flag: str = "--run-id") -> None:
     `../../x` must never name another folder's run)."""
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
         raise RunUnreadable(f"{flag} {run_id!r} must be 1-128 letters, digits, '-' or '_'")
+
+
+def check_output(output: str) -> None:
+    """One output folder, named as it is: a name with glob characters would be
+    read as a pattern over several folders (and written as a literal one)."""
+    bad = glob_characters(output)
+    if bad:
+        raise RunUnreadable(f"--output {output!r} contains the glob character(s) {bad}; a "
+                            "run is read from one folder named without * ? [ ] { }")
 
 
 def manifest_path(output: str, run_id: str) -> str:
@@ -172,6 +181,7 @@ def read_manifest(output: str, run_id: str) -> dict | None:
     """The run id's completion marker, checked; None when there is none.
     Raises RunUnreadable (a bad run id, an unreachable folder) or
     CorruptManifest."""
+    check_output(output)
     check_run_id(run_id)
     path, data = _read_manifest_bytes(output, run_id)
     return None if data is None else parse_manifest(data, run_id, path)

@@ -178,6 +178,9 @@ def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool,
     wins, losses = int((gain > zero).sum()), int((gain < -zero).sum())
     row = {"n_pairs": n, "null_pairs": int(len(delta) - n), "wins": wins, "losses": losses,
            "ties": n - wins - losses, "higher_is_better": higher_is_better,
+           # cases with a value on each side (a side with none: nothing to compare)
+           "baseline_values": int((~np.isnan(base)).sum()),
+           "candidate_values": int((~np.isnan(cand)).sum()),
            "baseline_mean": None, "candidate_mean": None, "delta": None, "test": None,
            "p_value": None, "min_difference": min_difference}
     if n == 0:

@@ -72,12 +72,17 @@ def clip(text: str | None, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def md_cell(text: str | None, limit: int) -> str:
-    """Untrusted text safe for one markdown table cell: one line, pipes and
-    angle brackets escaped (a viewer that renders HTML shows `<script>` as text)."""
-    text = escape_controls(" ".join((text or "").split()))
+_MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
+
+
+def md_cell(text: Any, limit: int) -> str:
+    """Untrusted text (an answer, a case id, a file name) safe in markdown, in a
+    table cell or in a line of prose: one line, control characters shown as
+    escapes (`\\x1b[2J` must not clear a terminal on `cat`), HTML shown as text
+    (`<img onerror=...>`) and `|`, which would end a table cell, escaped."""
+    text = escape_controls(" ".join(str("" if text is None else text).split()))
     text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    return text.translate(_MD_ESCAPES)
 
 
 def metrics_text(case: Mapping[str, Any]) -> str:
@@ -95,7 +100,8 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
         return []
     lines = ["## Head to head", ""]
     for pair, stats in pairs:
-        lines += [f"### {h2h.pair_label(pair)} ({stats['paired']} cases both answered)", ""]
+        lines += [f"### {md_cell(h2h.pair_label(pair), 200)} "
+                  f"({stats['paired']} cases both answered)", ""]
         lines += [md_cell(x, 2000) for x in h2h.findings(pair, stats)] + [""]
         if not stats["paired"]:
             continue
@@ -130,26 +136,29 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
              f"Attempt `{manifest.get('attempt', '–')}`, finished {manifest.get('finished_at', '–')}.",
              "",
-             f"Input: `{manifest['input']}` — {c['input_rows']} rows, {c['valid_cases']} valid, "
-             f"{c['invalid_rows']} invalid, {c['duplicate_case_ids']} duplicate case ids.",
-             f"Bots: {', '.join(manifest['bots'])}. Results rows: {c['results_rows']}; "
+             f"Input: {md_cell(manifest['input'], 500)} — {c['input_rows']} rows, "
+             f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
+             f"{c['duplicate_case_ids']} duplicate case ids.",
+             f"Bots: {md_cell(', '.join(manifest['bots']), 500)}. "
+             f"Results rows: {c['results_rows']}; "
              f"bot errors: {c['bot_errors']}. Counts reconcile: "
              f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**."]
     if c.get("judge_errors"):
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
-    lines += [f"Note: {escape_controls(n)}" for n in manifest.get("notes", [])]
+    lines += [f"Note: {md_cell(n, 2000)}" for n in manifest.get("notes", [])]
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:
         if r["metric"] == VERDICT_METRIC:
-            lines.append(f"| {r['bot']} | {r['pass_count']} | {r['warn_count']} | "
+            lines.append(f"| {md_cell(r['bot'], 80)} | {r['pass_count']} | {r['warn_count']} | "
                          f"{r['fail_count']} | {r['error_count']} | {with_interval(r)} |")
     metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
     by = {(r["bot"], r["metric"]): r for r in summary}
     lines += ["", "## Metric means [95% CI] (null values excluded; missing = could not be "
               "computed)", "",
-              "| metric | " + " | ".join(bots) + " |", "|---|" + "---:|" * len(bots)]
+              "| metric | " + " | ".join(md_cell(b, 80) for b in bots) + " |",
+              "|---|" + "---:|" * len(bots)]
     for m in metrics:
         cells = []
         for b in bots:
@@ -157,13 +166,13 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
             cells.append("–" if r is None else f"{with_interval(r)} (n={r['count']}, "
                                                f"missing {r['missing']})")
         arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
-        lines.append(f"| {m}{arrow} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_cell(m, 80)}{arrow} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric.", ""]
     lines += head_to_head_md(pairs)
     lines += ["## Worst cases", ""]
     for bot in sorted(worst):
-        lines += [f"### {bot}", ""]
+        lines += [f"### {md_cell(bot, 80)}", ""]
         lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
                            "metrics"],
                           [[w["case_id"], w["verdict"], clip(w["reason"], 160),

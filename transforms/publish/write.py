@@ -27,6 +27,13 @@ from transforms.remote.scrub import Scrubber, scrubber_for
 
 ROW_GROUP_ROWS = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+GLOB_CHARS = "*?[]{}"
+
+
+def glob_characters(path: str) -> str:
+    """The glob characters in an output folder's name ('' when none): Beam and
+    DuckDB would read such a name as a pattern over several folders."""
+    return "".join(sorted({c for c in path if c in GLOB_CHARS}))
 
 
 @dataclass(frozen=True, slots=True)

