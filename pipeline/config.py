@@ -171,8 +171,9 @@ class RubricConfig:
 class CustomMetricConfig:
     """A metric computed by a Python function named in the config."""
     name: str
-    """The metric's name: letters, digits, `_`, starting with a letter; not a built-in
-    metric's or group's name."""
+    """The metric's name: ASCII letters, digits, `_`, starting with a letter, at most 64
+    characters (entry-point metrics are held to the same rule); not a built-in metric's
+    or group's name."""
     function: str
     """`package.module:function`, looked up on the Python path and in the config file's
     folder (evalbeam.evaluate() may give the function itself)."""
@@ -229,6 +230,7 @@ class CacheConfig:
 
 from transforms.decide.presets import PRESETS  # noqa: E402
 from transforms.remote.scrub import redact_url  # noqa: E402
+from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
 DEFAULT_RULES = PRESETS["default"]
@@ -567,14 +569,10 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
                                                for k, v in prompts.items()})
 
 
-NAME_CHARS = "letters, digits and '_'"
-
-
 def check_metric_name(name: Any, where: str) -> str:
-    if not isinstance(name, str) or not name or not name.replace("_", "").isalnum() \
-            or not name[0].isalpha():
-        raise ConfigError(f"{where} must be a metric name ({NAME_CHARS}, starting with a "
-                          f"letter), got {name!r}")
+    if not is_metric_name(name):
+        raise ConfigError(f"{where} must be a metric name ({METRIC_NAME_RULE}, at most "
+                          f"{MAX_METRIC_NAME}), got {str(name)[:80]!r}")
     return name
 
 

@@ -36,6 +36,17 @@ def table(name: str, doc: str, columns: Sequence[tuple[str, pa.DataType, str]],
     return TableSpec(name, pa.schema([(c, typ) for c, typ, _ in columns]), partitions, doc, docs)
 
 
+METRIC_NAME_RULE = "letters, digits and '_', starting with a letter"
+MAX_METRIC_NAME = 64
+
+
+def is_metric_name(name: object) -> bool:
+    """A name that may go into scores.metric: the config's own metrics, rubrics
+    and installed plugins are held to it alike."""
+    return (isinstance(name, str) and 0 < len(name) <= MAX_METRIC_NAME and name[0].isalpha()
+            and name.replace("_", "").isalnum() and name.isascii())
+
+
 RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot.", [
     ("run_id", _S, "the run id"),
     ("case_id", _S, "the case's id (from the input, or `h-` + a SHA-1 of the row's content)"),

@@ -3,6 +3,7 @@ own Score[name]; its exceptions make that row null with the error; a bad
 reference stops the run before it starts."""
 from __future__ import annotations
 
+import json
 import math
 import sys
 import textwrap
@@ -160,3 +161,97 @@ def test_entry_point_metric(tmp_path, monkeypatch):
     (row,) = [r for r in read_rows(out, "scores") if r["metric"] == "shouting"]
     assert row["value"] == pytest.approx(0.5)
     sys.modules.pop("plugin_metrics", None)
+
+
+def _plugin(tmp_path, monkeypatch, module: str, body: str, entry: str) -> None:
+    """An installed-looking package publishing `entry` under evalbeam.metrics."""
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(body), "utf-8")
+    dist = tmp_path / f"{module}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[evalbeam.metrics]\n{entry}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_a_metric_calling_sys_exit_costs_its_rows_not_the_run(tmp_path):
+    """Issue 22 item 15: SystemExit is not an Exception; it ended the run with exit 1."""
+    (tmp_path / "quitter.py").write_text("import sys\n\ndef quit_now(sample):\n"
+                                         "    sys.exit(3)\n", "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(3)])
+    (tmp_path / "c.yaml").write_text('metrics: [answer_length, quitter]\ncustom_metrics:\n'
+                                     '  - {name: quitter, function: "quitter:quit_now"}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "quit") == 0
+    rows = [r for r in read_rows(out, "scores") if r["metric"] == "quitter"]
+    assert len(rows) == 3
+    assert all(r["value"] is None and r["error"] == "custom metric quitter failed: SystemExit: 3"
+               for r in rows)
+    assert manifest(out, "quit")["reconciliation"]["ok"]
+    sys.modules.pop("quitter", None)
+
+
+def test_a_plugin_exiting_at_import_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """Item 15: a plugin whose module calls sys.exit() at import ended the run
+    with exit 1 even when `metrics:` named only built-ins."""
+    _plugin(tmp_path, monkeypatch, "exiting_plugin", "import sys\nsys.exit(1)\n",
+            "exiter = exiting_plugin:fn")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "q?", "answer": "a"}])
+    (tmp_path / "c.yaml").write_text("metrics: [answer_length]\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config",
+                   str(tmp_path / "c.yaml")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "exiter = exiting_plugin:fn" in err and "SystemExit" in err
+    assert not out.exists()
+    sys.modules.pop("exiting_plugin", None)
+
+
+@pytest.mark.parametrize("name", ["Weird-Name.with.dots/and/slash", "_private", "9lives",
+                                  "x" * 65, "naïve"])
+def test_an_entry_point_metric_name_is_held_to_the_config_rule(tmp_path, monkeypatch, capsys,
+                                                              name):
+    """Item 19: entry-point names went into scores.metric unchecked."""
+    _plugin(tmp_path, monkeypatch, "oddly_named", "def fn(sample):\n    return 1.0\n",
+            f"{name} = oddly_named:fn")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "q?", "answer": "a"}])
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "is not a metric name" in err and name[:80] in err
+    assert not out.exists()
+    sys.modules.pop("oddly_named", None)
+
+
+def test_config_metric_names_have_the_same_rule(tmp_path, capsys):
+    """The config's custom metric and rubric names: the same rule, the same bound."""
+    cases, _ = _write_run(tmp_path, 2)
+    for name in ["x" * 65, "naïve", "a-b"]:
+        (tmp_path / "c.yaml").write_text(
+            f'custom_metrics: [{{name: "{name}", function: "my_metrics:overlap"}}]\n', "utf-8")
+        assert run_cli("--input", cases, "--output", str(tmp_path / "o"), "--config",
+                       str(tmp_path / "c.yaml")) == 2
+        assert "must be a metric name (letters, digits and '_', starting with a letter, " \
+               "at most 64)" in capsys.readouterr().err
+
+
+def test_nan_in_metric_details_is_written_as_valid_json(tmp_path):
+    """Item 16: {"n": NaN} went into scores.details, which is not JSON."""
+    (tmp_path / "nan_details.py").write_text(
+        "def fn(sample):\n    return 0.5, {'n': float('nan'), 'deep': [1.0, float('-inf')],"
+        " 'ok': 2.5}\n", "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"case_id": "a", "question": "q?",
+                                                           "answer": "a"}])
+    (tmp_path / "c.yaml").write_text('metrics: [nan_details]\ncustom_metrics:\n'
+                                     '  - {name: nan_details, function: "nan_details:fn"}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "nan") == 0
+    (row,) = [r for r in read_rows(out, "scores") if r["metric"] == "nan_details"]
+
+    def no_constants(word):
+        raise AssertionError(f"{word} is not JSON")
+    details = json.loads(row["details"], parse_constant=no_constants)
+    assert details == {"n": None, "deep": [1.0, None], "ok": 2.5} and row["value"] == 0.5
+    sys.modules.pop("nan_details", None)

@@ -210,3 +210,29 @@ def test_real_save_to_disk_output(monkeypatch):
     assert {s.path.rsplit("/", 1)[1] for s in shards} == {"data-00000-of-00002.arrow",
                                                           "data-00001-of-00002.arrow",
                                                           "data-00000-of-00001.arrow"}
+
+
+@pytest.mark.parametrize("where,names", [
+    ("state", ["../outside.arrow"]), ("state", ["/etc/passwd"]),
+    ("state", ["sub/data.arrow"]), ("state", [".."]), ("dict", ["../elsewhere"]),
+    ("dict", ["/tmp"])])
+def test_a_dataset_folder_cannot_name_files_outside_itself(tmp_path, capsys, where, names):
+    """Issue 22 item 11: `_data_files: [{"filename": "../base.jsonl"}]` was
+    followed, and so were absolute paths: refused up front, exit 2."""
+    import shutil
+    from pipeline.cli import run
+    folder = tmp_path / "ds"
+    shutil.copytree(f"{ROOT}/tests/fixtures/hf_save_to_disk", folder)
+    shutil.copy(folder / "train" / "data-00000-of-00002.arrow", tmp_path / "outside.arrow")
+    if where == "state":
+        state = json.loads((folder / "train" / "state.json").read_text())
+        state["_data_files"] = [{"filename": n} for n in names]
+        (folder / "train" / "state.json").write_text(json.dumps(state))
+    else:
+        (folder / "dataset_dict.json").write_text(json.dumps({"splits": names}))
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert run(["run", "--input", str(folder), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not a file of the dataset's own folder; refused" in err and "\n" not in err, err
+    assert not out.exists()

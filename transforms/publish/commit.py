@@ -22,7 +22,6 @@ reads a run), so it sees one attempt whole, never a gap or a mix.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.tables import TableSpec
 from transforms.publish.completed import CorruptManifest, manifest_path, read_manifest
 from transforms.publish.lease import delete_quietly, run_dir, stale_files, write_atomic
+from transforms.publish.rows import to_json
 from transforms.publish.write import WrittenFile, partition_dir, temp_dir
 
 ATTEMPT_LENGTH = 12  # hex characters of an attempt id
@@ -66,7 +66,7 @@ def install_report(output: str, run_id: str, attempt: str) -> None:
 def write_manifest(output: str, run_id: str, manifest: dict) -> None:
     """The completion marker, written all at once."""
     write_atomic(manifest_path(output, run_id),
-                 json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+                 to_json(manifest, indent=2, sort_keys=False).encode("utf-8"))
 
 
 def add_counters(output: str, run_id: str, attempt: str,

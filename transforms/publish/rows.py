@@ -2,16 +2,34 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterator
 
 from schemas.cases import RowProblem
 from schemas.records import Turn
 
 
-def to_json(value: Any) -> str | None:
+def finite(value: Any) -> Any:
+    """The value with every NaN or infinity (which JSON has no word for) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def to_json(value: Any, **options: Any) -> str | None:
+    """Valid JSON text (NaN and infinities become null: `{"n": NaN}` is not JSON
+    and a warehouse's JSON functions reject it); None for nothing."""
     if value is None or value == {}:
         return None
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    options = {"ensure_ascii": False, "sort_keys": True, "default": str, **options}
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:  # a NaN or an infinity somewhere
+        return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def result_row(turn: Turn, run_id: str) -> dict:

@@ -64,6 +64,16 @@ def is_hf_dataset(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, HF_STATE))
 
 
+def check_inside(folder: str, name: Any, what: str) -> None:
+    """A file name a dataset's own JSON gives must stay in the dataset's folder:
+    no absolute path, no folder part, no '..' (a crafted state.json must not
+    make the run read files elsewhere)."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or os.path.isabs(name)
+            or os.path.basename(name) != name or "\\" in name or "\x00" in name):
+        raise InputError(f"{folder}: {what} names {str(name)[:200]!r}, not a file of the "
+                         "dataset's own folder; refused")
+
+
 def hf_data_files(folder: str) -> list[str]:
     """The Arrow files of a save_to_disk folder, in the dataset's order."""
     try:
@@ -73,6 +83,8 @@ def hf_data_files(folder: str) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{folder}: unreadable {HF_STATE} of a Hugging Face dataset: "
                          f"{exc}") from None
+    for name in names:
+        check_inside(folder, name, f"{HF_STATE} _data_files")
     if not names:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".arrow"))
     missing = [n for n in names if not os.path.isfile(os.path.join(folder, n))]
@@ -86,8 +98,14 @@ def hf_dataset_files(folder: str) -> list[str]:
     """A dataset folder, or a DatasetDict folder (every split, in its order)."""
     if is_hf_dataset(folder):
         return hf_data_files(folder)
-    with open(os.path.join(folder, HF_DICT), encoding="utf-8") as fh:
-        splits = json.load(fh).get("splits") or []
+    try:
+        with open(os.path.join(folder, HF_DICT), encoding="utf-8") as fh:
+            splits = json.load(fh).get("splits") or []
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputError(f"{folder}: unreadable {HF_DICT} of a Hugging Face dataset: "
+                         f"{exc}") from None
+    for split in splits:
+        check_inside(folder, split, f"{HF_DICT} splits")
     return [f for split in splits for f in hf_data_files(os.path.join(folder, split))]
 
 

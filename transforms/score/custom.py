@@ -29,11 +29,18 @@ from importlib import metadata
 from typing import Any, Callable, Mapping
 
 from schemas.records import MetricResult, Turn
+from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name
 from transforms.score.scoring import Scorer, _one
 
 NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
 ENTRY_POINT_GROUP = "evalbeam.metrics"
 ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, lower_is_better, options}
+
+
+# What a user's code may raise without costing the run: every Exception, and
+# SystemExit too (a plugin's `sys.exit()` or `exit()` must not end evalbeam).
+# KeyboardInterrupt still stops the run.
+USER_CODE_FAILURES = (Exception, SystemExit)
 
 
 class CustomMetricError(ValueError):
@@ -87,7 +94,7 @@ def resolve(reference: str, search_dir: str | None = None) -> Callable:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise CustomMetricError(f"cannot import module {module_name!r}: {exc}") from None
-    except Exception as exc:  # the module itself raised while importing
+    except USER_CODE_FAILURES as exc:  # the module itself raised while importing
         raise CustomMetricError(f"importing module {module_name!r} failed: "
                                 f"{type(exc).__name__}: {exc}") from None
     fn = module
@@ -153,7 +160,7 @@ class CustomCompute:
                  ) -> dict[str, MetricResult]:
         try:
             out = self.fn(sample(turn), **options)
-        except Exception as exc:  # the user's bug costs this row's value, not the run
+        except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
             msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"[:500]
             return {self.name: MetricResult.null(msg)}
         return {self.name: to_result(out)}
@@ -183,12 +190,16 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
     """Metrics published by installed packages under `evalbeam.metrics`."""
     out = []
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if not is_metric_name(ep.name):
+            raise CustomMetricError(f"entry point {ep.value!r} ({ENTRY_POINT_GROUP}) names "
+                                    f"metric {ep.name[:80]!r}, which is not a metric name "
+                                    f"({METRIC_NAME_RULE}, at most {MAX_METRIC_NAME})")
         if ep.name in taken:
             raise CustomMetricError(f"entry point {ep.value!r} ({ENTRY_POINT_GROUP}) names "
                                     f"metric {ep.name!r}, which already exists")
         try:
             fn = ep.load()
-        except Exception as exc:
+        except USER_CODE_FAILURES as exc:
             raise CustomMetricError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) "
                                     f"cannot be loaded: {type(exc).__name__}: {exc}") from None
         spec = getattr(fn, ATTRIBUTE, {})
