@@ -167,3 +167,32 @@ def test_written_cases_file_is_parquet_and_removed(tmp_path):
     finally:
         shutil.rmtree(staging)
     assert cases_path("x.parquet") == ("x.parquet", None, None)
+
+
+def test_a_second_config_with_its_own_module_of_the_same_name_is_used(tmp_path):
+    """Two configs in two folders, each beside its own `shared_name_metric.py`:
+    evaluate() in one process used the first folder's module for both (Python's
+    module cache), and an edited module was not read again."""
+    def folder(name: str, value: float):
+        where = tmp_path / name
+        where.mkdir(exist_ok=True)
+        (where / "shared_name_metric.py").write_text(
+            f"def score(sample):\n    return {value!r}\n", "utf-8")
+        (where / "c.yaml").write_text(
+            "bots: [{name: recorded, type: precomputed}]\nmetrics: [mine]\n"
+            "custom_metrics:\n  - {name: mine, function: 'shared_name_metric:score'}\n",
+            "utf-8")
+        return where / "c.yaml"
+
+    def values(config) -> set:
+        result = evalbeam.evaluate(SAMPLE_ROWS[:2], config=str(config), progress=False,
+                                   output=tmp_path / f"out{len(seen)}", run_id="r")
+        seen.append(config)
+        return {r["value"] for r in result.scores().to_pylist() if r["metric"] == "mine"}
+
+    seen: list = []
+    first, second = folder("a", 0.25), folder("b", 0.75)
+    assert values(first) == {0.25}
+    assert values(second) == {0.75}
+    folder("a", 0.5)  # edited in place (another length, so no stale bytecode either)
+    assert values(first) == {0.5}

@@ -20,6 +20,7 @@ workers (Dataflow: --setup_file, --extra_package or --requirements_file).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
 import sys
@@ -84,14 +85,44 @@ def ship_by_value(fn: Callable) -> None:
         pass
 
 
+def load_beside(module_name: str, search_dir: str | None):
+    """A module file beside the config (`search_dir/<name>.py`), read afresh each
+    time a run is planned, or None to import as usual. Python's import would hand
+    out the first `my_metrics` this process imported: in a notebook calling
+    evalbeam.evaluate() twice, a second config's own my_metrics.py, or the file
+    edited since, would be ignored without a word. A name that is a package, an
+    installed or a standard module keeps the import's meaning."""
+    if not search_dir or "." in module_name or module_name in sys.stdlib_module_names:
+        return None
+    path = os.path.join(search_dir, module_name + ".py")
+    cached = sys.modules.get(module_name)
+    if not os.path.isfile(path) or cached is not None and (
+            _installed(cached) or hasattr(cached, "__path__")
+            or not getattr(cached, "__file__", None)):
+        return None
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # pickling by value and the module's own code look here
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if cached is None:
+            del sys.modules[module_name]
+        else:
+            sys.modules[module_name] = cached
+        raise
+    return module
+
+
 def resolve(reference: str, search_dir: str | None = None) -> Callable:
     """'package.module:function' -> the function; CustomMetricError in one line.
-    The config file's folder is searched too, so a module beside it works."""
+    The config file's folder is searched too, so a module beside it works (and
+    is read from that folder, see load_beside)."""
     module_name, _, attr = reference.partition(":")
     if search_dir and search_dir not in sys.path:
         sys.path.insert(0, search_dir)
     try:
-        module = importlib.import_module(module_name)
+        module = load_beside(module_name, search_dir) or importlib.import_module(module_name)
     except ImportError as exc:
         raise CustomMetricError(f"cannot import module {module_name!r}: {exc}") from None
     except USER_CODE_FAILURES as exc:  # the module itself raised while importing
