@@ -9,12 +9,14 @@ evalbeam and pandas, reads the same rows into a DataFrame and calls
 evalbeam.evaluate(df) on them; both with the default config (the recorded
 answers, every metric the inputs allow) and a new output folder. Reported:
 the command's wall time, the evaluate() call's own time, and the whole API
-process's time (imports included), each pair's ratios and their medians.
+process's time (imports included), each process's CPU seconds (the steadier
+figure on a loaded machine), each pair's ratios and their medians.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,14 +42,22 @@ print(f"EVALUATE {took:.3f}")
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, str]:
-    start = time.perf_counter()
+def children_cpu() -> float:
+    """CPU seconds of the finished child processes (and theirs)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one process; on a loaded machine
+    the CPU seconds are the steadier measure."""
+    start, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "EVALBEAM_PROGRESS_S": "0"})
-    took = time.perf_counter() - start
+    took, used = time.perf_counter() - start, children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[:4]} failed: {proc.stderr[-2000:]}")
-    return took, proc.stdout
+    return took, used, proc.stdout
 
 
 def main() -> None:
@@ -61,18 +71,23 @@ def main() -> None:
         pq.write_table(pq.read_table(EXAMPLE).slice(0, args.rows), cases)
         rows = []
         for i in range(args.pairs):
-            cli, _ = timed([sys.executable, "-m", "pipeline", "run", "--input", cases,
-                            "--output", os.path.join(work, f"cli{i}"), "--run-id", "cli"])
-            total, out = timed([sys.executable, "-c", API, cases, os.path.join(work, f"api{i}")])
+            cli, cli_cpu, _ = timed([sys.executable, "-m", "pipeline", "run", "--input", cases,
+                                     "--output", os.path.join(work, f"cli{i}"),
+                                     "--run-id", "cli"])
+            total, api_cpu, out = timed([sys.executable, "-c", API, cases,
+                                         os.path.join(work, f"api{i}")])
             call = float(out.split("EVALUATE ")[1].split()[0])
-            rows.append((cli, call, total))
+            rows.append((cli, call, total, cli_cpu, api_cpu))
             print(f"pair {i + 1}: evalbeam run {cli:6.2f} s | evaluate() {call:6.2f} s "
-                  f"({call / cli:.2f}x) | API process {total:6.2f} s ({total / cli:.2f}x)",
-                  flush=True)
-        cli, call, total = (statistics.median(c) for c in zip(*rows))
+                  f"({call / cli:.2f}x) | API process {total:6.2f} s ({total / cli:.2f}x) | "
+                  f"CPU: evalbeam run {cli_cpu:5.2f} s, API process {api_cpu:5.2f} s "
+                  f"({api_cpu / cli_cpu:.2f}x)", flush=True)
+        cli, call, total, cli_cpu, api_cpu = (statistics.median(c) for c in zip(*rows))
         print(f"median of {args.pairs}: evalbeam run {cli:.2f} s, evaluate() {call:.2f} s "
               f"({statistics.median(r[1] / r[0] for r in rows):.2f}x), whole API process "
-              f"{total:.2f} s ({statistics.median(r[2] / r[0] for r in rows):.2f}x)")
+              f"{total:.2f} s ({statistics.median(r[2] / r[0] for r in rows):.2f}x); CPU "
+              f"{cli_cpu:.2f} s vs {api_cpu:.2f} s "
+              f"({statistics.median(r[4] / r[3] for r in rows):.2f}x)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

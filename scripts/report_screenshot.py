@@ -2,7 +2,7 @@
 
     ./run_local.sh
     .venv/bin/python scripts/report_screenshot.py out/example/runs/example/report.html \
-        docs/assets/report.png [--height 1960]
+        docs/assets/report.png [--height 2170]
 
 Opens the page in headless Chromium (tests/browser.py: the DevTools protocol
 on a pipe, nothing fetched) and saves the top of the page, 1280 pixels wide.
@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("html", help="the report page, e.g. out/example/runs/example/report.html")
     ap.add_argument("png", help="where to save the screenshot")
-    ap.add_argument("--height", type=int, default=1960, help="pixels from the top (default 1960)")
+    ap.add_argument("--height", type=int, default=2170,
+                    help="pixels from the top (default 2170: down to the head to head's findings)")
     args = ap.parse_args(argv)
     if not available():
         print("no Chromium (apt-get install chromium, or set EVALBEAM_CHROMIUM)", file=sys.stderr)

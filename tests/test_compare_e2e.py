@@ -235,7 +235,16 @@ def test_reports_in_headless_chromium(runs, tmp_path):
                 alts = {alt for alt, _ in images}
                 assert {"verdict counts per bot", "histograms of metric values per bot",
                         "heat map of means per suite and metric",
-                        "trend lines of headline metrics"} <= alts
+                        "trend lines of headline metrics", "head to head of bot pairs"} <= alts
+                # which bot is better, said in words and drawn, before the worst cases
+                assert text.index("Head to head") < text.index("Worst cases")
+                assert "Pass rate on the " in text and "cases both answered: faq" in text
+                assert "Metrics significantly better for recorded:" in text
+                # the worst cases' table carries the reference and the metric values
+                heads = page.evaluate("Array.from(document.querySelectorAll('h2')).find(h => "
+                                      "h.textContent === 'Worst cases').nextElementSibling"
+                                      ".nextElementSibling.querySelector('tr').innerText")
+                assert "reference" in heads and "metrics" in heads, heads
             else:
                 assert any(alt == "forest plot of deltas" for alt, _ in images)
             assert len(page.png) > 50_000  # a real page, not a blank one

@@ -111,3 +111,20 @@ def test_nulls_pair_nothing_and_report_sections():
     assert "| b − a [95% CI] |" in md
     assert "| c&lt;1&gt; | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
     assert "score 0.10, halluc 0.10" in md  # the metric the reason names comes first
+
+
+def test_worst_case_metric_values_name_the_reason_first_and_fold_the_rest():
+    from transforms.publish.report import metrics_text
+    from transforms.publish.report_html import _metrics_cell
+    case = {"reason": "hallucination 0.91 > 0.7", "metrics": {
+        "rougeL": 0.1, "hallucination": 0.91, "bleu": 0.25, "x<b>": 0.5}}
+    assert metrics_text(case) == "hallucination 0.91, bleu 0.25, rougeL 0.10, x<b> 0.50"
+    cell = _metrics_cell(case)
+    assert cell.startswith("hallucination 0.91<details><summary>3 more</summary>")
+    assert "x&lt;b&gt; 0.50" in cell and "<b>" not in cell
+    assert _metrics_cell({"reason": "otherwise", "metrics": {"a": 1.0, "b": 0.0}}) == \
+        "a 1.00, b 0.00"
+    assert _metrics_cell({"reason": "x", "metrics": {}}) == "–"
+    from transforms.publish.rows import shortened
+    assert shortened("x" * 300, 200) == "x" * 199 + "…" and shortened("x" * 200, 200) == "x" * 200
+    assert shortened(None, 200) is None

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
+from transforms.publish.rows import shortened
 
 _PACKAGES = ("evalbeam", "apache-beam", "pyarrow", "numpy", "scipy", "sacrebleu", "rouge-score",
              "httpx", "tenacity", "PyYAML")
@@ -66,10 +67,8 @@ def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
 
 
 def clip(text: str | None, limit: int) -> str:
-    """At most `limit` characters, an ellipsis where cut (an answer can be
-    megabytes; a page shows its start); no text is '–'."""
-    text = text or "–"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most `limit` characters, an ellipsis where cut; no text is '–'."""
+    return shortened(text or "–", limit)
 
 
 _MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
@@ -85,12 +84,18 @@ def md_cell(text: Any, limit: int) -> str:
     return text.translate(_MD_ESCAPES)
 
 
-def metrics_text(case: Mapping[str, Any]) -> str:
-    """A worst case's metric values, those its verdict reason names first."""
+def metric_values(case: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """A worst case's metric values as 'name 0.00': those its verdict reason
+    names, and the others (each in name order)."""
     values = case.get("metrics") or {}
     reason = case.get("reason") or ""
-    named = sorted(values, key=lambda m: (m not in reason, m))
-    return ", ".join(f"{m} {values[m]:.2f}" for m in named)
+    named = [f"{m} {values[m]:.2f}" for m in sorted(values) if m in reason]
+    return named, [f"{m} {values[m]:.2f}" for m in sorted(values) if m not in reason]
+
+
+def metrics_text(case: Mapping[str, Any]) -> str:
+    """A worst case's metric values, those its verdict reason names first."""
+    return ", ".join(sum(metric_values(case), []))
 
 
 def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> list[str]:

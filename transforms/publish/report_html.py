@@ -11,9 +11,9 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
-from transforms.publish.html import Raw, figure, page, table, tag
+from transforms.publish.html import Raw, esc, figure, page, table, tag
 from transforms.publish.paired import change
-from transforms.publish.report import metrics_text, with_interval
+from transforms.publish.report import metric_values, with_interval
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
 
@@ -91,6 +91,18 @@ def _means(overall: list[Mapping[str, Any]]) -> Raw:
     return table(["metric", *bots], rows, numeric=range(1, len(bots) + 1))
 
 
+def _metrics_cell(case: Mapping[str, Any]) -> Raw:
+    """The metrics the verdict's reason names, the others folded away (twenty
+    values made every worst case a screen tall)."""
+    named, others = metric_values(case)
+    shown = ", ".join(named or others[:2])
+    rest = others if named else others[2:]
+    if not rest:
+        return Raw(esc(shown or None))
+    return Raw(f"{esc(shown)}<details><summary>{len(rest)} more</summary>"
+               f"{esc(', '.join(rest))}</details>")
+
+
 def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
     parts = []
     for bot in sorted(worst):
@@ -98,7 +110,7 @@ def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
         parts.append(table(["case", "suite", "verdict", "reason", "question", "reference",
                             "answer", "metrics"],
                            [[w["case_id"], w.get("suite"), w["verdict"], w["reason"],
-                             w["question"], w.get("reference"), w["answer"], metrics_text(w)]
+                             w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
                             for w in worst[bot]],
                            text=range(3, 8)))
     return Raw("\n".join(parts))

@@ -88,14 +88,20 @@ def severity(turn: Turn) -> tuple:
             -(rel.value if rel and rel.value is not None else 1.0), turn.case.case_id)
 
 
+def shortened(text: str | None, limit: int) -> str | None:
+    """At most `limit` characters, an ellipsis where cut (an answer can be
+    megabytes; a report shows its start)."""
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
 def worst_case_row(turn: Turn) -> dict:
     """A worst-case candidate: what the report shows of it (texts clipped),
     with every metric's value (null ones left out) and its sort key."""
     reference = turn.case.expected_answer
     return {"case_id": turn.case.case_id, "suite": turn.case.suite, "verdict": turn.verdict,
-            "reason": turn.verdict_reason, "question": turn.case.question[:200],
-            "answer": (turn.answer or "")[:200],
-            "reference": None if reference is None else reference[:200],
+            "reason": turn.verdict_reason, "question": shortened(turn.case.question, 200),
+            "answer": shortened(turn.answer or "", 200),
+            "reference": shortened(reference, 200),
             "metrics": {m: round(r.value, 4) for m, r in sorted(turn.scores.items())
                         if r.value is not None},
             "severity": severity(turn)}
