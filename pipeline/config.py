@@ -213,6 +213,48 @@ class JudgeConfig:
         return bool(self.endpoint and self.model)
 
 
+CLASSIFIER_APIS = ("tei", "vllm_score")
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """The grounding classifier: a sequence-classification (NLI / fact-checking)
+    model behind an HTTP endpoint, read by the `grounding_classifier` metric."""
+    endpoint: str | None = None
+    """The name of an endpoint in `endpoints` serving the model (TEI: its address,
+    without /v1). Both `endpoint` and `model`, or neither; without them the metric is
+    left out of the default metrics, and named in `metrics` it is null with "no
+    classifier configured"."""
+    model: str | None = None
+    """The model's name: in usage/ and the call cache's key, and vLLM's `model`."""
+    api: str = "tei"
+    """`tei`: text-embeddings-inference's `POST /predict` (pairs in, every label's
+    probability out); `vllm_score`: vLLM's `POST /score` for a one-output
+    cross-encoder whose score is P(supported) (no contradiction label then)."""
+    labels: dict[str, Any] = field(default_factory=lambda: {"supported": "entailment"})
+    """`supported` (required for TEI) and optional `contradicted`: the label meaning the
+    passage supports (contradicts) the sentence, as the model names it (compared without
+    case: `ENTAILMENT`) or its index (resolved once through TEI's `GET /info`)."""
+    batch_size: int = 32
+    """Pairs per request (TEI's `--max-client-batch-size`, 32 by default). A batch the
+    server refuses as too large (413/422 naming its limit) is sent again in batches of
+    that limit, which the endpoint keeps from then on."""
+    truncate: bool = True
+    """Ask the server to cut a pair longer than the model reads; false: such a pair is
+    the server's 422, and that pair alone fails (its row's metric is null with the
+    reason)."""
+    chunk_words: int = 300
+    """Contexts are read in chunks of at most this many words (at least 16), cut at
+    sentence ends: what a server truncates is never read."""
+    max_sentences: int = 64
+    """The first this many sentences of an answer are checked (details say how many
+    were not)."""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoint and self.model)
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     """The on-disk cache of judge and embedding calls (never of bots under test)."""
@@ -279,6 +321,8 @@ class Config:
     """The embedder of the semantic metrics."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """The LLM judge of the judge metrics."""
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    """The grounding classifier endpoint of the `grounding_classifier` metric."""
     cache: CacheConfig = field(default_factory=CacheConfig)
     """The call cache of judge and embedding calls."""
     metrics: tuple[str, ...] | None = None
@@ -468,6 +512,8 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         kwargs["embeddings"] = emb
     if "judge" in top:
         kwargs["judge"] = _judge(top["judge"], kwargs["endpoints"], base_dir)
+    if "classifier" in top:
+        kwargs["classifier"] = _classifier(top["classifier"], kwargs["endpoints"])
     if "cache" in top:
         cache = _build(CacheConfig, top["cache"], "cache")
         if not isinstance(cache.enabled, bool):
@@ -567,6 +613,36 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     prompts = _check_keys(judge.prompts, set(TEMPLATE_NAMES), "judge.prompts")
     return dataclasses.replace(judge, prompts={k: _resolve(str(v), base_dir)
                                                for k, v in prompts.items()})
+
+
+def _classifier(data: Any, endpoints: Mapping[str, EndpointConfig]) -> ClassifierConfig:
+    c = _build(ClassifierConfig, data, "classifier")
+    if c.endpoint is not None and c.endpoint not in endpoints:
+        raise ConfigError(f"classifier.endpoint {c.endpoint!r} is not a configured endpoint")
+    if bool(c.endpoint) != bool(c.model) or not isinstance(c.model, (str, type(None))):
+        raise ConfigError("classifier needs both 'endpoint' and 'model' (the model's name)")
+    if c.api not in CLASSIFIER_APIS:
+        raise ConfigError(f"classifier.api must be one of {', '.join(CLASSIFIER_APIS)}, "
+                          f"got {c.api!r}")
+    labels = _check_keys(c.labels, {"supported", "contradicted"}, "classifier.labels")
+    if "supported" not in labels and c.api == "tei":
+        raise ConfigError("missing key 'classifier.labels.supported' (the label or index "
+                          "that means the passage supports the sentence)")
+    for key, value in labels.items():
+        ok = (isinstance(value, str) and value.strip()) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+        if not ok:
+            raise ConfigError(f"classifier.labels.{key} must be a label name or an index "
+                              f">= 0, got {value!r}")
+    if labels.get("supported") is not None and labels.get("supported") == labels.get(
+            "contradicted"):
+        raise ConfigError("classifier.labels.supported and .contradicted name the same label")
+    _integer(c.batch_size, "classifier.batch_size", 1, 4096)
+    _integer(c.chunk_words, "classifier.chunk_words", 16)
+    _integer(c.max_sentences, "classifier.max_sentences", 1)
+    if not isinstance(c.truncate, bool):
+        raise ConfigError("classifier.truncate must be true or false")
+    return dataclasses.replace(c, labels=labels)
 
 
 def check_metric_name(name: Any, where: str) -> str:

@@ -21,6 +21,7 @@ from transforms.publish.head_to_head import HeadToHead
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
+from transforms.enrich.classifier.stage import ClassifyTurns
 from transforms.enrich.embed import EmbedTurns
 from transforms.enrich.judge.stage import JudgeTurns
 from transforms.read.cases import ReadCases
@@ -91,6 +92,15 @@ class Enrich(beam.PTransform):
                          plan.cache, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
+        if plan.classifier_metrics:
+            read = (turns
+                    | "BatchForClassifier" >> beam.BatchElements(min_batch_size=1,
+                                                                 max_batch_size=64)
+                    | "ClassifyTurns" >> beam.ParDo(ClassifyTurns(
+                        cfg.classifier, cfg.endpoints, plan.cache)).with_outputs(
+                        ClassifyTurns.CALLS, main="turns"))
+            turns = read.turns
+            calls.append(read[ClassifyTurns.CALLS])
         return turns, calls
 
 

@@ -49,6 +49,7 @@ class Plan:
     columns: Mapping[str, str]
     scorers: Sequence[tuple[Scorer, dict]]
     judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
+    classifier_metrics: tuple[str, ...] = ()  # metrics ClassifyTurns reads pairs for
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
     limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
@@ -136,6 +137,15 @@ def check_judge(cfg) -> None:
         if missing:
             raise ConfigError(f"judge.prompts.{name}: {path} lacks the placeholder "
                               f"{{{missing[0]}}} (placeholders: {', '.join(PLACEHOLDERS)})")
+
+
+def check_classifier(cfg) -> None:
+    """The classifier's endpoint has its secrets (before anything runs)."""
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    try:
+        endpoint_secrets(cfg.classifier.endpoint, cfg.endpoints[cfg.classifier.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"classifier: {exc}") from None
 
 
 def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
@@ -481,7 +491,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                 raise ConfigError(f"bot {bot.name!r}: {exc}") from None
     try:
         scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured,
-                                 own_scorers(cfg))
+                                 own_scorers(cfg), cfg.classifier.configured)
     except ValueError as exc:
         flagged = flag_metrics is not None and str(exc).startswith("unknown metric")
         raise ConfigError(("--metrics: " if flagged else "") + str(exc)) from None
@@ -499,8 +509,16 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
         notes.append("judge metrics are off: no judge configured (set judge.endpoint and "
                      "judge.model to add faithfulness, answer_correctness, context metrics, "
                      "rubric judges and safety critics)")
+    classifier_metrics = tuple(m for s, _ in scorers if s.classifier for m in s.metrics)
+    if cfg.classifier.configured:
+        check_classifier(cfg)
+    elif classifier_metrics:
+        notes.append("no classifier configured (set classifier.endpoint and classifier.model): "
+                     f"{', '.join(classifier_metrics)} is null")
+    if not cfg.classifier.configured:
+        classifier_metrics = ()
     scales = rubric_scales(scorers)
-    uses_cache = (cfg.judge.configured and judge_metrics) or (
+    uses_cache = (cfg.judge.configured and judge_metrics) or classifier_metrics or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache = call_cache(cfg, output_path, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
@@ -520,4 +538,5 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
-                rubric_scales=scales, cache=cache, limits=limit_lines(cfg, workers))
+                classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
+                limits=limit_lines(cfg, workers))

@@ -70,9 +70,14 @@ class CallingDoFn(beam.DoFn):
         """What goes out for a finished result (subclasses count errors here)."""
         return result
 
+    def outputs(self, result: Any) -> list[Any]:
+        """The elements a finished result emits: itself (a subclass whose work
+        items are batches emits each element of the batch)."""
+        return [self.emitted(result)]
+
     def finished(self) -> list[Any]:
         """Finished results, emitted; blocks only while the backlog is full."""
-        return [self.emitted(r) for r in self.completed(block=self.backlog_full)]
+        return [out for r in self.completed(block=self.backlog_full) for out in self.outputs(r)]
 
     def call_tallies(self):
         """((endpoint, model, purpose), usage accumulator) on the CALLS output, and counters."""
@@ -83,7 +88,8 @@ class CallingDoFn(beam.DoFn):
 
     def finish_bundle(self):
         for result in self.wait_all():
-            yield GlobalWindows.windowed_value(self.emitted(result))
+            for out in self.outputs(result):
+                yield GlobalWindows.windowed_value(out)
         yield from self.call_tallies()
 
     def teardown(self):

@@ -52,6 +52,8 @@ class CallRecord:
     cache_hit: bool = False         # answered from the call cache (either tier): no request
     shared_cache_hit: bool = False  # ... from tier 2, the objects every worker shares
     scrubbed: bool = False  # a configured secret was removed from the reply
+    bot: str | None = None          # the bot whose row(s) the call served, when one
+    metrics: tuple[str, ...] = ()   # the metrics the call served (usage/ splits it among them)
 
 
 @dataclass(slots=True)
@@ -96,10 +98,12 @@ def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
     return headers, configured_secrets({name: cfg})
 
 
-def _usage_tokens(data: Any) -> tuple[int, int]:
+def _usage_tokens(data: Any, header_tokens: str | None = None) -> tuple[int, int]:
+    """(prompt, completion) tokens from the body's `usage` (OpenAI, vLLM), else
+    from TEI's `x-compute-tokens` header (its bodies have no usage)."""
     usage = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(usage, dict):
-        return 0, 0
+        return (int(header_tokens), 0) if header_tokens and header_tokens.isdigit() else (0, 0)
     prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
     completion = usage.get("completion_tokens") or usage.get("output_tokens") or 0
     return int(prompt), int(completion)
@@ -158,6 +162,9 @@ class EndpointClient:
         self._next_pool = itertools.cycle(self._pools)
         # a query in base_url (?key=...) goes with every request, as api-version does
         self.params = {**query, **({"api-version": cfg.api_version} if cfg.api_version else {})}
+        # the largest batch a server said it accepts (TEI's 413/422 name it): callers
+        # that batch inputs send no more than this from then on
+        self.batch_limit: int | None = None
 
     def scrub(self, text: str) -> str:
         """Remove every secret value (in any of its encodings) from text that may
@@ -199,6 +206,10 @@ class EndpointClient:
             del self._inflight[key]
             waiting.set_result(data)
 
+    async def get_json(self, path: str, *, model: str, purpose: str) -> CallResult:
+        """GET with the same retries, limits and accounting as post_json (never cached)."""
+        return await self._post(path, None, model, purpose, 0.0, method="GET")
+
     def hit_record(self, model: str, purpose: str, tier: str | None) -> CallRecord:
         """The record of a call answered without a request (tier: the cache's, if any)."""
         return CallRecord(self.name, model, purpose, ok=True, status=None, attempts=0,
@@ -212,11 +223,12 @@ class EndpointClient:
             await self.cache.store(key, result.data)
         return result
 
-    async def _post(self, path: str, body: Mapping[str, Any], model: str, purpose: str,
-                    estimated_tokens: float) -> CallResult:
+    async def _post(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
+                    estimated_tokens: float, method: str = "POST") -> CallResult:
         request_id = uuid.uuid4().hex
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None}
+        payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
+                 "method": method, "compute_tokens": None}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
         try:
@@ -233,7 +245,7 @@ class EndpointClient:
             hits: list = []
             data = self.scrubber.scrub_value(data, hits)
             scrubbed = bool(hits)
-        prompt, completion = _usage_tokens(data)
+        prompt, completion = _usage_tokens(data, state["compute_tokens"])
         if data is not None and self.limiter.tokens:
             self.limiter.correct_tokens(estimated_tokens, prompt + completion or estimated_tokens)
         record = CallRecord(self.name, model, purpose, ok=error is None, status=state["status"],
@@ -243,7 +255,7 @@ class EndpointClient:
                             rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
         return CallResult(data if error is None else None, record)
 
-    async def _attempt(self, path: str, payload: bytes, request_id: str, tokens: float,
+    async def _attempt(self, path: str, payload: bytes | None, request_id: str, tokens: float,
                        state: dict) -> Any:
         refusal = self.breaker.refusal()
         if refusal:  # the endpoint is unreachable: fail at once, with the reason
@@ -253,11 +265,14 @@ class EndpointClient:
         async with self._slots:
             t0 = time.perf_counter()
             try:
+                headers = {REQUEST_ID_HEADER: request_id}
+                if payload is not None:
+                    headers["Content-Type"] = "application/json"
                 async with next(self._next_pool).stream(
-                        "POST", path, content=payload, params=self.params,
-                        headers={"Content-Type": "application/json",
-                                 REQUEST_ID_HEADER: request_id}) as response:
+                        state["method"], path, content=payload, params=self.params,
+                        headers=headers) as response:
                     state["status"] = response.status_code
+                    state["compute_tokens"] = response.headers.get("x-compute-tokens")
                     body = await read_capped(response, self.cfg.max_reply_bytes)
             except ReplyTooLarge as exc:
                 self.breaker.on_response()
@@ -302,6 +317,10 @@ def _error_detail(body: bytes) -> str:
         data = json.loads(body)
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             return str(data["error"].get("message", ""))
+        if isinstance(data, dict) and isinstance(data.get("error"), str):  # TEI
+            return data["error"]
+        if isinstance(data, dict) and isinstance(data.get("message"), str):  # vLLM
+            return data["message"]
         return json.dumps(data, ensure_ascii=False)
     except ValueError:
         return body.decode("utf-8", "replace")

@@ -1,0 +1,18 @@
+"""What the classifier stage attaches to a Turn for the metric to read."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transforms.enrich.classifier.api import PairVerdict
+
+GROUNDING = "classifier:grounding"  # feature: a GroundingReading
+ERROR = "classifier:error"          # feature: why the turn could not be read at all
+
+
+@dataclass(slots=True)
+class GroundingReading:
+    """Every checked sentence against every chunk of the contexts."""
+    sentences: tuple[str, ...]
+    total_sentences: int
+    chunk_ids: tuple[str, ...]
+    verdicts: list[list[PairVerdict]]  # [sentence][chunk]
