@@ -98,6 +98,10 @@ class EndpointConfig:
     circuit_cooldown_s: float = 30.0
     """While the breaker is open, one probe call goes through every this many seconds;
     any response closes it again."""
+    max_tokens_per_run: int | None = None
+    """Tokens (prompt + completion) this endpoint may use per run, for every purpose
+    (bots, judge, embeddings, classifier): a call whose worst case does not fit is not
+    sent (see Spend caps). Unset: no ceiling."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,12 @@ class JudgeConfig:
     """How the ten safety critics vote."""
     rubrics: dict[str, RubricConfig] = field(default_factory=dict)
     """Judge metrics of your own, by name (see Judges and rubrics)."""
+    max_calls: int | None = None
+    """Judge requests the run may send (an integer ≥ 1); past it, judge metrics are null
+    with `budget reached` (see Spend caps). Cache hits are free."""
+    max_cost: float | None = None
+    """What the judge's requests may cost per run, priced from its endpoint's
+    `price_per_million` (which must be set)."""
 
     @property
     def configured(self) -> bool:
@@ -445,6 +455,8 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     _integer(ep.max_concurrency, f"{where}.max_concurrency", 1, MAX_CONCURRENCY)
     _integer(ep.max_reply_bytes, f"{where}.max_reply_bytes", 1024)
     _integer(ep.circuit_failures, f"{where}.circuit_failures", 0)
+    if ep.max_tokens_per_run is not None:
+        _integer(ep.max_tokens_per_run, f"{where}.max_tokens_per_run", 1)
     if not isinstance(ep.headers, Mapping) or not all(
             isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
             for k, v in ep.headers.items()):
@@ -608,6 +620,13 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     for key in ("keep_trace",):
         if not isinstance(getattr(judge, key), bool):
             raise ConfigError(f"judge.{key} must be true or false")
+    if judge.max_calls is not None:
+        _integer(judge.max_calls, "judge.max_calls", 1)
+    if judge.max_cost is not None:
+        _number(judge.max_cost, "judge.max_cost")
+        if judge.endpoint and not endpoints[judge.endpoint].price_per_million:
+            raise ConfigError(f"judge.max_cost needs a price: set endpoints.{judge.endpoint}."
+                              "price_per_million {input, output}")
     if not isinstance(safety.per_category, bool):
         raise ConfigError("judge.safety.per_category must be true or false")
     prompts = _check_keys(judge.prompts, set(TEMPLATE_NAMES), "judge.prompts")

@@ -59,7 +59,8 @@ class Answer(beam.PTransform):
         return (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
-                                                        self._plan.cache)).with_outputs(
+                                                        self._plan.cache,
+                                                        self._plan.budget)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
 
 
@@ -79,8 +80,10 @@ class Enrich(beam.PTransform):
         if needs:
             enriched = (turns
                         | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
-                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints,
-                                                                needs, plan.cache))
+                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(
+                            cfg.embeddings, cfg.endpoints, needs, plan.cache,
+                            [m for s, _ in plan.scorers if s.features for m in s.metrics],
+                            plan.budget))
                         .with_outputs(EmbedTurns.CALLS, main="turns"))
             turns = enriched.turns
             calls.append(enriched[EmbedTurns.CALLS])
@@ -89,7 +92,8 @@ class Enrich(beam.PTransform):
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
-                         plan.cache, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
+                         plan.cache, {s.name: o for s, o in plan.scorers if s.judge},
+                         plan.budget)).with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
         if plan.classifier_metrics:
@@ -97,7 +101,7 @@ class Enrich(beam.PTransform):
                     | "BatchForClassifier" >> beam.BatchElements(min_batch_size=1,
                                                                  max_batch_size=64)
                     | "ClassifyTurns" >> beam.ParDo(ClassifyTurns(
-                        cfg.classifier, cfg.endpoints, plan.cache)).with_outputs(
+                        cfg.classifier, cfg.endpoints, plan.cache, plan.budget)).with_outputs(
                         ClassifyTurns.CALLS, main="turns"))
             turns = read.turns
             calls.append(read[ClassifyTurns.CALLS])

@@ -27,9 +27,10 @@ from schemas.cases import source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
-from transforms.publish.write import RUN_ID_PATTERN, glob_characters
+from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
+from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import redact_url
 from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
@@ -53,6 +54,7 @@ class Plan:
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
     limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
+    budget: BudgetSpec | None = None      # the run's spend caps
 
 
 def check_remote_bot(bot, endpoints) -> None:
@@ -197,6 +199,31 @@ def call_cache(cfg, output: str, notes: list[str] | None = None) -> CacheSpec | 
         except ValueError as exc:
             raise ConfigError(f"cache.shared_path {redact_url(shared)}: {exc}") from None
     return CacheSpec(path, shared)
+
+
+def configured_caps(cfg) -> dict[str, float]:
+    """The spend caps by their config names (the manifest's `spend_caps`)."""
+    caps = {}
+    if cfg.judge.configured and cfg.judge.max_calls is not None:
+        caps["judge.max_calls"] = float(cfg.judge.max_calls)
+    if cfg.judge.configured and cfg.judge.max_cost is not None:
+        caps["judge.max_cost"] = float(cfg.judge.max_cost)
+    caps.update({f"endpoints.{name}.max_tokens_per_run": float(ep.max_tokens_per_run)
+                 for name, ep in cfg.endpoints.items() if ep.max_tokens_per_run})
+    return caps
+
+
+def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> BudgetSpec | None:
+    """The run's caps: judge.max_calls, judge.max_cost, each endpoint's
+    max_tokens_per_run. With a local output the workers share one tally in the
+    attempt's temporary folder (removed when the run is published); with a URL
+    output each worker holds 1 / workers of every cap (transforms/remote/budget.py)."""
+    caps = tuple(sorted((scope_of(name), cap) for name, cap in configured_caps(cfg).items()))
+    if not caps:
+        return None
+    ledger = None if "://" in output else os.path.join(
+        temp_dir(output, run_id, attempt), "budget.sqlite")
+    return BudgetSpec(caps, ledger, 1.0 / max(1, workers), f"{run_id}-{attempt}")
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...]):
@@ -533,10 +560,11 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
-                   lease_ttl_s=float(ttl))
+                   lease_ttl_s=float(ttl), caps=configured_caps(cfg))
     from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
-                limits=limit_lines(cfg, workers))
+                limits=limit_lines(cfg, workers),
+                budget=spend_caps(cfg, output, run_id, attempt, workers))

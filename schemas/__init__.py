@@ -1,10 +1,13 @@
 """Data contracts of evalbeam: input cases, in-flight records, output tables."""
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """The output tables' version, written to every manifest. Tables change only by
 adding columns (never renaming, retyping or removing one), and every added
 column raises the version, so a reader written for version N reads N + k.
 
 1: the first tables.
 2: usage/ gains `shared_cache_hits` (cache hits served by the shared tier).
+3: usage/ gains `bot`, `metric`, `split_among` (rows per endpoint × model ×
+   purpose × bot × metric; a call shared by several metrics is split among them)
+   and `budget_refused` (calls not sent: a spend cap was reached).
 """

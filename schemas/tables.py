@@ -117,11 +117,13 @@ ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that 
     ("source", _S, "where the row came from (`file#row`)"),
 ], ("run_date",))
 
-USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose.", [
+USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose × "
+              "bot × metric.", [
     ("run_id", _S, "the run id"),
     ("endpoint", _S, "the endpoint's name in the config"),
     ("model", _S, "the model asked"),
-    ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`"),
+    ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`, "
+                    "`classifier:grounding`"),
     ("calls", _I, "requests sent"),
     ("retries", _I, "attempts beyond the first"),
     ("failures", _I, "calls that failed after their attempts"),
@@ -132,6 +134,15 @@ USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model
     ("latency_p50_ms", _D, "median latency of the calls, ms (empty for offline bots)"),
     ("latency_p95_ms", _D, "95th percentile latency, ms"),
     ("shared_cache_hits", _I, "the part of cache_hits served by the shared tier (schema 2)"),
+    ("bot", _S, "the bot whose rows the calls served; null when they served several "
+                "(an embeddings request for a batch) (schema 3)"),
+    ("metric", _S, "the metric the calls served; null for a bot's own calls. A call that "
+                   "served several metrics is split among them: this row holds its share "
+                   "(schema 3)"),
+    ("split_among", _I, "how many metrics shared these calls; the shares of a count add up "
+                        "to it exactly (schema 3)"),
+    ("budget_refused", _I, "calls not sent because a spend cap of the run was reached "
+                           "(schema 3)"),
 ], ("run_date",))
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}

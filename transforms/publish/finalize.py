@@ -21,7 +21,8 @@ from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_re
                                        staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
-from transforms.publish.report import package_versions, reconcile, render_report
+from transforms.publish.report import (cap_report, package_versions, reconcile,
+                                      render_report, spend_summary)
 from transforms.publish.report_html import write_html_report
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
@@ -52,6 +53,7 @@ class RunInfo:
     # endpoint configs (variable names, no values): whose secrets are scrubbed
     endpoints: Mapping[str, Any] = field(default_factory=dict)
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
+    caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -117,9 +119,10 @@ class Finalize(beam.DoFn):
                             f"lease (now: {current.attempt if current else 'nobody'}); "
                             "it does not publish")
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
+        usage = usage_rows(info.run_id, usage, info.prices)
         staged = list(written) + [
             _stage_small_table(info, SUMMARY, summary, scrub),
-            _stage_small_table(info, USAGE, usage_rows(info.run_id, usage, info.prices), scrub)]
+            _stage_small_table(info, USAGE, usage, scrub)]
         if not any(f.table == ERRORS.name for f in written):  # every table readable by a glob
             staged.append(_stage_small_table(info, ERRORS, [], scrub))
         self._step("publish")
@@ -137,7 +140,10 @@ class Finalize(beam.DoFn):
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "notes": list(info.notes), "config": info.config, "versions": package_versions(),
+            "usage": spend_summary(usage),
         }
+        if info.caps:
+            manifest["spend_caps"] = cap_report(info.caps, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)
                         for bot, items in worst}
         for w in worst_by_bot.values():

@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Mapping
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.remote.budget import BudgetSpec
 from transforms.remote.cache import CacheSpec
 from transforms.remote.runtime import acquire_runtime, release_runtime
 from transforms.remote.usage import CallLog, call_counters, count_calls
@@ -29,10 +30,10 @@ class CallingDoFn(beam.DoFn):
     CALLS = "calls"
 
     def open_calls(self, endpoints: Mapping, remote: bool, cache: CacheSpec | None = None,
-                   max_pending: int | None = None) -> None:
+                   max_pending: int | None = None, budget: BudgetSpec | None = None) -> None:
         self._endpoints = dict(endpoints)
-        self._cache = cache
-        self._runtime = acquire_runtime(self._endpoints, cache) if remote else None
+        self._cache, self._budget = cache, budget
+        self._runtime = acquire_runtime(self._endpoints, cache, budget) if remote else None
         self._log = CallLog()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
@@ -94,5 +95,5 @@ class CallingDoFn(beam.DoFn):
 
     def teardown(self):
         if getattr(self, "_runtime", None) is not None:
-            release_runtime(self._endpoints, self._cache)
+            release_runtime(self._endpoints, self._cache, getattr(self, "_budget", None))
             self._runtime = None

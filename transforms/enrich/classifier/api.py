@@ -161,7 +161,8 @@ class GroundingClassifier:
             parts = await asyncio.gather(*(self._send(pairs[a:b], record)
                                            for a, b in split_batch(len(pairs), named)))
             return [x for part in parts for x in part]
-        return [PairVerdict(None, None, f"classifier call failed: {rec.error}")] * len(pairs)
+        reason = rec.error if rec.budget_refused else f"classifier call failed: {rec.error}"
+        return [PairVerdict(None, None, reason)] * len(pairs)
 
     async def classify(self, pairs: Sequence[tuple[str, str]], record: Record
                        ) -> dict[tuple[str, str], PairVerdict]:

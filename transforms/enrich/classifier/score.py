@@ -13,6 +13,7 @@ from typing import Sequence
 
 from schemas.records import MetricResult, Turn
 from transforms.enrich.classifier.reading import ERROR, GROUNDING, GroundingReading
+from transforms.remote.budget import BUDGET_REACHED
 
 NO_CLASSIFIER = "no classifier configured"
 SHOWN = 200  # characters of a sentence quoted in details
@@ -37,6 +38,9 @@ def grounding_classifier(reading: GroundingReading) -> MetricResult:
     if not reading.chunk_ids:
         return MetricResult.null("the contexts have no text to check against")
     failed = [v.error for row in reading.verdicts for v in row if v.error]
+    capped = [e for e in failed if e.startswith(BUDGET_REACHED)]
+    if capped:  # a spend cap, not a failure: said as such
+        return MetricResult.null(capped[0])
     if failed:
         return MetricResult.null(f"{len(failed)} of {len(reading.sentences) * len(reading.chunk_ids)}"
                                  f" pairs not classified: {failed[0]}"[:500])

@@ -15,26 +15,26 @@ from typing import Mapping
 from schemas.records import Turn
 from transforms.remote.cache import CacheSpec
 from transforms.remote.calling import CallingDoFn
+from transforms.remote.client import attributed
 
 METRIC = "grounding_classifier"
 
 
 class ClassifyTurns(CallingDoFn):
-    def __init__(self, classifier_cfg, endpoints: Mapping, cache: CacheSpec | None):
+    def __init__(self, classifier_cfg, endpoints: Mapping, cache: CacheSpec | None,
+                 budget=None):
         self._cfg, self._endpoints, self._cache = classifier_cfg, dict(endpoints), cache
+        self._budget = budget
 
     def setup(self):
         from transforms.enrich.classifier.api import GroundingClassifier
         ep = self._endpoints[self._cfg.endpoint]
         self.open_calls(self._endpoints, remote=True, cache=self._cache,
-                        max_pending=2 * ep.max_concurrency)
+                        max_pending=2 * ep.max_concurrency, budget=self._budget)
         self._classifier = GroundingClassifier(self._runtime.client(self._cfg.endpoint), self._cfg)
 
-    def _recorder(self, bot: str):
-        def record(rec):
-            rec.bot, rec.metrics = bot, (METRIC,)
-            self._runtime.record(rec, self._log)
-        return record
+    def _record(self, rec) -> None:
+        self._runtime.record(rec, self._log)
 
     async def _read(self, turns: list[Turn]) -> list[Turn]:
         from transforms.enrich.classifier.pairs import plan_pairs
@@ -49,8 +49,8 @@ class ClassifyTurns(CallingDoFn):
         for bot in dict.fromkeys(turns[i].bot for i in plans):
             mine = [i for i in plans if turns[i].bot == bot]
             try:
-                verdicts = await self._classifier.classify(
-                    [p for i in mine for p in plans[i].pairs()], self._recorder(bot))
+                verdicts = await attributed(self._classifier.classify(
+                    [p for i in mine for p in plans[i].pairs()], self._record), bot, (METRIC,))
             except Exception as exc:  # a bug costs the rows' metric, not the job
                 error = f"classifier failed: {type(exc).__name__}: {exc}"[:500]
                 for i in mine:

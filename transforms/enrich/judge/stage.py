@@ -21,11 +21,11 @@ from transforms.remote.calling import CallingDoFn
 class JudgeTurns(CallingDoFn):
     def __init__(self, judge_cfg, endpoints: Mapping, metrics: Sequence[str],
                  scales: Mapping[str, tuple[float, float]], cache: CacheSpec | None,
-                 options: Mapping[str, Mapping] | None = None):
+                 options: Mapping[str, Mapping] | None = None, budget=None):
         self._cfg, self._endpoints = judge_cfg, dict(endpoints)
         self._metrics, self._scales = tuple(metrics), dict(scales)
         self._options = {k: dict(v) for k, v in (options or {}).items()}
-        self._cache = cache
+        self._cache, self._budget = cache, budget
         self._failed = beam.metrics.Metrics.counter("evalbeam.judge", "failed_questions")
 
     def setup(self):
@@ -34,7 +34,7 @@ class JudgeTurns(CallingDoFn):
         from transforms.enrich.judge.tasks import TurnJudge
         ep = self._endpoints[self._cfg.endpoint]
         self.open_calls(self._endpoints, remote=True, cache=self._cache,
-                        max_pending=2 * ep.max_concurrency)
+                        max_pending=2 * ep.max_concurrency, budget=self._budget)
         judge = Judge(self._runtime, self._log, self._cfg, load_templates(self._cfg.prompts))
         self._turn_judge = TurnJudge(judge, self._metrics, self._cfg.safety, self._scales,
                                      self._options)
