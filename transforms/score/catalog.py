@@ -146,6 +146,13 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "conversation_completeness": MetricDoc(
         "user intentions across the conversation that the assistant satisfied / intentions "
         "(the judge lists them)", ("the judge found no user intention",)),
+    "grounding_classifier": MetricDoc(
+        "SummaC-style: min over the answer's sentences of (max over the contexts' chunks of "
+        "P(supported | chunk, sentence)), from a sequence-classification model behind an "
+        "HTTP endpoint (TEI's /predict, vLLM's /score); every sentence's support, best "
+        "chunk and P(contradicted) in details",
+        ("the answer has no sentence to check", "the contexts have no text to check against",
+         "… of … pairs not classified: …")),
     **{m: MetricDoc(_JUDGE_RUBRIC.format(m=m)) for m in RUBRICS},
     **{m: MetricDoc(
         f"1.0 when the majority of the sampled votes (`judge.safety.votes`, 3) flags the "
