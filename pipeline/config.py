@@ -145,6 +145,19 @@ class EmbeddingsConfig:
 
 
 @dataclass(frozen=True)
+class SampleConfig:
+    """Judge a stratified random sample: per_suite cases of every suite (all of
+    a smaller suite), chosen by a seeded hash of the case id, so a re-run with
+    the same seed judges the same rows."""
+    per_suite: int
+    """Cases judged in every suite (an integer ≥ 1); all of a smaller suite. The rows
+    without a suite are a stratum of their own."""
+    seed: int = 0
+    """Seeds the hash that orders the cases (an integer ≥ 0); the same seed and inputs
+    judge the same rows, another seed draws another sample."""
+
+
+@dataclass(frozen=True)
 class SafetyConfig:
     votes: int = 3
     """Independent votes per critic; the majority (⌊votes/2⌋+1) decides."""
@@ -217,6 +230,9 @@ class JudgeConfig:
     max_cost: float | None = None
     """What the judge's requests may cost per run, priced from its endpoint's
     `price_per_million` (which must be set)."""
+    sample: SampleConfig | None = None
+    """Judge only a stratified random sample: `{per_suite: N, seed: S}` (see Judge a
+    sample). The other rows' judge metrics are null with `not sampled`."""
 
     @property
     def configured(self) -> bool:
@@ -605,8 +621,14 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     raw = _check_keys(data, _keys(JudgeConfig), "judge")
     safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
     rubrics = _rubrics(raw.get("rubrics"))
-    judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k not in ("safety", "rubrics")},
-                   "judge", safety=safety, rubrics=rubrics)
+    sample = None
+    if raw.get("sample") is not None:
+        sample = _build(SampleConfig, raw["sample"], "judge.sample")
+        _integer(sample.per_suite, "judge.sample.per_suite", 1)
+        _integer(sample.seed, "judge.sample.seed", 0)
+    judge = _build(JudgeConfig, {k: v for k, v in raw.items()
+                                 if k not in ("safety", "rubrics", "sample")},
+                   "judge", safety=safety, rubrics=rubrics, sample=sample)
     if judge.endpoint is not None and judge.endpoint not in endpoints:
         raise ConfigError(f"judge.endpoint {judge.endpoint!r} is not a configured endpoint")
     if bool(judge.endpoint) != bool(judge.model):

@@ -29,7 +29,8 @@ from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_r
                              result_row, score_rows, worst_case_row)
 from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
-from transforms.publish.summary import MetricStatsFn, summary_keys
+from transforms.enrich.judge.sample import NOT_SAMPLED, SampleCases
+from transforms.publish.summary import MetricStatsFn, metric_values, summary_keys
 from transforms.decide.verdict import ApplyVerdict
 from transforms.publish.write import WriteRows
 
@@ -69,9 +70,10 @@ class Enrich(beam.PTransform):
 
     Returns (turns, [call tallies]); a stage nothing needs is left out."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, sampled=None):
+        """sampled: the case ids judge.sample chose (None: every row is judged)."""
         super().__init__()
-        self._plan = plan
+        self._plan, self._sampled = plan, sampled
 
     def expand(self, turns):
         plan, cfg = self._plan, self._plan.config
@@ -93,7 +95,9 @@ class Enrich(beam.PTransform):
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
                          plan.cache, {s.name: o for s, o in plan.scorers if s.judge},
-                         plan.budget)).with_outputs(JudgeTurns.CALLS, main="turns"))
+                         plan.budget), **({} if self._sampled is None else
+                                          {"sampled": AsList(self._sampled)}))
+                     .with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
         if plan.classifier_metrics:
@@ -208,10 +212,10 @@ class Publish(beam.PTransform):
                        | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                        | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
 
+        sampled = info.sampled_metrics
         metric_stats = (
             judged | "MetricValues" >> beam.FlatMap(
-                lambda t: ((key, r.value) for m, r in t.scores.items()
-                           for key in summary_keys(t.bot, t.case.suite, m)))
+                lambda t: metric_values(t.bot, t.case.suite, t.scores, sampled, NOT_SAMPLED))
             | "MetricStats" >> beam.CombinePerKey(MetricStatsFn()))
         verdicts = (
             judged | "VerdictKeys" >> beam.FlatMap(
@@ -249,7 +253,10 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     """The whole evaluation: one named stage after the other."""
     read = p | "Read" >> Read(plan)
     answered = read.cases | "Answer" >> Answer(plan)
-    turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan)
+    sample = plan.config.judge.sample
+    sampled = (read.cases | "SampleForJudge" >> SampleCases(sample.per_suite, sample.seed)
+               if sample is not None and plan.judge_metrics else None)
+    turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan, sampled)
     scored = turns | "Score" >> Score(plan)
     judged = scored | "Decide" >> Decide(plan)
     calls = [answered[AnswerWith.CALLS], *enrich_calls] | "AllCalls" >> beam.Flatten()

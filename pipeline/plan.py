@@ -552,6 +552,9 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
+    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    asked = tuple(m for s, _ in scorers for m in s.metrics
+                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     info = RunInfo(run_id=run_id, run_date=run_date, output=output,
                    input=input_pattern, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
@@ -560,10 +563,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
-                   lease_ttl_s=float(ttl), caps=configured_caps(cfg))
-    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
-    asked = tuple(m for s, _ in scorers for m in s.metrics
-                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
+                   lease_ttl_s=float(ttl), caps=configured_caps(cfg),
+                   sampled_metrics=frozenset(asked if cfg.judge.sample else ()))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
                 limits=limit_lines(cfg, workers),

@@ -1,6 +1,6 @@
 """Data contracts of evalbeam: input cases, in-flight records, output tables."""
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """The output tables' version, written to every manifest. Tables change only by
 adding columns (never renaming, retyping or removing one), and every added
 column raises the version, so a reader written for version N reads N + k.
@@ -10,4 +10,5 @@ column raises the version, so a reader written for version N reads N + k.
 3: usage/ gains `bot`, `metric`, `split_among` (rows per endpoint × model ×
    purpose × bot × metric; a call shared by several metrics is split among them)
    and `budget_refused` (calls not sent: a spend cap was reached).
+4: summary/ gains `sampled` and `population` (judge metrics computed on a sample).
 """

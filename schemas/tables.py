@@ -103,6 +103,11 @@ SUMMARY = table("summary", "Written by `evalbeam run`: one row per bot × suite 
     ("ci_low", _D, "lower end of the 95% interval of `mean` (Student's t; Wilson's for the "
                    "pass rate and 0/1 metrics); null with fewer than two values"),
     ("ci_high", _D, "upper end of that interval"),
+    ("sampled", _B, "true for a judge metric computed on `judge.sample`'s rows: `count` and "
+                    "`missing` are the sample's, `mean` and its interval estimate all "
+                    "`population` rows (stratified by suite, finite population correction) "
+                    "(schema 4)"),
+    ("population", _I, "sampled metrics: the rows the sample was drawn from (schema 4)"),
 ], ("run_date",))
 
 ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that could not be "

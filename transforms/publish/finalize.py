@@ -54,6 +54,7 @@ class RunInfo:
     endpoints: Mapping[str, Any] = field(default_factory=dict)
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
     caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
+    sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -118,7 +119,8 @@ class Finalize(beam.DoFn):
             raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
                             f"lease (now: {current.attempt if current else 'nobody'}); "
                             "it does not publish")
-        summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
+        summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better,
+                               info.sampled_metrics)
         usage = usage_rows(info.run_id, usage, info.prices)
         staged = list(written) + [
             _stage_small_table(info, SUMMARY, summary, scrub),

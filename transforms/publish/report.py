@@ -261,12 +261,22 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         cells = []
         for b in bots:
             r = by.get((b, m))
-            cells.append("–" if r is None else f"{with_interval(r)} (n={r['count']}, "
-                                               f"missing {r['missing']})")
+            if r is None:
+                cells.append("–")
+            elif r.get("sampled"):
+                cells.append(f"{with_interval(r)} (sampled: n={r['count']} of "
+                             f"{r['population']} rows, missing {r['missing']})")
+            else:
+                cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
         arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
         lines.append(f"| {md_cell(m, 80)}{arrow} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
+    if any(r.get("sampled") for r in summary):
+        lines += ["Sampled metrics (`judge.sample`) are estimates for all the bot's rows: the "
+                  "mean weighs each suite by its rows, the interval includes the sampling "
+                  "(finite population correction); rows outside the sample are null with "
+                  "`not sampled` and not counted as missing."]
     lines += _spend_lines(manifest.get("usage") or {})
     lines += [""] + head_to_head_md(pairs)
     lines += ["## Worst cases", ""]

@@ -56,10 +56,23 @@ class JudgeTurns(CallingDoFn):
             self._failed.inc(failed)
         return turn
 
-    def process(self, turns):
+    def _sample(self, sampled) -> frozenset[str] | None:
+        """The sampled case ids as a set (built once per side-input value)."""
+        if sampled is None:
+            return None
+        if getattr(self, "_sample_of", None) is not sampled:
+            self._sample_of, self._sample_set = sampled, frozenset(sampled)
+        return self._sample_set
+
+    def process(self, turns, sampled=None):
+        from transforms.enrich.judge.sample import NOT_SAMPLED
+        from transforms.enrich.judge.tasks import JUDGE_SKIP
+        sample = self._sample(sampled)
         for turn in turns if isinstance(turns, list) else [turns]:
             if turn.error or turn.answer is None:
                 yield turn  # nothing to judge: the metrics say why
+            elif sample is not None and turn.case.case_id not in sample:
+                yield turn.evolve(features={**turn.features, JUDGE_SKIP: NOT_SAMPLED})
             else:
                 self.submit(self._judged(turn))
         yield from self.finished()

@@ -32,8 +32,8 @@ from transforms.enrich.judge.ask import Judge, JudgeOutcome
 from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
 # the keys are also read from here (stage.py, scoring.py)
 from transforms.enrich.judge.keys import (  # noqa: F401
-    ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING, JUDGE_ERROR, JUDGED, REFERENCE,
-    SAFETY, USEFULNESS, answer_ids, context_ids, reference_ids, rubric_feature)
+    ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING, JUDGE_ERROR, JUDGE_SKIP, JUDGED,
+    REFERENCE, SAFETY, USEFULNESS, answer_ids, context_ids, reference_ids, rubric_feature)
 from transforms.enrich.judge.prompts import fence, fence_items
 from transforms.remote.client import attributed
 
