@@ -2,6 +2,7 @@
 
     python bench/remote_calls.py [--calls 3000] [--baseline-calls 150]
                                  [--ragas-python /tmp/ragas-venv/bin/python]
+                                 [--only bots|classifier]
 
 Starts the loopback fake OpenAI server (tests/fake_server.py) as a subprocess,
 then for each scenario runs, one after the other:
@@ -17,6 +18,12 @@ then for each scenario runs, one after the other:
             needs its own environment (it pins langchain < 1):
               python3 -m venv /tmp/ragas-venv && /tmp/ragas-venv/bin/pip install ragas \
                 "langchain-community<0.4" "langchain<1" "langchain-core<1" "langchain-openai<1"
+
+The classifier scenario runs `python -m pipeline run` with a `precomputed`
+bot and the grounding classifier against the fake server's TEI /predict
+route (answers of 4 sentences, 2 contexts: 8 pairs a row, `batch_size: 8`,
+so one request per row), endpoint limit = the server's limit; then runs the
+same inputs again, which must send no request (the call cache).
 
 Achieved rate = requests the server answered with a 2xx / (last - first
 request time); "sent" adds the requests it refused with 429 (which count
@@ -50,6 +57,12 @@ SCENARIOS = [
      "goal_rps": 45, "max_429_share": 0.02, "concurrency": 32},
     {"name": "100 ms latency, 200 req/s limit", "latency": 0.1, "limit": 200,
      "goal_rps": 180, "max_429_share": 0.02, "concurrency": 64},
+]
+
+
+CLASSIFIER_SCENARIOS = [
+    {"name": "classifier (TEI /predict, 8 pairs a request), 200 ms latency, 50 req/s limit",
+     "latency": 0.2, "limit": 50, "goal_rps": 47.5, "max_429_share": 0.0, "concurrency": 32},
 ]
 
 
@@ -113,6 +126,48 @@ def run_ours(server: Server, sc: dict, calls: int, work: Path) -> dict:
         raise RuntimeError(proc.stderr[-2000:])
     return {"run": "evalbeam (BatchElements + asyncio, 1 worker)", "calls": calls,
             "wall_s": round(wall, 1), **_rate(server.stats())}
+
+
+def _classifier_cases(path: Path, n: int) -> Path:
+    rows = [{"case_id": f"k{i:05d}", "question": f"How long does order {i} take?",
+             "answer": (f"Order {i} ships in {i % 7 + 2} days. It is tracked online. "
+                        f"Returns are free for order {i}. Support answers within a day."),
+             "contexts": [f"Order {i} ships in {i % 7 + 2} days and is tracked online.",
+                          f"Returns are free. Support answers within a day for order {i}."]}
+            for i in range(n)]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def run_classifier(server: Server, sc: dict, rows: int, work: Path) -> list[dict]:
+    """A run with the classifier against TEI's /predict, then the same run again."""
+    cfg = work / "classifier.yaml"
+    ep = {"base_url": server.url, "requests_per_second": sc["limit"],
+          "max_concurrency": sc["concurrency"], "timeout_s": 30, "max_attempts": 6}
+    cfg.write_text(f"endpoints:\n  nli: {json.dumps(ep)}\n"
+                   "classifier: {endpoint: nli, model: fake-nli, batch_size: 8,\n"
+                   "  labels: {supported: ENTAILMENT, contradicted: CONTRADICTION}}\n"
+                   "metrics: [grounding_classifier]\n")
+    cases = _classifier_cases(work / "kcases.parquet", rows)
+    out = []
+    for run_id in ("bench-k1", "bench-k2"):
+        server.reset()
+        start = time.perf_counter()
+        proc = subprocess.run([PY, "-m", "pipeline", "run", "--input", str(cases), "--output",
+                               str(work / "kout"), "--config", str(cfg), "--run-id", run_id],
+                              cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        stats = server.stats()
+        label = ("evalbeam classifier (1 worker)" if run_id == "bench-k1"
+                 else "evalbeam classifier, re-run (call cache)")
+        out.append({"run": label, "calls": rows, "wall_s": round(wall, 1),
+                    **(_rate(stats) if stats["total"] > 1 else
+                       {"requests": stats["total"], "answered": stats["total"], "seconds": 0,
+                        "rps": None, "sent_rps": None, "http_429": stats["rate_limited"],
+                        "share_429": 0.0, "max_in_flight": stats.get("max_in_flight")})})
+    return out
 
 
 ONE_AT_A_TIME = r'''
@@ -180,10 +235,24 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--baseline-calls", type=int, default=150)
     ap.add_argument("--ragas-python", help="python of an environment with ragas installed")
+    ap.add_argument("--only", choices=("bots", "classifier"), help="one kind of scenario")
     args = ap.parse_args(argv)
     command = "python bench/remote_calls.py " + " ".join(argv or sys.argv[1:])
     rows = []
-    for sc in SCENARIOS:
+    for sc in CLASSIFIER_SCENARIOS if args.only != "bots" else []:
+        server = Server(sc["latency"], sc["limit"])
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                runs = run_classifier(server, sc, args.calls, Path(tmp))
+        finally:
+            server.stop()
+        first, again = runs
+        first["goal_met"] = (first["rps"] >= sc["goal_rps"] and first["http_429"] == 0
+                             and again["requests"] == 0)
+        for r in runs:
+            rows.append({"scenario": sc["name"], "goal": f">= {sc['goal_rps']} req/s, no 429; "
+                         "re-run 0 requests", **r})
+    for sc in SCENARIOS if args.only != "classifier" else []:
         server = Server(sc["latency"], sc["limit"])
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -215,9 +284,10 @@ def main(argv=None) -> int:
     text = "\n".join(lines)
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "remote_calls.json").write_text(json.dumps({"command": command, "runs": rows},
-                                                          indent=2))
-    (RESULTS / "remote_calls.md").write_text(text + "\n")
+    name = "remote_calls" + (f"_{args.only}" if args.only else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps({"command": command, "runs": rows},
+                                                     indent=2))
+    (RESULTS / f"{name}.md").write_text(text + "\n")
     return 0
 
 

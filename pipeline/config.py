@@ -233,6 +233,10 @@ class JudgeConfig:
     sample: SampleConfig | None = None
     """Judge only a stratified random sample: `{per_suite: N, seed: S}` (see Judge a
     sample). The other rows' judge metrics are null with `not sampled`."""
+    escalate: str | None = None
+    """`undecided`: the cascade. The judge and the classifier run only for the rows the
+    offline rules leave undecided (WARN), and the verdict rules on their metrics decide
+    those rows (at least one such rule is required); see The cascade."""
 
     @property
     def configured(self) -> bool:
@@ -642,6 +646,8 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     for key in ("keep_trace",):
         if not isinstance(getattr(judge, key), bool):
             raise ConfigError(f"judge.{key} must be true or false")
+    if judge.escalate not in (None, "undecided"):
+        raise ConfigError(f"judge.escalate must be 'undecided' (or absent), got {judge.escalate!r}")
     if judge.max_calls is not None:
         _integer(judge.max_calls, "judge.max_calls", 1)
     if judge.max_cost is not None:

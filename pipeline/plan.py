@@ -55,6 +55,33 @@ class Plan:
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
     limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
     budget: BudgetSpec | None = None      # the run's spend caps
+    # judge.escalate: the metrics computed only for the rows the offline verdict
+    # leaves undecided (the judge's and the classifier's); () without a cascade
+    escalation_metrics: tuple[str, ...] = ()
+
+    @property
+    def escalates(self) -> bool:
+        return bool(self.escalation_metrics)
+
+    def _escalated(self, scorer) -> bool:
+        return any(m in self.escalation_metrics for m in scorer.metrics)
+
+    @property
+    def offline_scorers(self) -> list:
+        return [(s, o) for s, o in self.scorers if not self._escalated(s)]
+
+    @property
+    def escalation_scorers(self) -> list:
+        return [(s, o) for s, o in self.scorers if self._escalated(s)]
+
+    @property
+    def offline_rules(self) -> tuple:
+        return tuple(r for r in self.config.verdict.rules
+                     if r.metric not in self.escalation_metrics)
+
+    @property
+    def escalation_rules(self) -> tuple:
+        return tuple(r for r in self.config.verdict.rules if r.metric in self.escalation_metrics)
 
 
 def check_remote_bot(bot, endpoints) -> None:
@@ -305,6 +332,26 @@ def dask_worker_threads(options: PipelineOptions) -> int:
         raise UsageError(f"cannot reach the Dask scheduler {next(iter(where.values()))}: "
                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
     return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+
+
+def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[str]
+               ) -> tuple[str, ...]:
+    """judge.escalate: the metrics escalated rows get (the judge's and the
+    classifier's); checked: something to escalate to, and rules that decide
+    with those metrics."""
+    if cfg.judge.escalate is None:
+        return ()
+    metrics = tuple(judge_metrics) + tuple(classifier_metrics)
+    if not metrics:
+        raise ConfigError("judge.escalate: undecided needs a judge (judge.endpoint, judge.model) "
+                          "or a classifier (classifier.endpoint, classifier.model) and their "
+                          "metrics in the run")
+    if not any(r.metric in metrics for r in cfg.verdict.rules):
+        raise ConfigError("judge.escalate: undecided needs verdict rules on the judge's or the "
+                          f"classifier's metrics ({', '.join(metrics)}) to decide escalated rows, "
+                          "e.g. verdict.rules: [... the offline rules ..., {metric: "
+                          f"{metrics[0]}, below: 0.5, verdict: FAIL}}]")
+    return metrics
 
 
 def worker_count(options: PipelineOptions) -> int:
@@ -568,4 +615,5 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
                 limits=limit_lines(cfg, workers),
-                budget=spend_caps(cfg, output, run_id, attempt, workers))
+                budget=spend_caps(cfg, output, run_id, attempt, workers),
+                escalation_metrics=escalation(cfg, asked, classifier_metrics))

@@ -10,5 +10,7 @@ column raises the version, so a reader written for version N reads N + k.
 3: usage/ gains `bot`, `metric`, `split_among` (rows per endpoint × model ×
    purpose × bot × metric; a call shared by several metrics is split among them)
    and `budget_refused` (calls not sent: a spend cap was reached).
-4: summary/ gains `sampled` and `population` (judge metrics computed on a sample).
+4: summary/ gains `sampled` and `population` (judge metrics computed on a sample);
+   results/ gains `decided_by` (judge.escalate: "offline" or "escalated"); usage/
+   gains `skipped_rows` and `saved_calls` (what the cascade and the sample saved).
 """

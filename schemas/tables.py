@@ -69,6 +69,9 @@ RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot."
                   "for `evalbeam calibrate`"),
     ("references", _L, "every reference when the case has several, else null"),
     ("messages", _S, "the conversation's earlier turns (JSON), null for a single turn"),
+    ("decided_by", _S, "with `judge.escalate`: `offline` when the offline rules' verdict "
+                       "stands, `escalated` when the judge's and classifier's rules decided; "
+                       "null without a cascade (schema 4)"),
 ], ("run_date", "bot"))
 
 SCORES = table("scores", "Written by `evalbeam run`: one row per case × bot × metric.", [
@@ -148,6 +151,10 @@ USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model
                         "to it exactly (schema 3)"),
     ("budget_refused", _I, "calls not sent because a spend cap of the run was reached "
                            "(schema 3)"),
+    ("skipped_rows", _I, "rows of the bot its metric was not asked for: decided offline by "
+                         "the cascade, or not sampled (schema 4)"),
+    ("saved_calls", _D, "this row's calls per asked row × skipped_rows: an estimate of the "
+                        "requests the skipped rows would have cost (schema 4)"),
 ], ("run_date",))
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}

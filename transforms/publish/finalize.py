@@ -14,7 +14,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import SCHEMA_VERSION
-from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
+from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES,
+                            USAGE)
 from transforms.publish import lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
                                        move_into_place, relative, run_files,
@@ -24,6 +25,7 @@ from transforms.publish.head_to_head import ordered_pairs, overall
 from transforms.publish.report import (cap_report, package_versions, reconcile,
                                       render_report, spend_summary)
 from transforms.publish.report_html import write_html_report
+from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
@@ -110,7 +112,7 @@ class Finalize(beam.DoFn):
     def _step(self, name: str) -> None:
         checkpoint(self._info.output, self._info.run_id, self._info.attempt, name)
 
-    def process(self, _, written, metric_stats, verdicts, counts, worst, usage,
+    def process(self, _, written, metric_stats, verdicts, counts, worst, usage, skipped=(),
                 head_to_head=()):
         info, scrub = self._info, self._scrubber
         if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
@@ -119,9 +121,15 @@ class Finalize(beam.DoFn):
             raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
                             f"lease (now: {current.attempt if current else 'nobody'}); "
                             "it does not publish")
+        verdicts = list(verdicts)
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better,
                                info.sampled_metrics)
-        usage = usage_rows(info.run_id, usage, info.prices)
+        rows_per_bot: dict[str, int] = {}
+        for (bot, suite, _), n in verdicts:
+            if suite == ALL_SUITES:
+                rows_per_bot[bot] = rows_per_bot.get(bot, 0) + n
+        usage = with_savings(usage_rows(info.run_id, usage, info.prices), dict(skipped),
+                             rows_per_bot)
         staged = list(written) + [
             _stage_small_table(info, SUMMARY, summary, scrub),
             _stage_small_table(info, USAGE, usage, scrub)]
@@ -146,6 +154,8 @@ class Finalize(beam.DoFn):
         }
         if info.caps:
             manifest["spend_caps"] = cap_report(info.caps, usage)
+        if "escalated_rows" in self._counted:
+            manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)
                         for bot, items in worst}
         for w in worst_by_bot.values():

@@ -277,6 +277,9 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
                   "mean weighs each suite by its rows, the interval includes the sampling "
                   "(finite population correction); rows outside the sample are null with "
                   "`not sampled` and not counted as missing."]
+    if manifest.get("cascade"):
+        from transforms.publish.savings import cascade_lines
+        lines += cascade_lines(manifest["cascade"])
     lines += _spend_lines(manifest.get("usage") or {})
     lines += [""] + head_to_head_md(pairs)
     lines += ["## Worst cases", ""]

@@ -7,6 +7,7 @@ from transforms.enrich.classifier.api import PairVerdict
 
 GROUNDING = "classifier:grounding"  # feature: a GroundingReading
 ERROR = "classifier:error"          # feature: why the turn could not be read at all
+SKIP = "classifier:skip"            # feature: why the classifier was not asked (cascade)
 
 
 @dataclass(slots=True)

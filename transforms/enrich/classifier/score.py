@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from schemas.records import MetricResult, Turn
-from transforms.enrich.classifier.reading import ERROR, GROUNDING, GroundingReading
+from transforms.enrich.classifier.reading import ERROR, GROUNDING, SKIP, GroundingReading
 from transforms.remote.budget import BUDGET_REACHED
 
 NO_CLASSIFIER = "no classifier configured"
@@ -68,6 +68,8 @@ def grounding_classifier(reading: GroundingReading) -> MetricResult:
 
 def score(turn: Turn, opts, side=None) -> MetricResult:
     """The metric for a Turn (null with the reason when there is no reading)."""
+    if turn.features.get(SKIP):  # not asked for this row (decided offline)
+        return MetricResult.null(turn.features[SKIP])
     reading = turn.features.get(GROUNDING)
     if reading is None:
         return MetricResult.null(turn.features.get(ERROR, NO_CLASSIFIER))

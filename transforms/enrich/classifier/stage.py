@@ -38,11 +38,12 @@ class ClassifyTurns(CallingDoFn):
 
     async def _read(self, turns: list[Turn]) -> list[Turn]:
         from transforms.enrich.classifier.pairs import plan_pairs
-        from transforms.enrich.classifier.reading import ERROR, GROUNDING, GroundingReading
+        from transforms.enrich.classifier.reading import ERROR, GROUNDING, SKIP, GroundingReading
         cfg = self._cfg
         plans = {}
         for i, t in enumerate(turns):
-            if t.error is None and t.answer is not None and t.effective_contexts:
+            if t.error is None and t.answer is not None and t.effective_contexts \
+                    and not t.features.get(SKIP):
                 plans[i] = plan_pairs(t.answer, list(t.effective_contexts), cfg.chunk_words,
                                       cfg.max_sentences)
         out = list(turns)

@@ -69,8 +69,8 @@ class JudgeTurns(CallingDoFn):
         from transforms.enrich.judge.tasks import JUDGE_SKIP
         sample = self._sample(sampled)
         for turn in turns if isinstance(turns, list) else [turns]:
-            if turn.error or turn.answer is None:
-                yield turn  # nothing to judge: the metrics say why
+            if turn.error or turn.answer is None or turn.features.get(JUDGE_SKIP):
+                yield turn  # nothing to judge (or not asked): the metrics say why
             elif sample is not None and turn.case.case_id not in sample:
                 yield turn.evolve(features={**turn.features, JUDGE_SKIP: NOT_SAMPLED})
             else:
