@@ -40,10 +40,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 BENCH = Path(__file__).resolve().parent
@@ -162,7 +164,12 @@ def run_classifier(server: Server, sc: dict, rows: int, work: Path) -> list[dict
         stats = server.stats()
         label = ("evalbeam classifier (1 worker)" if run_id == "bench-k1"
                  else "evalbeam classifier, re-run (call cache)")
+        scores = ds.dataset(str(work / "kout" / "scores"), format="parquet",
+                            partitioning="hive").to_table(
+            filter=(ds.field("run_id") == run_id)).to_pylist()
+        nulls = Counter(s["error"] for s in scores if s["value"] is None)
         out.append({"run": label, "calls": rows, "wall_s": round(wall, 1),
+                    "null_values": dict(nulls.most_common(3)),
                     **(_rate(stats) if stats["total"] > 1 else
                        {"requests": stats["total"], "answered": stats["total"], "seconds": 0,
                         "rps": None, "sent_rps": None, "http_429": stats["rate_limited"],

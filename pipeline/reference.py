@@ -238,7 +238,7 @@ def config_choices() -> dict[str, tuple[str, ...]]:
             "judge.safety.mode": SAFETY_MODES, "judge.rubrics.<name>.inputs": RUBRIC_INPUTS,
             "custom_metrics[].needs": NEEDS, "verdict.preset": tuple(PRESETS),
             "verdict.otherwise": VERDICTS, "verdict.rules[].verdict": VERDICTS,
-            "classifier.api": CLASSIFIER_APIS}
+            "classifier.api": CLASSIFIER_APIS, "judge.escalate": ("undecided",)}
 
 
 def config_reference() -> str:
