@@ -92,6 +92,8 @@ from transforms.remote.budget import JUDGE_CALLS
 class S:  # the server's address, from the parent
     openai_base_url = sys.argv[2]
 runtime = _runtime(S, {JUDGE_CALLS: 150}, sys.argv[3])
+print("ready", flush=True)
+sys.stdin.readline()  # both start together (a loaded machine would stagger them)
 try:
     replies = runtime.run(_calls(runtime.client("judge"), 200))
 finally:
@@ -104,8 +106,13 @@ def test_worker_processes_sharing_the_ledger_hold_the_cap_together(tmp_path):
     ledger = str(tmp_path / "budget.sqlite")
     with FakeOpenAI(ServerConfig(latency_s=0.02)) as server:
         procs = [subprocess.Popen([sys.executable, "-c", WORKER, ROOT, server.openai_base_url,
-                                   ledger], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                                   ledger], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, cwd=ROOT)
                  for _ in range(2)]
+        assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
         sent = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
         assert server.stats()["total"] == 150  # 2 x 200 calls, one cap of 150
     assert sum(sent) == 150 and all(n > 0 for n in sent)
