@@ -42,8 +42,19 @@ from transforms.decide.presets import PRESETS  # noqa: E402
 
 ESCALATION_RULES = [{"metric": "grounding_classifier", "below": 0.5, "verdict": "FAIL"},
                     {"metric": "faithfulness", "below": 0.5, "verdict": "FAIL"}]
-METRICS = ["hallucination", "unsupported_facts", "key_fact_recall", "reference_coverage",
-           "faithfulness", "grounding_classifier"]
+
+
+def offline_rules() -> list[dict]:
+    """The default verdict preset's rules as config entries (the offline rules)."""
+    return [{k: v for k, v in dataclasses.asdict(r).items() if v is not None and v is not False}
+            for r in PRESETS["default"]]
+
+
+def run_metrics() -> list[str]:
+    """The metrics the offline rules read (and their `unless` metrics), then the
+    escalation rules' metrics: whatever the default preset is on this checkout."""
+    names = [m for r in offline_rules() for m in (r["metric"], r.get("unless")) if m]
+    return list(dict.fromkeys(names + [r["metric"] for r in ESCALATION_RULES]))
 
 
 def test_split(sets: list[str] | None, limit: int | None, path: str) -> list[str]:
@@ -65,8 +76,7 @@ def test_split(sets: list[str] | None, limit: int | None, path: str) -> list[str
 
 
 def config(server) -> dict:
-    offline = [{k: v for k, v in dataclasses.asdict(r).items() if v is not None}
-               for r in PRESETS["default"]]
+    offline = offline_rules()
     return {"bots": [{"name": "recorded", "type": "precomputed"}],
             "endpoints": {
                 "llm": {"base_url": server.openai_base_url, "requests_per_second": 2000,
@@ -77,7 +87,7 @@ def config(server) -> dict:
             "classifier": {"endpoint": "nli", "model": "fake-nli",
                            "labels": {"supported": "ENTAILMENT",
                                       "contradicted": "CONTRADICTION"}},
-            "metrics": METRICS, "verdict": {"rules": offline + ESCALATION_RULES}}
+            "metrics": run_metrics(), "verdict": {"rules": offline + ESCALATION_RULES}}
 
 
 def measure(cases: str, out: str, names: list[str]) -> dict:
@@ -125,9 +135,18 @@ def main(argv=None) -> int:
         names = test_split(args.sets.split(",") if args.sets else None, args.limit, cases)
         report = measure(cases, os.path.join(tmp, "out"), names)
     c = report["cascade"]
-    lines = [f"Command: `{command}`", "",
-             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-             f"{report['wall_s']} s", "",
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    rules = "; ".join(
+        f"{r['metric']} {'>' if 'above' in r else '<'} {r.get('above', r.get('below')):.4g} "
+        f"-> {r['verdict']}" + (" (or null)" if r.get("or_null") else "")
+        + (f" unless {r['unless']}" if r.get("unless") else "") for r in offline_rules())
+    report["offline_rules"], report["commit"] = offline_rules(), commit
+    lines = [f"Command: `{command}` (at {commit})", "",
+             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load "
+             f"average {os.getloadavg()[0]:.1f} at the end; {report['wall_s']} s", "",
+             f"Offline verdict (the default preset here): {rules}; otherwise PASS. "
+             "Escalated: the rows it leaves at WARN.", "",
              "| set | rows | escalated (WARN offline) | share | final verdicts |",
              "|---|---:|---:|---:|---|"]
     for name, s in report["sets"].items():
