@@ -51,8 +51,8 @@ def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) 
 
 
 def _hallucination(t: Turn, o) -> dict[str, MetricResult]:
-    result = hall.hallucination(t.answer, t.effective_contexts, window=int(o["window"]),
-                                question=t.case.question, references=t.case.all_references)
+    result = hall.hallucination(t.answer, t.effective_contexts, question=t.case.question,
+                                references=t.case.all_references)
     return {"hallucination": result, "unsupported_facts": hall.unsupported_facts(result)}
 
 
