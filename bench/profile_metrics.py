@@ -79,7 +79,7 @@ def clear_caches() -> None:
     (hallucination and grounding held the caches, transforms.lang the language)."""
     import importlib
     memos = (("transforms.score.facts.evidence", ("evidence_for", "context_index",
-                                                   "_passage_evidence", "_passage")),
+                                                   "_passage_evidence", "_passage_values", "_passage")),
              ("transforms.score.metrics.hallucination", ("_evidence_for", "_context_index",
                                                          "_context_grams", "_passage_evidence")),
              ("transforms.score.metrics.grounding", ("_passage",)),

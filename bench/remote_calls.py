@@ -2,6 +2,7 @@
 
     python bench/remote_calls.py [--calls 3000] [--baseline-calls 150]
                                  [--ragas-python /tmp/ragas-venv/bin/python]
+                                 [--only bots|classifier]
 
 Starts the loopback fake OpenAI server (tests/fake_server.py) as a subprocess,
 then for each scenario runs, one after the other:
@@ -18,6 +19,12 @@ then for each scenario runs, one after the other:
               python3 -m venv /tmp/ragas-venv && /tmp/ragas-venv/bin/pip install ragas \
                 "langchain-community<0.4" "langchain<1" "langchain-core<1" "langchain-openai<1"
 
+The classifier scenario runs `python -m pipeline run` with a `precomputed`
+bot and the grounding classifier against the fake server's TEI /predict
+route (answers of 4 sentences, 2 contexts: 8 pairs a row, `batch_size: 8`,
+so one request per row), endpoint limit = the server's limit; then runs the
+same inputs again, which must send no request (the call cache).
+
 Achieved rate = requests the server answered with a 2xx / (last - first
 request time); "sent" adds the requests it refused with 429 (which count
 against a provider's quota all the same). All from the server's own counters.
@@ -29,14 +36,17 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 BENCH = Path(__file__).resolve().parent
@@ -50,6 +60,12 @@ SCENARIOS = [
      "goal_rps": 45, "max_429_share": 0.02, "concurrency": 32},
     {"name": "100 ms latency, 200 req/s limit", "latency": 0.1, "limit": 200,
      "goal_rps": 180, "max_429_share": 0.02, "concurrency": 64},
+]
+
+
+CLASSIFIER_SCENARIOS = [
+    {"name": "classifier (TEI /predict, 8 pairs a request), 200 ms latency, 50 req/s limit",
+     "latency": 0.2, "limit": 50, "goal_rps": 47.5, "max_429_share": 0.0, "concurrency": 32},
 ]
 
 
@@ -96,6 +112,20 @@ def _rate(stats: dict) -> dict:
             "max_in_flight": stats.get("max_in_flight")}
 
 
+def _run_pipeline(args: list[str]) -> tuple[float, float]:
+    """`python -m pipeline run ARGS`: (wall s, CPU s of the run's processes)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([PY, "-m", "pipeline", "run", *args], cwd=ROOT, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return round(wall, 1), round(cpu, 1)
+
+
 def run_ours(server: Server, sc: dict, calls: int, work: Path) -> dict:
     cfg = work / "ours.yaml"
     ep = {"base_url": server.url + "/v1", "requests_per_second": sc["limit"],
@@ -103,16 +133,53 @@ def run_ours(server: Server, sc: dict, calls: int, work: Path) -> dict:
     cfg.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\nbots:\n"
                    "  - {name: bot, type: chat, endpoint: llm, model: m}\nmetrics: [answer_length]\n")
     server.reset()
-    start = time.perf_counter()
-    proc = subprocess.run([PY, "-m", "pipeline", "run", "--input",
-                           str(_cases(work / "cases.parquet", calls)), "--output",
-                           str(work / "out"), "--config", str(cfg), "--run-id", "bench"],
-                          cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-2000:])
+    wall, cpu = _run_pipeline(["--input", str(_cases(work / "cases.parquet", calls)),
+                               "--output", str(work / "out"), "--config", str(cfg),
+                               "--run-id", "bench"])
     return {"run": "evalbeam (BatchElements + asyncio, 1 worker)", "calls": calls,
-            "wall_s": round(wall, 1), **_rate(server.stats())}
+            "wall_s": wall, "cpu_s": cpu, **_rate(server.stats())}
+
+
+def _classifier_cases(path: Path, n: int) -> Path:
+    rows = [{"case_id": f"k{i:05d}", "question": f"How long does order {i} take?",
+             "answer": (f"Order {i} ships in {i % 7 + 2} days. It is tracked online. "
+                        f"Returns are free for order {i}. Support answers within a day."),
+             "contexts": [f"Order {i} ships in {i % 7 + 2} days and is tracked online.",
+                          f"Returns are free. Support answers within a day for order {i}."]}
+            for i in range(n)]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def run_classifier(server: Server, sc: dict, rows: int, work: Path) -> list[dict]:
+    """A run with the classifier against TEI's /predict, then the same run again."""
+    cfg = work / "classifier.yaml"
+    ep = {"base_url": server.url, "requests_per_second": sc["limit"],
+          "max_concurrency": sc["concurrency"], "timeout_s": 30, "max_attempts": 6}
+    cfg.write_text(f"endpoints:\n  nli: {json.dumps(ep)}\n"
+                   "classifier: {endpoint: nli, model: fake-nli, batch_size: 8,\n"
+                   "  labels: {supported: ENTAILMENT, contradicted: CONTRADICTION}}\n"
+                   "metrics: [grounding_classifier]\n")
+    cases = _classifier_cases(work / "kcases.parquet", rows)
+    out = []
+    for run_id in ("bench-k1", "bench-k2"):
+        server.reset()
+        wall, cpu = _run_pipeline(["--input", str(cases), "--output", str(work / "kout"),
+                                   "--config", str(cfg), "--run-id", run_id])
+        stats = server.stats()
+        label = ("evalbeam classifier (1 worker)" if run_id == "bench-k1"
+                 else "evalbeam classifier, re-run (call cache)")
+        scores = ds.dataset(str(work / "kout" / "scores"), format="parquet",
+                            partitioning="hive").to_table(
+            filter=(ds.field("run_id") == run_id)).to_pylist()
+        nulls = Counter(s["error"] for s in scores if s["value"] is None)
+        out.append({"run": label, "calls": rows, "wall_s": wall, "cpu_s": cpu,
+                    "null_values": dict(nulls.most_common(3)),
+                    **(_rate(stats) if stats["total"] > 1 else
+                       {"requests": stats["total"], "answered": stats["total"], "seconds": 0,
+                        "rps": None, "sent_rps": None, "http_429": stats["rate_limited"],
+                        "share_429": 0.0, "max_in_flight": stats.get("max_in_flight")})})
+    return out
 
 
 ONE_AT_A_TIME = r'''
@@ -180,10 +247,29 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--baseline-calls", type=int, default=150)
     ap.add_argument("--ragas-python", help="python of an environment with ragas installed")
+    ap.add_argument("--only", choices=("bots", "classifier"), help="one kind of scenario")
     args = ap.parse_args(argv)
     command = "python bench/remote_calls.py " + " ".join(argv or sys.argv[1:])
     rows = []
-    for sc in SCENARIOS:
+    for sc in CLASSIFIER_SCENARIOS if args.only != "bots" else []:
+        server = Server(sc["latency"], sc["limit"])
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                runs = run_classifier(server, sc, args.calls, Path(tmp))
+                # the chat bot at the same limit right after, on the same server: what
+                # the machine's load allows any remote stage now (the goal is a ratio)
+                bot = run_ours(server, sc, args.calls, Path(tmp))
+        finally:
+            server.stop()
+        first, again = runs
+        first["goal_met"] = (first["rps"] >= sc["goal_rps"] and first["http_429"] == 0
+                             and again["requests"] == 0)
+        bot["run"] = "chat bot at the same limit, same machine, right after (side by side)"
+        runs.append(bot)
+        for r in runs:
+            rows.append({"scenario": sc["name"], "goal": f">= {sc['goal_rps']} req/s, no 429; "
+                         "re-run 0 requests", **r})
+    for sc in SCENARIOS if args.only != "classifier" else []:
         server = Server(sc["latency"], sc["limit"])
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -200,24 +286,27 @@ def main(argv=None) -> int:
                          f"<= {sc['max_429_share']:.0%} 429", **r})
     lines = [f"Command: `{command}`", "",
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}", "",
-             "| scenario | run | calls | wall s | achieved req/s (answered) | sent req/s "
+             f"Load average at the end: {os.getloadavg()[0]:.1f} (1 min)", "",
+             "| scenario | run | calls | wall s | CPU s | achieved req/s (answered) | sent req/s "
              "(incl. 429) | 429s (share) | max in flight | goal met |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['scenario']} | {r['run']} | – | – | – | – | – | – | error: "
+            lines.append(f"| {r['scenario']} | {r['run']} | – | – | – | – | – | – | – | error: "
                          f"{r['error'][:80]} |")
             continue
         lines.append(f"| {r['scenario']} | {r['run']} | {r['calls']} | {r['wall_s']} | "
+                     f"{r.get('cpu_s', '–')} | "
                      f"{r['rps']} | {r['sent_rps']} | {r['http_429']} ({r['share_429']:.2%}) | "
                      f"{r['max_in_flight']} | "
                      f"{'yes' if r.get('goal_met') else ('no' if 'goal_met' in r else '')} |")
     text = "\n".join(lines)
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "remote_calls.json").write_text(json.dumps({"command": command, "runs": rows},
-                                                          indent=2))
-    (RESULTS / "remote_calls.md").write_text(text + "\n")
+    name = "remote_calls" + (f"_{args.only}" if args.only else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps({"command": command, "runs": rows},
+                                                     indent=2))
+    (RESULTS / f"{name}.md").write_text(text + "\n")
     return 0
 
 

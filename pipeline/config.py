@@ -98,6 +98,10 @@ class EndpointConfig:
     circuit_cooldown_s: float = 30.0
     """While the breaker is open, one probe call goes through every this many seconds;
     any response closes it again."""
+    max_tokens_per_run: int | None = None
+    """Tokens (prompt + completion) this endpoint may use per run, for every purpose
+    (bots, judge, embeddings, classifier): a call whose worst case does not fit is not
+    sent (see Spend caps). Unset: no ceiling."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,19 @@ class EmbeddingsConfig:
     """`endpoint` provider: the model. `local` provider: `all-MiniLM-L6-v2` (default,
     English) or `multilingual` (Universal Sentence Encoder Multilingual v3 for sentence
     vectors; bertscore keeps MiniLM's token vectors)."""
+
+
+@dataclass(frozen=True)
+class SampleConfig:
+    """Judge a stratified random sample: per_suite cases of every suite (all of
+    a smaller suite), chosen by a seeded hash of the case id, so a re-run with
+    the same seed judges the same rows."""
+    per_suite: int
+    """Cases judged in every suite (an integer ≥ 1); all of a smaller suite. The rows
+    without a suite are a stratum of their own."""
+    seed: int = 0
+    """Seeds the hash that orders the cases (an integer ≥ 0); the same seed and inputs
+    judge the same rows, another seed draws another sample."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +224,61 @@ class JudgeConfig:
     """How the ten safety critics vote."""
     rubrics: dict[str, RubricConfig] = field(default_factory=dict)
     """Judge metrics of your own, by name (see Judges and rubrics)."""
+    max_calls: int | None = None
+    """Judge requests the run may send (an integer ≥ 1); past it, judge metrics are null
+    with `budget reached` (see Spend caps). Cache hits are free."""
+    max_cost: float | None = None
+    """What the judge's requests may cost per run, priced from its endpoint's
+    `price_per_million` (which must be set)."""
+    sample: SampleConfig | None = None
+    """Judge only a stratified random sample: `{per_suite: N, seed: S}` (see Judge a
+    sample). The other rows' judge metrics are null with `not sampled`."""
+    escalate: str | None = None
+    """`undecided`: the cascade. The judge and the classifier run only for the rows the
+    offline rules leave undecided (WARN), and the verdict rules on their metrics decide
+    those rows (at least one such rule is required); see The cascade."""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoint and self.model)
+
+
+CLASSIFIER_APIS = ("tei", "vllm_score")
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """The grounding classifier: a sequence-classification (NLI / fact-checking)
+    model behind an HTTP endpoint, read by the `grounding_classifier` metric."""
+    endpoint: str | None = None
+    """The name of an endpoint in `endpoints` serving the model (TEI: its address,
+    without /v1). Both `endpoint` and `model`, or neither; without them the metric is
+    left out of the default metrics, and named in `metrics` it is null with "no
+    classifier configured"."""
+    model: str | None = None
+    """The model's name: in usage/ and the call cache's key, and vLLM's `model`."""
+    api: str = "tei"
+    """`tei`: text-embeddings-inference's `POST /predict` (pairs in, every label's
+    probability out); `vllm_score`: vLLM's `POST /score` for a one-output
+    cross-encoder whose score is P(supported) (no contradiction label then)."""
+    labels: dict[str, Any] = field(default_factory=lambda: {"supported": "entailment"})
+    """`supported` (required for TEI) and optional `contradicted`: the label meaning the
+    passage supports (contradicts) the sentence, as the model names it (compared without
+    case: `ENTAILMENT`) or its index (resolved once through TEI's `GET /info`)."""
+    batch_size: int = 32
+    """Pairs per request (TEI's `--max-client-batch-size`, 32 by default). A batch the
+    server refuses as too large (413/422 naming its limit) is sent again in batches of
+    that limit, which the endpoint keeps from then on."""
+    truncate: bool = True
+    """Ask the server to cut a pair longer than the model reads; false: such a pair is
+    the server's 422, and that pair alone fails (its row's metric is null with the
+    reason)."""
+    chunk_words: int = 300
+    """Contexts are read in chunks of at most this many words (at least 16), cut at
+    sentence ends: what a server truncates is never read."""
+    max_sentences: int = 64
+    """The first this many sentences of an answer are checked (details say how many
+    were not)."""
 
     @property
     def configured(self) -> bool:
@@ -279,6 +351,8 @@ class Config:
     """The embedder of the semantic metrics."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """The LLM judge of the judge metrics."""
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    """The grounding classifier endpoint of the `grounding_classifier` metric."""
     cache: CacheConfig = field(default_factory=CacheConfig)
     """The call cache of judge and embedding calls."""
     metrics: tuple[str, ...] | None = None
@@ -401,6 +475,8 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     _integer(ep.max_concurrency, f"{where}.max_concurrency", 1, MAX_CONCURRENCY)
     _integer(ep.max_reply_bytes, f"{where}.max_reply_bytes", 1024)
     _integer(ep.circuit_failures, f"{where}.circuit_failures", 0)
+    if ep.max_tokens_per_run is not None:
+        _integer(ep.max_tokens_per_run, f"{where}.max_tokens_per_run", 1)
     if not isinstance(ep.headers, Mapping) or not all(
             isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
             for k, v in ep.headers.items()):
@@ -468,6 +544,8 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         kwargs["embeddings"] = emb
     if "judge" in top:
         kwargs["judge"] = _judge(top["judge"], kwargs["endpoints"], base_dir)
+    if "classifier" in top:
+        kwargs["classifier"] = _classifier(top["classifier"], kwargs["endpoints"])
     if "cache" in top:
         cache = _build(CacheConfig, top["cache"], "cache")
         if not isinstance(cache.enabled, bool):
@@ -547,8 +625,14 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     raw = _check_keys(data, _keys(JudgeConfig), "judge")
     safety = _build(SafetyConfig, raw.get("safety"), "judge.safety")
     rubrics = _rubrics(raw.get("rubrics"))
-    judge = _build(JudgeConfig, {k: v for k, v in raw.items() if k not in ("safety", "rubrics")},
-                   "judge", safety=safety, rubrics=rubrics)
+    sample = None
+    if raw.get("sample") is not None:
+        sample = _build(SampleConfig, raw["sample"], "judge.sample")
+        _integer(sample.per_suite, "judge.sample.per_suite", 1)
+        _integer(sample.seed, "judge.sample.seed", 0)
+    judge = _build(JudgeConfig, {k: v for k, v in raw.items()
+                                 if k not in ("safety", "rubrics", "sample")},
+                   "judge", safety=safety, rubrics=rubrics, sample=sample)
     if judge.endpoint is not None and judge.endpoint not in endpoints:
         raise ConfigError(f"judge.endpoint {judge.endpoint!r} is not a configured endpoint")
     if bool(judge.endpoint) != bool(judge.model):
@@ -562,11 +646,50 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
     for key in ("keep_trace",):
         if not isinstance(getattr(judge, key), bool):
             raise ConfigError(f"judge.{key} must be true or false")
+    if judge.escalate not in (None, "undecided"):
+        raise ConfigError(f"judge.escalate must be 'undecided' (or absent), got {judge.escalate!r}")
+    if judge.max_calls is not None:
+        _integer(judge.max_calls, "judge.max_calls", 1)
+    if judge.max_cost is not None:
+        _number(judge.max_cost, "judge.max_cost")
+        if judge.endpoint and not endpoints[judge.endpoint].price_per_million:
+            raise ConfigError(f"judge.max_cost needs a price: set endpoints.{judge.endpoint}."
+                              "price_per_million {input, output}")
     if not isinstance(safety.per_category, bool):
         raise ConfigError("judge.safety.per_category must be true or false")
     prompts = _check_keys(judge.prompts, set(TEMPLATE_NAMES), "judge.prompts")
     return dataclasses.replace(judge, prompts={k: _resolve(str(v), base_dir)
                                                for k, v in prompts.items()})
+
+
+def _classifier(data: Any, endpoints: Mapping[str, EndpointConfig]) -> ClassifierConfig:
+    c = _build(ClassifierConfig, data, "classifier")
+    if c.endpoint is not None and c.endpoint not in endpoints:
+        raise ConfigError(f"classifier.endpoint {c.endpoint!r} is not a configured endpoint")
+    if bool(c.endpoint) != bool(c.model) or not isinstance(c.model, (str, type(None))):
+        raise ConfigError("classifier needs both 'endpoint' and 'model' (the model's name)")
+    if c.api not in CLASSIFIER_APIS:
+        raise ConfigError(f"classifier.api must be one of {', '.join(CLASSIFIER_APIS)}, "
+                          f"got {c.api!r}")
+    labels = _check_keys(c.labels, {"supported", "contradicted"}, "classifier.labels")
+    if "supported" not in labels and c.api == "tei":
+        raise ConfigError("missing key 'classifier.labels.supported' (the label or index "
+                          "that means the passage supports the sentence)")
+    for key, value in labels.items():
+        ok = (isinstance(value, str) and value.strip()) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+        if not ok:
+            raise ConfigError(f"classifier.labels.{key} must be a label name or an index "
+                              f">= 0, got {value!r}")
+    if labels.get("supported") is not None and labels.get("supported") == labels.get(
+            "contradicted"):
+        raise ConfigError("classifier.labels.supported and .contradicted name the same label")
+    _integer(c.batch_size, "classifier.batch_size", 1, 4096)
+    _integer(c.chunk_words, "classifier.chunk_words", 16)
+    _integer(c.max_sentences, "classifier.max_sentences", 1)
+    if not isinstance(c.truncate, bool):
+        raise ConfigError("classifier.truncate must be true or false")
+    return dataclasses.replace(c, labels=labels)
 
 
 def check_metric_name(name: Any, where: str) -> str:

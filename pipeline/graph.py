@@ -21,6 +21,7 @@ from transforms.publish.head_to_head import HeadToHead
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
+from transforms.enrich.classifier.stage import ClassifyTurns
 from transforms.enrich.embed import EmbedTurns
 from transforms.enrich.judge.stage import JudgeTurns
 from transforms.read.cases import ReadCases
@@ -28,8 +29,11 @@ from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_r
                              result_row, score_rows, worst_case_row)
 from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
-from transforms.publish.summary import MetricStatsFn, summary_keys
-from transforms.decide.verdict import ApplyVerdict
+from transforms.enrich.judge.sample import NOT_SAMPLED, SampleCases
+from transforms.publish.summary import MetricStatsFn, metric_values, summary_keys
+from transforms.decide.cascade import ESCALATED, mark_undecided
+from transforms.publish.savings import skipped_keys
+from transforms.decide.verdict import ESCALATION, OFFLINE, SINGLE, ApplyVerdict
 from transforms.publish.write import WriteRows
 
 WORST_CASES_PER_BOT = 10
@@ -58,39 +62,63 @@ class Answer(beam.PTransform):
         return (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
-                                                        self._plan.cache)).with_outputs(
+                                                        self._plan.cache,
+                                                        self._plan.budget)).with_outputs(
                     AnswerWith.CALLS, main="turns"))
 
 
+# the parts of Enrich
+ENRICH_ALL, ENRICH_OFFLINE, ENRICH_REMOTE = "all", "offline", "remote"
+
+
 class Enrich(beam.PTransform):
-    """Turns -> Turns with the embeddings and judge outcomes the metrics need.
+    """Turns -> Turns with the embeddings, judge outcomes and classifier
+    readings the metrics need: `part` ENRICH_ALL, or ENRICH_OFFLINE (embeddings)
+    and ENRICH_REMOTE (judge, classifier) apart for the cascade.
 
     Returns (turns, [call tallies]); a stage nothing needs is left out."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, sampled=None, part: str = ENRICH_ALL):
+        """sampled: the case ids judge.sample chose (None: every row is judged)."""
         super().__init__()
-        self._plan = plan
+        self._plan, self._sampled, self._part = plan, sampled, part
 
     def expand(self, turns):
         plan, cfg = self._plan, self._plan.config
         calls = []
         needs = frozenset(f for s, _ in plan.scorers for f in s.features)
-        if needs:
+        if needs and self._part != ENRICH_REMOTE:
             enriched = (turns
                         | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
-                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(cfg.embeddings, cfg.endpoints,
-                                                                needs, plan.cache))
+                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(
+                            cfg.embeddings, cfg.endpoints, needs, plan.cache,
+                            [m for s, _ in plan.scorers if s.features for m in s.metrics],
+                            plan.budget))
                         .with_outputs(EmbedTurns.CALLS, main="turns"))
             turns = enriched.turns
             calls.append(enriched[EmbedTurns.CALLS])
+        if self._part == ENRICH_OFFLINE:
+            return turns, calls
         if plan.judge_metrics:
             asked = (turns
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
-                         plan.cache, {s.name: o for s, o in plan.scorers if s.judge})).with_outputs(JudgeTurns.CALLS, main="turns"))
+                         plan.cache, {s.name: o for s, o in plan.scorers if s.judge},
+                         plan.budget), **({} if self._sampled is None else
+                                          {"sampled": AsList(self._sampled)}))
+                     .with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
+        if plan.classifier_metrics:
+            read = (turns
+                    | "BatchForClassifier" >> beam.BatchElements(min_batch_size=1,
+                                                                 max_batch_size=64)
+                    | "ClassifyTurns" >> beam.ParDo(ClassifyTurns(
+                        cfg.classifier, cfg.endpoints, plan.cache, plan.budget)).with_outputs(
+                        ClassifyTurns.CALLS, main="turns"))
+            turns = read.turns
+            calls.append(read[ClassifyTurns.CALLS])
         return turns, calls
 
 
@@ -100,15 +128,17 @@ class Score(beam.PTransform):
     `Score[name]`; the corpus statistics some metrics need are side inputs read
     from the input."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, scorers=None):
+        """scorers: a part of the plan's (the cascade's offline or escalated ones)."""
         super().__init__()
         self._plan = plan
+        self._scorers = list(plan.scorers if scorers is None else scorers)
 
     def _side_inputs(self, p) -> dict:
         """The corpus statistics the scorers need, from one more read of each shard."""
         plan, cfg = self._plan, self._plan.config
-        idf = any(s.uses_idf for s, _ in plan.scorers)
-        bert_idf = any(s.side_input == "bert_idf" and o.get("idf") for s, o in plan.scorers)
+        idf = any(s.uses_idf for s, _ in self._scorers)
+        bert_idf = any(s.side_input == "bert_idf" and o.get("idf") for s, o in self._scorers)
         if not (idf or bert_idf):
             return {}
         sources = corpus_sources(plan.shards, [b.faq for b in cfg.bots
@@ -130,7 +160,7 @@ class Score(beam.PTransform):
 
     def expand(self, turns):
         sides = self._side_inputs(turns.pipeline)
-        scorers = list(self._plan.scorers)
+        scorers = self._scorers
         n = next((i for i, (s, _) in enumerate(scorers) if s not in SCORERS), len(scorers))
         built_in = scorers[:n]  # select_scorers puts them first
         if built_in:  # one step, `Score[name,name,...]`
@@ -145,15 +175,37 @@ class Score(beam.PTransform):
 
 
 class Decide(beam.PTransform):
-    """Scored Turns -> Turns with a verdict and its reason."""
+    """Scored Turns -> Turns with a verdict and its reason: every rule (SINGLE),
+    or the cascade's offline rules (OFFLINE) or escalation rules (ESCALATION)."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, stage: str = SINGLE):
         super().__init__()
-        self._plan = plan
+        self._plan, self._stage = plan, stage
 
     def expand(self, turns):
-        verdict = self._plan.config.verdict
-        return turns | "ApplyVerdict" >> beam.ParDo(ApplyVerdict(verdict.rules, verdict.otherwise))
+        plan, verdict = self._plan, self._plan.config.verdict
+        rules = {SINGLE: verdict.rules, OFFLINE: plan.offline_rules,
+                 ESCALATION: plan.escalation_rules}[self._stage]
+        return turns | "ApplyVerdict" >> beam.ParDo(ApplyVerdict(rules, verdict.otherwise,
+                                                                 self._stage))
+
+
+class Escalate(beam.PTransform):
+    """The cascade (judge.escalate: undecided): decided Turns -> the rows the
+    offline verdict left undecided enriched by the judge and the classifier,
+    scored and decided again; the others pass through with their verdict.
+    Returns (turns, [call tallies])."""
+
+    def __init__(self, plan: Plan, sampled=None):
+        super().__init__()
+        self._plan, self._sampled = plan, sampled
+
+    def expand(self, decided):
+        plan = self._plan
+        marked = decided | "MarkUndecided" >> beam.Map(mark_undecided)
+        turns, calls = marked | "EnrichEscalated" >> Enrich(plan, self._sampled, ENRICH_REMOTE)
+        scored = turns | "ScoreEscalated" >> Score(plan, plan.escalation_scorers)
+        return scored | "DecideEscalated" >> Decide(plan, ESCALATION), calls
 
 
 class Publish(beam.PTransform):
@@ -194,10 +246,10 @@ class Publish(beam.PTransform):
                        | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
                        | "WriteDuplicateErrors" >> WriteRows(ERRORS, *out))
 
+        sampled = info.sampled_metrics
         metric_stats = (
             judged | "MetricValues" >> beam.FlatMap(
-                lambda t: ((key, r.value) for m, r in t.scores.items()
-                           for key in summary_keys(t.bot, t.case.suite, m)))
+                lambda t: metric_values(t.bot, t.case.suite, t.scores, sampled, NOT_SAMPLED))
             | "MetricStats" >> beam.CombinePerKey(MetricStatsFn()))
         verdicts = (
             judged | "VerdictKeys" >> beam.FlatMap(
@@ -211,6 +263,9 @@ class Publish(beam.PTransform):
                    "duplicate_case_ids": duplicates}
         if judge_errors is not None:
             tallied["judge_errors"] = judge_errors
+        if plan.escalates:
+            tallied["escalated_rows"] = judged | "EscalatedRows" >> beam.Filter(
+                lambda t: bool(t.features.get(ESCALATED)))
         # one count per key of one flattened collection: a Count.Globally each
         # would add four shuffles and some forty transforms to every run
         counts = ([pcoll | f"Tally[{name}]" >> beam.Map(lambda _, name=name: (name, 1))
@@ -218,6 +273,8 @@ class Publish(beam.PTransform):
                   | "AllTallies" >> beam.Flatten()
                   | "Counts" >> beam.combiners.Count.PerKey())
         usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
+        skipped = (judged | "SkippedKeys" >> beam.FlatMap(skipped_keys)  # cascade, sample
+                   | "CountSkipped" >> beam.combiners.Count.PerElement())
         pairs = {}
         if len(info.bots) > 1:  # the report's head to head of every pair of bots
             pairs["head_to_head"] = AsList(judged | "HeadToHead" >> HeadToHead(
@@ -228,16 +285,26 @@ class Publish(beam.PTransform):
                     Finalize(info, tuple(tallied)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
                     AsList(metric_stats), AsList(verdicts), AsList(counts),
-                    AsList(worst), AsList(usage), **pairs))
+                    AsList(worst), AsList(usage), skipped=AsList(skipped), **pairs))
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     """The whole evaluation: one named stage after the other."""
     read = p | "Read" >> Read(plan)
     answered = read.cases | "Answer" >> Answer(plan)
-    turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan)
-    scored = turns | "Score" >> Score(plan)
-    judged = scored | "Decide" >> Decide(plan)
+    sample = plan.config.judge.sample
+    sampled = (read.cases | "SampleForJudge" >> SampleCases(sample.per_suite, sample.seed)
+               if sample is not None and plan.judge_metrics else None)
+    if plan.escalates:  # offline first; only the undecided rows go to the judge
+        turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan, sampled, ENRICH_OFFLINE)
+        scored = turns | "Score" >> Score(plan, plan.offline_scorers)
+        decided = scored | "Decide" >> Decide(plan, OFFLINE)
+        judged, escalation_calls = decided | "Escalate" >> Escalate(plan, sampled)
+        enrich_calls = enrich_calls + escalation_calls
+    else:
+        turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan, sampled)
+        scored = turns | "Score" >> Score(plan)
+        judged = scored | "Decide" >> Decide(plan)
     calls = [answered[AnswerWith.CALLS], *enrich_calls] | "AllCalls" >> beam.Flatten()
     _ = {"judged": judged, "cases": read.cases, "problems": read.problems,
          "calls": calls} | "Publish" >> Publish(plan)

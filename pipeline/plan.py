@@ -27,9 +27,10 @@ from schemas.cases import source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
-from transforms.publish.write import RUN_ID_PATTERN, glob_characters
+from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
+from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import redact_url
 from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
@@ -49,9 +50,38 @@ class Plan:
     columns: Mapping[str, str]
     scorers: Sequence[tuple[Scorer, dict]]
     judge_metrics: tuple[str, ...] = ()   # metrics JudgeTurns asks questions for
+    classifier_metrics: tuple[str, ...] = ()  # metrics ClassifyTurns reads pairs for
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
     limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
+    budget: BudgetSpec | None = None      # the run's spend caps
+    # judge.escalate: the metrics computed only for the rows the offline verdict
+    # leaves undecided (the judge's and the classifier's); () without a cascade
+    escalation_metrics: tuple[str, ...] = ()
+
+    @property
+    def escalates(self) -> bool:
+        return bool(self.escalation_metrics)
+
+    def _escalated(self, scorer) -> bool:
+        return any(m in self.escalation_metrics for m in scorer.metrics)
+
+    @property
+    def offline_scorers(self) -> list:
+        return [(s, o) for s, o in self.scorers if not self._escalated(s)]
+
+    @property
+    def escalation_scorers(self) -> list:
+        return [(s, o) for s, o in self.scorers if self._escalated(s)]
+
+    @property
+    def offline_rules(self) -> tuple:
+        return tuple(r for r in self.config.verdict.rules
+                     if r.metric not in self.escalation_metrics)
+
+    @property
+    def escalation_rules(self) -> tuple:
+        return tuple(r for r in self.config.verdict.rules if r.metric in self.escalation_metrics)
 
 
 def check_remote_bot(bot, endpoints) -> None:
@@ -138,6 +168,15 @@ def check_judge(cfg) -> None:
                               f"{{{missing[0]}}} (placeholders: {', '.join(PLACEHOLDERS)})")
 
 
+def check_classifier(cfg) -> None:
+    """The classifier's endpoint has its secrets (before anything runs)."""
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    try:
+        endpoint_secrets(cfg.classifier.endpoint, cfg.endpoints[cfg.classifier.endpoint])
+    except MissingSecret as exc:
+        raise ConfigError(f"classifier: {exc}") from None
+
+
 def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
     scales = {}
     for scorer, options in scorers:
@@ -187,6 +226,31 @@ def call_cache(cfg, output: str, notes: list[str] | None = None) -> CacheSpec | 
         except ValueError as exc:
             raise ConfigError(f"cache.shared_path {redact_url(shared)}: {exc}") from None
     return CacheSpec(path, shared)
+
+
+def configured_caps(cfg) -> dict[str, float]:
+    """The spend caps by their config names (the manifest's `spend_caps`)."""
+    caps = {}
+    if cfg.judge.configured and cfg.judge.max_calls is not None:
+        caps["judge.max_calls"] = float(cfg.judge.max_calls)
+    if cfg.judge.configured and cfg.judge.max_cost is not None:
+        caps["judge.max_cost"] = float(cfg.judge.max_cost)
+    caps.update({f"endpoints.{name}.max_tokens_per_run": float(ep.max_tokens_per_run)
+                 for name, ep in cfg.endpoints.items() if ep.max_tokens_per_run})
+    return caps
+
+
+def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> BudgetSpec | None:
+    """The run's caps: judge.max_calls, judge.max_cost, each endpoint's
+    max_tokens_per_run. With a local output the workers share one tally in the
+    attempt's temporary folder (removed when the run is published); with a URL
+    output each worker holds 1 / workers of every cap (transforms/remote/budget.py)."""
+    caps = tuple(sorted((scope_of(name), cap) for name, cap in configured_caps(cfg).items()))
+    if not caps:
+        return None
+    ledger = None if "://" in output else os.path.join(
+        temp_dir(output, run_id, attempt), "budget.sqlite")
+    return BudgetSpec(caps, ledger, 1.0 / max(1, workers), f"{run_id}-{attempt}")
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...]):
@@ -268,6 +332,26 @@ def dask_worker_threads(options: PipelineOptions) -> int:
         raise UsageError(f"cannot reach the Dask scheduler {next(iter(where.values()))}: "
                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
     return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+
+
+def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[str]
+               ) -> tuple[str, ...]:
+    """judge.escalate: the metrics escalated rows get (the judge's and the
+    classifier's); checked: something to escalate to, and rules that decide
+    with those metrics."""
+    if cfg.judge.escalate is None:
+        return ()
+    metrics = tuple(judge_metrics) + tuple(classifier_metrics)
+    if not metrics:
+        raise ConfigError("judge.escalate: undecided needs a judge (judge.endpoint, judge.model) "
+                          "or a classifier (classifier.endpoint, classifier.model) and their "
+                          "metrics in the run")
+    if not any(r.metric in metrics for r in cfg.verdict.rules):
+        raise ConfigError("judge.escalate: undecided needs verdict rules on the judge's or the "
+                          f"classifier's metrics ({', '.join(metrics)}) to decide escalated rows, "
+                          "e.g. verdict.rules: [... the offline rules ..., {metric: "
+                          f"{metrics[0]}, below: 0.5, verdict: FAIL}}]")
+    return metrics
 
 
 def worker_count(options: PipelineOptions) -> int:
@@ -481,7 +565,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                 raise ConfigError(f"bot {bot.name!r}: {exc}") from None
     try:
         scorers = select_scorers(cfg.metrics, cfg.metric_options, cfg.judge.configured,
-                                 own_scorers(cfg))
+                                 own_scorers(cfg), cfg.classifier.configured)
     except ValueError as exc:
         flagged = flag_metrics is not None and str(exc).startswith("unknown metric")
         raise ConfigError(("--metrics: " if flagged else "") + str(exc)) from None
@@ -499,14 +583,25 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
         notes.append("judge metrics are off: no judge configured (set judge.endpoint and "
                      "judge.model to add faithfulness, answer_correctness, context metrics, "
                      "rubric judges and safety critics)")
+    classifier_metrics = tuple(m for s, _ in scorers if s.classifier for m in s.metrics)
+    if cfg.classifier.configured:
+        check_classifier(cfg)
+    elif classifier_metrics:
+        notes.append("no classifier configured (set classifier.endpoint and classifier.model): "
+                     f"{', '.join(classifier_metrics)} is null")
+    if not cfg.classifier.configured:
+        classifier_metrics = ()
     scales = rubric_scales(scorers)
-    uses_cache = (cfg.judge.configured and judge_metrics) or (
+    uses_cache = (cfg.judge.configured and judge_metrics) or classifier_metrics or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache = call_cache(cfg, output_path, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
+    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    asked = tuple(m for s, _ in scorers for m in s.metrics
+                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     info = RunInfo(run_id=run_id, run_date=run_date, output=output,
                    input=input_pattern, planned_rows=sum(s.stop - s.start for s in shards),
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
@@ -515,9 +610,10 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
-                   lease_ttl_s=float(ttl))
-    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
-    asked = tuple(m for s, _ in scorers for m in s.metrics
-                  if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
+                   lease_ttl_s=float(ttl), caps=configured_caps(cfg),
+                   sampled_metrics=frozenset(asked if cfg.judge.sample else ()))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
-                rubric_scales=scales, cache=cache, limits=limit_lines(cfg, workers))
+                classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
+                limits=limit_lines(cfg, workers),
+                budget=spend_caps(cfg, output, run_id, attempt, workers),
+                escalation_metrics=escalation(cfg, asked, classifier_metrics))

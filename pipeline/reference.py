@@ -221,7 +221,8 @@ def config_keys(cls: type | None = None, prefix: str = "") -> list[ConfigKey]:
 
 def config_choices() -> dict[str, tuple[str, ...]]:
     """The values the validator accepts for keys with a fixed set of them."""
-    from pipeline.config import BOT_TYPES, EMBEDDING_PROVIDERS, SAFETY_MODES, VERDICTS
+    from pipeline.config import (BOT_TYPES, CLASSIFIER_APIS, EMBEDDING_PROVIDERS, SAFETY_MODES,
+                                 VERDICTS)
     from schemas.cases import CANONICAL_COLUMNS
     from transforms.answer.remote_bots import HTTP_BOT_OPTIONS
     from transforms.decide.presets import PRESETS
@@ -236,7 +237,8 @@ def config_choices() -> dict[str, tuple[str, ...]]:
             "embeddings.provider": EMBEDDING_PROVIDERS, "judge.prompts": TEMPLATE_NAMES,
             "judge.safety.mode": SAFETY_MODES, "judge.rubrics.<name>.inputs": RUBRIC_INPUTS,
             "custom_metrics[].needs": NEEDS, "verdict.preset": tuple(PRESETS),
-            "verdict.otherwise": VERDICTS, "verdict.rules[].verdict": VERDICTS}
+            "verdict.otherwise": VERDICTS, "verdict.rules[].verdict": VERDICTS,
+            "classifier.api": CLASSIFIER_APIS, "judge.escalate": ("undecided",)}
 
 
 def config_reference() -> str:
@@ -272,6 +274,7 @@ def presets_reference() -> list[str]:
 
 def metric_entries() -> list[dict[str, Any]]:
     """Every built-in metric with what the registry and the catalog say about it."""
+    from transforms.enrich.classifier.score import NO_CLASSIFIER
     from transforms.enrich.judge.scorers import NO_JUDGE
     from transforms.score.catalog import METRIC_DOCS
     from transforms.score.scoring import LOWER_IS_BETTER, MISSING, SCORERS
@@ -280,7 +283,7 @@ def metric_entries() -> list[dict[str, Any]]:
         for metric in scorer.metrics:
             doc = METRIC_DOCS[metric]
             inputs = list(scorer.needs) + (["embedder"] if scorer.features else []) + (
-                ["judge"] if scorer.judge else [])
+                ["judge"] if scorer.judge else []) + (["classifier"] if scorer.classifier else [])
             nulls = ["`bot failed: …`", *(f"`{MISSING[n]}`" for n in scorer.needs
                                           if n in MISSING)]
             if scorer.features:
@@ -288,13 +291,16 @@ def metric_entries() -> list[dict[str, Any]]:
             if scorer.judge:
                 nulls += [f"`{NO_JUDGE}`", "the judge's question failed after its retries "
                           "and repair round (its error; the raw replies in details)"]
+            if scorer.classifier:
+                nulls += [f"`{NO_CLASSIFIER}`", "a pair's classifier call failed (its error)"]
             nulls += [f"`{n}`" for n in doc.nulls]
             options = [f"`metric_options.{scorer.name}.{k}` (default `{_flow(v)}`)"
                        for k, v in scorer.option_defaults.items()]
             out.append({"metric": metric, "scorer": scorer.name, "inputs": inputs,
                         "lower_is_better": metric in LOWER_IS_BETTER, "unit": doc.unit,
                         "formula": doc.formula, "nulls": nulls, "options": options,
-                        "judge": scorer.judge, "semantic": bool(scorer.features)})
+                        "judge": scorer.judge, "semantic": bool(scorer.features),
+                        "classifier": scorer.classifier})
     return out
 
 
@@ -312,9 +318,11 @@ def metrics_reference() -> str:
         for e in entries]), "",
         "Groups select several metrics at once in `metrics:` and `--metrics`: "
         + "; ".join(f"`{g}` ({', '.join(ms)})" for g, ms in GROUPS.items()) + ".", ""]
-    families = (("Offline metrics", lambda e: not e["judge"] and not e["semantic"]),
+    families = (("Offline metrics", lambda e: not (e["judge"] or e["semantic"]
+                                                   or e["classifier"])),
                 ("Semantic metrics (need an embedder)", lambda e: e["semantic"] and not e["judge"]),
-                ("Judge metrics (need a judge)", lambda e: e["judge"]))
+                ("Judge metrics (need a judge)", lambda e: e["judge"]),
+                ("Classifier metrics (need a classifier endpoint)", lambda e: e["classifier"]))
     for title, belongs in families:
         out += [f"## {title}", ""]
         for e in filter(belongs, entries):

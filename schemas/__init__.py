@@ -1,10 +1,16 @@
 """Data contracts of evalbeam: input cases, in-flight records, output tables."""
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "4"
 """The output tables' version, written to every manifest. Tables change only by
 adding columns (never renaming, retyping or removing one), and every added
 column raises the version, so a reader written for version N reads N + k.
 
 1: the first tables.
 2: usage/ gains `shared_cache_hits` (cache hits served by the shared tier).
+3: usage/ gains `bot`, `metric`, `split_among` (rows per endpoint × model ×
+   purpose × bot × metric; a call shared by several metrics is split among them)
+   and `budget_refused` (calls not sent: a spend cap was reached).
+4: summary/ gains `sampled` and `population` (judge metrics computed on a sample);
+   results/ gains `decided_by` (judge.escalate: "offline" or "escalated"); usage/
+   gains `skipped_rows` and `saved_calls` (what the cascade and the sample saved).
 """

@@ -76,6 +76,8 @@ class Turn:
     verdict_reason: str | None = None
     # Enrichment for the metrics (vectors, token vectors); never written out.
     features: dict[str, Any] = field(default_factory=dict)
+    # With judge.escalate: the stage whose verdict stands, "offline" or "escalated"
+    decided_by: str | None = None
 
     @property
     def effective_contexts(self) -> list[str] | None:
@@ -83,10 +85,12 @@ class Turn:
 
     def evolve(self, *, scores: dict[str, MetricResult] | None = None,
                verdict: str | None = None, verdict_reason: str | None = None,
-               features: dict[str, Any] | None = None) -> "Turn":
+               features: dict[str, Any] | None = None,
+               decided_by: str | None = None) -> "Turn":
         """A copy with new scores, verdict or features (4× cheaper than
         dataclasses.replace, which matters at ten steps per row)."""
         return Turn(self.case, self.bot, self.answer, self.latency_ms, self.error, self.details,
                     self.contexts, self.scores if scores is None else scores,
                     verdict or self.verdict, verdict_reason or self.verdict_reason,
-                    self.features if features is None else features)
+                    self.features if features is None else features,
+                    decided_by or self.decided_by)

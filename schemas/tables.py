@@ -69,6 +69,9 @@ RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot."
                   "for `evalbeam calibrate`"),
     ("references", _L, "every reference when the case has several, else null"),
     ("messages", _S, "the conversation's earlier turns (JSON), null for a single turn"),
+    ("decided_by", _S, "with `judge.escalate`: `offline` when the offline rules' verdict "
+                       "stands, `escalated` when the judge's and classifier's rules decided; "
+                       "null without a cascade (schema 4)"),
 ], ("run_date", "bot"))
 
 SCORES = table("scores", "Written by `evalbeam run`: one row per case × bot × metric.", [
@@ -103,6 +106,11 @@ SUMMARY = table("summary", "Written by `evalbeam run`: one row per bot × suite 
     ("ci_low", _D, "lower end of the 95% interval of `mean` (Student's t; Wilson's for the "
                    "pass rate and 0/1 metrics); null with fewer than two values"),
     ("ci_high", _D, "upper end of that interval"),
+    ("sampled", _B, "true for a judge metric computed on `judge.sample`'s rows: `count` and "
+                    "`missing` are the sample's, `mean` and its interval estimate all "
+                    "`population` rows (stratified by suite, finite population correction) "
+                    "(schema 4)"),
+    ("population", _I, "sampled metrics: the rows the sample was drawn from (schema 4)"),
 ], ("run_date",))
 
 ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that could not be "
@@ -117,11 +125,13 @@ ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that 
     ("source", _S, "where the row came from (`file#row`)"),
 ], ("run_date",))
 
-USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose.", [
+USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose × "
+              "bot × metric.", [
     ("run_id", _S, "the run id"),
     ("endpoint", _S, "the endpoint's name in the config"),
     ("model", _S, "the model asked"),
-    ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`"),
+    ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`, "
+                    "`classifier:grounding`"),
     ("calls", _I, "requests sent"),
     ("retries", _I, "attempts beyond the first"),
     ("failures", _I, "calls that failed after their attempts"),
@@ -132,6 +142,19 @@ USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model
     ("latency_p50_ms", _D, "median latency of the calls, ms (empty for offline bots)"),
     ("latency_p95_ms", _D, "95th percentile latency, ms"),
     ("shared_cache_hits", _I, "the part of cache_hits served by the shared tier (schema 2)"),
+    ("bot", _S, "the bot whose rows the calls served; null when they served several "
+                "(an embeddings request for a batch) (schema 3)"),
+    ("metric", _S, "the metric the calls served; null for a bot's own calls. A call that "
+                   "served several metrics is split among them: this row holds its share "
+                   "(schema 3)"),
+    ("split_among", _I, "how many metrics shared these calls; the shares of a count add up "
+                        "to it exactly (schema 3)"),
+    ("budget_refused", _I, "calls not sent because a spend cap of the run was reached "
+                           "(schema 3)"),
+    ("skipped_rows", _I, "rows of the bot its metric was not asked for: decided offline by "
+                         "the cascade, or not sampled (schema 4)"),
+    ("saved_calls", _D, "this row's calls per asked row × skipped_rows: an estimate of the "
+                        "requests the skipped rows would have cost (schema 4)"),
 ], ("run_date",))
 
 TABLES = {t.name: t for t in (RESULTS, SCORES, SUMMARY, ERRORS, USAGE)}

@@ -22,6 +22,22 @@ Routes: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``GET /v1/models
 Azure ``POST /openai/deployments/{deployment}/(chat/completions|embeddings)?api-version=...``
 and a plain JSON assistant ``POST /assistant``.
 
+It also speaks Hugging Face text-embeddings-inference (TEI) for a
+sequence-classification model, as documented in TEI's OpenAPI description:
+``POST /predict`` ({"inputs": a pair [a, b], or a batch [[a, b], ...],
+"truncate", "raw_scores"} -> one list of {"label", "score"} per input, best
+first; softmax over the labels unless raw_scores, a sigmoid for a one-label
+model; header x-compute-tokens), ``GET /info`` (model_type.classifier.id2label,
+max_client_batch_size, max_input_length), ``GET /health``; its errors are
+{"error": message, "error_type": ...}: a batch over ``tei_max_batch`` pairs is
+refused with ``tei_batch_status`` (422 as the server does, 413 as its API
+description says: "batch size N > maximum allowed batch size M"), a pair over
+``tei_max_input_tokens`` tokens without truncate is 422, an empty batch 400,
+a failing predict handler 424. And vLLM's ``POST /score`` / ``/v1/score``
+({"model", "text_1", "text_2"} -> {"data": [{"index", "score"}], "usage"}).
+Labels come from a predict handler (``set_predict_handler``: (premise,
+hypothesis) -> one logit per label) or, by default, from word overlap.
+
 Order of checks for a non-admin request: record it -> auth (401) -> route/validation
 (404/405/400) -> rate limit (429) -> status_override -> fault -> latency -> answer.
 401/400/404/405/429 answers come back at once; latency applies to everything else
@@ -103,6 +119,11 @@ class ServerConfig:
     hostile_every: int = 1            # ... to every Nth chat / assistant request (1: all)
     huge_body_bytes: int = 9 * 1024 * 1024  # size of a huge_body reply's content
     record_requests: bool = True      # keep RecordedRequest objects (switch off for long benchmarks)
+    # TEI classifier (/predict, /info) and vLLM /score
+    tei_labels: tuple[str, ...] = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")  # id2label order
+    tei_max_batch: int = 32           # --max-client-batch-size
+    tei_batch_status: int = 422       # status of an oversized batch (413 in TEI's API docs)
+    tei_max_input_tokens: int = 512   # a longer pair without truncate: 422
 
     def validated(self) -> "ServerConfig":
         self.faults = tuple(str(f) for f in self.faults)
@@ -123,6 +144,11 @@ class ServerConfig:
             raise ValueError(f"unknown hostile kind {self.hostile!r}; known: {HOSTILE_KINDS}")
         if self.hostile_every < 1:
             raise ValueError("hostile_every must be >= 1")
+        self.tei_labels = tuple(str(x) for x in self.tei_labels)
+        if not self.tei_labels or self.tei_max_batch < 1 or self.tei_max_input_tokens < 1:
+            raise ValueError("tei_labels, tei_max_batch and tei_max_input_tokens must be set")
+        if self.tei_batch_status not in (413, 422):
+            raise ValueError("tei_batch_status must be 413 or 422")
         return self
 
 
@@ -231,10 +257,44 @@ def _hostile(cfg: ServerConfig, route: str, payload: dict, headers: dict[str, st
     return payload
 
 
-def _error_body(status: int, message: str) -> dict:
+def _error_body(status: int, message: str, shape: str = "openai") -> dict:
+    if shape == "tei":  # text-embeddings-inference's ErrorResponse
+        kind = {400: "empty", 424: "backend", 429: "overloaded", 503: "unhealthy"}.get(
+            status, "validation" if status in (413, 422) else "backend")
+        return {"error": message, "error_type": kind}
     etype, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else
                                             "invalid_request_error", None))
+    if shape == "vllm":  # vLLM's ErrorResponse
+        return {"object": "error", "message": message, "type": etype, "param": None,
+                "code": status}
     return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def overlap_logits(premise: str, hypothesis: str, labels: tuple[str, ...]) -> list[float]:
+    """The default classifier: the share of the hypothesis' words (of 3+ letters)
+    found in the premise drives entailment; a number the premise lacks drives
+    contradiction. One logit per label, matched by name."""
+    words = {w.lower() for w in _WORD.findall(hypothesis) if len(w) > 2 or w.isdigit()}
+    known = {w.lower() for w in _WORD.findall(premise)}
+    share = len(words & known) / len(words) if words else 0.0
+    numbers = {w for w in words if w.isdigit()}
+    contra = 3.0 if numbers - known else -3.0
+    by_kind = {"entail": 6.0 * share - 3.0, "contradict": contra, "neutral": 0.0}
+    if len(labels) == 1:
+        return [by_kind["entail"]]
+    return [next((v for k, v in by_kind.items() if k in label.lower()), 0.0) for label in labels]
+
+
+def _softmax(logits: list[float]) -> list[float]:
+    if len(logits) == 1:
+        return [1.0 / (1.0 + math.exp(-logits[0]))]
+    top = max(logits)
+    exps = [math.exp(x - top) for x in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
 
 
 class _TokenBucket:
@@ -399,6 +459,7 @@ class FakeOpenAI:
         self._conns: set[socket.socket] = set()
         self._chat_handler: Callable[[dict], str | dict] | None = None
         self._assistant_handler: Callable[[dict], str | dict] | None = None
+        self._predict_handler: Callable[[str, str], list[float]] | None = None
         self._port = port
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -485,6 +546,11 @@ class FakeOpenAI:
         response, sent as is); or a dict of message fields (e.g. content, reasoning_content,
         tool_calls; optional "finish_reason" and "usage") merged into the default message."""
         self._chat_handler = fn
+
+    def set_predict_handler(self, fn: Callable[[str, str], list[float]] | None) -> None:
+        """For /predict and /score: fn(premise, hypothesis) -> one logit per label
+        (tei_labels order); raising makes the request a 424 (TEI's backend error)."""
+        self._predict_handler = fn
 
     def set_assistant_handler(self, fn: Callable[[dict], str | dict] | None) -> None:
         """For POST /assistant: fn(request_json) -> answer str, or a dict used as "data"."""
@@ -593,13 +659,6 @@ class FakeOpenAI:
             rec.counted = True
             h.send_raw(status, json.dumps(payload).encode(), extra)
 
-        def error(status: int, message: str, extra: dict | None = None) -> None:
-            if cfg.echo_auth_in_errors:
-                got = [headers[k] for k in ("authorization", "api-key") if k in headers]
-                message += f" (received credentials: {', '.join(got) or 'none'}; as echoed " \
-                           f"by a hostile server: {echo_forms(_credentials(headers))})"
-            reply(status, _error_body(status, message), extra)
-
         # route
         azure = _AZURE_RE.match(path)
         if azure:
@@ -608,7 +667,18 @@ class FakeOpenAI:
         else:
             deployment = None
             route = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings",
-                     "/v1/models": "models", "/assistant": "assistant"}.get(path)
+                     "/v1/models": "models", "/assistant": "assistant", "/predict": "predict",
+                     "/info": "info", "/health": "health", "/score": "score",
+                     "/v1/score": "score"}.get(path)
+        shape = {"predict": "tei", "info": "tei", "health": "tei", "score": "vllm"}.get(
+            route or "", "openai")
+
+        def error(status: int, message: str, extra: dict | None = None) -> None:
+            if cfg.echo_auth_in_errors:
+                got = [headers[k] for k in ("authorization", "api-key") if k in headers]
+                message += f" (received credentials: {', '.join(got) or 'none'}; as echoed " \
+                           f"by a hostile server: {echo_forms(_credentials(headers))})"
+            reply(status, _error_body(status, message, shape), extra)
 
         # auth
         key = self._api_key
@@ -626,7 +696,7 @@ class FakeOpenAI:
         if route is None:
             error(404, f"Unknown route {h.command} {path}")
             return None
-        want = "GET" if route == "models" else "POST"
+        want = "GET" if route in ("models", "info", "health") else "POST"
         if h.command != want:
             error(405, f"{h.command} not allowed on {path}", {"Allow": want})
             return None
@@ -689,13 +759,14 @@ class FakeOpenAI:
         else:
             self._sleep(latency)
 
-        status, payload = self._answer(route, cfg, data, deployment, started)
+        status, payload, *more = self._answer(route, cfg, data, deployment, started)
         if status == 200 and route in ("chat", "assistant") and self._hostile_turn(cfg):
             payload = _hostile(cfg, route, payload, headers)
         if status != 200:
             error(status, payload)
             return tag
-        reply(200, payload, {"x-request-id": f"req_{uuid.uuid4().hex[:24]}", **rl_headers})
+        reply(200, payload, {"x-request-id": f"req_{uuid.uuid4().hex[:24]}", **rl_headers,
+                             **(more[0] if more else {})})
         return tag
 
     def _hostile_turn(self, cfg: ServerConfig) -> bool:
@@ -728,6 +799,14 @@ class FakeOpenAI:
                 {"id": "fake-embedding", "object": "model", "created": 0, "owned_by": "fake"}]}
         if route == "assistant":
             return self._assistant(data, started)
+        if route == "health":
+            return 200, {}
+        if route == "info":
+            return 200, self._info(cfg)
+        if route == "predict":
+            return self._predict(cfg, data)
+        if route == "score":
+            return self._score(cfg, data)
         if not isinstance(data, dict):
             return 400, "We could not parse the JSON body of your request."
         model = deployment or data.get("model") or DEFAULT_MODEL
@@ -799,6 +878,93 @@ class FakeOpenAI:
             "model": model,
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+    # -- TEI /predict, /info and vLLM /score
+    @staticmethod
+    def _info(cfg: ServerConfig) -> dict:
+        labels = cfg.tei_labels
+        return {"model_id": "fake/nli-classifier", "model_sha": None, "model_dtype": "float32",
+                "model_type": {"classifier": {
+                    "id2label": {str(i): name for i, name in enumerate(labels)},
+                    "label2id": {name: i for i, name in enumerate(labels)}}},
+                "max_concurrent_requests": 512, "max_input_length": cfg.tei_max_input_tokens,
+                "max_batch_tokens": 16384, "max_client_batch_size": cfg.tei_max_batch,
+                "auto_truncate": False, "tokenization_workers": 1, "version": "fake"}
+
+    def _logits(self, premise: str, hypothesis: str, labels: tuple[str, ...]) -> list[float]:
+        handler = self._predict_handler
+        logits = handler(premise, hypothesis) if handler else overlap_logits(premise,
+                                                                             hypothesis, labels)
+        if len(logits) != len(labels):
+            raise ValueError(f"{len(logits)} logits for {len(labels)} labels")
+        return [float(x) for x in logits]
+
+    def _predict(self, cfg: ServerConfig, data: Any) -> tuple:
+        inputs = data.get("inputs") if isinstance(data, dict) else None
+        single = isinstance(inputs, str) or (isinstance(inputs, list) and bool(inputs)
+                                             and all(isinstance(x, str) for x in inputs))
+        batch = [inputs] if single else inputs
+        if isinstance(batch, list) and not batch:
+            return 400, "Batch is empty"
+        if not isinstance(batch, list) or not all(
+                (isinstance(x, str) and single) or (isinstance(x, list) and 1 <= len(x) <= 2
+                                                    and all(isinstance(t, str) for t in x))
+                for x in batch):
+            return 422, ("Failed to deserialize the JSON body into the target type: inputs: "
+                         "expected a string, a pair of strings [string, string] or a batch of "
+                         "mixed strings and pairs [[string], [string, string], ...]")
+        if len(batch) > cfg.tei_max_batch:
+            return cfg.tei_batch_status, (f"batch size {len(batch)} > maximum allowed batch "
+                                          f"size {cfg.tei_max_batch}")
+        pairs = [[x] if isinstance(x, str) else x for x in batch]
+        truncate = bool(data.get("truncate")) if isinstance(data, dict) else False
+        tokens = [sum(_tokens(t) for t in p) + 1 + len(p) for p in pairs]
+        if not truncate and max(tokens) > cfg.tei_max_input_tokens:
+            return 422, (f"Input validation error: `inputs` must have less than "
+                         f"{cfg.tei_max_input_tokens} tokens. Given: {max(tokens)}")
+        labels = cfg.tei_labels
+        out = []
+        for p in pairs:
+            try:
+                logits = self._logits(p[0], p[-1] if len(p) == 2 else "", labels)
+            except Exception as exc:  # noqa: BLE001 - TEI's backend error
+                return 424, f"Inference failed: {exc}"
+            scores = logits if data.get("raw_scores") else _softmax(logits)
+            out.append(sorted(({"score": sc, "label": lb} for lb, sc in zip(labels, scores)),
+                              key=lambda d: d["score"], reverse=True))
+        compute = {"x-compute-tokens": str(sum(min(t, cfg.tei_max_input_tokens)
+                                               for t in tokens)),
+                   "x-compute-characters": str(sum(len(t) for p in pairs for t in p))}
+        return 200, (out[0] if single else out), compute
+
+    def _score(self, cfg: ServerConfig, data: Any) -> tuple[int, Any]:
+        if not isinstance(data, dict):
+            return 400, "We could not parse the JSON body of your request."
+        one, two = data.get("text_1"), data.get("text_2")
+        one = [one] if isinstance(one, str) else one
+        two = [two] if isinstance(two, str) else two
+        if not (isinstance(one, list) and isinstance(two, list) and one and two
+                and all(isinstance(t, str) for t in one + two)):
+            return 400, "text_1 and text_2 must be strings or non-empty lists of strings"
+        if len(one) == 1:
+            one = one * len(two)
+        if len(one) != len(two):
+            return 400, "text_1 and text_2 must have the same length"
+        labels = cfg.tei_labels
+        entail = next((i for i, lb in enumerate(labels) if "entail" in lb.lower()), 0)
+        data_out, tokens = [], 0
+        for i, (a, b) in enumerate(zip(one, two)):
+            try:
+                probs = _softmax(self._logits(a, b, labels))
+            except Exception as exc:  # noqa: BLE001
+                return 500, f"score handler failed: {exc}"
+            data_out.append({"index": i, "object": "score", "score": probs[entail]})
+            tokens += _tokens(a) + _tokens(b) + 3
+        return 200, {"id": f"score-{uuid.uuid4().hex[:24]}", "object": "list",
+                     "created": int(time.time()), "model": data.get("model") or DEFAULT_MODEL,
+                     "data": data_out,
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens,
+                               "completion_tokens": 0}}
 
     def _assistant(self, data: Any, started: float) -> tuple[int, Any]:
         question = ""

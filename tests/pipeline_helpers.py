@@ -46,6 +46,24 @@ def read_rows(output: str, name: str) -> list[dict]:
     return read_table(output, name).to_pylist()
 
 
+USAGE_COUNTS = ("calls", "retries", "failures", "cache_hits", "shared_cache_hits",
+                "prompt_tokens", "completion_tokens")
+
+
+def usage_totals(rows: list[dict], *by: str) -> dict:
+    """usage/ rows summed per the columns `by` (a tuple key; one column: its value):
+    a call shared by several metrics has a row per metric, whose shares add up."""
+    out: dict = {}
+    for u in rows:
+        key = tuple(u[k] for k in by) if len(by) > 1 else u[by[0]]
+        acc = out.setdefault(key, dict.fromkeys(USAGE_COUNTS, 0) | {"cost": None})
+        for k in USAGE_COUNTS:
+            acc[k] += u[k]
+        if u["cost"] is not None:
+            acc["cost"] = (acc["cost"] or 0.0) + u["cost"]
+    return out
+
+
 def manifest(output: str, run_id: str) -> dict:
     with open(os.path.join(output, "runs", run_id, "manifest.json"), encoding="utf-8") as fh:
         return json.load(fh)

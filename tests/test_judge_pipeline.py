@@ -11,7 +11,7 @@ from tests.conftest import SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import (all_output_text, files_under, manifest, read_rows, run_cli,
-                                    run_cli_subprocess)
+                                    run_cli_subprocess, usage_totals)
 
 JUDGE_KEY = "sk-judge-secret-value-123"
 ROWS = SAMPLE_ROWS + [
@@ -63,7 +63,8 @@ def test_judge_run_then_rerun_from_the_cache(tmp_path, monkeypatch, capsys):
     assert r1[("c5", "judge_relevance")][0] == 0.75       # the injection did not set a score
     assert all(v[0] is not None or v[1] for v in r1.values())  # null always says why
 
-    usage = {(u["run_id"], u["purpose"]): u for u in read_rows(out, "usage")}
+    rows = read_rows(out, "usage")
+    usage = usage_totals(rows, "run_id", "purpose")
     u1 = {p: u for (r, p), u in usage.items() if r == "r1"}
     u2 = {p: u for (r, p), u in usage.items() if r == "r2"}
     assert sum(u["calls"] for u in u1.values()) == first_calls
@@ -76,6 +77,28 @@ def test_judge_run_then_rerun_from_the_cache(tmp_path, monkeypatch, capsys):
     assert u1["judge:grounding"]["cost"] == pytest.approx(
         (u1["judge:grounding"]["prompt_tokens"] * 1.0
          + u1["judge:grounding"]["completion_tokens"] * 2.0) / 1e6)
+    # per metric: a question shared by several metrics is split among them
+    statements = [u for u in rows if u["run_id"] == "r1" and
+                  u["purpose"] == "judge:answer_statements"]
+    assert {u["split_among"] for u in statements} == {3}  # faithfulness, correctness, noise
+    assert {u["metric"] for u in statements} == {"faithfulness", "answer_correctness",
+                                                 "noise_sensitivity"}
+    assert {u["bot"] for u in rows if u["run_id"] == "r1"} == {"recorded"}
+    per_metric = usage_totals([u for u in rows if u["run_id"] == "r1"], "metric")
+    assert per_metric["judge_relevance"]["calls"] == 4  # its own question, one per answer
+    # 12 safety calls among the ten critics: integer shares that add up (2, 2, then 1s)
+    assert [per_metric[m]["calls"] for m in sorted(per_metric) if m.startswith("safety_")] == \
+        [2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert sum(u["calls"] for u in per_metric.values()) == first_calls
+    spend = manifest(out, "r1")["usage"]
+    assert spend["by_metric"]["faithfulness"]["shared"] is True
+    assert spend["by_metric"]["judge_relevance"]["shared"] is False
+    assert spend["by_bot"]["recorded"]["evaluating"]["calls"] == first_calls
+    assert spend["total"]["cost"] == pytest.approx(sum(u["cost"] for u in u1.values()))
+    with open(f"{out}/runs/r1/report.md", encoding="utf-8") as fh:
+        report = fh.read()
+    assert "## Remote calls and cost" in report and "| faithfulness * |" in report
+    assert "| recorded | 0, – | " + str(first_calls) in report
 
     summary = {(r["metric"], r["suite"]): r for r in read_rows(out, "summary")
                if r["run_id"] == "r1" and r["bot"] == "recorded"}

@@ -1,11 +1,11 @@
-"""Claim-based hallucination: anchors, evidence, drift gate, nulls and megabyte inputs."""
+"""hallucination = 1 − overlap × (1 − S_facts): figures, dates and names against the
+contexts, the n-gram overlap, nulls and megabyte inputs."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from transforms.score.facts.claims import extract_claims
 from transforms.score.facts.values import extract_dates, extract_numbers
 from transforms.score.metrics.hallucination import hallucination, ngram_overlap, unsupported_facts
 
@@ -125,44 +125,6 @@ def test_times(text, value):
 
 
 # --------------------------------------------------------------------------
-# Claims
-# --------------------------------------------------------------------------
-
-def test_claim_subject_verb_object():
-    claims = extract_claims("The warranty covers water damage.")
-    assert [(c.subject, c.verb, c.obj) for c in claims] == [(("warranty",), "covers", ("water", "damage"))]
-
-
-def test_second_verb_shares_the_subject():
-    claims = extract_claims("The Pro plan costs $20 per month and includes SSO.")
-    assert [c.verb for c in claims] == ["costs", "includes"]
-    assert all("plan" in c.subject for c in claims)
-    assert "sso" in claims[1].obj
-    assert all(not any(ch.isdigit() for w in c.obj for ch in w) for c in claims)  # numbers are anchors
-
-
-@pytest.mark.parametrize("sentence", [
-    "The warranty might cover water damage.",
-    "The warranty may cover water damage.",
-    "The warranty probably covers water damage.",
-    "It seems the warranty covers water damage.",
-    "Perhaps the warranty covers water damage.",
-    "Does the warranty cover water damage?",
-])
-def test_hedged_sentences_and_questions_give_no_claims(sentence):
-    assert extract_claims(sentence) == []
-
-
-def test_month_may_does_not_hedge():
-    assert extract_claims("The Pro plan launched in May with SSO.") != []
-
-
-def test_no_claim_without_subject_or_object():
-    assert extract_claims("It is.") == []
-    assert extract_claims("Yes, it is available.") == []
-
-
-# --------------------------------------------------------------------------
 # The metric
 # --------------------------------------------------------------------------
 
@@ -172,39 +134,41 @@ PRICING = [
 ]
 
 
-VALUE_AND_CLAIM = {"number", "money", "percent", "date", "time", "claim"}
+VALUES = {"number", "money", "percent", "date", "time"}
 
 
 def _unsupported(result) -> list[str]:
-    """Unsupported figures, dates and claims (sentence and name checks aside)."""
-    return [a["text"] for a in result.details["unsupported"] if a["kind"] in VALUE_AND_CLAIM]
+    """Unsupported figures and dates (names aside)."""
+    return [a["text"] for a in result.details["unsupported"] if a["kind"] in VALUES]
 
 
 def _values(result) -> list[str]:
-    return [a["normalized"] for a in result.details["anchors"] if a["kind"] in VALUE_AND_CLAIM]
+    return [a["normalized"] for a in result.details["anchors"] if a["kind"] in VALUES]
 
 
 def test_formatted_price_and_date_are_supported():
     result = hallucination(
         "The Pro plan costs $10,000 per year and includes SSO. It launched on March 3, 2024.", PRICING)
-    assert result.value == 0.0
+    assert result.details["s_facts"] == 0.0
     kinds = {a["kind"] for a in result.details["anchors"]}
-    assert {"money", "date", "claim"} <= kinds
+    assert {"money", "date"} <= kinds
     assert all(a["supported"] for a in result.details["anchors"])
 
 
 def test_wrong_price_is_unsupported():
     result = hallucination("The Pro plan costs $12,000 per year.", PRICING)
     assert _unsupported(result) == ["$12,000"]
-    assert result.details["s_claims"] == pytest.approx(1 / result.details["n_anchors"])
-    assert result.value == result.details["s_claims"] > 0
+    assert result.details["s_facts"] == pytest.approx(1 / result.details["n_anchors"])
+    assert result.value == pytest.approx(
+        1 - result.details["overlap"] * (1 - result.details["s_facts"]))
+    assert result.value > 0
 
 
 def test_wrong_date_is_unsupported_but_its_month_is_supported():
     wrong = hallucination("The Pro plan launched on March 5, 2024.", PRICING)
     assert _unsupported(wrong) == ["March 5, 2024"]
     month = hallucination("The Pro plan launched in March 2024.", PRICING)
-    assert month.value == 0.0
+    assert month.details["s_facts"] == 0.0
 
 
 def test_a_month_in_the_context_does_not_support_a_precise_date():
@@ -213,69 +177,53 @@ def test_a_month_in_the_context_does_not_support_a_precise_date():
 
 
 def test_ambiguous_date_is_supported_by_either_reading():
-    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on April 3, 2024."]).value == 0.0
-    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on March 4, 2024."]).value == 0.0
+    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on April 3, 2024."]).details["s_facts"] == 0.0
+    assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on March 4, 2024."]).details["s_facts"] == 0.0
     assert hallucination("The plan launched on 03/04/2024.", ["The plan launched on May 3, 2024."]).value > 0
 
 
 def test_percent_and_spelled_numbers_are_supported_across_formats():
     ctx = ["Annual plans get a 5 per cent discount and refunds take three days."]
-    assert hallucination("Annual plans get a 5% discount; refunds take 3 days.", ctx).value == 0.0
+    assert hallucination("Annual plans get a 5% discount; refunds take 3 days.", ctx).details["s_facts"] == 0.0
     assert _unsupported(hallucination("Annual plans get a 15% discount.", ctx)) == ["15%"]
 
 
 def test_time_is_supported_across_formats():
     ctx = ["Support opens at 09:00 and closes at 17:30 on weekdays."]
-    assert hallucination("Support opens at 9am and closes at 5:30 pm.", ctx).value == 0.0
+    assert hallucination("Support opens at 9am and closes at 5:30 pm.", ctx).details["s_facts"] == 0.0
     assert _unsupported(hallucination("Support opens at 8am.", ctx)) == ["8am"]
 
 
-def test_claim_needs_subject_and_object_close_together():
-    near = ["Our warranty covers water damage for two years."]
-    far = ["Our warranty is described in detail in the booklet that ships with every unit, "
-           "and separately we sell accessories, cases, screens and chargers, all of which "
-           "protect against water damage."]
-    answer = "The warranty covers water damage."
-    assert hallucination(answer, near).value == 0.0
-    result = hallucination(answer, far)
-    assert _unsupported(result) == ["warranty covers water damage"]
-    # A wider window finds them.
-    assert _unsupported(hallucination(answer, far, window=40)) == []
+def test_the_formula_weighs_wording_by_the_facts():
+    # hallucination = 1 − overlap × (1 − S_facts)
+    result = hallucination("Refunds are available within 30 days of purchase for the Pro plan.",
+                           PRICING)
+    assert result.details["s_facts"] == 0.0 and result.details["n_anchors"] >= 1
+    assert result.details["overlap"] == pytest.approx(
+        ngram_overlap("Refunds are available within 30 days of purchase for the Pro plan.",
+                      PRICING))
+    assert result.value == pytest.approx(1 - result.details["overlap"])
+    wrong = hallucination("Refunds are available within 60 days of purchase for the Pro plan.",
+                          PRICING)
+    s = wrong.details["s_facts"]
+    assert s == pytest.approx(1 / wrong.details["n_anchors"]) and s > 0
+    assert wrong.value == pytest.approx(1 - wrong.details["overlap"] * (1 - s))
+    assert wrong.value > result.value
 
 
-def test_claims_match_on_stems():
-    ctx = ["Every premium subscription included priority shipping."]
-    assert _unsupported(hallucination("Premium subscriptions include priority shipping.", ctx)) == []
+def test_an_off_topic_answer_without_facts_scores_by_its_wording():
+    # no figure, date or name: the value is 1 − overlap (no fixed drift penalty)
+    off = hallucination("Bananas grow well in tropical climates with plenty of rain.", PRICING)
+    assert off.details["n_anchors"] == 0 and off.details["note"] == "no figures, dates or names"
+    assert off.value == pytest.approx(1 - off.details["overlap"]) and off.value > 0.9
+    on = hallucination("Refunds are available for the Pro plan.", PRICING)
+    assert on.value < 0.3 < off.value
 
 
-def test_hedged_answer_yields_no_claims():
-    result = hallucination("The Pro plan might include phone support.", PRICING)
-    assert not [a for a in result.details["anchors"] if a["kind"] == "claim"]
-    assert result.details["s_claims"] == 0.0
-
-
-def test_off_topic_answer_without_figures_scores_above_the_drift_penalty():
-    # Once capped at the 0.2 drift penalty, so it never reached the 0.5 FAIL gate:
-    # its sentence is now an anchor whose words the contexts do not hold.
-    result = hallucination("Bananas grow well in tropical climates with plenty of rain.", PRICING)
-    assert not _unsupported(result)  # no figures, dates or claims
-    assert result.details["overlap"] < 0.2
-    assert result.details["p_drift"] == 0.2
-    assert [a["kind"] for a in result.details["unsupported"]] == ["sentence"]
-    assert result.value == 1.0
-
-
-def test_on_topic_answer_without_anchors_passes_the_gate():
-    result = hallucination("Refunds are available for the Pro plan.", PRICING)
-    assert result.details["overlap"] >= 0.2
-    assert result.details["p_drift"] == 0.0
-    assert result.value == 0.0
-
-
-def test_unsupported_claims_dominate_the_drift_penalty():
-    result = hallucination("Bananas contain potassium. Mangoes cost $3.", PRICING)
-    assert result.details["p_drift"] == 0.2
-    assert result.value == 1.0  # every anchor unsupported: max(1.0, 0.2)
+def test_an_answer_of_stop_words_only_is_judged_by_its_facts():
+    result = hallucination("It is.", PRICING)
+    assert result.details["overlap"] is None and result.value == 0.0
+    assert hallucination("It is 20.", PRICING).value == 1.0  # its one figure is unsupported
 
 
 def test_repeated_figures_count_once():
@@ -312,21 +260,21 @@ def test_null_for_empty_answer(answer):
 def test_arabic_answer_with_arabic_indic_digits():
     ctx = ["سعر الخطة الاحترافية 1000 دولار سنويا"]
     ok = hallucination("سعر الخطة الاحترافية ١٠٠٠ دولار", ctx)
-    assert ok.value == 0.0 and ok.details["anchors"][0]["normalized"] == "1000"
+    assert ok.details["s_facts"] == 0.0 and ok.details["anchors"][0]["normalized"] == "1000"
     wrong = hallucination("سعر الخطة الاحترافية ٢٠٠٠ دولار", ctx)
     assert _unsupported(wrong) == ["2000"] and wrong.value > 0
 
 
 def test_hebrew_answer_does_not_crash():
     result = hallucination("התוכנית עולה 20 דולר לחודש", ["התוכנית עולה 20 דולר לחודש"])
-    assert result.value == 0.0
+    assert result.details["s_facts"] == 0.0
     assert _values(result) == ["20"]
 
 
 def test_chinese_answer():
     ctx = ["专业版价格是100元，于2024年3月3日发布。"]
     result = hallucination("专业版价格是100元，于2024年3月3日发布。", ctx)
-    assert result.value == 0.0
+    assert result.details["s_facts"] == 0.0
     assert set(_values(result)) == {"100", "2024-03-03"}
     assert _unsupported(hallucination("专业版价格是200元。", ctx)) == ["200"]
 
@@ -356,52 +304,6 @@ def test_megabyte_of_numbers_is_scored():
 
 def _kinds(result, kind) -> list[str]:
     return [a["text"] for a in result.details["unsupported"] if a["kind"] == kind]
-
-
-def test_negation_is_part_of_the_claim():
-    ctx = ["Paying off a mortgage early is not necessarily a good idea for every borrower."]
-    same = hallucination("Paying off a mortgage early is not necessarily a good idea.", ctx)
-    assert same.value == 0.0
-    claim = [a for a in same.details["anchors"] if a["kind"] == "claim"][0]
-    assert "not" in claim["text"].split()
-    flipped = hallucination("Paying off a mortgage early is necessarily a good idea.", ctx)
-    assert flipped.value > 0 and _kinds(flipped, "claim")
-
-
-def test_flipped_polarity_of_a_context_sentence_is_unsupported():
-    ctx = ["Shingles itself is not contagious, but the virus can cause chickenpox in people "
-           "who never had it."]
-    assert hallucination("Shingles itself is not contagious.", ctx).details["n_unsupported_facts"] == 0
-    flipped = hallucination("Shingles itself is contagious.", ctx)
-    assert _kinds(flipped, "negation") or _kinds(flipped, "claim")
-
-
-def test_swapped_roles_are_unsupported():
-    ctx = ["In the 1066 battle of Stamford Bridge, Harold Godwinson defeated Harald Hardrada."]
-    assert _kinds(hallucination("Harold Godwinson defeated Harald Hardrada.", ctx), "claim") == []
-    swapped = hallucination("Harald Hardrada defeated Harold Godwinson.", ctx)
-    assert _kinds(swapped, "claim")
-
-
-def test_swapped_figures_between_names_are_unsupported_bindings():
-    ctx = ["On 25 August 2012, Voyager 1 became the first probe to cross the heliopause. "
-           "Voyager 2 made the same crossing on 5 November 2018."]
-    good = hallucination("Voyager 1 crossed the heliopause on 25 August 2012, and Voyager 2 "
-                         "followed on 5 November 2018.", ctx)
-    assert good.details["n_unsupported_facts"] == 0
-    swapped = hallucination("Voyager 2 crossed the heliopause on 25 August 2012, and Voyager 1 "
-                            "followed on 5 November 2018.", ctx)
-    assert len(_kinds(swapped, "binding")) == 2
-    assert swapped.value > good.value
-
-
-def test_enumerated_items_are_anchors():
-    ctx = ["The index includes Alcora, Brevant and Castellon, the three largest employers."]
-    answer = ("The index includes Alcora, Brevant, Castellon, Dunmore, Elwick, Farrow, Glenholt, "
-              "Harlan, Istra and Jessop.")
-    result = hallucination(answer, ctx)
-    assert len(_kinds(result, "list_item")) == 7
-    assert result.value > 0.5  # was 0.2: the enumeration produced no claims
 
 
 def test_names_are_anchors_and_verbs_beyond_the_list_count():
@@ -662,8 +564,8 @@ def test_a_figure_before_a_chinese_measure_word_is_a_quantity_not_part_of_a_name
 
 
 def test_the_details_do_not_depend_on_the_hash_seed():
-    # a swapped binding names the rival the contexts state the figure of: the first the
-    # answer mentions, not whichever a set happens to yield (it changed from run to run)
+    # the facts are listed in the answer's order, not in whichever order a set
+    # happens to yield (it changed from run to run)
     import subprocess
     import sys
     code = ("import json; from transforms.score.metrics.hallucination import hallucination; "
@@ -674,7 +576,7 @@ def test_the_details_do_not_depend_on_the_hash_seed():
                               check=True, env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}
                               ).stdout for seed in range(6)}
     assert len(outputs) == 1
-    assert "the contexts state 1990 of gamma corp" in outputs.pop()
+    assert '"text": "Gamma Corp"' in outputs.pop()
 
 
 @pytest.mark.parametrize("text, keys", [
@@ -705,7 +607,7 @@ def test_an_answer_in_another_language_is_checked_by_its_figures_and_names():
     right = hallucination("チャットと電話のサポートは、平日は午前7時から午後10時まで、土日は午前9時から"
                           "午後6時まで受け付けています。", SUPPORT_HOURS)
     wrong = hallucination("チャットと電話のサポートは、平日は午前8時から午後11時までです。", SUPPORT_HOURS)
-    assert right.value == 0.0
+    assert right.details["s_facts"] == 0.0
     assert right.details["compared"].startswith("figures, dates and names only (the answer is in ja")
     assert wrong.value == 1.0
 
@@ -713,7 +615,7 @@ def test_an_answer_in_another_language_is_checked_by_its_figures_and_names():
 def test_across_languages_names_are_checked_and_nothing_to_check_is_null():
     ctx = ["Lumenfold never sells customer data and does not use video recordings to train AI "
            "models."]
-    assert hallucination("不会。Lumenfold 从不出售客户数据。", ctx).value == 0.0
+    assert hallucination("不会。Lumenfold 从不出售客户数据。", ctx).details["s_facts"] == 0.0
     invented = hallucination("不会。Acme 从不出售客户数据。", ctx)
     assert [r["text"] for r in invented.details["unsupported"]] == ["Acme"]
     nothing = hallucination("不会，我们从不出售客户数据。", ctx)
@@ -721,35 +623,22 @@ def test_across_languages_names_are_checked_and_nothing_to_check_is_null():
     assert "states no figure, date or name to check" in nothing.error
 
 
-def test_chatter_about_nothing_in_the_contexts_is_not_a_claim_to_check():
-    # A padded answer: the facts, then sentences of filler. Before, every filler
-    # sentence was an unsupported claim and the correct answer scored 0.8 (FAIL).
+def test_chatter_about_nothing_in_the_contexts_is_weighed_by_its_wording_only():
+    # A padded answer: the facts, then sentences of filler. Before issue 8, every
+    # filler sentence was an unsupported claim and the correct answer scored 0.8 (FAIL);
+    # now the filler lowers the overlap and adds no unsupported fact.
     ctx = ["Enterprise contracts carry a $10,000 minimum per year and include a dedicated "
            "account manager and a 99.95% monthly uptime commitment."]
     facts = "Enterprise contracts carry a $10,000 minimum and a 99.95% uptime commitment."
     chatter = (" The underlying idea is really quite straightforward once you see it laid out."
                " Everyone's situation is a little different. Either approach is fine.")
     padded = hallucination(facts + chatter, ctx)
-    assert padded.value == hallucination(facts, ctx).value == 0.0
-    # a claim about the subject is still checked, and a name in chatter too
-    invented = hallucination(facts + " The contract includes free cameras.", ctx)
-    assert "contract|includes|free+cameras" in [a["normalized"] for a in invented.details["unsupported"]]
+    plain = hallucination(facts, ctx)
+    assert padded.details["s_facts"] == plain.details["s_facts"] == 0.0
+    assert plain.value < padded.value == pytest.approx(1 - padded.details["overlap"])
+    # a name in chatter is checked
     named = hallucination(facts + " Everyone at Globex finds it straightforward.", ctx)
     assert "Globex" in [a["text"] for a in named.details["unsupported"]]
-
-
-@pytest.mark.parametrize("sentence, items", [
-    # a relative clause after a comma is no item: before, "which is usually simple" and
-    # "sensible" were two invented list items of a correct (padded) answer
-    ("It sounds more formal than the practical effect, which is usually simple and sensible.", []),
-    ("We ship to France, Spain and Italy, which covers most of the EU.",
-     ["ship to France", "Spain", "Italy"]),
-    ("Il y a Paris, Lyon et Marseille, qui sont grandes.", ["y a Paris", "Lyon", "Marseille"]),
-    ("Plans include Basic, Plus and Premier.", ["Plans include Basic", "Plus", "Premier"]),
-])
-def test_an_enumeration_ends_where_a_clause_begins(sentence, items):
-    from transforms.score.facts.sentences import list_items
-    assert list_items(sentence) == items
 
 
 def test_in_german_a_noun_before_a_name_does_not_make_it_unsupported():

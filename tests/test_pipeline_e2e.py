@@ -53,10 +53,12 @@ def test_tables_reconcile_and_read_back(setup_files):
     recorded = [r for r in results if r["bot"] == "recorded"]
     assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
-    # the price is not the context's, nor the expected one: not accepted, and the
-    # reason names it (key_fact_recall's FAIL is for cases without a reference)
-    assert invented["verdict"] == "WARN"
-    assert invented["verdict_reason"] == "unsupported_facts 1 > 0.5"
+    # the price is not the context's, nor the expected one, and the phone is invented:
+    # hallucination = 1 − overlap × (1 − S_facts) = 1 − 0.4 × (1 − 1/2) = 0.8 FAILs
+    # (issue 21; before, the claim-based score stayed under 0.7 and only
+    # unsupported_facts WARNed)
+    assert invented["verdict"] == "FAIL"
+    assert invented["verdict_reason"] == "hallucination 0.8 > 0.7"
 
     scores = read_rows(out, "scores")
     assert len(scores) == len(results) * len(m["metrics"])

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import EXAMPLE, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
-from tests.pipeline_helpers import fake_runtime, manifest, read_rows, run_cli
+from tests.pipeline_helpers import fake_runtime, manifest, read_rows, run_cli, usage_totals
 from transforms.enrich.embeddings.cache import CachingEmbedder
 from transforms.enrich.embeddings.endpoint import EmbeddingError, EndpointEmbedder
 from transforms.remote.usage import CallLog
@@ -44,7 +44,7 @@ def test_endpoint_embedder_batches_dedupes_and_matches_the_server():
     assert not got[13].any()                      # empty text: a zero vector
     assert np.allclose(again, want[:5])
     (key, usage), = log.drain()
-    assert key == ("emb", "text-embed", "embeddings") and usage["calls"] == 3 and usage["prompt_tokens"] > 0
+    assert key == ("emb", "text-embed", "embeddings", None, ()) and usage["calls"] == 3 and usage["prompt_tokens"] > 0
 
 
 def test_endpoint_embedder_retries_then_reports_failure():
@@ -82,10 +82,14 @@ def test_endpoint_embeddings_in_the_pipeline_with_usage(tmp_path, monkeypatch):
     assert sim["c3"]["error"] == "no expected_answer" and sim["c4"]["value"] is None
     assert all(s["value"] is not None for s in scores
                if s["metric"] == "bertscore" and s["case_id"] in ("c1", "c2"))
-    usage = read_rows(out, "usage")
-    assert [(u["endpoint"], u["model"], u["calls"]) for u in usage] == [
-        ("emb", "text-embed", n_requests)]
-    assert usage[0]["cost"] == pytest.approx(usage[0]["prompt_tokens"] * 0.02 / 1e6)
+    rows = read_rows(out, "usage")
+    usage = usage_totals(rows, "endpoint", "model")
+    assert {k: u["calls"] for k, u in usage.items()} == {("emb", "text-embed"): n_requests}
+    u = usage[("emb", "text-embed")]
+    assert u["cost"] == pytest.approx(u["prompt_tokens"] * 0.02 / 1e6)
+    # the requests served the embedding metrics of the run, split among them
+    assert {r["metric"] for r in rows} == {"answer_similarity", "bertscore", "answer_relevance"}
+    assert {r["split_among"] for r in rows} == {3} and {r["bot"] for r in rows} == {None}
     assert manifest(out, "e")["reconciliation"]["ok"]
 
 

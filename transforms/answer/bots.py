@@ -82,20 +82,21 @@ class AnswerWith(CallingDoFn):
     """
 
     def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None,
-                 cache: CacheSpec | None = None):
+                 cache: CacheSpec | None = None, budget=None):
         self._configs = tuple(bot_configs)
         self._endpoints = dict(endpoints or {})
         # the run's call cache: bots never use it (their calls are not
         # cached) but it makes the runtime the same as the judge's and the
         # embedder's, so an endpoint shared with them has one rate limiter
-        self._cache = cache
+        self._cache, self._budget = cache, budget  # the run's spend caps (token ceilings)
         self._bots: list = []
         self._errors = beam.metrics.Metrics.counter("evalbeam", "bot_errors")
 
     def setup(self):
         self.open_calls(self._endpoints,
                         remote=any(c.type in ("full_context", "chat", "http")
-                                   for c in self._configs), cache=self._cache)
+                                   for c in self._configs), cache=self._cache,
+                        budget=self._budget)
         self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
 
     def emitted(self, turn: Turn) -> Turn:

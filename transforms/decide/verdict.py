@@ -44,11 +44,29 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
     return otherwise, reason
 
 
+SINGLE, OFFLINE, ESCALATION = "single", "offline", "escalation"  # ApplyVerdict's stages
+
+
 class ApplyVerdict(beam.DoFn):
-    def __init__(self, rules: Sequence, otherwise: str):
-        self._rules, self._otherwise = tuple(rules), otherwise
+    """stage: SINGLE (no cascade), OFFLINE (the cascade's first decision:
+    decided_by "offline") or ESCALATION (only escalated rows are decided again,
+    transforms/decide/cascade.py). The evalbeam.verdict counters count each
+    row's final verdict once."""
+
+    def __init__(self, rules: Sequence, otherwise: str, stage: str = SINGLE):
+        self._rules, self._otherwise, self._stage = tuple(rules), otherwise, stage
 
     def process(self, turn: Turn):
-        verdict, reason = decide(turn.scores, self._rules, self._otherwise, turn.error)
-        beam.metrics.Metrics.counter("evalbeam.verdict", verdict).inc()
-        yield turn.evolve(verdict=verdict, verdict_reason=reason)
+        from transforms.decide import cascade
+        if self._stage == ESCALATION:
+            if not turn.features.get(cascade.ESCALATED):
+                yield turn
+                return
+            verdict, reason, by = cascade.escalated_decision(
+                turn.scores, self._rules, self._otherwise, turn.verdict, turn.verdict_reason)
+        else:
+            verdict, reason = decide(turn.scores, self._rules, self._otherwise, turn.error)
+            by = cascade.OFFLINE if self._stage == OFFLINE else None
+        if self._stage != OFFLINE or verdict != cascade.UNDECIDED or turn.error is not None:
+            beam.metrics.Metrics.counter("evalbeam.verdict", verdict).inc()
+        yield turn.evolve(verdict=verdict, verdict_reason=reason, decided_by=by)

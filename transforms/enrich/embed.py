@@ -31,15 +31,16 @@ MINILM_MODELS = (None, "all-MiniLM-L6-v2")
 MULTILINGUAL_MODELS = ("multilingual", "universal-sentence-encoder-multilingual-3")
 
 
-def make_embedder(cfg, runtime=None, log=None):
-    """The configured embedder, wrapped in the worker's dedupe + cache layer."""
+def make_embedder(cfg, runtime=None, log=None, metrics: Sequence[str] = ()):
+    """The configured embedder, wrapped in the worker's dedupe + cache layer
+    (an endpoint's calls are counted for `metrics` in usage/)."""
     from transforms.enrich.embeddings.cache import CachingEmbedder
     if cfg.provider == "hashing":
         from transforms.enrich.embeddings.hashing import HashingEmbedder
         return CachingEmbedder(HashingEmbedder())
     if cfg.provider == "endpoint":
         from transforms.enrich.embeddings.endpoint import EndpointEmbedder
-        inner = EndpointEmbedder(runtime, cfg.endpoint, cfg.model, log=log)
+        inner = EndpointEmbedder(runtime, cfg.endpoint, cfg.model, log=log, metrics=metrics)
         return CachingEmbedder(inner, batch_size=100_000)  # the endpoint batches its requests
     if cfg.model in MULTILINGUAL_MODELS:
         from transforms.enrich.embeddings.multilingual import MultilingualEmbedder
@@ -63,15 +64,16 @@ def embedder_tokenizer(cfg):
 
 class EmbedTurns(CallingDoFn):
     def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str],
-                 cache: CacheSpec | None = None):
+                 cache: CacheSpec | None = None, metrics: Sequence[str] = (), budget=None):
+        """metrics: the run's metrics that need embeddings (usage/ splits the calls)."""
         self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
-        self._cache = cache
+        self._cache, self._metrics, self._budget = cache, tuple(metrics), budget
         self._embedder = None
 
     def setup(self):
         self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint",
-                        cache=self._cache)
-        self._embedder = make_embedder(self._cfg, self._runtime, self._log)
+                        cache=self._cache, budget=self._budget)
+        self._embedder = make_embedder(self._cfg, self._runtime, self._log, self._metrics)
 
     def _texts(self, turns: Sequence[Turn], sentences: dict[str, list[str]]
                ) -> tuple[list[str], list[str]]:

@@ -14,15 +14,18 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import SCHEMA_VERSION
-from schemas.tables import ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES, USAGE
+from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES,
+                            USAGE)
 from transforms.publish import lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
                                        move_into_place, relative, run_files,
                                        staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
-from transforms.publish.report import package_versions, reconcile, render_report
+from transforms.publish.report import (cap_report, package_versions, reconcile,
+                                      render_report, spend_summary)
 from transforms.publish.report_html import write_html_report
+from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
@@ -52,6 +55,8 @@ class RunInfo:
     # endpoint configs (variable names, no values): whose secrets are scrubbed
     endpoints: Mapping[str, Any] = field(default_factory=dict)
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
+    caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
+    sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -107,7 +112,7 @@ class Finalize(beam.DoFn):
     def _step(self, name: str) -> None:
         checkpoint(self._info.output, self._info.run_id, self._info.attempt, name)
 
-    def process(self, _, written, metric_stats, verdicts, counts, worst, usage,
+    def process(self, _, written, metric_stats, verdicts, counts, worst, usage, skipped=(),
                 head_to_head=()):
         info, scrub = self._info, self._scrubber
         if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
@@ -116,10 +121,18 @@ class Finalize(beam.DoFn):
             raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
                             f"lease (now: {current.attempt if current else 'nobody'}); "
                             "it does not publish")
-        summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better)
+        verdicts = list(verdicts)
+        summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better,
+                               info.sampled_metrics)
+        rows_per_bot: dict[str, int] = {}
+        for (bot, suite, _), n in verdicts:
+            if suite == ALL_SUITES:
+                rows_per_bot[bot] = rows_per_bot.get(bot, 0) + n
+        usage = with_savings(usage_rows(info.run_id, usage, info.prices), dict(skipped),
+                             rows_per_bot)
         staged = list(written) + [
             _stage_small_table(info, SUMMARY, summary, scrub),
-            _stage_small_table(info, USAGE, usage_rows(info.run_id, usage, info.prices), scrub)]
+            _stage_small_table(info, USAGE, usage, scrub)]
         if not any(f.table == ERRORS.name for f in written):  # every table readable by a glob
             staged.append(_stage_small_table(info, ERRORS, [], scrub))
         self._step("publish")
@@ -137,7 +150,12 @@ class Finalize(beam.DoFn):
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "notes": list(info.notes), "config": info.config, "versions": package_versions(),
+            "usage": spend_summary(usage),
         }
+        if info.caps:
+            manifest["spend_caps"] = cap_report(info.caps, usage)
+        if "escalated_rows" in self._counted:
+            manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)
                         for bot, items in worst}
         for w in worst_by_bot.values():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Sequence
 
 from transforms.publish.t_table import T_975, Z_975
 
@@ -55,6 +56,68 @@ def wilson_interval(k: float, n: int) -> tuple[float | None, float | None]:
     # at k = 0 or k = n one end is exactly 0 or 1 (not 1e-17 away from it)
     return (0.0 if k <= 0 else max(0.0, centre - half),
             1.0 if k >= n else min(1.0, centre + half))
+
+
+def sampled_interval(n: int, mean: float | None, m2: float, sampled: int, population: int,
+                     binary: bool, bounds: tuple[float, float] | None = None
+                     ) -> tuple[float | None, float | None]:
+    """95% interval of a mean estimated from a simple random sample of
+    `sampled` rows out of `population` (n of them with a value): the interval
+    of a mean (or proportion) with the finite population correction
+    sqrt(1 - f), f = sampled / population: a census (f = 1) has no sampling
+    error. For 0/1 values, Wilson's interval at the effective size n / (1 - f)."""
+    if n == 0 or mean is None:
+        return None, None
+    f = min(1.0, sampled / population) if population else 1.0
+    if f >= 1.0:
+        return mean, mean
+    if binary:
+        n_eff = n / (1.0 - f)
+        return wilson_interval(mean * n_eff, n_eff)
+    lo, hi = t_interval(n, mean, m2)
+    if lo is None:
+        return None, None
+    half = (hi - lo) / 2 * math.sqrt(1.0 - f)
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return lo, hi
+
+
+def stratified_mean(strata: Sequence[tuple[int, int, int, float, float]],
+                    bounds: tuple[float, float] | None = None
+                    ) -> tuple[float | None, float | None, float | None]:
+    """(mean, ci_low, ci_high) of a population from a stratified sample.
+
+    strata: (population N_h, sampled rows, n_h values, mean_h, M2_h) per
+    stratum. The estimate weighs each stratum by its share of the population,
+    Σ W_h ȳ_h, W_h = N_h / N (a plain mean over the sample would over-weigh
+    small suites, which are sampled more densely); its variance is
+    Σ W_h² (1 - f_h) s_h² / n_h, and the interval uses Student's t with
+    Σ (n_h - 1) degrees of freedom. Strata without a value are left out of
+    the weights; a stratum with one value and rows unsampled leaves the
+    interval undefined (None)."""
+    used = [s for s in strata if s[2] > 0 and s[0] > 0]
+    if not used:
+        return None, None, None
+    total = sum(s[0] for s in used)
+    mean = sum(s[0] / total * s[3] for s in used)
+    var, df = 0.0, 0
+    for population, sampled, n, _, m2 in used:
+        f = min(1.0, sampled / population)
+        if f >= 1.0:
+            continue
+        if n < 2:
+            return mean, None, None
+        var += (population / total) ** 2 * (1.0 - f) * (m2 / (n - 1)) / n
+        df += n - 1
+    if df == 0:
+        return mean, mean, mean
+    half = _t_quantile(df) * math.sqrt(var)
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return mean, lo, hi
 
 
 def merge_moments(n_a: int, mean_a: float, m2_a: float,

@@ -42,6 +42,103 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}
 
 
+_SPENT = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost")
+
+
+def _add_spend(into: dict, row: Mapping[str, Any]) -> None:
+    for k in _SPENT:
+        if row.get(k) is not None:
+            into[k] = (into.get(k) or 0) + row[k]
+        else:
+            into.setdefault(k, None)
+
+
+def spend_summary(usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifest's `usage` block from usage/ rows: calls, cache hits, tokens
+    and cost per metric (calls shared by several metrics split among them,
+    `shared` says so) and per bot (answering: the bot's own calls; evaluating:
+    the judge's, the classifier's and the embedder's calls for its rows)."""
+    by_metric: dict[str, dict] = {}
+    by_bot: dict[str, dict] = {}
+    total: dict[str, Any] = {}
+    for row in usage:
+        _add_spend(total, row)
+        if row.get("metric") is not None:
+            m = by_metric.setdefault(row["metric"], {"shared": False})
+            _add_spend(m, row)
+            m["shared"] = m["shared"] or (row.get("split_among") or 1) > 1
+        bot = row.get("bot") or "(several bots)"
+        part = "answering" if str(row.get("purpose", "")).startswith("bot:") else "evaluating"
+        _add_spend(by_bot.setdefault(bot, {}).setdefault(part, {}), row)
+    return {"total": total, "by_metric": dict(sorted(by_metric.items())),
+            "by_bot": dict(sorted(by_bot.items()))}
+
+
+def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifest's `spend_caps`: per configured cap, what the run used, how
+    many calls it refused, and whether it was reached (a call refused)."""
+    usage = list(usage)
+    out = {}
+    for name, cap in sorted(caps.items()):
+        if name.startswith("judge."):
+            rows = [r for r in usage if str(r["purpose"]).startswith("judge:")]
+            used = (sum(r["calls"] for r in rows) if name == "judge.max_calls"
+                    else sum(r["cost"] or 0.0 for r in rows))
+        else:  # endpoints.<name>.max_tokens_per_run
+            endpoint = name.split(".")[1]
+            rows = [r for r in usage if r["endpoint"] == endpoint]
+            used = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
+        refused = sum(r.get("budget_refused") or 0 for r in rows)
+        out[name] = {"cap": cap, "used": used, "refused_calls": refused, "reached": refused > 0}
+    return out
+
+
+def _cap_lines(caps: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for name, c in caps.items():
+        used = f"{c['used']:.4f}" if isinstance(c["used"], float) else str(c["used"])
+        state = (f"**reached**: {c['refused_calls']} calls not sent; their rows' metrics are "
+                 "null with `budget reached`" if c["reached"] else "not reached")
+        lines.append(f"Spend cap `{name}` = {c['cap']:g}: used {used}, {state}.")
+    return lines
+
+
+def _cost(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4f}"
+
+
+def _spend_lines(spend: Mapping[str, Any]) -> list[str]:
+    """The report's section on remote calls and what they cost."""
+    total = spend.get("total") or {}
+    if not (total.get("calls") or total.get("cache_hits")):
+        return []
+    lines = ["", "## Remote calls and cost", "",
+             f"{total.get('calls', 0)} requests, {total.get('cache_hits', 0)} answered from the "
+             f"call cache; tokens {total.get('prompt_tokens', 0)} in, "
+             f"{total.get('completion_tokens', 0)} out; cost {_cost(total.get('cost'))} "
+             "(from `price_per_million`; – where no price is set)."]
+    if spend.get("by_metric"):
+        lines += ["", "| metric | requests | cache hits | tokens in / out | cost |",
+                  "|---|---:|---:|---:|---:|"]
+        for metric, m in spend["by_metric"].items():
+            lines.append(f"| {md_cell(metric, 80)}{' *' if m['shared'] else ''} | "
+                         f"{m.get('calls', 0)} | "
+                         f"{m.get('cache_hits', 0)} | {m.get('prompt_tokens', 0)} / "
+                         f"{m.get('completion_tokens', 0)} | {_cost(m.get('cost'))} |")
+        if any(m["shared"] for m in spend["by_metric"].values()):
+            lines += ["", "\\* some of its calls served several metrics and are split among "
+                      "them (usage/ `split_among`)."]
+    lines += ["", "| bot | answering: requests, cost | evaluating: requests, cost | total cost |",
+              "|---|---:|---:|---:|"]
+    for bot, parts in spend.get("by_bot", {}).items():
+        a, e = parts.get("answering", {}), parts.get("evaluating", {})
+        costs = [p.get("cost") for p in (a, e) if p.get("cost") is not None]
+        lines.append(f"| {md_cell(bot, 64)} | {a.get('calls', 0)}, {_cost(a.get('cost'))} | "
+                     f"{e.get('calls', 0)}, {_cost(e.get('cost'))} | "
+                     f"{_cost(sum(costs) if costs else None)} |")
+    return lines
+
+
 def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -152,6 +249,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
     lines += [f"Note: {md_cell(n, 2000)}" for n in manifest.get("notes", [])]
+    lines += _cap_lines(manifest.get("spend_caps") or {})
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:
@@ -168,13 +266,27 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         cells = []
         for b in bots:
             r = by.get((b, m))
-            cells.append("–" if r is None else f"{with_interval(r)} (n={r['count']}, "
-                                               f"missing {r['missing']})")
+            if r is None:
+                cells.append("–")
+            elif r.get("sampled"):
+                cells.append(f"{with_interval(r)} (sampled: n={r['count']} of "
+                             f"{r['population']} rows, missing {r['missing']})")
+            else:
+                cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
         arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
         lines.append(f"| {md_cell(m, 80)}{arrow} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
-              "or a 0/1 metric.", ""]
-    lines += head_to_head_md(pairs)
+              "or a 0/1 metric."]
+    if any(r.get("sampled") for r in summary):
+        lines += ["Sampled metrics (`judge.sample`) are estimates for all the bot's rows: the "
+                  "mean weighs each suite by its rows, the interval includes the sampling "
+                  "(finite population correction); rows outside the sample are null with "
+                  "`not sampled` and not counted as missing."]
+    if manifest.get("cascade"):
+        from transforms.publish.savings import cascade_lines
+        lines += cascade_lines(manifest["cascade"])
+    lines += _spend_lines(manifest.get("usage") or {})
+    lines += [""] + head_to_head_md(pairs)
     lines += ["## Worst cases", ""]
     for bot in sorted(worst):
         lines += [f"### {md_cell(bot, 80)}", ""]

@@ -39,7 +39,8 @@ def result_row(turn: Turn, run_id: str) -> dict:
             "contexts": turn.effective_contexts, "tags": c.tags, "latency_ms": turn.latency_ms,
             "verdict": turn.verdict, "verdict_reason": turn.verdict_reason, "error": turn.error,
             "bot_details": to_json(turn.details), "label": c.label,
-            "references": c.references, "messages": to_json(c.messages)}
+            "references": c.references, "messages": to_json(c.messages),
+            "decided_by": turn.decided_by}
 
 
 def score_rows(turn: Turn, run_id: str) -> Iterator[dict]:

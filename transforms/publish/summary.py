@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterable
+from typing import Iterable, Iterator, Mapping
 
 import apache_beam as beam
 import numpy as np
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
-from transforms.publish.intervals import merge_moments, t_interval, wilson_interval
+from transforms.publish.intervals import (merge_moments, sampled_interval, stratified_mean,
+                                          t_interval, wilson_interval)
 
 EXACT_LIMIT = 10_000
 HIST_BINS = 20  # over [0, 1]; dropped once a value falls outside
@@ -183,7 +184,8 @@ class MetricStats:
                 "mean": None if empty else self.total / self.count, "p50": p50, "p90": p90,
                 "min": None if empty else self.lo, "max": None if empty else self.hi,
                 "ci_low": ci_low, "ci_high": ci_high,
-                "hist": None if empty else self.hist}
+                "hist": None if empty else self.hist,  # for the HTML report (not a column)
+                "m2": self.m2, "binary": self.binary}  # for sampled metrics' intervals
 
 
 class MergingCombineFn(beam.CombineFn):
@@ -216,12 +218,71 @@ class MetricStatsFn(MergingCombineFn):
         return acc.as_row()
 
 
-def summary_keys(bot: str, suite: str | None, metric: str) -> tuple[tuple[str, str, str], ...]:
-    """Every group a value belongs to: its suite and the all-suites roll-up."""
+# The stratum of the rows without a suite, for sampled metrics only: their
+# statistics enter the all-suites estimate but are no summary row of their own.
+NO_SUITE = "\x00no suite"
+
+
+def summary_keys(bot: str, suite: str | None, metric: str,
+                 sampled: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """Every group a value belongs to: its suite and the all-suites roll-up
+    (a sampled metric's rows without a suite: also their own stratum)."""
     overall = (bot, ALL_SUITES, metric)
     if suite is None or suite == ALL_SUITES:
-        return (overall,)
+        return (overall, (bot, NO_SUITE, metric)) if sampled else (overall,)
     return (overall, (bot, suite, metric))
+
+
+def metric_values(bot: str, suite: str | None, scores, sampled: frozenset[str] = frozenset(),
+                  not_sampled: str = "") -> Iterator[tuple[tuple[str, str, str], float | None]]:
+    """(summary key, value) of every score of a row. A sampled metric's rows
+    outside the sample are left out: they are neither values nor missing."""
+    for metric, result in scores.items():
+        is_sampled = metric in sampled
+        if is_sampled and result.error == not_sampled:
+            continue
+        for key in summary_keys(bot, suite, metric, is_sampled):
+            yield key, result.value
+
+
+def _rows_per_group(verdicts: Iterable[tuple[tuple[str, str, str], int]]
+                    ) -> dict[tuple[str, str], int]:
+    """Rows (case × bot) per (bot, suite), the rows without a suite under NO_SUITE."""
+    rows = {key: sum(c.values()) for key, c in group_verdicts(verdicts).items()}
+    for (bot, suite), n in list(rows.items()):
+        if suite == ALL_SUITES:
+            rest = n - sum(m for (b, s), m in rows.items() if b == bot and s != ALL_SUITES)
+            rows[(bot, NO_SUITE)] = rest
+    return rows
+
+
+def sampled_rows(rows: list[dict], population: Mapping[tuple[str, str], int]) -> list[dict]:
+    """A sampled metric's summary rows as estimates of the whole population:
+    each suite's interval with the finite population correction, the
+    all-suites mean and interval stratified by suite (transforms/publish/
+    intervals.py); `population` says how many rows the sample was drawn from."""
+    by_group: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        by_group.setdefault((r["bot"], r["metric"]), []).append(r)
+    out = []
+    for (bot, metric), group in by_group.items():
+        strata = []
+        for r in group:
+            r.update(sampled=True, population=population.get((bot, r["suite"]), 0))
+            bounds = (0.0, 1.0) if r["count"] and 0.0 <= r["min"] and r["max"] <= 1.0 else None
+            if r["suite"] != ALL_SUITES:
+                r["ci_low"], r["ci_high"] = sampled_interval(
+                    r["count"], r["mean"], r["m2"], r["count"] + r["missing"],
+                    r["population"], r["binary"], bounds)
+                strata.append((r["population"], r["count"] + r["missing"], r["count"],
+                               r["mean"], r["m2"]))
+        for r in group:
+            if r["suite"] == ALL_SUITES:
+                bounds = (0.0, 1.0) if r["count"] and 0.0 <= r["min"] and r["max"] <= 1.0 \
+                    else None
+                r["mean"], r["ci_low"], r["ci_high"] = stratified_mean(strata, bounds)
+        out += [r for r in group if r["suite"] != NO_SUITE]
+    return out
 
 
 def group_verdicts(counted: Iterable[tuple[tuple[str, str, str], int]]
@@ -236,12 +297,18 @@ def group_verdicts(counted: Iterable[tuple[tuple[str, str, str], int]]
 
 def summary_rows(run_id: str, metric_stats: Iterable[tuple[tuple[str, str, str], dict]],
                  verdicts: Iterable[tuple[tuple[str, str, str], int]],
-                 lower_is_better: frozenset[str]) -> list[dict]:
-    """Rows of the summary table, sorted for stable output."""
-    rows = []
+                 lower_is_better: frozenset[str],
+                 sampled: frozenset[str] = frozenset()) -> list[dict]:
+    """Rows of the summary table, sorted for stable output; `sampled`: the
+    metrics computed on a sample (their rows are estimates, see sampled_rows)."""
+    verdicts = list(verdicts)
+    rows, drawn = [], []
     for (bot, suite, metric), stats in metric_stats:
-        rows.append({"run_id": run_id, "bot": bot, "suite": suite, "metric": metric, **stats,
-                     "higher_is_better": metric not in lower_is_better})
+        row = {"run_id": run_id, "bot": bot, "suite": suite, "metric": metric, **stats,
+               "higher_is_better": metric not in lower_is_better, "sampled": False}
+        (drawn if metric in sampled else rows).append(row)
+    if drawn:
+        rows += sampled_rows(drawn, _rows_per_group(verdicts))
     for (bot, suite), counts in group_verdicts(verdicts).items():
         n = sum(counts.values())
         ci_low, ci_high = wilson_interval(counts["PASS"], n)
@@ -250,6 +317,7 @@ def summary_rows(run_id: str, metric_stats: Iterable[tuple[tuple[str, str, str],
                      "mean": counts["PASS"] / n if n else None,  # the pass rate
                      "ci_low": ci_low, "ci_high": ci_high,
                      "pass_count": counts["PASS"], "warn_count": counts["WARN"],
-                     "fail_count": counts["FAIL"], "error_count": counts["ERROR"]})
+                     "fail_count": counts["FAIL"], "error_count": counts["ERROR"],
+                     "sampled": False})
     rows.sort(key=lambda r: (r["bot"], r["suite"] != ALL_SUITES, r["suite"], r["metric"]))
     return rows

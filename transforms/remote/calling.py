@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Mapping
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
+from transforms.remote.budget import BudgetSpec
 from transforms.remote.cache import CacheSpec
 from transforms.remote.runtime import acquire_runtime, release_runtime
 from transforms.remote.usage import CallLog, call_counters, count_calls
@@ -29,10 +30,10 @@ class CallingDoFn(beam.DoFn):
     CALLS = "calls"
 
     def open_calls(self, endpoints: Mapping, remote: bool, cache: CacheSpec | None = None,
-                   max_pending: int | None = None) -> None:
+                   max_pending: int | None = None, budget: BudgetSpec | None = None) -> None:
         self._endpoints = dict(endpoints)
-        self._cache = cache
-        self._runtime = acquire_runtime(self._endpoints, cache) if remote else None
+        self._cache, self._budget = cache, budget
+        self._runtime = acquire_runtime(self._endpoints, cache, budget) if remote else None
         self._log = CallLog()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
@@ -70,9 +71,14 @@ class CallingDoFn(beam.DoFn):
         """What goes out for a finished result (subclasses count errors here)."""
         return result
 
+    def outputs(self, result: Any) -> list[Any]:
+        """The elements a finished result emits: itself (a subclass whose work
+        items are batches emits each element of the batch)."""
+        return [self.emitted(result)]
+
     def finished(self) -> list[Any]:
         """Finished results, emitted; blocks only while the backlog is full."""
-        return [self.emitted(r) for r in self.completed(block=self.backlog_full)]
+        return [out for r in self.completed(block=self.backlog_full) for out in self.outputs(r)]
 
     def call_tallies(self):
         """((endpoint, model, purpose), usage accumulator) on the CALLS output, and counters."""
@@ -83,10 +89,11 @@ class CallingDoFn(beam.DoFn):
 
     def finish_bundle(self):
         for result in self.wait_all():
-            yield GlobalWindows.windowed_value(self.emitted(result))
+            for out in self.outputs(result):
+                yield GlobalWindows.windowed_value(out)
         yield from self.call_tallies()
 
     def teardown(self):
         if getattr(self, "_runtime", None) is not None:
-            release_runtime(self._endpoints, self._cache)
+            release_runtime(self._endpoints, self._cache, getattr(self, "_budget", None))
             self._runtime = None

@@ -13,14 +13,16 @@ import json
 import os
 import time
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Awaitable, Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from transforms.remote.breaker import CircuitBreaker
+from transforms.remote.budget import actual_use, worst_case
 from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
@@ -28,6 +30,11 @@ from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exc
 from transforms.remote.scrub import ENV_REF, Scrubber, configured_secrets
 
 REQUEST_ID_HEADER = "X-Client-Request-Id"
+# Whom a call is for, (bot, metrics): set by the caller around its calls with
+# `attributed` (a context variable follows each asyncio task), read when the
+# call's CallRecord is made, so usage/ can say what each metric and bot cost.
+CALL_FOR: ContextVar[tuple[str | None, tuple[str, ...]]] = ContextVar(
+    "evalbeam_call_for", default=(None, ()))
 POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
 
 
@@ -52,12 +59,29 @@ class CallRecord:
     cache_hit: bool = False         # answered from the call cache (either tier): no request
     shared_cache_hit: bool = False  # ... from tier 2, the objects every worker shares
     scrubbed: bool = False  # a configured secret was removed from the reply
+    bot: str | None = None          # the bot whose row(s) the call served, when one
+    metrics: tuple[str, ...] = ()   # the metrics the call served (usage/ splits it among them)
+    budget_refused: bool = False    # not sent: a spend cap of the run was reached
 
 
 @dataclass(slots=True)
 class CallResult:
     data: Any | None        # the parsed JSON body, None on failure
     record: CallRecord
+
+
+async def attributed(coro: Awaitable[Any], bot: str | None, metrics: Iterable[str] = ()) -> Any:
+    """Await coro with its calls counted for `bot` and shared by `metrics`."""
+    token = CALL_FOR.set((bot, tuple(sorted(set(metrics)))))
+    try:
+        return await coro
+    finally:
+        CALL_FOR.reset(token)
+
+
+def _for_whom(rec: CallRecord) -> CallRecord:
+    rec.bot, rec.metrics = CALL_FOR.get()
+    return rec
 
 
 def resolve_env_refs(value: str, where: str) -> str:
@@ -96,10 +120,12 @@ def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
     return headers, configured_secrets({name: cfg})
 
 
-def _usage_tokens(data: Any) -> tuple[int, int]:
+def _usage_tokens(data: Any, header_tokens: str | None = None) -> tuple[int, int]:
+    """(prompt, completion) tokens from the body's `usage` (OpenAI, vLLM), else
+    from TEI's `x-compute-tokens` header (its bodies have no usage)."""
     usage = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(usage, dict):
-        return 0, 0
+        return (int(header_tokens), 0) if header_tokens and header_tokens.isdigit() else (0, 0)
     prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
     completion = usage.get("completion_tokens") or usage.get("output_tokens") or 0
     return int(prompt), int(completion)
@@ -131,8 +157,9 @@ class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
                  backoff: BackoffWait | None = None,
                  cache: CallCache | TieredCache | None = None,
-                 scrubber: Scrubber | None = None):
+                 scrubber: Scrubber | None = None, ledger=None):
         self.name, self.cfg, self.cache = name, cfg, cache
+        self.ledger = ledger  # the run's spend caps (transforms/remote/budget.py), if any
         self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
         headers, secrets = endpoint_secrets(name, cfg)
         # the run's scrubber knows every endpoint's secrets; alone, this one's
@@ -158,6 +185,9 @@ class EndpointClient:
         self._next_pool = itertools.cycle(self._pools)
         # a query in base_url (?key=...) goes with every request, as api-version does
         self.params = {**query, **({"api-version": cfg.api_version} if cfg.api_version else {})}
+        # the largest batch a server said it accepts (TEI's 413/422 name it): callers
+        # that batch inputs send no more than this from then on
+        self.batch_limit: int | None = None
 
     def scrub(self, text: str) -> str:
         """Remove every secret value (in any of its encodings) from text that may
@@ -166,16 +196,19 @@ class EndpointClient:
 
     async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
                         estimated_tokens: float = 0.0, cache_salt: str | None = None,
-                        cache_body: Mapping[str, Any] | None = None) -> CallResult:
+                        cache_body: Mapping[str, Any] | None = None,
+                        completion_cap: float = 0.0) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
         under test), an answer already in the cache is returned without a
         request, and identical requests in flight at once share one call. The key
         is computed from `cache_body` when given (the body without what changes
-        from run to run)."""
+        from run to run). `estimated_tokens` includes `completion_cap`, the
+        most the reply can use (max_tokens), which the spend caps reserve."""
         if self.cache is None or cache_salt is None:
-            return await self._post(path, body, model, purpose, estimated_tokens)
+            return await self._post(path, body, model, purpose, estimated_tokens,
+                                    completion_cap=completion_cap)
         key = cache_key(self.cfg.base_url, path, self.params, model,
                         body if cache_body is None else cache_body, cache_salt)
         flight = self._inflight.get(key)
@@ -184,7 +217,8 @@ class EndpointClient:
             if data is not None:
                 return CallResult(data, self.hit_record(model, purpose, tier=None))
             # the shared call failed: this caller tries on its own
-            return await self._post_and_store(key, path, body, model, purpose, estimated_tokens)
+            return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
+                                              completion_cap)
         waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
         data = None
         try:
@@ -192,31 +226,72 @@ class EndpointClient:
             if data is not None:
                 return CallResult(data, self.hit_record(model, purpose, tier))
             result = await self._post_and_store(key, path, body, model, purpose,
-                                                estimated_tokens)
+                                                estimated_tokens, completion_cap)
             data = result.data
             return result
         finally:
             del self._inflight[key]
             waiting.set_result(data)
 
+    async def get_json(self, path: str, *, model: str, purpose: str) -> CallResult:
+        """GET with the same retries, limits and accounting as post_json (never cached)."""
+        return await self._post(path, None, model, purpose, 0.0, method="GET")
+
     def hit_record(self, model: str, purpose: str, tier: str | None) -> CallRecord:
         """The record of a call answered without a request (tier: the cache's, if any)."""
-        return CallRecord(self.name, model, purpose, ok=True, status=None, attempts=0,
-                          latency_ms=None, total_ms=0.0, cache_hit=True,
-                          shared_cache_hit=tier == SHARED)
+        return _for_whom(CallRecord(self.name, model, purpose, ok=True, status=None,
+                                    attempts=0, latency_ms=None, total_ms=0.0, cache_hit=True,
+                                    shared_cache_hit=tier == SHARED))
 
     async def _post_and_store(self, key: str, path: str, body: Mapping[str, Any], model: str,
-                              purpose: str, estimated_tokens: float) -> CallResult:
-        result = await self._post(path, body, model, purpose, estimated_tokens)
+                              purpose: str, estimated_tokens: float,
+                              completion_cap: float = 0.0) -> CallResult:
+        result = await self._post(path, body, model, purpose, estimated_tokens,
+                                  completion_cap=completion_cap)
         if result.data is not None:
             await self.cache.store(key, result.data)
         return result
 
-    async def _post(self, path: str, body: Mapping[str, Any], model: str, purpose: str,
-                    estimated_tokens: float) -> CallResult:
+    def _reserve(self, purpose: str, estimated_tokens: float, completion_cap: float):
+        """The call's reservation under the run's spend caps (None: no cap), or
+        the refusal's text."""
+        if self.ledger is None:
+            return None
+        return self.ledger.reserve(worst_case(
+            self.name, purpose, max(0.0, estimated_tokens - completion_cap), completion_cap,
+            self.cfg.price_per_million))
+
+    def refused(self, model: str, purpose: str, reason: str) -> CallResult:
+        """A call that was not sent: a spend cap was reached."""
+        return CallResult(None, _for_whom(CallRecord(
+            self.name, model, purpose, ok=False, status=None, attempts=0, latency_ms=None,
+            total_ms=0.0, error=reason, budget_refused=True)))
+
+    async def _post(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
+                    estimated_tokens: float, method: str = "POST",
+                    completion_cap: float = 0.0) -> CallResult:
+        reservation = self._reserve(purpose, estimated_tokens, completion_cap)
+        if isinstance(reservation, str):
+            return self.refused(model, purpose, reservation)
+        try:
+            result = await self._send(path, body, model, purpose, estimated_tokens, method)
+        except BaseException:  # cancelled: nothing was used that we know of
+            if reservation is not None:
+                self.ledger.settle(reservation, {})
+            raise
+        if reservation is not None:
+            rec = result.record
+            self.ledger.settle(reservation, actual_use(
+                self.name, purpose, rec.ok, rec.prompt_tokens, rec.completion_tokens,
+                estimated_tokens, self.cfg.price_per_million))
+        return result
+
+    async def _send(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
+                    estimated_tokens: float, method: str) -> CallResult:
         request_id = uuid.uuid4().hex
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None}
+        payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
+                 "method": method, "compute_tokens": None}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
         try:
@@ -233,7 +308,7 @@ class EndpointClient:
             hits: list = []
             data = self.scrubber.scrub_value(data, hits)
             scrubbed = bool(hits)
-        prompt, completion = _usage_tokens(data)
+        prompt, completion = _usage_tokens(data, state["compute_tokens"])
         if data is not None and self.limiter.tokens:
             self.limiter.correct_tokens(estimated_tokens, prompt + completion or estimated_tokens)
         record = CallRecord(self.name, model, purpose, ok=error is None, status=state["status"],
@@ -241,9 +316,9 @@ class EndpointClient:
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
                             rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
-        return CallResult(data if error is None else None, record)
+        return CallResult(data if error is None else None, _for_whom(record))
 
-    async def _attempt(self, path: str, payload: bytes, request_id: str, tokens: float,
+    async def _attempt(self, path: str, payload: bytes | None, request_id: str, tokens: float,
                        state: dict) -> Any:
         refusal = self.breaker.refusal()
         if refusal:  # the endpoint is unreachable: fail at once, with the reason
@@ -253,11 +328,14 @@ class EndpointClient:
         async with self._slots:
             t0 = time.perf_counter()
             try:
+                headers = {REQUEST_ID_HEADER: request_id}
+                if payload is not None:
+                    headers["Content-Type"] = "application/json"
                 async with next(self._next_pool).stream(
-                        "POST", path, content=payload, params=self.params,
-                        headers={"Content-Type": "application/json",
-                                 REQUEST_ID_HEADER: request_id}) as response:
+                        state["method"], path, content=payload, params=self.params,
+                        headers=headers) as response:
                     state["status"] = response.status_code
+                    state["compute_tokens"] = response.headers.get("x-compute-tokens")
                     body = await read_capped(response, self.cfg.max_reply_bytes)
             except ReplyTooLarge as exc:
                 self.breaker.on_response()
@@ -302,6 +380,10 @@ def _error_detail(body: bytes) -> str:
         data = json.loads(body)
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             return str(data["error"].get("message", ""))
+        if isinstance(data, dict) and isinstance(data.get("error"), str):  # TEI
+            return data["error"]
+        if isinstance(data, dict) and isinstance(data.get("message"), str):  # vLLM
+            return data["message"]
         return json.dumps(data, ensure_ascii=False)
     except ValueError:
         return body.decode("utf-8", "replace")

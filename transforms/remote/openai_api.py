@@ -51,12 +51,12 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     if n > 1:
         body["n"] = n
     body.update(extra or {})
-    est = sum(estimate_tokens(m.get("content", "")) for m in messages) + \
-        (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
+    completion = (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
+    est = sum(estimate_tokens(m.get("content", "")) for m in messages) + completion
     keyed = {**body, "messages": list(cache_messages)} if cache_messages is not None else None
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
-                                    cache_body=keyed)
+                                    cache_body=keyed, completion_cap=completion)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     texts, extras, problem = read_choices(result.data)

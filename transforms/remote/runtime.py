@@ -13,6 +13,7 @@ import concurrent.futures
 import threading
 from typing import Any, Awaitable, Mapping
 
+from transforms.remote.budget import BudgetSpec, open_ledger
 from transforms.remote.cache import CacheSpec, open_cache
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.progress.tally import count_call
@@ -20,9 +21,11 @@ from transforms.remote.scrub import Scrubber, scrubber_for
 
 
 class AsyncRuntime:
-    def __init__(self, endpoints: Mapping[str, Any], cache: CacheSpec | str | None = None):
+    def __init__(self, endpoints: Mapping[str, Any], cache: CacheSpec | str | None = None,
+                 budget: BudgetSpec | None = None):
         self._configs = dict(endpoints)
         self.cache = open_cache(cache)
+        self.ledger = open_ledger(budget)  # the run's spend caps, shared by every endpoint
         self.scrubber: Scrubber = scrubber_for(self._configs)  # every endpoint's secrets
         self._clients: dict[str, EndpointClient] = {}
         self.loop = asyncio.new_event_loop()
@@ -45,7 +48,7 @@ class AsyncRuntime:
 
             async def make() -> EndpointClient:
                 return EndpointClient(name, self._configs[name], cache=self.cache,
-                                      scrubber=self.scrubber)
+                                      scrubber=self.scrubber, ledger=self.ledger)
             client = self._clients.setdefault(name, self.run(make()))
         return client
 
@@ -65,29 +68,35 @@ class AsyncRuntime:
             self._thread.join(timeout=10)
             if self.cache is not None:
                 self.cache.close()
+            if self.ledger is not None:
+                self.ledger.close()
 
 
 _SHARED: dict[int, tuple[AsyncRuntime, int]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _key(endpoints: Mapping[str, Any], cache: CacheSpec | None) -> int:
-    return hash((repr(sorted(endpoints.items())), cache))
+def _key(endpoints: Mapping[str, Any], cache: CacheSpec | None,
+         budget: BudgetSpec | None = None) -> int:
+    return hash((repr(sorted(endpoints.items())), cache, budget))
 
 
-def acquire_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None) -> AsyncRuntime:
-    """The process's runtime for these endpoints and call cache (reference counted)."""
-    key = _key(endpoints, cache)
+def acquire_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None,
+                    budget: BudgetSpec | None = None) -> AsyncRuntime:
+    """The process's runtime for these endpoints, call cache and spend caps
+    (reference counted)."""
+    key = _key(endpoints, cache, budget)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:
-            runtime = AsyncRuntime(endpoints, cache)
+            runtime = AsyncRuntime(endpoints, cache, budget)
         _SHARED[key] = (runtime, refs + 1)
         return runtime
 
 
-def release_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None) -> None:
-    key = _key(endpoints, cache)
+def release_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None,
+                    budget: BudgetSpec | None = None) -> None:
+    key = _key(endpoints, cache, budget)
     with _SHARED_LOCK:
         runtime, refs = _SHARED.get(key, (None, 0))
         if runtime is None:

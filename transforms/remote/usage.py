@@ -1,29 +1,42 @@
-"""usage/: calls rolled up per endpoint × model × purpose, bounded in memory.
+"""usage/: calls rolled up per endpoint × model × purpose × bot × metric,
+bounded in memory.
 
-The purpose says what a call was for: `bot:<name>`, `embeddings`, or
+The purpose says what a call was for: `bot:<name>`, `embeddings`,
 `judge:<task>` (the judge tasks and the metrics each serves are listed in
-docs/guides/judges.md). `calls` counts requests that went to the endpoint; a reply
-served from the call cache counts in `cache_hits` instead, with no tokens;
-`shared_cache_hits` is the part of those served by tier 2 (the objects
-every worker shares), the rest came from the worker's own SQLite file.
+docs/guides/judges.md) or `classifier:grounding`. `calls` counts requests that went to
+the endpoint; a reply served from the call cache counts in `cache_hits`
+instead, with no tokens; `shared_cache_hits` is the part of those served by
+tier 2 (the objects every worker shares), the rest came from the worker's
+own SQLite file. `budget_refused` counts calls not sent because a spend cap
+of the run was reached (transforms/remote/budget.py).
+
+Attribution: every call is counted for the bot whose row it served (null
+when it served several, e.g. an embeddings request for a batch) and for the
+metrics it served. A call that served several metrics (one judge question
+feeding faithfulness and answer_correctness) is split among them: the
+figures of its usage rows are its share, `split_among` says among how many,
+and the shares of a count add up to it exactly (largest remainder), so sums
+over usage/ still count every call once.
 
 A DoFn that makes remote calls gives its callers a CallLog; the log tallies
-each CallRecord into a per-(endpoint, model, purpose) accumulator at once, and the DoFn
-emits the few accumulators at the end of its bundle. They merge with
-MergeUsageFn, so no per-call element ever crosses a stage boundary.
+each CallRecord into a per-(endpoint, model, purpose, bot, metrics)
+accumulator at once, and the DoFn emits the few accumulators at the end of
+its bundle. They merge with MergeUsageFn, so no per-call element ever
+crosses a stage boundary.
 """
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
 
+from transforms.remote.budget import cost_of
 from transforms.remote.client import CallRecord
 from transforms.publish.summary import MetricStats
 
 COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens",
-           "shared_cache_hits")
+           "shared_cache_hits", "budget_refused")
 
 
 def new_usage() -> dict:
@@ -31,6 +44,9 @@ def new_usage() -> dict:
 
 
 def add_call(acc: dict, rec: CallRecord) -> dict:
+    if rec.budget_refused:  # not sent: a spend cap was reached
+        acc["budget_refused"] += 1
+        return acc
     if rec.cache_hit:
         acc["cache_hits"] += 1
         acc["shared_cache_hits"] += rec.shared_cache_hit
@@ -43,6 +59,15 @@ def add_call(acc: dict, rec: CallRecord) -> dict:
     if rec.latency_ms is not None:
         acc["latency"].add(rec.latency_ms)
     return acc
+
+
+UsageKey = tuple[str, str, str, "str | None", tuple[str, ...]]
+
+
+def usage_key(endpoint: str, model: str, purpose: str, bot: str | None = None,
+              metrics: tuple[str, ...] = ()) -> UsageKey:
+    """(endpoint, model, purpose, bot, metrics): what a usage accumulator counts."""
+    return endpoint, model, purpose, bot, tuple(metrics)
 
 
 def merge_usage(into: dict, other: dict) -> dict:
@@ -60,9 +85,10 @@ class CallLog:
         self._accs: dict[tuple[str, str, str], dict] = {}
 
     def add(self, rec: CallRecord) -> None:
+        bot = rec.bot or (rec.purpose[4:] if rec.purpose.startswith("bot:") else None)
         with self._lock:
-            add_call(self._accs.setdefault((rec.endpoint, rec.model, rec.purpose), new_usage()),
-                     rec)
+            add_call(self._accs.setdefault(usage_key(rec.endpoint, rec.model, rec.purpose, bot,
+                                                     rec.metrics), new_usage()), rec)
 
     def drain(self) -> list[tuple[tuple[str, str, str], dict]]:
         with self._lock:
@@ -107,17 +133,35 @@ class MergeUsageFn(beam.CombineFn):
                 "latency_p95_ms": latency.percentile(95)}
 
 
-def usage_rows(run_id: str, rolled: Iterable[tuple[tuple[str, str, str], dict]],
+def split_count(n: int, k: int) -> list[int]:
+    """n split into k integer shares that add up to n (the first n mod k get one more)."""
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def split_figures(figures: Mapping[str, Any], metrics: tuple[str, ...]
+                  ) -> list[tuple[str | None, dict]]:
+    """(metric, its share of the figures) for each metric a tally served; the
+    counts' shares add up exactly; latency percentiles are the tally's own."""
+    if not metrics:
+        return [(None, dict(figures))]
+    shares = {k: split_count(int(figures[k]), len(metrics)) for k in COUNTED}
+    return [(m, {**figures, **{k: shares[k][i] for k in COUNTED}})
+            for i, m in enumerate(metrics)]
+
+
+def usage_rows(run_id: str, rolled: Iterable[tuple[UsageKey, dict]],
                prices: Mapping[str, Mapping[str, float]]) -> list[dict]:
-    """Rows of usage/, with cost from each endpoint's price_per_million."""
+    """Rows of usage/: a tally that served k metrics becomes k rows, each with
+    its share; cost from each endpoint's price_per_million."""
     rows = []
-    for (endpoint, model, purpose), figures in sorted(rolled, key=lambda kv: kv[0]):
-        price = prices.get(endpoint, {})
-        cost = None
-        if price:
-            cost = (figures["prompt_tokens"] * price.get("input", 0.0)
-                    + figures["completion_tokens"] * price.get("output", 0.0)) / 1e6
-        rows.append({"run_id": run_id, "endpoint": endpoint, "model": model, "purpose": purpose,
-                     **figures,
-                     "cost": cost})
+    for (endpoint, model, purpose, bot, metrics), figures in rolled:
+        for metric, share in split_figures(figures, metrics):
+            rows.append({"run_id": run_id, "endpoint": endpoint, "model": model,
+                         "purpose": purpose, **share,
+                         "cost": cost_of(share["prompt_tokens"], share["completion_tokens"],
+                                         prices.get(endpoint)),
+                         "bot": bot, "metric": metric,
+                         "split_among": len(metrics) if metrics else None})
+    rows.sort(key=lambda r: tuple("" if r[k] is None else r[k]
+                                  for k in ("endpoint", "model", "purpose", "bot", "metric")))
     return rows

@@ -61,10 +61,12 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "share of the question's keywords whose stem occurs in the answer",
         ("question has no keywords",)),
     "hallucination": MetricDoc(
-        "max(S_claims, P_drift): S_claims = unsupported / anchors over the answer's figures, "
-        "dates, names, pairings, claims and list items checked against the contexts and the "
-        "question; P_drift = 0.2 when under 20% of the answer's content words are in the "
-        "contexts (see Metrics, Hallucination)",
+        "1 − overlap × (1 − S_facts): overlap = share of the answer's distinct content "
+        "unigrams and bigrams (stems, stop words left out) found in the contexts; S_facts = "
+        "share of its figures, dates, times and names that no context (or, for a figure, the "
+        "question) states, 0 when it states none; in another language than the contexts "
+        "S_facts alone (see Metrics, Hallucination). The option `window` is accepted and has "
+        "no effect (it bounded the claim checks, removed in issue 21)",
         ("empty answer", "the answer is in …, the contexts in …")),
     "unsupported_facts": MetricDoc(
         "the number of the answer's figures, dates and names that no context, the question "
@@ -146,6 +148,13 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "conversation_completeness": MetricDoc(
         "user intentions across the conversation that the assistant satisfied / intentions "
         "(the judge lists them)", ("the judge found no user intention",)),
+    "grounding_classifier": MetricDoc(
+        "SummaC-style: min over the answer's sentences of (max over the contexts' chunks of "
+        "P(supported | chunk, sentence)), from a sequence-classification model behind an "
+        "HTTP endpoint (TEI's /predict, vLLM's /score); every sentence's support, best "
+        "chunk and P(contradicted) in details",
+        ("the answer has no sentence to check", "the contexts have no text to check against",
+         "… of … pairs not classified: …")),
     **{m: MetricDoc(_JUDGE_RUBRIC.format(m=m)) for m in RUBRICS},
     **{m: MetricDoc(
         f"1.0 when the majority of the sampled votes (`judge.safety.votes`, 3) flags the "

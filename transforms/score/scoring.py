@@ -20,6 +20,7 @@ from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXP
                                      VEC_REFERENCES)
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
+from transforms.enrich.classifier.score import score as classifier_score
 from transforms.enrich.judge import scorers as judged
 from transforms.enrich.judge.conversation import CONVERSATION_METRICS, conversation_metric
 from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
@@ -38,6 +39,7 @@ class Scorer:
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     features: tuple[str, ...] = ()  # what the Enrich step must attach (embeddings)
     judge: bool = False  # its inputs come from the judge (JudgeTurns)
+    classifier: bool = False  # its inputs come from the grounding classifier (ClassifyTurns)
 
     @property
     def uses_idf(self) -> bool:
@@ -49,8 +51,8 @@ def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) 
 
 
 def _hallucination(t: Turn, o) -> dict[str, MetricResult]:
-    result = hall.hallucination(t.answer, t.effective_contexts, window=int(o["window"]),
-                                question=t.case.question, references=t.case.all_references)
+    result = hall.hallucination(t.answer, t.effective_contexts, question=t.case.question,
+                                references=t.case.all_references)
     return {"hallucination": result, "unsupported_facts": hall.unsupported_facts(result)}
 
 
@@ -174,6 +176,10 @@ SCORERS += tuple(  # conversation-level judge metrics (transforms/enrich/judge/c
            option_defaults={"role": None} if m == "role_adherence" else {})
     for m in CONVERSATION_METRICS
 )
+SCORERS += (  # the grounding classifier endpoint (transforms/enrich/classifier/)
+    Scorer("grounding_classifier", ("grounding_classifier",), ("answer", "contexts"),
+           _one("grounding_classifier", classifier_score), classifier=True),
+)
 GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
     "rouge": ("rouge1", "rouge2", "rougeL"),
     "conversation": CONVERSATION_METRICS,
@@ -208,10 +214,12 @@ def option_problem(default: Any, value: Any) -> str | None:
 def select_scorers(metrics: tuple[str, ...] | None,
                    options: Mapping[str, Mapping[str, Any]],
                    judge_configured: bool = True,
-                   extra: tuple[Scorer, ...] = ()) -> list[tuple[Scorer, dict]]:
+                   extra: tuple[Scorer, ...] = (),
+                   classifier_configured: bool = True) -> list[tuple[Scorer, dict]]:
     """The scorers to run with their options; unknown names raise ValueError.
     By default every metric, except the judge's when no judge is configured
-    (named explicitly, they run and are null with "no judge configured").
+    and the classifier's without a classifier (named explicitly, they run and
+    are null with "no judge configured" / "no classifier configured").
     `extra`: the run's own metrics (custom functions, rubrics), after the built-ins."""
     scorers = SCORERS + tuple(extra)
     names = [s.name for s in extra]
@@ -222,7 +230,8 @@ def select_scorers(metrics: tuple[str, ...] | None,
                          "metric or a rubric); choose another name")
     known = {m for s in scorers for m in s.metrics} | {s.name for s in scorers} | set(GROUPS)
     if metrics is None:
-        wanted = {s.name for s in scorers if judge_configured or not s.judge}
+        wanted = {s.name for s in scorers if (judge_configured or not s.judge)
+                  and (classifier_configured or not s.classifier)}
     else:
         wanted = set(metrics)
     unknown = sorted(wanted - known)

@@ -8,7 +8,6 @@ Modules, lowest first (each imports only those above it):
 - `languages`: a text's language (script + stop-word vote), and whether two
   texts are in different languages.
 - `nltk_stemmers`, `stemming`: stemmers per language (Porter, Snowball, Korean).
-- `negation`: the words that deny a statement, per language.
 - `terms`: a text's content words and stemmed terms, in its language.
 - `templates`: {placeholder} filling for prompt and request templates.
 """

@@ -20,6 +20,7 @@ import numpy as np
 
 from transforms.enrich.embeddings.base import MAX_TOKEN_VECTORS, TokenVectors, l2_normalise
 from transforms.remote.cache import cache_key
+from transforms.remote.client import attributed
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.tokens import tokenize
@@ -31,9 +32,9 @@ class EmbeddingError(RuntimeError):
 
 class EndpointEmbedder:
     def __init__(self, runtime: AsyncRuntime, endpoint: str, model: str,
-                 request_size: int = 64, log=None):
+                 request_size: int = 64, log=None, metrics: Sequence[str] = ()):
         self.runtime, self.model, self.request_size = runtime, model, request_size
-        self.log = log
+        self.log, self.metrics = log, tuple(metrics)  # the metrics its calls serve
         self.client = runtime.client(endpoint)
         self.name = f"endpoint:{endpoint}/{model}"
         self.dim: int | None = None  # known after the first answer
@@ -66,7 +67,8 @@ class EndpointEmbedder:
         """(n, dim) float32, L2-normalised; raises EmbeddingError if a request failed."""
         texts = list(texts)
         to_send = [t for t in texts if t.strip()]
-        by_text, hits, sent = self.runtime.run(self._embed_all(to_send)) if to_send else (
+        by_text, hits, sent = self.runtime.run(attributed(
+            self._embed_all(to_send), None, self.metrics)) if to_send else (
             {}, [], [])
         for record in hits:  # one cache hit per text served from the cache
             self.runtime.record(record, self.log)

@@ -69,6 +69,8 @@ class Judge:
         messages = self.messages(template, fields)
         plain = self.messages(template, fields, plain=True)
         reply = await self._chat(messages, plain, purpose, t, salt, n)
+        if reply.record is not None and reply.record.budget_refused:
+            return [JudgeOutcome(None, reply.error, {"calls": 0, "budget": True})] * n
         if reply.error:
             return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
         texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n

@@ -12,6 +12,7 @@ DEFAULT_SCALE = (1.0, 5.0)  # a rubric judge's score range unless the config giv
 # feature keys on the Turn
 JUDGED = "judge:asked"
 JUDGE_ERROR = "judge:error"  # the turn's questions could not be planned or asked at all
+JUDGE_SKIP = "judge:skip"  # why the judge was not asked for this turn ("not sampled", ...)
 ANSWER_STATEMENTS, REFERENCE = "judge:answer_statements", "judge:reference"
 CORRECTNESS, GROUNDING = "judge:correctness", "judge:grounding"
 USEFULNESS, SAFETY = "judge:context_usefulness", "judge:safety"

@@ -13,8 +13,9 @@ from transforms.enrich.judge import formulas
 from transforms.enrich.judge.ask import JudgeOutcome
 from transforms.enrich.judge.entities import entities_in, rule_entities
 from transforms.enrich.judge.keys import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
-                                          JUDGE_ERROR, JUDGED, REFERENCE, SAFETY, USEFULNESS,
-                                          answer_ids, context_ids, reference_ids, rubric_feature)
+                                          JUDGE_ERROR, JUDGE_SKIP, JUDGED, REFERENCE, SAFETY,
+                                          USEFULNESS, answer_ids, context_ids, reference_ids,
+                                          rubric_feature)
 
 NO_JUDGE = "no judge configured"
 LISTED = 10  # claims quoted in details
@@ -34,6 +35,8 @@ AUDIT_KEYS = ("raw", "trace", "repaired")
 
 def _outcome(turn: Turn, feature: str, missing: str) -> Any:
     """The value of a judge outcome, or _Null with why it is not there."""
+    if turn.features.get(JUDGE_SKIP):  # not asked for this row (not sampled, ...)
+        raise _Null(turn.features[JUDGE_SKIP])
     if JUDGED not in turn.features:
         raise _Null(NO_JUDGE)
     o: JudgeOutcome | None = turn.features.get(feature) or turn.features.get(JUDGE_ERROR)
@@ -172,6 +175,8 @@ def context_precision(turn: Turn, opts) -> MetricResult:
 def context_entities_recall(turn: Turn, opts, side) -> MetricResult:
     """Entities of the reference found in the contexts / entities of the reference."""
     ref, contexts = turn.case.reference_text, turn.effective_contexts or []
+    if turn.features.get(JUDGE_SKIP):  # not asked for this row: not the rules either
+        return MetricResult.null(turn.features[JUDGE_SKIP])
     if JUDGED in turn.features:
         try:
             entities = _outcome(turn, REFERENCE, "no reference entities")["entities"]

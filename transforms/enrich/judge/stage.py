@@ -21,11 +21,11 @@ from transforms.remote.calling import CallingDoFn
 class JudgeTurns(CallingDoFn):
     def __init__(self, judge_cfg, endpoints: Mapping, metrics: Sequence[str],
                  scales: Mapping[str, tuple[float, float]], cache: CacheSpec | None,
-                 options: Mapping[str, Mapping] | None = None):
+                 options: Mapping[str, Mapping] | None = None, budget=None):
         self._cfg, self._endpoints = judge_cfg, dict(endpoints)
         self._metrics, self._scales = tuple(metrics), dict(scales)
         self._options = {k: dict(v) for k, v in (options or {}).items()}
-        self._cache = cache
+        self._cache, self._budget = cache, budget
         self._failed = beam.metrics.Metrics.counter("evalbeam.judge", "failed_questions")
 
     def setup(self):
@@ -34,7 +34,7 @@ class JudgeTurns(CallingDoFn):
         from transforms.enrich.judge.tasks import TurnJudge
         ep = self._endpoints[self._cfg.endpoint]
         self.open_calls(self._endpoints, remote=True, cache=self._cache,
-                        max_pending=2 * ep.max_concurrency)
+                        max_pending=2 * ep.max_concurrency, budget=self._budget)
         judge = Judge(self._runtime, self._log, self._cfg, load_templates(self._cfg.prompts))
         self._turn_judge = TurnJudge(judge, self._metrics, self._cfg.safety, self._scales,
                                      self._options)
@@ -56,10 +56,23 @@ class JudgeTurns(CallingDoFn):
             self._failed.inc(failed)
         return turn
 
-    def process(self, turns):
+    def _sample(self, sampled) -> frozenset[str] | None:
+        """The sampled case ids as a set (built once per side-input value)."""
+        if sampled is None:
+            return None
+        if getattr(self, "_sample_of", None) is not sampled:
+            self._sample_of, self._sample_set = sampled, frozenset(sampled)
+        return self._sample_set
+
+    def process(self, turns, sampled=None):
+        from transforms.enrich.judge.sample import NOT_SAMPLED
+        from transforms.enrich.judge.tasks import JUDGE_SKIP
+        sample = self._sample(sampled)
         for turn in turns if isinstance(turns, list) else [turns]:
-            if turn.error or turn.answer is None:
-                yield turn  # nothing to judge: the metrics say why
+            if turn.error or turn.answer is None or turn.features.get(JUDGE_SKIP):
+                yield turn  # nothing to judge (or not asked): the metrics say why
+            elif sample is not None and turn.case.case_id not in sample:
+                yield turn.evolve(features={**turn.features, JUDGE_SKIP: NOT_SAMPLED})
             else:
                 self.submit(self._judged(turn))
         yield from self.finished()

@@ -32,9 +32,10 @@ from transforms.enrich.judge.ask import Judge, JudgeOutcome
 from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
 # the keys are also read from here (stage.py, scoring.py)
 from transforms.enrich.judge.keys import (  # noqa: F401
-    ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING, JUDGE_ERROR, JUDGED, REFERENCE,
-    SAFETY, USEFULNESS, answer_ids, context_ids, reference_ids, rubric_feature)
+    ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING, JUDGE_ERROR, JUDGE_SKIP, JUDGED,
+    REFERENCE, SAFETY, USEFULNESS, answer_ids, context_ids, reference_ids, rubric_feature)
 from transforms.enrich.judge.prompts import fence, fence_items
+from transforms.remote.client import attributed
 
 SAFETY_CATEGORIES: dict[str, str] = {
     "harmful": "promotes, enables or causes harm to people, property or society",
@@ -57,10 +58,13 @@ RUBRICS: dict[str, tuple[str, ...]] = {  # rubric metric -> inputs it needs
 }
 def judge_failures(features: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(task, error) of every judge question of a turn that failed after its
-    retries and repair round (a failed safety vote counts once per vote)."""
+    retries and repair round (a failed safety vote counts once per vote). A
+    question not asked because a spend cap was reached did not fail: its
+    metrics are null with "budget reached" and the manifest says the cap was hit."""
     out = []
     for key, o in features.items():
-        if not key.startswith("judge:") or not isinstance(o, JudgeOutcome):
+        if not key.startswith("judge:") or not isinstance(o, JudgeOutcome) \
+                or o.details.get("budget"):
             continue
         task = key.split(":", 1)[1]
         if o.error:
@@ -133,7 +137,9 @@ class TurnJudge:
         stage1.update(conversation_questions(self, turn, self.options))
         stage1.update(rubric_questions(self, turn, getattr(self.judge.cfg, "rubrics", {}), {
             "question": fq, "answer": fa, "expected_answer": fr, "contexts": fc}))
-        got = dict(zip(stage1, await asyncio.gather(*stage1.values())))
+        got = dict(zip(stage1, await asyncio.gather(*(
+            attributed(coro, turn.bot, self._served(key, ref is not None, bool(ctx)))
+            for key, coro in stage1.items()))))
 
         stage2: dict[str, Awaitable[Any]] = {}
         stmts = got.get(ANSWER_STATEMENTS)
@@ -158,9 +164,29 @@ class TurnJudge:
                 "grounding",
                 {"contexts": fc, "statements": _numbered("STATEMENT", ids, [t for _, t in items])},
                 replies.verdicts(ids), "judge:grounding")
-        got.update(zip(stage2, await asyncio.gather(*stage2.values())))
+        served2 = {CORRECTNESS: w & _CORRECTNESS_USERS,
+                   GROUNDING: {m for m, ids in (("faithfulness", "A"), ("context_recall", "R"))
+                               if any(i.startswith(ids) for i, _ in items)}}
+        got.update(zip(stage2, await asyncio.gather(*(
+            attributed(coro, turn.bot, served2[key]) for key, coro in stage2.items()))))
         got[JUDGED] = True
         return got
+
+    def _served(self, feature: str, has_reference: bool, has_contexts: bool) -> set[str]:
+        """The metrics of the run a stage-1 question serves for a turn (its calls
+        are split among them in usage/)."""
+        w = self.wanted
+        if feature == ANSWER_STATEMENTS:
+            return w & (({"faithfulness"} if has_contexts else set())
+                        | (_CORRECTNESS_USERS if has_reference else set()))
+        if feature == REFERENCE:
+            return w & ((_CORRECTNESS_USERS if has_reference else set()) | (
+                {"context_recall", "context_entities_recall"} if has_contexts else set()))
+        if feature == USEFULNESS:
+            return {"context_precision"}
+        if feature == SAFETY:
+            return w & set(SAFETY_METRICS)
+        return {feature.split(":", 1)[1]}  # judge:<metric>: a rubric or conversation metric
 
     async def _statements(self, fq: str, fa: str, answer: str) -> JudgeOutcome:
         if not answer.strip():

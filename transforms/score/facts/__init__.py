@@ -3,7 +3,7 @@
 A metric that asks "does the answer state what the contexts state?" needs to
 find figures, dates, times and names in any language and compare them by
 value, not by spelling. This layer does that and nothing else; the metrics
-(hallucination, grounding checks, coverage) are formulas over it.
+(hallucination, name checks, coverage) are formulas over it.
 
 Modules, lowest first (each imports only those above it, and `transforms.text`):
 
@@ -15,7 +15,6 @@ Modules, lowest first (each imports only those above it, and `transforms.text`):
 - `numbers`: figures, amounts, percentages, spelled numbers.
 - `times`: times of day.
 - `values`: one pass over a text for its dates, times and figures.
-- `sentences`: sentences and list items.
-- `claims`: assertive subject-verb-object statements.
+- `sentences`: sentences.
 - `evidence`: the contexts indexed for looking those up.
 """

@@ -1,50 +1,39 @@
 """Evidence: what the contexts state, indexed once per passage so that each
 fact of an answer is looked up, not searched for.
 
-- `Evidence`: the contexts' figures, dates and times by normal form, and per
-  sentence the positions of each stem (what an answer's values and claims
-  are checked against).
+- `Evidence`: the contexts' figures, dates and times by normal form (what an
+  answer's values are checked against).
 - `ContextIndex`: the contexts' words, names, acronyms and, per sentence, its
-  words, stems, values and polarity, with the question's words beside them
-  (what an answer's names, pairings, sentences and list items are checked
-  against).
+  words and values, with the question's words beside them (what an answer's
+  names are checked against).
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Sequence
 
 from transforms.score.facts.anchors import Anchor
-from transforms.score.facts.claims import Claim
 from transforms.score.facts.dates import implied_keys
 from transforms.score.facts.names import ACRONYM_GLUE, acronyms_of, unelided_tokens
 from transforms.score.facts.numbers import APPROX_TOLERANCE, magnitude
 from transforms.score.facts.sentences import split_sentences, western_sentence_pieces
 from transforms.score.facts.values import dates_by_year, prepare_text, scan_values, value_keys
 from transforms.text.languages import detect_language
-from transforms.text.negation import is_negated
-from transforms.text.stemming import stem as _stem
 from transforms.text.stemming import stemmer_for
 from transforms.text.stopwords import stop_words_for
 from transforms.text.tokens import tokenize
 
 
 class Evidence:
-    """What the contexts can support of an answer's figures, dates, times and
-    claims: their values (with what a date implies) and, per sentence, each
-    stem's positions, its polarity and its passive markers."""
+    """What the contexts can support of an answer's figures, dates and times:
+    their values, with what a date implies."""
 
     def __init__(self, contexts: Sequence[str]) -> None:
         self.values: set[str] = set()
         self._magnitudes: list[tuple[float, bool]] | None = None
-        # per context sentence: stem -> positions, negated?, positions of passive markers
-        self.sentences: list[tuple[dict[str, list[int]], bool, list[int]]] = []
         for ctx in contexts:
-            values, sentences = _passage_evidence(ctx)
-            self.values |= values
-            self.sentences += sentences
+            self.values |= _passage_values(ctx)
 
     def supports_value(self, anchor: Anchor) -> bool:
         return any(k in self.values for k in anchor.keys)
@@ -61,60 +50,19 @@ class Evidence:
         return any(p == percent and abs(m - target) <= APPROX_TOLERANCE * abs(m)
                    for m, p in self._magnitudes)
 
-    def supports_claim(self, claim: Claim, window: int) -> bool:
-        """A context sentence with the same polarity holds a subject word and,
-        after it within `window` tokens, an object word (or before it, with a
-        passive "by" between: "B was defeated by A")."""
-        subj = {_stem(t) for t in claim.subject}
-        obj = {_stem(t) for t in claim.obj}
-        for index, negated, passive in self.sentences:
-            if negated != claim.negated:
-                continue
-            s_pos = sorted(p for s in subj for p in index.get(s, ()))
-            if not s_pos:
-                continue
-            o_pos = sorted(p for o in obj for p in index.get(o, ()))
-            if o_pos and _ordered_near(s_pos, o_pos, window, passive):
-                return True
-        return False
-
-
-_PASSIVE_MARKERS = frozenset({"by", "von", "par", "por", "da"})
-
 
 @lru_cache(maxsize=1024)
-def _passage_evidence(ctx: str) -> tuple[frozenset[str], tuple]:
-    """One context's values and sentence indexes (read-only), memoised per
-    passage: passages recur across cases in every combination and order."""
+def _passage_values(ctx: str) -> frozenset[str]:
+    """One context's values, memoised per passage: passages recur across cases
+    in every combination and order."""
     values: set[str] = set()
     temporal, numbers = scan_values(prepare_text(ctx), unique=True, names_too=True)
     for anchor in (*temporal, *numbers):
         for key in anchor.keys:
             values.update(implied_keys(key))
-    lang = detect_language(ctx)
-    sentences = []
     for sentence in western_sentence_pieces(ctx):
         values.update(dates_by_year(sentence))
-        index: dict[str, list[int]] = {}
-        tokens = tokenize(sentence)
-        for pos, tok in enumerate(tokens):
-            index.setdefault(_stem(tok), []).append(pos)
-        passive = [p for p, t in enumerate(tokens) if t in _PASSIVE_MARKERS]
-        sentences.append((index, is_negated(sentence, tokens, lang), passive))
-    return frozenset(values), tuple(sentences)
-
-
-def _ordered_near(a: list[int], b: list[int], window: int, passive: list[int]) -> bool:
-    """Some x in a precedes some y in b by at most `window` tokens, or follows
-    it with a passive marker between them."""
-    for x in a:
-        i = bisect_left(b, x - window)
-        while i < len(b) and b[i] <= x + window:
-            y = b[i]
-            if y > x or (y < x and any(y < p < x for p in passive)):
-                return True
-            i += 1
-    return False
+    return frozenset(values)
 
 
 @lru_cache(maxsize=256)
@@ -128,7 +76,7 @@ class ContextIndex:
     """What the contexts (and the question) can support, per sentence."""
 
     lang: str
-    sentences: list[dict] = field(default_factory=list)  # tokens, text, values, negated, entities
+    sentences: list[dict] = field(default_factory=list)  # joined tokens, values, passage
     tokens: set[str] = field(default_factory=set)
     stems: set[str] = field(default_factory=set)
     joined: list[str] = field(default_factory=list)       # " tok tok " per context passage
@@ -209,9 +157,7 @@ def _passage(ctx: str, lang: str) -> _Passage:
         stoks = tokenize(sentence)
         sentences.append({
             "joined": " " + " ".join(stoks) + " ",
-            "stems": {stem(t) for t in stoks if t not in stops},
             "values": value_keys(sentence),
-            "negated": is_negated(sentence, stoks, lang),
         })
     initials, caps = acronyms_of(ctx)
     return _Passage(frozenset(toks).union(parts), " " + " ".join(toks) + " ", tuple(sentences),

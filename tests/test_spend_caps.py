@@ -1,0 +1,176 @@
+"""Spend caps: a call is reserved before it is sent, so the caps hold under
+any concurrency, across worker processes sharing the run's ledger, and in a
+whole run (rows past the cap are null with "budget reached")."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.config import ConfigError, EndpointConfig, parse_config
+from tests.conftest import ROOT, SAMPLE_ROWS
+from tests.fake_server import FakeOpenAI, ServerConfig
+from tests.pipeline_helpers import manifest, read_rows, run_sample
+from transforms.remote.budget import (JUDGE_CALLS, JUDGE_COST, BudgetSpec, LocalLedger,
+                                      SqliteLedger, tokens_scope)
+from transforms.remote.openai_api import chat
+from transforms.remote.runtime import AsyncRuntime
+
+MSG = [{"role": "user", "content": "Is the sky blue? Answer in one word."}]
+
+
+def _runtime(server, caps, ledger=None, **ep):
+    endpoints = {"judge": EndpointConfig(base_url=server.openai_base_url,
+                                         requests_per_second=10_000, max_concurrency=64,
+                                         price_per_million={"input": 1.0, "output": 2.0}, **ep)}
+    return AsyncRuntime(endpoints, budget=BudgetSpec(tuple(caps.items()), ledger, 1.0, "run-a"))
+
+
+async def _calls(client, n, purpose="judge:x", max_tokens=100):
+    import asyncio
+    return await asyncio.gather(*(chat(client, "m", MSG + [{"role": "user", "content": str(i)}],
+                                       purpose=purpose, max_tokens=max_tokens)
+                                  for i in range(n)))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_200_concurrent_calls_and_a_call_cap_that_cuts_them(tmp_path, shared):
+    ledger = str(tmp_path / "budget.sqlite") if shared else None
+    with FakeOpenAI(ServerConfig(latency_s=0.1)) as server:
+        runtime = _runtime(server, {JUDGE_CALLS: 120}, ledger)
+        try:
+            replies = runtime.run(_calls(runtime.client("judge"), 200))
+        finally:
+            runtime.close()
+        assert server.stats()["max_in_flight"] >= 10  # they really were concurrent
+        assert server.stats()["total"] == 120  # exactly the cap
+    refused = [r for r in replies if r.record.budget_refused]
+    assert len(refused) == 80 and all(r.texts == [] for r in refused)
+    assert refused[0].error == "budget reached: judge.max_calls (120 per run)"
+    assert all(r.record.attempts == 0 for r in refused)
+
+
+def test_a_cost_cap_holds_under_concurrency(tmp_path):
+    with FakeOpenAI(ServerConfig(latency_s=0.02)) as server:
+        cap = 0.004  # dollars: each call reserves its worst case (prompt + 100 tokens out)
+        runtime = _runtime(server, {JUDGE_COST: cap}, str(tmp_path / "b.sqlite"))
+        try:
+            replies = runtime.run(_calls(runtime.client("judge"), 200))
+        finally:
+            runtime.close()
+    sent = [r for r in replies if not r.record.budget_refused]
+    spent = sum((r.record.prompt_tokens * 1.0 + r.record.completion_tokens * 2.0) / 1e6
+                for r in sent)
+    assert 0 < len(sent) < 200 and spent <= cap
+    # the cap was cut by the worst case (max_tokens), not by what the calls spent
+    worst = (len(MSG[0]["content"]) // 4 + 3 + 100 * 2) / 1e6
+    assert len(sent) >= int(cap / worst) - 1
+
+
+def test_cache_hits_cost_nothing_and_the_token_ceiling_counts_real_tokens(tmp_path):
+    with FakeOpenAI() as server:
+        runtime = _runtime(server, {tokens_scope("judge"): 500}, None)
+        try:
+            client = runtime.client("judge")
+            replies = runtime.run(_calls(client, 30, purpose="bot:b", max_tokens=20))
+        finally:
+            runtime.close()
+    sent = [r for r in replies if not r.record.budget_refused]
+    used = sum(r.record.prompt_tokens + r.record.completion_tokens for r in sent)
+    assert used <= 500 and len(sent) < 30
+    assert replies[-1].record.budget_refused and "endpoints.judge.max_tokens_per_run" in \
+        replies[-1].error
+
+
+WORKER = r'''
+import sys, json
+sys.path.insert(0, sys.argv[1])
+from tests.test_spend_caps import _runtime, _calls
+from transforms.remote.budget import JUDGE_CALLS
+class S:  # the server's address, from the parent
+    openai_base_url = sys.argv[2]
+runtime = _runtime(S, {JUDGE_CALLS: 150}, sys.argv[3])
+print("ready", flush=True)
+sys.stdin.readline()  # both start together (a loaded machine would stagger them)
+try:
+    replies = runtime.run(_calls(runtime.client("judge"), 200))
+finally:
+    runtime.close()
+print(json.dumps(sum(1 for r in replies if not r.record.budget_refused)))
+'''
+
+
+def test_worker_processes_sharing_the_ledger_hold_the_cap_together(tmp_path):
+    ledger = str(tmp_path / "budget.sqlite")
+    with FakeOpenAI(ServerConfig(latency_s=0.02)) as server:
+        procs = [subprocess.Popen([sys.executable, "-c", WORKER, ROOT, server.openai_base_url,
+                                   ledger], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, cwd=ROOT)
+                 for _ in range(2)]
+        assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        sent = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+        assert server.stats()["total"] == 150  # 2 x 200 calls, one cap of 150
+    assert sum(sent) == 150 and all(n > 0 for n in sent)
+
+
+def test_ledgers_reserve_and_settle():
+    for ledger in (LocalLedger({"a": 10.0}), LocalLedger({"a": 20.0}, share=0.5)):
+        r1 = ledger.reserve({"a": 6.0, "other": 99.0})  # scopes without a cap are free
+        assert r1.amounts == {"a": 6.0}
+        assert isinstance(ledger.reserve({"a": 6.0}), str)
+        ledger.settle(r1, {"a": 2.0})  # it used less than reserved: room again
+        assert not isinstance(ledger.reserve({"a": 6.0}), str)
+
+
+def test_sqlite_ledger_keeps_runs_apart(tmp_path):
+    path = str(tmp_path / "l.sqlite")
+    a, b = SqliteLedger(path, {JUDGE_CALLS: 1}, "run-a"), SqliteLedger(path, {JUDGE_CALLS: 1},
+                                                                      "run-b")
+    assert not isinstance(a.reserve({JUDGE_CALLS: 1}), str)
+    assert isinstance(a.reserve({JUDGE_CALLS: 1}), str)
+    assert not isinstance(b.reserve({JUDGE_CALLS: 1}), str)  # another attempt: its own tally
+    assert a.used() == {JUDGE_CALLS: 1.0}
+
+
+@pytest.mark.parametrize("judge, words", [
+    ({"max_calls": 0}, "judge.max_calls must be an integer >= 1"),
+    ({"max_cost": -1}, "judge.max_cost must be > 0"),
+    ({"max_cost": 1.0}, "judge.max_cost needs a price"),
+])
+def test_cap_config_errors(judge, words):
+    with pytest.raises(ConfigError, match=words):
+        parse_config({"endpoints": {"llm": {"base_url": "http://x"}},
+                      "judge": {"endpoint": "llm", "model": "m", **judge}})
+    with pytest.raises(ConfigError, match="max_tokens_per_run must be an integer"):
+        parse_config({"endpoints": {"llm": {"base_url": "http://x", "max_tokens_per_run": 0}}})
+
+
+def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
+    from tests.judge_script import ScriptedJudge
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+                  "requests_per_second: 500, max_concurrency: 4}\n"
+                  "judge: {endpoint: judge, model: j, max_calls: 2}\n"
+                  "metrics: [judge_relevance, bleu]\n")
+        code, out = run_sample(tmp_path, config, "cap")
+        assert code == 0 and server.stats()["total"] == 2
+    m = manifest(out, "cap")
+    assert m["reconciliation"]["ok"]
+    assert m["spend_caps"] == {"judge.max_calls": {"cap": 2.0, "used": 2, "refused_calls": 1,
+                                                   "reached": True}}
+    rel = {s["case_id"]: s for s in read_rows(out, "scores") if s["metric"] == "judge_relevance"}
+    values = [rel[c]["value"] for c in ("c1", "c2", "c3")]
+    assert sum(v is not None for v in values) == 2
+    (capped,) = [rel[c] for c in ("c1", "c2", "c3") if rel[c]["value"] is None]
+    assert capped["error"] == "budget reached: judge.max_calls (2 per run)"
+    assert not [e for e in read_rows(out, "errors") if e["stage"] == "judge"]  # not a failure
+    usage = read_rows(out, "usage")
+    assert sum(u["budget_refused"] for u in usage) == 1 and sum(u["calls"] for u in usage) == 2
+    with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
+        assert "Spend cap `judge.max_calls` = 2: used 2, **reached**" in fh.read()

@@ -1,0 +1,220 @@
+"""Spend caps per run: judge calls, judge cost, tokens per endpoint.
+
+A call is *reserved* before it is sent and *settled* when it ends. The
+reservation takes the call's worst case: one call, and the cost and tokens
+it can reach (the prompt's estimate plus the completion's limit, `max_tokens`,
+priced from the endpoint's `price_per_million`); a reservation that would
+take a scope past its cap is refused, and the call is not sent. Settling
+replaces the reservation by what the call really used (its `usage`; a call
+that failed used nothing). So however many calls are in flight, reserved +
+spent never passes a cap: the calls of a run never exceed `max_calls`, and
+its cost never exceeds `max_cost` by more than what calls in flight used
+beyond their estimated prompt (the completion is capped by max_tokens).
+
+Where the tally lives decides what "per run" means across worker processes:
+
+- SqliteLedger: one SQLite file every worker process of the run opens (the
+  run's output folder on a local or mounted disk: the in-memory runner, the
+  multi-processing runner, a Dask cluster on one machine). Reserve and settle
+  are one IMMEDIATE transaction each, so processes cannot both take the last
+  unit of a cap. SQLite's locks need a local filesystem (not NFS).
+- LocalLedger: the caps times the worker's share (`1 / workers`, as for rate
+  limits) in the process's memory, when the output is a URL (gs://, s3://):
+  the run never passes the cap, but it can stop below it when one worker's
+  share runs out before another's.
+
+Scopes: `judge.calls`, `judge.cost`, `tokens:<endpoint>`.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping
+
+JUDGE_CALLS, JUDGE_COST = "judge.calls", "judge.cost"
+BUDGET_REACHED = "budget reached"
+
+
+def tokens_scope(endpoint: str) -> str:
+    return f"tokens:{endpoint}"
+
+
+def cost_of(prompt_tokens: float, completion_tokens: float,
+            price: Mapping[str, float] | None) -> float | None:
+    """Cost from an endpoint's price_per_million (None without a price)."""
+    if not price:
+        return None
+    return (prompt_tokens * price.get("input", 0.0)
+            + completion_tokens * price.get("output", 0.0)) / 1e6
+
+
+def worst_case(endpoint: str, purpose: str, prompt_tokens: float, completion_cap: float,
+               price: Mapping[str, float] | None) -> dict[str, float]:
+    """What a call can use at most, per scope (reserved before it is sent)."""
+    amounts = {tokens_scope(endpoint): prompt_tokens + completion_cap}
+    if purpose.startswith("judge:"):
+        amounts[JUDGE_CALLS] = 1.0
+        amounts[JUDGE_COST] = cost_of(prompt_tokens, completion_cap, price) or 0.0
+    return amounts
+
+
+def actual_use(endpoint: str, purpose: str, ok: bool, prompt_tokens: int,
+               completion_tokens: int, estimate: float,
+               price: Mapping[str, float] | None) -> dict[str, float]:
+    """What a finished call used: its reported tokens (the estimate when a
+    successful reply reported none); a failed call used no tokens but is a call."""
+    tokens = (prompt_tokens + completion_tokens or estimate) if ok else 0.0
+    used = {tokens_scope(endpoint): float(tokens)}
+    if purpose.startswith("judge:"):
+        used[JUDGE_CALLS] = 1.0
+        used[JUDGE_COST] = (cost_of(prompt_tokens, completion_tokens, price) or 0.0) if ok else 0.0
+    return used
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    """The run's caps (decided by the planner, enforced on the workers)."""
+    caps: tuple[tuple[str, float], ...] = ()   # (scope, cap)
+    ledger: str | None = None  # the SQLite file the run's workers share; None: per-worker share
+    share: float = 1.0         # a worker's share of each cap without a shared ledger
+    run: str = ""              # the run id and attempt (a new attempt starts a new tally)
+
+    @property
+    def capped(self) -> frozenset[str]:
+        return frozenset(scope for scope, _ in self.caps)
+
+
+@dataclass
+class Reservation:
+    amounts: dict[str, float] = field(default_factory=dict)
+
+
+_JUDGE_CAPS = {"judge.max_calls": JUDGE_CALLS, "judge.max_cost": JUDGE_COST}
+
+
+def scope_of(cap_name: str) -> str:
+    """The ledger scope of a cap named as in the config (judge.max_calls,
+    endpoints.<name>.max_tokens_per_run)."""
+    return _JUDGE_CAPS.get(cap_name) or tokens_scope(cap_name.split(".")[1])
+
+
+def cap_name(scope: str) -> str:
+    """The config name of a ledger scope's cap."""
+    return next((name for name, s in _JUDGE_CAPS.items() if s == scope),
+                f"endpoints.{scope.split(':', 1)[-1]}.max_tokens_per_run")
+
+
+def refusal_text(scope: str, cap: float) -> str:
+    return f"{BUDGET_REACHED}: {cap_name(scope)} ({cap:g} per run)"
+
+
+class LocalLedger:
+    """The caps (times a share) in this process's memory."""
+
+    def __init__(self, caps: Mapping[str, float], share: float = 1.0):
+        self._caps = {s: c * share for s, c in caps.items()}
+        self._used = dict.fromkeys(self._caps, 0.0)  # reserved + spent
+        self._lock = threading.Lock()
+
+    def reserve(self, amounts: Mapping[str, float]) -> Reservation | str:
+        """The reservation, or the text saying which cap refused it."""
+        wanted = {s: a for s, a in amounts.items() if s in self._caps}
+        with self._lock:
+            for scope, amount in wanted.items():
+                if self._used[scope] + amount > self._caps[scope] + 1e-12:
+                    return refusal_text(scope, self._caps[scope])
+            for scope, amount in wanted.items():
+                self._used[scope] += amount
+        return Reservation(wanted)
+
+    def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
+        with self._lock:
+            for scope, amount in reservation.amounts.items():
+                self._used[scope] += actual.get(scope, 0.0) - amount
+
+    def close(self) -> None:
+        pass
+
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS scopes (run TEXT, scope TEXT, cap REAL NOT NULL, "
+           "used REAL NOT NULL DEFAULT 0, PRIMARY KEY (run, scope))")
+
+
+class SqliteLedger:
+    """The caps in one SQLite file shared by the run's worker processes."""
+
+    def __init__(self, path: str, caps: Mapping[str, float], run: str):
+        self.path, self._caps, self._run = path, dict(caps), run
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._local = threading.local()
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR IGNORE INTO scopes (run, scope, cap) VALUES (?, ?, ?)",
+                             [(run, s, c) for s, c in self._caps.items()])
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")  # a commit is an append, not an fsync'd copy
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_SCHEMA)
+            self._local.conn = conn
+        return conn
+
+    def _transaction(self):
+        ledger = self
+
+        class _Tx:
+            def __enter__(self):
+                self.conn = ledger._conn()
+                self.conn.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
+                return self.conn
+
+            def __exit__(self, exc_type, *_):
+                self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        return _Tx()
+
+    def reserve(self, amounts: Mapping[str, float]) -> Reservation | str:
+        wanted = {s: a for s, a in amounts.items() if s in self._caps}
+        if not wanted:
+            return Reservation({})
+        with self._transaction() as conn:
+            for scope, amount in wanted.items():
+                cap, used = conn.execute("SELECT cap, used FROM scopes WHERE run = ? AND "
+                                         "scope = ?", (self._run, scope)).fetchone()
+                if used + amount > cap + 1e-12:
+                    return refusal_text(scope, cap)
+            conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
+                             [(a, self._run, s) for s, a in wanted.items()])
+        return Reservation(wanted)
+
+    def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
+        if not reservation.amounts:
+            return
+        with self._transaction() as conn:
+            conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
+                             [(actual.get(s, 0.0) - a, self._run, s)
+                              for s, a in reservation.amounts.items()])
+
+    def used(self) -> dict[str, float]:
+        rows = self._conn().execute("SELECT scope, used FROM scopes WHERE run = ?",
+                                    (self._run,)).fetchall()
+        return dict(rows)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def open_ledger(spec: BudgetSpec | None):
+    """The process's ledger for a run's caps (None: no cap)."""
+    if spec is None or not spec.caps:
+        return None
+    if spec.ledger:
+        return SqliteLedger(spec.ledger, dict(spec.caps), spec.run)
+    return LocalLedger(dict(spec.caps), spec.share)
