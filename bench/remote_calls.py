@@ -23,7 +23,11 @@ The classifier scenario runs `python -m pipeline run` with a `precomputed`
 bot and the grounding classifier against the fake server's TEI /predict
 route (answers of 4 sentences, 2 contexts: 8 pairs a row, `batch_size: 8`,
 so one request per row), endpoint limit = the server's limit; then runs the
-same inputs again, which must send no request (the call cache).
+same inputs again, which must send no request (the call cache); then the
+`chat` bot scenario at the same limit on the same server, so that a loaded
+machine's figure has its side-by-side reference (the bot held 50.0 req/s on a
+quiet machine). "CPU s" is the run's processes' CPU time: a run that gets far
+less CPU than its wall time was starved by other load, not bound by itself.
 
 Achieved rate = requests the server answered with a 2xx / (last - first
 request time); "sent" adds the requests it refused with 429 (which count

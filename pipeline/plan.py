@@ -25,6 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
 from schemas.cases import source_columns
 from transforms.answer.faq_index import check_faq_file
+from transforms.decide.verdict import UNDECIDED
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir
@@ -253,10 +254,11 @@ def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> Bud
     return BudgetSpec(caps, ledger, 1.0 / max(1, workers), f"{run_id}-{attempt}")
 
 
-def applicable_rules(cfg, metrics: tuple[str, ...]):
+def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = None):
     """Rules the user wrote must name a metric of the run; default rules whose
     metric was not selected are dropped (a user who picked `metrics: [bleu]`
-    did not ask for a hallucination gate)."""
+    did not ask for a hallucination gate). When none is left, every row is
+    WARN (undecided) and a note says so: no row PASSes unchecked."""
     if cfg.verdict.explicit:
         for i, rule in enumerate(cfg.verdict.rules):
             for key in ("metric", "unless"):
@@ -266,7 +268,14 @@ def applicable_rules(cfg, metrics: tuple[str, ...]):
                                       f"of this run (metrics: {', '.join(metrics)})")
         return cfg
     kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
-    return dataclasses.replace(cfg, verdict=dataclasses.replace(cfg.verdict, rules=kept))
+    verdict = dataclasses.replace(cfg.verdict, rules=kept)
+    if cfg.verdict.rules and not kept:
+        verdict = dataclasses.replace(verdict, otherwise=UNDECIDED)
+        note = (f"no rule of verdict preset {cfg.verdict.preset!r} applies to this run's "
+                f"metrics, so every row is {UNDECIDED}; write verdict.rules over the metrics "
+                "you chose")
+        (notes if notes is not None else []).append(note)
+    return dataclasses.replace(cfg, verdict=verdict)
 
 
 LOCAL_RUNNERS = ("fnapirunner", "directrunner", "bundlebaseddirectrunner",
@@ -595,7 +604,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     uses_cache = (cfg.judge.configured and judge_metrics) or classifier_metrics or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache = call_cache(cfg, output_path, notes) if uses_cache else None
-    cfg = applicable_rules(cfg, metrics)
+    cfg = applicable_rules(cfg, metrics, notes)
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)

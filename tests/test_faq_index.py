@@ -1,5 +1,4 @@
 import math
-import time
 
 import numpy as np
 import pytest
@@ -45,19 +44,6 @@ def test_agrees_with_brute_force_on_random_data():
         assert (got.row if got else None) == want_row
         if got:
             assert got.similarity == pytest.approx(want_sim, rel=1e-6)
-
-
-def test_scales_without_pairwise_loop():
-    rng = np.random.default_rng(1)
-    vocab = [f"w{i}" for i in range(5000)]
-    faq = [" ".join(rng.choice(vocab, 10)) for _ in range(10_000)]
-    idx = FaqIndex(faq, faq)
-    qs = [" ".join(rng.choice(vocab, 8)) for _ in range(2000)]
-    start = time.process_time()
-    for q in qs:
-        idx.match(q)
-    per_q = (time.process_time() - start) / len(qs)
-    assert per_q < 0.005  # 10k FAQ rows: well under 5 ms a question (100k questions < 10 min)
 
 
 def test_faq_from_csv_and_parquet(tmp_path):

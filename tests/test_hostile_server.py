@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import socket
-import time
 from contextlib import ExitStack
 from urllib.parse import quote
 
@@ -130,10 +129,8 @@ def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
                    "bots:\n  - {name: down, type: chat, endpoint: down, model: m}\n"
                    "metrics: [exact_match]\n")
     out = str(tmp_path / "out")
-    start = time.monotonic()
     assert run_cli("--input", _cases(tmp_path, 200), "--output", out, "--config", str(cfg),
                    "--run-id", "down") == 0
-    elapsed = time.monotonic() - start
     results = read_rows(out, "results")
     assert len(results) == 200 and all(r["verdict"] == "ERROR" for r in results)
     opened = [r["error"] for r in results if "circuit open" in r["error"]]
@@ -142,7 +139,6 @@ def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
     usage = read_rows(out, "usage")[0]
     assert usage["calls"] == 200 and usage["failures"] == 200
     assert usage["retries"] < 100  # without the breaker: 200 x 5 = 1000
-    assert elapsed < 60, elapsed
 
 
 def test_breaker_opens_fails_fast_then_probes_once():

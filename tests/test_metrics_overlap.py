@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 import sacrebleu
@@ -280,30 +279,24 @@ def _megabyte_answer(seed: int = 1) -> str:
 
 
 @pytest.mark.parametrize("use_stemmer", [False, True])
-def test_rouge_megabyte_answer_is_fast(use_stemmer):
+def test_rouge_megabyte_answer(use_stemmer):
+    """Its CPU time (and the next two tests'): python bench/megabyte_inputs.py."""
     answer = _megabyte_answer()
     reference = "Customers can request the full refund within thirty days of purchase, running plans."
-    start = time.process_time()
     result = rouge(answer, reference, use_stemmer=use_stemmer)
-    elapsed = time.process_time() - start
-    assert elapsed < 2.0
     # Every reference token occurs in a 170k-token random answer: full recall.
     assert result["rougeL"].details["recall"] == 1.0
 
 
-def test_rouge_two_long_texts_stay_fast():
+def test_rouge_two_long_texts():
     answer = _megabyte_answer(1)
     reference = _megabyte_answer(2)[:100_000]
-    start = time.process_time()
     result = rouge(answer, reference)
-    assert time.process_time() - start < 2.0
     assert 0 < result["rougeL"].value < 1
 
 
-def test_bleu_megabyte_answer_is_fast():
-    start = time.process_time()
+def test_bleu_megabyte_answer():
     result = bleu(_megabyte_answer(), "Customers can request a full refund within thirty days.")
-    assert time.process_time() - start < 2.0
     assert 0 <= result.value < 0.01  # a megabyte answer gets a crushing n-gram precision
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 import pickle
 import random
-import time
 
 import pytest
 
@@ -144,10 +143,9 @@ def test_relevance_other_scripts(idf):
 
 
 def test_relevance_megabyte_answer(idf):
+    """Its CPU time: python bench/megabyte_inputs.py (no time limits in tests)."""
     answer = "refund order policy days " * 50_000
-    start = time.process_time()
     result = lexical_relevance("How do I get a refund for my order?", answer, idf)
-    assert time.process_time() - start < 2.0
     assert 0.0 < result.value < 1.0
 
 

@@ -109,3 +109,16 @@ def test_novelty_of_a_restatement_is_low():
     q = "When did Voyager 1 reach interstellar space?"
     assert novelty(q, "So you are asking when Voyager 1 reached interstellar space.") < 0.3
     assert novelty(q, "It crossed the heliopause on 25 August 2012, 121 AU from the Sun.") > 0.6
+
+
+def test_values_stay_on_the_unit_scale_when_a_self_cosine_rounds_above_one():
+    """Issue 22 item 22: bertscore gave 1.0000000000000002 for an answer equal to
+    its reference, and the report's charts dropped the metric (above 1)."""
+    v = np.array([[1.0, 1.0, 4.0], [1.0, 1.0, 4.0]]) / 7  # |v|^2 / |v|^2 rounds to 1 + 2e-16
+    unit = v / np.linalg.norm(v, axis=1, keepdims=True)
+    assert float(unit[0] @ unit[0]) > 1.0  # the rounding this test is about
+    result = bertscore(["a", "b"], v, ["a", "b"], v.copy())
+    assert result.value == 1.0 and result.details["precision"] == 1.0
+    assert result.details["recall"] == 1.0
+    assert answer_relevance(v[0] * 2, v, 2).value == 1.0
+    assert answer_similarity(v[0], v[1]).value == 1.0

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import EXAMPLE, FAQ_ROWS, SAMPLE_ROWS, write_cases
 from tests.pipeline_helpers import (TABLE_NAMES, files_under, manifest, read_rows, run_cli,
                                     run_cli_subprocess)
+from transforms.publish.commit import attempt_temp_dirs
 
 BAD_ROWS = [
     {"case_id": "bad-null", "question": None, "expected_answer": "x", "contexts": None,
@@ -112,9 +113,15 @@ def test_rerun_replaces_only_that_run(setup_files):
     args = ["--input", cases, "--output", out, "--config", cfg, "--run-date", "2026-11-21"]
     assert run_cli(*args, "--run-id", "a") == 0
     assert run_cli(*args, "--run-id", "a-1") == 0  # a prefix of another id must not collide
+    # an attempt of run a-1 still in flight (or killed) has its temporary folder; a
+    # re-run of a removes its own leftovers only (a glob 'a-*' took a-1's too)
+    theirs = os.path.join(out, "_tmp", "a-1-0123456789ab")
+    os.makedirs(theirs)
+    open(os.path.join(theirs, "part.parquet"), "wb").close()
     before = files_under(out)
     assert run_cli(*args, "--run-id", "a") == 0
-    assert len(files_under(out)) == len(before)
+    assert len(files_under(out)) == len(before) and os.path.exists(theirs)
+    assert attempt_temp_dirs(out, "a") == [] and attempt_temp_dirs(out, "a-1") == [theirs]
     results = read_rows(out, "results")
     assert Counter(r["run_id"] for r in results) == {"a": 10, "a-1": 10}
     # the same run id on another date moves, it does not duplicate

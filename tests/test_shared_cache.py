@@ -261,3 +261,22 @@ def test_two_worker_processes_share_the_cache_folder_and_a_rerun_makes_no_call(t
     for s in read_rows(out, "scores"):
         values.setdefault(s["run_id"], {})[(s["case_id"], s["metric"])] = s["value"]
     assert values["s1"] == values["s2"]
+
+
+def test_put_says_false_when_another_writer_won_the_race(tmp_path, monkeypatch):
+    """Issue 22 item 20: put() said True ("written") although the hard link
+    found another worker's object already published between its check and its link."""
+    root = str(tmp_path / "shared")
+    other, mine = SharedCallCache(root), SharedCallCache(root)
+    try:
+        real_read = mine._read
+        def read_then_lose(path):  # the check sees nothing; the other worker publishes now
+            blob = real_read(path)
+            assert other.put(KEY, REPLY) is True
+            return blob
+        monkeypatch.setattr(mine, "_read", read_then_lose)
+        assert mine.put(KEY, {"late": "answer"}) is False
+        assert SharedCallCache(root).get(KEY) == REPLY and objects(root) == [f"ab/{KEY}"]
+    finally:
+        other.close()
+        mine.close()

@@ -87,3 +87,19 @@ def test_unless_is_parsed_and_checked():
     with pytest.raises(ConfigError, match=r"verdict.rules\[0\].unless 'rougeL' is not a metric"):
         applicable_rules(cfg, ("bleu",))
     assert applicable_rules(cfg, ("bleu", "rougeL")) is cfg
+
+
+def test_a_run_whose_metrics_no_preset_rule_uses_is_warn_with_a_note(tmp_path, capsys):
+    """Issue 22 item 21: `metrics: [answer_length, rougeL]` dropped every rule of the
+    default preset, so five "I don't know." answers got PASS 5."""
+    from tests.pipeline_helpers import manifest, read_rows, run_sample
+    rows = [{"case_id": f"c{i}", "question": f"What is {i}?", "answer": "I don't know.",
+             "expected_answer": f"It is {i}."} for i in range(5)]
+    code, out = run_sample(tmp_path, "metrics: [answer_length, rougeL]\n", "idk", rows)
+    assert code == 0
+    results = read_rows(out, "results")
+    assert [r["verdict"] for r in results] == ["WARN"] * 5
+    assert {r["verdict_reason"] for r in results} == {"no verdict rule for this run's metrics"}
+    note = ("no rule of verdict preset 'default' applies to this run's metrics, so every row "
+            "is WARN; write verdict.rules over the metrics you chose")
+    assert note in capsys.readouterr().err and note in manifest(out, "idk")["notes"]

@@ -106,3 +106,17 @@ def test_sketch_size_depends_on_the_value_range_not_the_count():
     # [0.01, 1] spans ln(100) / ln(γ) ≈ 461 buckets, whatever the count
     assert len(few.pos) <= len(many.pos) <= 462
     assert len(pickle.dumps(many)) < 20_000
+
+
+def test_a_row_no_rule_could_judge_is_warn_not_pass():
+    """Issue 22 item 21: with every rule's metric null or missing, the row PASSed."""
+    verdict, reason = decide({"exact_match": R(1.0)}, DEFAULT_RULES, "PASS")
+    assert verdict == "WARN"
+    assert reason == ("no verdict rule could be evaluated: hallucination (not computed), "
+                      "lexical_relevance (not computed), completeness (not computed)")
+    nulls = {m: R.null("no contexts") for m in ("hallucination", "lexical_relevance",
+                                                "completeness")}
+    assert decide(nulls, DEFAULT_RULES, "FAIL")[0] == "WARN"
+    nulls["completeness"] = R(0.9)  # one rule could be checked and did not match
+    assert decide(nulls, DEFAULT_RULES, "PASS")[0] == "PASS"
+    assert decide({}, (), "PASS") == ("PASS", "no verdict rule for this run's metrics")

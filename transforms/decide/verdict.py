@@ -2,7 +2,9 @@
 
 The first rule that matches decides. A rule whose metric is null (or was not
 computed) is skipped, and the reason says so, so a PASS is never mistaken for
-"checked and fine" when the check could not run.
+"checked and fine" when the check could not run. A row for which no rule could
+be evaluated at all is WARN (undecided), never `otherwise`: five "I don't know."
+answers must not PASS because every rule's metric was missing.
 """
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from typing import Mapping, Sequence
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
+
+
+UNDECIDED = "WARN"  # the verdict of a row that no rule could judge
 
 
 def _fmt(x: float) -> str:
@@ -22,12 +27,14 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
     """(verdict, reason) for one turn."""
     if bot_error:
         return "ERROR", f"bot failed: {bot_error}"
+    if not rules:
+        return otherwise, "no verdict rule for this run's metrics"
     skipped = []
     for rule in rules:
         if rule.unless is not None:
             other = scores.get(rule.unless)
             if other is not None and other.value is not None:
-                continue
+                continue  # set aside on purpose: a better metric has a value
         result = scores.get(rule.metric)
         if result is None or result.value is None:
             why = "not computed" if result is None else (result.error or "null")
@@ -38,6 +45,8 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
             return rule.verdict, f"{rule.metric} {_fmt(v)} > {_fmt(rule.above)}"
         if rule.below is not None and v < rule.below:
             return rule.verdict, f"{rule.metric} {_fmt(v)} < {_fmt(rule.below)}"
+    if len(skipped) == len(rules):
+        return UNDECIDED, "no verdict rule could be evaluated: " + ", ".join(skipped)
     reason = "no rule matched"
     if skipped:
         reason += "; skipped: " + ", ".join(skipped)
@@ -67,6 +76,6 @@ class ApplyVerdict(beam.DoFn):
         else:
             verdict, reason = decide(turn.scores, self._rules, self._otherwise, turn.error)
             by = cascade.OFFLINE if self._stage == OFFLINE else None
-        if self._stage != OFFLINE or verdict != cascade.UNDECIDED or turn.error is not None:
+        if self._stage != OFFLINE or verdict != UNDECIDED or turn.error is not None:
             beam.metrics.Metrics.counter("evalbeam.verdict", verdict).inc()
         yield turn.evolve(verdict=verdict, verdict_reason=reason, decided_by=by)

@@ -70,14 +70,16 @@ def object_path(root: str, key: str) -> str:
     return FileSystems.join(root, key[:2], key)
 
 
-def publish_local(tmp: str, final: str) -> None:
-    """final := tmp unless final exists (a hard link is atomic and never replaces)."""
+def publish_local(tmp: str, final: str) -> bool:
+    """final := tmp unless final exists (a hard link is atomic and never replaces);
+    True when this call published it, False when another writer was first."""
     try:
         os.link(tmp, final)
     except FileExistsError:
-        pass  # another worker published it first
+        return False  # another worker published it first
     except OSError:  # no hard links here (some FUSE mounts): a plain rename
         os.replace(tmp, final)
+    return True
 
 
 class SharedCallCache:
@@ -102,7 +104,10 @@ class SharedCallCache:
         return None if blob is None else decode_object(key, blob)
 
     def put(self, key: str, response: Any) -> bool:
-        """Store response unless a valid object exists; True when this call wrote it.
+        """Store response unless a valid object exists; True when this call's bytes
+        were published, False when a valid object was there or another writer won the
+        race (on an object store, where a rename replaces, the last of two racing
+        writers wins and both say True; both wrote a valid answer for the key).
         A failed write is logged and counted, never raised (the call itself succeeded)."""
         final = object_path(self.root, key)
         tmp = f"{final}.tmp-{uuid.uuid4().hex}"
@@ -115,9 +120,8 @@ class SharedCallCache:
             with FileSystems.create(tmp, compression_type=_RAW) as fh:
                 fh.write(encode_object(key, response))
             if self._local:
-                publish_local(tmp, final)
-            else:
-                FileSystems.rename([tmp], [final])
+                return publish_local(tmp, final)
+            FileSystems.rename([tmp], [final])
             return True
         except Exception as exc:  # noqa: BLE001
             with self._lock:

@@ -25,6 +25,13 @@ MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an 
 _SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？])\s*|\n+")
 
 
+def on_unit(x: float) -> float:
+    """x clamped to [0, 1]: a cosine of a vector with itself can round to
+    1.0000000000000002, which is off the metrics' scale (and the report's charts
+    leave off a metric with a value above 1)."""
+    return min(1.0, max(0.0, x))
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
@@ -35,7 +42,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
     """cos(expected, answer) with negatives clamped to 0 (a scale of [0, 1])."""
     raw = cosine(expected, answer)
-    return MetricResult(max(0.0, min(1.0, raw)), {"cosine": raw})
+    return MetricResult(on_unit(raw), {"cosine": raw})
 
 
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•·–]|\(?\w{1,2}[.)])\s+")
@@ -66,9 +73,9 @@ def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: i
     """
     if n_sentences == 0:  # says nothing, so addresses nothing (as lexical relevance)
         return MetricResult(0.0, {"sentences": 0, "note": "empty answer"})
-    sims = [max(0.0, cosine(question, s)) for s in sentences]
+    sims = [on_unit(cosine(question, s)) for s in sentences]
     top = sorted(sims, reverse=True)[:max(1, math.ceil(len(sims) / 2))]
-    value = float(np.mean(top))
+    value = on_unit(float(np.mean(top)))
     details = {"sentences": n_sentences, "per_sentence": [round(x, 4) for x in sims[:20]],
                "scored": len(top)}
     if novelty is not None:
@@ -125,8 +132,8 @@ def greedy_match(ref: np.ndarray, cand: np.ndarray, ref_w: np.ndarray,
     sim = _unit(cand) @ _unit(ref).T                 # (n_cand, n_ref)
     p_scale = cand_w / cand_w.sum() if cand_w.sum() > 0 else np.zeros_like(cand_w)
     r_scale = ref_w / ref_w.sum() if ref_w.sum() > 0 else np.zeros_like(ref_w)
-    precision = float((np.maximum(sim.max(axis=1), 0.0) * p_scale).sum())
-    recall = float((np.maximum(sim.max(axis=0), 0.0) * r_scale).sum())
+    precision = on_unit(float((np.maximum(sim.max(axis=1), 0.0) * p_scale).sum()))
+    recall = on_unit(float((np.maximum(sim.max(axis=0), 0.0) * r_scale).sum()))
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     return precision, recall, f1
 
@@ -159,7 +166,7 @@ def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: S
     for side, total, kept in (("answer", cand_total, n_cand), ("reference", ref_total, n_ref)):
         if total:
             details[f"{side}_cut"] = f"first {kept} of {total} tokens scored"
-    return MetricResult(max(0.0, f), details)
+    return MetricResult(on_unit(f), details)
 
 
 def bertscore_multi(per_reference: list[MetricResult]) -> MetricResult:
