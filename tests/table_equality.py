@@ -15,7 +15,7 @@ KEYS = {
     "scores": ("bot", "case_id", "metric"),
     "summary": ("bot", "suite", "metric"),
     "errors": ("stage", "bot", "case_id", "error_type", "message"),
-    "usage": ("endpoint", "model", "purpose"),
+    "usage": ("endpoint", "model", "purpose", "bot"),  # usage per metric and per bot
 }
 
 
