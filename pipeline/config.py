@@ -500,6 +500,8 @@ def _rule(data: Any, where: str) -> VerdictRule:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
     if rule.unless is not None and not isinstance(rule.unless, str):
         raise ConfigError(f"{where}.unless must be a metric name, got {rule.unless!r}")
+    if not isinstance(rule.or_null, bool):
+        raise ConfigError(f"{where}.or_null must be true or false, got {rule.or_null!r}")
     return rule
 
 
