@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.enrich.judge.conversation import NO_ROLE
-from transforms.enrich.judge.tasks import RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
+from transforms.enrich.judge.keys import NO_ROLE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 
 @dataclass(frozen=True)
