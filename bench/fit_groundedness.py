@@ -11,6 +11,16 @@ every set, each set weighted alike (a set of 4,000 rows counts as much as one of
 Leave-one-set-out: the same fit without one set, measured on that set's `test`
 split (AUC, balanced accuracy at the cut, and the bigram baseline's AUC beside).
 The measuring-only sets (local/) are never fitted on.
+
+It also fits the default verdict's two cut-offs on the score (transforms/
+decide/presets.py reads them from the same file): FAIL below `fail_below`, PASS
+from `pass_from` up, WARN between. Each is the most decisive cut whose error
+on the fitted sets' dev rows stays within issue 21's goals (unsupported answers
+that PASS, supported answers that FAIL: at most 10% on average over the sets
+and 20% on any one) times a margin; the margin is the largest that keeps those
+goals in an inner leave-one-set-out over the same dev rows (a set the cut never
+saw errs more than the sets it was fitted on). Reported leave-one-set-out too:
+model, cut-offs and margins fitted without the set, measured on its test split.
 """
 from __future__ import annotations
 
@@ -25,7 +35,7 @@ import pyarrow.parquet as pq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from bench.validity_public import balanced_accuracy, bigram_precision  # noqa: E402
+from bench.validity_public import balanced_accuracy, bigram_precision, selective  # noqa: E402
 from pipeline.postrun.agreement import roc_auc  # noqa: E402
 from transforms.score.metrics.groundedness import (MODEL_PATH, SIGNALS, Model,  # noqa: E402
                                                    signals)
@@ -33,6 +43,9 @@ from transforms.score.metrics.groundedness import (MODEL_PATH, SIGNALS, Model,  
 DATA = os.path.join(ROOT, "validation", "public", "data")
 L2 = 1.0
 COMMAND = "python bench/fit_groundedness.py"
+GOAL_MEAN, GOAL_WORST = 0.10, 0.20  # issue 21: wrong PASS / FAIL, mean and worst set
+MARGINS = tuple(round(1.0 - 0.05 * i, 2) for i in range(17))  # 1.0 .. 0.2
+CUTS = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 
 
 def load_sets(folder: str = DATA) -> dict[str, dict]:
@@ -41,18 +54,19 @@ def load_sets(folder: str = DATA) -> dict[str, dict]:
     out = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.parquet"))):
         rows = pq.read_table(path).to_pylist()
-        xs, ys, dev, big = [], [], [], []
+        xs, ys, dev, big, ids = [], [], [], [], []
         for r in rows:
             x = signals(r["question"], r["contexts"], r["answer"])
             if x is None:
                 continue
+            ids.append(r["case_id"])
             xs.append([x[s] for s in SIGNALS])
             ys.append(r["label"] == "PASS")
             dev.append("split:dev" in r["tags"])
             big.append(bigram_precision(r["answer"], r["contexts"]) or 0.0)
         out[os.path.basename(path)[:-len(".parquet")]] = {
             "x": np.array(xs, float), "y": np.array(ys), "dev": np.array(dev),
-            "bigram": np.array(big)}
+            "bigram": np.array(big), "case_id": ids}
     return out
 
 
@@ -96,21 +110,124 @@ def fit_on(sets: dict[str, dict], names: list[str]) -> tuple[Model, float]:
     return model, float(cuts[int(np.argmax(mean_ba))])
 
 
-def held_out(sets: dict[str, dict], name: str, model: Model, cut: float) -> dict:
+def verdicts(p: np.ndarray, fail_below: float, pass_from: float) -> list[str]:
+    """The default verdict's grounding decision on scores `p`."""
+    return ["FAIL" if v < fail_below else "PASS" if v >= pass_from else "WARN" for v in p]
+
+
+def _pass_from(ps: list[np.ndarray], ys: list[np.ndarray], mean: float, worst: float) -> float:
+    """The lowest cut at which unsupported answers PASS within (mean, worst) over the sets."""
+    for cut in CUTS:
+        wrong = [float((p[~y] >= cut).mean()) for p, y in zip(ps, ys)]
+        if np.mean(wrong) <= mean and max(wrong) <= worst:
+            return float(cut)
+    return 1.01  # nothing passes
+
+
+def _fail_below(ps: list[np.ndarray], ys: list[np.ndarray], mean: float, worst: float) -> float:
+    """The highest cut under which supported answers FAIL within (mean, worst)."""
+    for cut in CUTS[::-1]:
+        wrong = [float((p[y] < cut).mean()) for p, y in zip(ps, ys)]
+        if np.mean(wrong) <= mean and max(wrong) <= worst:
+            return float(cut)
+    return 0.0  # nothing fails
+
+
+def _dev(sets: dict[str, dict], model: Model, names: list[str]):
+    return ([scores(model, sets[n]["x"][sets[n]["dev"]]) for n in names],
+            [sets[n]["y"][sets[n]["dev"]].astype(bool) for n in names])
+
+
+class Fits:
+    """fit_on per subset of sets, each fitted once (the nested fits share them)."""
+
+    def __init__(self, sets: dict[str, dict]):
+        self.sets, self._done, self.cuts = sets, {}, {}
+
+    def __call__(self, names) -> tuple[Model, float]:
+        key = tuple(sorted(names))
+        if key not in self._done:
+            self._done[key] = fit_on(self.sets, list(key))
+        return self._done[key]
+
+
+def verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits | None = None) -> dict:
+    """The verdict's cut-offs on groundedness fitted on the dev rows of `names`,
+    with the margins an inner leave-one-set-out over them chose (see the module)."""
+    fits = fits or Fits(sets)
+    key = tuple(sorted(names))
+    if key not in fits.cuts:
+        fits.cuts[key] = _verdict_cuts(sets, list(key), fits)
+    return fits.cuts[key]
+
+
+def _verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits) -> dict:
+    inner = []
+    for held in names:
+        rest = [n for n in names if n != held]
+        model = fits(rest)[0]
+        (ph,), (yh,) = _dev(sets, model, [held])
+        inner.append((*_dev(sets, model, rest), ph, yh))
+
+    def keeps_goals(margin: float, side: str) -> bool:
+        wrong = []
+        for ps, ys, ph, yh in inner:
+            if side == "pass":
+                wrong.append(float((ph[~yh] >= _pass_from(ps, ys, GOAL_MEAN * margin,
+                                                          GOAL_WORST * margin)).mean()))
+            else:
+                wrong.append(float((ph[yh] < _fail_below(ps, ys, GOAL_MEAN * margin,
+                                                         GOAL_WORST * margin)).mean()))
+        return np.mean(wrong) <= GOAL_MEAN and max(wrong) <= GOAL_WORST
+
+    margin = {side: next((m for m in MARGINS if keeps_goals(m, side)), MARGINS[-1])
+              for side in ("pass", "fail")}
+    ps, ys = _dev(sets, fits(names)[0], names)
+    return {"fail_below": _fail_below(ps, ys, GOAL_MEAN * margin["fail"],
+                                      GOAL_WORST * margin["fail"]),
+            "pass_from": _pass_from(ps, ys, GOAL_MEAN * margin["pass"],
+                                    GOAL_WORST * margin["pass"]),
+            "margin": margin}
+
+
+def held_out(sets: dict[str, dict], name: str, model: Model, cut: float,
+             cuts: dict | None = None) -> dict:
     s = sets[name]
     test = ~s["dev"]
     p = scores(model, s["x"][test])
     y = list(s["y"][test])
-    return {"n": int(test.sum()), "auc": roc_auc(list(p), y),
-            "balanced_accuracy": balanced_accuracy(y, list(p >= cut)),
-            "bigram_auc": roc_auc(list(s["bigram"][test]), y), "cut": cut}
+    out = {"n": int(test.sum()), "auc": roc_auc(list(p), y),
+           "balanced_accuracy": balanced_accuracy(y, list(p >= cut)),
+           "bigram_auc": roc_auc(list(s["bigram"][test]), y), "cut": cut}
+    if cuts is not None:
+        out["verdict"] = {**selective(y, verdicts(p, cuts["fail_below"], cuts["pass_from"])),
+                          "fail_below": cuts["fail_below"], "pass_from": cuts["pass_from"]}
+    return out
 
 
-def leave_one_out(sets: dict[str, dict]) -> dict[str, dict]:
+def leave_one_out(sets: dict[str, dict], fits: Fits | None = None) -> dict[str, dict]:
+    fits = fits or Fits(sets)
     out = {}
     for name in sets:
-        model, cut = fit_on(sets, [n for n in sets if n != name])
-        out[name] = held_out(sets, name, model, cut)
+        rest = [n for n in sets if n != name]
+        model, cut = fits(rest)
+        out[name] = held_out(sets, name, model, cut, verdict_cuts(sets, rest, fits))
+    return out
+
+
+def held_out_scores(sets: dict[str, dict], fits: Fits | None = None) -> dict[str, dict]:
+    """{set: {case_id: score}} on each set's test rows by the model fitted without
+    that set, and the cut-offs fitted without it: what the default verdict would
+    decide on a set it never saw (bench/validity.py applies the whole preset)."""
+    fits = fits or Fits(sets)
+    out = {}
+    for name in sets:
+        rest = [n for n in sets if n != name]
+        s = sets[name]
+        test = ~s["dev"]
+        p = scores(fits(rest)[0], s["x"][test])
+        out[name] = {"scores": dict(zip(np.array(s["case_id"])[test].tolist(), map(float, p))),
+                     "cuts": verdict_cuts(sets, rest, fits)}
     return out
 
 
@@ -120,9 +237,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sets = load_sets()
     names = sorted(sets)
-    model, cut = fit_on(sets, names)
-    test = {n: held_out(sets, n, model, cut) for n in names}
-    lodo = leave_one_out(sets)
+    fits = Fits(sets)
+    model, cut = fits(names)
+    cuts = verdict_cuts(sets, names, fits)
+    test = {n: held_out(sets, n, model, cut, cuts) for n in names}
+    lodo = leave_one_out(sets, fits)
     for title, res in (("fitted on every set's dev, measured on test", test),
                        ("leave-one-set-out, measured on the held-out set's test", lodo)):
         print(title)
@@ -131,12 +250,25 @@ def main(argv=None) -> int:
                   f"BA {r['balanced_accuracy']:.3f}")
         print(f"  mean AUC {np.mean([r['auc'] for r in res.values()]):.3f}  "
               f"BA {np.mean([r['balanced_accuracy'] for r in res.values()]):.3f}")
+        print("  verdict (FAIL below / PASS from): wrong PASS, wrong FAIL, decided, "
+              "decided accuracy")
+        for n, r in res.items():
+            v = r["verdict"]
+            print(f"  {n:14} {v['fail_below']:.3f} / {v['pass_from']:.3f}  "
+                  f"{v['bad_passed']:.3f} {v['good_failed']:.3f} {v['decided']:.3f} "
+                  f"{v['decided_accuracy']:.3f}")
+        print("  mean " + " ".join(f"{k} {np.mean([r['verdict'][k] for r in res.values()]):.3f}"
+                                   for k in ("bad_passed", "good_failed", "decided",
+                                             "decided_accuracy")))
     print("weights:", dict(zip(SIGNALS, np.round(model.weights, 3))), "cut", cut)
+    print("verdict cut-offs:", cuts)
     if not args.dry_run:
         with open(MODEL_PATH, "w", encoding="utf-8") as fh:
             json.dump({"command": COMMAND, "fitted_on": {n: int(sets[n]["dev"].sum())
                                                           for n in names},
                        "model": model.to_json(), "decision_cut": cut,
+                       "verdict_cuts": {**cuts, "goals": {"mean": GOAL_MEAN,
+                                                          "worst": GOAL_WORST}},
                        "test": test, "leave_one_set_out": lodo}, fh, indent=1, sort_keys=True)
             fh.write("\n")
         print("wrote", os.path.relpath(MODEL_PATH, ROOT))

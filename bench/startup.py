@@ -1,7 +1,8 @@
 """Benchmark: wall time of a small run (30 rows), start to exit.
 
     python bench/startup.py [--rows 30] [--runs 5] [--config FILE] [--repo DIR ...]
-                            [--importtime 15]
+                            [--importtime 15] [--shared-metrics]
+                            [--ragas-python /tmp/ragas-venv/bin/python]
 
 Writes the first --rows rows of the bundled example (examples/support/
 cases.parquet) to a temporary Parquet file, then runs `python -m pipeline run
@@ -20,6 +21,15 @@ report.md and report.html (but the attempt line and latency_ms lines) and
 manifest.json (but attempt, output, times and file names) must be equal; the
 measured latencies (results' latency_ms, the latency_ms metric, usage's call
 latencies) differ between any two runs and are left out.
+
+Against Ragas (issue 26): --ragas-python runs bench/ragas_startup.py under
+Ragas' own interpreter on the same rows (its four metrics that evalbeam also
+computes: exact match, BLEU, ROUGE-1, ROUGE-L), as one more arm of the same
+alternation; --shared-metrics adds, per checkout, an evalbeam run of just those
+four (`--metrics exact_match,bleu,rouge1,rougeL`) beside the default run. The
+CPU seconds count the run's process and the children it waited for: a chart
+engine child (transforms/publish/chart_engine.py, runs from CHILD_FROM_ROWS
+rows) is not waited for, so its CPU is not in them.
 """
 from __future__ import annotations
 
@@ -28,6 +38,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -62,20 +73,40 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_once(repo: Path, cases: str, output: str, config: str | None) -> tuple[float, float]:
+SHARED_METRICS = "exact_match,bleu,rouge1,rougeL"  # the four Ragas computes too
+
+
+def timed(cmd: list[str], cwd, env: dict) -> tuple[float, float]:
     """(wall seconds from process start to exit, CPU seconds of the process and
-    its children); raises on failure."""
+    the children it waited for); raises on failure."""
+    cpu, start = children_cpu(), time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
+    if proc.returncode != 0:
+        raise SystemExit(f"{shlex.join(cmd)} failed in {cwd} (exit {proc.returncode}):\n"
+                         f"{proc.stderr}")
+    return wall, cpu
+
+
+def run_once(repo: Path, cases: str, output: str, config: str | None,
+             metrics: str | None = None) -> tuple[float, float]:
+    """One `python -m pipeline run` of the checkout: (wall s, CPU s)."""
     shutil.rmtree(output, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", output,
            "--run-id", "startup", "--run-date", "2024-01-01"]
     if config:
         cmd += ["--config", config]
-    cpu, start = children_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=repo, env=env_for(repo), capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed in {repo} (exit {proc.returncode}):\n{proc.stderr}")
-    return wall, cpu
+    if metrics:
+        cmd += ["--metrics", metrics]
+    return timed(cmd, repo, env_for(repo))
+
+
+def ragas_once(python: str, cases: str, output: str) -> tuple[float, float]:
+    """One bench/ragas_startup.py run under Ragas' interpreter: (wall s, CPU s)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["RAGAS_DO_NOT_TRACK"] = "true"
+    return timed([python, str(ROOT / "bench" / "ragas_startup.py"), cases, output],
+                 os.path.dirname(output), env)
 
 
 def import_offenders(repo: Path, top: int) -> list[tuple[int, str]]:
@@ -139,6 +170,9 @@ def main() -> None:
                     help="checkout to measure (repeatable; default: this one)")
     ap.add_argument("--importtime", type=int, default=15, metavar="N",
                     help="how many import-time offenders to list (0: none)")
+    ap.add_argument("--shared-metrics", action="store_true",
+                    help=f"also run each checkout with --metrics {SHARED_METRICS}")
+    ap.add_argument("--ragas-python", help="Ragas' interpreter: also run bench/ragas_startup.py")
     args = ap.parse_args()
     repos = [r.resolve() for r in (args.repo or [ROOT])]
     config = os.path.abspath(args.config) if args.config else None
@@ -146,27 +180,39 @@ def main() -> None:
     try:
         cases = make_input(args.rows, tmp)
         outs = {r: os.path.join(tmp, f"out{i}") for i, r in enumerate(repos)}
-        for r in repos:  # warm the page cache and the .pyc files; not counted
-            run_once(r, cases, outs[r], config)
+        arms = [(str(r), lambda r=r: run_once(r, cases, outs[r], config)) for r in repos]
+        if args.shared_metrics:
+            arms += [(f"{r} --metrics {SHARED_METRICS}",
+                      lambda r=r, i=i: run_once(r, cases, os.path.join(tmp, f"shared{i}"), None,
+                                             SHARED_METRICS)) for i, r in enumerate(repos)]
+        if args.ragas_python:
+            ragas_out = os.path.join(tmp, "ragas.json")
+            arms.append(("Ragas 4 metrics", lambda: ragas_once(args.ragas_python, cases,
+                                                               ragas_out)))
+        for _, once in arms:  # warm the page cache and the .pyc files; not counted
+            once()
         load_before = os.getloadavg()
-        walls: dict[Path, list[float]] = {r: [] for r in repos}
-        cpus: dict[Path, list[float]] = {r: [] for r in repos}
+        walls: dict[str, list[float]] = {label: [] for label, _ in arms}
+        cpus: dict[str, list[float]] = {label: [] for label, _ in arms}
         for _ in range(args.runs):
-            for r in repos:
-                wall, cpu = run_once(r, cases, outs[r], config)
-                walls[r].append(wall)
-                cpus[r].append(cpu)
+            for label, once in arms:
+                wall, cpu = once()
+                walls[label].append(wall)
+                cpus[label].append(cpu)
         load_after = os.getloadavg()
         print(f"{args.rows} rows, config: {args.config or 'default'}, {args.runs} runs each, "
               f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} "
               f"(1 min), {os.cpu_count()} CPUs")
-        print("| checkout | wall min s | wall median s | CPU min s | CPU median s "
+        print("| run | wall min s | wall median s | CPU min s | CPU median s "
               "| wall of each run |")
         print("|---|---:|---:|---:|---:|---|")
-        for r in repos:
-            w, c = walls[r], cpus[r]
-            print(f"| {r} | {min(w):.2f} | {statistics.median(w):.2f} | {min(c):.2f} | "
+        for label, _ in arms:
+            w, c = walls[label], cpus[label]
+            print(f"| {label} | {min(w):.2f} | {statistics.median(w):.2f} | {min(c):.2f} | "
                   f"{statistics.median(c):.2f} | {' '.join(f'{x:.2f}' for x in w)} |")
+        if args.ragas_python:
+            with open(ragas_out, encoding="utf-8") as fh:
+                print(f"Ragas: {fh.read()}")
         for r in repos[1:]:
             bad = differences(outs[repos[0]], outs[r])
             print(f"outputs of {r} vs {repos[0]}: {'DIFFER: ' + ', '.join(bad) if bad else 'same'}")

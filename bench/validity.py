@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)
 from pipeline.postrun.agreement import (acceptable, pairwise_accuracy, roc_auc,  # noqa: E402
                                         verdict_agreement)
 from bench.validity_ceiling import offline_ceiling, pairwise_ceiling  # noqa: E402
-from bench.validity_public import set_report  # noqa: E402
+from bench.validity_public import selective, set_report, verdicts_with  # noqa: E402
 
 RESULTS_DIR = os.path.join(ROOT, "validation", "results")
 PUBLIC_DIR = os.path.join(ROOT, "validation", "public")
@@ -271,9 +271,10 @@ def measure(checkout: str, label: str, only: set[str] | None = None,
         if not only or "example" in only:
             report["seed_snapshot"] = seed_snapshot_agreement(checkout, tmp)
         if not only or "public" in only:
-            report["public"] = measure_public(checkout, tmp)
+            lodo, refitted = public_leave_one_out()
+            report["public"] = measure_public(checkout, tmp, refitted=refitted)
             if "error" not in report["public"]:
-                report["public"]["leave_one_set_out"] = public_leave_one_out()
+                report["public"]["leave_one_set_out"] = lodo
     return report
 
 
@@ -288,10 +289,18 @@ def public_sets() -> dict[str, dict]:
     return found
 
 
-def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None) -> dict:
+def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None,
+                   refitted: dict[str, dict] | None = None) -> dict:
     """One offline evalbeam run (default config: recorded answers, no reference, no
     judge) over the `test` split of every public set (`sets`: name -> {path,
-    committed}; default: those on this machine), reported per set."""
+    committed}; default: those on this machine), reported per set.
+
+    `refitted`: {set: {"scores": {case_id: groundedness}, "cuts": {fail_below,
+    pass_from}}}, the model and the verdict's cut-offs fitted without that set
+    (bench/fit_groundedness.py's held_out_scores); the set then also gets
+    `verdict_held_out`, the default preset's verdict with them in place of the
+    shipped ones (every other rule and metric value as the run has them)."""
+    from transforms.decide.presets import default_rules
     import pyarrow as pa
     sets = public_sets() if sets is None else sets
     if not sets:
@@ -317,14 +326,26 @@ def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None)
         report["sets"][name] = {"committed": info["committed"],
                                 "task": tag(mine[0]["tags"], "task") if mine else None,
                                 **set_report(mine, by_case, lower, decision, skip=DESCRIPTIVE)}
+        if refitted and name in refitted:
+            cuts = refitted[name]["cuts"]
+            held = verdicts_with(mine, by_case, default_rules(cuts["fail_below"],
+                                                              cuts["pass_from"]),
+                                 "groundedness", refitted[name]["scores"])
+            report["sets"][name]["verdict_held_out"] = {
+                **selective([bool(acceptable(r["label"])) for r in mine], held),
+                "fail_below": cuts["fail_below"], "pass_from": cuts["pass_from"]}
     return report
 
 
-def public_leave_one_out() -> dict:
-    """groundedness's fit (bench/fit_groundedness.py) without each committed set,
-    measured on that set's test split: how it does on a set it never saw."""
-    from bench.fit_groundedness import leave_one_out, load_sets
-    return leave_one_out(load_sets())
+def public_leave_one_out() -> tuple[dict, dict]:
+    """groundedness's fit (bench/fit_groundedness.py) and the verdict's cut-offs
+    without each committed set, measured on that set's test split: how they do on
+    a set they never saw. Returns (the fit's figures per set, the refitted scores
+    and cut-offs per set for measure_public)."""
+    from bench.fit_groundedness import Fits, held_out_scores, leave_one_out, load_sets
+    sets = load_sets()
+    fits = Fits(sets)
+    return leave_one_out(sets, fits), held_out_scores(sets, fits)
 
 
 def seed_snapshot_agreement(checkout: str, tmp: str) -> dict:

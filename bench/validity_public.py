@@ -122,6 +122,24 @@ def selective(labels: Sequence[bool], verdicts: Sequence[str]) -> dict:
             "pass_ba": balanced_accuracy(labels, [v == "PASS" for v in verdicts])}
 
 
+def verdicts_with(rows: Sequence[Mapping], by_case: Mapping[str, Mapping[str, float | None]],
+                  rules: Sequence, metric: str, values: Mapping[str, float]) -> list[str]:
+    """Every row's verdict under `rules` (otherwise PASS) from its metric values,
+    with `metric`'s value replaced by `values[case_id]` where the run has one: the
+    default verdict with its fitted model and cut-offs refitted without the set."""
+    from schemas.records import MetricResult
+    from transforms.decide.verdict import decide
+    out = []
+    for r in rows:
+        mine = dict(by_case.get(r["case_id"], {}))
+        if mine.get(metric) is not None and r["case_id"] in values:
+            mine[metric] = values[r["case_id"]]
+        scores = {m: MetricResult(v) if v is not None else MetricResult.null("null")
+                  for m, v in mine.items()}
+        out.append(decide(scores, rules, "PASS", r.get("error"))[0])
+    return out
+
+
 def auc_of(rows: Sequence[Mapping], values: Mapping[str, Mapping[str, float | None]],
            name: str, higher_is_better: bool = True) -> float | None:
     pairs = [(values[r["case_id"]][name], bool(acceptable(r["label"]))) for r in rows

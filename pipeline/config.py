@@ -500,6 +500,8 @@ def _rule(data: Any, where: str) -> VerdictRule:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
     if rule.unless is not None and not isinstance(rule.unless, str):
         raise ConfigError(f"{where}.unless must be a metric name, got {rule.unless!r}")
+    if not isinstance(rule.or_null, bool):
+        raise ConfigError(f"{where}.or_null must be true or false, got {rule.or_null!r}")
     return rule
 
 
@@ -536,7 +538,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         if emb.provider not in EMBEDDING_PROVIDERS:
             raise ConfigError(f"embeddings.provider must be one of {EMBEDDING_PROVIDERS}")
         if emb.provider == "local":
-            from transforms.enrich.embed import MINILM_MODELS, MULTILINGUAL_MODELS
+            from transforms.enrich.features import MINILM_MODELS, MULTILINGUAL_MODELS
             if emb.model not in MINILM_MODELS + MULTILINGUAL_MODELS:
                 raise ConfigError(f"embeddings.model for the local provider must be one of "
                                   f"{[m for m in MINILM_MODELS + MULTILINGUAL_MODELS if m]}, "
@@ -712,7 +714,7 @@ def _string_tuple(value: Any, where: str, allowed: tuple[str, ...] | None = None
 
 
 def _rubrics(data: Any) -> dict[str, RubricConfig]:
-    from transforms.enrich.judge.conversation import RUBRIC_INPUTS
+    from transforms.enrich.judge.keys import RUBRIC_INPUTS
     rubrics = _check_keys(data, set(map(str, data or {})), "judge.rubrics")
     out = {}
     for name, item in rubrics.items():

@@ -87,9 +87,9 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     failed (and says so in one line), so `status` says so at once and the next
     run may take over. Returns Beam's PipelineResult."""
     info = plan.info
-    if runs_in_this_process(options):
+    if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
         from transforms.publish import chart_engine
-        chart_engine.start()  # the report's chart engine boots while the pipeline runs
+        chart_engine.start_for_run(plan.info.planned_rows * max(1, len(plan.info.bots)))
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
     try:

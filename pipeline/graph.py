@@ -21,9 +21,6 @@ from transforms.publish.head_to_head import HeadToHead
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
-from transforms.enrich.classifier.stage import ClassifyTurns
-from transforms.enrich.embed import EmbedTurns
-from transforms.enrich.judge.stage import JudgeTurns
 from transforms.read.cases import ReadCases
 from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
                              result_row, score_rows, worst_case_row)
@@ -84,10 +81,13 @@ class Enrich(beam.PTransform):
         self._plan, self._sampled, self._part = plan, sampled, part
 
     def expand(self, turns):
+        # each stage's module is imported when the run has it (start-up: a run
+        # without semantic or judge metrics imports neither)
         plan, cfg = self._plan, self._plan.config
         calls = []
         needs = frozenset(f for s, _ in plan.scorers for f in s.features)
         if needs and self._part != ENRICH_REMOTE:
+            from transforms.enrich.embed import EmbedTurns
             enriched = (turns
                         | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
                         | "EmbedTurns" >> beam.ParDo(EmbedTurns(
@@ -100,6 +100,7 @@ class Enrich(beam.PTransform):
         if self._part == ENRICH_OFFLINE:
             return turns, calls
         if plan.judge_metrics:
+            from transforms.enrich.judge.stage import JudgeTurns
             asked = (turns
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
                      | "JudgeTurns" >> beam.ParDo(JudgeTurns(
@@ -111,6 +112,7 @@ class Enrich(beam.PTransform):
             turns = asked.turns
             calls.append(asked[JudgeTurns.CALLS])
         if plan.classifier_metrics:
+            from transforms.enrich.classifier.stage import ClassifyTurns
             read = (turns
                     | "BatchForClassifier" >> beam.BatchElements(min_batch_size=1,
                                                                  max_batch_size=64)

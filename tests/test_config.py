@@ -16,9 +16,9 @@ def test_defaults_run_offline():
     cfg = Config()
     assert [b.type for b in cfg.bots] == ["precomputed"]
     assert [(r.metric, r.verdict) for r in cfg.verdict.rules] == [
-        ("hallucination", "FAIL"), ("reference_coverage", "FAIL"), ("key_fact_recall", "FAIL"),
-        ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
-    assert cfg.verdict.rules[0].above == 0.7 and cfg.verdict.preset == "default"
+        ("reference_coverage", "FAIL"), ("groundedness", "FAIL"),
+        ("groundedness", "WARN"), ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
+    assert cfg.verdict.rules[0].below == 0.25 and cfg.verdict.preset == "default"
 
 
 def test_full_shape_from_architecture_parses(tmp_path):

@@ -32,6 +32,12 @@ def test_signals_by_hand():
     assert x["novel"] == pytest.approx(math.log1p(2))  # gustav, built
 
 
+def test_a_figure_is_its_digits_whatever_a_language_glues_to_it():
+    ctx = ["Boğaziçi Köprüsü 30 Ekim 1973'te trafiğe açıldı; uzunluğu 1.560 metredir."]
+    assert signals("Ne zaman?", ctx, "Köprü 1973 yılında açıldı, 1,560 metre.")["figures"] == 1.0
+    assert signals("Ne zaman?", ctx, "Köprü 1974 yılında açıldı.")["figures"] == 0.0
+
+
 def test_figures_and_names_not_in_the_contexts():
     x = signals("When?", CONTEXT, "It was finished in 1925 by Gustave Klimt in Paris.")
     assert x["figures"] == 0.0
@@ -55,7 +61,10 @@ def test_supported_answers_score_above_unsupported_ones():
 
 def test_nulls_say_why():
     assert groundedness("q", CONTEXT, None).error == "no answer"
-    assert groundedness("q", CONTEXT, " … ").error == "the answer has no words"
+    for nothing in (" … ", "yes", "No.", "Yes, it is."):  # nothing a passage could state
+        assert groundedness("q", CONTEXT, nothing).error.startswith(
+            "the answer has no content word"), nothing
+    assert groundedness("q", CONTEXT, "Yes, in Paris.").value is not None
     other = groundedness("q", CONTEXT, "Der Eiffelturm ist 330 Meter hoch und wurde 1889 "
                                         "fertiggestellt, er steht in Paris.")
     assert other.value is None and "the contexts in en" in other.error
@@ -84,3 +93,22 @@ def test_the_pipeline_scorer_computes_it():
                       answer="a", suite="s", tags=[])
     assert scoring.score_turn(scorer, opts, Turn(no_ctx, "b", "a"))["groundedness"].error == \
         "no contexts"
+
+
+def test_the_verdict_cut_offs_keep_the_wrong_decisions_within_the_goals():
+    """bench/fit_groundedness.py's cut-offs by hand: PASS from the lowest cut where
+    unsupported answers PASS at most `mean` on average over the sets and `worst`
+    on any; FAIL below the highest cut where supported answers FAIL as rarely."""
+    import numpy as np
+    from bench.fit_groundedness import _fail_below, _pass_from, verdicts
+    # set A: unsupported at 0.2 0.4 0.6 0.8; set B: unsupported at 0.1 0.3
+    ps = [np.array([0.2, 0.4, 0.6, 0.8, 0.9]), np.array([0.1, 0.3, 0.7])]
+    ys = [np.array([False, False, False, False, True]), np.array([False, False, True])]
+    # from 0.805 nothing unsupported passes; from 0.605 A lets 1/4 through (mean 1/8)
+    assert _pass_from(ps, ys, 0.0, 0.0) == 0.805
+    assert _pass_from(ps, ys, 0.125, 0.25) == 0.605
+    assert _pass_from(ps, ys, 0.1, 0.25) == 0.805  # the mean 1/8 is too much
+    # supported at 0.9 (A) and 0.7 (B): below 0.7 nothing supported fails
+    assert _fail_below(ps, ys, 0.0, 0.0) == 0.7
+    assert _fail_below(ps, ys, 0.5, 1.0) == 0.9  # B's 0.7 fails: mean 1/2
+    assert verdicts(np.array([0.05, 0.5, 0.95]), 0.1, 0.9) == ["FAIL", "WARN", "PASS"]

@@ -54,12 +54,11 @@ def test_tables_reconcile_and_read_back(setup_files):
     recorded = [r for r in results if r["bot"] == "recorded"]
     assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
-    # the price is not the context's, nor the expected one, and the phone is invented:
-    # hallucination = 1 − overlap × (1 − S_facts) = 1 − 0.4 × (1 − 1/2) = 0.8 FAILs
-    # (issue 21; before, the claim-based score stayed under 0.7 and only
-    # unsupported_facts WARNed)
+    # the price and the free phone are not the context's: the contexts do not
+    # support the answer, and the reason names the check
     assert invented["verdict"] == "FAIL"
-    assert invented["verdict_reason"] == "hallucination 0.8 > 0.7"
+    assert invented["verdict_reason"].startswith("groundedness 0.1") and "< 0.135" in \
+        invented["verdict_reason"]
 
     scores = read_rows(out, "scores")
     assert len(scores) == len(results) * len(m["metrics"])

@@ -59,10 +59,14 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     keys = [(r["case_id"], r["bot"]) for r in results]
     assert len(keys) == 1000 and len(set(keys)) == 1000  # every case × bot, no duplicates
     assert stats["max_attempts_per_request_id"] <= 6
-    assert len(stats["attempts_by_request_id"]) == 1000  # one logical call per case
+    # one logical call per case; on a loaded machine an attempt can time out on
+    # the client before the server has read it, so the server may see fewer ids
+    # than the client made calls, never more
+    assert len(stats["attempts_by_request_id"]) <= 1000
     assert sum(stats["by_fault"].values()) > 100  # the faults really happened
     answered = [r for r in results if r["error"] is None]
     failed = [r for r in results if r["error"] is not None]
+    assert len(stats["attempts_by_request_id"]) >= len(answered)
     assert len(answered) >= 990  # 6 attempts at 20% faults: failures are rare
     assert all(r["verdict"] == "ERROR" for r in failed)
     assert all(r["answer"].startswith("Echo:") and r["latency_ms"] > 0 for r in answered)
@@ -75,7 +79,10 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     assert len(usage) == 1
     u = usage[0]
     assert (u["endpoint"], u["model"], u["calls"]) == ("llm", "gpt-test", 1000)
-    assert u["retries"] == sum(stats["attempts_by_request_id"].values()) - 1000
+    # the client counts every retry; the server sees those that reached it
+    assert u["retries"] >= sum(stats["attempts_by_request_id"].values()) - 1000
+    assert u["retries"] >= sum(d["attempts"] - 1 for d in details)
+    assert u["retries"] <= 5 * 1000  # at most 6 attempts per call
     assert u["failures"] == len(failed) and u["prompt_tokens"] > 0
     assert u["cost"] == pytest.approx((u["prompt_tokens"] * 0.15
                                        + u["completion_tokens"] * 0.6) / 1e6)

@@ -55,3 +55,69 @@ def test_stemmers_loaded_without_nltk_init_stem_as_nltk_does():
                                                      "cases.parquet")))
     assert result == {"light": True, "words": result["words"], "same": True}
     assert result["words"] > 1000
+
+
+# What a run imports only when it uses it (issue 26): the judge (its stage,
+# questions, prompts, scorers), the embedding stage and the embedders, the HTTP
+# client, and the post-run / report-only libraries. Not pandas: where it is
+# installed (the `pandas` and `test` extras) Beam's typehints package and
+# pyarrow.dataset import it themselves; a plain install has none.
+LAZY = ("altair", "vl_convert", "duckdb", "httpx", "tenacity", "tokenizers",
+        "safetensors", "transforms.enrich.embed", "transforms.enrich.embeddings",
+        "transforms.enrich.judge.stage", "transforms.enrich.judge.tasks",
+        "transforms.enrich.judge.ask", "transforms.enrich.judge.scorers",
+        "transforms.enrich.judge.conversation", "transforms.enrich.judge.prompts",
+        "transforms.remote.client", "transforms.remote.runtime")
+
+# Runs pipeline.cli.main with the given arguments in a fresh interpreter and
+# prints, when the process leaves (os._exit, SystemExit from --help), which of
+# LAZY's modules (or their submodules) it had imported and how many child
+# processes it had started (read from /proc: the parent id in each process's stat).
+_IMPORTED_BY = """
+import glob, json, os, sys
+lazy = json.loads(sys.argv[1])
+def children():
+    n = 0
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            text = open(stat).read()
+        except OSError:
+            continue
+        n += int(text[text.rindex(")") + 2:].split()[1]) == os.getpid()
+    return n
+def report():
+    print(json.dumps({"modules": sorted({m for m in lazy for name in sys.modules
+                                         if name == m or name.startswith(m + ".")}),
+                      "children": children()}), flush=True)
+real_exit = os._exit
+os._exit = lambda code: (report(), real_exit(code))
+from pipeline.cli import main
+try:
+    main(sys.argv[2:])
+except SystemExit:
+    report()
+"""
+
+
+def _imported_by(*args: str) -> dict:
+    return json.loads(_python(_IMPORTED_BY, json.dumps(LAZY), *args))
+
+
+def test_run_help_imports_nothing_a_run_may_not_need():
+    assert _imported_by("run", "--help")["modules"] == []
+
+
+def test_a_small_offline_run_imports_no_judge_or_embedder_and_starts_no_process(tmp_path):
+    """A real 258-row run (FnApiRunner in this process) of offline metrics: no
+    judge, no embedder, no HTTP client, no child process (the report's charts,
+    read back here, are drawn in the run's own process)."""
+    from transforms.publish.chart_engine import CHILD_FROM_ROWS
+    cases = os.path.join(ROOT, "examples", "support", "cases.parquet")
+    out = tmp_path / "out"
+    got = _imported_by("run", "--input", cases, "--output", str(out), "--run-id", "small",
+                       "--run-date", "2024-01-01", "--runner=FnApiRunner",
+                       "--metrics", "exact_match,bleu,rougeL,hallucination")
+    assert got == {"modules": ["vl_convert"], "children": 0}  # the report's charts, here
+    assert 258 < CHILD_FROM_ROWS
+    html = (out / "runs" / "small" / "report.html").read_text(encoding="utf-8")
+    assert html.count('src="data:image/svg+xml;base64,') >= 2

@@ -14,6 +14,7 @@ import pytest
 from bench import validity
 from bench.validity_public import (balanced_accuracy, bigram_precision, content_word_share,
                                    idf_table, selective, tfidf_cosine)
+from transforms.score.metrics.groundedness import verdict_cuts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,9 +76,22 @@ def test_report_of_a_small_labelled_run(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), path)
     work = tmp_path / "work"
     work.mkdir()
+    # the default verdict held out: groundedness and the cut-offs as a fit without
+    # the set would give them (here chosen by hand)
+    refit = {"scores": {f"toy:{i}": v for i, v in enumerate([0.9, 0.6, 0.3, 0.05, 0.5, 0.95])},
+             "cuts": {"fail_below": 0.1, "pass_from": 0.55}}
     report = validity.measure_public(ROOT, str(work), {"toy": {"path": path,
-                                                               "committed": True}})
+                                                               "committed": True}},
+                                     refitted={"toy": refit})
     toy = report["sets"]["toy"]
+    # by groundedness PASS PASS WARN | FAIL WARN PASS for labels good good good | bad bad
+    # bad; the whole preset applies: unsupported_facts (Ecuador is in no context)
+    # holds the last one at WARN
+    held = toy["verdict_held_out"]
+    assert held["decided"] == pytest.approx(3 / 6)
+    assert held["decided_accuracy"] == 1.0
+    assert held["bad_passed"] == 0.0 and held["good_failed"] == 0.0
+    assert (held["fail_below"], held["pass_from"]) == (0.1, 0.55)
     # the run's own tables, read back, computed here by hand
     out = str(work / "public")
     results = ds.dataset(os.path.join(out, "results"), format="parquet",
@@ -94,6 +108,18 @@ def test_report_of_a_small_labelled_run(tmp_path):
     if decided:
         right = sum(1 for c in decided if (verdict[c] == "PASS") == label[c])
         assert toy["verdict"]["decided_accuracy"] == pytest.approx(right / len(decided))
+    assert toy["verdict"]["bad_passed"] == pytest.approx(
+        sum(1 for c in ids if not label[c] and verdict[c] == "PASS") / 3)
+    assert toy["verdict"]["good_failed"] == pytest.approx(
+        sum(1 for c in ids if label[c] and verdict[c] == "FAIL") / 3)
+    # the shipped default verdict: groundedness against the fitted cut-offs decides
+    # (no reference here; unsupported_facts only holds a PASS at WARN)
+    ground = {r["case_id"]: r["value"] for r in scores if r["metric"] == "groundedness"}
+    facts = {r["case_id"]: r["value"] for r in scores if r["metric"] == "unsupported_facts"}
+    fail_below, pass_from = verdict_cuts()
+    assert [verdict[c] for c in ids] == [
+        "FAIL" if ground[c] < fail_below else "WARN" if ground[c] < pass_from or facts[c] > 0.5
+        else "PASS" for c in ids]
     accepted = [verdict[c] == "PASS" for c in ids]
     good_acc = sum(a for a, c in zip(accepted, ids) if label[c]) / 3
     bad_rej = sum(not a for a, c in zip(accepted, ids) if not label[c]) / 3
@@ -101,6 +127,7 @@ def test_report_of_a_small_labelled_run(tmp_path):
     if decision["cut"] is None:  # the verdict's PASS is the decision
         assert decision["balanced_accuracy"] == pytest.approx((good_acc + bad_rej) / 2)
     value = {(r["case_id"], r["metric"]): r["value"] for r in scores}
+    assert value["toy:5", "unsupported_facts"] > 0.5
     lower = validity.lower_is_better(out, "validity-public")
     for metric in ("hallucination", "key_fact_recall"):
         vals = [value[c, metric] for c in ids]
@@ -111,3 +138,22 @@ def test_report_of_a_small_labelled_run(tmp_path):
              for c in ids]
     assert toy["baselines"]["bigram_precision"] == pytest.approx(
         _brute_auc(share, [label[c] for c in ids], True))
+
+
+def test_the_report_shows_the_held_out_verdict_and_judges_the_goals_by_it():
+    from bench.validity_report import public_section
+    verdict = {"n": 10, "decided": 0.5, "decided_accuracy": 0.8, "bad_passed": 0.3,
+               "good_failed": 0.1, "pass_ba": 0.6}
+    held = dict(verdict, bad_passed=0.05, fail_below=0.1, pass_from=0.55)
+    sets = {n: {"committed": True, "task": "qa", "n": 10, "supported": 5, "metrics": {},
+                "null": [], "baselines": dict.fromkeys(("content_word_share",
+                                                        "bigram_precision", "tfidf_cosine")),
+                "decision": {"metric": "groundedness", "cut": 0.3, "balanced_accuracy": 0.7},
+                "verdict": verdict, "verdict_held_out": held}
+            for n in ("begin", "q2")}
+    lodo = {n: {"n": 10, "auc": 0.8, "bigram_auc": 0.7, "balanced_accuracy": 0.7}
+            for n in sets}
+    text = "\n".join(public_section({"public": {"sets": sets, "leave_one_set_out": lodo}}))
+    assert "| begin | 10 | 0.1 / 0.55 | 0.500 | 0.800 | 0.050 | 0.100 |" in text
+    # the goal is judged held out: 5% unsupported PASS, not the shipped cut-offs' 30%
+    assert "mean 0.050, worst 0.050 | met |" in text

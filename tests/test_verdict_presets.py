@@ -1,6 +1,7 @@
 """Verdict presets: `seed` is seed 002's three rules exactly and reproduces the
-verdicts evalbeam gave before issue 8; `default` is the calibrated rule set;
-rules written in the config override both."""
+verdicts evalbeam gave before issue 8; `default` abstains (groundedness against
+cut-offs fitted on the public dev splits: FAIL, WARN between, PASS) and fails
+no answer for being short; rules written in the config override both."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,8 @@ from schemas.records import MetricResult
 from tests.conftest import ROOT
 from transforms.decide.presets import DEFAULT_RULES, PRESETS, SEED_RULES, Rule
 from transforms.decide.verdict import decide
+from transforms.score.metrics.coverage import reference_coverage
+from transforms.score.metrics.groundedness import MODEL_PATH, groundedness
 
 SNAPSHOT = os.path.join(ROOT, "tests", "fixtures", "seed_verdicts.json")
 
@@ -38,16 +41,110 @@ def test_seed_preset_reproduces_the_verdicts_before_issue_8():
         assert verdict == row["verdict"], row
 
 
-def test_default_preset_uses_reference_grounding_and_relevance_metrics():
+def test_default_preset_decides_grounding_by_groundedness_and_correctness_by_reference():
     assert parse_config({}).verdict.rules == DEFAULT_RULES
     assert parse_config({"verdict": {"preset": "default"}}).verdict.rules == DEFAULT_RULES
-    metrics = {r.metric for r in DEFAULT_RULES}
-    assert {"hallucination", "reference_coverage", "key_fact_recall",
-            "unsupported_facts"} <= metrics
-    # a fluent wrong answer to a case with an expected answer no longer passes
-    scores = {"hallucination": MetricResult(0.1), "reference_coverage": MetricResult(0.2),
-              "key_fact_recall": MetricResult(0.6), "unsupported_facts": MetricResult(0.0)}
+    assert [(r.metric, r.verdict) for r in DEFAULT_RULES] == [
+        ("reference_coverage", "FAIL"), ("groundedness", "FAIL"),
+        ("groundedness", "WARN"), ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
+    # a fluent wrong answer to a case with an expected answer does not pass
+    scores = {"groundedness": MetricResult(0.9), "reference_coverage": MetricResult(0.2)}
     assert decide(scores, DEFAULT_RULES, "PASS")[0] == "FAIL"
+
+
+def test_the_default_cut_offs_are_the_fitted_ones():
+    """Not hand-picked: the groundedness thresholds are the file's, written by
+    bench/fit_groundedness.py with the command and figures beside them."""
+    with open(MODEL_PATH, encoding="utf-8") as fh:
+        fitted = json.load(fh)
+    cuts = fitted["verdict_cuts"]
+    rules = [r for r in DEFAULT_RULES if r.metric == "groundedness"]
+    assert [(r.verdict, r.below) for r in rules] == [("FAIL", cuts["fail_below"]),
+                                                    ("WARN", cuts["pass_from"])]
+    assert 0 < cuts["fail_below"] < cuts["pass_from"] < 1
+    assert fitted["command"] == "python bench/fit_groundedness.py"
+    assert set(fitted["leave_one_set_out"]) == set(fitted["fitted_on"])
+    assert all("verdict" in r for r in fitted["leave_one_set_out"].values())
+
+
+def _default_verdict(question, contexts, answer, reference=None):
+    scores = {}
+    if contexts:
+        scores["groundedness"] = groundedness(question, contexts, answer)
+    if reference:
+        scores["reference_coverage"] = reference_coverage(answer, reference)
+    return decide(scores, DEFAULT_RULES, "PASS")
+
+
+@pytest.mark.parametrize("question, context, answer", [
+    ("Which magazine was started first, Arthur's Magazine or First for Women?",
+     "Arthur's Magazine (1844-1846) was an American literary periodical published in "
+     "Philadelphia. First for Women is a woman's magazine published by Bauer Media Group "
+     "in the USA; it was started in 1989.", "Arthur's Magazine"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?",
+     "Scott Derrickson (born July 16, 1966) is an American director. Edward Davis Wood Jr. "
+     "(October 10, 1924 - December 10, 1978) was an American filmmaker.", "yes"),
+    ("What year was the Eiffel Tower finished?",
+     "The Eiffel Tower in Paris was finished in 1889.", "1889"),
+])
+def test_a_short_correct_answer_with_supporting_contexts_does_not_fail(question, context,
+                                                                       answer):
+    """Issue 21: 326 of 333 short correct answers FAILed by key_fact_recall < 0.15."""
+    verdict, reason = _default_verdict(question, [context], answer)
+    assert verdict != "FAIL", reason
+    assert not any(r.metric == "key_fact_recall" for r in DEFAULT_RULES)
+    if answer == "yes":  # nothing a passage could state: the offline check cannot tell
+        assert verdict == "WARN" and reason.startswith("groundedness null: the answer has no "
+                                                       "content word")
+
+
+def test_the_default_verdict_fails_what_the_contexts_do_not_hold():
+    ctx = ["The Eiffel Tower in Paris was finished in 1889 and is 330 metres tall."]
+    q = "Tell me about the Eiffel Tower."
+    assert _default_verdict(q, ctx, "The Eiffel Tower in Paris was finished in 1889.")[0] == "PASS"
+    verdict, reason = _default_verdict(q, ctx, "Bananas are yellow and grow in Ecuador.")
+    assert verdict == "FAIL" and reason.startswith("groundedness ")
+    # an empty answer: nothing to look for (WARN); with a reference it misses all of it
+    assert _default_verdict(q, ctx, "")[0] == "WARN"
+    assert _default_verdict(q, ctx, "", "It was finished in 1889.") == (
+        "FAIL", "reference_coverage 0 < 0.25")
+
+
+def test_without_contexts_there_is_no_grounding_decision():
+    """No contexts: groundedness is not computed, the reference rules decide, and
+    without a reference either no rule could judge the row: WARN, the checks named."""
+    q = "Can I change my email address?"
+    verdict, reason = _default_verdict(q, None, "Yes, open Settings and choose Email.")
+    assert verdict == "WARN" and "groundedness (not computed)" in reason
+    assert _default_verdict(q, None, "No.", "Yes, open Settings and choose Email.")[0] == "FAIL"
+    assert _default_verdict(q, None, "Yes, open Settings and choose Email.",
+                            "Yes, open Settings and choose Email.")[0] == "PASS"
+    # as the pipeline scores such a row: null for want of contexts, not "could not tell"
+    scores = {"groundedness": MetricResult.null("no contexts"),
+              "reference_coverage": MetricResult(0.9)}
+    verdict, reason = decide(scores, DEFAULT_RULES, "PASS")
+    assert verdict == "PASS" and "groundedness (no contexts), groundedness (no contexts)" in reason
+
+
+def test_or_null_matches_a_null_the_metric_gave_not_a_missing_input():
+    rule = Rule("groundedness", "WARN", below=0.5, or_null=True)
+    assert decide({"groundedness": MetricResult.null("cannot tell")}, [rule], "PASS") == (
+        "WARN", "groundedness null: cannot tell")
+    other = Rule("bleu", "FAIL", below=0.1)  # evaluated, does not match
+    for missing in ("no contexts", "no answer"):  # skipped: the input is not there
+        assert decide({"groundedness": MetricResult.null(missing), "bleu": MetricResult(0.5)},
+                      [rule, other], "PASS") == (
+            "PASS", f"no rule matched; skipped: groundedness ({missing})")
+    assert decide({"bleu": MetricResult(0.5)}, [rule, other], "PASS")[0] == "PASS"
+    plain = Rule("groundedness", "WARN", below=0.5)
+    assert decide({"groundedness": MetricResult.null("cannot tell"), "bleu": MetricResult(0.5)},
+                  [plain, other], "PASS")[0] == "PASS"
+    cfg = parse_config({"verdict": {"rules": [
+        {"metric": "groundedness", "below": 0.5, "verdict": "WARN", "or_null": True}]}})
+    assert cfg.verdict.rules == (rule,)
+    with pytest.raises(ConfigError, match=r"verdict.rules\[0\].or_null must be true or false"):
+        parse_config({"verdict": {"rules": [
+            {"metric": "groundedness", "below": 0.5, "verdict": "WARN", "or_null": "yes"}]}})
 
 
 def test_rules_in_the_config_override_the_presets():
@@ -67,7 +164,6 @@ def test_a_rule_with_unless_is_skipped_where_the_better_metric_has_a_value():
     """key_fact_recall guesses the key facts from the contexts; with a reference,
     reference_coverage knows them and the guess must not FAIL a correct answer."""
     rule = Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage")
-    assert rule in DEFAULT_RULES
     with_ref = {"key_fact_recall": MetricResult(0.0), "reference_coverage": MetricResult(0.9)}
     assert decide(with_ref, [rule], "PASS") == ("PASS", "no rule matched")
     no_ref = {"key_fact_recall": MetricResult(0.0),

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 from schemas.records import MetricResult, Turn
 from transforms.decide.verdict import UNDECIDED, decide
 from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
-from transforms.enrich.judge.tasks import JUDGE_SKIP
+from transforms.enrich.judge.keys import JUDGE_SKIP
 
 ESCALATED = "cascade:escalated"  # feature: the row was sent to the judge and classifier
 OFFLINE, BY_ESCALATION = "offline", "escalated"  # results/ decided_by

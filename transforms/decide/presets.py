@@ -1,20 +1,32 @@
 """Verdict presets: named rule sets, chosen with `verdict.preset`.
 
 - `seed`: seed 002's three rules exactly, the product's original verdict.
-- `default`: rules chosen with `evalbeam calibrate` on the validation sets
-  (validation/, see VALIDITY.md for how they agree with people), using the
-  best metrics a run has: reference-based ones when there is an expected
-  answer, semantic ones when embeddings are on. A rule whose metric a row
-  cannot compute (no expected answer, no contexts) is skipped for that row,
-  so one preset serves runs with and without references.
+- `default`: a verdict that abstains. Grounding is decided by `groundedness`
+  against two cut-offs fitted on the public benchmark's dev splits
+  (bench/fit_groundedness.py, stored in transforms/data/groundedness.json):
+  FAIL below the lower one (the contexts do not support the answer), WARN
+  between (word overlap cannot tell), and only from the upper one up may the
+  row PASS. A figure, date or name no context or reference states
+  (unsupported_facts) keeps a row from PASS too (WARN). With an expected
+  answer, reference_coverage FAILs an answer that misses most of it and WARNs
+  one that misses part. No rule looks at the answer's length, so a short
+  correct answer ("yes", "Arthur's Magazine") is judged on its support like
+  any other (an empty one: reference_coverage 0 FAILs it; without a reference
+  groundedness cannot tell, WARN). A rule whose metric a row cannot compute
+  (no contexts, no expected answer) is skipped for that row: a row without
+  contexts gets no grounding decision and is decided by the reference rules
+  (WARN when it has no reference either: no rule could be evaluated).
 
 Rules are (metric, above | below, verdict) and the first that matches decides;
 a rule with `unless: OTHER` is skipped for a row where the metric OTHER has a
-value (a better metric decides there).
+value (a better metric decides there); a rule with `or_null: true` also matches
+a row that has the metric's inputs but got null (the metric could not tell).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from transforms.score.metrics.groundedness import verdict_cuts
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,10 @@ class Rule:
     unless: str | None = None
     """A metric of the run: the rule is skipped for a row where that metric has a value
     (a better metric decides there)."""
+    or_null: bool = False
+    """The rule also matches a row where the metric is null although the row has its
+    inputs (the metric could not tell, e.g. groundedness of a bare "yes"); a row
+    without the inputs (no contexts, no expected answer) still skips it."""
 
 
 SEED_RULES: tuple[Rule, ...] = (
@@ -39,19 +55,23 @@ SEED_RULES: tuple[Rule, ...] = (
     Rule("completeness", "WARN", below=0.6),
 )
 
-# Chosen on the validation sets' `dev` split (the most accurate thresholds that
-# keep grounded answers failing and hallucinated ones passing at most 10% of the
-# time there; figures for both splits, every language and long vs short
-# answers, from bench/validity.py, in VALIDITY.md).
-# FAIL what is clearly wrong; WARN what a person should look at.
-DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule("hallucination", "FAIL", above=0.7),        # most of what it says is not in the contexts
-    Rule("reference_coverage", "FAIL", below=0.25),  # misses most of the expected answer
-    # states none of the facts asked about; only without a reference: key_fact_recall
-    # guesses the key facts from the contexts, reference_coverage knows them
-    Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage"),
-    Rule("unsupported_facts", "WARN", above=0.5),    # a figure, date or name no context or reference states
-    Rule("reference_coverage", "WARN", below=0.7),   # misses part of the expected answer
-)
+
+def default_rules(fail_below: float, pass_from: float) -> tuple[Rule, ...]:
+    """The default preset with its two groundedness cut-offs (bench/validity.py
+    rebuilds it with cut-offs fitted without a set, to measure it held out).
+    FAIL what the evidence contradicts or does not hold; PASS only what it
+    supports; WARN what a person (or a judge) should look at."""
+    return (
+        Rule("reference_coverage", "FAIL", below=0.25),    # misses most of the expected answer
+        Rule("groundedness", "FAIL", below=fail_below),    # the contexts do not support it
+        Rule("groundedness", "WARN", below=pass_from,      # word overlap cannot tell, or
+             or_null=True),                                # nothing to look for ("yes")
+        Rule("unsupported_facts", "WARN", above=0.5),      # a figure, date or name no context
+                                                           # or reference states
+        Rule("reference_coverage", "WARN", below=0.7),     # misses part of the expected answer
+    )
+
+
+DEFAULT_RULES: tuple[Rule, ...] = default_rules(*verdict_cuts())
 
 PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "seed": SEED_RULES}

@@ -13,6 +13,9 @@ from typing import Mapping, Sequence
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
+from transforms.score.scoring import MISSING
+
+_NO_INPUT = frozenset(MISSING.values())  # a null because the row lacks the metric's input
 
 
 UNDECIDED = "WARN"  # the verdict of a row that no rule could judge
@@ -36,6 +39,9 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
             if other is not None and other.value is not None:
                 continue  # set aside on purpose: a better metric has a value
         result = scores.get(rule.metric)
+        if (getattr(rule, "or_null", False) and result is not None and result.value is None
+                and result.error not in _NO_INPUT):
+            return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}"
         if result is None or result.value is None:
             why = "not computed" if result is None else (result.error or "null")
             skipped.append(f"{rule.metric} ({why})")

@@ -12,23 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-
 from schemas.records import Turn
+from transforms.enrich.features import (  # noqa: F401 (the names are also read from here)
+    EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+    TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES)
 from transforms.score.metrics.semantic import MAX_SENTENCES, split_sentences
 from transforms.remote.cache import CacheSpec
 from transforms.remote.calling import CallingDoFn
 
-# feature -> what it holds
-VEC_QUESTION, VEC_EXPECTED, VEC_ANSWER = "vec:question", "vec:expected", "vec:answer"
-SENTENCES = "sentences"            # (n_sentences_total, matrix of the first MAX_SENTENCES)
-TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
-# Cases with several references: every reference's vectors / tokens, in order
-# (VEC_EXPECTED and TOK_EXPECTED stay the first reference's).
-VEC_REFERENCES, TOK_REFERENCES = "vec:references", "tok:references"
-EMBED_ERROR = "embed_error"
-# embeddings.model values of the local provider
-MINILM_MODELS = (None, "all-MiniLM-L6-v2")
-MULTILINGUAL_MODELS = ("multilingual", "universal-sentence-encoder-multilingual-3")
 
 
 def make_embedder(cfg, runtime=None, log=None, metrics: Sequence[str] = ()):

@@ -11,7 +11,6 @@ from apache_beam.transforms.window import GlobalWindows
 
 from transforms.remote.budget import BudgetSpec
 from transforms.remote.cache import CacheSpec
-from transforms.remote.runtime import acquire_runtime, release_runtime
 from transforms.remote.usage import CallLog, call_counters, count_calls
 
 
@@ -33,7 +32,10 @@ class CallingDoFn(beam.DoFn):
                    max_pending: int | None = None, budget: BudgetSpec | None = None) -> None:
         self._endpoints = dict(endpoints)
         self._cache, self._budget = cache, budget
-        self._runtime = acquire_runtime(self._endpoints, cache, budget) if remote else None
+        self._runtime = None
+        if remote:  # the HTTP client is imported by DoFns that call out, not by every run
+            from transforms.remote.runtime import acquire_runtime
+            self._runtime = acquire_runtime(self._endpoints, cache, budget)
         self._log = CallLog()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
@@ -95,5 +97,6 @@ class CallingDoFn(beam.DoFn):
 
     def teardown(self):
         if getattr(self, "_runtime", None) is not None:
+            from transforms.remote.runtime import release_runtime
             release_runtime(self._endpoints, self._cache, getattr(self, "_budget", None))
             self._runtime = None

@@ -27,12 +27,14 @@ crosses a stage boundary.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import apache_beam as beam
 
 from transforms.remote.budget import cost_of
-from transforms.remote.client import CallRecord
+
+if TYPE_CHECKING:  # the HTTP client (httpx, tenacity) stays out of runs without remote calls
+    from transforms.remote.client import CallRecord
 from transforms.publish.summary import MetricStats
 
 COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens",

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.enrich.judge.conversation import NO_ROLE
-from transforms.enrich.judge.tasks import RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
+from transforms.enrich.judge.keys import NO_ROLE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,8 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "Higher = better supported. Weights, μ, σ in transforms/data/groundedness.json, "
         "fitted on the public benchmark's dev splits by `python bench/fit_groundedness.py`, "
         "which reports it leave-one-set-out; the signals in details",
-        ("the answer has no words",
+        ("the answer has no content word to look for in the contexts (only stop words, or a "
+         "bare yes or no)",
          "the answer is in …, the contexts in …: word overlap says nothing across languages")),
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "

@@ -17,7 +17,6 @@ from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
 
-from transforms.enrich.embed import embedder_tokenizer
 from transforms.answer.faq_index import load_faq
 from transforms.score.metrics.relevance import IdfTable, document_terms
 from transforms.score.metrics.semantic import BertIdf
@@ -60,6 +59,7 @@ class TokenizeReferences(beam.DoFn):
         self._cfg = embeddings_cfg
 
     def setup(self):
+        from transforms.enrich.embed import embedder_tokenizer
         self._tokenize = embedder_tokenizer(self._cfg)
 
     def process(self, text: str):

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 from schemas.records import MetricResult, Turn
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name
-from transforms.score.scoring import Scorer, _one
+from transforms.score.scoring import Scorer, _judged, _one
 
 NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
 ENTRY_POINT_GROUP = "evalbeam.metrics"
@@ -244,8 +244,9 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
 
 def rubric_scorers(rubrics: Mapping[str, Any]) -> list[Scorer]:
     """judge.rubrics: one judge metric each, normalised from its scale."""
-    from transforms.enrich.judge import scorers as judged
+    if not rubrics:  # the judge's modules are imported by runs that have a judge metric
+        return []
     from transforms.enrich.judge.conversation import rubric_scale
-    return [Scorer(name, (name,), tuple(r.inputs), _one(name, judged.rubric(name)),
+    return [Scorer(name, (name,), tuple(r.inputs), _one(name, _judged("rubric", name)),
                    option_defaults={"scale": list(rubric_scale(r))}, judge=True)
             for name, r in rubrics.items()]

@@ -6,6 +6,7 @@ metric of the scorer is null with the reason, never 0.
 """
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -15,15 +16,14 @@ import apache_beam as beam
 from schemas.records import MetricResult, Turn
 from transforms.text.tokens import shared_texts
 from transforms.score.metrics import hallucination as hall
-from transforms.enrich.embed import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
-                                     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
-                                     VEC_REFERENCES)
+from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+                                        TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
+                                        VEC_REFERENCES)
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
 from transforms.enrich.classifier.score import score as classifier_score
-from transforms.enrich.judge import scorers as judged
-from transforms.enrich.judge.conversation import CONVERSATION_METRICS, conversation_metric
-from transforms.enrich.judge.tasks import DEFAULT_SCALE, RUBRICS, SAFETY_CATEGORIES, SAFETY_METRICS
+from transforms.enrich.judge.keys import (CONVERSATION_METRICS, DEFAULT_SCALE, RUBRICS,
+                                          SAFETY_CATEGORIES, SAFETY_METRICS)
 
 Compute = Callable[[Turn, Mapping[str, Any], Any], dict[str, MetricResult]]
 
@@ -141,38 +141,54 @@ SCORERS += (
            _one("answer_relevance", _relevance), features=(VEC_QUESTION, SENTENCES)),
 )
 
+def _judged(name: str, *args: Any, module: str = "scorers") -> Callable:
+    """transforms.enrich.judge.<module>.<name> (called with `args` first when it
+    makes the function), imported when a row is scored: a run without judge
+    metrics never imports the judge."""
+    resolved: list[Callable] = []
+
+    def compute(turn: Turn, opts: Mapping[str, Any], side: Any):
+        if not resolved:
+            fn = getattr(importlib.import_module(f"transforms.enrich.judge.{module}"), name)
+            resolved.append(fn(*args) if args else fn)
+        return resolved[0](turn, opts, side)
+    return compute
+
+
 def _correctness(t: Turn, o, side) -> MetricResult:
-    return judged.answer_correctness(t, o, _similarity(t, o, side))
+    from transforms.enrich.judge.scorers import answer_correctness
+    return answer_correctness(t, o, _similarity(t, o, side))
 
 
 _rubric_opts = {"scale": list(DEFAULT_SCALE)}
 SCORERS += (
     Scorer("faithfulness", ("faithfulness",), ("answer", "contexts"),
-           _one("faithfulness", judged.faithfulness), judge=True),
+           _one("faithfulness", _judged("faithfulness")), judge=True),
     Scorer("answer_correctness", ("answer_correctness",), ("answer", "expected_answer"),
            _one("answer_correctness", _correctness), features=(VEC_EXPECTED, VEC_ANSWER),
            option_defaults={"factual_weight": 0.75, "similarity_weight": 0.25}, judge=True),
     Scorer("context_recall", ("context_recall",), ("expected_answer", "contexts"),
-           _one("context_recall", judged.context_recall), judge=True),
+           _one("context_recall", _judged("context_recall")), judge=True),
     Scorer("context_precision", ("context_precision",),
            ("question", "expected_answer", "contexts"),
-           _one("context_precision", judged.context_precision), judge=True),
+           _one("context_precision", _judged("context_precision")), judge=True),
     Scorer("context_entities_recall", ("context_entities_recall",),
            ("expected_answer", "contexts"),
-           _one("context_entities_recall", judged.context_entities_recall)),
+           _one("context_entities_recall", _judged("context_entities_recall"))),
     Scorer("noise_sensitivity", ("noise_sensitivity",), ("answer", "expected_answer"),
-           _one("noise_sensitivity", judged.noise_sensitivity),
+           _one("noise_sensitivity", _judged("noise_sensitivity")),
            lower_is_better=frozenset({"noise_sensitivity"}), judge=True),
 ) + tuple(
-    Scorer(m, (m,), needs, _one(m, judged.rubric(m)), option_defaults=_rubric_opts, judge=True)
+    Scorer(m, (m,), needs, _one(m, _judged("rubric", m)), option_defaults=_rubric_opts, judge=True)
     for m, needs in RUBRICS.items()
 ) + tuple(
-    Scorer(m, (m,), ("answer",), _one(m, judged.safety(c)), lower_is_better=frozenset({m}),
+    Scorer(m, (m,), ("answer",), _one(m, _judged("safety", c)), lower_is_better=frozenset({m}),
            judge=True)
     for c, m in zip(SAFETY_CATEGORIES, SAFETY_METRICS)
 )
 SCORERS += tuple(  # conversation-level judge metrics (transforms/enrich/judge/conversation.py)
-    Scorer(m, (m,), ("messages", "answer"), _one(m, conversation_metric(m)), judge=True,
+    Scorer(m, (m,), ("messages", "answer"),
+           _one(m, _judged("conversation_metric", m, module="conversation")), judge=True,
            option_defaults={"role": None} if m == "role_adherence" else {})
     for m in CONVERSATION_METRICS
 )

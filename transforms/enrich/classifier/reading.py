@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from transforms.enrich.classifier.api import PairVerdict
+if TYPE_CHECKING:  # the classifier's HTTP client stays out of runs without it
+    from transforms.enrich.classifier.api import PairVerdict
 
 GROUNDING = "classifier:grounding"  # feature: a GroundingReading
 ERROR = "classifier:error"          # feature: why the turn could not be read at all

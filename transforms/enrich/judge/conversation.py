@@ -27,16 +27,12 @@ from typing import Any, Awaitable, Mapping
 
 from schemas.records import MetricResult, Turn
 from transforms.enrich.judge import replies
-from transforms.enrich.judge.keys import DEFAULT_SCALE, rubric_feature
+from transforms.enrich.judge.keys import (  # noqa: F401 (names also read from here)
+    CONVERSATION_METRICS, DEFAULT_SCALE, NO_ROLE, RUBRIC_INPUTS, rubric_feature)
 from transforms.enrich.judge.prompts import Fenced, fence, join_fenced
 from transforms.enrich.judge.scorers import LISTED, _guarded, _Null, _outcome
 
-CONVERSATION_METRICS = ("knowledge_retention", "conversation_relevancy", "role_adherence",
-                        "conversation_completeness")
 _PER_TURN = ("knowledge_retention", "conversation_relevancy", "role_adherence")
-RUBRIC_INPUTS = ("question", "answer", "expected_answer", "contexts", "messages")
-NO_ROLE = ("no role: set metric_options.role_adherence.role or start the conversation "
-           "with a system turn")
 
 
 def conversation_turns(turn: Turn) -> list[tuple[str, str, str]]:

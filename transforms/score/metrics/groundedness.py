@@ -13,7 +13,7 @@ supported above unsupported answers:
 - best_sentence: mean over the answer's sentences of the largest share of its
   content words that one context sentence holds (a claim stitched together
   from words scattered over the contexts scores lower);
-- figures: share of the answer's figures (tokens with a digit) found in the
+- figures: share of the answer's figures (the digits of tokens with a digit) found in the
   contexts; names: share of its capitalised words (not opening a sentence)
   found; each 1 when the answer has none;
 - novel: log(1 + content words found neither in the contexts nor in the question).
@@ -24,9 +24,10 @@ Higher is better (a probability-like score in [0, 1]). The weights, means and
 scales live in transforms/data/groundedness.json, fitted by
 `python bench/fit_groundedness.py` (logistic regression on the dev splits of
 the committed public sets, each set weighted alike); that command also reports
-the fit leave-one-set-out. Null with a reason when the answer has no words or
+the fit leave-one-set-out. Null with a reason when the answer has no content word
+to look for (only stop words, or a bare yes or no: nothing a passage states) or
 is written in another language than its contexts (word overlap means nothing
-across languages).
+across languages). The default verdict WARNs on such a null (it cannot tell).
 """
 from __future__ import annotations
 
@@ -49,7 +50,16 @@ MODEL_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
     __file__)))), "data", "groundedness.json")
 SIGNALS = ("content", "bigrams", "weakest_content", "weakest_bigrams", "best_sentence",
            "figures", "names", "novel")
+# Answer words that make no claim a passage could state: a bare "yes" or "no"
+# answers the question, and word overlap cannot check it (stop words aside).
+POLAR_WORDS = frozenset({"yes", "yeah", "yep", "yup", "nope", "ja", "nein", "oui", "non",
+                         "sí", "si", "sim", "não", "nee"})
+_DIGITS = re.compile(r"\d+")
 _CASED_WORD = re.compile(r"[^\W\d_][^\W_]*(?:['’\-][^\W_]+)*")
+
+
+NO_CONTENT = ("the answer has no content word to look for in the contexts (only stop words, "
+              "or a bare yes or no)")
 
 
 @dataclass(frozen=True)
@@ -60,11 +70,18 @@ class _Sources:
     tokens: frozenset[str]
     bigrams: frozenset[tuple[str, str]]
     sentences: tuple[frozenset[str], ...]  # each context sentence's content stems
+    figures: frozenset[str]  # the digits of each token that has any
+
+
+def _figure(token: str) -> str:
+    """A figure's digits, without what a language glues to it or writes between them
+    ("1973'te", "1975년에", "1.560" and "1,560" are 1973, 1975, 1560 and 1560)."""
+    return "".join(_DIGITS.findall(token))
 
 
 def _content(tokens: Sequence[str], lang: str) -> list[str]:
     stops, stem = stop_words_for(lang), stemmer_for(lang)
-    return [stem(t) for t in tokens if t not in stops]
+    return [stem(t) for t in tokens if t not in stops and t not in POLAR_WORDS]
 
 
 @lru_cache(maxsize=256)
@@ -75,7 +92,8 @@ def _sources(contexts: tuple[str, ...]) -> _Sources:
     sentences = tuple(frozenset(_content(tokenize(s), lang))
                       for c in contexts for s in split_sentences(c))
     return _Sources(lang, frozenset(_content(tokens, lang)), frozenset(tokens),
-                    frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s))
+                    frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s),
+                    frozenset(_figure(t) for t in tokens if _DIGITS.search(t)))
 
 
 def _share(items: Sequence, found) -> float | None:
@@ -97,11 +115,12 @@ def _best_sentence(stems: set[str], src: _Sources) -> float:
 
 
 def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, float] | None:
-    """The model's inputs for one answer; None when the answer has no words."""
+    """The model's inputs for one answer; None when the answer has no content word
+    (none, or only stop words and a yes or no: nothing to look for in the contexts)."""
     tokens = tokenize(answer)
-    if not tokens:
-        return None
     src = _sources(tuple(contexts))
+    if not _content(tokens, src.lang):
+        return None
     content, bigrams = _support(tokens, src)
     per_sentence, best = [], []
     for sentence in split_sentences(answer):
@@ -110,7 +129,7 @@ def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, fl
             continue
         per_sentence.append(_support(words, src))
         best.append(_best_sentence(set(_content(words, src.lang)), src))
-    figures = [t for t in tokens if any(ch.isdigit() for ch in t)]
+    figures = [_figure(t) for t in tokens if _DIGITS.search(t)]
     names = [w.lower() for s in split_sentences(answer)
              for w in _CASED_WORD.findall(s)[1:] if w[:1].isupper()]
     asked = set(_content(tokenize(question or ""), src.lang))
@@ -119,7 +138,7 @@ def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, fl
             "weakest_content": min(c for c, _ in per_sentence) if per_sentence else content,
             "weakest_bigrams": min(b for _, b in per_sentence) if per_sentence else bigrams,
             "best_sentence": sum(best) / len(best) if best else 1.0,
-            "figures": 1.0 if not figures else _share(figures, src.tokens),
+            "figures": 1.0 if not figures else _share(figures, src.figures),
             "names": 1.0 if not names else _share(names, src.tokens),
             "novel": math.log1p(novel)}
 
@@ -152,6 +171,16 @@ def load_model(path: str = MODEL_PATH) -> Model:
                  tuple(fitted["weights"]), float(fitted["intercept"]))
 
 
+@lru_cache(maxsize=1)
+def verdict_cuts(path: str = MODEL_PATH) -> tuple[float, float]:
+    """(fail_below, pass_from): the default verdict's cut-offs on this score, fitted
+    with the model by bench/fit_groundedness.py (FAIL below the first, PASS from the
+    second up, WARN between)."""
+    with open(path, encoding="utf-8") as fh:
+        cuts = json.load(fh)["verdict_cuts"]
+    return float(cuts["fail_below"]), float(cuts["pass_from"])
+
+
 def groundedness(question: str, contexts: Sequence[str], answer: str | None,
                  model: Model | None = None) -> MetricResult:
     if answer is None:
@@ -162,6 +191,6 @@ def groundedness(question: str, contexts: Sequence[str], answer: str | None,
                                  "word overlap says nothing across languages")
     x = signals(question, contexts, answer)
     if x is None:
-        return MetricResult.null("the answer has no words")
+        return MetricResult.null(NO_CONTENT)
     model = model or load_model()
     return MetricResult(model.score(x), {k: round(v, 4) for k, v in x.items()})
