@@ -15,7 +15,7 @@ KEYS = {
     "scores": ("bot", "case_id", "metric"),
     "summary": ("bot", "suite", "metric"),
     "errors": ("stage", "bot", "case_id", "error_type", "message"),
-    "usage": ("endpoint", "model", "purpose", "bot"),  # usage per metric and per bot
+    "usage": ("endpoint", "model", "purpose", "bot", "metric", "split_among"),  # one tally per metric set
 }
 
 
