@@ -48,24 +48,24 @@ class Result:
 
     @property
     def run_id(self) -> str:
-        return self.manifest["run_id"]
+        return self._run.run_id
 
     @property
     def run_date(self) -> str:
-        return self.manifest["run_date"]
+        return self._run.run_date
 
     @property
     def bots(self) -> list[str]:
-        return list(self.manifest["bots"])
+        return self._run.bots
 
     @property
     def metrics(self) -> list[str]:
-        return list(self.manifest["metrics"])
+        return self._run.metrics
 
     @property
     def counts(self) -> dict[str, int]:
         """Input rows, valid cases, invalid rows, bot errors, rows per table."""
-        return dict(self.manifest["counts"])
+        return self._run.counts
 
     @property
     def notes(self) -> list[str]:
