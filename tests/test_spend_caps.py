@@ -115,7 +115,11 @@ def test_worker_processes_sharing_the_ledger_hold_the_cap_together(tmp_path):
             p.stdin.flush()
         sent = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
         assert server.stats()["total"] == 150  # 2 x 200 calls, one cap of 150
-    assert sum(sent) == 150 and all(n > 0 for n in sent)
+    # Each process alone would send 150 (300 in all): one total of 150 means they read
+    # one ledger. How the 150 split between them is the scheduler's business: on a
+    # loaded machine one process can spend the whole cap before the other's first call
+    # (CI saw [150, 0]), so the split is not asserted.
+    assert sum(sent) == 150 and len(sent) == 2
 
 
 def test_ledgers_reserve_and_settle():
