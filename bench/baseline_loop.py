@@ -14,7 +14,7 @@ type precomputed) with the same metrics as evalbeam's deterministic suite:
   input corpus in a first pass (the texts the pipeline's DocumentFrequencyFn
   counts: question, expected answer, answer and every context);
 * latency_ms: null, nothing was timed (as evalbeam's precomputed bot reports);
-* verdict: `transforms.decide.verdict.decide` with `pipeline.config.DEFAULT_RULES`.
+* verdict: `transforms.decide.rules.decide` with `pipeline.config.DEFAULT_RULES`.
 
 Reads the Parquet batch by batch and writes DIR/results.parquet (one row per
 case) and DIR/scores.parquet (one row per case × metric, details as JSON like
@@ -38,7 +38,7 @@ from pipeline.config import DEFAULT_RULES
 from schemas.records import MetricResult
 from transforms.score.metrics import hallucination as hall
 from transforms.score.metrics import lexical, relevance
-from transforms.decide.verdict import decide
+from transforms.decide.rules import decide
 
 BATCH = 10_000
 BOT = "recorded"

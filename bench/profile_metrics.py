@@ -42,7 +42,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.config import DEFAULT_RULES, load_config  # noqa: E402
 from schemas.records import EvalCase, Turn  # noqa: E402
-from transforms.decide.verdict import decide  # noqa: E402
+from transforms.decide.rules import decide  # noqa: E402
 from transforms.publish.rows import result_row, score_rows  # noqa: E402
 from transforms.score import scoring  # noqa: E402
 from transforms.score.metrics import relevance  # noqa: E402

@@ -128,7 +128,7 @@ def verdicts_with(rows: Sequence[Mapping], by_case: Mapping[str, Mapping[str, fl
     with `metric`'s value replaced by `values[case_id]` where the run has one: the
     default verdict with its fitted model and cut-offs refitted without the set."""
     from schemas.records import MetricResult
-    from transforms.decide.verdict import decide
+    from transforms.decide.rules import decide
     out = []
     for r in rows:
         mine = dict(by_case.get(r["case_id"], {}))

@@ -25,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
 from schemas.cases import source_columns
 from transforms.answer.faq_index import check_faq_file
-from transforms.decide.verdict import UNDECIDED
+from transforms.decide.rules import UNDECIDED
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir

@@ -14,7 +14,7 @@ import pytest
 
 from schemas.records import MetricResult
 from transforms.decide.presets import DEFAULT_RULES
-from transforms.decide.verdict import decide
+from transforms.decide.rules import decide
 from transforms.score.metrics.coverage import key_fact_recall, reference_coverage
 from transforms.score.metrics.groundedness import groundedness
 from transforms.score.metrics.hallucination import hallucination, unsupported_facts

@@ -13,7 +13,7 @@ from pipeline.config import ConfigError, parse_config
 from schemas.records import MetricResult
 from tests.conftest import ROOT
 from transforms.decide.presets import DEFAULT_RULES, PRESETS, SEED_RULES, Rule
-from transforms.decide.verdict import decide
+from transforms.decide.rules import decide
 from transforms.score.metrics.coverage import reference_coverage
 from transforms.score.metrics.groundedness import MODEL_PATH, groundedness
 

@@ -5,7 +5,7 @@ from pipeline.config import VerdictRule
 from transforms.decide.presets import SEED_RULES as DEFAULT_RULES
 from schemas.records import MetricResult as R
 from transforms.publish.summary import EXACT_LIMIT, MetricStatsFn, summary_rows
-from transforms.decide.verdict import decide
+from transforms.decide.rules import decide
 
 
 def test_rules_are_ordered_and_first_match_wins():

@@ -28,7 +28,7 @@ from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable,
 from pipeline.postrun.read import CompletedRun, PostRunError, read_completed_run
 from schemas.records import MetricResult
 from schemas.tables import ALL_SUITES, CALIBRATION, RESULTS, SCORES, SUMMARY, VERDICT_METRIC
-from transforms.decide.verdict import decide
+from transforms.decide.rules import decide
 from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metrics,
                                                  render_calibration, summary_text)
 from transforms.publish.rows import to_json

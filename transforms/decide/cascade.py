@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from schemas.records import MetricResult, Turn
-from transforms.decide.verdict import UNDECIDED, decide
+from transforms.decide.rules import UNDECIDED, decide
 from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
 from transforms.enrich.judge.keys import JUDGE_SKIP
 
