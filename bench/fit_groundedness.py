@@ -151,17 +151,22 @@ class Fits:
         return self._done[key]
 
 
-def verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits | None = None) -> dict:
+def verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits | None = None,
+                 goals: tuple[float, float] = (GOAL_MEAN, GOAL_WORST)) -> dict:
     """The verdict's cut-offs on groundedness fitted on the dev rows of `names`,
-    with the margins an inner leave-one-set-out over them chose (see the module)."""
+    with the margins an inner leave-one-set-out over them chose (see the module).
+    `goals`: the (mean, worst set) error each side may make; issue 21's by default,
+    looser ones to see what deciding more rows would cost (bench/verdict_rules.py)."""
     fits = fits or Fits(sets)
-    key = tuple(sorted(names))
+    key = (tuple(sorted(names)), goals)
     if key not in fits.cuts:
-        fits.cuts[key] = _verdict_cuts(sets, list(key), fits)
+        fits.cuts[key] = _verdict_cuts(sets, list(key[0]), fits, goals)
     return fits.cuts[key]
 
 
-def _verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits) -> dict:
+def _verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits,
+                  goals: tuple[float, float] = (GOAL_MEAN, GOAL_WORST)) -> dict:
+    goal_mean, goal_worst = goals
     inner = []
     for held in names:
         rest = [n for n in names if n != held]
@@ -173,20 +178,20 @@ def _verdict_cuts(sets: dict[str, dict], names: list[str], fits: Fits) -> dict:
         wrong = []
         for ps, ys, ph, yh in inner:
             if side == "pass":
-                wrong.append(float((ph[~yh] >= _pass_from(ps, ys, GOAL_MEAN * margin,
-                                                          GOAL_WORST * margin)).mean()))
+                wrong.append(float((ph[~yh] >= _pass_from(ps, ys, goal_mean * margin,
+                                                          goal_worst * margin)).mean()))
             else:
-                wrong.append(float((ph[yh] < _fail_below(ps, ys, GOAL_MEAN * margin,
-                                                         GOAL_WORST * margin)).mean()))
-        return np.mean(wrong) <= GOAL_MEAN and max(wrong) <= GOAL_WORST
+                wrong.append(float((ph[yh] < _fail_below(ps, ys, goal_mean * margin,
+                                                         goal_worst * margin)).mean()))
+        return np.mean(wrong) <= goal_mean and max(wrong) <= goal_worst
 
     margin = {side: next((m for m in MARGINS if keeps_goals(m, side)), MARGINS[-1])
               for side in ("pass", "fail")}
     ps, ys = _dev(sets, fits(names)[0], names)
-    return {"fail_below": _fail_below(ps, ys, GOAL_MEAN * margin["fail"],
-                                      GOAL_WORST * margin["fail"]),
-            "pass_from": _pass_from(ps, ys, GOAL_MEAN * margin["pass"],
-                                    GOAL_WORST * margin["pass"]),
+    return {"fail_below": _fail_below(ps, ys, goal_mean * margin["fail"],
+                                      goal_worst * margin["fail"]),
+            "pass_from": _pass_from(ps, ys, goal_mean * margin["pass"],
+                                    goal_worst * margin["pass"]),
             "margin": margin}
 
 
@@ -215,7 +220,8 @@ def leave_one_out(sets: dict[str, dict], fits: Fits | None = None) -> dict[str, 
     return out
 
 
-def held_out_scores(sets: dict[str, dict], fits: Fits | None = None) -> dict[str, dict]:
+def held_out_scores(sets: dict[str, dict], fits: Fits | None = None,
+                    goals: tuple[float, float] = (GOAL_MEAN, GOAL_WORST)) -> dict[str, dict]:
     """{set: {case_id: score}} on each set's test rows by the model fitted without
     that set, and the cut-offs fitted without it: what the default verdict would
     decide on a set it never saw (bench/validity.py applies the whole preset)."""
@@ -227,7 +233,7 @@ def held_out_scores(sets: dict[str, dict], fits: Fits | None = None) -> dict[str
         test = ~s["dev"]
         p = scores(fits(rest)[0], s["x"][test])
         out[name] = {"scores": dict(zip(np.array(s["case_id"])[test].tolist(), map(float, p))),
-                     "cuts": verdict_cuts(sets, rest, fits)}
+                     "cuts": verdict_cuts(sets, rest, fits, goals)}
     return out
 
 

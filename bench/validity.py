@@ -395,6 +395,12 @@ def main(argv=None) -> int:
                 previous = json.load(fh)
         report = measure(args.checkout, args.label, set(args.only or ()), previous,
                          set(args.preset or ()), multilingual=not args.preset)
+        report["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                          cwd=args.checkout, capture_output=True,
+                                          text=True).stdout.strip() or "unknown"
+        if args.label == "after":  # the figures this run replaces, for "against the last run"
+            from bench.validity_changes import keep_previous
+            keep_previous(path)
         with open(os.path.join(RESULTS_DIR, f"validity-{args.label}.json"), "w") as fh:
             json.dump(report, fh, indent=1, sort_keys=True)
     from bench.validity_report import DOCS_PAGE, render, rewrite_docs_figures
