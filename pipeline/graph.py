@@ -148,16 +148,17 @@ class Score(beam.PTransform):
         corpus = (p | "CorpusSources" >> beam.Create(sources, reshuffle=len(sources) > 1)
                   | "ReadCorpus" >> beam.ParDo(ReadCorpus(plan.columns, idf, bert_idf))
                   .with_outputs(ReadCorpus.REFERENCES, main="texts"))
+        # as singleton views: the value of an empty corpus is the view's default
+        # (computed here), not a default-injecting branch with its own stage
         sides = {}
         if idf:
-            sides["idf"] = AsSingleton(
-                corpus.texts | "DocumentFrequencies" >> beam.CombineGlobally(
-                    DocumentFrequencyFn()))
+            sides["idf"] = corpus.texts | "DocumentFrequencies" >> beam.CombineGlobally(
+                DocumentFrequencyFn()).as_singleton_view()
         if bert_idf:
-            sides["bert_idf"] = AsSingleton(
+            sides["bert_idf"] = (
                 corpus[ReadCorpus.REFERENCES]
                 | "ReferenceTokens" >> beam.ParDo(TokenizeReferences(cfg.embeddings))
-                | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()))
+                | "BertScoreIdf" >> beam.CombineGlobally(BertIdfFn()).as_singleton_view())
         return sides
 
     def expand(self, turns):
@@ -275,11 +276,12 @@ class Publish(beam.PTransform):
                   | "AllTallies" >> beam.Flatten()
                   | "Counts" >> beam.combiners.Count.PerKey())
         usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
-        skipped = (judged | "SkippedKeys" >> beam.FlatMap(skipped_keys)  # cascade, sample
-                   | "CountSkipped" >> beam.combiners.Count.PerElement())
-        pairs = {}
+        sides = {}
+        if plan.skips_rows:  # the cascade's or the sample's rows (else none: no shuffle)
+            sides["skipped"] = AsList(judged | "SkippedKeys" >> beam.FlatMap(skipped_keys)
+                                      | "CountSkipped" >> beam.combiners.Count.PerElement())
         if len(info.bots) > 1:  # the report's head to head of every pair of bots
-            pairs["head_to_head"] = AsList(judged | "HeadToHead" >> HeadToHead(
+            sides["head_to_head"] = AsList(judged | "HeadToHead" >> HeadToHead(
                 info.bots, info.metrics, info.lower_is_better))
 
         return (p | "Once" >> beam.Create([None])
@@ -287,7 +289,7 @@ class Publish(beam.PTransform):
                     Finalize(info, tuple(tallied)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
                     AsList(metric_stats), AsList(verdicts), AsList(counts),
-                    AsList(worst), AsList(usage), skipped=AsList(skipped), **pairs))
+                    AsList(worst), AsList(usage), **sides))
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:

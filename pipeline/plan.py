@@ -64,6 +64,12 @@ class Plan:
     def escalates(self) -> bool:
         return bool(self.escalation_metrics)
 
+    @property
+    def skips_rows(self) -> bool:
+        """Some rows may go without a metric to save calls (the cascade, or
+        judge.sample with judge metrics): only then has Publish skipped rows to count."""
+        return self.escalates or bool(self.config.judge.sample is not None and self.judge_metrics)
+
     def _escalated(self, scorer) -> bool:
         return any(m in self.escalation_metrics for m in scorer.metrics)
 

@@ -104,6 +104,10 @@ def test_a_sampled_run_judges_n_per_suite_and_a_rerun_judges_the_same_rows(tmp_p
     assert judged["s1"] == judged["s2"] and len(judged["s1"]) == 7
     assert {s["error"] for s in scores if s["value"] is None} == {"not sampled"}
     assert sum(s["value"] is None for s in scores if s["run_id"] == "s1") == 14 - 7
+    # the rows left out of the sample are counted as saved (Publish's SkippedKeys)
+    usage = [u for u in read_rows(out, "usage") if u["run_id"] == "s1"
+             and u["metric"] == "judge_relevance"]
+    assert usage and {u["skipped_rows"] for u in usage} == {14 - 7}
 
     summary = {(r["suite"], r["metric"]): r for r in read_rows(out, "summary")
                if r["run_id"] == "s1"}

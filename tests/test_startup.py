@@ -121,3 +121,51 @@ def test_a_small_offline_run_imports_no_judge_or_embedder_and_starts_no_process(
     assert 258 < CHILD_FROM_ROWS
     html = (out / "runs" / "small" / "report.html").read_text(encoding="utf-8")
     assert html.count('src="data:image/svg+xml;base64,') >= 2
+
+
+def test_the_judge_modules_rule_metric_imports_no_http_client():
+    """context_entities_recall (in the default suite, by rules without a judge)
+    lives in the judge's scorers module: importing it leaves the judge's asking
+    side and the HTTP client out."""
+    code = ("import json, sys, transforms.enrich.judge.scorers; "
+            "print(json.dumps(sorted(m for m in sys.modules if m in {'httpx', 'tenacity', "
+            "'transforms.enrich.judge.ask', 'transforms.remote.client', "
+            "'transforms.remote.openai_api'})))")
+    assert json.loads(_python(code)) == []
+
+
+def _leaves(plan_args: list[str], tmp_path) -> list[str]:
+    """Names of the primitive transforms of evalbeam's pipeline for these arguments."""
+    import apache_beam as beam
+    from pipeline import cli
+    from pipeline.execute import beam_options
+    from pipeline.graph import build_pipeline
+    args, beam_args = cli._parser().parse_known_args(
+        ["run", "--output", str(tmp_path / "out"), "--run-id", "shape",
+         "--run-date", "2024-01-01", *plan_args])
+    options = beam_options(beam_args)
+    p = beam.Pipeline(options=options)
+    build_pipeline(p, cli.make_plan(args, options))
+    proto = p.to_runner_api()
+    return [t.unique_name for t in proto.components.transforms.values() if not t.subtransforms]
+
+
+def test_a_default_run_builds_no_branch_it_cannot_use(tmp_path):
+    """Fewer primitive transforms (issue 26): without a cascade or a judge sample
+    no row can be skipped, so there is nothing to count; the corpus statistics
+    are singleton views whose empty-corpus value is computed when the graph is
+    built (no default-injecting branch). A cascade still counts skipped rows
+    (tests/test_cascade.py, tests/test_judge_sample.py check the counts)."""
+    cases = os.path.join(ROOT, "examples", "support", "cases.parquet")
+    names = _leaves(["--input", cases], tmp_path)
+    assert any(n.startswith("Score/DocumentFrequencies/") for n in names)  # idf is used
+    assert not [n for n in names if "SkippedKeys" in n or "CountSkipped" in n
+                or "DoOnce" in n or "InjectDefault" in n]
+    config = tmp_path / "cascade.yaml"
+    config.write_text("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1'}\n"
+                      "judge: {endpoint: llm, model: j, escalate: undecided}\n"
+                      "metrics: [exact_match, judge_relevance]\n"
+                      "verdict:\n  rules:\n    - {metric: exact_match, below: 1, verdict: WARN}\n"
+                      "    - {metric: judge_relevance, below: 0.5, verdict: FAIL}\n")
+    names = _leaves(["--input", cases, "--config", str(config)], tmp_path)
+    assert any("SkippedKeys" in n for n in names) and any("CountSkipped" in n for n in names)

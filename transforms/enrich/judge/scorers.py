@@ -6,16 +6,19 @@ question's error, never 0.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from schemas.records import MetricResult, Turn
 from transforms.enrich.judge import formulas
-from transforms.enrich.judge.ask import JudgeOutcome
 from transforms.enrich.judge.entities import entities_in, rule_entities
 from transforms.enrich.judge.keys import (ANSWER_STATEMENTS, CORRECTNESS, DEFAULT_SCALE, GROUNDING,
                                           JUDGE_ERROR, JUDGE_SKIP, JUDGED, REFERENCE, SAFETY,
                                           USEFULNESS, answer_ids, context_ids, reference_ids,
                                           rubric_feature)
+
+if TYPE_CHECKING:  # the outcomes' type only: a run of the offline rule metric
+    # (context_entities_recall without a judge) never imports the judge's HTTP client
+    from transforms.enrich.judge.ask import JudgeOutcome
 
 NO_JUDGE = "no judge configured"
 LISTED = 10  # claims quoted in details
