@@ -15,6 +15,13 @@ checkout (and the CPU seconds of the run's process tree, steadier on a busy
 machine), the load average before and after, and the `python -X importtime`
 top offenders of `import pipeline.cli` (cumulative microseconds).
 
+Bytecode: every arm keeps its compiled modules in one temporary
+PYTHONPYCACHEPREFIX, written by the warm-up run, also where the environment sets
+PYTHONDONTWRITEBYTECODE (these sessions' machines do). Otherwise a checkout's
+own modules, which no `pip install` compiled, are compiled from source on every
+run (~0.15 CPU-s for evalbeam's), while the compared installed packages (Beam,
+Ragas) have theirs. --no-bytecode-cache keeps the environment's setting.
+
 With two or more checkouts, the last run's outputs of each are compared with
 the first checkout's: every table's rows (sorted, run-independent columns) and
 report.md and report.html (but the attempt line and latency_ms lines) and
@@ -63,9 +70,15 @@ def make_input(rows: int, folder: str) -> str:
     return path
 
 
-def env_for(repo: Path) -> dict:
-    """The checkout shadows any installed copy of evalbeam."""
-    return {**os.environ, "PYTHONPATH": str(repo)}
+def env_for(repo: Path, pycache: str | None = None) -> dict:
+    """The checkout shadows any installed copy of evalbeam. With `pycache` (a
+    folder), Python keeps its bytecode there, whatever PYTHONDONTWRITEBYTECODE
+    says: the warm-up run compiles the checkout once, as `pip install` does."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    if pycache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
 
 
 def children_cpu() -> float:
@@ -89,7 +102,7 @@ def timed(cmd: list[str], cwd, env: dict) -> tuple[float, float]:
 
 
 def run_once(repo: Path, cases: str, output: str, config: str | None,
-             metrics: str | None = None) -> tuple[float, float]:
+             metrics: str | None = None, pycache: str | None = None) -> tuple[float, float]:
     """One `python -m pipeline run` of the checkout: (wall s, CPU s)."""
     shutil.rmtree(output, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", output,
@@ -98,12 +111,13 @@ def run_once(repo: Path, cases: str, output: str, config: str | None,
         cmd += ["--config", config]
     if metrics:
         cmd += ["--metrics", metrics]
-    return timed(cmd, repo, env_for(repo))
+    return timed(cmd, repo, env_for(repo, pycache))
 
 
-def ragas_once(python: str, cases: str, output: str) -> tuple[float, float]:
+def ragas_once(python: str, cases: str, output: str,
+               pycache: str | None = None) -> tuple[float, float]:
     """One bench/ragas_startup.py run under Ragas' interpreter: (wall s, CPU s)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in env_for(ROOT, pycache).items() if k != "PYTHONPATH"}
     env["RAGAS_DO_NOT_TRACK"] = "true"
     return timed([python, str(ROOT / "bench" / "ragas_startup.py"), cases, output],
                  os.path.dirname(output), env)
@@ -173,22 +187,27 @@ def main() -> None:
     ap.add_argument("--shared-metrics", action="store_true",
                     help=f"also run each checkout with --metrics {SHARED_METRICS}")
     ap.add_argument("--ragas-python", help="Ragas' interpreter: also run bench/ragas_startup.py")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="leave PYTHONDONTWRITEBYTECODE as the environment sets it (default: "
+                         "every arm keeps its bytecode in a temporary PYTHONPYCACHEPREFIX)")
     args = ap.parse_args()
     repos = [r.resolve() for r in (args.repo or [ROOT])]
     config = os.path.abspath(args.config) if args.config else None
     tmp = tempfile.mkdtemp(prefix="evalbeam-startup-")
     try:
         cases = make_input(args.rows, tmp)
+        pyc = None if args.no_bytecode_cache else os.path.join(tmp, "pycache")
         outs = {r: os.path.join(tmp, f"out{i}") for i, r in enumerate(repos)}
-        arms = [(str(r), lambda r=r: run_once(r, cases, outs[r], config)) for r in repos]
+        arms = [(str(r), lambda r=r: run_once(r, cases, outs[r], config, pycache=pyc))
+                for r in repos]
         if args.shared_metrics:
             arms += [(f"{r} --metrics {SHARED_METRICS}",
                       lambda r=r, i=i: run_once(r, cases, os.path.join(tmp, f"shared{i}"), None,
-                                             SHARED_METRICS)) for i, r in enumerate(repos)]
+                                             SHARED_METRICS, pyc)) for i, r in enumerate(repos)]
         if args.ragas_python:
             ragas_out = os.path.join(tmp, "ragas.json")
             arms.append(("Ragas 4 metrics", lambda: ragas_once(args.ragas_python, cases,
-                                                               ragas_out)))
+                                                               ragas_out, pyc)))
         for _, once in arms:  # warm the page cache and the .pyc files; not counted
             once()
         load_before = os.getloadavg()
@@ -202,7 +221,8 @@ def main() -> None:
         load_after = os.getloadavg()
         print(f"{args.rows} rows, config: {args.config or 'default'}, {args.runs} runs each, "
               f"load average before {load_before[0]:.2f} / after {load_after[0]:.2f} "
-              f"(1 min), {os.cpu_count()} CPUs")
+              f"(1 min), {os.cpu_count()} CPUs, bytecode "
+              f"{'as the environment says' if pyc is None else 'cached (compiled at warm-up)'}")
         print("| run | wall min s | wall median s | CPU min s | CPU median s "
               "| wall of each run |")
         print("|---|---:|---:|---:|---:|---|")
