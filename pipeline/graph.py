@@ -216,7 +216,8 @@ class Publish(beam.PTransform):
     counts, and runs Finalize once everything is written.
 
     Input: a dict with the `judged` Turns, the `cases` and read `problems`, and
-    the `calls` tallies of every remote-calling stage."""
+    the `calls` tallies of every remote-calling stage (left out when the run
+    calls out to no endpoint: its usage/ is empty)."""
 
     def __init__(self, plan: Plan):
         super().__init__()
@@ -275,7 +276,8 @@ class Publish(beam.PTransform):
                    for name, pcoll in tallied.items()]
                   | "AllTallies" >> beam.Flatten()
                   | "Counts" >> beam.combiners.Count.PerKey())
-        usage = inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn())
+        usage = [] if "calls" not in inputs else AsList(
+            inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
         sides = {}
         if plan.skips_rows:  # the cascade's or the sample's rows (else none: no shuffle)
             sides["skipped"] = AsList(judged | "SkippedKeys" >> beam.FlatMap(skipped_keys)
@@ -289,7 +291,7 @@ class Publish(beam.PTransform):
                     Finalize(info, tuple(tallied)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
                     AsList(metric_stats), AsList(verdicts), AsList(counts),
-                    AsList(worst), AsList(usage), **sides))
+                    AsList(worst), usage, **sides))
 
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
@@ -309,6 +311,8 @@ def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
         turns, enrich_calls = answered.turns | "Enrich" >> Enrich(plan, sampled)
         scored = turns | "Score" >> Score(plan)
         judged = scored | "Decide" >> Decide(plan)
-    calls = [answered[AnswerWith.CALLS], *enrich_calls] | "AllCalls" >> beam.Flatten()
-    _ = {"judged": judged, "cases": read.cases, "problems": read.problems,
-         "calls": calls} | "Publish" >> Publish(plan)
+    inputs = {"judged": judged, "cases": read.cases, "problems": read.problems}
+    if plan.config.endpoints:  # only remote calls are tallied: none without an endpoint
+        inputs["calls"] = ([answered[AnswerWith.CALLS], *enrich_calls]
+                           | "AllCalls" >> beam.Flatten())
+    _ = inputs | "Publish" >> Publish(plan)

@@ -152,7 +152,8 @@ def _leaves(plan_args: list[str], tmp_path) -> list[str]:
 
 def test_a_default_run_builds_no_branch_it_cannot_use(tmp_path):
     """Fewer primitive transforms (issue 26): without a cascade or a judge sample
-    no row can be skipped, so there is nothing to count; the corpus statistics
+    no row can be skipped, so there is nothing to count; without an endpoint
+    nothing calls out, so there is no usage to combine; the corpus statistics
     are singleton views whose empty-corpus value is computed when the graph is
     built (no default-injecting branch). A cascade still counts skipped rows
     (tests/test_cascade.py, tests/test_judge_sample.py check the counts)."""
@@ -160,7 +161,7 @@ def test_a_default_run_builds_no_branch_it_cannot_use(tmp_path):
     names = _leaves(["--input", cases], tmp_path)
     assert any(n.startswith("Score/DocumentFrequencies/") for n in names)  # idf is used
     assert not [n for n in names if "SkippedKeys" in n or "CountSkipped" in n
-                or "DoOnce" in n or "InjectDefault" in n]
+                or "DoOnce" in n or "InjectDefault" in n or "Usage" in n or "AllCalls" in n]
     config = tmp_path / "cascade.yaml"
     config.write_text("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1'}\n"
                       "judge: {endpoint: llm, model: j, escalate: undecided}\n"
@@ -168,4 +169,5 @@ def test_a_default_run_builds_no_branch_it_cannot_use(tmp_path):
                       "verdict:\n  rules:\n    - {metric: exact_match, below: 1, verdict: WARN}\n"
                       "    - {metric: judge_relevance, below: 0.5, verdict: FAIL}\n")
     names = _leaves(["--input", cases, "--config", str(config)], tmp_path)
-    assert any("SkippedKeys" in n for n in names) and any("CountSkipped" in n for n in names)
+    for part in ("SkippedKeys", "CountSkipped", "AllCalls", "Publish/Usage/"):
+        assert any(part in n for n in names), part
