@@ -4,7 +4,9 @@
     /tmp/ragas-venv/bin/python bench/ragas_startup.py CASES.parquet OUT.json
 
 Runs under Ragas' own interpreter (Ragas 0.4.3 pins langchain < 1; make the
-venv as bench/ragas_judge_calls.py's docstring says). One `ragas.evaluate`
+venv as bench/ragas_judge_calls.py's docstring says, then add what Ragas' BLEU
+and ROUGE import, which it does not require: `/tmp/ragas-venv/bin/pip install
+sacrebleu==2.6.0 rouge_score==0.1.2`, evalbeam's versions). One `ragas.evaluate`
 with ExactMatch, BleuScore and RougeScore (rouge1 and rougeL, F-measure: Ragas
 stems, as evalbeam's `rouge.use_stemmer` default does not; the values are
 written for reference, not compared), the rows' question / answer /

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Sequence
 
 import apache_beam as beam
@@ -75,6 +76,30 @@ def say_before(plan: Plan) -> None:
         print(f"evalbeam: {line}", file=sys.stderr)
 
 
+def preload_local_model(plan: Plan) -> threading.Thread | None:
+    """Loads the local MiniLM (the embedder make_embedder picks for provider
+    `local` and a non-multilingual model) on a thread while this one builds the
+    graph, for a run that embeds in this process. About 40% of the load (file
+    reads, array copies) runs without the GIL, on the other core of a quiet
+    machine; the DoFn's get_local_minilm() then finds it loaded (or waits for
+    it). A load that fails here fails again, and is reported, in the DoFn."""
+    from transforms.enrich.features import MULTILINGUAL_MODELS
+    emb = plan.config.embeddings
+    if (emb.provider != "local" or emb.model in MULTILINGUAL_MODELS
+            or not any(s.features for s, _ in plan.scorers)):
+        return None
+
+    def load():
+        from transforms.enrich.embeddings.local_minilm import get_local_minilm
+        try:
+            get_local_minilm()
+        except Exception:  # noqa: BLE001 - the DoFn's own load says why
+            pass
+    thread = threading.Thread(target=load, name="evalbeam-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def print_submitted(info: RunInfo, where: str) -> None:
     print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
     print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
@@ -90,6 +115,7 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
         from transforms.publish import chart_engine
         chart_engine.start_for_run(plan.info.planned_rows * max(1, len(plan.info.bots)))
+        preload_local_model(plan)
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
     try:

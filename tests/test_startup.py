@@ -171,3 +171,33 @@ def test_a_default_run_builds_no_branch_it_cannot_use(tmp_path):
     names = _leaves(["--input", cases, "--config", str(config)], tmp_path)
     for part in ("SkippedKeys", "CountSkipped", "AllCalls", "Publish/Usage/"):
         assert any(part in n for n in names), part
+
+
+def test_the_local_model_is_preloaded_once_only_for_a_run_that_embeds(tmp_path):
+    """preload_local_model loads the process-wide MiniLM on a thread while the
+    graph is built; the embedding DoFn then gets that same instance. A run
+    without semantic metrics, or with another embedder, starts no thread."""
+    from pipeline import cli
+    from pipeline.execute import beam_options, preload_local_model
+    from transforms.enrich.embed import make_embedder
+    from transforms.enrich.embeddings import local_minilm
+
+    def plan(*extra: str):
+        args, beam_args = cli._parser().parse_known_args(
+            ["run", "--input", os.path.join(ROOT, "examples", "support", "cases.parquet"),
+             "--output", str(tmp_path / "out"), "--run-id", "pre", "--run-date",
+             "2024-01-01", *extra])
+        return cli.make_plan(args, beam_options(beam_args))
+
+    assert preload_local_model(plan("--metrics", "exact_match,bleu")) is None
+    config = tmp_path / "hashing.yaml"
+    config.write_text("embeddings: {provider: hashing}\n")
+    assert preload_local_model(plan("--config", str(config))) is None
+    before = local_minilm.LocalMiniLM.loads
+    thread = preload_local_model(plan())
+    assert thread is not None
+    thread.join(timeout=120)
+    assert local_minilm.LocalMiniLM.loads <= before + 1  # none if this process had it
+    default = plan().config.embeddings
+    assert make_embedder(default).inner is local_minilm.get_local_minilm()
+    assert local_minilm.LocalMiniLM.loads <= before + 1
