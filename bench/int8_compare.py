@@ -18,6 +18,17 @@ validation set (questions, expected answers, answers, answer sentences),
 LocalMiniLM and Int8MiniLM each on one thread, interleaved, best of --repeats
 CPU seconds per pass; texts/CPU-s side by side.
 
+`--sweep ROWS`: instead, which dense layers can be int8: for each candidate set
+(every layer's QKV, attention output, FFN up or down projection, and some
+unions), the semantic metrics computed in-process from each embedder's vectors
+on ROWS validation rows (at an even stride), the largest |change| against
+float32 and the CPU seconds of the embedding (one thread).
+
+`--profile SET` (a --sweep set's name, or "float32 graph" for none in int8):
+onnxruntime's own profile of that graph over the validation set's answers and
+questions, kernel time per operator type: where the time goes once the GEMMs
+are int8.
+
 Needs the int8 extra (`pip install -e '.[int8]'`). Writes
 bench/results/int8_compare.json and prints the tables BENCHMARKS.md quotes.
 """
@@ -124,6 +135,103 @@ def embedder_speed(repeats: int) -> dict:
             "speed_int8_vs_float32": best["float32"] / best["int8"]}
 
 
+SWEEP = {  # name -> the (layer, matmul) set run in int8
+    "all dense": [(i, m) for i in range(6) for m in ("qkv", "o", "up", "down")],
+    "qkv+o+up": [(i, m) for i in range(6) for m in ("qkv", "o", "up")],
+    "o+up": [(i, m) for i in range(6) for m in ("o", "up")],
+    "qkv": [(i, "qkv") for i in range(6)],
+    "o": [(i, "o") for i in range(6)],
+    "up (default)": [(i, "up") for i in range(6)],
+}
+
+
+def sweep(n_rows: int) -> dict:
+    """Per candidate int8 set: the largest |change| of each semantic metric against
+    float32 on n_rows validation rows, and the embedding's CPU seconds."""
+    import numpy as np
+    from transforms.enrich.embeddings.base import l2_normalise
+    from transforms.enrich.embeddings.int8_minilm import Int8MiniLM
+    from transforms.enrich.embeddings.local_minilm import LocalMiniLM
+    from transforms.score.metrics import semantic
+    from transforms.score.metrics.coverage import novelty
+    rows = [r for r in pq.read_table(os.path.join(ROOT, "validation", "cases.parquet")).to_pylist()
+            if r["answer"]]
+    rows = rows[::max(1, len(rows) // n_rows)][:n_rows]
+    sentences = {r["answer"]: semantic.split_sentences(r["answer"]) for r in rows}
+    tok_texts = sorted({r["answer"] for r in rows} | {r["expected_answer"] for r in rows
+                                                      if r["expected_answer"]})
+    vec_texts = sorted({r["question"] for r in rows} | {
+        s for v in sentences.values() for s in v[:semantic.MAX_SENTENCES]})
+
+    def scores(m) -> tuple[dict, float]:
+        t0 = time.process_time()
+        tok = dict(zip(tok_texts, m.embed_tokens(tok_texts, special_tokens=True)))
+        vec = dict(zip(vec_texts, m.embed(vec_texts)))
+        cpu = time.process_time() - t0
+        out: dict = {k: [] for k in SEMANTIC}
+        for r in rows:
+            e, a = r["expected_answer"], r["answer"]
+            if e:
+                pe, pa = (l2_normalise(tok[t].vectors.mean(0, keepdims=True))[0] for t in (e, a))
+                out["answer_similarity"].append(semantic.answer_similarity(pe, pa).value)
+                out["bertscore"].append(semantic.bertscore(tok[e].tokens, tok[e].vectors,
+                                                           tok[a].tokens, tok[a].vectors).value)
+            said = sentences[a]
+            out["answer_relevance"].append(semantic.answer_relevance(
+                vec[r["question"]], np.array([vec[x] for x in said[:semantic.MAX_SENTENCES]]),
+                len(said), novelty(r["question"], a)).value)
+        return {k: np.array(v, float) for k, v in out.items()}, cpu
+
+    ref, ref_cpu = scores(LocalMiniLM(workers=1))
+    result = {"rows": len(rows), "float32_cpu_s": ref_cpu, "sets": {}}
+    for name, layers in SWEEP.items():
+        got, cpu = scores(Int8MiniLM(workers=1, int8=frozenset(layers)))
+        result["sets"][name] = {"cpu_s": cpu, "speed": ref_cpu / cpu, **{
+            k: float(np.max(np.abs(got[k] - ref[k]))) for k in SEMANTIC}}
+        print(name, json.dumps(result["sets"][name]), flush=True)
+    return result
+
+
+def sweep_table(res: dict) -> str:
+    lines = [f"{res['rows']} validation rows; float32 {res['float32_cpu_s']:.1f} CPU-s", "",
+             "| int8 layers | " + " | ".join(f"max \\|Δ\\| {m}" for m in SEMANTIC)
+             + " | CPU s | speed vs float32 |", "|---|" + "---:|" * (len(SEMANTIC) + 2)]
+    for name, r in res["sets"].items():
+        lines.append(f"| {name} | " + " | ".join(f"{r[m]:.4f}" for m in SEMANTIC)
+                     + f" | {r['cpu_s']:.1f} | {r['speed']:.2f}x |")
+    return "\n".join(lines)
+
+
+def profile(name: str) -> str:
+    """Kernel time per operator type of the int8 graph with SWEEP[name] in int8."""
+    import collections
+    import onnxruntime as ort
+    from transforms.enrich.embeddings import int8_minilm as i8
+    from transforms.enrich.embeddings.local_minilm import LocalMiniLM
+    rows = pq.read_table(os.path.join(ROOT, "validation", "cases.parquet")).to_pylist()
+    texts = sorted({t for r in rows for t in (r["question"], r["answer"]) if t})
+    f32 = LocalMiniLM(workers=1)
+    model = i8.minilm_graph(f32, i8.calibrate(f32, i8.calibration_texts()),
+                            frozenset(SWEEP.get(name, ())))
+    m = i8.Int8MiniLM(workers=1)
+    opts = i8.session_options()
+    opts.enable_profiling = True
+    m._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    m.embed(texts)
+    with open(m._session.end_profiling()) as fh:
+        events = json.load(fh)
+    by_op: collections.Counter = collections.Counter()
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            by_op[e["args"]["op_name"]] += e["dur"]
+    total = sum(by_op.values())
+    lines = [f"{name}: {len(texts)} texts, kernel time {total / 1e6:.2f} s", "",
+             "| operator | s | share |", "|---|---:|---:|"]
+    lines += [f"| {op} | {us / 1e6:.2f} | {100 * us / total:.1f}% |"
+              for op, us in by_op.most_common(12)]
+    return "\n".join(lines)
+
+
 def table(report: dict) -> str:
     lines = ["| set | metric | rows | max \\|change\\| | mean \\|change\\| | AUC float32 | AUC int8 |",
              "|---|---|---:|---:|---:|---:|---:|"]
@@ -153,7 +261,20 @@ def main(argv=None) -> int:
     ap.add_argument("--public-rows", type=int, default=150, help="rows per public set")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", default="validation,example,public,embedder")
+    ap.add_argument("--sweep", type=int, default=0, metavar="ROWS",
+                    help="only the sweep of which dense layers can be int8, on ROWS rows")
+    ap.add_argument("--profile", metavar="SET", help="only the operator profile of one graph")
     args = ap.parse_args(argv)
+    if args.profile:
+        print(profile(args.profile))
+        return 0
+    if args.sweep:
+        res = {"load_before": os.getloadavg(), **sweep(args.sweep), "load_after": os.getloadavg()}
+        with open(RESULTS.replace(".json", "_sweep.json"), "w") as fh:
+            json.dump(res, fh, indent=1)
+        print(sweep_table(res))
+        print("load average before/after:", res["load_before"], res["load_after"])
+        return 0
     only = set(args.only.split(","))
     report: dict = {"load_before": os.getloadavg(), "sets": {}}
     with tempfile.TemporaryDirectory(prefix="int8-") as tmp:

@@ -216,6 +216,19 @@ def calibration_texts() -> list[str]:
     return [t for t in CALIBRATION.read_text(encoding="utf-8").splitlines() if t.strip()]
 
 
+def session_options():
+    """One thread per call (LocalMiniLM's `workers` threads call the session), no spinning."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.log_severity_level = 3
+    return opts
+
+
 class Int8MiniLM(LocalMiniLM):
     """LocalMiniLM whose forward pass runs int8 dense layers on onnxruntime."""
 
@@ -230,14 +243,8 @@ class Int8MiniLM(LocalMiniLM):
         super().__init__(model_dir, batch_size=batch_size, workers=workers)
         self.name = f"{self.name}:int8"
         model = minilm_graph(self, calibrate(self, calibration_texts()), int8)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1   # one thread per caller: `workers` threads call it
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(model, session_options(),
+                                             providers=["CPUExecutionProvider"])
         self._layers = []  # the float32 weights live in the session now
 
     def _forward(self, ids: np.ndarray, lens: Sequence[int]) -> np.ndarray:
