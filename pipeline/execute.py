@@ -78,8 +78,8 @@ def say_before(plan: Plan) -> None:
 
 def preload_local_model(plan: Plan) -> threading.Thread | None:
     """Loads the local MiniLM (the embedder make_embedder picks for provider
-    `local` and a non-multilingual model) on a thread while this one builds the
-    graph, for a run that embeds in this process. About 40% of the load (file
+    `local` and a non-multilingual model; with `precision: int8`, its int8
+    variant) on a thread while this one builds the graph, for a run that embeds in this process. About 40% of the load (file
     reads, array copies) runs without the GIL, on the other core of a quiet
     machine; the DoFn's get_local_minilm() then finds it loaded (or waits for
     it). A load that fails here fails again, and is reported, in the DoFn."""
@@ -90,9 +90,12 @@ def preload_local_model(plan: Plan) -> threading.Thread | None:
         return None
 
     def load():
-        from transforms.enrich.embeddings.local_minilm import get_local_minilm
+        if emb.precision == "int8":
+            from transforms.enrich.embeddings.int8_minilm import get_int8_minilm as get
+        else:
+            from transforms.enrich.embeddings.local_minilm import get_local_minilm as get
         try:
-            get_local_minilm()
+            get()
         except Exception:  # noqa: BLE001 - the DoFn's own load says why
             pass
     thread = threading.Thread(target=load, name="evalbeam-preload", daemon=True)

@@ -118,3 +118,25 @@ def test_pipeline_run_with_int8_stays_within_tolerance_of_float32(tmp_path):
         assert (f32[key] is None) == (i8[key] is None), key
     assert max(abs(f32[k] - i8[k]) for k in semantic) <= TOLERANCE
     assert all(f32[k] == i8[k] for k in f32 if k[1] == "exact_match")
+
+
+@needs_model
+@needs_ort
+def test_an_int8_run_preloads_the_int8_model_the_dofn_then_uses(tmp_path):
+    import os
+    from pipeline import cli
+    from pipeline.execute import beam_options, preload_local_model
+    from tests.conftest import ROOT
+    from transforms.enrich.embed import make_embedder
+    from transforms.enrich.embeddings import int8_minilm
+    config = tmp_path / "int8.yaml"
+    config.write_text("embeddings: {provider: local, precision: int8}\n")
+    args, beam_args = cli._parser().parse_known_args(
+        ["run", "--input", os.path.join(ROOT, "examples", "support", "cases.parquet"),
+         "--output", str(tmp_path / "out"), "--run-id", "pre", "--config", str(config)])
+    plan = cli.make_plan(args, beam_options(beam_args))
+    thread = preload_local_model(plan)
+    assert thread is not None
+    thread.join(timeout=120)
+    assert int8_minilm._INSTANCE is not None
+    assert make_embedder(plan.config.embeddings).inner is int8_minilm.get_int8_minilm()
