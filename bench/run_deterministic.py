@@ -101,16 +101,18 @@ def _role(p: psutil.Process, root: psutil.Process) -> str:
     return cmd[:80]
 
 
-def measure(cmd: list[str], log_path: Path, interval: float = 0.2) -> dict:
-    """Run cmd; wall time, peak tree RSS, per-process peaks, CPU seconds."""
+def measure(cmd: list[str], log_path: Path, interval: float = 0.2, cwd: Path = ROOT,
+            env: dict | None = None) -> dict:
+    """Run cmd (in cwd, with env added); wall time, peak tree RSS, per-process
+    peaks, CPU seconds."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     with open(log_path, "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
         t0 = time.perf_counter()
         busy0 = _busy_seconds()
-        proc = psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        proc = psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
         peak_tree = max_procs = 0
         cpu: dict[tuple[int, float], float] = {}
         per_proc: dict[tuple[int, float], dict] = {}
