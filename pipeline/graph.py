@@ -13,7 +13,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from pipeline.plan import Plan
+from pipeline.plan import Plan, worker_cores
 from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
@@ -93,7 +93,7 @@ class Enrich(beam.PTransform):
                         | "EmbedTurns" >> beam.ParDo(EmbedTurns(
                             cfg.embeddings, cfg.endpoints, needs, plan.cache,
                             [m for s, _ in plan.scorers if s.features for m in s.metrics],
-                            plan.budget))
+                            plan.budget, cores=worker_cores(turns.pipeline.options)))
                         .with_outputs(EmbedTurns.CALLS, main="turns"))
             turns = enriched.turns
             calls.append(enriched[EmbedTurns.CALLS])

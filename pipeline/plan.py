@@ -386,6 +386,21 @@ def worker_count(options: PipelineOptions) -> int:
     return 1
 
 
+def worker_cores(options) -> int | None:
+    """The cores each worker process has when the local runner starts several
+    (multi_processing: this machine's cores / workers, at least 1), so that its
+    BLAS and embedder threads do not fight the other workers for them; None when
+    the DoFns run in this process (or elsewhere) and keep their defaults."""
+    opts = options.get_all_options(retain_unknown_options=True)
+    if not runner_is_local(options) or opts.get("direct_running_mode") != "multi_processing":
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // worker_count(options))
+
+
 def limit_lines(cfg, workers: int) -> tuple[str, ...]:
     """One line per endpoint stating the limits the run will keep to (said
     at start-up: the default 10 requests/s surprises whoever points evalbeam

@@ -58,13 +58,20 @@ def embedder_tokenizer(cfg):
 
 class EmbedTurns(CallingDoFn):
     def __init__(self, embeddings_cfg, endpoints: Mapping, needs: frozenset[str],
-                 cache: CacheSpec | None = None, metrics: Sequence[str] = (), budget=None):
-        """metrics: the run's metrics that need embeddings (usage/ splits the calls)."""
+                 cache: CacheSpec | None = None, metrics: Sequence[str] = (), budget=None,
+                 cores: int | None = None):
+        """metrics: the run's metrics that need embeddings (usage/ splits the calls);
+        cores: the cores this worker process has (pipeline.plan.worker_cores), None
+        to keep the process's thread defaults."""
         self._cfg, self._endpoints, self._needs = embeddings_cfg, dict(endpoints), needs
         self._cache, self._metrics, self._budget = cache, tuple(metrics), budget
+        self._cores = cores
         self._embedder = None
 
     def setup(self):
+        if self._cores is not None:
+            from transforms.enrich.embeddings.local_minilm import use_cores
+            use_cores(self._cores)
         self.open_calls(self._endpoints, remote=self._cfg.provider == "endpoint",
                         cache=self._cache, budget=self._budget)
         self._embedder = make_embedder(self._cfg, self._runtime, self._log, self._metrics)

@@ -21,11 +21,12 @@ tests/test_embeddings_local.py):
 Speed: texts are sorted by token length and run in batches of `batch_size`
 (as sentence-transformers' encode does); a batch's tokens are packed end to
 end, so the dense layers (nine tenths of the work) never run on padding, and
-only short texts' attention is laid out padded (long ones run per text). All
-maths is GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over tokens. With `workers=2` (default: the machine's core count, at most 2... see
-`_default_workers`) batches are run concurrently by threads, each with a
-single-threaded BLAS, which keeps both cores busy also in the element-wise
-parts (GELU, softmax, LayerNorm) that numpy runs on one core.
+attention runs over each run of equal-length texts at once, unpadded. All
+maths is GEMMs (OpenBLAS) and in-place ufuncs, no Python loop over tokens.
+With `workers=2` (default: the process's cores, at most 2; see `use_cores`)
+batches are run concurrently by threads, each with a single-threaded BLAS,
+which keeps both cores busy also in the element-wise parts (GELU, softmax,
+LayerNorm) that numpy runs on one core.
 
 `get_local_minilm()` gives the process-wide instance (loaded once, lazily,
 thread-safe); `embed_tokens` gives the last layer's raw token vectors for
@@ -44,6 +45,8 @@ from typing import Sequence
 import numpy as np
 
 from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
+from transforms.enrich.embeddings.blas import blas_threads as _blas_threads
+from transforms.enrich.embeddings.blas import controller as _controller
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 ENV_MODEL_DIR = "EVALBEAM_MINILM_DIR"
@@ -86,37 +89,80 @@ def local_model_missing() -> str | None:
 _AS_P = F32(0.3275911 / math.sqrt(2.0))
 _AS_A = tuple(F32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736,
                                 0.254829592))  # a5 .. a1
-_PER_SEQUENCE_FROM = 64  # padded length from which attention runs sequence by sequence
 _CHUNK = 65536  # elements per element-wise chunk (256 KiB of float32: stays in L2)
+
+
+_PROCESS_CORES: list[int] = []  # set by use_cores: the cores this worker process has
 
 
 def _default_workers() -> int:
     env = os.environ.get(ENV_WORKERS)
     if env:
         return max(1, int(env))
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        cores = os.cpu_count() or 1
+    if _PROCESS_CORES:
+        cores = _PROCESS_CORES[0]
+    else:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover
+            cores = os.cpu_count() or 1
     return max(1, min(cores, 2))
+
+
+def use_cores(n: int) -> None:
+    """This process has n cores (a worker of a local run of several worker
+    processes): BLAS runs at most n threads from now on, everywhere in the
+    process (BERTScore's matching too), and the embedder n threads.
+
+    Why: each worker process otherwise starts one BLAS thread per core of the
+    machine and two embedder threads, so two workers on two cores run four to
+    six busy threads; measured, that cost ~9 CPU ms per row of the semantic
+    path (BENCHMARKS.md section 12). Values do not change beyond float32
+    rounding (OpenBLAS splits its sums by thread count)."""
+    n = max(1, int(n))
+    _PROCESS_CORES[:] = [n]
+    if n == 1:  # the tokenizer's own thread pool too (read when it is first used)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    controller = _controller()
+    if controller is not None:
+        controller.limit(limits=n, user_api="blas")  # kept: never restored
+    if _INSTANCE is not None and not os.environ.get(ENV_WORKERS):
+        _INSTANCE.workers = min(_INSTANCE.workers, _default_workers())
 
 
 class _Packed:
     """Where each text's tokens sit when a batch's texts are concatenated (T tokens):
-    starts and lens per text, each token's position in its text, and for the
-    padded attention of short texts, each token's slot in a (B, width) grid."""
+    lens and starts per text, each token's position in its text, and the runs of
+    texts of one length (`groups`: first token, length, count), which attention
+    takes as one stacked (count, heads, length, length) product without padding.
+    For a padded (B, width) layout (the int8 module's): each token's slot and the
+    additive mask of padded keys (`neg`)."""
 
-    __slots__ = ("lens", "starts", "width", "positions", "slots", "_neg")
+    __slots__ = ("lens", "starts", "width", "positions", "groups", "_slots", "_neg")
 
     def __init__(self, lens: Sequence[int]):
         self.lens = list(lens)
+        lens_a = np.asarray(self.lens)
         self.starts = np.cumsum([0, *self.lens[:-1]]).tolist()
         self.width = max(self.lens)
-        lens_a = np.asarray(self.lens)
-        total = int(lens_a.sum())
-        self.positions = np.arange(total) - np.repeat(self.starts, lens_a)
-        self.slots = self.positions + np.repeat(np.arange(len(lens_a)) * self.width, lens_a)
+        self.positions = np.arange(int(lens_a.sum())) - np.repeat(self.starts, lens_a)
+        groups: list[list[int]] = []
+        for start, n in zip(self.starts, self.lens):
+            if groups and groups[-1][1] == n:  # the texts are adjacent: one run
+                groups[-1][2] += 1
+            else:
+                groups.append([start, n, 1])
+        self.groups = [tuple(g) for g in groups]
+        self._slots: np.ndarray | None = None
         self._neg: np.ndarray | None | bool = False
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Each token's index in the flattened (B, width) padded grid."""
+        if self._slots is None:
+            lens_a = np.asarray(self.lens)
+            self._slots = self.positions + np.repeat(np.arange(len(lens_a)) * self.width, lens_a)
+        return self._slots
 
     @property
     def neg(self) -> np.ndarray | None:
@@ -263,55 +309,48 @@ class LocalMiniLM:
             q *= e                       # erfc(|x| / sqrt 2)
             np.subtract(F32(1.0), q, out=q)
             q *= a
-            q += x
-            q *= F32(0.5)
-            x[...] = q
+            x += q                       # x + |x| erf(|x| / sqrt 2), in place
+            x *= F32(0.5)
         return h
 
-    def _attention_batched(self, qkv: np.ndarray, packed: "_Packed") -> np.ndarray:
-        """Short sequences: one stacked matmul over (B, heads) of the tokens scattered
-        into a padded (B, L) layout; padded keys masked. Returns packed (T, dim)."""
-        B, L, nh, hd = len(packed.lens), packed.width, self.heads, self.head_dim
-        padded = np.zeros((B * L, 3 * nh * hd), dtype=F32)
-        padded[packed.slots] = qkv
-        q, k, v = padded.reshape(B, L, 3, nh, hd).transpose(2, 0, 3, 1, 4)  # (B, nh, L, hd)
-        s = np.matmul(q, k.transpose(0, 1, 3, 2))                            # (B, nh, L, L)
-        if packed.neg is not None:
-            s += packed.neg
-        s -= s.max(axis=-1, keepdims=True)
-        np.exp(s, out=s)
-        s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
-        ctx = np.matmul(s, v)                                                # (B, nh, L, hd)
-        return ctx.transpose(0, 2, 1, 3).reshape(B * L, nh * hd)[packed.slots]
-
-    def _attention_per_sequence(self, qkv: np.ndarray, packed: "_Packed") -> np.ndarray:
-        """Long sequences: one sequence at a time over its own tokens (no mask, no
-        padding), so the (heads, n, n) scores stay in cache through the softmax."""
+    def _attention(self, qkv: np.ndarray, packed: "_Packed") -> np.ndarray:
+        """Self-attention over the packed (T, 3 dim) projections, texts of one length
+        at a time: equal-length texts (adjacent: the batch is sorted by length) go
+        through one stacked matmul over (texts, heads), with no padding, no mask and
+        no scatter, as many at once as keep the scores cache-sized (_CHUNK) through
+        the softmax. The scores are laid out (keys, queries), so that the softmax's
+        max and sum over the keys run down whole rows (numpy vectorises those; along
+        short rows it does not: 20% of attention). Returns packed (T, dim)."""
         nh, hd = self.heads, self.head_dim
         ctx = np.empty((qkv.shape[0], nh * hd), dtype=F32)
-        for start, n in zip(packed.starts, packed.lens):
-            q, k, v = qkv[start:start + n].reshape(n, 3, nh, hd).transpose(1, 2, 0, 3)
-            s = np.matmul(q, k.transpose(0, 2, 1))                   # (nh, n, n)
-            s -= s.max(axis=-1, keepdims=True)
-            np.exp(s, out=s)
-            s *= np.reciprocal(s.sum(axis=-1, keepdims=True))
-            ctx[start:start + n] = np.matmul(s, v).transpose(1, 0, 2).reshape(n, nh * hd)
+        for first, n, count in packed.groups:
+            step = max(1, _CHUNK // (nh * n * n))
+            for start in range(first, first + count * n, step * n):
+                g = min(step, (first + count * n - start) // n)
+                block = qkv[start:start + g * n].reshape(g, n, 3, nh, hd)
+                q, k, v = block.transpose(2, 0, 3, 1, 4)             # (g, nh, n, hd)
+                s = np.matmul(k, q.transpose(0, 1, 3, 2))            # (g, nh, keys, queries)
+                s -= s.max(axis=-2, keepdims=True)
+                np.exp(s, out=s)
+                s *= np.reciprocal(s.sum(axis=-2, keepdims=True))
+                ctx[start:start + g * n] = np.matmul(s.transpose(0, 1, 3, 2), v).transpose(
+                    0, 2, 1, 3).reshape(g * n, nh * hd)
         return ctx
+
+    _attention_per_sequence = _attention  # the former name (the int8 module calibrates with it)
 
     def _forward(self, ids: np.ndarray, lens: Sequence[int]) -> np.ndarray:
         """Last hidden layer, packed: (sum(lens), dim) float32 for the texts' token ids
-        concatenated (`ids`, 1-D). The dense layers (9/10 of the work) run on real
-        tokens only, never on padding; only short texts' attention is padded."""
+        concatenated (`ids`, 1-D). Every layer runs on real tokens only, never on
+        padding."""
         packed = _Packed(lens)
         x = self._word[ids]                                 # (T, H) gather = copy
         x += self._pos_type[packed.positions]
         x = self._layer_norm(x, *self._ln0)
-        attention = (self._attention_per_sequence if packed.width >= _PER_SEQUENCE_FROM
-                     else self._attention_batched)
         for ly in self._layers:
             qkv = x @ ly.wqkv
             qkv += ly.bqkv
-            a = attention(qkv, packed) @ ly.wo
+            a = self._attention(qkv, packed) @ ly.wo
             a += ly.bo
             a += x
             x = self._layer_norm(a, ly.ln1_g, ly.ln1_b)
@@ -419,55 +458,6 @@ class LocalMiniLM:
 
     def tokenize(self, text: str) -> list[str]:
         return list(self._tokenizer.encode(text).tokens[1:-1])
-
-
-# ------------------------------------------------------------------ BLAS threads
-_BLAS_LOCK = threading.Lock()
-_BLAS_USERS = 0
-_BLAS_LIMITER = None
-
-
-_CONTROLLER: list = []
-
-
-def _controller():
-    """threadpoolctl's view of the loaded BLAS libraries (built once: ~0.01 ms per
-    limit then, instead of ~0.7 ms for a fresh scan), or None without threadpoolctl."""
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover - a dependency of the product
-            _CONTROLLER.append(None)
-    return _CONTROLLER[0]
-
-
-class _blas_threads:
-    """Limit BLAS to n threads while at least one embed call is running (re-entrant
-    across threads: the limit is lifted when the last one finishes). Needs
-    threadpoolctl; without it this does nothing."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __enter__(self):
-        global _BLAS_USERS, _BLAS_LIMITER
-        with _BLAS_LOCK:
-            if _BLAS_USERS == 0:
-                controller = _controller()
-                _BLAS_LIMITER = (controller.limit(limits=self.n, user_api="blas")
-                                 if controller is not None else None)
-            _BLAS_USERS += 1
-        return self
-
-    def __exit__(self, *exc):
-        global _BLAS_USERS, _BLAS_LIMITER
-        with _BLAS_LOCK:
-            _BLAS_USERS -= 1
-            if _BLAS_USERS == 0 and _BLAS_LIMITER is not None:
-                _BLAS_LIMITER.restore_original_limits()
-                _BLAS_LIMITER = None
-        return False
 
 
 # ------------------------------------------------------------------ singleton

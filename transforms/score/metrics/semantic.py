@@ -129,7 +129,9 @@ def greedy_match(ref: np.ndarray, cand: np.ndarray, ref_w: np.ndarray,
     negative similarities scores 0 there (in any batch with padding); flooring
     gives the same numbers without depending on batch composition.
     """
-    sim = _unit(cand) @ _unit(ref).T                 # (n_cand, n_ref)
+    from transforms.enrich.embeddings.blas import blas_threads  # only runs that embed
+    with blas_threads(1):  # a small product: BLAS threads would cost more than it
+        sim = _unit(cand) @ _unit(ref).T             # (n_cand, n_ref)
     p_scale = cand_w / cand_w.sum() if cand_w.sum() > 0 else np.zeros_like(cand_w)
     r_scale = ref_w / ref_w.sum() if ref_w.sum() > 0 else np.zeros_like(ref_w)
     precision = on_unit(float((np.maximum(sim.max(axis=1), 0.0) * p_scale).sum()))
