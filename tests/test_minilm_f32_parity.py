@@ -126,3 +126,28 @@ def test_blas_threads_limits_inside_and_restores_after():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, check=True).stdout.strip().split(maxsplit=1)
     assert out == ["True", "[1] [1]"], out
+
+
+def test_the_graph_gives_embed_turns_the_worker_cores_and_setup_applies_them():
+    # in a child process: EmbedTurns built as pipeline.graph builds it for a
+    # two-worker multi_processing run, then set up as a worker would
+    code = (
+        "import apache_beam as beam\n"
+        "from apache_beam.options.pipeline_options import PipelineOptions\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from pipeline.config import EmbeddingsConfig\n"
+        "from pipeline.plan import worker_cores\n"
+        "from transforms.enrich.embed import EmbedTurns, VEC_EXPECTED\n"
+        "p = beam.Pipeline(options=PipelineOptions(['--direct_running_mode=multi_processing',"
+        " '--direct_num_workers=64']))\n"
+        "dofn = EmbedTurns(EmbeddingsConfig('hashing'), {}, frozenset({VEC_EXPECTED}),"
+        " cores=worker_cores(p.options))\n"
+        "dofn.setup()\n"
+        "print(dofn._cores, sorted({i['num_threads'] for i in threadpool_info()"
+        " if i['user_api'] == 'blas'}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == "1 [1]", out
+    with open(os.path.join(ROOT, "pipeline", "graph.py"), encoding="utf-8") as f:
+        assert "cores=worker_cores(turns.pipeline.options)" in f.read()
