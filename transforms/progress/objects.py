@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from typing import Any
@@ -50,6 +51,9 @@ class ProgressWriter(leases.PerAttempt):
         self.interval = REMOTE_INTERVAL_S if "://" in output else LOCAL_INTERVAL_S
         self.started = time.time()
         self._written = -1
+        # write() runs on the daemon thread and on callers' threads: one at a time, or
+        # a body snapshotted earlier can be renamed over a newer one (a stale object)
+        self._write_lock = threading.Lock()
         super().__init__(output, run_id, attempt)
 
     def stop(self) -> bool:
@@ -61,6 +65,10 @@ class ProgressWriter(leases.PerAttempt):
 
     def write(self) -> bool:
         """Write the tally when it changed; False once the lease is not the attempt's."""
+        with self._write_lock:
+            return self._write()
+
+    def _write(self) -> bool:
         output, run_id, attempt = self.key
         if not leases.holds(output, run_id, attempt):
             return False
