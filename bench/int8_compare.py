@@ -118,10 +118,10 @@ def embedder_speed(repeats: int) -> dict:
     the two embedders interleaved; best of `repeats`."""
     from transforms.enrich.embeddings.int8_minilm import Int8MiniLM
     from transforms.enrich.embeddings.local_minilm import LocalMiniLM
-    from transforms.score.metrics.semantic import MAX_SENTENCES, split_sentences
+    from transforms.text.sentences import MAX_SENTENCES, answer_sentences
     rows = pq.read_table(os.path.join(ROOT, "validation", "cases.parquet")).to_pylist()
     texts = {t for r in rows for t in (r["question"], r["expected_answer"], r["answer"]) if t}
-    texts |= {s for r in rows if r["answer"] for s in split_sentences(r["answer"])[:MAX_SENTENCES]}
+    texts |= {s for r in rows if r["answer"] for s in answer_sentences(r["answer"])[:MAX_SENTENCES]}
     texts = sorted(texts)
     engines = {"float32": LocalMiniLM(workers=1), "int8": Int8MiniLM(workers=1)}
     best = dict.fromkeys(engines, float("inf"))
@@ -153,15 +153,16 @@ def sweep(n_rows: int) -> dict:
     from transforms.enrich.embeddings.int8_minilm import Int8MiniLM
     from transforms.enrich.embeddings.local_minilm import LocalMiniLM
     from transforms.score.metrics import semantic
+    from transforms.text.sentences import MAX_SENTENCES, answer_sentences
     from transforms.score.metrics.coverage import novelty
     rows = [r for r in pq.read_table(os.path.join(ROOT, "validation", "cases.parquet")).to_pylist()
             if r["answer"]]
     rows = rows[::max(1, len(rows) // n_rows)][:n_rows]
-    sentences = {r["answer"]: semantic.split_sentences(r["answer"]) for r in rows}
+    sentences = {r["answer"]: answer_sentences(r["answer"]) for r in rows}
     tok_texts = sorted({r["answer"] for r in rows} | {r["expected_answer"] for r in rows
                                                       if r["expected_answer"]})
     vec_texts = sorted({r["question"] for r in rows} | {
-        s for v in sentences.values() for s in v[:semantic.MAX_SENTENCES]})
+        s for v in sentences.values() for s in v[:MAX_SENTENCES]})
 
     def scores(m) -> tuple[dict, float]:
         t0 = time.process_time()
@@ -178,7 +179,7 @@ def sweep(n_rows: int) -> dict:
                                                            tok[a].tokens, tok[a].vectors).value)
             said = sentences[a]
             out["answer_relevance"].append(semantic.answer_relevance(
-                vec[r["question"]], np.array([vec[x] for x in said[:semantic.MAX_SENTENCES]]),
+                vec[r["question"]], np.array([vec[x] for x in said[:MAX_SENTENCES]]),
                 len(said), novelty(r["question"], a)).value)
         return {k: np.array(v, float) for k, v in out.items()}, cpu
 

@@ -119,7 +119,7 @@ class OnnxForward:
 def _texts(rows: int) -> list[str]:
     import pyarrow.parquet as pq
     import run_deterministic as rd
-    from transforms.score.metrics.semantic import split_sentences
+    from transforms.text.sentences import answer_sentences as split_sentences
     texts = []
     for r in pq.read_table(rd.input_file(rows, 0)).slice(0, rows).to_pylist():
         answer = r["answer"] or ""

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import TextIO
 
-from transforms.progress.objects import read_totals
+from transforms.publish.progress_objects import read_totals
 from transforms.progress.text import Figures, figures, progress_bar, progress_line
 from transforms.publish.finalize import RunInfo
 

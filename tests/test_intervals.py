@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from transforms.publish import intervals
-from transforms.publish.intervals import t_interval, wilson_interval
+from transforms.stats import intervals
+from transforms.stats.intervals import t_interval, wilson_interval
 from transforms.publish.summary import MetricStatsFn, summary_rows
 
 

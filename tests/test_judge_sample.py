@@ -17,7 +17,7 @@ from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import manifest, read_rows, run_sample
 from transforms.enrich.judge.sample import SampleCases, sample_rank
-from transforms.publish.intervals import (sampled_interval, stratified_mean, t_interval,
+from transforms.stats.intervals import (sampled_interval, stratified_mean, t_interval,
                                           wilson_interval)
 
 

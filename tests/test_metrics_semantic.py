@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from transforms.score.metrics.semantic import (BertIdf, answer_relevance, answer_similarity,
-                                         bertscore, bertscore_idf, greedy_match,
-                                         split_sentences)
+                                               bertscore, bertscore_idf, greedy_match)
+from transforms.text.sentences import answer_sentences as split_sentences
 
 
 def test_answer_similarity_is_cosine_clamped_at_zero():

@@ -16,7 +16,8 @@ from pipeline.config import parse_config
 from pipeline.plan import limit_lines, share_limits
 from pipeline.postrun.status import run_status
 from pipeline.watch import Watch, run_figures
-from transforms.progress import objects, tally
+from transforms.progress import tally
+from transforms.publish import progress_objects as objects
 from transforms.progress.text import figures, progress_bar, progress_line
 from transforms.publish import lease as leases
 from transforms.publish.finalize import RunInfo

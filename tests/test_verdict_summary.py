@@ -4,7 +4,8 @@ import pytest
 from pipeline.config import VerdictRule
 from transforms.decide.presets import SEED_RULES as DEFAULT_RULES
 from schemas.records import MetricResult as R
-from transforms.publish.summary import EXACT_LIMIT, MetricStatsFn, summary_rows
+from transforms.publish.summary import MetricStatsFn, summary_rows
+from transforms.stats.accumulator import EXACT_LIMIT
 from transforms.decide.rules import decide
 
 
@@ -80,7 +81,7 @@ def test_summary_rows_carry_verdict_counts():
     lambda rng: rng.normal(0, 1, 50_000),                             # negatives too
 ])
 def test_sketch_percentiles_within_half_a_percent(make):
-    from transforms.publish.summary import LogBuckets
+    from transforms.stats.accumulator import LogBuckets
     vals = make(np.random.default_rng(3))
     halves = [LogBuckets(), LogBuckets()]
     for i, v in enumerate(vals):
@@ -96,7 +97,7 @@ def test_sketch_percentiles_within_half_a_percent(make):
 
 def test_sketch_size_depends_on_the_value_range_not_the_count():
     import pickle
-    from transforms.publish.summary import LogBuckets
+    from transforms.stats.accumulator import LogBuckets
     rng = np.random.default_rng(0)
     few, many = LogBuckets(), LogBuckets()
     for v in rng.uniform(0.01, 1.0, 10_000):

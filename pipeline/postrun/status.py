@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from transforms.progress.objects import read_totals
+from transforms.publish.progress_objects import read_totals
 from transforms.progress.text import figures, progress_line
 from transforms.publish import lease as leases
 from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_output,

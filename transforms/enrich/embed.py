@@ -16,7 +16,7 @@ from schemas.records import Turn
 from transforms.enrich.features import (  # noqa: F401 (the names are also read from here)
     EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES)
-from transforms.score.metrics.semantic import MAX_SENTENCES, split_sentences
+from transforms.text.sentences import MAX_SENTENCES, answer_sentences
 from transforms.remote.cache import CacheSpec
 from transforms.remote.calling import CallingDoFn
 
@@ -88,7 +88,7 @@ class EmbedTurns(CallingDoFn):
                 vec[t.case.question] = None
             if SENTENCES in self._needs:
                 if answer not in sentences:
-                    sentences[answer] = split_sentences(answer)
+                    sentences[answer] = answer_sentences(answer)
                 vec.update((s, None) for s in sentences[answer][:MAX_SENTENCES])
             if expected is not None:
                 refs = t.case.all_references

@@ -3,7 +3,7 @@ results/ (turns) and their bot errors, invalid input rows, failed judge
 questions, and the requests sent to each endpoint.
 
 Counting costs a lock and an addition; the counts reach other processes
-through the objects of transforms/progress/objects.py. Calls are counted for
+through the objects of transforms/publish/progress_objects.py. Calls are counted for
 every attempt live in the process (normally one: a worker process serves one
 run at a time).
 """

@@ -289,7 +289,7 @@ def release(output: str, run_id: str, attempt: str) -> None:
     folder = run_dir(output, run_id)
     if holds(output, run_id, attempt):
         delete_quietly([lease_path(output, run_id)])
-    progress = FileSystems.join(folder, "progress")  # transforms/progress/objects.py
+    progress = FileSystems.join(folder, "progress")  # transforms/publish/progress_objects.py
     delete_quietly([p for p, _ in heartbeats(output, run_id, attempt)]
                    + _matching(folder, "takeover.*") + _matching(progress, f"{attempt}.*"))
     if _local(progress):
@@ -319,7 +319,7 @@ def _matching(folder: str, pattern: str) -> list[str]:
 def stale_files(output: str, run_id: str, attempt: str) -> list[str]:
     """Heartbeats and temporary files of other attempts of the run id."""
     folder = run_dir(output, run_id)
-    progress = FileSystems.join(folder, "progress")  # transforms/progress/objects.py
+    progress = FileSystems.join(folder, "progress")  # transforms/publish/progress_objects.py
     return [p for p in _matching(folder, "heartbeat.*.json") + _matching(folder, "*.tmp-*")
             + _matching(folder, "log.*.txt") + _matching(folder, "report.*.md")
             + _matching(folder, "report.*.html")

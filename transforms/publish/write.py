@@ -146,7 +146,7 @@ class _WriteBundleFn(beam.DoFn):
             from transforms.publish.lease import Heartbeat
             self._heartbeat = Heartbeat.start(self._output, self._run_id, self._attempt,
                                               self._lease_ttl_s)
-            from transforms.progress.objects import ProgressWriter  # rows counted as written
+            from transforms.publish.progress_objects import ProgressWriter  # rows counted as written
             self._progress = ProgressWriter.start(self._output, self._run_id, self._attempt)
 
     def teardown(self):

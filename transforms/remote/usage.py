@@ -35,7 +35,7 @@ from transforms.remote.budget import cost_of
 
 if TYPE_CHECKING:  # the HTTP client (httpx, tenacity) stays out of runs without remote calls
     from transforms.remote.client import CallRecord
-from transforms.publish.summary import MetricStats
+from transforms.stats.accumulator import MetricStats
 
 COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens",
            "shared_cache_hits", "budget_refused")

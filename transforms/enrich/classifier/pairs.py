@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from transforms.score.metrics.semantic import split_sentences
+from transforms.text.sentences import answer_sentences
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
@@ -62,7 +62,7 @@ class PairPlan:
 
 def plan_pairs(answer: str, contexts: list[str], chunk_words: int,
                max_sentences: int) -> PairPlan:
-    sentences = split_sentences(answer)
+    sentences = answer_sentences(answer)
     chunks = tuple((f"C{i}.{j}", chunk)
                    for i, context in enumerate(contexts, 1)
                    for j, chunk in enumerate(chunk_passage(context, chunk_words), 1))

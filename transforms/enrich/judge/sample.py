@@ -8,7 +8,7 @@ the same seed and inputs judges the same rows (and finds their answers in the
 call cache). Every bot is judged on the same cases, so bots compare pair by
 pair. Rows outside the sample carry null judge metrics with NOT_SAMPLED, and
 their summaries are estimates with intervals that account for the sampling
-(transforms/publish/intervals.py).
+(transforms/stats/intervals.py).
 """
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ tests/test_bertscore_parity.py checks the numbers against the package.
 from __future__ import annotations
 
 import math
-import re
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -20,9 +19,6 @@ import numpy as np
 from schemas.records import MetricResult
 from transforms.text.tokens import document_frequencies
 
-MAX_SENTENCES = 64  # answer_relevance embeds at most this many sentences of an answer
-# Latin/Arabic ends need a following space ("3.5" is no end); CJK ends need none.
-_SENTENCE_END = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？])\s*|\n+")
 
 
 def on_unit(x: float) -> float:
@@ -45,19 +41,7 @@ def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
     return MetricResult(on_unit(raw), {"cosine": raw})
 
 
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•·–]|\(?\w{1,2}[.)])\s+")
 RESTATEMENT_NOVELTY = 0.3  # below this share of new words an answer restates the question
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences (or lines) of an answer, stripped; list markers ("1.", "-", "a)")
-    are not sentences, and are taken off the item they open."""
-    out = []
-    for piece in _SENTENCE_END.split(text):
-        piece = _LIST_MARKER.sub("", piece or "").strip()
-        if piece and any(ch.isalnum() for ch in piece) and not re.fullmatch(r"\w{1,2}[.)]?", piece):
-            out.append(piece)
-    return out
 
 
 def answer_relevance(question: np.ndarray, sentences: np.ndarray, n_sentences: int,

@@ -14,7 +14,7 @@ import math
 from functools import lru_cache
 from typing import Sequence
 
-from transforms.publish.t_table import T_975, Z_975
+from transforms.stats.t_table import T_975, Z_975
 
 LEVEL = 0.95  # the tables below are for this level
 Z = Z_975  # 1.959964, = scipy.stats.norm.ppf(0.975)

@@ -2,7 +2,7 @@
 quantile z(0.975): the values scipy.special computes (`stdtrit`, `ndtri`),
 written out so that a run whose groups have at most 257 values (every small
 and test run) does not import scipy at its start (~0.25 s of every such run;
-issue 13). Regenerate with `python -m transforms.publish.t_table`; a test
+issue 13). Regenerate with `python -m transforms.stats.t_table`; a test
 checks every value against scipy bit for bit.
 """
 from __future__ import annotations
