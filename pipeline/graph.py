@@ -89,7 +89,7 @@ class Enrich(beam.PTransform):
         if needs and self._part != ENRICH_REMOTE:
             from transforms.enrich.embed import EmbedTurns
             enriched = (turns
-                        | "BatchTurns" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
+                        | "BatchTurns" >> beam.BatchElements(min_batch_size=64, max_batch_size=64)
                         | "EmbedTurns" >> beam.ParDo(EmbedTurns(
                             cfg.embeddings, cfg.endpoints, needs, plan.cache,
                             [m for s, _ in plan.scorers if s.features for m in s.metrics],
