@@ -12,7 +12,10 @@ column raises the version, so a reader written for version N reads N + k.
    and `budget_refused` (calls not sent: a spend cap was reached); comparisons/
    gains `min_difference` (`compare --min-difference`; it came in b677cc6 while
    the version still read 2 and was first covered by this raise, so comparisons/
-   of version 2 may lack it).
+   of version 2 may lack it). Also in since version 2 was raised, and first
+   covered by this raise (so a version-2 file may lack them): results/ gains
+   `label`, `references` and `messages`; summary/ gains `ci_low` and `ci_high`;
+   the calibration/ and comparisons/ tables are new.
 4: summary/ gains `sampled` and `population` (judge metrics computed on a sample);
    results/ gains `decided_by` (judge.escalate: "offline" or "escalated"); usage/
    gains `skipped_rows` and `saved_calls` (what the cascade and the sample saved).
