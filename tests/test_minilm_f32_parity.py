@@ -90,6 +90,15 @@ def test_worker_cores_is_set_only_for_local_worker_processes():
     assert worker_cores(PipelineOptions(mp + ["--direct_num_workers=1"])) == cores
 
 
+def _in_child(code: str, *unset: str) -> str:
+    """The stdout of `code` run by a fresh interpreter without the thread limits
+    OPENBLAS_NUM_THREADS (and `unset`) that this process may carry."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", *unset)}
+    assert not set(unset) & set(env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=True).stdout
+
+
 def test_use_cores_limits_blas_and_embedder_threads_of_the_process():
     # in a child process: the limit is process-wide and is never lifted
     code = (
@@ -100,12 +109,8 @@ def test_use_cores_limits_blas_and_embedder_threads_of_the_process():
         "    pass\n"
         "print(sorted({i['num_threads'] for i in threadpool_info() "
         "if i['user_api'] == 'blas'}), lm._default_workers())\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENBLAS_NUM_THREADS", lm_env := "EVALBEAM_EMBED_WORKERS")}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
+    out = _in_child(code, "EVALBEAM_EMBED_WORKERS").split()
     assert out == ["[1]", "1"], out
-    assert lm_env not in env
 
 
 def test_blas_threads_limits_inside_and_restores_after():
@@ -122,9 +127,7 @@ def test_blas_threads_limits_inside_and_restores_after():
         "        inner = n()\n"
         "    still = n()\n"
         "print(before == n(), inner, still)\n")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=True).stdout.strip().split(maxsplit=1)
+    out = _in_child(code).strip().split(maxsplit=1)
     assert out == ["True", "[1] [1]"], out
 
 
@@ -145,9 +148,7 @@ def test_the_graph_gives_embed_turns_the_worker_cores_and_setup_applies_them():
         "dofn.setup()\n"
         "print(dofn._cores, sorted({i['num_threads'] for i in threadpool_info()"
         " if i['user_api'] == 'blas'}))\n")
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=True).stdout.strip()
+    out = _in_child(code).strip()
     assert out == "1 [1]", out
     with open(os.path.join(ROOT, "pipeline", "graph.py"), encoding="utf-8") as f:
         assert "cores=worker_cores(turns.pipeline.options)" in f.read()
