@@ -79,10 +79,11 @@ def say_before(plan: Plan) -> None:
 def preload_local_model(plan: Plan) -> threading.Thread | None:
     """Loads the local MiniLM (the embedder make_embedder picks for provider
     `local` and a non-multilingual model; with `precision: int8`, its int8
-    variant) on a thread while this one builds the graph, for a run that embeds in this process. About 40% of the load (file
-    reads, array copies) runs without the GIL, on the other core of a quiet
-    machine; the DoFn's get_local_minilm() then finds it loaded (or waits for
-    it). A load that fails here fails again, and is reported, in the DoFn."""
+    variant) on a thread while this one builds the graph, for a run that embeds
+    in this process. About 40% of the load (file reads, array copies) runs
+    without the GIL, on the other core of a quiet machine; the DoFn's
+    get_local_minilm() then finds it loaded (or waits for it). A load that fails
+    here fails again, and is reported, in the DoFn."""
     from transforms.enrich.features import MULTILINGUAL_MODELS
     emb = plan.config.embeddings
     if (emb.provider != "local" or emb.model in MULTILINGUAL_MODELS
