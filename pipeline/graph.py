@@ -27,6 +27,7 @@ from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_r
 from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
 from transforms.enrich.judge.sample import NOT_SAMPLED, SampleCases
+from transforms.publish.tallies import TallyAll
 from transforms.publish.summary import MetricStatsFn, metric_values, summary_keys
 from transforms.decide.cascade import ESCALATED, mark_undecided
 from transforms.publish.savings import skipped_keys
@@ -270,12 +271,9 @@ class Publish(beam.PTransform):
         if plan.escalates:
             tallied["escalated_rows"] = judged | "EscalatedRows" >> beam.Filter(
                 lambda t: bool(t.features.get(ESCALATED)))
-        # one count per key of one flattened collection: a Count.Globally each
-        # would add four shuffles and some forty transforms to every run
-        counts = ([pcoll | f"Tally[{name}]" >> beam.Map(lambda _, name=name: (name, 1))
-                   for name, pcoll in tallied.items()]
-                  | "AllTallies" >> beam.Flatten()
-                  | "Counts" >> beam.combiners.Count.PerKey())
+        # one keyed sum of per-bundle counts: a Count.Globally each would add
+        # shuffles to every run, one element per row would sit in the runner
+        counts = tallied | "Tallies" >> TallyAll()
         usage = [] if "calls" not in inputs else AsList(
             inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
         sides = {}
