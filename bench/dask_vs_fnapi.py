@@ -16,7 +16,17 @@ children; the scheduler and each worker), sampled every 0.2 s with psutil.
 Each Dask run's tables are compared with the FnApiRunner's of the same round
 (tests/table_equality.py: equal apart from latencies and 1e-6).
 
-Prints a markdown table and writes bench/results/dask_vs_fnapi.json.
+Prints a markdown table and writes bench/results/dask_vs_fnapi_<rows>.json.
+
+    python bench/dask_vs_fnapi.py --memory-only [--sizes 100000 1000000]
+
+runs only the Dask side, once at each size (bench/config_deterministic.yaml
+unless --config says otherwise; a fresh cluster each), checks each run's
+outputs as bench/run_deterministic.py does (row counts read back, manifest
+reconciled; the check assumes the deterministic suite's 13 metrics), and
+reports each process's peak RSS at both sizes, the ratio of the largest
+single process's peaks (issue 24's goal: ≤ 1.3×), and each process's RSS
+over time (bench/results/dask_memory_<small>_<big>.json has it every 5 s).
 """
 from __future__ import annotations
 
@@ -25,12 +35,8 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
-
-import psutil
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -40,42 +46,13 @@ import run_deterministic as rd  # noqa: E402
 from tests.dask_cluster import DaskCluster  # noqa: E402
 from tests.table_equality import table_differences  # noqa: E402
 
-MiB = 1024 * 1024
 EXAMPLE = ROOT / "examples" / "support"
 WORK = BENCH / "data" / "runs" / f"dask-pid{os.getpid()}"
 
 
-def _sample(roots: list[int], peaks: dict[int, dict]) -> None:
-    for root in roots:
-        try:
-            procs = [psutil.Process(root)]
-            procs += procs[0].children(recursive=True)
-        except psutil.NoSuchProcess:
-            continue
-        for p in procs:
-            try:
-                rss = p.memory_info().rss
-                name = " ".join(p.cmdline()[1:4])[:60]
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                continue
-            info = peaks.setdefault(p.pid, {"process": name, "peak_rss_mib": 0.0})
-            info["peak_rss_mib"] = max(info["peak_rss_mib"], rss / MiB)
-
-
-def timed_run(cmd: list[str], also: list[int], log: Path) -> dict:
-    """Run cmd; its wall time and every involved process's peak RSS."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    peaks: dict[int, dict] = {}
-    with open(log, "w") as fh:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-        while proc.poll() is None:
-            _sample([proc.pid, *also], peaks)
-            time.sleep(0.2)
-        wall = time.perf_counter() - t0
-    return {"returncode": proc.returncode, "wall_s": wall, "log": str(log),
-            "max_process_rss_mib": max((p["peak_rss_mib"] for p in peaks.values()), default=0),
-            "processes": sorted(peaks.values(), key=lambda p: -p["peak_rss_mib"])}
+def timed_run(cmd: list[str], also: dict[int, str], log: Path) -> dict:
+    """Run cmd; its wall time, and every involved process's peak RSS and RSS timeline."""
+    return rd.measure(cmd, log, also=also)
 
 
 def evalbeam(input_path: Path, config: Path, out: Path, *extra: str) -> list[str]:
@@ -85,24 +62,111 @@ def evalbeam(input_path: Path, config: Path, out: Path, *extra: str) -> list[str
 
 def run_fnapi(input_path, config, workers, out, log) -> dict:
     return timed_run(evalbeam(input_path, config, out, "--direct_running_mode=multi_processing",
-                              f"--direct_num_workers={workers}"), [], log)
+                              f"--direct_num_workers={workers}"), {}, log)
 
 
 def run_dask(input_path, config, workers, out, log) -> dict:
-    with DaskCluster(workers=workers) as cluster:
-        pids = [cluster.scheduler.pid, *cluster.worker_pids()]
+    # the workers run in a folder of their own: without PYTHONPATH they would import
+    # evalbeam from wherever the environment's editable install points, not from here
+    with DaskCluster(workers=workers, env={"PYTHONPATH": str(ROOT)}) as cluster:
+        roles = {cluster.scheduler.pid: "dask scheduler",
+                 **{pid: f"dask worker{i}" for i, pid in enumerate(cluster.worker_pids())}}
         return timed_run(evalbeam(input_path, config, out, "--runner=dask",
                                   f"--dask_client_address={cluster.address}",
-                                  "--shared-filesystem"), pids, log)
+                                  "--shared-filesystem"), roles, log)
+
+
+def _role(process: dict) -> str:
+    return "launcher" if process["role"] == "main" else process["role"]
+
+
+def _peaks(run: dict) -> dict[str, float]:
+    """Peak RSS per role (the launcher, the scheduler, each worker; children by command)."""
+    peaks: dict[str, float] = {}
+    for p in run["processes"]:
+        peaks[_role(p)] = max(peaks.get(_role(p), 0.0), p["peak_rss_mib"])
+    return peaks
+
+
+def _timeline(run: dict, points: int = 12) -> list[str]:
+    """RSS of each process at about `points` moments of the run, as table rows."""
+    roles = {str(p["pid"]): _role(p) for p in run["processes"]}
+    line = run["rss_timeline_mib"]
+    step = max(1, len(line) // points)
+    rows = []
+    for sample in line[::step] + ([line[-1]] if (len(line) - 1) % step else []):
+        cells = ", ".join(f"{roles.get(pid, pid)} {mib}" for pid, mib in
+                          sorted(sample["by_pid_mib"].items(), key=lambda kv: roles.get(kv[0], "")))
+        rows.append(f"| {sample['t']:.0f} | {cells} |")
+    return rows
+
+
+def memory_only(args, argv) -> int:
+    """The Dask side alone at two sizes: each process's peak RSS, and how much
+    the largest one grows (issue 24's goal: at most 1.3x from 100 k to 1 M rows)."""
+    config = Path(args.config or rd.CONFIG).resolve()
+    runs = []
+    for rows in args.sizes:
+        out = WORK / f"memory-{rows}"
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"dask, {rows:,} rows ...", flush=True)
+        load = os.getloadavg()[0]
+        res = run_dask(rd.input_file(rows, 0), config, args.workers, out,
+                       rd.RESULTS / "logs" / WORK.name / f"memory-{rows}.log")
+        res.update(rows=rows, load_avg=[load, os.getloadavg()[0]],
+                   check=rd.verify_pipeline(out, rows, "bench"), peaks=_peaks(res))
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"   {res['wall_s']:.0f} s, CPU {res['cpu_s']:.0f} s, other load "
+              f"{res['other_load_cores']:.2f} cores, exit {res['returncode']}, check "
+              f"{res['check']['ok']}, peaks MiB {json.dumps(res['peaks'])}", flush=True)
+        runs.append(res)
+    small, big = runs
+    ratio = big["peak_rss_single_mib"] / small["peak_rss_single_mib"]
+    ok = all(r["returncode"] == 0 and r["check"]["ok"] for r in runs)
+    md = [f"Command: `{rd.command_line('dask_vs_fnapi.py', argv)}`", "",
+          f"| process | peak RSS MiB, {small['rows']:,} rows | {big['rows']:,} rows | ratio |",
+          "|---|---:|---:|---:|"]
+    for role in sorted(set(small["peaks"]) | set(big["peaks"])):
+        a, b = small["peaks"].get(role), big["peaks"].get(role)
+        md.append(f"| {role} | {a or 0:.0f} | {b or 0:.0f} | "
+                  f"{f'{b / a:.2f}×' if a and b else '–'} |")
+    md += ["", f"Largest single process: {small['peak_rss_single_mib']:.0f} → "
+               f"{big['peak_rss_single_mib']:.0f} MiB, **{ratio:.2f}×** (goal ≤ "
+               f"{rd.MEMORY_GOAL}×: {'met' if ratio <= rd.MEMORY_GOAL else 'NOT met'}); outputs "
+               f"{'checked (counts, manifest reconciled, tables read back)' if ok else 'NOT correct'}",
+           f"Wall s {small['wall_s']:.0f} / {big['wall_s']:.0f}, CPU s {small['cpu_s']:.0f} / "
+           f"{big['cpu_s']:.0f}, load average {small['load_avg']} / {big['load_avg']}, other load "
+           f"(cores) {small['other_load_cores']:.2f} / {big['other_load_cores']:.2f}"]
+    for r in runs:
+        md += ["", f"RSS timeline MiB, {r['rows']:,} rows:", "", "| t s | process MiB |",
+               "|---:|---|", *_timeline(r)]
+    text = "\n".join(md)
+    print("\n" + text)
+    rd.RESULTS.mkdir(parents=True, exist_ok=True)
+    name = f"dask_memory_{small['rows']}_{big['rows']}.json"
+    (rd.RESULTS / name).write_text(json.dumps(
+        {"command": rd.command_line("dask_vs_fnapi.py", argv), "config": str(config),
+         "workers": args.workers, "runs": runs, "ratio": ratio, "goal": rd.MEMORY_GOAL,
+         "outputs_ok": ok, "markdown": text}, indent=2, default=str))
+    shutil.rmtree(WORK, ignore_errors=True)
+    return 0 if ok else 1
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=0, help="0: the bundled example")
-    ap.add_argument("--config", default=str(EXAMPLE / "config.yaml"))
+    ap.add_argument("--config", default=None,
+                    help="default: the example's; with --memory-only the deterministic suite's")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-only", action="store_true",
+                    help="only the Dask side, at the two --sizes: peak RSS per process")
+    ap.add_argument("--sizes", type=int, nargs=2, default=[100_000, 1_000_000],
+                    metavar=("SMALL", "BIG"))
     args = ap.parse_args(argv)
+    if args.memory_only:
+        return memory_only(args, argv)
+    args.config = args.config or str(EXAMPLE / "config.yaml")
     input_path = EXAMPLE / "cases.parquet" if args.rows == 0 else rd.input_file(args.rows, 0)
     config = Path(args.config).resolve()
     load_before = os.getloadavg()
@@ -118,7 +182,7 @@ def main(argv=None) -> int:
             res = fn(input_path, config, args.workers, outs[kind],
                      rd.RESULTS / "logs" / WORK.name / f"r{r}-{kind}.log")
             res.update(runner=kind, round=r + 1, load_avg=os.getloadavg()[0])
-            print(f"   {res['wall_s']:.1f} s, max process RSS {res['max_process_rss_mib']:.0f} MiB,"
+            print(f"   {res['wall_s']:.1f} s, max process RSS {res['peak_rss_single_mib']:.0f} MiB,"
                   f" exit {res['returncode']}", flush=True)
             runs.append(res)
         if all(x["returncode"] == 0 for x in runs[-2:]):
@@ -143,7 +207,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|")
     for x in runs:
         print(f"| {x['round']} | {x['runner']} | {x['wall_s']:.1f} | "
-              f"{x['max_process_rss_mib']:.0f} | {x.get('tables_equal', '?')} | "
+              f"{x['peak_rss_single_mib']:.0f} | {x.get('tables_equal', '?')} | "
               f"{x['load_avg']:.1f} |")
     print(f"\nDask / FnApiRunner wall time per round: "
           f"{', '.join(f'{r:.2f}' for r in ratios)} (median {result['median_ratio']:.2f})")

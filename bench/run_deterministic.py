@@ -89,9 +89,11 @@ def wait_quiet(max_wait: float, threshold: float = 0.3, window: float = 5.0) -> 
             announced = True
 
 
-def _role(p: psutil.Process, root: psutil.Process) -> str:
+def _role(p: psutil.Process, root: psutil.Process, named: dict[int, str]) -> str:
     if p.pid == root.pid:
         return "main"
+    if p.pid in named:
+        return named[p.pid]
     try:
         cmd = " ".join(p.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -101,12 +103,34 @@ def _role(p: psutil.Process, root: psutil.Process) -> str:
     return cmd[:80]
 
 
+def _cpu_s(p: psutil.Process) -> float:
+    t = p.cpu_times()
+    return t.user + t.system
+
+
+def _processes(pids) -> list[psutil.Process]:
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
 def measure(cmd: list[str], log_path: Path, interval: float = 0.2, cwd: Path = ROOT,
-            env: dict | None = None) -> dict:
+            env: dict | None = None, also: dict[int, str] | None = None) -> dict:
     """Run cmd (in cwd, with env added); wall time, peak tree RSS, per-process
-    peaks, CPU seconds."""
+    peaks, CPU seconds, and every 5 s each process's RSS.
+
+    `also` names running processes (pid -> role) that work for cmd without
+    being its children, e.g. a Dask cluster's scheduler and workers: they and
+    their children count as part of the tree, their CPU from cmd's launch on."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+    also = also or {}
+    others = _processes(also)
+    cpu_before = {(p.pid, p.create_time()): _cpu_s(p) for o in others for p in _tree(o)}
     with open(log_path, "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
@@ -118,31 +142,33 @@ def measure(cmd: list[str], log_path: Path, interval: float = 0.2, cwd: Path = R
         per_proc: dict[tuple[int, float], dict] = {}
         timeline: list[dict] = []
         while True:
-            total, members, main_rss = 0, 0, 0
-            for p in _tree(proc):
+            total, members, main_rss, by_pid = 0, 0, 0, {}
+            for p in [q for root in (proc, *others) for q in _tree(root)]:
                 try:
                     with p.oneshot():
                         rss = p.memory_info().rss
-                        t = p.cpu_times()
                         key = (p.pid, p.create_time())
+                        cpu[key] = _cpu_s(p) - cpu_before.get(key, 0.0)
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     continue
-                cpu[key] = t.user + t.system
                 total += rss
                 members += 1
                 if p.pid == proc.pid:
                     main_rss = rss
                 info = per_proc.get(key)
                 if info is None:
-                    info = per_proc[key] = {"pid": p.pid, "role": _role(p, proc), "peak_rss_mib": 0.0}
+                    info = per_proc[key] = {"pid": p.pid, "role": _role(p, proc, also),
+                                            "peak_rss_mib": 0.0}
                 info["peak_rss_mib"] = max(info["peak_rss_mib"], rss / MiB)
-                info["cpu_s"] = t.user + t.system
+                info["cpu_s"] = cpu[key]
+                by_pid[str(p.pid)] = round(rss / MiB)
             peak_tree = max(peak_tree, total)
             max_procs = max(max_procs, members)
             now = time.perf_counter() - t0
             if not timeline or now - timeline[-1]["t"] >= 5.0:
                 timeline.append({"t": round(now, 1), "tree_mib": round(total / MiB),
-                                 "main_mib": round(main_rss / MiB), "procs": members})
+                                 "main_mib": round(main_rss / MiB), "procs": members,
+                                 "by_pid_mib": by_pid})
             if proc.poll() is not None:
                 break
             time.sleep(interval)
