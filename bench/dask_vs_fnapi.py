@@ -18,7 +18,7 @@ Each Dask run's tables are compared with the FnApiRunner's of the same round
 
 Prints a markdown table and writes bench/results/dask_vs_fnapi_<rows>.json.
 
-    python bench/dask_vs_fnapi.py --memory-only [--sizes 100000 1000000]
+    python bench/dask_vs_fnapi.py --memory-only [--sizes 100000 1000000] [--profiler]
 
 runs only the Dask side, once at each size (bench/config_deterministic.yaml
 unless --config says otherwise; a fresh cluster each), checks each run's
@@ -27,6 +27,7 @@ reconciled; the check assumes the deterministic suite's 13 metrics), and
 reports each process's peak RSS at both sizes, the ratio of the largest
 single process's peaks (issue 24's goal: ≤ 1.3×), and each process's RSS
 over time (bench/results/dask_memory_<small>_<big>.json has it every 5 s).
+The workers run with dask's statistical profiler off unless --profiler.
 """
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ from tests.table_equality import table_differences  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "support"
 WORK = BENCH / "data" / "runs" / f"dask-pid{os.getpid()}"
+# A dask worker samples its running task's stack every 10 ms and keeps the last
+# 1,000 one-second profiles: memory that grows with the run's duration, up to
+# ~1,000 s, whatever the rows (BENCHMARKS §9); the memory mode turns it off.
+NO_PROFILER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
 def timed_run(cmd: list[str], also: dict[int, str], log: Path) -> dict:
@@ -65,10 +70,10 @@ def run_fnapi(input_path, config, workers, out, log) -> dict:
                               f"--direct_num_workers={workers}"), {}, log)
 
 
-def run_dask(input_path, config, workers, out, log) -> dict:
+def run_dask(input_path, config, workers, out, log, env: dict | None = None) -> dict:
     # the workers run in a folder of their own: without PYTHONPATH they would import
     # evalbeam from wherever the environment's editable install points, not from here
-    with DaskCluster(workers=workers, env={"PYTHONPATH": str(ROOT)}) as cluster:
+    with DaskCluster(workers=workers, env={"PYTHONPATH": str(ROOT), **(env or {})}) as cluster:
         roles = {cluster.scheduler.pid: "dask scheduler",
                  **{pid: f"dask worker{i}" for i, pid in enumerate(cluster.worker_pids())}}
         return timed_run(evalbeam(input_path, config, out, "--runner=dask",
@@ -112,7 +117,8 @@ def memory_only(args, argv) -> int:
         print(f"dask, {rows:,} rows ...", flush=True)
         load = os.getloadavg()[0]
         res = run_dask(rd.input_file(rows, 0), config, args.workers, out,
-                       rd.RESULTS / "logs" / WORK.name / f"memory-{rows}.log")
+                       rd.RESULTS / "logs" / WORK.name / f"memory-{rows}.log",
+                       None if args.profiler else NO_PROFILER)
         res.update(rows=rows, load_avg=[load, os.getloadavg()[0]],
                    check=rd.verify_pipeline(out, rows, "bench"), peaks=_peaks(res))
         shutil.rmtree(out, ignore_errors=True)
@@ -123,7 +129,8 @@ def memory_only(args, argv) -> int:
     small, big = runs
     ratio = big["peak_rss_single_mib"] / small["peak_rss_single_mib"]
     ok = all(r["returncode"] == 0 and r["check"]["ok"] for r in runs)
-    md = [f"Command: `{rd.command_line('dask_vs_fnapi.py', argv)}`", "",
+    md = [f"Command: `{rd.command_line('dask_vs_fnapi.py', argv)}` (dask's worker profiler "
+          f"{'on' if args.profiler else 'off'})", "",
           f"| process | peak RSS MiB, {small['rows']:,} rows | {big['rows']:,} rows | ratio |",
           "|---|---:|---:|---:|"]
     for role in sorted(set(small["peaks"]) | set(big["peaks"])):
@@ -146,7 +153,7 @@ def memory_only(args, argv) -> int:
     name = f"dask_memory_{small['rows']}_{big['rows']}.json"
     (rd.RESULTS / name).write_text(json.dumps(
         {"command": rd.command_line("dask_vs_fnapi.py", argv), "config": str(config),
-         "workers": args.workers, "runs": runs, "ratio": ratio, "goal": rd.MEMORY_GOAL,
+         "workers": args.workers, "worker_profiler": args.profiler, "runs": runs, "ratio": ratio, "goal": rd.MEMORY_GOAL,
          "outputs_ok": ok, "markdown": text}, indent=2, default=str))
     shutil.rmtree(WORK, ignore_errors=True)
     return 0 if ok else 1
@@ -163,6 +170,9 @@ def main(argv=None) -> int:
                     help="only the Dask side, at the two --sizes: peak RSS per process")
     ap.add_argument("--sizes", type=int, nargs=2, default=[100_000, 1_000_000],
                     metavar=("SMALL", "BIG"))
+    ap.add_argument("--profiler", action="store_true",
+                    help="with --memory-only: keep dask's statistical profiler on in the "
+                         "workers (default off, see NO_PROFILER)")
     args = ap.parse_args(argv)
     if args.memory_only:
         return memory_only(args, argv)

@@ -28,6 +28,8 @@ runner, and why (docs/upstream/ has a repro and the fix of each, ready to send):
    combines its own elements per key, only accumulators are shuffled (by key,
    across partitions), so no worker holds all values of a key. Beam grouped
    every value first, e.g. every row's metric value of a run on one worker.
+   The accumulators are shuffled over at most MAX_SHUFFLE_PARTITIONS partitions,
+   so that the task graph (held by the scheduler) grows linearly with shards.
 8. A Create of work items (file shards) gives each item its own partition (up to
    MAX_CREATE_PARTITIONS) unless --dask_npartitions / --dask_partition_size say
    otherwise; Beam's default of 128 items per partition put a whole input on
@@ -66,6 +68,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 _LOGGER = logging.getLogger(__name__)
 
 MAX_CREATE_PARTITIONS = 4096
+MAX_SHUFFLE_PARTITIONS = 32   # a combine's accumulators are shuffled over at most this many
 METRICS_TOPIC = "evalbeam-beam-metrics"
 IDLE_TEARDOWN_S = 120.0   # a job's DoFns idle this long on a worker are torn down
 CLASS_PATH = "pipeline.dask_runner.DaskRunner"
@@ -159,6 +162,10 @@ class _CombineOp(beam_ops.DaskBagOp):
     def apply(self, input_bag, side_inputs=None):
         step = _Step(self.job, self.applied.full_label, pickler.dumps(self.transform.combine_fn))
         partial = input_bag.map_partitions(_precombine, step)
+        if partial.npartitions > MAX_SHUFFLE_PARTITIONS:
+            # the accumulators are small; a task shuffle of n partitions is ~n^1.5
+            # tasks, all held by the scheduler (at 200 shards, 7 combines: 55,000)
+            partial = partial.repartition(npartitions=MAX_SHUFFLE_PARTITIONS)
         return partial.groupby(_first, shuffle="tasks").map(_merge_and_extract, step)
 
 
