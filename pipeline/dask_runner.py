@@ -29,7 +29,10 @@ runner, and why (docs/upstream/ has a repro and the fix of each, ready to send):
    across partitions), so no worker holds all values of a key. Beam grouped
    every value first, e.g. every row's metric value of a run on one worker.
    The accumulators are shuffled over at most MAX_SHUFFLE_PARTITIONS partitions,
-   so that the task graph (held by the scheduler) grows linearly with shards.
+   so that the task graph (held by the scheduler) grows linearly with shards;
+   they get there merged per key MERGE_FAN_IN bundles at a time, as bundles
+   finish, so what waits for the shuffle is at most 32 accumulators per key,
+   not one per bundle (a global combine's 2,000 document-frequency tables).
 8. A Create of work items (file shards) gives each item its own partition (up to
    MAX_CREATE_PARTITIONS) unless --dask_npartitions / --dask_partition_size say
    otherwise; Beam's default of 128 items per partition put a whole input on
@@ -40,12 +43,14 @@ Like Beam's runner it supports bounded pipelines in the global window.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import pickle
+import re
 import threading
 import time
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -69,6 +74,7 @@ _LOGGER = logging.getLogger(__name__)
 
 MAX_CREATE_PARTITIONS = 4096
 MAX_SHUFFLE_PARTITIONS = 32   # a combine's accumulators are shuffled over at most this many
+MERGE_FAN_IN = 8              # ... after merging this many bundles' accumulators at a time
 METRICS_TOPIC = "evalbeam-beam-metrics"
 IDLE_TEARDOWN_S = 120.0   # a job's DoFns idle this long on a worker are torn down
 CLASS_PATH = "pipeline.dask_runner.DaskRunner"
@@ -150,7 +156,11 @@ class _ParDoOp(beam_ops.DaskBagOp):
         tags = tuple(str(t) for t in self.applied.outputs if t is not None and str(t) != "None")
         payload = pickler.dumps((transform.fn, list(args), kwargs, views, window_fn))
         step = _Step(self.job, self.applied.full_label, payload, tags)
-        return _with_side_items(input_bag, _process_bundle, step, side_inputs or ())
+        # a single-output ParDo streams: in a task that runs several steps, each
+        # element goes on to the next step as it is made; a multi-output one
+        # returns {tag: list}, which its consumers (other tasks) each read
+        func, lazy = (_process_bundle, False) if tags else (_stream_bundle, True)
+        return _with_side_items(input_bag, func, step, side_inputs or (), lazy=lazy)
 
 
 class _CombineOp(beam_ops.DaskBagOp):
@@ -162,29 +172,59 @@ class _CombineOp(beam_ops.DaskBagOp):
     def apply(self, input_bag, side_inputs=None):
         step = _Step(self.job, self.applied.full_label, pickler.dumps(self.transform.combine_fn))
         partial = input_bag.map_partitions(_precombine, step)
-        if partial.npartitions > MAX_SHUFFLE_PARTITIONS:
-            # the accumulators are small; a task shuffle of n partitions is ~n^1.5
-            # tasks, all held by the scheduler (at 200 shards, 7 combines: 55,000)
-            partial = partial.repartition(npartitions=MAX_SHUFFLE_PARTITIONS)
+        while partial.npartitions > MAX_SHUFFLE_PARTITIONS:
+            # a task shuffle of n partitions is ~n^1.5 tasks, all held by the
+            # scheduler (at 200 shards, 7 combines: 55,000), and it starts only when
+            # all its inputs are there: merged MERGE_FAN_IN at a time as they come,
+            # the bundles' accumulators wait for it in at most 32 partitions, each
+            # one accumulator per key, whatever the number of bundles
+            partial = _merge_partials(partial, step)
         return partial.groupby(_first, shuffle="tasks").map(_merge_and_extract, step)
+
+
+def _merge_partials(bag, step: _Step):
+    """A bag of (key, accumulator) lists -> one of ceil(n / MERGE_FAN_IN)
+    partitions, each the per-key merge of MERGE_FAN_IN neighbours."""
+    import dask.bag as db
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+    name = "merge-" + tokenize(bag.name, step)
+    n = bag.npartitions
+    dsk = {(name, j): (_merge_lists, [(bag.name, i) for i in range(start, min(n, start + MERGE_FAN_IN))],
+                       step)
+           for j, start in enumerate(range(0, n, MERGE_FAN_IN))}
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[bag])
+    return db.Bag(graph, name, len(dsk))
 
 
 def _count_partition(partition) -> list[int]:
     return [sum(1 for _ in partition)]
 
 
-def _with_side_items(bag, func, step: _Step, items: Sequence):
+def _with_side_items(bag, func, step: _Step, items: Sequence, lazy: bool = False):
     """bag.map_partitions(func, step, *items), as a layer of the same graph.
 
     Dask's map_partitions turns an Item argument into a graph of its own (a
     nested "finalize" computation), which recomputes everything upstream of
-    the side input; naming the items' keys in this layer computes them once."""
+    the side input; naming the items' keys in this layer computes them once.
+
+    lazy: func returns an iterator. It is wrapped in dask.bag's `reify`, as
+    dask.bag's own lazy operations are: where dask fuses steps into one task,
+    its optimizer drops the inner `reify`s, so elements flow from step to step
+    one at a time; only a task's result is made a list (kept, sent, read by
+    several consumers). Without it every step of a task held its whole bundle's
+    output at once."""
     import dask.bag as db
+    from dask.bag.core import reify
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
-    name = "pardo-" + tokenize(bag.name, step, [item.key for item in items])
+    # the step's label in the key: dask's dashboard and logs name tasks by it
+    label = re.sub(r"[^0-9A-Za-z]+", "_", step.name).strip("_")[-60:] or "pardo"
+    name = f"{label}-" + tokenize(bag.name, step, [item.key for item in items])
     dsk = {(name, i): (func, (bag.name, i), step, *[item.key for item in items])
            for i in range(bag.npartitions)}
+    if lazy:
+        dsk = {key: (reify, task) for key, task in dsk.items()}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[bag, *items])
     return db.Bag(graph, name, bag.npartitions)
 
@@ -338,6 +378,34 @@ class _DoFnInstance:
             statesampler.set_current_tracker(previous)
         return self.receivers.take(self.step.tags), container.get_cumulative()
 
+    def stream_bundle(self, items: Iterable) -> Iterator[Any]:
+        """The bundle's main output, yielded as each element's output is made;
+        its metric updates are reported at the end. The tracker is set around
+        each call only: between calls this generator is suspended while the
+        steps before and after it in the same task run theirs."""
+        container = MetricsContainer(self.step.name)
+        sampler = statesampler.StateSampler("", CounterFactory())
+        state = sampler.scoped_state(self.step.name, "process", metrics_container=container)
+        out = self.receivers[None]
+
+        def call(method, *args):
+            previous = statesampler.get_current_tracker()
+            statesampler.set_current_tracker(sampler)
+            try:
+                with state:
+                    method(*args)
+            finally:
+                statesampler.set_current_tracker(previous)
+            made, out.values = out.values, []
+            return made
+
+        yield from call(self.invoker.invoke_start_bundle)
+        for item in items:
+            yield from call(self.invoker.invoke_process,
+                            beam_ops.get_windowed_value(item, self.window_fn))
+        yield from call(self.invoker.invoke_finish_bundle)  # kept (Beam lost it)
+        _report_metrics(self.step, container.get_cumulative())
+
     def teardown(self) -> None:
         try:
             self.invoker.invoke_teardown()
@@ -393,6 +461,16 @@ def _release(pool: _Pool, instance: _DoFnInstance, ok: bool) -> None:
         instance.teardown()
 
 
+def _note_step(exc: BaseException, step: _Step) -> None:
+    """Name the step an error came from, once: in a task of streaming steps
+    it passes through the later steps too."""
+    if not any(n.endswith(_NOTE_TAIL) for n in getattr(exc, "__notes__", ())):
+        exc.add_note(f"in step {step.name!r}{_NOTE_TAIL}")
+
+
+_NOTE_TAIL = " (evalbeam's Dask runner)"
+
+
 def _process_bundle(items, step: _Step, *side_values):
     pool, instance = _acquire(step, side_values)
     ok = False
@@ -400,12 +478,28 @@ def _process_bundle(items, step: _Step, *side_values):
         out, updates = instance.run_bundle(items)
         ok = True
     except Exception as exc:
-        exc.add_note(f"in step {step.name!r} (evalbeam's Dask runner)")
+        _note_step(exc, step)
         raise
     finally:
         _release(pool, instance, ok)
     _report_metrics(step, updates)
     return out
+
+
+def _stream_bundle(items, step: _Step, *side_values) -> Iterator[Any]:
+    """_process_bundle of a single-output ParDo, as a generator (see
+    _with_side_items). The instance is busy until the generator ends; one
+    abandoned midway (a later step failed) is torn down, not reused."""
+    pool, instance = _acquire(step, side_values)
+    ok = False
+    try:
+        yield from instance.stream_bundle(items)
+        ok = True
+    except Exception as exc:
+        _note_step(exc, step)
+        raise
+    finally:
+        _release(pool, instance, ok)
 
 
 def _combine_fn(step: _Step):
@@ -431,10 +525,26 @@ def _precombine(items, step: _Step) -> list:
     return [(key, fn.compact(acc)) for key, acc in accs.items()]
 
 
+def _merged(fn, accs: Iterable):
+    """fn's merge of accs into a new accumulator: a CombineFn may modify the
+    first one it is given, and these are task results that dask may hand to
+    a retried task again."""
+    return fn.merge_accumulators(itertools.chain([fn.create_accumulator()], accs))
+
+
+def _merge_lists(lists: Sequence[list], step: _Step) -> list:
+    fn = _combine_fn(step)
+    by_key: dict = {}
+    for part in lists:
+        for key, acc in part:
+            by_key.setdefault(key, []).append(acc)
+    return [(key, fn.compact(_merged(fn, accs))) for key, accs in by_key.items()]
+
+
 def _merge_and_extract(group, step: _Step):
     key, pairs = group
     fn = _combine_fn(step)
-    return key, fn.extract_output(fn.merge_accumulators(acc for _, acc in pairs))
+    return key, fn.extract_output(_merged(fn, (acc for _, acc in pairs)))
 
 
 def _report_metrics(step: _Step, updates: MetricUpdates) -> None:
