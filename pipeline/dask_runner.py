@@ -253,6 +253,9 @@ class _Translator(PipelineVisitor):
         self.bags: dict[pvalue.PValue, Any] = {}
         self.consumed: set[pvalue.PValue] = set()
         self._side_items: dict[pvalue.PValue, Any] = {}
+        self._created: set[str] = set()            # bags of a Create
+        self._first_steps: dict[str, str] = {}     # ParDo layer over a Create -> that bag
+        self._side_edges: list[tuple[str, tuple[str, ...]]] = []  # ParDo layer, its sides
 
     def _op(self, node: AppliedPTransform):
         cls = type(node.transform)
@@ -288,6 +291,13 @@ class _Translator(PipelineVisitor):
             out = op.apply(bags) if bags else db.from_sequence([], npartitions=1)
         else:
             out = op.apply(bags[0] if bags else None, sides or None)
+        if isinstance(op, _CreateOp):
+            self._created.add(out.name)
+        elif isinstance(op, _ParDoOp):
+            if bags and bags[0].name in self._created:
+                self._first_steps[out.name] = bags[0].name
+            if sides:
+                self._side_edges.append((out.name, tuple(item.key for item in sides)))
         outputs = dict(node.outputs)
         if isinstance(op, _ParDoOp) and len(outputs) > 1:
             for tag, pcoll in outputs.items():
@@ -311,7 +321,66 @@ class _Translator(PipelineVisitor):
             if pcoll not in self.consumed and bag.name not in seen:
                 seen.add(bag.name)
                 counts.append(bag.map_partitions(_count_partition))
-        return db.concat(counts).sum()
+        return _side_inputs_first(db.concat(counts).sum(), self._first_steps,
+                                  self._side_edges)
+
+
+def _side_inputs_first(result, first_steps: dict[str, str],
+                       side_edges: Sequence[tuple[str, Sequence[str]]]):
+    """The graph of `result`, where the first step of a chain that leads to a
+    ParDo with side inputs waits for those side inputs.
+
+    Dask runs whatever is ready: without this, every bundle's chain ran up to
+    the step that needs a side input and its output waited there, in memory,
+    until the side input was computed (evalbeam's cases and answers, while
+    the idf pass read the corpus). The FnApiRunner runs the side input's
+    stage before the stage that reads it; this is the same order. A chain
+    that the side input is itself computed from is left alone (no cycle)."""
+    from dask.bag import Item
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+    graph = result.__dask_graph__()
+    layers, deps = dict(graph.layers), {k: set(v) for k, v in graph.dependencies.items()}
+
+    def upstream(name: str) -> set[str]:
+        seen, todo = set(), [name]
+        while todo:
+            for dep in deps.get(todo.pop(), ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return seen
+
+    waits: dict[str, set[str]] = {}
+    for consumer, sides in side_edges:
+        if consumer not in layers:
+            continue
+        before = upstream(consumer)
+        for first in first_steps:
+            if first == consumer or first not in before:
+                continue
+            for side in sides:
+                if side not in deps[first] and first not in upstream(side):
+                    deps[first].add(side)
+                    waits.setdefault(first, set()).add(side)
+    for first, sides in waits.items():
+        source = first_steps[first]
+        layers[first] = MaterializedLayer({key: _waiting(task, source, sorted(sides))
+                                           for key, task in layers[first].items()})
+    return Item(HighLevelGraph(layers, deps), result.key)
+
+
+def _waiting(task, source: str, sides: Sequence[str]):
+    """task with its input partition (source, i) read only once `sides` exist."""
+    if isinstance(task, tuple) and len(task) == 2 and task[0] == source \
+            and isinstance(task[1], int):
+        return (_after, task, *sides)
+    if isinstance(task, tuple) and task and callable(task[0]):
+        return (task[0], *(_waiting(arg, source, sides) for arg in task[1:]))
+    return task
+
+
+def _after(value, *_):
+    return value
 
 
 # --- on the workers: bundles, DoFn instances, metrics -------------------------------

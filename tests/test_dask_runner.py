@@ -138,6 +138,39 @@ def test_a_side_input_is_computed_once(cluster, runner, tmp_path):
     assert sorted(lines(upstream)) == [str(i) for i in range(8)]
 
 
+class Stamped(beam.DoFn):
+    """Appends `tag<element>` and the time to a shared file."""
+
+    def __init__(self, path: str, tag: str):
+        self.path, self.tag = path, tag
+
+    def process(self, x, *_):
+        time.sleep(0.02)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"{self.tag}{x}\t{time.time():.6f}\n")
+        yield x
+
+
+def test_a_chain_that_needs_a_side_input_starts_after_it(cluster, tmp_path):
+    # the cases' chain ran up to the step that reads the idf side input and
+    # waited there, every bundle's output in memory, while the corpus was read
+    log = str(tmp_path / "log")
+
+    def build(p):
+        side = (p | "SideShards" >> beam.Create(list(range(12)))
+                | "SideRead" >> beam.ParDo(Stamped(log, "s")) | beam.CombineGlobally(sum))
+        _ = (p | "Shards" >> beam.Create(list(range(12))) | "Read" >> beam.ParDo(Stamped(log, "r"))
+             | "Use" >> beam.ParDo(Stamped(log, "u"), beam.pvalue.AsSingleton(side)))
+
+    run(cluster, OURS, build)
+    with open(log, encoding="utf-8") as fh:
+        order = [line.split("\t")[0] for line in
+                 sorted(fh.read().splitlines(), key=lambda line: float(line.split("\t")[1]))]
+    assert sorted(order) == sorted(f"{t}{i}" for t in "sru" for i in range(12))
+    first_read = min(i for i, x in enumerate(order) if x.startswith("r"))
+    assert all(x.startswith("s") for x in order[:first_read]) and first_read == 12, order
+
+
 class CountSetups(beam.DoFn):
     def __init__(self, path: str):
         self.path = path
