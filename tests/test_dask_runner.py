@@ -171,6 +171,52 @@ def test_a_chain_that_needs_a_side_input_starts_after_it(cluster, tmp_path):
     assert all(x.startswith("s") for x in order[:first_read]) and first_read == 12, order
 
 
+class ReadShard(beam.DoFn):
+    """A cheap first step with two outputs (as evalbeam's read of a shard)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def process(self, x):
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"r{x}\t{time.time():.6f}\n")
+        yield x
+        yield beam.pvalue.TaggedOutput("problems", -1)
+
+
+def in_flight(path: str) -> int:
+    """The most bundles read (r) and not yet done (d) at any moment."""
+    with open(path, encoding="utf-8") as fh:
+        events = sorted((float(t), name[0]) for name, t in
+                        (line.split("\t") for line in fh.read().splitlines()))
+    level = peak = 0
+    for _, kind in events:
+        level += 1 if kind == "r" else -1 if kind == "d" else 0
+        peak = max(peak, level)
+    return peak
+
+
+def test_a_worker_keeps_a_window_of_bundles_in_flight_not_all_it_can_read(cluster, tmp_path):
+    # a cheap first step ran ahead while the slow steps after it worked, and
+    # every bundle it read waited in memory; 2 workers x 1 thread: 4 at a time
+    from pipeline.dask_runner import BUNDLES_PER_THREAD
+    log = str(tmp_path / "log")
+
+    def build(p):
+        corpus = p | "Corpus" >> beam.Create(list(range(4))) | beam.CombineGlobally(sum)
+        read = (p | "Shards" >> beam.Create(list(range(16)))
+                | "Read" >> beam.ParDo(ReadShard(log)).with_outputs("problems", main="rows"))
+        _ = read.problems | "Problems" >> beam.Map(lambda x: x)
+        _ = (read.rows
+             | "Slow" >> beam.Map(lambda x, _: time.sleep(0.3) or x,
+                                  beam.pvalue.AsSingleton(corpus))
+             | "Done" >> beam.ParDo(Stamped(log, "d")))
+
+    run(cluster, OURS, build)
+    assert len(lines(log)) == 32
+    assert in_flight(log) <= BUNDLES_PER_THREAD * 2, in_flight(log)
+
+
 class CountSetups(beam.DoFn):
     def __init__(self, path: str):
         self.path = path
