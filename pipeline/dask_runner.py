@@ -37,6 +37,13 @@ runner, and why (docs/upstream/ has a repro and the fix of each, ready to send):
    MAX_CREATE_PARTITIONS) unless --dask_npartitions / --dask_partition_size say
    otherwise; Beam's default of 128 items per partition put a whole input on
    one worker.
+9. A worker keeps about one bundle per thread in flight (Beam's held every
+   step's whole output and let cheap first steps run ahead; a worker held
+   4-7 bundles of 5,000 rows, more the longer the run): single-output ParDos
+   stream elements within a task (_stream_bundle), a chain that needs a side
+   input starts after it, bundle j starts when bundle j - window is done,
+   and a bundle's tasks come before the next bundle's (_ordered_graph,
+   _bundle_by_bundle).
 
 Like Beam's runner it supports bounded pipelines in the global window.
 """
@@ -191,9 +198,9 @@ def _merge_partials(bag, step: _Step):
     from dask.highlevelgraph import HighLevelGraph
     name = "merge-" + tokenize(bag.name, step)
     n = bag.npartitions
-    dsk = {(name, j): (_merge_lists, [(bag.name, i) for i in range(start, min(n, start + MERGE_FAN_IN))],
-                       step)
-           for j, start in enumerate(range(0, n, MERGE_FAN_IN))}
+    groups = [range(start, min(n, start + MERGE_FAN_IN)) for start in range(0, n, MERGE_FAN_IN)]
+    dsk = {(name, j): (_merge_lists, [(bag.name, i) for i in group], step)
+           for j, group in enumerate(groups)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[bag])
     return db.Bag(graph, name, len(dsk))
 
