@@ -227,8 +227,8 @@ def _with_side_items(bag, func, step: _Step, items: Sequence, lazy: bool = False
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
     # the step's label in the key: dask's dashboard and logs name tasks by it
-    label = re.sub(r"[^0-9A-Za-z]+", "_", step.name).strip("_")[-60:] or "pardo"
-    name = f"{label}-" + tokenize(bag.name, step, [item.key for item in items])
+    label = re.sub(r"[^0-9A-Za-z]+", "_", step.name).strip("_")[-60:]
+    name = f"{label}-pardo-" + tokenize(bag.name, step, [item.key for item in items])
     dsk = {(name, i): (func, (bag.name, i), step, *[item.key for item in items])
            for i in range(bag.npartitions)}
     if lazy:

@@ -167,7 +167,8 @@ def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path
 
 
 def _processing_worker_pid(client) -> int | None:
-    """The pid of a worker busy with a step of the pipeline (a ParDo bundle)."""
+    """The pid of a worker busy with a step of the pipeline (a ParDo bundle: its
+    key is named `<step>-pardo-<token>`)."""
     for address, keys in client.processing().items():
         if any("pardo" in str(k) for k in keys):
             return client.run(os.getpid, workers=[address])[address]
