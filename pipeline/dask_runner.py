@@ -49,6 +49,7 @@ Like Beam's runner it supports bounded pipelines in the global window.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -640,35 +641,35 @@ def _note_step(exc: BaseException, step: _Step) -> None:
 _NOTE_TAIL = " (evalbeam's Dask runner)"
 
 
-def _process_bundle(items, step: _Step, *side_values):
+@contextlib.contextmanager
+def _bundle_instance(step: _Step, side_values: Sequence[list]) -> Iterator[_DoFnInstance]:
+    """A set-up instance of the step for one bundle: back to the pool when the
+    bundle ends well, torn down when it fails or is abandoned midway (a later
+    step of a streaming task failed); an error names its step once."""
     pool, instance = _acquire(step, side_values)
     ok = False
     try:
-        out, updates = instance.run_bundle(items)
+        yield instance
         ok = True
     except Exception as exc:
         _note_step(exc, step)
         raise
     finally:
         _release(pool, instance, ok)
+
+
+def _process_bundle(items, step: _Step, *side_values):
+    with _bundle_instance(step, side_values) as instance:
+        out, updates = instance.run_bundle(items)
     _report_metrics(step, updates)
     return out
 
 
 def _stream_bundle(items, step: _Step, *side_values) -> Iterator[Any]:
     """_process_bundle of a single-output ParDo, as a generator (see
-    _with_side_items). The instance is busy until the generator ends; one
-    abandoned midway (a later step failed) is torn down, not reused."""
-    pool, instance = _acquire(step, side_values)
-    ok = False
-    try:
+    _with_side_items); the instance is busy until the generator ends."""
+    with _bundle_instance(step, side_values) as instance:
         yield from instance.stream_bundle(items)
-        ok = True
-    except Exception as exc:
-        _note_step(exc, step)
-        raise
-    finally:
-        _release(pool, instance, ok)
 
 
 def _combine_fn(step: _Step):
