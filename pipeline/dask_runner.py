@@ -28,11 +28,12 @@ runner, and why (docs/upstream/ has a repro and the fix of each, ready to send):
    combines its own elements per key, only accumulators are shuffled (by key,
    across partitions), so no worker holds all values of a key. Beam grouped
    every value first, e.g. every row's metric value of a run on one worker.
-   The accumulators are shuffled over at most MAX_SHUFFLE_PARTITIONS partitions,
-   so that the task graph (held by the scheduler) grows linearly with shards;
-   they get there merged per key MERGE_FAN_IN bundles at a time, as bundles
-   finish, so what waits for the shuffle is at most 32 accumulators per key,
-   not one per bundle (a global combine's 2,000 document-frequency tables).
+   The bundles' accumulators are merged per key MERGE_FAN_IN at a time, as
+   they finish, and the merges again, a tree, until at most
+   MAX_SHUFFLE_PARTITIONS partitions are left for the shuffle: the task graph
+   (held by the scheduler) grows linearly with shards, and what a worker keeps
+   for a combine is a few partial merges, not one shuffle piece per partition
+   and per output held until the last bundle is done.
 8. A Create of work items (file shards) gives each item its own partition (up to
    MAX_CREATE_PARTITIONS) unless --dask_npartitions / --dask_partition_size say
    otherwise; Beam's default of 128 items per partition put a whole input on
@@ -81,9 +82,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 _LOGGER = logging.getLogger(__name__)
 
 MAX_CREATE_PARTITIONS = 4096
-MAX_SHUFFLE_PARTITIONS = 32   # a combine's accumulators are shuffled over at most this many
+MAX_SHUFFLE_PARTITIONS = 4    # a combine's accumulators are shuffled over at most this many
 BUNDLES_PER_THREAD = 2        # bundles in flight per worker thread (the window)
-MERGE_FAN_IN = 8              # ... after merging this many bundles' accumulators at a time
+MERGE_FAN_IN = 8              # ... after merging this many partitions at a time, a tree
 METRICS_TOPIC = "evalbeam-beam-metrics"
 IDLE_TEARDOWN_S = 120.0   # a job's DoFns idle this long on a worker are torn down
 CLASS_PATH = "pipeline.dask_runner.DaskRunner"
@@ -182,11 +183,12 @@ class _CombineOp(beam_ops.DaskBagOp):
         step = _Step(self.job, self.applied.full_label, pickler.dumps(self.transform.combine_fn))
         partial = input_bag.map_partitions(_precombine, step)
         while partial.npartitions > MAX_SHUFFLE_PARTITIONS:
-            # a task shuffle of n partitions is ~n^1.5 tasks, all held by the
-            # scheduler (at 200 shards, 7 combines: 55,000), and it starts only when
-            # all its inputs are there: merged MERGE_FAN_IN at a time as they come,
-            # the bundles' accumulators wait for it in at most 32 partitions, each
-            # one accumulator per key, whatever the number of bundles
+            # a task shuffle starts only when all its inputs are there, and keeps
+            # every input's pieces (one per output partition) until then: over
+            # 25 partitions, 7 combines, ~4,400 pieces held by the workers through a
+            # 1 M-row run, and a task count of ~n^1.5 held by the scheduler. Merged
+            # MERGE_FAN_IN at a time as they come, level after level, a worker holds
+            # a few partial merges per combine and the shuffle is a small last step.
             partial = _merge_partials(partial, step)
         return partial.groupby(_first, shuffle="tasks").map(_merge_and_extract, step)
 
@@ -236,6 +238,23 @@ def _with_side_items(bag, func, step: _Step, items: Sequence, lazy: bool = False
         dsk = {key: (reify, task) for key, task in dsk.items()}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[bag, *items])
     return db.Bag(graph, name, bag.npartitions)
+
+
+def _flatten(bags):
+    """Beam's Flatten. Bags of one bundle count: partition i holds every bag's
+    partition i, so the flattened bag's i is still bundle i (its priority, its
+    window). db.concat numbers the second bag's partitions after the first's:
+    bundle i of the fifth bag became 4n + i, and its task, ranked behind every
+    bundle, waited for the end of the run with its inputs kept."""
+    import dask.bag as db
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+    n = bags[0].npartitions
+    if len(bags) == 1 or any(b.npartitions != n for b in bags):
+        return db.concat(bags)
+    name = "flatten-" + tokenize(*[b.name for b in bags])
+    dsk = {(name, i): (_concat, [(b.name, i) for b in bags]) for i in range(n)}
+    return db.Bag(HighLevelGraph.from_collections(name, dsk, dependencies=bags), name, n)
 
 
 def _first(kv):
@@ -297,7 +316,7 @@ class _Translator(PipelineVisitor):
             self.consumed.add(si.pvalue)
             sides.append(self._side_item(si.pvalue))
         if isinstance(op, beam_ops.Flatten):
-            out = op.apply(bags) if bags else db.from_sequence([], npartitions=1)
+            out = _flatten(bags) if bags else db.from_sequence([], npartitions=1)
         else:
             out = op.apply(bags[0] if bags else None, sides or None)
         if isinstance(op, _CreateOp):

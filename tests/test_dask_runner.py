@@ -217,6 +217,39 @@ def test_a_worker_keeps_a_window_of_bundles_in_flight_not_all_it_can_read(cluste
     assert in_flight(log) <= BUNDLES_PER_THREAD * 2, in_flight(log)
 
 
+def _files_list(p, log: str):
+    """16 bundles, two branches of each, flattened into a side input (as
+    evalbeam's list of written files for Finalize)."""
+    rows = (p | "Shards" >> beam.Create(list(range(16)))
+            | "Read" >> beam.ParDo(ReadShard(log)).with_outputs("problems", main="rows"))
+    a = rows.rows | "A" >> beam.Map(lambda x: time.sleep(0.1) or x)
+    b = rows.rows | "B" >> beam.ParDo(Stamped(log, "b"))
+    files = (a, b) | beam.Flatten()
+    return (p | "Once" >> beam.Create([None])
+            | "Finalize" >> beam.Map(lambda _, f: len(f), beam.pvalue.AsList(files)))
+
+
+def test_a_flatten_of_a_bundles_branches_is_ranked_with_that_bundle(cluster, tmp_path):
+    # db.concat numbered the second branch's bundle i as n + i: ranked behind
+    # every bundle, its tasks (fused with the branch's steps) waited for the
+    # end of the run with their inputs kept (~70 such tasks per worker at 1 M rows)
+    import dask
+    from pipeline.dask_runner import _Translator, _bundle_priority, overrides
+    log, out = str(tmp_path / "log"), str(tmp_path / "out")
+    run(cluster, OURS, lambda p: _files_list(p, log) | beam.ParDo(Record(out)))
+    assert lines(out) == ["32"]
+    assert len(lines(log)) == 32
+
+    p = beam.Pipeline(options=PipelineOptions([]))
+    _files_list(p, log)
+    p.replace_all(overrides())
+    translator = _Translator("job", {})
+    p.visit(translator)
+    (optimized,) = dask.optimize(translator.leaves())
+    ranks = {_bundle_priority(key) for key in dict(optimized.__dask_graph__())}
+    assert min(ranks) == -15, sorted(ranks)[:3]  # -31 before
+
+
 class CountSetups(beam.DoFn):
     def __init__(self, path: str):
         self.path = path
@@ -296,10 +329,12 @@ def test_a_combine_merges_bundle_accumulators_instead_of_grouping_every_value(cl
     # accumulators, never a list of 100 values
     sizes = [int(n) for n in lines(merges)]
     if runner == OURS:
-        # 100 bundles' accumulators merged 8 at a time (each merge also gets a
-        # fresh accumulator first) into 13, which the last merge takes
-        from pipeline.dask_runner import MERGE_FAN_IN
-        assert sorted(sizes) == [1 + 100 % MERGE_FAN_IN] + [1 + MERGE_FAN_IN] * 12 + [1 + 13]
+        # a tree: 100 bundles' accumulators merged 8 at a time (each merge also
+        # gets a fresh accumulator first) into 13, those into 2, which the
+        # last merge (after the shuffle) takes
+        from pipeline.dask_runner import MERGE_FAN_IN, MAX_SHUFFLE_PARTITIONS
+        assert MERGE_FAN_IN == 8 and MAX_SHUFFLE_PARTITIONS == 4
+        assert sorted(sizes) == sorted([1 + 4] + [1 + 8] * 12 + [1 + 8, 1 + 5] + [1 + 2])
     else:
         assert max(sizes) == 100
 
@@ -372,8 +407,8 @@ def test_an_error_in_a_streaming_chain_names_the_step_it_came_from(cluster):
     assert "in step 'Breaks'" in text and "'After'" not in text, text
 
 
-def _combine_tasks(bundles: int) -> int:
-    """Tasks in the graph of Create(bundles items) -> CombinePerKey(sum), as the runner
+def _combine_graph(bundles: int):
+    """The graph of Create(bundles items) -> CombinePerKey(sum), as the runner
     translates it (nothing runs)."""
     from pipeline.dask_runner import _Translator, overrides
     p = beam.Pipeline(options=PipelineOptions([]))
@@ -382,7 +417,11 @@ def _combine_tasks(bundles: int) -> int:
     p.replace_all(overrides())
     translator = _Translator("job", {})
     p.visit(translator)
-    return len(translator.leaves().__dask_graph__())
+    return translator.leaves().__dask_graph__()
+
+
+def _combine_tasks(bundles: int) -> int:
+    return len(_combine_graph(bundles))
 
 
 def test_a_combines_task_graph_grows_linearly_with_bundles():
@@ -390,6 +429,18 @@ def test_a_combines_task_graph_grows_linearly_with_bundles():
     # partition grew as n^1.5 (2,000 bundles: ~96,000 tasks for one combine)
     small, big = _combine_tasks(200), _combine_tasks(2000)
     assert big < 10 * small
+
+
+def test_a_combines_shuffle_is_a_small_last_step_after_a_tree_of_merges():
+    # a shuffle keeps every input's pieces until its last input is there: over
+    # 25 partitions of merged accumulators, a 1 M-row run's workers held ~4,400
+    # pieces; merged level after level, the shuffle takes at most 4 partitions
+    from dask.utils import key_split
+    graph = _combine_graph(2000)
+    prefixes = [key_split(k) for k in graph]
+    assert 0 < prefixes.count("shuffle-split") <= 4 * 4  # 32 * 32 before
+    # 2,000 bundles -> 250 -> 32 -> 4 merges
+    assert prefixes.count("merge") == 250 + 32 + 4
 
 
 def test_the_trim_preload_calls_malloc_trim_on_a_schedule():
