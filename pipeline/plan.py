@@ -645,7 +645,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
-                   sampled_metrics=frozenset(asked if cfg.judge.sample else ()))
+                   sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
+                   charts_apart=options is not None and not runner_is_local(options))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
                 limits=limit_lines(cfg, workers),

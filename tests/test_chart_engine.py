@@ -3,6 +3,8 @@ this process, errors said, and a child that dies or garbles falls back to
 drawing here instead of costing the report its charts."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -65,6 +67,37 @@ def test_without_a_child_charts_are_drawn_here():
     assert chart_engine._child is None
     uri, alt = charts.render(BARS, "verdicts")
     assert uri.startswith("data:image/svg+xml;base64,") and alt == "verdicts"
+
+
+def test_charts_drawn_apart_come_from_a_child_that_ends_with_the_block():
+    with chart_engine.drawn_apart():
+        child = chart_engine._child
+        assert child is not None and child.poll() is None
+        assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine._child is None and child.poll() == 0  # it read end-of-file
+
+
+def test_drawn_apart_uses_and_leaves_a_child_that_was_already_running():
+    chart_engine.start()
+    child = chart_engine._child
+    with chart_engine.drawn_apart():
+        assert chart_engine._child is child
+    assert chart_engine._child is child and child.poll() is None
+
+
+def test_a_process_that_draws_apart_never_loads_the_engine():
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from transforms.publish import chart_engine, charts\n"
+            "with chart_engine.drawn_apart():\n"
+            "    uri, _ = charts.render(charts.verdict_bars([{'bot': 'a', 'verdict': 'PASS', "
+            "'n': 1}]), 'v')\n"
+            "print(uri[:26], 'vl_convert' in sys.modules)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True, cwd=root).stdout.split()
+    assert out == ["data:image/svg+xml;base64,", "False"]
 
 
 @pytest.mark.parametrize("args,here", [

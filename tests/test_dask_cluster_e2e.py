@@ -113,6 +113,16 @@ def test_the_example_on_the_cluster_equals_the_fnapirunner(cluster, reference, t
     verdicts = collections.Counter(r["verdict"] for r in read_rows(out, "results"))
     assert counters["evalbeam.verdict"] == dict(verdicts)
 
+    # the report has its charts, drawn in a child process that ended with it:
+    # vl-convert's JavaScript runtime stayed in the worker that ran Finalize
+    # (~100 MiB of a worker's peak, for the worker's whole life)
+    with open(os.path.join(out, "runs", "ex", "report.html"), encoding="utf-8") as fh:
+        assert "data:image/svg+xml;base64," in fh.read()
+    from distributed import Client
+    with Client(cluster.address) as client:
+        loaded = client.run(lambda: "vl_convert" in sys.modules)
+    assert loaded and not any(loaded.values()), loaded
+
 
 def _judge_config(tmp_path, server) -> str:
     """The bundled judge example, its endpoint the fake server."""

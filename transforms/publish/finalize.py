@@ -5,6 +5,7 @@ lease. Runs exactly once, as a step of the pipeline: nothing needs the
 launching process afterwards (a detached run, a Dataflow job)."""
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import SCHEMA_VERSION
 from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES,
                             USAGE)
-from transforms.publish import lease
+from transforms.publish import chart_engine, lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
                                        move_into_place, relative, run_files,
                                        staged_report_path, supersede, write_manifest)
@@ -57,6 +58,9 @@ class RunInfo:
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
     caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
     sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
+    # Finalize runs on a long-lived worker (Dask, a remote runner): the report's
+    # charts are drawn in a child process that ends with the report
+    charts_apart: bool = False
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -175,8 +179,10 @@ class Finalize(beam.DoFn):
                            scrub.scrub(report).encode("utf-8"))
         # the HTML page and stale post-run outputs are settled before the commit,
         # so the lease is released right after the completion marker
-        write_html_report(staged_report_path(info.output, info.run_id, info.attempt, "html"),
-                          manifest, scrub.scrub_value(summary), manifest["worst_cases"], pairs)
+        with chart_engine.drawn_apart() if info.charts_apart else contextlib.nullcontext():
+            write_html_report(staged_report_path(info.output, info.run_id, info.attempt, "html"),
+                              manifest, scrub.scrub_value(summary), manifest["worst_cases"],
+                              pairs)
         remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
         write_manifest(info.output, info.run_id, manifest)  # the completion marker
