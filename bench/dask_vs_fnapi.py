@@ -82,7 +82,11 @@ def run_dask(input_path, config, workers, out, log, env: dict | None = None) -> 
 
 
 def _role(process: dict) -> str:
-    return "launcher" if process["role"] == "main" else process["role"]
+    if process["role"] == "main":
+        return "launcher"
+    if "vl_convert" in process["role"]:  # the report's chart engine, a worker's child
+        return "chart engine"
+    return process["role"]
 
 
 def _peaks(run: dict) -> dict[str, float]:
