@@ -232,7 +232,8 @@ def main() -> None:
                   f"{statistics.median(c):.2f} | {' '.join(f'{x:.2f}' for x in w)} |")
         if args.ragas_python:
             with open(ragas_out, encoding="utf-8") as fh:
-                print(f"Ragas: {fh.read()}")
+                got = json.load(fh)
+                print(f"Ragas: {json.dumps({k: got[k] for k in ('rows', 'means')})}")
         for r in repos[1:]:
             bad = differences(outs[repos[0]], outs[r])
             print(f"outputs of {r} vs {repos[0]}: {'DIFFER: ' + ', '.join(bad) if bad else 'same'}")
