@@ -27,26 +27,31 @@ def test_signals_by_hand():
     # best one context sentence: "It is 330 metres tall." holds 3 of the first sentence's 4
     # (not "tower"); none of the second's -> (3/4 + 0) / 2
     assert x["best_sentence"] == pytest.approx(0.375)
-    assert x["figures"] == 1.0             # 330 is in the contexts
-    assert x["names"] == 1.0               # no capitalised word after a sentence's first
-    assert x["novel"] == pytest.approx(math.log1p(2))  # gustav, built
+    # facts: 330 (in the contexts); "Gustave" opens its sentence, so it is not read as a name
+    assert x["unsupported"] == 0.0
 
 
-def test_a_figure_is_its_digits_whatever_a_language_glues_to_it():
-    ctx = ["Boğaziçi Köprüsü 30 Ekim 1973'te trafiğe açıldı; uzunluğu 1.560 metredir."]
-    assert signals("Ne zaman?", ctx, "Köprü 1973 yılında açıldı, 1,560 metre.")["figures"] == 1.0
-    assert signals("Ne zaman?", ctx, "Köprü 1974 yılında açıldı.")["figures"] == 0.0
-
-
-def test_figures_and_names_not_in_the_contexts():
+def test_unsupported_counts_the_facts_the_contexts_and_question_do_not_state():
+    # 1925 and "Gustave Klimt" are nowhere; Paris is in the contexts
     x = signals("When?", CONTEXT, "It was finished in 1925 by Gustave Klimt in Paris.")
-    assert x["figures"] == 0.0
-    assert x["names"] == pytest.approx(1 / 3)  # Gustave, Klimt, Paris: Paris found
+    assert x["unsupported"] == pytest.approx(math.log1p(2))
+    assert signals("When?", CONTEXT, "It was finished in 1889 in Paris.")["unsupported"] == 0.0
+    # a figure the question states is supported; a name's words must be in a context
+    assert signals("Was it 1925?", CONTEXT, "No, not 1925: 1889.")["unsupported"] == 0.0
+    assert signals("Who?", CONTEXT, "It was built by Gustave Eiffel in 1889."
+                   )["unsupported"] == pytest.approx(math.log1p(1))
+
+
+def test_a_figure_is_read_by_value_whatever_a_language_glues_to_it():
+    ctx = ["Boğaziçi Köprüsü 30 Ekim 1973'te trafiğe açıldı; uzunluğu 1.560 metredir."]
+    assert signals("Ne zaman?", ctx, "Köprü 1973 yılında açıldı, 1.560 metre."
+                   )["unsupported"] == 0.0
+    assert signals("Ne zaman?", ctx, "Köprü 1974 yılında açıldı.")["unsupported"] > 0.0
 
 
 def test_score_is_the_logistic_of_the_standardised_signals():
-    model = Model(("content", "novel"), (0.5, 1.0), (0.25, 2.0), (2.0, -1.0), 0.5)
-    x = {"content": 1.0, "novel": 3.0}
+    model = Model(("content", "unsupported"), (0.5, 1.0), (0.25, 2.0), (2.0, -1.0), 0.5)
+    x = {"content": 1.0, "unsupported": 3.0}
     z = 0.5 + 2.0 * (1.0 - 0.5) / 0.25 - 1.0 * (3.0 - 1.0) / 2.0
     assert model.score(x) == pytest.approx(1 / (1 + math.exp(-z)))
 

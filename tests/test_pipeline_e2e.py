@@ -11,6 +11,7 @@ from tests.conftest import EXAMPLE, FAQ_ROWS, SAMPLE_ROWS, write_cases
 from tests.pipeline_helpers import (TABLE_NAMES, files_under, manifest, read_rows, run_cli,
                                     run_cli_subprocess)
 from transforms.publish.commit import attempt_temp_dirs
+from transforms.score.metrics.groundedness import verdict_cuts
 
 BAD_ROWS = [
     {"case_id": "bad-null", "question": None, "expected_answer": "x", "contexts": None,
@@ -54,11 +55,14 @@ def test_tables_reconcile_and_read_back(setup_files):
     recorded = [r for r in results if r["bot"] == "recorded"]
     assert all(r["latency_ms"] is None for r in recorded)  # nothing was timed: null, not 0
     invented = by[("recorded", "c2", "What does the Pro plan cost per month?")]
-    # the price and the free phone are not the context's: the contexts do not
-    # support the answer, and the reason names the check
-    assert invented["verdict"] == "FAIL"
-    assert invented["verdict_reason"].startswith("groundedness 0.1") and "< 0.135" in \
-        invented["verdict_reason"]
+    # the price and the free phone are not the context's. The model fitted on the
+    # public sets leaves this one-sentence answer between its cut-offs (WARN:
+    # offline evidence does not decide), and the reason names the check
+    fail_below, pass_from = verdict_cuts()  # fitted by bench/fit_groundedness.py
+    assert invented["verdict"] == "WARN"
+    assert invented["verdict_reason"].startswith("groundedness 0.1") and \
+        f"< {pass_from:g}" in invented["verdict_reason"]
+    assert fail_below < float(invented["verdict_reason"].split()[1]) < pass_from
 
     scores = read_rows(out, "scores")
     assert len(scores) == len(results) * len(m["metrics"])

@@ -13,10 +13,10 @@ supported above unsupported answers:
 - best_sentence: mean over the answer's sentences of the largest share of its
   content words that one context sentence holds (a claim stitched together
   from words scattered over the contexts scores lower);
-- figures: share of the answer's figures (the digits of tokens with a digit) found in the
-  contexts; names: share of its capitalised words (not opening a sentence)
-  found; each 1 when the answer has none;
-- novel: log(1 + content words found neither in the contexts nor in the question).
+- unsupported: log(1 + the answer's figures, amounts, dates, times and names
+  that neither the contexts nor the question support), as the facts layer
+  checks them for `hallucination` (values compared by value, names by their
+  words in order in a context).
 
     groundedness = 1 / (1 + exp(-(intercept + sum_i weight_i * (x_i - mean_i) / scale_i)))
 
@@ -34,13 +34,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
 from schemas.records import MetricResult
 from transforms.score.facts.sentences import split_sentences
+from transforms.score.metrics.hallucination import unsupported_fact_count
 from transforms.text.languages import detect_language, other_language
 from transforms.text.stemming import stemmer_for
 from transforms.text.stopwords import stop_words_for
@@ -49,13 +49,11 @@ from transforms.text.tokens import tokenize
 MODEL_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))), "data", "groundedness.json")
 SIGNALS = ("content", "bigrams", "weakest_content", "weakest_bigrams", "best_sentence",
-           "figures", "names", "novel")
+           "unsupported")
 # Answer words that make no claim a passage could state: a bare "yes" or "no"
 # answers the question, and word overlap cannot check it (stop words aside).
 POLAR_WORDS = frozenset({"yes", "yeah", "yep", "yup", "nope", "ja", "nein", "oui", "non",
                          "sí", "si", "sim", "não", "nee"})
-_DIGITS = re.compile(r"\d+")
-_CASED_WORD = re.compile(r"[^\W\d_][^\W_]*(?:['’\-][^\W_]+)*")
 
 
 NO_CONTENT = ("the answer has no content word to look for in the contexts (only stop words, "
@@ -67,16 +65,8 @@ class _Sources:
     """What the contexts hold, built once per distinct contexts."""
     lang: str
     stems: frozenset[str]
-    tokens: frozenset[str]
     bigrams: frozenset[tuple[str, str]]
     sentences: tuple[frozenset[str], ...]  # each context sentence's content stems
-    figures: frozenset[str]  # the digits of each token that has any
-
-
-def _figure(token: str) -> str:
-    """A figure's digits, without what a language glues to it or writes between them
-    ("1973'te", "1975년에", "1.560" and "1,560" are 1973, 1975, 1560 and 1560)."""
-    return "".join(_DIGITS.findall(token))
 
 
 def _content(tokens: Sequence[str], lang: str) -> list[str]:
@@ -91,9 +81,8 @@ def _sources(contexts: tuple[str, ...]) -> _Sources:
     tokens = tokenize(joined)
     sentences = tuple(frozenset(_content(tokenize(s), lang))
                       for c in contexts for s in split_sentences(c))
-    return _Sources(lang, frozenset(_content(tokens, lang)), frozenset(tokens),
-                    frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s),
-                    frozenset(_figure(t) for t in tokens if _DIGITS.search(t)))
+    return _Sources(lang, frozenset(_content(tokens, lang)),
+                    frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s))
 
 
 def _share(items: Sequence, found) -> float | None:
@@ -129,18 +118,13 @@ def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, fl
             continue
         per_sentence.append(_support(words, src))
         best.append(_best_sentence(set(_content(words, src.lang)), src))
-    figures = [_figure(t) for t in tokens if _DIGITS.search(t)]
-    names = [w.lower() for s in split_sentences(answer)
-             for w in _CASED_WORD.findall(s)[1:] if w[:1].isupper()]
-    asked = set(_content(tokenize(question or ""), src.lang))
-    novel = sum(1 for w in _content(tokens, src.lang) if w not in src.stems and w not in asked)
+    usable = [c for c in contexts if c and c.strip()]
+    unsupported = unsupported_fact_count(answer, usable, question or "") if usable else 0
     return {"content": content, "bigrams": bigrams,
             "weakest_content": min(c for c, _ in per_sentence) if per_sentence else content,
             "weakest_bigrams": min(b for _, b in per_sentence) if per_sentence else bigrams,
             "best_sentence": sum(best) / len(best) if best else 1.0,
-            "figures": 1.0 if not figures else _share(figures, src.figures),
-            "names": 1.0 if not names else _share(names, src.tokens),
-            "novel": math.log1p(novel)}
+            "unsupported": math.log1p(unsupported)}
 
 
 @dataclass(frozen=True)

@@ -123,15 +123,39 @@ def answer_facts(answer: str, contexts: Sequence[str], question: str = "",
     """The answer's figures, dates, times and names, each with whether the
     contexts (or, for a figure, the question) support it; `in_expected_answer`
     marks an unsupported one that an expected answer states."""
-    evidence = evidence_for(tuple(contexts))
-    index = index_for(tuple(contexts), question)
+    stated = _ReferenceFacts(references)
+    facts = []
+    for checked, keys in checked_facts(answer, tuple(contexts), question, other):
+        row = dict(checked)
+        if not row["supported"] and (stated.name(row["text"]) if keys is None
+                                     else stated.value(keys)):
+            row["in_expected_answer"] = True
+        facts.append(row)
+    return facts
+
+
+def unsupported_fact_count(answer: str, contexts: Sequence[str], question: str = "") -> int:
+    """How many of the answer's figures, dates, times and names neither the
+    contexts nor the question support (a signal of `groundedness`)."""
+    return sum(1 for row, _ in checked_facts(answer, tuple(contexts), question or "", None)
+               if not row["supported"])
+
+
+@lru_cache(maxsize=512)
+def checked_facts(answer: str, contexts: tuple[str, ...], question: str,
+                  other: tuple[str, str] | None) -> tuple[tuple[dict, frozenset | None], ...]:
+    """(fact row, its value keys, or None for a name) for each fact of the answer,
+    checked against the contexts and the question; memoised, since hallucination,
+    unsupported_facts and groundedness read the same answer's facts. Callers copy
+    a row before changing it."""
+    evidence = evidence_for(contexts)
+    index = index_for(contexts, question)
     prepared = prepare_text(answer)
     # read in the contexts' language unless the answer clearly is in another one
     temporal, numbers = scan_values(prepared, unique=True, answer=True,
                                     lang=language_near(answer, index.lang))
     asked = value_keys(question) if question else set()
-    stated = _ReferenceFacts(references)
-    facts: list[dict] = []
+    facts: list[tuple[dict, frozenset | None]] = []
     for a in _dedupe_values((*temporal, *numbers)):
         in_contexts = evidence.supports_value(a)
         rounded = not in_contexts and is_approximate(prepared, a) and evidence.supports_roughly(a)
@@ -140,19 +164,14 @@ def answer_facts(answer: str, contexts: Sequence[str], question: str = "",
                "supported": in_contexts or rounded or in_question}
         if in_question or rounded:
             row["note"] = "stated in the question" if in_question else "a rounded context figure"
-        if not row["supported"] and stated.value(a.keys):
-            row["in_expected_answer"] = True
-        facts.append(row)
-    script = script_of(_joined(tuple(contexts))) if other else None
+        facts.append((row, frozenset(a.keys)))
+    script = script_of(_joined(contexts)) if other else None
     for name in check_names(answer, index):
         if other and script_of(name.text) != script:
             continue  # a name in another script cannot match the contexts'
-        row = {"kind": "entity", "text": name.text, "normalized": name.text.lower(),
-               "supported": name.supported}
-        if not name.supported and stated.name(name.text):
-            row["in_expected_answer"] = True
-        facts.append(row)
-    return facts
+        facts.append(({"kind": "entity", "text": name.text, "normalized": name.text.lower(),
+                       "supported": name.supported}, None))
+    return tuple(facts)
 
 
 def hallucination(answer: str | None, contexts: Sequence[str] | None,
