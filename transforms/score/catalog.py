@@ -86,11 +86,10 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "groundedness": MetricDoc(
         "1 / (1 + exp(−(b + Σ w_i (x_i − μ_i) / σ_i))), a logistic regression over signals of "
         "the answer against its contexts: content: share of the answer's content words (stems) "
-        "in the contexts; bigrams: share of its word bigrams in them; weakest_content, "
-        "weakest_bigrams: the same for its least supported sentence; best_sentence: mean over "
+        "in the contexts; bigrams: share of its word bigrams in them; best_sentence: mean over "
         "its sentences of the largest share of their content words one context sentence "
-        "holds; figures, names: share of its figures and capitalised words found (1 when "
-        "none); novel: log(1 + content words in neither the contexts nor the question). "
+        "holds; unsupported: log(1 + its figures, amounts, dates, times and names that "
+        "neither the contexts nor the question state, as hallucination checks them). "
         "Higher = better supported. Weights, μ, σ in transforms/data/groundedness.json, "
         "fitted on the public benchmark's dev splits by `python bench/fit_groundedness.py`, "
         "which reports it leave-one-set-out; the signals in details",
