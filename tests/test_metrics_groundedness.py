@@ -115,3 +115,13 @@ def test_the_verdict_cut_offs_keep_the_wrong_decisions_within_the_goals():
     assert _fail_below(ps, ys, 0.0, 0.0) == 0.7
     assert _fail_below(ps, ys, 0.5, 1.0) == 0.9  # B's 0.7 fails: mean 1/2
     assert verdicts(np.array([0.05, 0.5, 0.95]), 0.1, 0.9) == ["FAIL", "WARN", "PASS"]
+
+
+def test_a_rows_facts_are_checked_once_for_hallucination_and_groundedness():
+    from transforms.score.metrics.hallucination import checked_facts, hallucination
+    answer = "It was finished in 1925 by Gustave Klimt."
+    checked_facts.cache_clear()
+    hallucination(answer, CONTEXT, "When?")
+    groundedness("When?", CONTEXT, answer)
+    info = checked_facts.cache_info()
+    assert (info.misses, info.hits) == (1, 1)

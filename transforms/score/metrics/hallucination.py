@@ -141,7 +141,9 @@ def unsupported_fact_count(answer: str, contexts: Sequence[str], question: str =
                if not row["supported"])
 
 
-@lru_cache(maxsize=512)
+# The metrics of one row ask in turn, so a few entries suffice; more would keep
+# rows' texts alive (a key holds a megabyte answer or context as well).
+@lru_cache(maxsize=16)
 def checked_facts(answer: str, contexts: tuple[str, ...], question: str,
                   other: tuple[str, str] | None) -> tuple[tuple[dict, frozenset | None], ...]:
     """(fact row, its value keys, or None for a name) for each fact of the answer,
