@@ -83,6 +83,7 @@ def clear_caches() -> None:
              ("transforms.score.metrics.hallucination", ("_evidence_for", "_context_index",
                                                          "_context_grams", "_passage_evidence")),
              ("transforms.score.metrics.grounding", ("_passage",)),
+             ("transforms.score.facts.support", ("checked_facts",)),
              ("transforms.text.languages", ("detect_language",)),
              ("transforms.lang", ("detect_language",)))
     for module_name, names in memos:

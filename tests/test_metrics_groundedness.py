@@ -118,7 +118,8 @@ def test_the_verdict_cut_offs_keep_the_wrong_decisions_within_the_goals():
 
 
 def test_a_rows_facts_are_checked_once_for_hallucination_and_groundedness():
-    from transforms.score.metrics.hallucination import checked_facts, hallucination
+    from transforms.score.facts.support import checked_facts
+    from transforms.score.metrics.hallucination import hallucination
     answer = "It was finished in 1925 by Gustave Klimt."
     checked_facts.cache_clear()
     hallucination(answer, CONTEXT, "When?")

@@ -3,7 +3,7 @@
 A metric that asks "does the answer state what the contexts state?" needs to
 find figures, dates, times and names in any language and compare them by
 value, not by spelling. This layer does that and nothing else; the metrics
-(hallucination, name checks, coverage) are formulas over it.
+(hallucination, groundedness, coverage) are formulas over it.
 
 Modules, lowest first (each imports only those above it, and `transforms.text`):
 
@@ -17,4 +17,5 @@ Modules, lowest first (each imports only those above it, and `transforms.text`):
 - `values`: one pass over a text for its dates, times and figures.
 - `sentences`: sentences.
 - `evidence`: the contexts indexed for looking those up.
+- `support`: which of an answer's names and facts the contexts support.
 """

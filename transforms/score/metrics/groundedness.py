@@ -44,7 +44,7 @@ from typing import Sequence
 
 from schemas.records import MetricResult
 from transforms.score.facts.sentences import split_sentences
-from transforms.score.metrics.hallucination import unsupported_fact_count
+from transforms.score.facts.support import unsupported_fact_count
 from transforms.text.languages import detect_language, other_language
 from transforms.text.stemming import stemmer_for
 from transforms.text.stopwords import stop_words_for

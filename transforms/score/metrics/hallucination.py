@@ -32,14 +32,10 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from schemas.records import MetricResult
-from transforms.score.facts.anchors import Anchor
-from transforms.score.facts.evidence import evidence_for, index_for
 from transforms.score.facts.names import name_tokens
-from transforms.score.facts.numbers import is_approximate
-from transforms.score.facts.values import prepare_text, scan_values, value_keys
-from transforms.score.metrics.grounding import check_names
-from transforms.text.languages import detect_language, language_near, other_language
-from transforms.text.scripts import script_of
+from transforms.score.facts.support import checked_facts
+from transforms.score.facts.values import value_keys
+from transforms.text.languages import detect_language, other_language
 from transforms.text.stemming import stemmer_for
 from transforms.text.stopwords import stop_words_for
 from transforms.text.tokens import tokenize
@@ -83,15 +79,6 @@ def _context_grams(contexts: tuple[str, ...]) -> tuple[str, frozenset]:
     return lang, frozenset(_ngrams(_content_stems("\n".join(contexts), lang)))
 
 
-def _dedupe_values(anchors: Iterable[Anchor]) -> list[Anchor]:
-    """One anchor per value ("$12,000" and "12k" are one): repeating a figure
-    does not make it weigh more."""
-    seen: dict[str, Anchor] = {}
-    for a in anchors:
-        seen.setdefault(a.norm, a)
-    return list(seen.values())
-
-
 class _ReferenceFacts:
     """What the expected answers state, scanned only when an unsupported fact
     needs it (most rows have none: no scan of the references on the hot path)."""
@@ -132,48 +119,6 @@ def answer_facts(answer: str, contexts: Sequence[str], question: str = "",
             row["in_expected_answer"] = True
         facts.append(row)
     return facts
-
-
-def unsupported_fact_count(answer: str, contexts: Sequence[str], question: str = "") -> int:
-    """How many of the answer's figures, dates, times and names neither the
-    contexts nor the question support (a signal of `groundedness`)."""
-    return sum(1 for row, _ in checked_facts(answer, tuple(contexts), question or "", None)
-               if not row["supported"])
-
-
-# The metrics of one row ask in turn, so a few entries suffice; more would keep
-# rows' texts alive (a key holds a megabyte answer or context as well).
-@lru_cache(maxsize=16)
-def checked_facts(answer: str, contexts: tuple[str, ...], question: str,
-                  other: tuple[str, str] | None) -> tuple[tuple[dict, frozenset | None], ...]:
-    """(fact row, its value keys, or None for a name) for each fact of the answer,
-    checked against the contexts and the question; memoised, since hallucination,
-    unsupported_facts and groundedness read the same answer's facts. Callers copy
-    a row before changing it."""
-    evidence = evidence_for(contexts)
-    index = index_for(contexts, question)
-    prepared = prepare_text(answer)
-    # read in the contexts' language unless the answer clearly is in another one
-    temporal, numbers = scan_values(prepared, unique=True, answer=True,
-                                    lang=language_near(answer, index.lang))
-    asked = value_keys(question) if question else set()
-    facts: list[tuple[dict, frozenset | None]] = []
-    for a in _dedupe_values((*temporal, *numbers)):
-        in_contexts = evidence.supports_value(a)
-        rounded = not in_contexts and is_approximate(prepared, a) and evidence.supports_roughly(a)
-        in_question = not (in_contexts or rounded) and any(k in asked for k in a.keys)
-        row = {"kind": a.kind, "text": a.text, "normalized": a.norm,
-               "supported": in_contexts or rounded or in_question}
-        if in_question or rounded:
-            row["note"] = "stated in the question" if in_question else "a rounded context figure"
-        facts.append((row, frozenset(a.keys)))
-    script = script_of(_joined(contexts)) if other else None
-    for name in check_names(answer, index):
-        if other and script_of(name.text) != script:
-            continue  # a name in another script cannot match the contexts'
-        facts.append(({"kind": "entity", "text": name.text, "normalized": name.text.lower(),
-                       "supported": name.supported}, None))
-    return tuple(facts)
 
 
 def hallucination(answer: str | None, contexts: Sequence[str] | None,
