@@ -30,13 +30,40 @@ def in_process(spec) -> str:
     return vl_convert.vegalite_to_svg(spec)
 
 
+HEAT = charts.heatmap([{"bot": "a", "suite": "s", "metric": m, "mean": v, "good": v}
+                       for m, v in (("bleu", 0.2), ("rougeL", 0.7))])
+
+
+def test_the_same_chart_drawn_again_is_the_same_svg():
+    """vl-convert's id counter lives as long as the process (gradient_0, then
+    gradient_1): the ids are renumbered per SVG, references with them."""
+    first = chart_engine.to_svg(HEAT)
+    assert 'id="gradient_0"' in first and 'url(#gradient_0)' in first
+    assert chart_engine.to_svg(HEAT) == first
+    raw = in_process(HEAT)
+    assert raw != first and chart_engine.stable_ids(raw) == first
+    chart_engine.start()  # the child's counter starts anew: same SVG from there
+    assert chart_engine.to_svg(HEAT) == first == chart_engine.to_svg(HEAT)
+
+
+def test_stable_ids_renumbers_ids_and_their_references_only():
+    svg = ('<svg><defs><linearGradient id="gradient_7"/><clipPath id="clip12"/></defs>'
+           '<path fill="url(#gradient_7)" clip-path="url(#clip12)"/><use href="#clip12"/>'
+           '<text>gradient_7 clip12</text></svg>')
+    assert chart_engine.stable_ids(svg) == (
+        '<svg><defs><linearGradient id="gradient_0"/><clipPath id="clip1"/></defs>'
+        '<path fill="url(#gradient_0)" clip-path="url(#clip1)"/><use href="#clip1"/>'
+        '<text>gradient_7 clip12</text></svg>')
+    assert chart_engine.stable_ids('<svg id="a"/>') == '<svg id="a"/>'
+
+
 def test_child_draws_the_same_svg_as_this_process():
     chart_engine.start()
     child = chart_engine._child
     assert child is not None and child.poll() is None
-    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine.to_svg(BARS) == chart_engine.stable_ids(in_process(BARS))
     assert chart_engine._child is child  # the same child answers the next chart too
-    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine.to_svg(BARS) == chart_engine.stable_ids(in_process(BARS))
 
 
 def test_an_invalid_spec_is_a_chart_error_from_the_child_and_the_child_stays():
@@ -52,14 +79,14 @@ def test_a_dead_child_falls_back_to_drawing_here():
     chart_engine.start()
     chart_engine._child.kill()
     chart_engine._child.wait()
-    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine.to_svg(BARS) == chart_engine.stable_ids(in_process(BARS))
     assert chart_engine._child is None  # dropped: later charts do not wait on it
 
 
 def test_a_child_that_answers_nonsense_falls_back_to_drawing_here(monkeypatch):
     monkeypatch.setattr(chart_engine, "_CHILD", "import sys\nfor l in sys.stdin: print('no')")
     chart_engine.start()
-    assert chart_engine.to_svg(BARS) == in_process(BARS)
+    assert chart_engine.to_svg(BARS) == chart_engine.stable_ids(in_process(BARS))
     assert chart_engine._child is None
 
 
@@ -73,7 +100,7 @@ def test_charts_drawn_apart_come_from_a_child_that_ends_with_the_block():
     with chart_engine.drawn_apart():
         child = chart_engine._child
         assert child is not None and child.poll() is None
-        assert chart_engine.to_svg(BARS) == in_process(BARS)
+        assert chart_engine.to_svg(BARS) == chart_engine.stable_ids(in_process(BARS))
     assert chart_engine._child is None and child.poll() == 0  # it read end-of-file
 
 

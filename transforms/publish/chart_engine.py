@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -46,6 +47,27 @@ CHILD_FROM_ROWS = 2000
 
 _lock = threading.Lock()
 _child: subprocess.Popen | None = None
+
+
+# vl-convert numbers the ids of an SVG's definitions (a colour legend's
+# gradient) with a counter that lives as long as its process: the same chart
+# drawn again came out as gradient_1, then gradient_2.
+_NUMBERED_ID = re.compile(r'\bid="([^"]*?\d+)"')
+
+
+def stable_ids(svg: str) -> str:
+    """The SVG with its numbered ids renumbered from 0 in the order they appear
+    (references follow), so a chart's SVG does not depend on what the process
+    drew before it: a report's bytes depend on its run only."""
+    names: dict[str, str] = {}
+    for old in _NUMBERED_ID.findall(svg):
+        names.setdefault(old, f"{old.rstrip('0123456789')}{len(names)}")
+    if all(old == new for old, new in names.items()):
+        return svg
+    pattern = "|".join(re.escape(old) for old in sorted(names, key=len, reverse=True))
+    return re.sub(rf'(?<=id=")({pattern})(?=")|(?<=url\(#)({pattern})(?=\))'
+                  rf'|(?<=href="#)({pattern})(?=")',
+                  lambda m: names[m.group(0)], svg)
 
 
 class ChartError(Exception):
@@ -134,9 +156,9 @@ def to_svg(spec: Mapping[str, Any]) -> str:
     if answer is None:
         try:
             import vl_convert
-            return vl_convert.vegalite_to_svg(spec)
+            return stable_ids(vl_convert.vegalite_to_svg(spec))
         except Exception as exc:  # noqa: BLE001 - the caller says it on the page
             raise ChartError(f"{type(exc).__name__}: {exc}") from exc
     if "error" in answer:
         raise ChartError(str(answer["error"]))
-    return answer["svg"]
+    return stable_ids(answer["svg"])
