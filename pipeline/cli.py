@@ -338,6 +338,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 
 def _print_outcome(info: RunInfo) -> int:
     from transforms.publish.completed import RunUnreadable, read_completed_run
+    from transforms.publish.report import outcome_notes
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
         done = read_completed_run(info.output, info.run_id)
     except RunUnreadable as exc:
@@ -355,7 +356,9 @@ def _print_outcome(info: RunInfo) -> int:
           f"({c['errors_rows']} rows in errors/)")
     summary = done.files("summary")
     for bot in manifest["bots"]:
-        print(f"  {bot}: " + _bot_line(summary, bot))
+        print(f"  {bot}: " + (_bot_line(summary, bot) or "no rows"))
+    for note in outcome_notes(c):
+        print(f"evalbeam: note: {note}", file=sys.stderr)
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
     print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")
     if not manifest["reconciliation"]["ok"]:

@@ -45,13 +45,40 @@ def test_missing_column_bad_config_and_unreadable_input(tmp_path, capsys):
     assert "--run-id" in _fails_cleanly(capsys, out, "--input", good, "--run-id", "a/b")
 
 
-def test_empty_file_runs_with_zero_rows(tmp_path):
+def test_empty_file_runs_with_zero_rows_and_says_nothing_was_evaluated(tmp_path, capsys):
     schema = pa.schema([("question", pa.string()), ("answer", pa.string())])
     path = write_cases(str(tmp_path / "empty.parquet"), [], schema)
     out = str(tmp_path / "out")
     assert run_cli("--input", path, "--output", out, "--run-id", "e") == 0
     m = manifest(out, "e")
     assert m["counts"]["input_rows"] == 0 and m["reconciliation"]["ok"]
+    said = "nothing was evaluated: the input has no rows"
+    assert said in m["notes"]
+    printed = capsys.readouterr()
+    assert f"evalbeam: note: {said}" in printed.err and "recorded: no rows" in printed.out
+    report = os.path.join(out, "runs", "e", "report")
+    assert f"Note: {said}" in open(report + ".md", encoding="utf-8").read()
+    assert f"Note: {said}" in open(report + ".html", encoding="utf-8").read()
+
+
+def test_a_file_of_invalid_rows_only_says_nothing_was_evaluated(tmp_path, capsys):
+    path = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None},
+                                                        {"case_id": "b", "question": ""}])
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "i") == 0
+    m = manifest(out, "i")
+    assert (m["counts"]["invalid_rows"], m["counts"]["valid_cases"]) == (2, 0)
+    said = ("nothing was evaluated: none of the input's 2 rows is a valid case "
+            "(the reasons are in errors/)")
+    assert said in m["notes"] and f"evalbeam: note: {said}" in capsys.readouterr().err
+    assert len(read_rows(out, "errors")) == 2
+
+
+def test_a_run_with_valid_cases_has_no_such_note(tmp_path):
+    path = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "ok") == 0
+    assert not any(n.startswith("nothing was evaluated") for n in manifest(out, "ok")["notes"])
 
 
 def test_wrong_types_nulls_binary_and_odd_text_lose_nothing(tmp_path):

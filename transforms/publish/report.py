@@ -42,6 +42,18 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}
 
 
+def outcome_notes(counts: Mapping[str, int]) -> list[str]:
+    """Notes that only the finished counts can give: a run with no valid case
+    completes (its tables exist and reconcile), but a nightly job that read an
+    empty or wholly invalid file should say so rather than print empty tables."""
+    if counts["valid_cases"]:
+        return []
+    if not counts["input_rows"]:
+        return ["nothing was evaluated: the input has no rows"]
+    return [f"nothing was evaluated: none of the input's {counts['input_rows']} rows is a "
+            "valid case (the reasons are in errors/)"]
+
+
 _SPENT = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost")
 
 
