@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pipeline  # noqa: F401 - first: its log filter drops Beam's import-time GCP warning
+
 __all__ = ["evaluate", "read_run", "metric", "Result"]
 
 if TYPE_CHECKING:  # pragma: no cover

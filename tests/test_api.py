@@ -156,6 +156,17 @@ def test_import_is_cheap_and_the_names_are_there():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["['Result', 'evaluate', 'metric', 'read_run']", "True"]
+    assert out.stderr == ""  # evalbeam.evaluate loaded the API's modules (and Beam) quietly
+
+
+def test_importing_the_api_prints_no_beam_warning():
+    """Beam warns through the root logger on import that its optional GCP
+    clients are absent; a notebook that imported evalbeam.api or
+    evalbeam.result first saw the line (the CLI's filter came too late)."""
+    for module in ("evalbeam.result", "evalbeam.api"):
+        out = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "apitools" not in out.stderr, out.stderr
 
 
 def test_written_cases_file_is_parquet_and_removed(tmp_path):
