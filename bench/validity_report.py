@@ -555,17 +555,25 @@ def ablation_section(path: str = ABLATION) -> list[str]:
 
 
 VERDICT_RULES = os.path.join(os.path.dirname(ABLATION), "verdict_rules.md")
+FAIL_RULE = os.path.join(os.path.dirname(ABLATION), "fail_rule_candidates.md")
 
 
-def verdict_rules_section(path: str = VERDICT_RULES) -> list[str]:
+def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:
     """The default verdict's rules held out, each left out in turn, and what a
     verdict deciding more (a cascade escalating less) would cost, as
-    bench/verdict_rules.py rendered them."""
+    bench/verdict_rules.py rendered them; then a candidate rule that was not
+    shipped, as bench/fail_rule_candidates.py rendered it."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as fh:
         tables = fh.read().rstrip("\n").split("\n")
-    return ["## Does every rule of the default verdict earn its place?", "", *tables, ""]
+    extra = []
+    if os.path.exists(candidates):
+        with open(candidates, encoding="utf-8") as fh:
+            extra = ["", "### A second FAIL rule (measured, not shipped)", "",
+                     *fh.read().rstrip("\n").split("\n")]
+    return ["## Does every rule of the default verdict earn its place?", "", *tables, *extra,
+            ""]
 
 
 def _leave_one_out_rows(lodo: dict | None, core: list[str]) -> list[str]:

@@ -157,3 +157,29 @@ def test_the_report_shows_the_held_out_verdict_and_judges_the_goals_by_it():
     assert "| begin | 10 | 0.1 / 0.55 | 0.500 | 0.800 | 0.050 | 0.100 |" in text
     # the goal is judged held out: 5% unsupported PASS, not the shipped cut-offs' 30%
     assert "mean 0.050, worst 0.050 | met |" in text
+
+
+def test_the_verdict_rules_section_includes_the_candidate_rule_page(tmp_path):
+    from bench.validity_report import verdict_rules_section
+    rules, candidates = tmp_path / "rules.md", tmp_path / "cand.md"
+    rules.write_text("| a |\n|---|\n")
+    assert verdict_rules_section(str(rules), str(candidates))[-2:] == ["|---|", ""]
+    candidates.write_text("`cmd`: finding\n")
+    assert verdict_rules_section(str(rules), str(candidates))[-4:] == [
+        "### A second FAIL rule (measured, not shipped)", "", "`cmd`: finding", ""]
+
+
+def test_joint_fail_cuts_take_the_second_rule_only_where_it_fails_more_within_the_goals():
+    """joint_cuts (bench/fail_rule_candidates.py) by hand: 10 supported and 10
+    unsupported rows per set, goals 10% mean / 20% worst."""
+    import numpy as np
+    from bench.fail_rule_candidates import NONE, joint_cuts
+    y = np.array([True] * 10 + [False] * 10)
+    p = np.full(20, 0.5)  # the score separates nothing: its cut FAILs all or none
+    h = np.array([0.0] * 9 + [0.95] + [0.97] * 10)  # one supported row is flagged
+    # t = 0.5 FAILs the 10 unsupported rows and 1 of 10 supported: at the 10% goal
+    assert joint_cuts([(p, h, y)], 0.10, 0.20) == (0.5, 0.5)
+    # no room for that supported row (h = 0.95): the lowest t that spares it
+    assert joint_cuts([(p, h, y)], 0.05, 0.10) == (0.95, 0.5)
+    # a rule that can only FAIL nothing, or too much, stays off
+    assert joint_cuts([(p, np.full(20, 0.99), y)], 0.05, 0.10) == (NONE, 0.5)
