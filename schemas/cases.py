@@ -87,6 +87,37 @@ def too_deep(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
     return False
 
 
+def not_text(value: Any) -> bool:
+    """The value holds a str that is not text: a lone UTF-16 surrogate, which
+    JSON may spell (`"\\ud800"`) and Python parses, but which no UTF-8 file
+    can hold (walked without recursion, like too_deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+def _not_text_message(column: str) -> str:
+    return (f"column '{column}' holds a lone UTF-16 surrogate (a JSON escape "
+            "\\ud800-\\udfff without its pair), which is not text")
+
+
+# EvalCase fields -> the input column they come from (for naming it in errors)
+_CASE_TEXT_FIELDS = {"question": "question", "expected_answer": "expected_answer",
+                     "references": "expected_answer", "contexts": "contexts",
+                     "answer": "answer", "suite": "suite", "tags": "tags",
+                     "label": "label", "messages": "messages"}
+
+
 class InputError(ValueError):
     """A problem with the input as a whole: the run must not start."""
 
@@ -164,7 +195,8 @@ def derive_case_id(row: Mapping[str, Any]) -> str:
     if row.get("messages") is not None:
         content["messages"] = row["messages"]
     payload = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
-    return "h-" + hashlib.sha1(payload.encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: a lone surrogate (an error row's content) must not stop the hash
+    return "h-" + hashlib.sha1(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _optional_text(value: Any, name: str) -> str | None:
@@ -265,8 +297,13 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     deep = [col for col, value in row.items() if too_deep(value)]
     for col in deep:
         row[col] = None  # neither read nor hashed any further
+    broken = [col for col, value in row.items() if col not in deep and not_text(value)]
+    for col in broken:
+        row[col] = None  # the row's other columns still give its case id
     given_id = row.get("case_id")
     case_id = None if given_id is None else str(given_id)
+    if broken and UNREADABLE not in raw:
+        raw = {UNREADABLE: ("invalid_encoding", _not_text_message(broken[0]))}
     if deep and UNREADABLE not in raw:
         raw = {UNREADABLE: ("invalid_value", f"{', '.join(deep)} nested more than "
                                              f"{MAX_VALUE_DEPTH} levels deep")}
@@ -295,6 +332,10 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     except (TypeError, ValueError) as exc:
         kind = "wrong_type" if isinstance(exc, TypeError) else "invalid_value"
         return RowProblem(source, case_id or derive_case_id(row), kind, str(exc))
+    # JSON text inside a string cell (a CSV cell's contexts) is parsed above
+    broken = [col for name, col in _CASE_TEXT_FIELDS.items() if not_text(getattr(case, name))]
+    if broken:
+        return RowProblem(source, case.case_id, "invalid_encoding", _not_text_message(broken[0]))
     return case
 
 

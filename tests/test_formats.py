@@ -236,3 +236,31 @@ def test_a_dataset_folder_cannot_name_files_outside_itself(tmp_path, capsys, whe
     err = capsys.readouterr().err.strip()
     assert "not a file of the dataset's own folder; refused" in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_lone_surrogate_escapes_cost_their_row_only(tmp_path):
+    r"""JSON may spell a lone UTF-16 surrogate (`"\ud800"`); Python parses it to
+    a str that is not text (it cannot be encoded as UTF-8). It used to crash the
+    run (hashing the derived case id, or encoding the answer downstream); now
+    its row is an invalid_encoding error row naming the column, in every
+    format that parses JSON (JSON Lines, a .json array, a CSV cell)."""
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"question": "fine?"}\n{"question": "q", "answer": "bad \\udc80"}\n'
+                     '{"case_id": "m", "question": "q2", "messages": '
+                     '[{"role": "user", "content": "\\ud83d"}]}\n', "utf-8")
+    array = tmp_path / "s.json"
+    array.write_text('[{"question": "fine?"}, {"question": "bad \\ud800 q"}]', "utf-8")
+    cells = tmp_path / "s.csv"
+    cells.write_text('question,contexts\nfine?,\nq,"[""bad \\ud800""]"\n', "utf-8")
+    for path, bad in [(jsonl, ["answer", "messages"]), (array, ["question"]),
+                      (cells, ["contexts"])]:
+        got = [raw if isinstance(raw, RowProblem) else read_mod.to_case(raw, COLS, src)
+               for s in plan_shards(str(path), COLS) for src, raw in read_shard_rows(s, COLS)]
+        assert got[0].question == "fine?", path
+        problems = got[1:]
+        assert [p.error_type for p in problems] == ["invalid_encoding"] * len(bad), path
+        assert [p.message.split("'")[1] for p in problems] == bad, path
+        for p in problems:  # a case id from the row's readable columns (none: null)
+            assert p.case_id is None or p.case_id.encode("utf-8")
+        if path == jsonl:
+            assert problems[0].case_id.startswith("h-") and problems[1].case_id == "m"
