@@ -264,3 +264,20 @@ def test_lone_surrogate_escapes_cost_their_row_only(tmp_path):
             assert p.case_id is None or p.case_id.encode("utf-8")
         if path == jsonl:
             assert problems[0].case_id.startswith("h-") and problems[1].case_id == "m"
+
+
+def test_jsonl_with_a_byte_order_mark_loses_no_record(tmp_path):
+    """Notepad and Windows PowerShell write UTF-8 with a byte-order mark; the
+    first record of such a JSON Lines file used to be an invalid_json row (and a
+    file of one record was refused: 'none of its first 1 lines is a JSON object')."""
+    bom = "\ufeff"
+    one = tmp_path / "one.jsonl"
+    one.write_text(bom + '{"question": "only?"}\n', "utf-8")
+    (shard,) = plan_shards(str(one), COLS)
+    assert [c.question for c in read_valid_cases(shard, COLS)] == ["only?"]
+    # files joined with `cat`: every part starts with its own mark
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text(bom + '{"question": "a?"}\n' + bom + '{"question": "b?"}\r\n\n', "utf-8")
+    (shard,) = plan_shards(str(joined), COLS)
+    got = list(read_shard_rows(shard, COLS))
+    assert [raw["question"] for _, raw in got] == ["a?", "b?"]

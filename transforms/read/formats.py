@@ -23,6 +23,7 @@ Parquet) and the planned row count is exact, so the manifest reconciles.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import os
@@ -133,6 +134,12 @@ def _lines(fh: IO[bytes], offset: int = 0, end: int | None = None) -> Iterator[b
         yield line
 
 
+def _record(line: bytes) -> bytes:
+    """A line without a leading UTF-8 byte-order mark (Notepad, PowerShell; in
+    files joined with `cat`, at the start of every part)."""
+    return line[3:] if line.startswith(codecs.BOM_UTF8) else line
+
+
 def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, int]], list]:
     """One pass: ([(offset, end, records)] cut every shard_rows records, the
     first parsed records for the schema check)."""
@@ -140,13 +147,13 @@ def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, 
     pieces, start, count, pos, sample = [], 0, 0, 0, []
     with _open(path) as fh:
         for line in _lines(fh):
-            if line.strip():
+            if _record(line).strip():
                 if count == shard_rows and can_split:
                     pieces.append((start, pos, count))
                     start, count = pos, 0
                 count += 1
                 if len(sample) < SCHEMA_SAMPLE:
-                    sample.append(line)
+                    sample.append(_record(line))
             pos += len(line)
     pieces.append((start, None, count))
     return [p for p in pieces if p[2]], sample
@@ -184,8 +191,8 @@ def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
 def read_jsonl(path: str, offset: int, end: int | None) -> Iterator[dict | tuple[str, str]]:
     with _open(path) as fh:
         for line in _lines(fh, offset, end):
-            if line.strip():
-                yield parse_jsonl_record(line)
+            if _record(line).strip():
+                yield parse_jsonl_record(_record(line))
 
 
 # ------------------------------------------------------------- JSON (an array)
