@@ -154,6 +154,30 @@ def source_columns(mapping: Mapping[str, Any]) -> dict[str, Source]:
     return out
 
 
+class Joined(str):
+    """A column whose list is written as one string joined with `separator`
+    (DeepEval's save_as csv / jsonl: `"|".join(retrieval_context)`). A JSON
+    array (or Python list literal) in it is still read as a list."""
+
+    def __new__(cls, name: str, separator: str):
+        self = super().__new__(cls, name)
+        self.separator = separator
+        return self
+
+    def __getnewargs__(self):  # pickles (Beam) with its separator
+        return str(self), self.separator
+
+    def split(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            if isinstance(parse_text_list(value, str(self)), list):
+                return value
+        except TypeError:
+            pass
+        return value.split(self.separator)
+
+
 def candidates(src: Source) -> tuple[str, ...]:
     return (src,) if isinstance(src, str) else src
 
@@ -165,6 +189,8 @@ def source_names(columns: Mapping[str, Source]) -> set[str]:
 
 def pick(raw: Mapping[str, Any], src: Source) -> Any:
     """The row's value for a source: the first candidate column that is not null."""
+    if isinstance(src, Joined):
+        return src.split(raw.get(src))
     if isinstance(src, str):
         return raw.get(src)
     return next((raw[s] for s in src if raw.get(s) is not None), None)

@@ -106,3 +106,40 @@ def test_files_in_another_tools_form_get_a_hint(tmp_path, capsys):
     assert "note: the columns question, ground_truths look like the 'ragas_v1' preset's" \
         in capsys.readouterr().err
     assert any("input.preset: ragas_v1" in n for n in manifest(out, "hint")["notes"])
+
+
+def test_deepeval_csv_and_jsonl_with_pipe_joined_contexts(tmp_path):
+    """DeepEval's save_as("csv") and save_as("jsonl") write retrieval_context as
+    one string joined with '|'; with the deepeval preset every such row used to
+    be an error row ('contexts must be a list of strings, got a plain string').
+    A JSON array in the cell is still read as a list."""
+    import csv
+    import json
+    goldens = [("How long is the refund window?", "30 days.", "Refunds: 30 days.",
+                ["Refunds are accepted within 30 days.", "Items must be unused."]),
+               ("Do you ship to Canada?", "Yes.", "Yes, in 5 to 7 days.", ["We ship to Canada."]),
+               ("No contexts?", "None.", "None.", None)]
+    with open(tmp_path / "g.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["input", "actual_output", "expected_output", "retrieval_context",
+                         "context", "name"])
+        for q, a, ref, ctx in goldens:
+            writer.writerow([q, a, ref, "|".join(ctx) if ctx else None, None, None])
+        writer.writerow(["JSON cell?", "x", "x", json.dumps(["a|b", "c"]), None, None])
+    with open(tmp_path / "g.jsonl", "w", encoding="utf-8") as fh:
+        for q, a, ref, ctx in goldens:
+            fh.write(json.dumps({"input": q, "actual_output": a, "expected_output": ref,
+                                 "retrieval_context": "|".join(ctx) if ctx else None,
+                                 "context": None}) + "\n")
+    columns = source_columns(input_columns("deepeval", {}))
+    for name in ("g.csv", "g.jsonl"):
+        cases = [to_case(raw, columns, src) for shard in plan_shards(str(tmp_path / name), columns)
+                 for src, raw in read_shard_rows(shard, columns)]
+        assert [c.contexts for c in cases[:3]] == [g[3] for g in goldens], name
+        assert cases[0].answer == "30 days." and cases[0].expected_answer == "Refunds: 30 days."
+    assert cases[0].case_id == to_case({"question": goldens[0][0], "expected_answer": goldens[0][2],
+                                        "contexts": goldens[0][3]}, source_columns({}), "").case_id
+    csv_cases = [to_case(raw, columns, src) for shard in plan_shards(str(tmp_path / "g.csv"),
+                                                                     columns)
+                 for src, raw in read_shard_rows(shard, columns)]
+    assert csv_cases[3].contexts == ["a|b", "c"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from schemas.cases import Joined
+
 PRESETS: dict[str, dict[str, Any]] = {
     # Ragas >= 0.2 (SingleTurnSample / MultiTurnSample, EvaluationDataset.to_jsonl / to_csv)
     "ragas": {"question": "user_input", "answer": "response", "expected_answer": "reference",
@@ -21,9 +23,10 @@ PRESETS: dict[str, dict[str, Any]] = {
                  "expected_answer": ("ground_truths", "ground_truth"), "contexts": "contexts"},
     # DeepEval goldens and test cases (EvaluationDataset.save_as json / jsonl / csv);
     # a ConversationalGolden's `turns` when there is no `input`
+    # (its csv and jsonl join retrieval_context with '|'; its json keeps the list)
     "deepeval": {"question": ("input", "turns"), "answer": "actual_output",
-                 "expected_answer": "expected_output", "contexts": "retrieval_context",
-                 "case_id": "name"},
+                 "expected_answer": "expected_output",
+                 "contexts": Joined("retrieval_context", "|"), "case_id": "name"},
     # OpenAI evals samples: {"input": [chat messages], "ideal": "..." or [...]}
     "openai_evals": {"question": "input", "expected_answer": "ideal"},
     # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
