@@ -7,6 +7,7 @@ secrets), takes the run id's lease, runs the same Beam pipeline
 (pipeline/execute.py) and returns the run read back through its completion
 marker. In-memory cases (a pandas DataFrame, a pyarrow Table, a Hugging Face
 datasets.Dataset, a list of dicts) are written to a temporary Parquet file
+(JSON Lines when Arrow cannot type a column: such rows become errors/ rows)
 first, outside the output folder, and removed afterwards.
 """
 from __future__ import annotations
@@ -162,11 +163,49 @@ def cases_path(cases: Any) -> tuple[str, str | None, str | None]:
         return str(cases), None, None
     import pyarrow as pa
     import pyarrow.parquet as pq
-    table, label = _as_arrow(cases, pa)
+    try:
+        table, label = _as_arrow(cases, pa)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as exc:
+        # a column Arrow cannot type (a question that is 5 in one row and text in
+        # the next, a lone surrogate): JSON Lines, whose reader makes such rows
+        # errors/ rows as it does for any file
+        return _as_jsonl(cases, exc)
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.parquet")
     pq.write_table(table, path)
     return path, f"{label} ({table.num_rows} rows, in memory)", staging
+
+
+def _as_jsonl(cases: Any, why: Exception) -> tuple[str, str, str]:
+    """A list of dicts or a DataFrame written as JSON Lines (missing values of a
+    DataFrame, NaN among them, as null)."""
+    import json
+    from schemas.cases import InputError
+    if isinstance(cases, list):
+        rows, label = cases, "list of dicts"
+    else:  # a pandas DataFrame (_as_arrow raised for nothing else)
+        rows = [{k: None if _is_missing(v) else v for k, v in r.items()}
+                for r in cases.to_dict("records")]
+        label = "pandas.DataFrame"
+    staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
+    path = os.path.join(staging, "cases.jsonl")
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps({str(k): v for k, v in row.items()}) + "\n")
+    except (TypeError, ValueError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(f"cases cannot be read as a table ({why}) nor as JSON ({exc})"
+                         ) from None
+    return path, f"{label} ({len(rows)} rows, in memory)", staging
+
+
+def _is_missing(value: Any) -> bool:
+    try:
+        import pandas as pd
+        return value is not None and not isinstance(value, (list, dict)) and bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _as_arrow(cases: Any, pa) -> tuple[Any, str]:

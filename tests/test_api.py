@@ -18,7 +18,7 @@ import evalbeam
 from pipeline.config import ConfigError
 from schemas.cases import InputError
 from tests.conftest import FAQ_ROWS, ROOT, SAMPLE_ROWS, write_cases
-from tests.pipeline_helpers import read_rows, run_cli
+from tests.pipeline_helpers import manifest, read_rows, run_cli
 
 CHEAP = ["exact_match", "keyword_recall", "rougeL", "hallucination", "completeness"]
 
@@ -207,3 +207,25 @@ def test_a_second_config_with_its_own_module_of_the_same_name_is_used(tmp_path):
     assert values(second) == {0.75}
     folder("a", 0.5)  # edited in place (another length, so no stale bytecode either)
     assert values(first) == {0.5}
+
+
+def test_cases_arrow_cannot_type_are_row_errors_not_a_crash(tmp_path):
+    """A question that is a number in one row and text in the next (a list of
+    dicts, a DataFrame) or a lone surrogate made evaluate() raise pyarrow's
+    ArrowTypeError / a UnicodeEncodeError; such rows are errors/ rows, as in a file."""
+    import pandas as pd
+    rows = [{"case_id": "ok", "question": "q?", "answer": "a"},
+            {"case_id": "int", "question": 5, "answer": "b"},
+            {"case_id": "sur", "question": "bad \ud800", "answer": "c"}]
+    for i, cases in enumerate([rows, pd.DataFrame(rows[:2] + [{"case_id": "nan",
+                                                               "question": "n?",
+                                                               "answer": float("nan")}])]):
+        out = tmp_path / f"out{i}"
+        result = evalbeam.evaluate(cases, output=out, run_id="r", metrics=["exact_match"],
+                                   progress=False, run_date="2024-01-01")
+        m = manifest(str(out), "r")
+        assert m["counts"]["input_rows"] == 3 and m["reconciliation"]["ok"]
+        errors = {(e["case_id"], e["error_type"]) for e in read_rows(str(out), "errors")}
+        assert ("int", "wrong_type") in errors
+        assert ("sur", "invalid_encoding") in errors if i == 0 else ("nan", "bot_error") in errors
+        assert result is not None
