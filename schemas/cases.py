@@ -95,6 +95,8 @@ def not_text(value: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
+            if item.isascii():  # most text: a check without a copy
+                continue
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
@@ -167,7 +169,8 @@ class Joined(str):
     def __getnewargs__(self):  # pickles (Beam) with its separator
         return str(self), self.separator
 
-    def split(self, value: Any) -> Any:
+    def unjoined(self, value: Any) -> Any:
+        """The cell's list: a plain string split on the separator."""
         if not isinstance(value, str):
             return value
         try:
@@ -190,7 +193,7 @@ def source_names(columns: Mapping[str, Source]) -> set[str]:
 def pick(raw: Mapping[str, Any], src: Source) -> Any:
     """The row's value for a source: the first candidate column that is not null."""
     if isinstance(src, Joined):
-        return src.split(raw.get(src))
+        return src.unjoined(raw.get(src))
     if isinstance(src, str):
         return raw.get(src)
     return next((raw[s] for s in src if raw.get(s) is not None), None)
