@@ -95,3 +95,12 @@ def test_the_flags_on_the_command_line(tmp_path, capsys):
     seed = tuple(r.metric for r in PRESETS["seed"]) + ("no rule matched", "bot failed")
     flagged = [why for (run_id, _), why in reasons.items() if run_id == "flagged"]
     assert len(flagged) == len(SAMPLE_ROWS) and all(w.startswith(seed) for w in flagged)
+
+
+@pytest.mark.parametrize("named,written", [
+    ("rouge1", {"rouge1", "rouge2", "rougeL"}), ("rougeL", {"rouge1", "rouge2", "rougeL"}),
+    ("unsupported_facts", {"hallucination", "unsupported_facts"}), ("bleu", {"bleu"})])
+def test_metrics_computed_together_come_together_as_the_reference_says(named, written):
+    from transforms.score.scoring import select_scorers
+    chosen = select_scorers((named,), {})
+    assert {m for scorer, _ in chosen for m in scorer.metrics} == written
