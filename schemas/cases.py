@@ -208,7 +208,20 @@ def check_columns(names, columns: Mapping[str, Source], path: str) -> None:
             shown = "' or '".join(candidates(src))
             hint = f" (mapped from '{shown}')" if src != col else ""
             raise InputError(f"{path}: missing required column '{col}'{hint}; "
-                             f"columns present: {sorted(names)}")
+                             f"columns present: {sorted(names)}{_separator_hint(names)}")
+
+
+def _separator_hint(names: set) -> str:
+    """A header read as one column that another separator would split: a CSV
+    written with ';' or tabs (spreadsheets in many locales do)."""
+    if len(names) != 1:
+        return ""
+    (name,) = names
+    for sep, called in ((";", "';'"), ("\t", "tabs")):
+        if sep in str(name):
+            return (f" (the header looks separated by {called}; evalbeam reads CSV "
+                    "separated by commas: save it with commas, or as JSON Lines or Parquet)")
+    return ""
 
 
 def check_file_schema(schema: pa.Schema, columns: Mapping[str, Source], path: str) -> None:

@@ -111,3 +111,13 @@ def test_wrong_types_nulls_binary_and_odd_text_lose_nothing(tmp_path):
     assert results["rtl"]["answer"].startswith("\u202b")
     assert results["nulls"]["verdict"] == "ERROR"
     assert {r["verdict"] for r in results.values()} <= {"PASS", "WARN", "FAIL", "ERROR"}
+
+
+@pytest.mark.parametrize("header,called", [("question;answer", "';'"),
+                                           ("question\tanswer", "tabs")])
+def test_a_csv_with_another_separator_is_told_so(tmp_path, capsys, header, called):
+    path = tmp_path / "cases.csv"
+    path.write_text(f"{header}\nq1{header[8]}a1\n", encoding="utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert "missing required column 'question'" in err
+    assert f"the header looks separated by {called}" in err
