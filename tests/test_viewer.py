@@ -182,6 +182,14 @@ def test_in_headless_chromium(viewer, tmp_path):
         assert f"Case {PAYLOAD}id" in text and "Contexts (2)" in text
         assert "keyword_recall" in text and "rougeL" in text and "Reference" in text
         assert side.evaluate("document.querySelectorAll('table.side tbody tr').length") == 7
+        # laid out as a table: each heading stands above its column (a grid
+        # display put the heading row and the body side by side)
+        assert side.evaluate("getComputedStyle(document.querySelector('table.side')).display") \
+            == "table"
+        assert side.evaluate(
+            "Array.from(document.querySelectorAll('table.side thead th')).every((th, i) => "
+            "Math.abs(th.getBoundingClientRect().left - document.querySelector("
+            "'table.side tbody tr').children[i].getBoundingClientRect().left) < 1)")
 
 
 def test_view_command_refuses_what_it_cannot_serve(tmp_path, capsys):

@@ -28,7 +28,6 @@ input.num{width:5rem}input.search{width:16rem}
 .v-FAIL{color:#cf222e;font-weight:600}.v-ERROR{color:#6e7781;font-weight:600}
 .answer{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:.5rem;
 border-radius:6px;border:1px solid #d0d7de;max-width:70rem}
-.side{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
 pre.details{white-space:pre-wrap;word-break:break-word;font-size:.8rem;margin:0;max-width:40rem}
 table.cases td:first-child,table.side td:first-child{min-width:6.5rem;overflow-wrap:anywhere}
 .empty{color:#57606a;font-style:italic}
