@@ -248,3 +248,13 @@ def test_run_ids_are_validated_by_every_reader(folder, tmp_path, capsys, run_id)
         assert run(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert "must be 1-128 letters, digits" in err and "\n" not in err, err
+
+
+def test_status_names_the_report_under_the_folder_it_was_given(folder, tmp_path, capsys):
+    """A folder copied or restored elsewhere (a CI cache, a mounted bucket):
+    status points at the report in the folder it read, not where the run wrote."""
+    out = _copy(folder, tmp_path)
+    capsys.readouterr()
+    assert run(["status", "--output", out, "--run-id", "base"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"  report:   {out}/runs/base/report.md" in lines, lines

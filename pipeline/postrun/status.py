@@ -45,7 +45,7 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-def _finished(run_id: str, manifest: dict, note: str = "") -> RunStatus:
+def _finished(output: str, run_id: str, manifest: dict, note: str = "") -> RunStatus:
     ok = manifest.get("reconciliation", {}).get("ok", False)
     c = manifest.get("counts", {})
     line = (f"run {run_id}: finished (attempt {manifest.get('attempt', '?')}, "
@@ -53,7 +53,9 @@ def _finished(run_id: str, manifest: dict, note: str = "") -> RunStatus:
             f"{c.get('results_rows', '?')} results rows; counts "
             f"{'reconcile' if ok else 'do NOT reconcile'}){note}")
     details = [f"tables:   {t}/ {n} rows" for t, n in manifest.get("tables", {}).items()]
-    details.append(f"report:   {manifest.get('output', '?')}/runs/{run_id}/report.md")
+    # the folder read, not the manifest's `output`: the folder may have been
+    # copied, restored or mounted elsewhere since the run wrote it
+    details.append(f"report:   {output}/runs/{run_id}/report.md")
     return RunStatus("finished" if ok else "unreconciled", line, details)
 
 
@@ -84,9 +86,9 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
         if manifest is None:
             return RunStatus("unknown", f"evalbeam: error: no run {run_id!r} under {output} "
                                         "(no lease, no manifest)")
-        return _finished(run_id, manifest)
+        return _finished(output, run_id, manifest)
     if manifest is not None and manifest.get("attempt") == lease.attempt:
-        return _finished(run_id, manifest, " (its lease is still being released)")
+        return _finished(output, run_id, manifest, " (its lease is still being released)")
     why = leases.why_free(output, lease, None, now)
     owner = (f"attempt {lease.attempt} by {lease.owner()}, started "
              f"{_when(lease.acquired_at)}")
