@@ -6,6 +6,7 @@ Shared by the command line (`evalbeam run`) and the Python API
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import threading
 from typing import Sequence
@@ -106,7 +107,9 @@ def preload_local_model(plan: Plan) -> threading.Thread | None:
 
 def print_submitted(info: RunInfo, where: str) -> None:
     print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
-    print(f"check it with: evalbeam status --output {info.output} --run-id {info.run_id}")
+    # quoted, so that it can be pasted into a shell whatever the folder's name
+    command = shlex.join(["evalbeam", "status", "--output", info.output, "--run-id", info.run_id])
+    print(f"check it with: {command}")
 
 
 def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,

@@ -244,6 +244,21 @@ def test_detached_run_returns_at_once_and_status_follows_it(tmp_path, setup, cap
     _wait_for(lambda: "run d: 8 input rows" in open(log).read(), 30, "the log's last lines")
 
 
+def test_the_status_command_a_detached_run_prints_can_be_pasted(capsys):
+    """An output folder with a space (or a quote) is quoted for the shell."""
+    import shlex
+
+    from pipeline.execute import print_submitted
+    from transforms.publish.finalize import RunInfo
+    out = "/tmp/my evals/it's ü"
+    info = RunInfo("d", "2026-11-25", out, "cases.parquet", 8, ("recorded",), (), frozenset())
+    print_submitted(info, "pid 1, log x")
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("check it with: ")
+    assert shlex.split(line[len("check it with: "):]) == [
+        "evalbeam", "status", "--output", out, "--run-id", "d"]
+
+
 def test_a_lease_file_left_empty_by_a_kill_is_taken_over(tmp_path):
     out = str(tmp_path / "out")
     os.makedirs(os.path.join(out, "runs", "e"))
