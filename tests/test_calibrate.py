@@ -482,6 +482,22 @@ def test_results_without_a_label_column_mean_no_labels(tmp_path, capsys):
     assert "run r has no labelled rows" in _one_error_line(capsys)
 
 
+@pytest.mark.parametrize("label", ["PASS", "FAIL"])
+def test_labels_of_one_kind_say_so_instead_of_blaming_the_metrics(tmp_path, label):
+    """Every labelled answer acceptable (or every one not): AUC and thresholds
+    need both kinds, so there is nothing to rank; the metrics are not at fault."""
+    out = str(tmp_path / "out")
+    _handmade_run(out, [(c, label, "PASS", v) for c, v in (("x", 0.9), ("y", 0.2), ("z", 0.5))])
+    text = run_calibrate(out, "r")
+    kind = "acceptable" if label == "PASS" else "unacceptable"
+    assert (f"no suggested rules: every labelled answer is {kind}; AUC and thresholds need "
+            "both acceptable and unacceptable ones") in text
+    assert "better than chance" not in text
+    assert "These rules are fitted" not in text  # there are no rules
+    page = open(os.path.join(out, "runs", "r", "calibration.md")).read()
+    assert f"None: every labelled answer is {kind}" in page and "better than chance" not in page
+
+
 # ---- one question over many documents (a summarisation set) -------------------
 
 SUMMARIZE = "Summarize the document."

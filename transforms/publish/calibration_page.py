@@ -69,6 +69,17 @@ def _check_line(s: Mapping) -> str:
             f"{_num(s['unacceptable_passed'])}")
 
 
+def why_no_rules(rows: Sequence[Mapping]) -> str:
+    """Why no rule is suggested: labels of one kind only (nothing to rank), or
+    no metric that ranks the labelled answers better than chance."""
+    kinds = {"unacceptable" if v["acceptable"] == 0 else
+             "acceptable" if v["acceptable"] == v["n"] else "both" for v in _verdict_rows(rows)}
+    if len(kinds) == 1 and "both" not in kinds:
+        return (f"every labelled answer is {kinds.pop()}; AUC and thresholds need both "
+                "acceptable and unacceptable ones")
+    return "no metric ranks the labelled answers better than chance"
+
+
 def _labels_line(row: Mapping) -> str:
     return (f"{row['n']} labelled answers ({row['acceptable']} acceptable, "
             f"{row['n'] - row['acceptable']} not), {row['unlabelled']} unlabelled (ignored)")
@@ -105,11 +116,12 @@ def render_calibration(run_id: str, run_date: str, rows: Sequence[Mapping],
         lines += ["| " + " | ".join(metric_cells(r)) + " |" for r in ranked_metrics(rows, bot)]
     lines += ["", "## Suggested verdict rules", ""]
     if not suggestions:
-        lines.append("None: no metric ranks the labelled answers better than chance.")
+        lines.append(f"None: {why_no_rules(rows)}.")
     for s in suggestions:
         lines += [f"From bot `{s['bot']}`:", "", "```yaml", rules_yaml(s["rules"]), "```", "",
                   _sentence(_check_line(s)), ""]
-    lines += [f"> {ADVICE}", ""]
+    if suggestions:
+        lines += [f"> {ADVICE}", ""]
     return "\n".join(lines)
 
 
@@ -133,8 +145,7 @@ def summary_text(run_id: str, run_date: str, rows: Sequence[Mapping],
         lines += ["", f"suggested verdict rules (from bot {s['bot']}):", rules_yaml(s["rules"]),
                   _check_line(s)]
     if not suggestions:
-        lines += ["", "no suggested rules: no metric ranks the labelled answers better than "
-                      "chance"]
-    lines += [f"note: {ADVICE}"] + [f"note: {n}" for n in notes]
+        lines += ["", f"no suggested rules: {why_no_rules(rows)}"]
+    lines += [f"note: {ADVICE}"] * bool(suggestions) + [f"note: {n}" for n in notes]
     lines += [f"table:  {table}", f"report: {page}"]
     return "\n".join(lines)
