@@ -204,3 +204,29 @@ def test_view_command_refuses_what_it_cannot_serve(tmp_path, capsys):
                     str(taken.getsockname()[1])]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and err[1].startswith("evalbeam: error: cannot serve on 127.0.0.1:")
+
+
+def test_a_run_that_evaluated_nothing_opens_with_no_cases(tmp_path):
+    """Every input row invalid: the run finished with no results/ files. Its
+    pages open (no cases), its report is served, it pairs with nothing."""
+    out = str(tmp_path / "out")
+    good = write_cases(str(tmp_path / "good.parquet"), _rows(False)[7:10])
+    bad = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None},
+                                                      {"case_id": "b", "question": ""}])
+    for run_id, cases in (("good", good), ("bad", bad)):
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id) == 0
+    server = start_in_thread(out, 0)
+    try:
+        for path in ("/run/bad", "/run/bad?q=plan", "/run/bad?metric=exact_match&min=0",
+                     "/run/bad/report.html", "/compare?a=good&b=bad", "/compare?a=bad&b=good"):
+            status, _, body = _get(server, path)
+            assert status == 200, (path, body[-300:])
+            assert "has no results/ files" not in body
+        status, _, body = _get(server, "/run/bad")
+        assert "0 of 0" in body or "of 0<" in body, body[-800:]
+        status, _, body = _get(server, "/compare?a=good&b=bad")
+        assert "of 0<" in body
+        assert _get(server, "/run/bad/case/a")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -187,12 +187,15 @@ class Catalog:
         self._serial += 1
         name = f"run{self._serial}"
         results = run.files(RESULTS.name)
-        if not results:
-            raise RunUnreadable(f"run {run.run_id!r} has no results/ files")
-        self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r AS
-            SELECT CAST(row_number() OVER (ORDER BY case_id, bot) AS INTEGER) AS rn,
-                   case_id, bot, suite, verdict, verdict_reason
-            FROM {_files_sql(results)} WHERE run_id = ? ORDER BY rn""", [run.run_id])
+        if results:
+            self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r AS
+                SELECT CAST(row_number() OVER (ORDER BY case_id, bot) AS INTEGER) AS rn,
+                       case_id, bot, suite, verdict, verdict_reason
+                FROM {_files_sql(results)} WHERE run_id = ? ORDER BY rn""", [run.run_id])
+        else:  # a run that evaluated nothing (every input row invalid): no rows
+            self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r (rn INTEGER,
+                case_id VARCHAR, bot VARCHAR, suite VARCHAR, verdict VARCHAR,
+                verdict_reason VARCHAR)""")
         suites = [s for (s,) in self._con.execute(
             f"SELECT DISTINCT suite FROM {name}_r WHERE suite IS NOT NULL ORDER BY 1"
         ).fetchall()]
@@ -203,6 +206,10 @@ class Catalog:
         reference, answer) and a hash of its answer (side by side), built once."""
         table = f"{loaded.name}_h"
         with loaded.lock:
+            if table not in loaded.built and not loaded.run.files(RESULTS.name):
+                cur.execute(f"CREATE OR REPLACE TABLE {table} (rn INTEGER, text VARCHAR, "
+                            "answer_hash UBIGINT)")
+                loaded.built.add(table)
             if table not in loaded.built:
                 run = loaded.run
                 cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
@@ -301,6 +308,8 @@ class Catalog:
         """Everything of one case: the case's fields, and per bot its answer,
         verdict and every metric with its details and error (None: unknown case)."""
         run = loaded.run
+        if not run.files(RESULTS.name):
+            return None
         answers = _rows(cur.execute(f"""SELECT * FROM {_files_sql(run.files(RESULTS.name))}
             WHERE run_id = ? AND case_id = ? ORDER BY bot""", [run.run_id, case_id]))
         if not answers:
