@@ -258,3 +258,22 @@ def test_status_names_the_report_under_the_folder_it_was_given(folder, tmp_path,
     assert run(["status", "--output", out, "--run-id", "base"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert f"  report:   {out}/runs/base/report.md" in lines, lines
+
+
+def test_a_run_that_evaluated_nothing_is_refused_saying_so(folder, tmp_path, capsys):
+    """Every input row invalid: the run finished with no results/ files, which
+    is not a damaged run; compare and calibrate say what happened (exit 2)."""
+    out = _copy(folder, tmp_path)
+    bad = write_cases(str(tmp_path / "bad.parquet"),
+                      [{"case_id": "a", "question": None, "label": "PASS"},
+                       {"case_id": "b", "question": "", "label": "FAIL"}])
+    assert _run(str(tmp_path), out, bad, "none") == 0
+    said = ("run 'none' has no results/ rows: it evaluated nothing (none of its 2 input rows "
+            "is a valid case; the reasons are in errors/)")
+    for argv in (["calibrate", "--output", out, "--run-id", "none"],
+                 ["compare", "--output", out, "--baseline", "base", "--candidate", "none"],
+                 ["compare", "--output", out, "--baseline", "none", "--candidate", "base"]):
+        capsys.readouterr()
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err == f"evalbeam: error: {said}", (argv, err)

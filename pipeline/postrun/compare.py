@@ -117,9 +117,10 @@ class Tables:
 
     def scan(self, side: Side, table: str) -> str:
         """The side's run's committed files of a table, for a FROM clause."""
-        files = self.runs[side.run_id].files(table)
+        run = self.runs[side.run_id]
+        files = run.files(table)
         if not files:
-            raise CompareError(f"run {side.run_id!r} has no {table}/ files under {self.output}")
+            raise CompareError(run.no_files(table))
         return _scan(files)
 
     def sql(self, query: str, params: Sequence[Any] = (), stream: bool = False):

@@ -219,13 +219,23 @@ class CompletedRun:
         """The committed attempt's files of a table (full paths; [] when it has none)."""
         return [FileSystems.join(self.output, p) for p in self.manifest["files"].get(table, [])]
 
+    def no_files(self, table: str) -> str:
+        """Why the attempt lists no file of a table: it evaluated nothing (every
+        input row invalid, or none), or the manifest lists none."""
+        counts = self.manifest["counts"]
+        if counts.get("valid_cases") == 0:
+            rows = counts.get("input_rows", 0)
+            why = ("the input has no rows" if not rows else
+                   f"none of its {rows} input rows is a valid case; the reasons are in errors/")
+            return f"run {self.run_id!r} has no {table}/ rows: it evaluated nothing ({why})"
+        return f"run {self.run_id!r} has no {table}/ files under {self.output}"
+
     def dataset(self, spec: TableSpec) -> ds.Dataset:
         """The committed files of a table as a dataset, partition columns as text
         (a bot named `2024` stays a string)."""
         paths = self.files(spec.name)
         if not paths:
-            raise RunUnreadable(f"run {self.run_id!r} has no {spec.name}/ files under "
-                                f"{self.output}")
+            raise RunUnreadable(self.no_files(spec.name))
         filesystem, paths, base = _arrow_paths(paths, FileSystems.join(self.output, spec.name))
         partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in spec.partitions]),
                                        flavor="hive")
