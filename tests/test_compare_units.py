@@ -152,3 +152,22 @@ def test_failing_gate_rules_are_printed_first(tmp_path, capsys):
     gate = [line for line in md.splitlines() if line.startswith("- **")]
     assert gate[0].startswith("- **FAIL** gate[2]") and len(gate) == 3
     assert "Minimum practical difference: 0.001" in md
+
+
+def test_the_forest_axis_never_outgrows_the_scale_of_its_metrics(tmp_path, monkeypatch):
+    """The axis is at least ±10 × --min-difference wide, but the plotted metrics
+    and the pass rate move by at most 1: a large D must not squash every
+    interval onto the zero line (D = 1 gave an axis of ±10.5)."""
+    from transforms.publish import charts
+    from transforms.publish.compare_page import render_compare_html
+    out, ids = str(tmp_path), [f"c{i}" for i in range(60)]
+    suites, verdicts = np.array(["s"] * 60), np.array(["PASS"] * 60)
+    write_run(out, "b", "2026-01-01", "bot", ids, suites, _values(60), verdicts)
+    write_run(out, "c", "2026-01-02", "bot", ids, suites, _values(60, -0.05), verdicts)
+    floors = []
+    real = charts.forest
+    monkeypatch.setattr(charts, "forest",
+                        lambda points, floor=0.01, **kw: floors.append(floor) or real(points, floor))
+    for d in (0.001, 0.05, 1.0, 5.0):
+        render_compare_html(compare(out, Side("b"), Side("c"), min_difference=d))
+    assert floors == [0.01, 0.5, 1.0, 1.0]

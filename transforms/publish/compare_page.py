@@ -179,7 +179,8 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
     points = forest_rows(c)
     parts.append(tag("h2", "Changes, all suites"))
     if points:
-        floor = max(10 * c.get("min_difference", MIN_DIFFERENCE), 0.01)
+        # no wider than the largest possible move of a plotted metric (1)
+        floor = min(max(10 * c.get("min_difference", MIN_DIFFERENCE), 0.01), 1.0)
         parts.append(figure(charts.render(charts.forest(points, floor), "forest plot of deltas"),
                             "Candidate − baseline with its 95% bootstrap interval (metrics "
                             "scored in [0, 1] and the pass rate); green: significantly better, "
