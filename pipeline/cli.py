@@ -384,6 +384,34 @@ def _bot_line(summary_files: Sequence[str], bot: str) -> str:
     return " | ".join(parts)
 
 
+class _ReaderMayLeave:
+    """stdout for the console script: when its reader has gone (`evalbeam
+    status ... | head -1`) what is left to print goes nowhere, without a
+    traceback and without changing the command's exit code."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point.
 
@@ -393,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     would turn a finished run into a crash exit code.
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    sys.stdout = _ReaderMayLeave(sys.stdout)
     code = run(argv)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -277,3 +277,22 @@ def test_a_run_that_evaluated_nothing_is_refused_saying_so(folder, tmp_path, cap
         assert run(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err == f"evalbeam: error: {said}", (argv, err)
+
+
+@pytest.mark.parametrize("command", ["status", "calibrate"])
+def test_a_reader_that_stops_early_changes_no_exit_code(folder, tmp_path, command):
+    """`evalbeam status ... | head -1` in a scheduler: stdout's reader is gone
+    before the command prints. No traceback, and the command's own exit code
+    (not 1, which status uses for a failed run)."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    out = _copy(folder, tmp_path)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", command, "--output", out,
+                             "--run-id", "base"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader leaves before anything is printed
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
