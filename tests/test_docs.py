@@ -85,3 +85,23 @@ def test_the_docs_quote_the_measured_validity_figures():
         text = fh.read()
     block = text[text.index("\n", text.index(DOCS_BEGIN)) + 1:text.index(DOCS_END)]
     assert block.splitlines() == docs_figures(after)
+
+
+def test_the_docs_name_only_verdict_presets_that_exist():
+    """`--preset NAME`, `preset="NAME"` (Python API) and `verdict: {preset: NAME}` in
+    the docs and README name a preset of transforms/decide/presets.py (NAME is a
+    placeholder)."""
+    import glob
+    import re
+    from transforms.decide.presets import PRESETS
+    pattern = re.compile(r"--preset[ =]([a-z][a-z0-9_]*)|\bpreset=[\"']([^\"']+)[\"']"
+                         r"|verdict:\s*\{\s*preset:\s*([a-z][a-z0-9_]*)")
+    found = []
+    for path in [os.path.join(ROOT, "README.md"),
+                 *glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)]:
+        with open(path, encoding="utf-8") as fh:
+            for match in pattern.finditer(fh.read()):
+                name = next(g for g in match.groups() if g)
+                found.append((os.path.relpath(path, ROOT), name))
+    assert len(found) >= 3
+    assert [f for f in found if f[1] not in PRESETS] == []
