@@ -160,7 +160,7 @@ class Result:
     def __repr__(self) -> str:
         c = self.counts
         lines = [f"<evalbeam run {self.run_id} ({self.run_date}): {c.get('valid_cases', '?')} "
-                 f"cases × {len(self.bots)} bots, {c.get('invalid_rows', 0)} invalid rows; "
+                 f"cases × {len(self.bots)} bot{'s' * (len(self.bots) != 1)}, {c.get('invalid_rows', 0)} invalid rows; "
                  f"report {self.report_path}>"]
         try:
             for bot, v, mine in self._bot_rows():

@@ -125,7 +125,7 @@ def test_two_ragas_files_without_ids_pair_by_their_inputs(tmp_path, capsys):
                        "--run-id", run_id) == 0
     capsys.readouterr()
     assert _compare(out) == 0
-    assert "5 paired cases over 1 bots; 0 only in baseline, 0 only in candidate" \
+    assert "5 paired cases over 1 bot; 0 only in baseline, 0 only in candidate" \
         in capsys.readouterr().out
 
 

@@ -482,7 +482,8 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
     """What the command prints: the pairing, then one line per bot."""
     unpaired = {k: sum(cnt[k] for cnt in c["unpaired"].values()) for k in UNPAIRED_KINDS}
     lines = [f"compare {c['candidate']} (candidate) vs {c['baseline']} (baseline): "
-             f"{sum(c['paired'].values())} paired cases over {len(c['bots'])} bots; "
+             f"{sum(c['paired'].values())} paired cases over {len(c['bots'])} "
+             f"bot{'s' * (len(c['bots']) != 1)}; "
              f"{unpaired['only_in_baseline']} only in baseline, "
              f"{unpaired['only_in_candidate']} only in candidate, "
              f"{unpaired['duplicate_case_id']} with a repeated case id"]

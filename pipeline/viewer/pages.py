@@ -203,7 +203,7 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
         headers.append(f.metric)
     parts = [Raw(f"<h1>Run {text(rid)}</h1>"),
              Raw(f'<p class="muted">{text(run.run_date)} · {run.counts.get("valid_cases", 0):,} '
-                 f'cases × {len(run.bots)} bots · input {text(run.manifest.get("input"))} · '
+                 f'cases × {len(run.bots)} bot{"s" * (len(run.bots) != 1)} · input {text(run.manifest.get("input"))} · '
                  f'{link(url("run", rid, "report.html"), "report")}</p>'),
              summary,
              filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics),
