@@ -266,3 +266,23 @@ def test_a_lease_file_left_empty_by_a_kill_is_taken_over(tmp_path):
     lease, taken = leases.acquire(out, leases.new_lease("e", "a" * 12, 300, True), lambda: None)
     assert "the lease file is unreadable" in taken
     assert leases.read_lease(out, "e") == lease
+
+
+def test_comparison_files_are_those_the_run_took_part_in(tmp_path):
+    """comparisons/ files and compare pages of run 'a' as candidate or baseline,
+    told apart from a bot named 'a' and from a run id that starts with 'a'."""
+    from transforms.publish.commit import comparison_files
+    out = str(tmp_path)
+    made = ["comparisons/run_date=2024-01-01/part-b.a.parquet",         # b vs a
+            "comparisons/run_date=2024-01-02/part-a.c.parquet",         # a vs c
+            "comparisons/run_date=2024-01-01/part-a.a.x.vs.y.parquet",  # bots of a
+            "comparisons/run_date=2024-01-01/part-c.b.y.vs.a.parquet",  # bot named a
+            "comparisons/run_date=2024-01-01/part-ab.c.parquet",        # run ab
+            "runs/b/compare/a.md", "runs/b/compare/a.html", "runs/a/compare/c.md",
+            "runs/c/compare/b.y.vs.a.md", "runs/ab/compare/c.html", "runs/c/compare/ab.md"]
+    for name in made:
+        os.makedirs(os.path.dirname(os.path.join(out, name)), exist_ok=True)
+        open(os.path.join(out, name), "w").close()
+    found = sorted(os.path.relpath(p, out) for p in comparison_files(out, "a"))
+    assert found == sorted(made[:3] + made[5:8])
+    assert comparison_files(str(tmp_path / "nothing"), "a") == []

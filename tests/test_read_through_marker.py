@@ -296,3 +296,28 @@ def test_a_reader_that_stops_early_changes_no_exit_code(folder, tmp_path, comman
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_new_attempt_removes_the_comparisons_it_was_part_of(tmp_path, capsys):
+    """Comparisons of run a (as candidate and as baseline) describe an attempt
+    the re-run replaced: gone with their pages; others stay."""
+    out = str(tmp_path / "out")
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": f"q{i}", "answer": f"a{i}", "expected_answer": f"a{i}"}
+        for i in range(6)])
+    for run_id in ("a", "b", "c"):
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id,
+                       "--metrics", "exact_match") == 0
+    for baseline, candidate in (("a", "b"), ("b", "a"), ("b", "c")):
+        assert run(["compare", "--output", out, "--baseline", baseline,
+                    "--candidate", candidate]) == 0
+    tables = os.path.join(out, "comparisons")
+
+    def written():
+        return sorted(name for _, _, names in os.walk(tables) for name in names) + sorted(
+            os.path.relpath(os.path.join(d, n), out) for d, _, names in
+            os.walk(os.path.join(out, "runs")) for n in names if "compare" in d)
+    assert len(written()) == 3 + 6
+    assert run_cli("--input", cases, "--output", out, "--run-id", "a",
+                   "--metrics", "exact_match") == 0
+    assert written() == ["part-c.b.parquet", "runs/c/compare/b.html", "runs/c/compare/b.md"]

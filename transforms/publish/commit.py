@@ -29,7 +29,7 @@ from typing import Iterable, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.tables import TableSpec
+from schemas.tables import COMPARISONS, TableSpec
 from transforms.publish.completed import CorruptManifest, manifest_path, read_manifest
 from transforms.publish.lease import delete_quietly, run_dir, stale_files, write_atomic
 from transforms.publish.rows import to_json
@@ -107,6 +107,24 @@ def _match(pattern: str) -> list[str]:
         return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
     except Exception:  # nothing there yet
         return []
+
+
+def comparison_files(output: str, run_id: str) -> list[str]:
+    """What `evalbeam compare` wrote about the run id, as candidate or as
+    baseline: its comparisons/ table files (part-<candidate>.<stem>.parquet)
+    and pages (runs/<candidate>/compare/<stem>.md|html), where the stem
+    starts with the baseline's run id (pipeline.postrun.compare.page_stem;
+    run ids hold no '.', so the parts split apart)."""
+    found = []
+    for path in _match(FileSystems.join(output, COMPARISONS.name, "*", "part-*.parquet")):
+        candidate, _, stem = path.rsplit("/", 1)[-1][len("part-"):].partition(".")
+        if run_id in (candidate, stem.split(".", 1)[0]):
+            found.append(path)
+    for path in _match(FileSystems.join(output, "runs", "*", "compare", "*")):
+        parts = path.split("/")
+        if run_id in (parts[-3], parts[-1].split(".", 1)[0]):
+            found.append(path)
+    return found
 
 
 def run_files(output: str, tables: Iterable[TableSpec], run_id: str) -> list[str]:

@@ -18,8 +18,8 @@ from schemas import SCHEMA_VERSION
 from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES,
                             USAGE)
 from transforms.publish import chart_engine, lease
-from transforms.publish.commit import (attempt_temp_dirs, checkpoint, install_report,
-                                       move_into_place, relative, run_files,
+from transforms.publish.commit import (attempt_temp_dirs, checkpoint, comparison_files,
+                                       install_report, move_into_place, relative, run_files,
                                        staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
@@ -65,8 +65,10 @@ class RunInfo:
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
     """A new attempt of a run id makes what post-run commands derived from
-    the old one (calibration/ rows, calibration.md) stale: remove it."""
-    stale = run_files(output, POSTRUN_TABLES.values(), run_id)
+    the old one stale: calibration/ rows and calibration.md, and every
+    comparison it was part of, as candidate or baseline (comparisons/ rows
+    and pages): remove them."""
+    stale = run_files(output, POSTRUN_TABLES.values(), run_id) + comparison_files(output, run_id)
     page = FileSystems.join(output, "runs", run_id, CALIBRATION_PAGE)
     if FileSystems.exists(page):
         stale.append(page)
