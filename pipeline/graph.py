@@ -13,7 +13,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from pipeline.beam_speed import memoise_dofn_specs
+from pipeline import beam_speed
 from pipeline.plan import Plan, worker_cores
 from schemas.tables import ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
@@ -295,7 +295,7 @@ class Publish(beam.PTransform):
 
 def build_pipeline(p: beam.Pipeline, plan: Plan) -> None:
     """The whole evaluation: one named stage after the other."""
-    memoise_dofn_specs()
+    beam_speed.install()
     read = p | "Read" >> Read(plan)
     answered = read.cases | "Answer" >> Answer(plan)
     sample = plan.config.judge.sample

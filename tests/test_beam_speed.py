@@ -86,3 +86,37 @@ def test_installed_once_and_a_stateful_pipeline_still_runs():
         sums = (p | beam.Create([("a", 1), ("b", 2), ("a", 3), ("b", 4), ("c", 5)])
                 | beam.ParDo(SumPerKey()))
         assert_that(sums, equal_to([("a", 4), ("b", 6), ("c", 5)]))
+
+
+def test_one_view_per_options_object_and_class_sharing_the_options():
+    from apache_beam.options.pipeline_options import (PipelineOptions, StandardOptions,
+                                                      TypeOptions)
+    from pipeline.beam_speed import memoised_view_as
+    made = []
+
+    def counting(self, cls):
+        made.append(cls)
+        return getattr(PipelineOptions.view_as, "_evalbeam_memoised",
+                       PipelineOptions.view_as)(self, cls)
+    view_as = memoised_view_as(counting)
+    options = PipelineOptions(["--runner=FnApiRunner", "--type_check_strictness=ALL_REQUIRED"])
+    first = view_as(options, TypeOptions)
+    assert view_as(options, TypeOptions) is first and made == [TypeOptions]
+    assert first.type_check_strictness == "ALL_REQUIRED"
+    first.pipeline_type_check = False  # written through the view: the options see it
+    assert view_as(options, TypeOptions).pipeline_type_check is False
+    assert options.view_as(TypeOptions).pipeline_type_check is False
+    assert view_as(options, StandardOptions).runner == "FnApiRunner"
+    other = PipelineOptions([])
+    assert view_as(other, TypeOptions) is not first and len(made) == 3
+    assert view_as(other, TypeOptions).pipeline_type_check is True
+
+
+def test_installing_both_memos_is_idempotent():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from pipeline import beam_speed
+    beam_speed.install()
+    views, specs = PipelineOptions.view_as, userstate.get_dofn_specs
+    beam_speed.install()
+    assert PipelineOptions.view_as is views and userstate.get_dofn_specs is specs
+    assert views._evalbeam_memoised and specs._evalbeam_memoised
