@@ -10,6 +10,8 @@ boundaries.
 """
 from __future__ import annotations
 
+import typing
+
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
@@ -62,8 +64,11 @@ class Answer(beam.PTransform):
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
                                                         self._plan.cache,
-                                                        self._plan.budget)).with_outputs(
-                    AnswerWith.CALLS, main="turns"))
+                                                        self._plan.budget))
+                # what Beam's bytecode inference of process() concludes (Any), said
+                # up front: inferring it cost 0.07 s of a 30-row run's start
+                .with_output_types(typing.Any)
+                .with_outputs(AnswerWith.CALLS, main="turns"))
 
 
 # the parts of Enrich
