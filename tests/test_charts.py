@@ -5,14 +5,17 @@ charts.py as it was with altair. Same JSON text, so the same SVG."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping, Sequence
 
 import pytest
 
-from transforms.publish import charts
+from transforms.publish import chart_engine, charts
 from transforms.publish.charts import CHANGE_COLOURS, VERDICT_COLOURS, VERDICTS, _FONT
 
 alt = pytest.importorskip("altair")
+ROW_HEADER = alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelAlign="left",
+                        labelFontWeight="bold")
 
 
 def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
@@ -54,7 +57,8 @@ def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
         legend=alt.Legend(title="goodness", orient="right")))
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".2f"))
     return alt.layer(rect, text, data=alt.Data(values=list(cells))).properties(
-        width=alt.Step(34), height=alt.Step(20)).facet(row=alt.Row("bot:N", title=None))
+        width=alt.Step(34), height=alt.Step(20)).facet(
+        row=alt.Row("bot:N", title=None, header=ROW_HEADER))
 
 
 def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
@@ -88,7 +92,7 @@ def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     points = alt.Chart().mark_point(filled=True, size=60).encode(y=y, x="delta:Q", color=colour)
     return alt.layer(zero, rules, points, data=alt.Data(values=list(deltas))).transform_calculate(
         zero="0").properties(width=560, height=alt.Step(18)).facet(
-        row=alt.Row("bot:N", title=None))
+        row=alt.Row("bot:N", title=None, header=ROW_HEADER))
 
 
 ROWS = {
@@ -111,3 +115,30 @@ ROWS = {
 def test_spec_is_the_json_altair_writes(name):
     want = _config(globals()[name](ROWS[name])).to_dict()
     assert json.dumps(getattr(charts, name)(ROWS[name])) == json.dumps(want)
+
+
+LONG_BOTS = ["customer_support_assistant_v2_with_retrieval_augmented_generatio", "recorded",
+             "مساعد_الدعم_الفني_العربي", "Ünïcödé-bøt-ñame_ÆØÅ"]
+
+
+def _row_titles(svg: str) -> dict[str, str]:
+    """Each facet name drawn in the SVG -> the transform of its text."""
+    return dict(re.findall(r"aria-label=\"Title text '([^']*)'\"[^<]*<text[^>]*?"
+                           r"transform=\"([^\"]*)\"", svg))
+
+
+@pytest.mark.parametrize("name", ["heatmap", "forest"])
+def test_row_facet_names_are_written_across_above_their_panels(name):
+    """A heat map of one suite is 20 px tall per bot and a forest plot of one metric
+    18 px; their panels' names (a bot, or 'a vs b') used to be written up the side,
+    centred on the panel and far longer than it, so the names were drawn over each
+    other and no panel could be told from the next (seen with long bot names)."""
+    if name == "heatmap":
+        rows = [{"bot": b, "suite": "billing", "metric": m, "mean": 0.5, "good": 0.5}
+                for b in LONG_BOTS for m in ("bleu", "hallucination ↓")]
+    else:
+        rows = [{"bot": f"{b} vs {LONG_BOTS[0]}", "metric": "pass_rate", "delta": 0.1,
+                 "ci_low": 0.0, "ci_high": 0.2, "change": "better"} for b in LONG_BOTS[1:]]
+    titles = _row_titles(chart_engine.to_svg(getattr(charts, name)(rows)))
+    assert set(titles) == {r["bot"] for r in rows}
+    assert not [t for t in titles.values() if "rotate" in t], titles

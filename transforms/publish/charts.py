@@ -44,6 +44,14 @@ def _encoding(**channels: Spec) -> Spec:
     return dict(sorted(channels.items()))
 
 
+# A row facet's name written across, above its panel: written up the side (Vega-Lite's
+# default) it is centred on the panel and longer than it (a heat map of one suite is 20
+# px tall; a bot name or a pair 'a vs b' 100-800 px), so the names of neighbouring
+# panels were drawn over each other and no panel could be told from another.
+ROW_HEADER = {"labelAlign": "left", "labelAnchor": "start", "labelAngle": 0,
+              "labelFontWeight": "bold", "labelOrient": "top"}
+
+
 def render(spec: Spec, description: str) -> tuple[str | None, str]:
     """(data URI of the SVG, alt text), or (None, why) when it cannot be drawn;
     a chart that fails must not cost the run its report."""
@@ -91,7 +99,7 @@ def heatmap(cells: Sequence[Mapping[str, Any]]) -> Spec:
     colour = _field("good", "quantitative", legend={"orient": "right", "title": "goodness"},
                     scale={"domain": [0, 1], "scheme": "redyellowgreen"})
     return _top_level(cells, {
-        "facet": {"row": _field("bot", "nominal", title=None)},
+        "facet": {"row": _field("bot", "nominal", header=ROW_HEADER, title=None)},
         "spec": {"layer": [
             {"mark": {"type": "rect"}, "encoding": _encoding(color=colour, x=x, y=y)},
             {"mark": {"type": "text", "fontSize": 9},
@@ -140,7 +148,7 @@ def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01,
                            "range": list(CHANGE_COLOURS.values())})
     y = _field("metric", "nominal", sort=None, title=None)
     return _top_level(deltas, {
-        "facet": {"row": _field("bot", "nominal", title=None)},
+        "facet": {"row": _field("bot", "nominal", header=ROW_HEADER, title=None)},
         "spec": {"layer": [
             {"mark": {"type": "rule", "color": "#57606a", "strokeDash": [4, 3]},
              "encoding": _encoding(x=_field("zero", "quantitative"))},
