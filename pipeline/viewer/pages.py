@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from schemas.tables import VERDICT_ORDER
-from transforms.publish.html import Raw, esc, page
+from transforms.publish.html import Raw, esc, page, scrolling
 from transforms.publish.report import escape_controls
 
 STYLE = """
@@ -67,8 +67,8 @@ def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -
     head = "".join(f"<th>{text(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, Raw) else text(c)}</td>"
                                     for c in row) + "</tr>" for row in rows)
-    return Raw(f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
-               f"<tbody>{body}</tbody></table>")
+    return scrolling(f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
+                     f"<tbody>{body}</tbody></table>")
 
 
 def viewer_page(title: str, parts: Sequence[Any]) -> bytes:

@@ -28,6 +28,7 @@ td details{margin:.2rem 0 0}
 .pass{background:#dafbe1;color:#1a7f37}.fail{background:#ffebe9;color:#cf222e}
 figure{margin:1rem 0}figcaption{font-size:.85rem;color:#57606a}img.chart{max-width:100%;height:auto}
 details{margin:.5rem 0}summary{cursor:pointer}
+.wide{overflow-x:auto;max-width:100%}
 """
 
 
@@ -70,7 +71,13 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
             cls = ' class="num"' if i in numeric else ' class="text"' if i in text else ""
             cells.append(f"<td{cls}>{esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return Raw(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return scrolling(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def scrolling(table_html: str) -> Raw:
+    """A table in a box that scrolls sideways when the table is wider than the
+    page (many bots, long names), so the page itself keeps the window's width."""
+    return Raw(f'<div class="wide">{table_html}</div>')
 
 
 def figure(image: tuple[str | None, str], caption: str) -> Raw:
