@@ -185,7 +185,7 @@ def test_bot_against_bot_in_one_run(runs, capsys):
         want = rows[("recorded", "*", row["metric"])]
         assert [row[k] for k in keys] == pytest.approx([want[k] for k in keys], nan_ok=True)
     md = open(os.path.join(out, "runs", "r1", "report.md"), encoding="utf-8").read()
-    assert "### recorded vs faq (100 cases both answered)" in md
+    assert "### recorded vs faq (100 paired cases)" in md
     assert "Metrics significantly better for recorded: " in md
 
 
@@ -241,7 +241,7 @@ def test_reports_in_headless_chromium(runs, tmp_path):
                         "trend lines of headline metrics", "head to head of bot pairs"} <= alts
                 # which bot is better, said in words and drawn, before the worst cases
                 assert text.index("Head to head") < text.index("Worst cases")
-                assert "Pass rate on the " in text and "cases both answered: faq" in text
+                assert "Pass rate on the " in text and "paired cases: faq" in text
                 assert "Metrics significantly better for recorded:" in text
                 # the worst cases' table carries the reference and the metric values
                 heads = page.evaluate("Array.from(document.querySelectorAll('h2')).find(h => "

@@ -107,7 +107,7 @@ def test_nulls_pair_nothing_and_report_sections():
                     "question": "q", "answer": "<script>x</script>", "reference": "ref | 1",
                     "metrics": {"halluc": 0.1, "score": 0.1}}]}
     md = render_report(manifest, [], worst, [(pair, stats)])
-    assert "## Head to head" in md and "### b vs a (2 cases both answered)" in md
+    assert "## Head to head" in md and "### b vs a (2 paired cases)" in md
     assert "| b − a [95% CI] |" in md
     assert "| c&lt;1&gt; | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
     assert "score 0.10, halluc 0.10" in md  # the metric the reason names comes first

@@ -1,4 +1,4 @@
-"""Head to head: every pair of bots of a run on the cases both answered.
+"""Head to head: every pair of bots of a run on the cases both were asked.
 
 The report's answer to "which bot is better": for each pair (a, b) of bots,
 in the order the config lists them, the paired difference b − a of the pass
@@ -241,7 +241,7 @@ def findings(pair: Sequence[str], stats: Mapping[str, Any]) -> list[str]:
         verdict = {"better": f"{b} passes significantly more cases",
                    "worse": f"{a} passes significantly more cases"}.get(
             change(pr), "the pass rates do not differ significantly")
-        lines.append(f"Pass rate on the {pr['n_pairs']} cases both answered: {a} "
+        lines.append(f"Pass rate on the {pr['n_pairs']} paired cases: {a} "
                      f"{pr['baseline_mean']:.3f}, {b} {pr['candidate_mean']:.3f}; {b} − {a} = "
                      f"{signed(pr['delta'])} [{signed(pr['ci_low'])}, {signed(pr['ci_high'])}]: "
                      f"{verdict}.")
@@ -308,11 +308,12 @@ def metric_headers(pair: Sequence[str]) -> list[str]:
             "better"]
 
 
-METHOD = ("Each pair of bots is compared on the cases both answered (a case id repeated in "
-          "the input pairs nothing). Δ = second bot − first over the cases where both have a "
-          "value, with a 95% percentile bootstrap interval (1,000 resamples of cases, fixed "
-          "seed); p: Wilcoxon signed-rank (continuous metrics) or exact McNemar (0/1 metrics "
-          "and the pass rate), Holm-adjusted across the metrics of a pair and suite. A case "
-          "whose values differ by at most 0.001 is a tie; a bot is better on a metric when "
-          "the adjusted p < 0.05 and the mean differs by more than that. W/T/L counts the "
-          "second bot's wins, ties and losses. The same statistics as `evalbeam compare`.")
+METHOD = ("Each pair of bots is compared on the cases both were asked (a case id repeated in "
+          "the input pairs nothing; a bot error counts as not passing). Δ = second bot − first "
+          "over the cases where both have a value, with a 95% percentile bootstrap interval "
+          "(1,000 resamples of cases, fixed seed); p: Wilcoxon signed-rank (continuous metrics)"
+          " or exact McNemar (0/1 metrics and the pass rate), Holm-adjusted across the metrics "
+          "of a pair and suite. A case whose values differ by at most 0.001 is a tie; a bot is "
+          "better on a metric when the adjusted p < 0.05 and the mean differs by more than "
+          "that. W/T/L counts the second bot's wins, ties and losses. The same statistics as "
+          "`evalbeam compare`.")

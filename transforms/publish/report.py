@@ -215,7 +215,7 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
     lines = ["## Head to head", ""]
     for pair, stats in pairs:
         lines += [f"### {md_cell(h2h.pair_label(pair), 200)} "
-                  f"({stats['paired']} cases both answered)", ""]
+                  f"({stats['paired']} paired cases)", ""]
         lines += [md_cell(x, 2000) for x in h2h.findings(pair, stats)] + [""]
         if not stats["paired"]:
             continue
