@@ -812,6 +812,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: keys it brings in
+                continue  # may be overridden here (super() flattens them in)
             key = self.construct_object(key_node, deep=True)
             line = key_node.start_mark.line + 1
             try:

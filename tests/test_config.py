@@ -182,3 +182,19 @@ def test_gate_rules_parse_and_are_checked(tmp_path):
                           ("gate: [{metric: x, max_drop: 0.1, botz: a}]", "unknown key 'gate[0].botz'")]:
         with pytest.raises(ConfigError, match=re.escape(message)):
             _load(tmp_path, text)
+
+
+def test_yaml_anchors_and_merge_keys_load(tmp_path):
+    # `<<: *base` is YAML's merge key: it was refused as "not valid YAML"
+    cfg = _load(tmp_path, textwrap.dedent("""
+        endpoints:
+          base: &base {base_url: 'http://127.0.0.1:1/v1', timeout_s: 5, max_attempts: 2}
+          llm: {<<: *base, timeout_s: 7}
+          other:
+            <<: *base
+        """))
+    assert cfg.endpoints["llm"].timeout_s == 7 and cfg.endpoints["llm"].max_attempts == 2
+    assert cfg.endpoints["other"].timeout_s == 5
+    with pytest.raises(ConfigError, match="duplicate key 'timeout_s'"):
+        _load(tmp_path, "endpoints:\n  b: &b {base_url: 'http://x'}\n"
+                        "  llm: {<<: *b, timeout_s: 7, timeout_s: 8}\n")
