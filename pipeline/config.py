@@ -491,7 +491,10 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     prices = _check_keys(ep.price_per_million, {"input", "output"}, f"{where}.price_per_million")
     for k, v in prices.items():
         _number(v, f"{where}.price_per_million.{k}", positive=False)
-    if ep.api_key_env is not None and not str(ep.api_key_env).replace("_", "").isalnum():
+    if ep.api_version is not None and not isinstance(ep.api_version, str):
+        raise ConfigError(f"{where}.api_version must be a text, got {ep.api_version!r}")
+    if ep.api_key_env is not None and (not isinstance(ep.api_key_env, str)
+                                       or not ep.api_key_env.replace("_", "").isalnum()):
         raise ConfigError(f"{where}.api_key_env must be an environment variable's NAME, "
                           "not a key")
     return ep
@@ -525,6 +528,10 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         kwargs["input"] = _input(top["input"])
     endpoints = _check_keys(top.get("endpoints"), set(map(str, top.get("endpoints") or {})),
                             "endpoints")
+    for name in endpoints:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"endpoints: an endpoint's name must be a non-empty text, "
+                              f"got {name!r}")
     kwargs["endpoints"] = {n: _endpoint(n, d) for n, d in endpoints.items()}
     if "bots" in top:
         bots_data = top["bots"]
@@ -585,7 +592,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
     if "verdict" in top:
         vd = _check_keys(top["verdict"], _keys(VerdictConfig), "verdict")
         preset = vd.get("preset", "default")
-        if preset not in PRESETS:
+        if not isinstance(preset, str) or preset not in PRESETS:
             raise ConfigError(f"verdict.preset must be one of {tuple(PRESETS)}, got {preset!r}")
         rules = vd.get("rules", [dataclasses.asdict(r) for r in PRESETS[preset]])
         if not isinstance(rules, list):
@@ -609,7 +616,7 @@ def _input(data: Any) -> InputConfig:
         raise ConfigError("input.columns must be a mapping of canonical column -> file column")
     if inp.format is not None and inp.format not in FORMATS:
         raise ConfigError(f"input.format must be one of {', '.join(FORMATS)}, got {inp.format!r}")
-    if inp.preset is not None and inp.preset not in PRESETS:
+    if inp.preset is not None and (not isinstance(inp.preset, str) or inp.preset not in PRESETS):
         raise ConfigError(f"input.preset must be one of {', '.join(PRESETS)}, got {inp.preset!r}")
     return inp
 
@@ -780,8 +787,13 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
             or not bot.name.replace("_", "").replace("-", "").isalnum()):
         raise ConfigError(f"{where}.name must be 1-{MAX_NAME_LENGTH} letters, digits, '-' or "
                           f"'_', got {str(bot.name)[:80]!r}")
-    if bot.type not in BOT_TYPES:
+    if not isinstance(bot.type, str) or bot.type not in BOT_TYPES:
         raise ConfigError(f"{where}.type must be one of {BOT_TYPES}, got {bot.type!r}")
+    for key in ("faq", "endpoint", "model", "knowledge", "prompt_template", "system_prompt"):
+        if getattr(bot, key) is not None and not isinstance(getattr(bot, key), str):
+            raise ConfigError(f"{where}.{key} must be a text, got {getattr(bot, key)!r}"[:300])
+    if not isinstance(bot.options, Mapping):
+        raise ConfigError(f"{where}.options must be a mapping, got {bot.options!r}"[:300])
     if bot.type == "faq_match" and not bot.faq:
         raise ConfigError(f"{where}: a faq_match bot needs 'faq' (a Parquet or CSV file)")
     if bot.type in REMOTE_BOT_TYPES:

@@ -46,6 +46,17 @@ def _fails_cleanly(capsys, *args) -> str:
      "duplicate key 'bots' at line 3 (first at line 1)"),
     ("bots:\n  - {name: a, type: precomputed, name: b}\n", "duplicate key 'name'"),
     ("bots:\n  - {name: " + "b" * 300 + ", type: precomputed}\n", "bots[0].name must be 1-64"),
+    # values of the wrong type that crashed with a traceback (exit 1), one even mid-run
+    ("input: {preset: [ragas]}\n", "input.preset must be one of"),
+    ("verdict: {preset: [seed]}\n", "verdict.preset must be one of"),
+    ("bots:\n  - {name: a, type: faq_match, faq: 5}\n", "bots[0].faq must be a text"),
+    ("bots:\n  - {name: a, type: [chat]}\n", "bots[0].type must be one of"),
+    ("bots:\n  - {name: a, type: precomputed, options: [1]}\n",
+     "bots[0].options must be a mapping"),
+    (_EP + "    api_key_env: 5\n", "endpoints.llm.api_key_env must be an environment variable"),
+    (_EP + "    api_version: [1]\n", "endpoints.llm.api_version must be a text"),
+    ("endpoints:\n  '': {base_url: 'http://127.0.0.1:1/v1'}\n",
+     "an endpoint's name must be a non-empty text"),
 ])
 def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
     path = tmp_path / "c.yaml"
