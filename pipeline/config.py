@@ -746,8 +746,8 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
         scale = r.scale
         if (not isinstance(scale, (list, tuple)) or len(scale) != 2
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                           for v in scale) or not scale[0] < scale[1]):
-            raise ConfigError(f"{where}.scale must be [low, high] with low < high")
+                           and math.isfinite(v) for v in scale) or not scale[0] < scale[1]):
+            raise ConfigError(f"{where}.scale must be [low, high], finite numbers with low < high")
         out[name] = dataclasses.replace(
             r, steps=_string_tuple(r.steps or [], f"{where}.steps"),
             scale=(float(scale[0]), float(scale[1])),

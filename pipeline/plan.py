@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import math
 import os
 import re
 import secrets
@@ -194,12 +195,25 @@ def rubric_scales(scorers) -> dict[str, tuple[float, float]]:
         if scorer.judge and "scale" in options:
             scale = options["scale"]
             if (not isinstance(scale, (list, tuple)) or len(scale) != 2
-                    or not all(isinstance(v, (int, float)) for v in scale)
+                    or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                               and math.isfinite(v) for v in scale)
                     or not scale[0] < scale[1]):
-                raise ConfigError(f"metric_options.{scorer.name}.scale must be [low, high] "
-                                  f"with low < high, got {scale!r}")
+                raise ConfigError(f"metric_options.{scorer.name}.scale must be [low, high], finite "
+                                  f"numbers with low < high, got {scale!r}")
             scales[scorer.name] = (float(scale[0]), float(scale[1]))
     return scales
+
+
+def check_weights(scorers) -> None:
+    """answer_correctness' weights are >= 0 and not both 0 (a negative weight gives
+    values outside [0, 1]; two zeros divide by zero on every row)."""
+    for scorer, options in scorers:
+        if scorer.name == "answer_correctness":
+            weights = (options["factual_weight"], options["similarity_weight"])
+            if min(weights) < 0 or sum(weights) <= 0:
+                raise ConfigError("metric_options.answer_correctness: factual_weight and "
+                                  "similarity_weight must be >= 0 and not both 0, got "
+                                  f"{weights[0]!r} and {weights[1]!r}")
 
 
 def check_cache_path(path: str) -> None:
@@ -626,6 +640,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     if not cfg.classifier.configured:
         classifier_metrics = ()
     scales = rubric_scales(scorers)
+    check_weights(scorers)
     uses_cache = (cfg.judge.configured and judge_metrics) or classifier_metrics or (
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache = call_cache(cfg, output_path, notes) if uses_cache else None

@@ -57,6 +57,19 @@ def _fails_cleanly(capsys, *args) -> str:
     (_EP + "    api_version: [1]\n", "endpoints.llm.api_version must be a text"),
     ("endpoints:\n  '': {base_url: 'http://127.0.0.1:1/v1'}\n",
      "an endpoint's name must be a non-empty text"),
+    # option values that gave values outside [0, 1] or divided by zero on every row
+    (_EP + "judge: {endpoint: llm, model: m}\nmetrics: [answer_correctness]\n"
+     "metric_options: {answer_correctness: {factual_weight: -1, similarity_weight: 2}}\n",
+     "factual_weight and similarity_weight must be >= 0 and not both 0"),
+    (_EP + "judge: {endpoint: llm, model: m}\nmetrics: [answer_correctness]\n"
+     "metric_options: {answer_correctness: {factual_weight: 0, similarity_weight: 0}}\n",
+     "factual_weight and similarity_weight must be >= 0 and not both 0"),
+    (_EP + "judge: {endpoint: llm, model: m}\nmetrics: [judge_relevance]\n"
+     "metric_options: {judge_relevance: {scale: [1, .inf]}}\n",
+     "metric_options.judge_relevance.scale must be [low, high], finite numbers"),
+    (_EP + "judge:\n  endpoint: llm\n  model: m\n"
+     "  rubrics: {tone: {criteria: polite, scale: [1, .inf]}}\n",
+     "judge.rubrics.tone.scale must be [low, high], finite numbers"),
 ])
 def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
     path = tmp_path / "c.yaml"
