@@ -122,6 +122,24 @@ def test_name_clash_and_unknown_need(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_options_the_function_does_not_take_are_one_line_before_the_run(tmp_path, capsys):
+    """An option the function does not accept made every row null with a TypeError."""
+    cases, _ = _write_run(tmp_path, 2)
+    for body, message in [
+        ('custom_metrics: [{name: x, function: "my_metrics:overlap", '
+         'options: {minimum: 0.1, maximum: 1}}]', "unexpected keyword argument 'maximum'"),
+        ('custom_metrics: [{name: x, function: "my_metrics:says_nothing", '
+         'options: {minimum: 0.1}}]', "unexpected keyword argument 'minimum'"),
+    ]:
+        (tmp_path / "c.yaml").write_text(body + "\n", "utf-8")
+        out = tmp_path / "o"
+        assert run_cli("--input", cases, "--output", str(out), "--config",
+                       str(tmp_path / "c.yaml")) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("evalbeam: error: custom_metrics[0] (x): ") and message in err
+        assert "\n" not in err and not out.exists()
+
+
 def test_return_values():
     assert to_result(0.5) == MetricResult(0.5)
     assert to_result(True).value == 1.0

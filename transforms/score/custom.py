@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import math
 import os
 import sys
@@ -203,6 +204,21 @@ def _scorer(name: str, fn: Callable, needs, lower_is_better: bool, options) -> S
                   option_defaults=dict(options))
 
 
+def _check_call(fn: Callable, options: Mapping[str, Any], where: str) -> None:
+    """fn(sample, **options) can be called: an option the function does not take (or a
+    parameter it needs and is not given) would otherwise make every row null."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C function: nothing to check
+        return
+    try:
+        signature.bind(None, **options)
+    except TypeError as exc:
+        name = getattr(fn, "__name__", "the function")
+        raise CustomMetricError(f"{where}: {name}(sample, **options) cannot be called with "
+                                f"options {sorted(options)}: {exc}") from None
+
+
 def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
     """The config's custom_metrics, each resolved now (a bad reference stops the
     run before it starts, naming the entry)."""
@@ -212,6 +228,7 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
             fn = m.function if callable(m.function) else resolve(m.function, search_dir)
         except CustomMetricError as exc:
             raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
+        _check_call(fn, m.options, f"custom_metrics[{i}] ({m.name})")
         ship_by_value(fn)
         out.append(_scorer(m.name, fn, m.needs, m.lower_is_better, m.options))
     return out
