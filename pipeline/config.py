@@ -504,7 +504,8 @@ def _rule(data: Any, where: str) -> VerdictRule:
     rule = _build(VerdictRule, data, where)
     if (rule.above is None) == (rule.below is None):
         raise ConfigError(f"{where} needs exactly one of 'above' or 'below'")
-    _number(rule.above if rule.above is not None else rule.below, where, positive=False)
+    bound = "above" if rule.above is not None else "below"
+    _number(getattr(rule, bound), f"{where}.{bound}", positive=False)
     if rule.verdict not in VERDICTS:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
     if rule.unless is not None and not isinstance(rule.unless, str):
