@@ -363,7 +363,7 @@ class Config:
     """The call cache of judge and embedding calls."""
     metrics: tuple[str, ...] | None = None
     """Metric names or groups to compute; your own metrics and rubrics by name; an unknown
-    name is an error. Default (unset): every metric the inputs allow, except the judge's
+    name, or an empty list, is an error. Default (unset): every metric the inputs allow, except the judge's
     without a judge and the semantic ones without the local model (the run says so)."""
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-metric options, by the metric's (or its group's) name: see the metrics
@@ -582,6 +582,9 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         metrics = top["metrics"]
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
             raise ConfigError("metrics must be a list of metric names")
+        if not metrics:  # as `--metrics ""` is: a run that scores nothing is a mistake
+            raise ConfigError("metrics is an empty list: name the metrics, or leave the key "
+                              "out for every metric the inputs allow")
         kwargs["metrics"] = tuple(metrics)
     if "metric_options" in top:
         opts = top["metric_options"] or {}

@@ -81,6 +81,7 @@ def test_unknown_keys_are_named(tmp_path, text, key):
     ({"endpoints": {"llm": {"base_url": "http://x", "api_key_env": "sk-abc123 secret"}}},
      "environment variable's NAME"),
     ({"metrics": "bleu"}, "list of metric names"),
+    ({"metrics": []}, "metrics is an empty list"),  # ran with no metric at all, exit 0
 ])
 def test_invalid_values_are_one_line_errors(data, words):
     with pytest.raises(ConfigError) as err:
