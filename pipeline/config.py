@@ -363,8 +363,9 @@ class Config:
     """The call cache of judge and embedding calls."""
     metrics: tuple[str, ...] | None = None
     """Metric names or groups to compute; your own metrics and rubrics by name; an unknown
-    name, or an empty list, is an error. Default (unset): every metric the inputs allow, except the judge's
-    without a judge and the semantic ones without the local model (the run says so)."""
+    name, or an empty list, is an error. Default (unset): every metric the inputs allow,
+    except the judge's without a judge and the semantic ones without the local model (the
+    run says so)."""
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-metric options, by the metric's (or its group's) name: see the metrics
     reference. An unknown option, or a value of the wrong kind, is an error."""
