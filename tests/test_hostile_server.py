@@ -302,3 +302,24 @@ def test_error_text_is_scrubbed_before_it_is_cut():
     reply = asyncio.run(main())
     assert reply.error.startswith("HTTP 400: xxx") and "<redact" in reply.error
     assert _leaks(reply.error, KEY) == []
+
+
+def test_request_logs_do_not_print_a_base_url_credential(caplog):
+    """httpx logs every request's full URL at INFO ('HTTP Request: POST
+    http://...?key=...'); Beam's worker processes log at INFO, so a run with
+    --direct_running_mode=multi_processing printed the base_url's query key
+    (and, on Dataflow, would send it to the job's logs)."""
+    caplog.set_level("INFO")
+    with FakeOpenAI() as server:
+        async def main():
+            client = EndpointClient("llm", _cfg(base_url=_with_credentials(server.openai_base_url),
+                                                max_attempts=1))
+            try:
+                return await chat(client, "m", [{"role": "user", "content": "hi"}],
+                                  purpose="bot:x")
+            finally:
+                await client.aclose()
+        reply = asyncio.run(main())
+    assert reply.error is None
+    for secret in (URL_PASSWORD, URL_QUERY_KEY):
+        assert _leaks(caplog.text, secret) == [], caplog.text

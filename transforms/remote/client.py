@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import os
 import time
 import uuid
@@ -27,7 +28,7 @@ from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
-from transforms.remote.scrub import ENV_REF, Scrubber, configured_secrets
+from transforms.remote.scrub import ENV_REF, Scrubber, configured_secrets, redact_url
 
 REQUEST_ID_HEADER = "X-Client-Request-Id"
 # Whom a call is for, (bot, metrics): set by the caller around its calls with
@@ -36,6 +37,21 @@ REQUEST_ID_HEADER = "X-Client-Request-Id"
 CALL_FOR: ContextVar[tuple[str | None, tuple[str, ...]]] = ContextVar(
     "evalbeam_call_for", default=(None, ()))
 POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
+
+
+class _RedactURLs(logging.Filter):
+    """httpx logs each request's full URL at INFO ('HTTP Request: POST
+    http://user:password@host/v1/...?key=...'), and Beam's workers log at INFO:
+    the URLs of its records lose their userinfo and query values."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_url(str(a)) if isinstance(a, httpx.URL) else redact_url(a)
+                                for a in record.args)
+        return True
+
+
+logging.getLogger("httpx").addFilter(_RedactURLs())
 
 
 class MissingSecret(ValueError):
