@@ -68,6 +68,22 @@ def test_other_4xx_are_not_retried(status):
     assert reply.error == f"HTTP {status}: no"
 
 
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_not_followed_retried_or_taken_for_the_answer(status):
+    """A 3xx was retried as 'HTTP 307 with a body that is not JSON (0 bytes)'
+    (max_attempts requests), and a 3xx with a JSON body was taken as the
+    answer. It is an error at once, naming where it points without the
+    credentials in that address; the key never goes to the other host."""
+    location = f"https://other.test/v1/chat/completions?key={KEY}"
+    reply, seen = _run(lambda r, n: httpx.Response(status, headers={"location": location},
+                                                   json=_ok().json()), _chat)
+    assert len(seen) == 1 and not reply.record.ok and reply.texts == []
+    assert [r.url.host for r in seen] == ["llm.test"]
+    assert reply.error == (f"HTTP {status}: a redirect to "
+                           "https://other.test/v1/chat/completions?key=<redacted>, not followed "
+                           "(credentials go only to base_url: set it to the final address)")
+
+
 def test_attempts_are_bounded_and_error_is_kept():
     reply, seen = _run(lambda r, n: httpx.Response(500, text="boom"), _chat, max_attempts=3)
     assert len(seen) == 3 and reply.record.attempts == 3

@@ -369,6 +369,12 @@ class EndpointClient:
         state["status"] = response.status_code
         if response.status_code == 429:
             state["rate_limited"] += 1
+        if 300 <= response.status_code < 400:  # httpx does not follow it, nor do we
+            location = self.scrub(redact_url(response.headers.get("location", "")))[:300]
+            raise RemoteCallError(
+                f"HTTP {response.status_code}: a redirect to {location or '(no Location)'}, not "
+                "followed (credentials go only to base_url: set it to the final address)",
+                status=response.status_code, retryable=False)
         if response.status_code >= 400:
             err = error_for_status(response, self.scrub(_error_detail(body))[:300])
             if response.status_code == 429:
