@@ -10,6 +10,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -468,6 +469,15 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url must be an http(s) URL, got "
                           f"{redact_url(ep.base_url)!r}")
+    try:  # a host, no blank in it, a port in range: else every call of the run fails
+        parts = urlsplit(ep.base_url)
+        usable = bool(parts.hostname) and not any(c.isspace() for c in parts.hostname) and (
+            parts.port is None or 1 <= parts.port <= 65535)
+    except ValueError:  # a bad port or brackets
+        usable = False
+    if not usable:
+        raise ConfigError(f"{where}.base_url must be an http(s) URL with a host (and a port "
+                          f"from 1 to 65535), got {redact_url(ep.base_url)!r}")
     for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s",
                 "circuit_cooldown_s"):
         _number(getattr(ep, key), f"{where}.{key}")

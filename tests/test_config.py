@@ -89,6 +89,25 @@ def test_invalid_values_are_one_line_errors(data, words):
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize("url", [
+    "http://", "http:///v1", "http://127.0.0.1 :8000/v1", "http://127.0.0.1:99999/v1",
+    "http://127.0.0.1:0/v1", "http://[::1/v1", "http://alice:Passw0rdSecret@h:abc/v1?key=Q1234567"])
+def test_a_base_url_without_a_usable_host_or_port_is_refused_up_front(url):
+    """These passed the check (they start with http://): the run then failed
+    every row ('ExceptionGroup: unhandled errors in a TaskGroup', 'Name or
+    service not known') or crashed with a traceback in AnswerWith."""
+    with pytest.raises(ConfigError) as err:
+        parse_config({"endpoints": {"llm": {"base_url": url}}})
+    assert "endpoints.llm.base_url must be an http(s) URL with a host" in str(err.value)
+    assert "Passw0rdSecret" not in str(err.value) and "Q1234567" not in str(err.value)
+
+
+def test_usual_base_urls_are_accepted():
+    for url in ("https://api.openai.com/v1", "http://127.0.0.1:8000/v1", "http://[::1]:8080",
+                "http://alice:pw@tei-host:8080/?key=abc", "http://localhost/"):
+        parse_config({"endpoints": {"llm": {"base_url": url}}})
+
+
 def test_missing_and_invalid_yaml_files(tmp_path):
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(str(tmp_path / "nope.yaml"))
