@@ -92,6 +92,22 @@ def test_bot_calls_and_failures_are_never_cached(tmp_path):
     assert len(seen) == 2 and a.error and b.error and len(cache) == 0
 
 
+def test_a_chat_reply_without_a_usable_answer_is_not_cached(tmp_path):
+    """A judge reply of the right JSON but no answer (no choices, a null
+    content, a choice without a message) was stored in the call cache: every
+    re-run read the failure back without asking, however well the server
+    answered by then."""
+    cache = CallCache(str(tmp_path / "c.sqlite"))
+    for bad in ({"choices": []}, {"choices": [{"message": {"content": None}}]},
+                {"choices": [{"index": 0}]}, {"object": "chat.completion"}):
+        first, seen = _with_client(cache, lambda r: httpx.Response(200, json=bad),
+                                   lambda c: chat(c, "m", MSG, purpose="judge:x", cache_salt=""))
+        assert first.error and len(seen) == 1 and len(cache) == 0, bad
+    again, seen = _with_client(cache, _ok,
+                               lambda c: chat(c, "m", MSG, purpose="judge:x", cache_salt=""))
+    assert len(seen) == 1 and again.texts == ["t=0.0"] and len(cache) == 1
+
+
 def test_identical_calls_in_flight_share_one_request_and_salts_separate_votes(tmp_path):
     cache = CallCache(str(tmp_path / "c.sqlite"))
 

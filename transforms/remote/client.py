@@ -16,7 +16,7 @@ import time
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Awaitable, Iterable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
@@ -213,7 +213,8 @@ class EndpointClient:
     async def post_json(self, path: str, body: Mapping[str, Any], *, model: str, purpose: str,
                         estimated_tokens: float = 0.0, cache_salt: str | None = None,
                         cache_body: Mapping[str, Any] | None = None,
-                        completion_cap: float = 0.0) -> CallResult:
+                        completion_cap: float = 0.0,
+                        cache_if: Callable[[Any], bool] | None = None) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
@@ -221,7 +222,10 @@ class EndpointClient:
         request, and identical requests in flight at once share one call. The key
         is computed from `cache_body` when given (the body without what changes
         from run to run). `estimated_tokens` includes `completion_cap`, the
-        most the reply can use (max_tokens), which the spend caps reserve."""
+        most the reply can use (max_tokens), which the spend caps reserve.
+        `cache_if(data)` says whether a reply is an answer worth keeping: one
+        that is not (a chat reply without choices) is neither stored nor read
+        back from the cache."""
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens,
                                     completion_cap=completion_cap)
@@ -234,15 +238,15 @@ class EndpointClient:
                 return CallResult(data, self.hit_record(model, purpose, tier=None))
             # the shared call failed: this caller tries on its own
             return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
-                                              completion_cap)
+                                              completion_cap, cache_if)
         waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
         data = None
         try:
             data, tier = await self.cache.lookup(key)
-            if data is not None:
+            if data is not None and (cache_if is None or cache_if(data)):
                 return CallResult(data, self.hit_record(model, purpose, tier))
             result = await self._post_and_store(key, path, body, model, purpose,
-                                                estimated_tokens, completion_cap)
+                                                estimated_tokens, completion_cap, cache_if)
             data = result.data
             return result
         finally:
@@ -261,10 +265,11 @@ class EndpointClient:
 
     async def _post_and_store(self, key: str, path: str, body: Mapping[str, Any], model: str,
                               purpose: str, estimated_tokens: float,
-                              completion_cap: float = 0.0) -> CallResult:
+                              completion_cap: float = 0.0,
+                              cache_if: Callable[[Any], bool] | None = None) -> CallResult:
         result = await self._post(path, body, model, purpose, estimated_tokens,
                                   completion_cap=completion_cap)
-        if result.data is not None:
+        if result.data is not None and (cache_if is None or cache_if(result.data)):
             await self.cache.store(key, result.data)
         return result
 

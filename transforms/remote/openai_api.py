@@ -56,7 +56,8 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     keyed = {**body, "messages": list(cache_messages)} if cache_messages is not None else None
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
-                                    cache_body=keyed, completion_cap=completion)
+                                    cache_body=keyed, completion_cap=completion,
+                                    cache_if=_has_answer)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     texts, extras, problem = read_choices(result.data)
@@ -107,6 +108,11 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
             return texts, extras, problem
         texts.append(content)
     return texts, extras, None
+
+
+def _has_answer(data: Any) -> bool:
+    """A chat reply worth caching: one whose choices all hold text."""
+    return read_choices(data)[2] is None
 
 
 async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *,
