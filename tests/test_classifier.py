@@ -157,6 +157,21 @@ def test_a_label_the_model_lacks_is_the_reason():
             runtime.close()
 
 
+@pytest.mark.parametrize("api", ["tei", "vllm_score"])
+def test_a_probability_that_is_not_a_number_fails_the_pair(api):
+    """A server that answered NaN (a model's overflow: inf or NaN logits) gave
+    the pair support NaN without an error: the answer's value became NaN, or
+    the pair was silently passed over by the max over chunks."""
+    with FakeOpenAI() as server:
+        server.set_predict_handler(lambda p, h: [float("nan"), 0.0, float("inf")])
+        runtime, gc = _classifier(server, api=api, labels={"supported": "ENTAILMENT"})
+        try:
+            (v,) = runtime.run(gc.classify(PAIRS[:1], lambda r: None)).values()
+            assert v.support is None and v.error.startswith("classifier reply unusable"), v
+        finally:
+            runtime.close()
+
+
 def test_vllm_score_api():
     with FakeOpenAI() as server:
         runtime, gc = _classifier(server, api="vllm_score", labels={})

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from transforms.enrich.classifier.labels import (LabelError, id2label_of, label_name,
-                                                 read_prediction)
+                                                 probability, read_prediction)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.openai_api import estimate_tokens
@@ -201,7 +201,7 @@ class GroundingClassifier:
             return answer
         try:
             if self.cfg.api == "vllm_score":
-                return PairVerdict(float(answer["score"]), None)
+                return PairVerdict(probability(answer["score"]), None)
             support, contradiction = read_prediction(answer, *names)
         except (LabelError, KeyError, TypeError, ValueError) as exc:
             return PairVerdict(None, None, f"classifier reply unusable: {exc}")

@@ -46,8 +46,17 @@ def probabilities(prediction: Any) -> dict[str, float]:
                 and isinstance(item.get("score"), (int, float))
                 and not isinstance(item.get("score"), bool)):
             raise LabelError(f"unexpected prediction item {str(item)[:200]}")
-        out[item["label"].lower()] = float(item["score"])
+        out[item["label"].lower()] = probability(item["score"])
     return out
+
+
+def probability(score: Any) -> float:
+    """A score read as a probability; LabelError if it is not one (NaN, inf,
+    outside [0, 1]): a pair the model could not read is a failed pair."""
+    value = float(score)
+    if not 0.0 <= value <= 1.0:  # False for NaN too
+        raise LabelError(f"score {value!r} is not a probability")
+    return value
 
 
 def read_prediction(prediction: Any, supported: str,
