@@ -75,12 +75,12 @@ def test_batch_limits_from_the_server_message():
 
 # ------------------------------------------------------------------ the protocol
 
-def _classifier(server, **cfg):
+def _classifier(server, cache=None, **cfg):
     config = parse_config({"endpoints": {"nli": {"base_url": server.base_url,
                                                  "requests_per_second": 1000,
                                                  "backoff_initial_s": 0.01}},
                            "classifier": {"endpoint": "nli", "model": "fake-nli", **cfg}})
-    runtime = AsyncRuntime(config.endpoints)
+    runtime = AsyncRuntime(config.endpoints, cache)
     return runtime, GroundingClassifier(runtime.client("nli"), config.classifier)
 
 
@@ -170,6 +170,22 @@ def test_a_probability_that_is_not_a_number_fails_the_pair(api):
             assert v.support is None and v.error.startswith("classifier reply unusable"), v
         finally:
             runtime.close()
+
+
+def test_an_unusable_prediction_is_not_cached(tmp_path):
+    """An unusable prediction (here NaN) was stored in the call cache, so a
+    re-run read the failure back without asking the server again."""
+    cache = str(tmp_path / "calls.sqlite")
+    with FakeOpenAI() as server:
+        for logits, error in (([float("nan"), 0.0, 0.0], True), ([0.0, 0.0, 5.0], False)):
+            server.set_predict_handler(lambda p, h: logits)
+            runtime, gc = _classifier(server, cache, labels={"supported": "ENTAILMENT"})
+            try:
+                server.reset_stats()
+                (v,) = runtime.run(gc.classify(PAIRS[:1], lambda r: None)).values()
+                assert (v.error is not None) == error and server.stats()["by_path"]["/predict"] == 1
+            finally:
+                runtime.close()
 
 
 def test_vllm_score_api():

@@ -180,7 +180,7 @@ class GroundingClassifier:
         if cache is not None:
             looked = await asyncio.gather(*(cache.lookup(self._key(p)) for p in unique))
             for pair, (answer, tier) in zip(unique, looked):
-                if answer is not None:
+                if answer is not None and self._verdict(answer, names).error is None:
                     raw[pair] = answer
                     record(self.client.hit_record(self.cfg.model, self.PURPOSE, tier))
         todo = [p for p in unique if p not in raw]
@@ -191,7 +191,7 @@ class GroundingClassifier:
         for batch, answers in zip(batches, sent):
             for pair, answer in zip(batch, answers):
                 raw[pair] = answer
-                if cache is not None and not isinstance(answer, PairVerdict):
+                if cache is not None and self._verdict(answer, names).error is None:
                     stores.append(cache.store(self._key(pair), answer))
         await asyncio.gather(*stores)
         return {p: self._verdict(raw[p], names) for p in unique}
