@@ -158,6 +158,22 @@ def test_embeddings_in_order_and_shape_errors():
     assert vectors is None and not rec.ok and "1 texts" in rec.error
 
 
+@pytest.mark.parametrize("vectors, words", [
+    ([[1.0, float("nan")], [1.0, 0.0]], "not a finite number"),
+    ([[1.0, float("inf")], [1.0, 0.0]], "not a finite number"),
+    ([[1.0, 0.0], [1.0, 0.0, 0.5]], "vectors of 2 and 3 dimensions"),
+    ([[], []], "empty vector"),
+])
+def test_embeddings_that_are_not_vectors_of_numbers_are_an_error(vectors, words):
+    """NaN in a vector (a server's overflow) passed, so answer_similarity was
+    NaN (and the vector went into the call cache); vectors of different lengths
+    broke later in numpy."""
+    body = json.dumps({"data": [{"index": i, "embedding": v} for i, v in enumerate(vectors)]})
+    (got, rec), _ = _run(lambda r, n: httpx.Response(200, content=body.encode()),
+                         lambda c: embeddings(c, "e", ["a", "b"]))
+    assert got is None and not rec.ok and words in rec.error, rec.error
+
+
 def test_concurrency_is_bounded():
     in_flight, peak = 0, 0
 

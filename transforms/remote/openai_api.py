@@ -6,6 +6,7 @@ the deployment name, the key goes in the `api-key` header).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -128,6 +129,13 @@ async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *
         vectors = [list(map(float, d["embedding"])) for d in rows]
         if len(vectors) != len(texts):
             raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+        sizes = sorted({len(v) for v in vectors})
+        if len(sizes) > 1:
+            raise ValueError(f"vectors of {sizes[0]} and {sizes[-1]} dimensions in one reply")
+        if sizes and not sizes[0]:
+            raise ValueError("an empty vector")
+        if not all(math.isfinite(x) for v in vectors for x in v):
+            raise ValueError("a vector value is not a finite number")
     except (KeyError, TypeError, ValueError) as exc:
         result.record.ok = False
         result.record.error = f"unexpected embeddings response: {exc}"
