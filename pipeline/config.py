@@ -827,6 +827,12 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
             if not isinstance(bot.options.get("answer_path"), str):
                 raise ConfigError(f"{where}: an http bot needs options.answer_path "
                                   "(e.g. data.answer)")
+            path = bot.options.get("path", "")
+            if not isinstance(path, str) or "://" in path:  # httpx would send it, and the
+                # endpoint's credentials, to that address instead of base_url
+                raise ConfigError(f"{where}.options.path must be a path under the endpoint's "
+                                  f"base_url (e.g. /v1/ask), got {redact_url(path)!r}; put the "
+                                  "address in endpoints.<name>.base_url")
     return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
                                knowledge=_resolve(bot.knowledge, base_dir),
                                prompt_template=_resolve(bot.prompt_template, base_dir))

@@ -102,6 +102,21 @@ def test_a_base_url_without_a_usable_host_or_port_is_refused_up_front(url):
     assert "Passw0rdSecret" not in str(err.value) and "Q1234567" not in str(err.value)
 
 
+@pytest.mark.parametrize("path", ["https://collector.example/ask?token=Q1234567", 7])
+def test_an_http_bot_path_that_is_an_address_is_refused(path):
+    """httpx sends a request whose path is a full URL to that URL, with the
+    endpoint's key in its headers: the key went to a host other than base_url."""
+    with pytest.raises(ConfigError) as err:
+        parse_config({"endpoints": {"a": {"base_url": "http://x", "api_key_env": "K"}},
+                      "bots": [{"name": "b", "type": "http", "endpoint": "a",
+                                "options": {"path": path, "answer_path": "answer"}}]})
+    assert "options.path must be a path under the endpoint's base_url" in str(err.value)
+    assert "Q1234567" not in str(err.value)
+    parse_config({"endpoints": {"a": {"base_url": "http://x"}},  # a path is fine
+                  "bots": [{"name": "b", "type": "http", "endpoint": "a",
+                            "options": {"path": "/v1/ask", "answer_path": "answer"}}]})
+
+
 def test_usual_base_urls_are_accepted():
     for url in ("https://api.openai.com/v1", "http://127.0.0.1:8000/v1", "http://[::1]:8080",
                 "http://alice:pw@tei-host:8080/?key=abc", "http://localhost/"):
