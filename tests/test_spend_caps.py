@@ -52,26 +52,33 @@ def test_200_concurrent_calls_and_a_call_cap_that_cuts_them(tmp_path, shared):
     assert all(r.record.attempts == 0 for r in refused)
 
 
-def test_a_cost_cap_holds_under_concurrency(tmp_path):
+def test_a_cost_cap_holds_under_concurrency_and_stops_at_the_cap(tmp_path):
+    """Each call reserves its worst case (prompt + 100 tokens out) but spends far
+    less: calls refused while others are in flight wait for them to settle, so
+    the run stops where what it spent leaves no room for one more worst case,
+    not where the first worst cases in flight filled the cap."""
     with FakeOpenAI(ServerConfig(latency_s=0.02)) as server:
-        cap = 0.004  # dollars: each call reserves its worst case (prompt + 100 tokens out)
+        cap = 0.002  # dollars
         runtime = _runtime(server, {JUDGE_COST: cap}, str(tmp_path / "b.sqlite"))
         try:
             replies = runtime.run(_calls(runtime.client("judge"), 200))
         finally:
             runtime.close()
+        assert server.stats()["max_in_flight"] >= 5  # they really were concurrent
     sent = [r for r in replies if not r.record.budget_refused]
     spent = sum((r.record.prompt_tokens * 1.0 + r.record.completion_tokens * 2.0) / 1e6
                 for r in sent)
+    worst = max((r.record.prompt_tokens + 100 * 2) / 1e6 for r in sent)
     assert 0 < len(sent) < 200 and spent <= cap
-    # the cap was cut by the worst case (max_tokens), not by what the calls spent
-    worst = (len(MSG[0]["content"]) // 4 + 3 + 100 * 2) / 1e6
-    assert len(sent) >= int(cap / worst) - 1
+    assert cap - spent < worst  # no room was left unused that one more call could have had
+    assert len(sent) > 2 * int(cap / worst)  # far more than worst cases alone let through
+    refused = [r for r in replies if r.record.budget_refused]
+    assert refused[0].error == "budget reached: judge.max_cost (0.002 per run)"
 
 
 def test_cache_hits_cost_nothing_and_the_token_ceiling_counts_real_tokens(tmp_path):
     with FakeOpenAI() as server:
-        runtime = _runtime(server, {tokens_scope("judge"): 500}, None)
+        runtime = _runtime(server, {tokens_scope("judge"): 300}, None)
         try:
             client = runtime.client("judge")
             replies = runtime.run(_calls(client, 30, purpose="bot:b", max_tokens=20))
@@ -79,7 +86,8 @@ def test_cache_hits_cost_nothing_and_the_token_ceiling_counts_real_tokens(tmp_pa
             runtime.close()
     sent = [r for r in replies if not r.record.budget_refused]
     used = sum(r.record.prompt_tokens + r.record.completion_tokens for r in sent)
-    assert used <= 500 and len(sent) < 30
+    assert used <= 300 and len(sent) < 30
+    assert 300 - used < max(r.record.prompt_tokens for r in sent) + 20  # stopped at the cap
     assert replies[-1].record.budget_refused and "endpoints.judge.max_tokens_per_run" in \
         replies[-1].error
 

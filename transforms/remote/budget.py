@@ -23,10 +23,17 @@ Where the tally lives decides what "per run" means across worker processes:
   the run never passes the cap, but it can stop below it when one worker's
   share runs out before another's.
 
+A refused call waits while this process has reservations in flight: when
+they settle for less than their worst case (a cost or token cap), room comes
+back and the call is reserved after all; it is refused only once nothing in
+flight here could make room (`InFlight`). So a run stops at its cap, not at
+the first moment the worst cases in flight filled it.
+
 Scopes: `judge.calls`, `judge.cost`, `tokens:<endpoint>`.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -110,6 +117,56 @@ def refusal_text(scope: str, cap: float) -> str:
     return f"{BUDGET_REACHED}: {cap_name(scope)} ({cap:g} per run)"
 
 
+def settling_may_free(refusal: str) -> bool:
+    """Whether calls in flight may settle for less than they reserved in the
+    refusing scope: cost and tokens may; a call is a call, failed or not."""
+    return not refusal.startswith(refusal_text(JUDGE_CALLS, 0).split(" (")[0])
+
+
+class InFlight:
+    """This process's reservations not yet settled, and a wait for the next
+    settle (on any asyncio loop of the process; a settle wakes every waiter)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+        self._generation = 0  # settles so far
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+
+    def opened(self) -> None:
+        with self._lock:
+            self._open += 1
+
+    def closed(self) -> None:
+        with self._lock:
+            self._open -= 1
+            self._generation += 1
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_wake, future)
+
+    def snapshot(self) -> tuple[int, int]:
+        """(reservations open, settles so far)."""
+        with self._lock:
+            return self._open, self._generation
+
+    async def settled_since(self, generation: int) -> None:
+        """Return once a reservation has settled after `generation` (at once when
+        one already has, or when nothing is open that could)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if self._generation != generation or self._open == 0:
+                return
+            self._waiters.append((loop, future))
+        await future
+
+
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class LocalLedger:
     """The caps (times a share) in this process's memory."""
 
@@ -117,6 +174,7 @@ class LocalLedger:
         self._caps = {s: c * share for s, c in caps.items()}
         self._used = dict.fromkeys(self._caps, 0.0)  # reserved + spent
         self._lock = threading.Lock()
+        self.in_flight = InFlight()
 
     def reserve(self, amounts: Mapping[str, float]) -> Reservation | str:
         """The reservation, or the text saying which cap refused it."""
@@ -127,12 +185,14 @@ class LocalLedger:
                     return refusal_text(scope, self._caps[scope])
             for scope, amount in wanted.items():
                 self._used[scope] += amount
+        self.in_flight.opened()
         return Reservation(wanted)
 
     def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
         with self._lock:
             for scope, amount in reservation.amounts.items():
                 self._used[scope] += actual.get(scope, 0.0) - amount
+        self.in_flight.closed()
 
     def close(self) -> None:
         pass
@@ -149,6 +209,7 @@ class SqliteLedger:
         self.path, self._caps, self._run = path, dict(caps), run
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self._local = threading.local()
+        self.in_flight = InFlight()
         with self._transaction() as conn:
             conn.executemany("INSERT OR IGNORE INTO scopes (run, scope, cap) VALUES (?, ?, ?)",
                              [(run, s, c) for s, c in self._caps.items()])
@@ -189,6 +250,7 @@ class SqliteLedger:
                     return refusal_text(scope, cap)
             conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
                              [(a, self._run, s) for s, a in wanted.items()])
+        self.in_flight.opened()
         return Reservation(wanted)
 
     def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
@@ -198,6 +260,7 @@ class SqliteLedger:
             conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
                              [(actual.get(s, 0.0) - a, self._run, s)
                               for s, a in reservation.amounts.items()])
+        self.in_flight.closed()
 
     def used(self) -> dict[str, float]:
         rows = self._conn().execute("SELECT scope, used FROM scopes WHERE run = ?",

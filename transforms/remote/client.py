@@ -23,7 +23,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from transforms.remote.breaker import CircuitBreaker
-from transforms.remote.budget import actual_use, worst_case
+from transforms.remote.budget import actual_use, settling_may_free, worst_case
 from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
@@ -282,6 +282,21 @@ class EndpointClient:
             self.name, purpose, max(0.0, estimated_tokens - completion_cap), completion_cap,
             self.cfg.price_per_million))
 
+    async def _reserve_when_room(self, purpose: str, estimated_tokens: float,
+                                 completion_cap: float):
+        """_reserve, but a refusal waits while this process's calls in flight may
+        still settle for less than they reserved (transforms/remote/budget.py)."""
+        while True:
+            in_flight = getattr(self.ledger, "in_flight", None)
+            before = in_flight.snapshot() if in_flight is not None else (0, 0)
+            reservation = self._reserve(purpose, estimated_tokens, completion_cap)
+            if (not isinstance(reservation, str) or before[0] == 0
+                    or not settling_may_free(reservation)):
+                return reservation
+            await in_flight.settled_since(before[1])
+            if in_flight.snapshot()[0] == 0 and in_flight.snapshot()[1] == before[1]:
+                return reservation  # nothing settled and nothing open: no room will come
+
     def refused(self, model: str, purpose: str, reason: str) -> CallResult:
         """A call that was not sent: a spend cap was reached."""
         return CallResult(None, _for_whom(CallRecord(
@@ -291,7 +306,7 @@ class EndpointClient:
     async def _post(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
                     estimated_tokens: float, method: str = "POST",
                     completion_cap: float = 0.0) -> CallResult:
-        reservation = self._reserve(purpose, estimated_tokens, completion_cap)
+        reservation = await self._reserve_when_room(purpose, estimated_tokens, completion_cap)
         if isinstance(reservation, str):
             return self.refused(model, purpose, reservation)
         try:
