@@ -46,7 +46,7 @@ def test_a_case_pairs_only_when_both_bots_answered_it_once():
     assert list(h2h.bot_pairs(("k", entries[:1]), ["a", "b"])) == []
 
 
-def _by_hand(turns: list[Turn]) -> tuple:
+def _by_hand(turns: list[Turn], pair: tuple[str, str] = ("a", "b")) -> tuple:
     """The pair's statistics without Beam: group by case, pair, combine."""
     by_case: dict = {}
     for t in turns:
@@ -54,9 +54,9 @@ def _by_hand(turns: list[Turn]) -> tuple:
         by_case.setdefault(case_id, []).append(entry)
     acc = h2h.PairRowsFn().create_accumulator()
     for item in by_case.items():
-        for _, row in h2h.bot_pairs(item, ["a", "b"]):
+        for _, row in h2h.bot_pairs(item, list(pair)):
             acc.add(row)
-    return h2h.rows_statistics(("a", "b"), acc, METRICS, (True, False))
+    return h2h.rows_statistics(pair, acc, METRICS, (True, False))
 
 
 def test_pair_statistics_all_suites_then_each_suite():
@@ -128,3 +128,25 @@ def test_worst_case_metric_values_name_the_reason_first_and_fold_the_rest():
     from transforms.publish.rows import shortened
     assert shortened("x" * 300, 200) == "x" * 199 + "…" and shortened("x" * 200, 200) == "x" * 200
     assert shortened(None, 200) is None
+
+
+def test_right_to_left_bot_names_are_isolated_in_the_html_sentences():
+    """An Arabic or Hebrew bot name pulls the figures next to it into its run
+    unless it is set apart (seen: 'Pass rate ... 0.333, ;0.000 مساعد'); the
+    HTML isolates such names, the Markdown and left-to-right names stay as they are."""
+    from transforms.publish.html import isolated
+    from transforms.publish.report_html import render_html_report
+    assert isolated("a 3, مساعد 5, עוזר 2, b 1", ["a", "مساعد", "עוזר", "b"]) == \
+        "a 3, \u2068مساعد\u2069 5, \u2068עוזר\u2069 2, b 1"
+    assert isolated("plain b vs a", ["a", "b"]) == "plain b vs a"
+    rtl = "مساعد"
+    turns = [_turn(c, bot, 0.3, 0.1, "PASS") for c in ("c1", "c2") for bot in ("a", rtl)]
+    pair, stats = _by_hand(turns, pair=("a", rtl))
+    manifest = {"run_id": "r", "run_date": "2026-01-01", "input": "i", "bots": ["a", rtl],
+                "counts": {"input_rows": 2, "valid_cases": 2, "invalid_rows": 0,
+                           "duplicate_case_ids": 0, "results_rows": 4, "bot_errors": 0},
+                "reconciliation": {"ok": True}, "tables": {}, "output": "/nonexistent"}
+    page = render_html_report(manifest, [], {}, [], [(pair, stats)])
+    assert f"\u2068{rtl}\u2069 vs a (2 paired cases)" in page
+    assert f"\u2068{rtl}\u2069" in page.split("Pass rate on")[1].split("</p>")[0]
+    assert "\u2068" not in render_report(manifest, [], {}, [(pair, stats)])

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts
-from transforms.publish.html import Raw, figure, num, p_text, page, signed, table, tag
+from transforms.publish.html import (Raw, figure, isolated, num, p_text, page, signed, table,
+                                    tag)
 from transforms.publish.paired import MIN_DIFFERENCE, change
 from transforms.publish.report import clip, md_cell, md_table
 
@@ -168,7 +169,8 @@ def forest_rows(c: Mapping[str, Any]) -> list[dict]:
 
 def render_compare_html(c: Mapping[str, Any]) -> str:
     parts: list[Any] = [tag("h1", f"{c['candidate']} vs {c['baseline']}")]
-    parts += [tag("p", line.replace("`", ""), "muted") for line in headline(c)]
+    parts += [tag("p", isolated(line.replace("`", ""), c["bots"]), "muted")
+              for line in headline(c)]
     if c.get("gate"):
         failed = any(g["failed"] for g in c["gate"])
         parts.append(Raw(f'<h2>Gate <span class="badge {"fail" if failed else "pass"}">'

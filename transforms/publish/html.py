@@ -9,6 +9,7 @@ answer's `<script>` or make the page call out.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Iterable, Sequence
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -41,6 +42,21 @@ def esc(value: Any) -> str:
     if isinstance(value, Raw):
         return value
     return "–" if value is None else html.escape(str(value), quote=True)
+
+
+# Letters written right to left (Hebrew, Arabic, Syriac, Thaana, N'Ko, ... and
+# their presentation forms).
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
+def isolated(text: str, names: Iterable[str]) -> str:
+    """The text with each right-to-left name set apart (Unicode's first-strong
+    isolate ... pop isolate, invisible): without it the browser's bidi rules
+    pull the numbers and commas beside an Arabic or Hebrew bot name into its
+    run, and a count reads as the next bot's. Other names are left as they are."""
+    for name in sorted({n for n in names if n and _RTL.search(n)}, key=len, reverse=True):
+        text = text.replace(name, f"\u2068{name}\u2069")
+    return text
 
 
 def num(x: float | None, digits: int = 3) -> str:

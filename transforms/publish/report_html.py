@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
-from transforms.publish.html import Raw, esc, figure, page, table, tag
+from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change
 from transforms.publish.report import metric_values, with_interval
 from transforms.publish.trends import TREND_DATES, load_history
@@ -135,9 +135,9 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
                             "the first (Holm-adjusted p < 0.05); ↓ lower is better."))
     for pair, stats in pairs:
         a, b = pair
-        parts.append(tag("h3", f"{h2h.pair_label(pair)} ({stats['paired']} cases both "
-                               "answered)"))
-        parts += [tag("p", line) for line in h2h.findings(pair, stats)]
+        parts.append(tag("h3", isolated(f"{h2h.pair_label(pair)} ({stats['paired']} paired "
+                                        "cases)", pair)))
+        parts += [tag("p", isolated(line, pair)) for line in h2h.findings(pair, stats)]
         if not stats["paired"]:
             continue
         parts.append(table(h2h.metric_headers(pair),
