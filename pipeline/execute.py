@@ -5,6 +5,7 @@ Shared by the command line (`evalbeam run`) and the Python API
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -126,9 +127,10 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
     try:
-        p = beam.Pipeline(options=options)
-        build_pipeline(p, plan)
-        result = p.run()
+        with _not_interactive():
+            p = beam.Pipeline(options=options)
+            build_pipeline(p, plan)
+            result = p.run()
         if detach:  # a remote job: its workers beat and its Finalize commits and releases
             print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
             _beat_until_workers_start(info, result)
@@ -151,6 +153,23 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     if counters:
         add_counters(info.output, info.run_id, info.attempt, counters)
     return result
+
+
+@contextlib.contextmanager
+def _not_interactive():
+    """Beam as in a script while evalbeam builds and runs its pipeline. In an
+    IPython kernel (Jupyter) Beam takes every pipeline for Interactive Beam's:
+    applying a transform imports apache_beam.dataframe (which fails on pandas 3:
+    'DataFrame' has no attribute 'first') and the pipeline's temporary folder is
+    left for Interactive Beam to remove. evalbeam.evaluate() uses neither."""
+    import apache_beam.pipeline as beam_pipeline
+    from apache_beam.utils import interactive_utils
+    saved = beam_pipeline.is_in_ipython, interactive_utils.is_in_ipython
+    beam_pipeline.is_in_ipython = interactive_utils.is_in_ipython = lambda: False
+    try:
+        yield
+    finally:
+        beam_pipeline.is_in_ipython, interactive_utils.is_in_ipython = saved
 
 
 def _beat_until_workers_start(info: RunInfo, result) -> None:

@@ -229,3 +229,24 @@ def test_cases_arrow_cannot_type_are_row_errors_not_a_crash(tmp_path):
         assert ("int", "wrong_type") in errors
         assert ("sur", "invalid_encoding") in errors if i == 0 else ("nan", "bot_error") in errors
         assert result is not None
+
+
+def test_evaluate_runs_in_an_ipython_kernel(tmp_path, monkeypatch):
+    """In Jupyter (an IPython kernel) Beam takes the pipeline for Interactive
+    Beam's: applying a transform imported apache_beam.dataframe, which fails on
+    pandas 3 (AttributeError: type object 'DataFrame' has no attribute 'first'),
+    so every evaluate() in a notebook failed; and the pipeline's temporary
+    folder was left for Interactive Beam to remove."""
+    import tempfile
+    import types
+    shell = types.SimpleNamespace(config={"IPKernelApp": {}}, execution_count=3)
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    result = evalbeam.evaluate(SAMPLE_ROWS, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    assert result.results().num_rows == 4
+    assert os.listdir(temp) == []  # neither the staged cases nor Beam's temporary folder
