@@ -64,8 +64,9 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
     cfg = _with_metrics(load_any_config(config), run_options.get("metrics"),
                         run_options.get("custom_metrics", ()))
+    made = output is None  # a temporary folder of ours: removed if the run never starts
     output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
-    staging = None
+    staging, started = None, False
     try:
         path, label, staging = cases_path(cases)
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
@@ -78,7 +79,12 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
             plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label))
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
         say_before(plan)
+        started = True
         run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
+    except BaseException:
+        if made and not started:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -250,3 +250,15 @@ def test_evaluate_runs_in_an_ipython_kernel(tmp_path, monkeypatch):
                                progress=False)
     assert result.results().num_rows == 4
     assert os.listdir(temp) == []  # neither the staged cases nor Beam's temporary folder
+
+
+def test_a_refused_call_leaves_no_temporary_output_folder(tmp_path, monkeypatch):
+    """Without output=, evaluate() made its temporary output folder before the
+    up-front checks, so every refused call left an empty evalbeam-* folder."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for bad in [dict(cases=42), dict(cases=SAMPLE_ROWS, metrics=["blue"]),
+                dict(cases=[{"prompt": "hi"}]), dict(cases=SAMPLE_ROWS, run_id="../x")]:
+        with pytest.raises(ValueError):
+            evalbeam.evaluate(**bad)
+    assert os.listdir(tmp_path) == []
