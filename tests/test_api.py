@@ -262,3 +262,13 @@ def test_a_refused_call_leaves_no_temporary_output_folder(tmp_path, monkeypatch)
         with pytest.raises(ValueError):
             evalbeam.evaluate(**bad)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_bad_beam_option_is_one_clear_error(tmp_path, capsys):
+    """A Beam option's bad value ended the notebook's cell with SystemExit 2
+    after Beam's whole usage text."""
+    from pipeline.plan import UsageError
+    with pytest.raises(UsageError, match="direct_num_workers: invalid int value: 'abc'"):
+        evalbeam.evaluate(SAMPLE_ROWS, output=tmp_path / "out", direct_num_workers="abc")
+    assert "usage:" not in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
