@@ -58,7 +58,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline.execute import run_pipeline, say_before, take_lease
-    from pipeline.plan import DEFAULT_TTL_S, driven_from_here, make_plan
+    from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
+                               workers_elsewhere)
 
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
@@ -74,7 +75,16 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
                                   preset=run_options.get("preset"),
                                   lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
         pipeline_options = _pipeline_options(beam_args)
-        plan = make_plan(args, pipeline_options, config=cfg)
+        if label is not None and workers_elsewhere(pipeline_options):
+            raise UsageError(f"cases in memory ({label}) cannot be read by the workers of a "
+                             "remote runner; write them where the workers can read them "
+                             "(gs://, s3://, ...) and pass that path")
+        try:
+            plan = make_plan(args, pipeline_options, config=cfg)
+        except ValueError as exc:  # in-memory cases: named as the user knows them
+            if label is None or path not in str(exc):
+                raise
+            raise type(exc)(str(exc).replace(path, label)) from None
         if label is not None:  # the manifest names what was evaluated, not a temp file
             plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label))
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)

@@ -272,3 +272,21 @@ def test_a_bad_beam_option_is_one_clear_error(tmp_path, capsys):
         evalbeam.evaluate(SAMPLE_ROWS, output=tmp_path / "out", direct_num_workers="abc")
     assert "usage:" not in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_refusals_name_in_memory_cases_as_given_not_their_staged_file(tmp_path):
+    """A missing column of in-memory cases was reported against the temporary
+    file they were staged in (removed since); with a remote runner they were
+    '--input /tmp/evalbeam-cases-.../cases.parquet is a path on this machine
+    ... add --shared-filesystem', a flag evaluate() does not take."""
+    from pipeline.plan import UsageError
+    with pytest.raises(InputError) as caught:
+        evalbeam.evaluate([{"prompt": "hi"}], output=tmp_path / "out")
+    assert str(caught.value).startswith("list of dicts (1 rows, in memory): missing required "
+                                        "column 'question'")
+    with pytest.raises(UsageError) as caught:
+        evalbeam.evaluate(SAMPLE_ROWS, output="gs://bucket/evals", runner="DataflowRunner")
+    assert "evalbeam-cases-" not in str(caught.value)
+    assert str(caught.value).startswith("cases in memory (list of dicts (4 rows, in memory)) "
+                                        "cannot be read by the workers of a remote runner")
+    assert not (tmp_path / "out").exists()
