@@ -6,6 +6,7 @@ another attempt's or run's files are never mixed in."""
 from __future__ import annotations
 
 import html
+import warnings
 from typing import Any
 
 import pyarrow as pa
@@ -140,7 +141,18 @@ class Result:
                                       values="value", aggfunc="first", dropna=False)
             wide = wide.reindex(columns=[m for m in self.metrics if m in wide.columns])
             wide.columns.name = None
+            twice = frame.duplicated(["case_id", "bot"], keep=False).to_numpy()
             frame = frame.merge(wide.reset_index(), on=["case_id", "bot"], how="left")
+            if twice.any():  # scores carry no more than the case id: whose is whose is unknown
+                frame.loc[twice, list(wide.columns)] = float("nan")
+                ids = sorted(set(frame.loc[twice, "case_id"]))
+                first = frame.loc[twice].iloc[0]
+                count = int(((frame["case_id"] == first["case_id"])
+                             & (frame["bot"] == first["bot"])).sum())
+                warnings.warn(f"case id {first['case_id']} occurs {count} times"
+                              f"{f' ({len(ids)} such ids)' if len(ids) > 1 else ''}: the "
+                              "metric columns of such rows are left empty, as their scores "
+                              "cannot be told apart; scores() has them all", stacklevel=2)
         return frame
 
     # ----------------------------------------------------------- display

@@ -290,3 +290,18 @@ def test_refusals_name_in_memory_cases_as_given_not_their_staged_file(tmp_path):
     assert str(caught.value).startswith("cases in memory (list of dicts (4 rows, in memory)) "
                                         "cannot be read by the workers of a remote runner")
     assert not (tmp_path / "out").exists()
+
+
+def test_to_pandas_does_not_give_one_case_ids_scores_to_its_duplicate(tmp_path):
+    """Two rows with one case id are both evaluated (a duplicate_case_id
+    warning); to_pandas() gave both rows the first one's scores (exact_match
+    1.0 for an answer 'y' without a reference). Their metric columns are left
+    empty (scores() has both) and a warning says so."""
+    rows = SAMPLE_ROWS[:1] + [{"case_id": "c1", "question": "again?", "answer": "y"}]
+    result = evalbeam.evaluate(rows, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    with pytest.warns(UserWarning, match="case id c1 occurs 2 times"):
+        frame = result.to_pandas()
+    assert len(frame) == 2 and frame["exact_match"].isna().all()
+    values = sorted(str(r["value"]) for r in result.scores().to_pylist())
+    assert values == ["1.0", "None"]
