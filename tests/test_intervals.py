@@ -22,7 +22,8 @@ def _combined(values, parts=3):
 @pytest.mark.parametrize("seed,n", [(0, 2), (1, 7), (2, 40), (3, 25_000)])
 def test_t_interval_of_merged_accumulators_matches_scipy(seed, n):
     rng = np.random.default_rng(seed)
-    values = rng.lognormal(3, 1, n)  # not in [0, 1]: no clipping
+    values = rng.lognormal(3, 1, n)
+    values[0] = -values[0]  # one value below 0, none clipped (tested below)
     got = _combined(list(values))
     want = stats.ttest_1samp(values, 0).confidence_interval(0.95)
     assert got["mean"] == pytest.approx(values.mean(), rel=1e-12)
@@ -43,6 +44,17 @@ def test_unit_scale_interval_is_clipped_and_single_values_have_none():
     one = _combined([0.5], parts=1)
     assert one["ci_low"] is None and one["ci_high"] is None
     assert t_interval(0, None, 0.0) == (None, None)
+
+
+def test_a_non_negative_metric_has_no_negative_interval_end():
+    """A count (unsupported_facts) over three rows: t's interval reached -2.2."""
+    values = [0.0, 0.0, 5.0]
+    got = _combined(values)
+    want = stats.ttest_1samp(values, 0).confidence_interval(0.95)
+    assert want.low < 0 and got["ci_low"] == 0.0 and got["ci_high"] == pytest.approx(want.high)
+    signed = [-1.0, 0.0, 5.0]  # a value below 0: nothing to clip
+    want = stats.ttest_1samp(signed, 0).confidence_interval(0.95)
+    assert _combined(signed)["ci_low"] == pytest.approx(want.low)
 
 
 @pytest.mark.parametrize("k,n", [(0, 5), (3, 10), (10, 10), (733, 1000), (1, 1)])

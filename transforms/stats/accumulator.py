@@ -158,13 +158,16 @@ class MetricStats:
         return self.percentile(50), self.percentile(90)
 
     def interval(self) -> tuple[float | None, float | None]:
-        """95% interval of the mean: Wilson for 0/1 values, else Student's t
-        (clipped to [0, 1] when every value lies there)."""
+        """95% interval of the mean: Wilson for 0/1 values, else Student's t,
+        clipped to [0, 1] when every value lies there and at 0 when every value
+        is at least 0 (a count or a length: a mean of such values is never
+        negative, but t's symmetric interval over three values may reach -2)."""
         if self.count and self.binary:
             return wilson_interval(self.total, self.count)
         mean = self.total / self.count if self.count else None
-        unit = 0.0 <= self.lo and self.hi <= 1.0
-        return t_interval(self.count, mean, self.m2, (0.0, 1.0) if unit else None)
+        low = 0.0 if self.lo >= 0.0 else -math.inf
+        high = 1.0 if low == 0.0 and self.hi <= 1.0 else math.inf
+        return t_interval(self.count, mean, self.m2, (low, high))
 
     def as_row(self) -> dict:
         p50, p90 = self.percentiles()
