@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import sys
 import threading
@@ -139,7 +140,7 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     except BaseException as exc:
         from transforms.remote.scrub import scrubber_for
         scrubber = scrubber_for(info.endpoints)
-        why = " ".join(scrubber.scrub(f"{type(exc).__name__}: {exc}").split())[:300]
+        why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
         leases.mark_failed(info.output, lease, why)
         if isinstance(exc, Exception):
             print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
@@ -153,6 +154,24 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     if counters:
         add_counters(info.output, info.run_id, info.attempt, counters)
     return result
+
+
+# The last line of a traceback: the exception that ended it ("ModuleNotFoundError:
+# No module named 'x' [while running 'Score/ScoreAll']").
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b.*")
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a failed run says in one line. A worker's failure reaches here as a
+    message holding the worker's whole traceback, whose first 300 characters
+    are its outermost frames: the exception that ended it, its last line, is
+    what says why, so it comes first."""
+    text = f"{type(exc).__name__}: {exc}"
+    if "Traceback (most recent call last)" not in text:
+        return text
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    raised = next((line for line in reversed(lines) if _RAISED.match(line)), None)
+    return f"{raised} (from: {lines[0]})" if raised and raised != lines[0] else text
 
 
 @contextlib.contextmanager

@@ -286,3 +286,19 @@ def test_comparison_files_are_those_the_run_took_part_in(tmp_path):
     found = sorted(os.path.relpath(p, out) for p in comparison_files(out, "a"))
     assert found == sorted(made[:3] + made[5:8])
     assert comparison_files(str(tmp_path / "nothing"), "a") == []
+
+
+def test_a_workers_failure_is_said_by_the_exception_that_ended_it():
+    """A worker's failure arrives as its whole traceback; the one-line error
+    (300 characters) showed only its outermost frames, never the cause."""
+    from pipeline.execute import failure_text
+    frames = "".join(f'  File "apache_beam/runners/worker/mod{i}.py", line {i}, in f\n'
+                     f"    call_{i}()\n" for i in range(20))
+    exc = RuntimeError("Traceback (most recent call last):\n" + frames +
+                       "ModuleNotFoundError: No module named 'mymetrics' "
+                       "[while running 'Score/ScoreAll']\n")
+    said = failure_text(exc)
+    assert said.startswith("ModuleNotFoundError: No module named 'mymetrics' "
+                           "[while running 'Score/ScoreAll']")
+    assert len(" ".join(said.split())[:300]) <= 300 and "mymetrics" in said[:300]
+    assert failure_text(ValueError("plain")) == "ValueError: plain"
