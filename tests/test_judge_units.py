@@ -18,6 +18,7 @@ from transforms.enrich.judge.prompts import (TEMPLATE_NAMES, fence, load_templat
     'Here is my verdict:\n```\n{"score": 4, "reason": "ok"}\n```\nThanks.',
     'Sure! {"score": 4, "reason": "ok"} Hope this helps.',
     '  {"score": 4, "reason": "a {nested} brace in text"}  ',
+    '```json\n{"score": 4, "reason": "ok"}\n```\nAgain: ```json\n{"score": 4, "reason": "ok"}\n```',
 ])
 def test_valid_fenced_and_wrapped_replies_parse(text):
     value, problem = replies.rubric(1, 5).read(text)
@@ -30,6 +31,11 @@ def test_valid_fenced_and_wrapped_replies_parse(text):
     ('{"score": 4, "reason": "ok"', "no JSON object"),
     ('[{"score": 4}]', "not an object"),
     ('{"score": 4, "reason": "a"} and {"score": 2, "reason": "b"}', "2 JSON objects"),
+    # a draft and a final answer: which one the judge meant is not guessed
+    ('Draft:\n```json\n{"score": 2, "reason": "a"}\n```\nFinal:\n```json\n'
+     '{"score": 4, "reason": "b"}\n```', "2 JSON objects"),
+    ('Draft: {"score": 2, "reason": "a"}\nFinal:\n```json\n{"score": 4, "reason": "b"}\n```',
+     "2 JSON objects"),
     ('{"score": "4", "reason": "ok"}', "must be a number"),
     ('{"score": true, "reason": "ok"}', "must be a number"),
     ('{"score": 7, "reason": "ok"}', "outside the scale"),

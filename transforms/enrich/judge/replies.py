@@ -14,26 +14,25 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.S)
-
-
 def extract_object(text: str) -> tuple[dict | None, str | None]:
     """(the JSON object in the reply, None) or (None, the problem)."""
     if not isinstance(text, str) or not text.strip():
         return None, "the reply is empty"
     stripped = text.strip()
-    candidates = [stripped] + [m.group(1) for m in _FENCE.finditer(text)]
-    for c in candidates:
-        try:
-            obj = json.loads(c)
-        except ValueError:
-            continue
+    try:
+        obj = json.loads(stripped)
+    except ValueError:
+        pass
+    else:
         if isinstance(obj, dict):
             return obj, None
         return None, f"the reply is a JSON {type(obj).__name__}, not an object"
+    # an object in a ```json fence or with prose around it: every outermost object
+    # of the reply counts, fenced or not, so a draft and a final answer (two fences,
+    # or one in prose and one fenced) are two objects, not the first one found
     found = []
     decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text):  # prose around one object
+    for m in re.finditer(r"\{", text):
         try:
             obj, end = decoder.raw_decode(text, m.start())
         except ValueError:
@@ -41,7 +40,7 @@ def extract_object(text: str) -> tuple[dict | None, str | None]:
         if isinstance(obj, dict):
             found.append((m.start(), end, obj))
     outer = [f for f in found if not any(o[0] < f[0] and f[1] <= o[1] for o in found)]
-    if len(outer) == 1:
+    if outer and all(o[2] == outer[0][2] for o in outer):  # one, or the same one repeated
         return outer[0][2], None
     if len(outer) > 1:
         return None, f"the reply holds {len(outer)} JSON objects, expected one"
