@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import JudgeConfig, SafetyConfig
 from schemas.records import EvalCase, Turn
 from tests.fake_server import FakeOpenAI
-from tests.judge_script import ScriptedJudge
+from tests.judge_script import ScriptedJudge, task_of
 from tests.pipeline_helpers import fake_runtime
 from transforms.enrich.embed import VEC_ANSWER, VEC_EXPECTED
 from transforms.enrich.judge.ask import Judge
@@ -147,6 +147,55 @@ def test_a_reply_still_bad_after_repair_is_an_error_with_the_raw_reply():
     assert feature.details["raw"] == ['{"score": 11, "reason": "x"}', "sorry, cannot comply"]
     faith = scores(turn, "faithfulness")["faithfulness"]
     assert faith.value is None and "no verdict for A1" in faith.error
+
+
+class _CutOff:
+    """The scripted judge, with the replies of some tasks cut off at the token
+    limit (finish_reason "length") by `cut`."""
+
+    def __init__(self, script, tasks, cut):
+        self.script, self.cut_tasks, self.cut = script, set(tasks), cut
+
+    def __call__(self, request):
+        out = dict(self.script(request))
+        last = request["messages"][-1]["content"]
+        task = "repair" if "could not be used" in last else task_of(request["messages"][1]["content"])
+        if task in self.cut_tasks:
+            out.update(content=self.cut(out["content"]), finish_reason="length")
+        return out
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_not_read_as_complete():
+    # a draft object, then the final one cut off: the draft (one claim of two) was
+    # read as the answer's claims, so faithfulness said 1.0 instead of 0.5
+    def draft_then_cut(content):
+        claims = json.loads(content)["statements"]
+        return ("Draft: " + json.dumps({"statements": claims[:1]}) + "\nFinal:\n"
+                + content[:-12])
+    answer = "Refunds are accepted within 30 days. Refunds arrive as store credit."
+    script = ScriptedJudge()
+    with FakeOpenAI() as server:
+        server.set_chat_handler(_CutOff(script, {"answer_statements"}, draft_then_cut))
+        (turn,), _ = judge_turns(server, [_turn(answer=answer)], metrics=["faithfulness"])
+    r = scores(turn, "faithfulness")["faithfulness"]
+    assert script.tasks["repair"] == 1 and r.value == 0.5 and r.details["claims"] == 2
+    repair_prompt = [p for p in script.prompts if "could not be used" in p][0]
+    assert "cut off at the token limit" in repair_prompt
+    # cut off again after the repair: null, and the reason says why
+    script = ScriptedJudge()
+    with FakeOpenAI() as server:
+        server.set_chat_handler(_CutOff(script, {"judge_relevance", "repair"},
+                                        lambda c: c[: len(c) // 2]))
+        (turn,), _ = judge_turns(server, [_turn()], metrics=["judge_relevance"])
+    r = scores(turn, "judge_relevance")["judge_relevance"]
+    assert r.value is None and "cut off at the token limit" in r.error
+    # a complete object that ends exactly at the limit is read as it is
+    script = ScriptedJudge()
+    with FakeOpenAI() as server:
+        server.set_chat_handler(_CutOff(script, {"judge_relevance"}, lambda c: c))
+        (turn,), _ = judge_turns(server, [_turn()], metrics=["judge_relevance"])
+    assert scores(turn, "judge_relevance")["judge_relevance"].value == 0.75
+    assert script.tasks["repair"] == 0
 
 
 def test_keep_trace_keeps_the_raw_reply_and_reasoning():

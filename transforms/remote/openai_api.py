@@ -33,7 +33,9 @@ def _path(client: EndpointClient, model: str, op: str) -> str:
 @dataclass(slots=True)
 class ChatReply:
     texts: list[str]                      # one per choice
-    message_extras: list[dict[str, Any]] = field(default_factory=list)  # e.g. reasoning_content
+    # per choice: the message's other fields (e.g. reasoning_content) and the
+    # choice's finish_reason ("length": cut off at the token limit)
+    message_extras: list[dict[str, Any]] = field(default_factory=list)
     record: CallRecord | None = None
     error: str | None = None
 
@@ -100,6 +102,8 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
         if not isinstance(message, dict):
             return texts, extras, f"unexpected chat response shape (choice {i} has no message)"
         extras.append({k: v for k, v in message.items() if k not in ("role", "content")})
+        if isinstance(choice.get("finish_reason"), str):
+            extras[-1]["finish_reason"] = choice["finish_reason"]
         content = message.get("content")
         refusal = message.get("refusal")
         if content is None and isinstance(refusal, str) and refusal:

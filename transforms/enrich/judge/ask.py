@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from transforms.enrich.judge.prompts import render
-from transforms.enrich.judge.replies import Shape
+from transforms.enrich.judge.replies import Shape, whole_object
 from transforms.remote.openai_api import chat
 
 REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "
           "of this form, with every field filled in: {example}")
 RAW_LIMIT = 2000  # characters of a raw reply kept in details
+CUT_OFF = "the reply was cut off at the token limit (finish_reason 'length')"
 
 
 @dataclass(slots=True)
@@ -36,6 +37,15 @@ def _trace(extras: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value[:RAW_LIMIT]
     return None
+
+
+def _read(shape: Shape, text: str, extras: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """shape.read, but a reply cut off at the token limit is read only when it is
+    one whole object: a draft before a cut final answer is not the answer."""
+    value, problem = shape.read(text)
+    if extras.get("finish_reason") == "length" and not whole_object(text):
+        return None, CUT_OFF + (f"; {problem}" if problem else "")
+    return value, problem
 
 
 class Judge:
@@ -81,7 +91,7 @@ class Judge:
 
     async def _read(self, asked, text: str, extras: Mapping[str, Any], shape: Shape,
                     purpose: str, temperature: float, salt: str) -> JudgeOutcome:
-        value, problem = shape.read(text)
+        value, problem = _read(shape, text, extras)
         details: dict[str, Any] = {"calls": 1}
         raws = [text]
         if problem is not None:
@@ -98,7 +108,7 @@ class Judge:
             text = again.texts[0] if again.texts else ""
             extras = again.message_extras[0] if again.message_extras else {}
             raws.append(text)
-            value, second = shape.read(text)
+            value, second = _read(shape, text, extras)
             if second is not None:
                 return JudgeOutcome(None, f"judge reply unusable after one repair: {second} "
                                           f"(first reply: {problem})",

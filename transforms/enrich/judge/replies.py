@@ -47,6 +47,19 @@ def extract_object(text: str) -> tuple[dict | None, str | None]:
     return None, "no JSON object found in the reply"
 
 
+def whole_object(text: str) -> bool:
+    """The reply is one complete JSON object and nothing else (a ```json fence
+    around it aside): what a reply cut off at the token limit must be to be read."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and len(body) > 6:
+        body = body[3:-3].strip()
+        body = body[4:] if body[:4].lower() == "json" else body
+    try:
+        return isinstance(json.loads(body), dict)
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class Shape:
     """What a reply must look like: `check(obj) -> (value, problem)`, and the
