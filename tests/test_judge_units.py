@@ -43,6 +43,9 @@ def test_valid_fenced_and_wrapped_replies_parse(text):
     ('{"reason": "ok"}', "missing field 'score'"),
     ('{"score": 3}', "'reason' must be a string"),
     ('{"score": NaN, "reason": "x"}', "must be a number"),
+    # a field given twice with two values: neither is guessed (json keeps the last)
+    ('{"score": 2, "reason": "a", "score": 4}', "field 'score' twice"),
+    ('```json\n{"score": 2, "reason": "a", "score": 4}\n```', "field 'score' twice"),
 ])
 def test_invalid_replies_are_problems_never_scores(text, problem):
     value, got = replies.rubric(1, 5).read(text)
@@ -62,6 +65,7 @@ def test_verdict_lists_need_every_id_once_with_0_or_1():
         ('{"verdicts": [{"id": "A1", "verdict": 1}, {"id": "A1", "verdict": 0}]}', "two verdicts"),
         ('{"verdict": []}', "missing field 'verdicts'"),
         ('{"verdicts": ["A1"]}', "'id' and 'verdict'"),
+        ('{"verdicts": [{"id": "A1", "verdict": 0, "verdict": 1}]}', "field 'verdict' twice"),
     ]:
         value, got = shape.read(text)
         assert value is None and why in got, text

@@ -14,13 +14,32 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+class _Repeated(ValueError):
+    """An object gives one field twice with two values (json would keep the last)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.problem = f"the reply gives field {name[:40]!r} twice"
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out and out[key] != value:
+            raise _Repeated(key)
+        out[key] = value
+    return out
+
+
 def extract_object(text: str) -> tuple[dict | None, str | None]:
     """(the JSON object in the reply, None) or (None, the problem)."""
     if not isinstance(text, str) or not text.strip():
         return None, "the reply is empty"
     stripped = text.strip()
     try:
-        obj = json.loads(stripped)
+        obj = json.loads(stripped, object_pairs_hook=_no_repeats)
+    except _Repeated as exc:
+        return None, exc.problem
     except ValueError:
         pass
     else:
@@ -31,10 +50,12 @@ def extract_object(text: str) -> tuple[dict | None, str | None]:
     # of the reply counts, fenced or not, so a draft and a final answer (two fences,
     # or one in prose and one fenced) are two objects, not the first one found
     found = []
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_no_repeats)
     for m in re.finditer(r"\{", text):
         try:
             obj, end = decoder.raw_decode(text, m.start())
+        except _Repeated as exc:
+            return None, exc.problem
         except ValueError:
             continue
         if isinstance(obj, dict):
