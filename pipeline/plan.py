@@ -17,8 +17,9 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -358,13 +359,32 @@ def dask_worker_threads(options: PipelineOptions) -> int:
         return max(1, os.cpu_count() or 1)  # the LocalCluster Beam's runner starts
     opts = options.get_all_options(retain_unknown_options=True)
     timeout = float(opts.get("dask_connection_timeout") or 30)
-    try:
-        with Client(timeout=timeout, **where) as client:
-            workers = client.scheduler_info(n_workers=-1)["workers"].values()
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler {next(iter(where.values()))}: "
+    said: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            with Client(timeout=timeout, **where) as client:
+                said["workers"] = list(client.scheduler_info(n_workers=-1)["workers"].values())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            said["error"] = exc
+
+    # distributed's timeout bounds the TCP connect, not its handshake: a port that
+    # accepts and never answers as a scheduler (the dashboard's, any HTTP server)
+    # hung the run forever. The thread is a daemon: if it is stuck, it is left.
+    asking = threading.Thread(target=ask, name="evalbeam-dask-probe", daemon=True)
+    asking.start()
+    asking.join(timeout + 5)
+    where_s = next(iter(where.values()))
+    if asking.is_alive():
+        raise UsageError(f"cannot reach the Dask scheduler {where_s}: no answer as a Dask "
+                         f"scheduler within {timeout:g} s (is it the dashboard's port?)")
+    exc = said.get("error")
+    if isinstance(exc, (OSError, TimeoutError, ValueError)):
+        raise UsageError(f"cannot reach the Dask scheduler {where_s}: "
                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
-    return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+    if exc is not None:
+        raise exc
+    return max(1, sum(int(w.get("nthreads", 1)) for w in said["workers"]))
 
 
 def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[str]

@@ -227,3 +227,27 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
                          *REMOTE, "--shared-filesystem", "--dask_connection_timeout=2")
     assert "cannot reach the Dask scheduler tcp://127.0.0.1:1" in err
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_port_that_never_answers_as_a_dask_scheduler_is_one_line(tmp_path, capsys):
+    """A listener that accepts and says nothing (the dashboard's port, any HTTP
+    server): distributed's timeout does not bound its handshake, so the run hung."""
+    import socket
+    import threading
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        said: list[str] = []
+        check = threading.Thread(target=lambda: said.append(_fails_cleanly(
+            capsys, "--input", cases, "--output", str(tmp_path / "out"), "--runner=dask",
+            f"--dask_client_address=tcp://127.0.0.1:{port}", "--shared-filesystem",
+            "--dask_connection_timeout=2")), daemon=True)
+        check.start()
+        check.join(60)
+        assert not check.is_alive(), "the run hung on a port that never answers"
+    assert said, "the check failed (see above)"
+    err = said[0]
+    assert f"cannot reach the Dask scheduler tcp://127.0.0.1:{port}: no answer" in err
+    assert not os.path.exists(tmp_path / "out")
