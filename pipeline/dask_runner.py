@@ -835,7 +835,16 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
 
     def wait_until_finish(self, duration=None) -> str:
         try:
-            return super().wait_until_finish(duration)
+            state = super().wait_until_finish(duration)
+            # Beam's loop ends quietly over cancelled futures: a client that lost its
+            # scheduler cancels them all, and the job said DONE with nothing computed
+            lost = [f for f in self.futures if f.status != "finished"]
+            if state == PipelineState.DONE and lost:
+                self._state = PipelineState.FAILED
+                raise RuntimeError(f"the Dask job did not complete: {len(lost)} of its "
+                                   f"{len(self.futures)} results {lost[0].status} (the "
+                                   "scheduler was lost, or the job cancelled)")
+            return state
         finally:
             if self._state in (PipelineState.DONE, PipelineState.FAILED):
                 self._finish()

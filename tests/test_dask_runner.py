@@ -473,3 +473,22 @@ def test_workers_started_with_the_trim_preload_run_the_pipeline(tmp_path):
         assert "evalbeam-malloc-trim" in names
         run(c, OURS, lambda p: p | beam.Create(list(range(5))) | beam.ParDo(Record(out)))
     assert sorted(lines(out)) == [str(i) for i in range(5)]
+
+
+def test_a_job_whose_results_were_cancelled_fails_instead_of_finishing():
+    """A client that loses its scheduler cancels every future, and Beam's
+    wait_until_finish went over cancelled futures quietly: the run said DONE with
+    nothing computed (found by killing the scheduler of a local cluster mid-run)."""
+    from apache_beam.runners.runner import PipelineState
+    from distributed import Client, LocalCluster
+
+    from pipeline.dask_runner import DaskRunnerResult, _MetricReports
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as local, Client(local) as client:
+        future = client.submit(time.sleep, 30, pure=False)
+        client.cancel([future])
+        result = DaskRunnerResult(client, [future], job="j", reports=_MetricReports("j"))
+        with pytest.raises(RuntimeError, match="the Dask job did not complete: 1 of its 1 "
+                                               "results cancelled"):
+            result.wait_until_finish()
+        assert result.state == PipelineState.FAILED
