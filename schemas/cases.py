@@ -113,11 +113,9 @@ def _not_text_message(column: str) -> str:
             "\\ud800-\\udfff without its pair), which is not text")
 
 
-# EvalCase fields -> the input column they come from (for naming it in errors)
-_CASE_TEXT_FIELDS = {"question": "question", "expected_answer": "expected_answer",
-                     "references": "expected_answer", "contexts": "contexts",
-                     "answer": "answer", "suite": "suite", "tags": "tags",
-                     "label": "label", "messages": "messages"}
+# The columns whose cell may hold JSON text that to_case parses into a list (a CSV
+# cell's contexts): the strings it gives were not in the row to_case walked first
+_PARSED_COLUMNS = ("contexts", "tags", "messages")
 
 
 class InputError(ValueError):
@@ -374,8 +372,10 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     except (TypeError, ValueError) as exc:
         kind = "wrong_type" if isinstance(exc, TypeError) else "invalid_value"
         return RowProblem(source, case_id or derive_case_id(row), kind, str(exc))
-    # JSON text inside a string cell (a CSV cell's contexts) is parsed above
-    broken = [col for name, col in _CASE_TEXT_FIELDS.items() if not_text(getattr(case, name))]
+    # JSON text inside a string cell (a CSV cell's contexts) is parsed above; every
+    # other value of the case was in the row, checked already
+    broken = [col for col in _PARSED_COLUMNS
+              if isinstance(row.get(col), str) and not_text(getattr(case, col))]
     if broken:
         return RowProblem(source, case.case_id, "invalid_encoding", _not_text_message(broken[0]))
     return case

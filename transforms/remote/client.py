@@ -287,15 +287,12 @@ class EndpointClient:
         """_reserve, but a refusal waits while this process's calls in flight may
         still settle for less than they reserved (transforms/remote/budget.py)."""
         while True:
-            in_flight = getattr(self.ledger, "in_flight", None)
-            before = in_flight.snapshot() if in_flight is not None else (0, 0)
+            open_now, settled = self.ledger.in_flight.snapshot() if self.ledger else (0, 0)
             reservation = self._reserve(purpose, estimated_tokens, completion_cap)
-            if (not isinstance(reservation, str) or before[0] == 0
+            if (not isinstance(reservation, str) or not open_now
                     or not settling_may_free(reservation)):
                 return reservation
-            await in_flight.settled_since(before[1])
-            if in_flight.snapshot()[0] == 0 and in_flight.snapshot()[1] == before[1]:
-                return reservation  # nothing settled and nothing open: no room will come
+            await self.ledger.in_flight.settled_since(settled)
 
     def refused(self, model: str, purpose: str, reason: str) -> CallResult:
         """A call that was not sent: a spend cap was reached."""
