@@ -84,7 +84,11 @@ def start() -> None:
         try:
             # Its stdin is our pipe: when this process ends, however it ends, the
             # child reads end-of-file and exits.
-            _child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+            # -u: what the child writes reaches us at once, whatever the environment
+            # says (without PYTHONUNBUFFERED a child that did not flush kept its answer
+            # in its buffer and the report waited on it for ever)
+            _child = subprocess.Popen([sys.executable, "-u", "-c", _CHILD],
+                                      stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       text=True, encoding="utf-8")
         except OSError:
