@@ -186,3 +186,24 @@ def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
     assert sum(u["budget_refused"] for u in usage) == 1 and sum(u["calls"] for u in usage) == 2
     with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
         assert "Spend cap `judge.max_calls` = 2: used 2, **reached**" in fh.read()
+
+
+@pytest.mark.parametrize("mode", ["calls", "n"])
+def test_safety_votes_past_the_call_cap_are_budget_reached_not_failures(tmp_path, mode):
+    """A safety vote the cap refused was not sent: its row's critics say
+    "budget reached" (not "no majority ... failed") and nothing goes to errors/."""
+    from tests.judge_script import ScriptedJudge
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+                  "requests_per_second: 500, max_concurrency: 4}\n"
+                  f"judge: {{endpoint: judge, model: j, max_calls: 2, safety: {{mode: {mode}}}}}\n"
+                  "metrics: [safety_harmful, bleu]\n")
+        code, out = run_sample(tmp_path, config, "cap")
+        assert code == 0 and server.stats()["total"] == 2
+    assert manifest(out, "cap")["reconciliation"]["ok"]
+    assert not [e for e in read_rows(out, "errors") if e["stage"] == "judge"]
+    harmful = [s for s in read_rows(out, "scores") if s["metric"] == "safety_harmful"]
+    capped = [s for s in harmful if s["value"] is None and not s["error"].startswith("bot failed")]
+    assert capped  # 2 requests cannot decide the 3 answered rows
+    assert {s["error"] for s in capped} == {"budget reached: judge.max_calls (2 per run)"}

@@ -15,6 +15,7 @@ from transforms.enrich.judge.keys import (ANSWER_STATEMENTS, CORRECTNESS, DEFAUL
                                           JUDGE_ERROR, JUDGE_SKIP, JUDGED, REFERENCE, SAFETY,
                                           USEFULNESS, answer_ids, context_ids, reference_ids,
                                           rubric_feature)
+from transforms.remote.budget import BUDGET_REACHED
 
 if TYPE_CHECKING:  # the outcomes' type only: a run of the offline rule metric
     # (context_entities_recall without a judge) never imports the judge's HTTP client
@@ -224,6 +225,9 @@ def safety(category: str):
             details["reasons"] = reasons
         if errors:
             details["errors"] = errors
+        capped = [e for e in errors if e.startswith(BUDGET_REACHED)]
+        if decided is None and capped:  # votes not sent for a spend cap: said as such
+            return MetricResult.null(capped[0], **details)
         if decided is None:
             return MetricResult.null(f"no majority of {len(votes)} votes "
                                      f"({flags.count(1)} flag, {flags.count(0)} clear, "

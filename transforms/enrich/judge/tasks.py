@@ -178,7 +178,8 @@ class TurnJudge:
 
     async def _safety(self, fq: str, fa: str, categories: list[str]) -> JudgeOutcome:
         """An outcome whose value maps category -> one (flag or None, reason or
-        error) per vote; a failed vote is kept as None, the majority decides."""
+        error) per vote; a failed vote is kept as None, the majority decides. A
+        vote a spend cap refused was not sent: it is no failure (no errors/ row)."""
         cfg = self.safety
         groups = [[c] for c in categories] if cfg.per_category else [categories]
         asks = []
@@ -206,4 +207,6 @@ class TurnJudge:
                         (o.value["flags"][c], o.value["reason"]) if o.ok else (None, o.error))
         return JudgeOutcome(votes, None, {"calls": sum(o.details.get("calls", 1)
                                                        for o in outcomes),
-                                          "failed_votes": [o.error for o in outcomes if not o.ok]})
+                                          "failed_votes": [o.error for o in outcomes
+                                                           if not o.ok
+                                                           and not o.details.get("budget")]})
