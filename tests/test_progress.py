@@ -23,9 +23,10 @@ from transforms.publish import lease as leases
 from transforms.publish.finalize import RunInfo
 
 
-def _call(endpoint="llm", attempts=1, ok=True, cache_hit=False, rate_limited=0):
+def _call(endpoint="llm", attempts=1, ok=True, cache_hit=False, rate_limited=0,
+          budget_refused=False):
     return SimpleNamespace(endpoint=endpoint, attempts=attempts, ok=ok, cache_hit=cache_hit,
-                           rate_limited=rate_limited)
+                           rate_limited=rate_limited, budget_refused=budget_refused)
 
 
 def test_a_tally_counts_written_rows_errors_and_requests():
@@ -40,6 +41,7 @@ def test_a_tally_counts_written_rows_errors_and_requests():
     t.call(_call(attempts=3, rate_limited=1))
     t.call(_call(ok=False))
     t.call(_call(cache_hit=True))  # no request went out
+    t.call(_call(ok=False, attempts=0, budget_refused=True))  # a spend cap: nothing sent
     snap = t.snapshot()
     assert (snap["turns"], snap["bot_errors"], snap["invalid_rows"], snap["judge_errors"]) == \
         (2, 1, 1, 1)

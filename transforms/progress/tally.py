@@ -46,8 +46,9 @@ class Tally:
             self.changes += 1
 
     def call(self, rec) -> None:
-        """A request that went to an endpoint (a CallRecord; cache hits are not requests)."""
-        if rec.cache_hit:
+        """A request that went to an endpoint (a CallRecord; cache hits and calls a
+        spend cap refused are not requests: usage/ counts neither in `calls`)."""
+        if rec.cache_hit or rec.budget_refused:
             return
         with self._lock:
             c = self.calls.setdefault(rec.endpoint, dict.fromkeys(CALL_FIELDS, 0))
