@@ -4,6 +4,7 @@ whole run (rows past the cap are null with "budget reached")."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -207,3 +208,27 @@ def test_safety_votes_past_the_call_cap_are_budget_reached_not_failures(tmp_path
     capped = [s for s in harmful if s["value"] is None and not s["error"].startswith("bot failed")]
     assert capped  # 2 requests cannot decide the 3 answered rows
     assert {s["error"] for s in capped} == {"budget reached: judge.max_calls (2 per run)"}
+
+
+def test_a_call_one_cap_refused_is_not_counted_against_the_other_caps(tmp_path):
+    """spend_caps says per cap what *it* refused: with max_calls reached, a
+    max_cost and a token ceiling far from their limits are not 'reached'."""
+    from tests.judge_script import ScriptedJudge
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+                  "requests_per_second: 500, max_concurrency: 4, max_tokens_per_run: 10000000,"
+                  " price_per_million: {input: 1.0, output: 2.0}}\n"
+                  "judge: {endpoint: judge, model: j, max_calls: 2, max_cost: 100.0}\n"
+                  "metrics: [judge_relevance, bleu]\n")
+        code, out = run_sample(tmp_path, config, "cap")
+        assert code == 0 and server.stats()["total"] == 2
+    caps = manifest(out, "cap")["spend_caps"]
+    assert caps["judge.max_calls"]["refused_calls"] == 1 and caps["judge.max_calls"]["reached"]
+    for name in ("judge.max_cost", "endpoints.judge.max_tokens_per_run"):
+        assert (caps[name]["refused_calls"], caps[name]["reached"]) == (0, False), name
+    usage = read_rows(out, "usage")
+    assert "refused_by" not in usage[0] and sum(u["budget_refused"] for u in usage) == 1
+    with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
+        report = fh.read()
+    assert re.search(r"Spend cap `judge\.max_cost` = 100: used [0-9.]+, not reached", report)

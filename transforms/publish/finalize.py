@@ -30,7 +30,7 @@ from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
-from transforms.remote.usage import usage_rows
+from transforms.remote.usage import refused_by_cap, usage_rows
 
 
 def new_attempt() -> str:
@@ -134,6 +134,8 @@ class Finalize(beam.DoFn):
         for (bot, suite, _), n in verdicts:
             if suite == ALL_SUITES:
                 rows_per_bot[bot] = rows_per_bot.get(bot, 0) + n
+        usage = list(usage)
+        refused = refused_by_cap(usage)
         usage = with_savings(usage_rows(info.run_id, usage, info.prices), dict(skipped),
                              rows_per_bot)
         staged = list(written) + [
@@ -160,7 +162,7 @@ class Finalize(beam.DoFn):
             "usage": spend_summary(usage),
         }
         if info.caps:
-            manifest["spend_caps"] = cap_report(info.caps, usage)
+            manifest["spend_caps"] = cap_report(info.caps, usage, refused)
         if "escalated_rows" in self._counted:
             manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)

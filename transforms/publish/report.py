@@ -86,9 +86,12 @@ def spend_summary(usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "by_bot": dict(sorted(by_bot.items()))}
 
 
-def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
+               refused_by: Mapping[str, int]) -> dict[str, Any]:
     """The manifest's `spend_caps`: per configured cap, what the run used, how
-    many calls it refused, and whether it was reached (a call refused)."""
+    many calls it refused (refused_by: the calls each cap refused; a call
+    another cap refused first is not this one's), and whether it was reached
+    (a call refused)."""
     usage = list(usage)
     out = {}
     for name, cap in sorted(caps.items()):
@@ -100,7 +103,7 @@ def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]]) ->
             endpoint = name.split(".")[1]
             rows = [r for r in usage if r["endpoint"] == endpoint]
             used = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
-        refused = sum(r.get("budget_refused") or 0 for r in rows)
+        refused = refused_by.get(name, 0)
         out[name] = {"cap": cap, "used": used, "refused_calls": refused, "reached": refused > 0}
     return out
 

@@ -117,6 +117,15 @@ def refusal_text(scope: str, cap: float) -> str:
     return f"{BUDGET_REACHED}: {cap_name(scope)} ({cap:g} per run)"
 
 
+def refusing_cap(reason: str | None) -> str | None:
+    """The config name of the cap a refusal_text names (None for other text):
+    a call refused by one cap is not a call refused by the run's other caps."""
+    prefix = f"{BUDGET_REACHED}: "
+    if not reason or not reason.startswith(prefix):
+        return None
+    return reason[len(prefix):].split(" (", 1)[0]
+
+
 def settling_may_free(refusal: str) -> bool:
     """Whether calls in flight may settle for less than they reserved in the
     refusing scope: cost and tokens may; a call is a call, failed or not."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import apache_beam as beam
 
-from transforms.remote.budget import cost_of
+from transforms.remote.budget import cost_of, refusing_cap
 
 if TYPE_CHECKING:  # the HTTP client (httpx, tenacity) stays out of runs without remote calls
     from transforms.remote.client import CallRecord
@@ -42,12 +42,16 @@ COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "compl
 
 
 def new_usage() -> dict:
-    return {**{k: 0 for k in COUNTED}, "latency": MetricStats()}
+    """A tally; `refused_by` (cap name -> calls it refused) says which cap refused
+    what, for the manifest's spend_caps (usage/ has budget_refused only)."""
+    return {**{k: 0 for k in COUNTED}, "latency": MetricStats(), "refused_by": {}}
 
 
 def add_call(acc: dict, rec: CallRecord) -> dict:
     if rec.budget_refused:  # not sent: a spend cap was reached
         acc["budget_refused"] += 1
+        cap = refusing_cap(rec.error) or "?"
+        acc["refused_by"][cap] = acc["refused_by"].get(cap, 0) + 1
         return acc
     if rec.cache_hit:
         acc["cache_hits"] += 1
@@ -76,6 +80,8 @@ def merge_usage(into: dict, other: dict) -> dict:
     for k in COUNTED:
         into[k] += other[k]
     into["latency"].merge(other["latency"])
+    for cap, n in other["refused_by"].items():
+        into["refused_by"][cap] = into["refused_by"].get(cap, 0) + n
     return into
 
 
@@ -132,7 +138,16 @@ class MergeUsageFn(beam.CombineFn):
     def extract_output(self, acc: dict) -> dict:
         latency = acc["latency"]
         return {**{k: acc[k] for k in COUNTED}, "latency_p50_ms": latency.percentile(50),
-                "latency_p95_ms": latency.percentile(95)}
+                "latency_p95_ms": latency.percentile(95), "refused_by": dict(acc["refused_by"])}
+
+
+def refused_by_cap(rolled: Iterable[tuple[UsageKey, dict]]) -> dict[str, int]:
+    """Calls each spend cap refused, over the run's rolled-up usage."""
+    out: dict[str, int] = {}
+    for _, figures in rolled:
+        for cap, n in figures.get("refused_by", {}).items():
+            out[cap] = out.get(cap, 0) + n
+    return out
 
 
 def split_count(n: int, k: int) -> list[int]:
@@ -157,6 +172,7 @@ def usage_rows(run_id: str, rolled: Iterable[tuple[UsageKey, dict]],
     its share; cost from each endpoint's price_per_million."""
     rows = []
     for (endpoint, model, purpose, bot, metrics), figures in rolled:
+        figures = {k: v for k, v in figures.items() if k != "refused_by"}  # not a column
         for metric, share in split_figures(figures, metrics):
             rows.append({"run_id": run_id, "endpoint": endpoint, "model": model,
                          "purpose": purpose, **share,
