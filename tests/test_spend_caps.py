@@ -187,6 +187,8 @@ def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
     assert sum(u["budget_refused"] for u in usage) == 1 and sum(u["calls"] for u in usage) == 2
     with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
         assert "Spend cap `judge.max_calls` = 2: used 2, **reached**" in fh.read()
+    with open(f"{out}/runs/cap/report.html", encoding="utf-8") as fh:  # the page people open
+        assert "<p>Spend cap judge.max_calls = 2: used 2, reached: 1 calls not sent" in fh.read()
 
 
 @pytest.mark.parametrize("mode", ["calls", "n"])

@@ -108,13 +108,18 @@ def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
     return out
 
 
-def _cap_lines(caps: Mapping[str, Any]) -> list[str]:
+def cap_lines(caps: Mapping[str, Any], markdown: bool = True) -> list[str]:
+    """One sentence per spend cap, for report.md (markdown) and report.html
+    (plain text, escaped there): a capped run's null metrics say why on both."""
+    code = (lambda s: f"`{s}`") if markdown else str
+    strong = (lambda s: f"**{s}**") if markdown else str
     lines = []
     for name, c in caps.items():
         used = f"{c['used']:.4f}" if isinstance(c["used"], float) else str(c["used"])
-        state = (f"**reached**: {c['refused_calls']} calls not sent; their rows' metrics are "
-                 "null with `budget reached`" if c["reached"] else "not reached")
-        lines.append(f"Spend cap `{name}` = {c['cap']:g}: used {used}, {state}.")
+        state = (f"{strong('reached')}: {c['refused_calls']} calls not sent; their rows' "
+                 f"metrics are null with {code('budget reached')}" if c["reached"]
+                 else "not reached")
+        lines.append(f"Spend cap {code(name)} = {c['cap']:g}: used {used}, {state}.")
     return lines
 
 
@@ -264,7 +269,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
                      "`judge`).")
     lines += [f"Note: {md_cell(n, 2000)}" for n in manifest.get("notes", [])]
-    lines += _cap_lines(manifest.get("spend_caps") or {})
+    lines += cap_lines(manifest.get("spend_caps") or {})
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:

@@ -13,7 +13,7 @@ from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change
-from transforms.publish.report import metric_values, with_interval
+from transforms.publish.report import cap_lines, metric_values, with_interval
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
 
@@ -169,6 +169,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
             f"{'pass' if manifest['reconciliation']['ok'] else 'fail'}\">"
             f"{'yes' if manifest['reconciliation']['ok'] else 'NO'}</span></p>"),
         *[tag("p", f"Note: {n}", "muted") for n in manifest.get("notes", [])],
+        *[tag("p", line) for line in cap_lines(manifest.get("spend_caps") or {}, False)],
         tag("h2", "Verdicts"), _verdicts(overall),
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
