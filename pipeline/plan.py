@@ -447,8 +447,10 @@ def limit_lines(cfg, workers: int) -> tuple[str, ...]:
         if ep.requests_per_second == default_rps:
             rps += f" (the default; set endpoints.{name}.requests_per_second to change it)"
         tokens = (f"{ep.tokens_per_minute:,.0f} tokens/min" if ep.tokens_per_minute
-                  else "no token limit")
+                  else "no tokens/min limit")
         line = f"endpoint {name}: at most {rps}, {ep.max_concurrency} at a time, {tokens}"
+        if ep.max_tokens_per_run is not None:  # a ceiling set is not "no token limit"
+            line += f", at most {ep.max_tokens_per_run:,} tokens per run (max_tokens_per_run)"
         share = ep.worker_share if ep.worker_share is not None else 1.0 / workers
         if workers > 1 or share != 1.0:
             line += (f"; each of {workers} worker processes keeps to {share:.3g} of that "

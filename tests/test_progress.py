@@ -156,11 +156,15 @@ def test_one_line_per_endpoint_states_its_limits():
     cfg = parse_config({"endpoints": {
         "llm": {"base_url": "http://127.0.0.1:1/v1"},
         "judge": {"base_url": "http://127.0.0.1:2/v1", "requests_per_second": 50,
-                  "tokens_per_minute": 200000, "max_concurrency": 16}}}, ".")
+                  "tokens_per_minute": 200000, "max_concurrency": 16},
+        "nli": {"base_url": "http://127.0.0.1:3", "max_tokens_per_run": 1500}}}, ".")
     assert limit_lines(cfg, 1) == (
         "endpoint judge: at most 50 requests/s, 16 at a time, 200,000 tokens/min",
         "endpoint llm: at most 10 requests/s (the default; set "
-        "endpoints.llm.requests_per_second to change it), 8 at a time, no token limit")
+        "endpoints.llm.requests_per_second to change it), 8 at a time, no tokens/min limit",
+        "endpoint nli: at most 10 requests/s (the default; set "
+        "endpoints.nli.requests_per_second to change it), 8 at a time, no tokens/min limit, "
+        "at most 1,500 tokens per run (max_tokens_per_run)")
     shared = limit_lines(share_limits(cfg, 4), 4)
     assert shared[0].endswith("; each of 4 worker processes keeps to 0.25 of that "
                               "(12.5 requests/s)")

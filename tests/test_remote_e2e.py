@@ -91,7 +91,7 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     assert len(errors) == len(failed)
     assert KEY not in all_output_text(out)
     err = capfd.readouterr().err.splitlines()
-    assert "evalbeam: endpoint llm: at most 500 requests/s, 32 at a time, no token limit" in err
+    assert "evalbeam: endpoint llm: at most 500 requests/s, 32 at a time, no tokens/min limit" in err
     progress = [line for line in err if re.match(r"evalbeam: [0-9,]+/1,000 cases", line)]
     assert progress and "calls: llm " in progress[-1] and "retries" in progress[-1]
     done = [int(re.match(r"evalbeam: ([0-9,]+)/", line).group(1).replace(",", ""))
@@ -201,7 +201,7 @@ def test_remote_bot_in_multi_processing_mode(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the launching process counts nothing itself: its progress lines sum the
     # objects the two worker processes write
-    assert ("evalbeam: endpoint llm: at most 100 requests/s, 32 at a time, no token limit; "
+    assert ("evalbeam: endpoint llm: at most 100 requests/s, 32 at a time, no tokens/min limit; "
             "each of 2 worker processes keeps to 0.5 of that (50 requests/s)") in proc.stderr
     progress = re.findall(r"^evalbeam: ([0-9,]+)/300 cases .*calls: llm ([0-9,]+)",
                           proc.stderr, re.M)
