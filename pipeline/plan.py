@@ -96,7 +96,7 @@ class Plan:
 def check_remote_bot(bot, endpoints) -> None:
     """Files exist, the template has its placeholder, secrets are in the environment."""
     from transforms.remote.client import MissingSecret, endpoint_secrets
-    from transforms.answer.remote_bots import QUESTION, read_text
+    from transforms.answer.remote_bots import KNOWLEDGE, QUESTION, read_text
     for label, path in (("knowledge", bot.knowledge), ("prompt_template", bot.prompt_template)):
         if path:
             try:
@@ -104,9 +104,11 @@ def check_remote_bot(bot, endpoints) -> None:
             except Exception as exc:
                 raise ConfigError(f"bot {bot.name!r}: cannot read {label} {path}: "
                                   f"{getattr(exc, 'strerror', None) or exc}") from None
-            if label == "prompt_template" and QUESTION not in text:
-                raise ConfigError(f"bot {bot.name!r}: prompt_template {path} has no "
-                                  f"{QUESTION} placeholder")
+            # without {knowledge} the required knowledge file would silently not be sent
+            for placeholder in (QUESTION, KNOWLEDGE) if label == "prompt_template" else ():
+                if placeholder not in text:
+                    raise ConfigError(f"bot {bot.name!r}: prompt_template {path} has no "
+                                      f"{placeholder} placeholder")
     try:
         endpoint_secrets(bot.endpoint, endpoints[bot.endpoint])
     except MissingSecret as exc:

@@ -251,3 +251,19 @@ def test_a_port_that_never_answers_as_a_dask_scheduler_is_one_line(tmp_path, cap
     err = said[0]
     assert f"cannot reach the Dask scheduler tcp://127.0.0.1:{port}: no answer" in err
     assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("template, missing", [
+    ("Answer briefly.\n{question}\n", "{knowledge}"),   # the knowledge would be dropped
+    ("Knowledge:\n{knowledge}\n", "{question}"),
+])
+def test_a_full_context_template_needs_both_placeholders(tmp_path, capsys, template, missing):
+    (tmp_path / "k.md").write_text("Refunds are accepted within 30 days.")
+    (tmp_path / "t.txt").write_text(template)
+    path = tmp_path / "c.yaml"
+    path.write_text(_EP + "bots:\n  - {name: gpt, type: full_context, endpoint: llm, model: m, "
+                    "knowledge: k.md, prompt_template: t.txt}\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    err = _fails_cleanly(capsys, "--input", cases, "--output", out, "--config", str(path))
+    assert f"has no {missing} placeholder" in err and not os.path.exists(out)

@@ -19,6 +19,7 @@ from transforms.remote.runtime import AsyncRuntime
 from transforms.text.templates import fill_placeholders
 
 QUESTION = "{question}"
+KNOWLEDGE = "{knowledge}"
 
 
 def read_text(path: str) -> str:
