@@ -103,6 +103,19 @@ def test_malformed_and_truncated_bodies_are_retried():
     assert reply.texts == ["fine"] and reply.record.attempts == 4
 
 
+def test_a_json_null_body_is_an_error_not_an_empty_success():
+    """A 200 whose body is `null` was a successful call with no data: the bot's
+    row had no answer, no error and no errors/ row (found with a proxy-like
+    server answering `null`). It is a body that cannot be the answer: retried
+    like a malformed one, then the row's error."""
+    reply, seen = _run(lambda r, n: httpx.Response(200, content=b"null"), _chat, max_attempts=2)
+    assert len(seen) == 2 and not reply.record.ok and reply.texts == []
+    assert reply.error == "HTTP 200 with a JSON null body"
+    (vectors, rec), _ = _run(lambda r, n: httpx.Response(200, content=b"null"),
+                             lambda c: embeddings(c, "e", ["a"]), max_attempts=1)
+    assert vectors is None and not rec.ok and rec.error == "HTTP 200 with a JSON null body"
+
+
 def test_retry_after_is_honoured():
     def handler(request, n):
         return httpx.Response(429, headers={"Retry-After": "0.3"}) if n == 1 else _ok()

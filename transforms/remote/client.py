@@ -403,6 +403,9 @@ class EndpointClient:
             raise RemoteCallError(f"HTTP {response.status_code} with a body that is not JSON "
                                   f"({len(body)} bytes)", status=response.status_code,
                                   retryable=True) from None
+        if data is None:  # no API answers `null`; and data None means a failed call
+            raise RemoteCallError(f"HTTP {response.status_code} with a JSON null body",
+                                  status=response.status_code, retryable=True)
         self.limiter.on_success()
         state["latency"] = elapsed
         return data
