@@ -294,9 +294,11 @@ class ClassifierConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """The on-disk cache of judge and embedding calls (never of bots under test)."""
+    """The on-disk cache of judge, classifier and embedding calls (never of bots under
+    test)."""
     enabled: bool = True
-    """Cache judge and embedding calls: a re-run over unchanged inputs sends no request."""
+    """Cache judge, classifier and embedding calls: a re-run over unchanged inputs sends
+    no request."""
     path: str | None = None
     """Tier 1, a SQLite file on the worker's own disk (never on a network filesystem).
     Default (unset): `<output>/_cache/calls.sqlite`, or a file in each worker's temp
@@ -361,7 +363,7 @@ class Config:
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
     """The grounding classifier endpoint of the `grounding_classifier` metric."""
     cache: CacheConfig = field(default_factory=CacheConfig)
-    """The call cache of judge and embedding calls."""
+    """The call cache of judge, classifier and embedding calls."""
     metrics: tuple[str, ...] | None = None
     """Metric names or groups to compute; your own metrics and rubrics by name; an unknown
     name, or an empty list, is an error. Default (unset): every metric the inputs allow,
