@@ -163,16 +163,26 @@ def test_cap_config_errors(judge, words):
         parse_config({"endpoints": {"llm": {"base_url": "http://x", "max_tokens_per_run": 0}}})
 
 
-def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
+def _run_capped(tmp_path, config: str) -> tuple[str, int]:
+    """A whole run of the sample rows (run id "cap") against a fresh fake server
+    with the scripted judge; `{url}` in the config is its /v1 address:
+    (output folder, requests the server received)."""
     from tests.judge_script import ScriptedJudge
     with FakeOpenAI() as server:
         server.set_chat_handler(ScriptedJudge())
-        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
-                  "requests_per_second: 500, max_concurrency: 4}\n"
-                  "judge: {endpoint: judge, model: j, max_calls: 2}\n"
-                  "metrics: [judge_relevance, bleu]\n")
-        code, out = run_sample(tmp_path, config, "cap")
-        assert code == 0 and server.stats()["total"] == 2
+        code, out = run_sample(tmp_path, config.replace("{url}", server.openai_base_url), "cap")
+        assert code == 0
+        return out, server.stats()["total"]
+
+
+JUDGE_EP = "endpoints:\n  judge: {base_url: '{url}', requests_per_second: 500, max_concurrency: 4"
+
+
+def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
+    out, requests = _run_capped(tmp_path, JUDGE_EP + "}\n"
+                                "judge: {endpoint: judge, model: j, max_calls: 2}\n"
+                                "metrics: [judge_relevance, bleu]\n")
+    assert requests == 2
     m = manifest(out, "cap")
     assert m["reconciliation"]["ok"]
     assert m["spend_caps"] == {"judge.max_calls": {"cap": 2.0, "used": 2, "refused_calls": 1,
@@ -195,15 +205,10 @@ def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
 def test_safety_votes_past_the_call_cap_are_budget_reached_not_failures(tmp_path, mode):
     """A safety vote the cap refused was not sent: its row's critics say
     "budget reached" (not "no majority ... failed") and nothing goes to errors/."""
-    from tests.judge_script import ScriptedJudge
-    with FakeOpenAI() as server:
-        server.set_chat_handler(ScriptedJudge())
-        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
-                  "requests_per_second: 500, max_concurrency: 4}\n"
-                  f"judge: {{endpoint: judge, model: j, max_calls: 2, safety: {{mode: {mode}}}}}\n"
-                  "metrics: [safety_harmful, bleu]\n")
-        code, out = run_sample(tmp_path, config, "cap")
-        assert code == 0 and server.stats()["total"] == 2
+    out, requests = _run_capped(tmp_path, JUDGE_EP + "}\n"
+                                f"judge: {{endpoint: judge, model: j, max_calls: 2, "
+                                f"safety: {{mode: {mode}}}}}\nmetrics: [safety_harmful, bleu]\n")
+    assert requests == 2
     assert manifest(out, "cap")["reconciliation"]["ok"]
     assert not [e for e in read_rows(out, "errors") if e["stage"] == "judge"]
     harmful = [s for s in read_rows(out, "scores") if s["metric"] == "safety_harmful"]
@@ -215,16 +220,11 @@ def test_safety_votes_past_the_call_cap_are_budget_reached_not_failures(tmp_path
 def test_a_call_one_cap_refused_is_not_counted_against_the_other_caps(tmp_path):
     """spend_caps says per cap what *it* refused: with max_calls reached, a
     max_cost and a token ceiling far from their limits are not 'reached'."""
-    from tests.judge_script import ScriptedJudge
-    with FakeOpenAI() as server:
-        server.set_chat_handler(ScriptedJudge())
-        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
-                  "requests_per_second: 500, max_concurrency: 4, max_tokens_per_run: 10000000,"
-                  " price_per_million: {input: 1.0, output: 2.0}}\n"
-                  "judge: {endpoint: judge, model: j, max_calls: 2, max_cost: 100.0}\n"
-                  "metrics: [judge_relevance, bleu]\n")
-        code, out = run_sample(tmp_path, config, "cap")
-        assert code == 0 and server.stats()["total"] == 2
+    out, requests = _run_capped(tmp_path, JUDGE_EP + ", max_tokens_per_run: 10000000, "
+                                "price_per_million: {input: 1.0, output: 2.0}}\n"
+                                "judge: {endpoint: judge, model: j, max_calls: 2, "
+                                "max_cost: 100.0}\nmetrics: [judge_relevance, bleu]\n")
+    assert requests == 2
     caps = manifest(out, "cap")["spend_caps"]
     assert caps["judge.max_calls"]["refused_calls"] == 1 and caps["judge.max_calls"]["reached"]
     for name in ("judge.max_cost", "endpoints.judge.max_tokens_per_run"):
@@ -234,3 +234,18 @@ def test_a_call_one_cap_refused_is_not_counted_against_the_other_caps(tmp_path):
     with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
         report = fh.read()
     assert re.search(r"Spend cap `judge\.max_cost` = 100: used [0-9.]+, not reached", report)
+
+
+def test_embedding_requests_past_a_token_ceiling_say_budget_reached(tmp_path):
+    """Rows whose embeddings a token ceiling refused say the cap, as the judge's
+    and the classifier's do, not 'embedding failed: EmbeddingError: ...'."""
+    out, requests = _run_capped(tmp_path, "endpoints:\n  emb: {base_url: '{url}', "
+                                "requests_per_second: 500, max_tokens_per_run: 1}\n"
+                                "embeddings: {provider: endpoint, endpoint: emb, model: e}\n"
+                                "metrics: [answer_similarity, bleu]\n")
+    assert requests == 0
+    sim = [s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"
+           and not (s["error"] or "").startswith(("bot failed", "no expected_answer"))]
+    assert sim and {s["error"] for s in sim} == {
+        "budget reached: endpoints.emb.max_tokens_per_run (1 per run)"}
+    assert not [e for e in read_rows(out, "errors") if e["stage"] != "bot"]  # not a failure

@@ -17,9 +17,19 @@ from transforms.enrich.features import (  # noqa: F401 (the names are also read 
     EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES)
 from transforms.text.sentences import MAX_SENTENCES, answer_sentences
+from transforms.remote.budget import BUDGET_REACHED
 from transforms.remote.cache import CacheSpec
 from transforms.remote.calling import CallingDoFn
 
+
+
+def embedding_error(exc: Exception) -> str:
+    """The batch's rows' reason: a spend cap's refusal as it is ("budget reached:
+    …", what the judge's and the classifier's rows say), anything else a failure."""
+    text = str(exc)
+    if text.startswith(BUDGET_REACHED):
+        return text[:500]
+    return f"embedding failed: {type(exc).__name__}: {text}"[:500]
 
 
 def make_embedder(cfg, runtime=None, log=None, metrics: Sequence[str] = ()):
@@ -112,7 +122,7 @@ class EmbedTurns(CallingDoFn):
             if vec_texts:
                 vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
         except Exception as exc:  # recorded on every turn of the batch, never fatal
-            error = f"embedding failed: {type(exc).__name__}: {exc}"[:500]
+            error = embedding_error(exc)
         for t in turns:
             yield t.evolve(features={**t.features,
                                      **self._features(t, vectors, tokens, sentences, error)})

@@ -27,7 +27,8 @@ from transforms.text.tokens import tokenize
 
 
 class EmbeddingError(RuntimeError):
-    """The endpoint could not embed a batch after its retries."""
+    """The endpoint could not embed a batch after its retries, or a spend cap
+    refused a request (then the text is the cap's: "budget reached: …")."""
 
 
 class EndpointEmbedder:
@@ -76,11 +77,12 @@ class EndpointEmbedder:
         for chunk, got, record in sent:
             self.runtime.record(record, self.log)
             if got is None:
-                failed = failed or record.error
+                failed = failed or record
             else:
                 by_text.update(zip(chunk, got))
-        if failed:
-            raise EmbeddingError(f"embeddings failed: {failed}")
+        if failed:  # a cap's refusal is no failure: its rows say the cap, as the judge's do
+            raise EmbeddingError(failed.error if failed.budget_refused
+                                 else f"embeddings failed: {failed.error}")
         if by_text:
             self.dim = len(next(iter(by_text.values())))
         out = np.zeros((len(texts), self.dim or 1), dtype=np.float32)
