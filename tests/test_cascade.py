@@ -120,6 +120,11 @@ def test_the_cascade_judges_only_the_undecided_rows(tmp_path):
         report = fh.read()
     assert "## Cascade (judge.escalate: undecided)" in report
     assert "4 of 10 rows (40.0% of the answered ones) were undecided offline" in report
+    with open(f"{out}/runs/cas/report.html", encoding="utf-8") as fh:
+        page = fh.read()
+    assert "<h2>Cascade (judge.escalate: undecided)</h2>" in page
+    assert "4 of 10 rows (40.0% of the answered ones) were undecided offline" in page
+    assert "(results/ decided_by)" in page and "<h2>Remote calls and cost</h2>" in page
 
 
 def test_escalation_needs_rules_that_decide_with_the_escalated_metrics(tmp_path, capsys):

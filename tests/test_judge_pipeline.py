@@ -99,6 +99,11 @@ def test_judge_run_then_rerun_from_the_cache(tmp_path, monkeypatch, capsys):
         report = fh.read()
     assert "## Remote calls and cost" in report and "| faithfulness * |" in report
     assert "| recorded | 0, – | " + str(first_calls) in report
+    with open(f"{out}/runs/r1/report.html", encoding="utf-8") as fh:  # the page people open
+        page = fh.read()
+    assert "<h2>Remote calls and cost</h2>" in page
+    assert "<td>faithfulness *</td>" in page and "split among them" in page
+    assert f'<td>recorded</td><td class="num">0, –</td><td class="num">{first_calls}, ' in page
 
     summary = {(r["metric"], r["suite"]): r for r in read_rows(out, "summary")
                if r["run_id"] == "r1" and r["bot"] == "recorded"}

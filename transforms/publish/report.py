@@ -127,36 +127,51 @@ def _cost(x: float | None) -> str:
     return "–" if x is None else f"{x:.4f}"
 
 
-def _spend_lines(spend: Mapping[str, Any]) -> list[str]:
-    """The report's section on remote calls and what they cost."""
+SPEND_TITLE = "Remote calls and cost"
+SPEND_BY_METRIC = ("metric", "requests", "cache hits", "tokens in / out", "cost")
+SPEND_BY_BOT = ("bot", "answering: requests, cost", "evaluating: requests, cost", "total cost")
+SPLIT_NOTE = ("* some of its calls served several metrics and are split among them "
+              "(usage/ split_among).")
+
+
+def spend_tables(spend: Mapping[str, Any]
+                 ) -> tuple[str, list[list[str]], list[list[str]]] | None:
+    """The manifest's spend summary as the reports show it: one sentence, the
+    rows per metric (a shared one marked *) and per bot; None without calls."""
     total = spend.get("total") or {}
     if not (total.get("calls") or total.get("cache_hits")):
-        return []
-    lines = ["", "## Remote calls and cost", "",
-             f"{total.get('calls', 0)} requests, {total.get('cache_hits', 0)} answered from the "
-             f"call cache; tokens {total.get('prompt_tokens', 0)} in, "
+        return None
+    intro = (f"{total.get('calls', 0)} requests, {total.get('cache_hits', 0)} answered from "
+             f"the call cache; tokens {total.get('prompt_tokens', 0)} in, "
              f"{total.get('completion_tokens', 0)} out; cost {_cost(total.get('cost'))} "
-             "(from `price_per_million`; – where no price is set)."]
-    if spend.get("by_metric"):
-        lines += ["", "| metric | requests | cache hits | tokens in / out | cost |",
-                  "|---|---:|---:|---:|---:|"]
-        for metric, m in spend["by_metric"].items():
-            lines.append(f"| {md_cell(metric, 80)}{' *' if m['shared'] else ''} | "
-                         f"{m.get('calls', 0)} | "
-                         f"{m.get('cache_hits', 0)} | {m.get('prompt_tokens', 0)} / "
-                         f"{m.get('completion_tokens', 0)} | {_cost(m.get('cost'))} |")
-        if any(m["shared"] for m in spend["by_metric"].values()):
-            lines += ["", "\\* some of its calls served several metrics and are split among "
-                      "them (usage/ `split_among`)."]
-    lines += ["", "| bot | answering: requests, cost | evaluating: requests, cost | total cost |",
-              "|---|---:|---:|---:|"]
+             "(from price_per_million; – where no price is set).")
+    by_metric = [[f"{metric}{' *' if m['shared'] else ''}", str(m.get("calls", 0)),
+                  str(m.get("cache_hits", 0)),
+                  f"{m.get('prompt_tokens', 0)} / {m.get('completion_tokens', 0)}",
+                  _cost(m.get("cost"))] for metric, m in (spend.get("by_metric") or {}).items()]
+    by_bot = []
     for bot, parts in spend.get("by_bot", {}).items():
         a, e = parts.get("answering", {}), parts.get("evaluating", {})
         costs = [p.get("cost") for p in (a, e) if p.get("cost") is not None]
-        lines.append(f"| {md_cell(bot, 64)} | {a.get('calls', 0)}, {_cost(a.get('cost'))} | "
-                     f"{e.get('calls', 0)}, {_cost(e.get('cost'))} | "
-                     f"{_cost(sum(costs) if costs else None)} |")
-    return lines
+        by_bot.append([bot, f"{a.get('calls', 0)}, {_cost(a.get('cost'))}",
+                       f"{e.get('calls', 0)}, {_cost(e.get('cost'))}",
+                       _cost(sum(costs) if costs else None)])
+    return intro, by_metric, by_bot
+
+
+def _spend_lines(spend: Mapping[str, Any]) -> list[str]:
+    """report.md's section on remote calls and what they cost."""
+    tables = spend_tables(spend)
+    if tables is None:
+        return []
+    intro, by_metric, by_bot = tables
+    lines = ["", f"## {SPEND_TITLE}", "",
+             intro.replace("price_per_million", "`price_per_million`")]
+    if by_metric:
+        lines += ["", *md_table(SPEND_BY_METRIC, by_metric, right=4)[:-1]]
+        if any(row[0].endswith(" *") for row in by_metric):
+            lines += ["", "\\" + SPLIT_NOTE.replace("split_among", "`split_among`")]
+    return lines + ["", *md_table(SPEND_BY_BOT, by_bot, right=3)[:-1]]
 
 
 def _num(x: float | None, digits: int = 3) -> str:

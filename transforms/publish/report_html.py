@@ -13,7 +13,9 @@ from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change
-from transforms.publish.report import cap_lines, metric_values, with_interval
+from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
+                                      cap_lines, metric_values, spend_tables, with_interval)
+from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
 
@@ -152,6 +154,25 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
     return parts
 
 
+def _cascade_and_spend(manifest: Mapping[str, Any]) -> list[Any]:
+    """What the cascade saved and what the remote calls cost, per metric and per
+    bot: the same figures and sentences as report.md's sections."""
+    parts: list[Any] = []
+    if manifest.get("cascade"):
+        parts += [tag("h2", CASCADE_TITLE),
+                  *[tag("p", s) for s in cascade_sentences(manifest["cascade"], str)]]
+    tables = spend_tables(manifest.get("usage") or {})
+    if tables is None:
+        return parts
+    intro, by_metric, by_bot = tables
+    parts += [tag("h2", SPEND_TITLE), tag("p", intro)]
+    if by_metric:
+        parts.append(table(SPEND_BY_METRIC, by_metric, numeric=(1, 2, 3, 4)))
+        if any(row[0].endswith(" *") for row in by_metric):
+            parts.append(tag("p", SPLIT_NOTE, "muted small"))
+    return parts + [table(SPEND_BY_BOT, by_bot, numeric=(1, 2, 3))]
+
+
 def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
                        worst: Mapping[str, list[Mapping[str, Any]]],
                        history: Iterable[Mapping[str, Any]],
@@ -197,6 +218,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
     else:
         parts.append(tag("p", "Only this run so far: the trends appear once the folder holds "
                               "runs of other dates.", "muted"))
+    parts += _cascade_and_spend(manifest)
     parts += [tag("h2", "Worst cases"), _worst(worst),
               tag("p", "Tables: " + ", ".join(f"{t}/ ({n} rows)"
                                               for t, n in manifest["tables"].items()),

@@ -58,17 +58,25 @@ def cascade_report(counts: Mapping[str, int], usage: Iterable[Mapping[str, Any]]
             "saved_calls": per_row * (answered - escalated) if per_row is not None else None}
 
 
-def cascade_lines(c: Mapping[str, Any]) -> list[str]:
-    """report.md's Cascade section."""
+CASCADE_TITLE = "Cascade (judge.escalate: undecided)"
+
+
+def cascade_sentences(c: Mapping[str, Any], code=lambda s: f"`{s}`") -> list[str]:
+    """The Cascade section's text, for report.md (`code` marks a column name) and
+    report.html (plain text: code=str)."""
     def num(x, digits=1):
         return "–" if x is None else f"{x:,.{digits}f}"
     share = "–" if c["escalated_share"] is None else f"{c['escalated_share']:.1%}"
-    return ["", "## Cascade (judge.escalate: undecided)", "",
-            f"{c['escalated_rows']} of {c['rows']} rows ({share} of the answered ones) were "
+    return [f"{c['escalated_rows']} of {c['rows']} rows ({share} of the answered ones) were "
             f"undecided offline (WARN) and escalated to the judge and the classifier; "
             f"{c['decided_offline_rows']} were decided offline and kept their verdict "
-            "(results/ `decided_by`).",
+            f"(results/ {code('decided_by')}).",
             f"Judge and classifier calls: {c['calls']} ({c['requests']} requests, the rest "
             f"from the call cache), {num(c['calls_per_1000_rows'])} per 1,000 rows; judging "
             f"every row: ≈ {num(c['every_row_calls_per_1000_rows'])} per 1,000 rows (at the "
             f"escalated rows' rate); saved ≈ {num(c['saved_calls'], 0)} calls."]
+
+
+def cascade_lines(c: Mapping[str, Any]) -> list[str]:
+    """report.md's Cascade section."""
+    return ["", f"## {CASCADE_TITLE}", "", *cascade_sentences(c)]
