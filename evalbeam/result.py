@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC
+from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC, TableSpec
 from transforms.publish.completed import CompletedRun, read_completed_run
 
 HEADLINE = ("hallucination", "completeness", "answer_relevance", "rougeL", "faithfulness",
@@ -28,6 +28,14 @@ def _pandas():
         raise ImportError("to_pandas() needs pandas: pip install pandas (everything else of "
                           "evalbeam's API works without it)") from None
     return pandas
+
+
+def _empty(spec: TableSpec) -> pa.Table:
+    """A table of a run that evaluated nothing (every input row invalid, or
+    none): no rows, with the columns a reader filters on, as its files would
+    have had (partition columns as text)."""
+    extra = [pa.field(p, pa.string()) for p in spec.partitions if p not in spec.schema.names]
+    return pa.schema([*spec.schema, *extra]).empty_table()
 
 
 class Result:
@@ -94,7 +102,9 @@ class Result:
         if name not in TABLES:
             raise ValueError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
         if name not in self._tables:
-            self._tables[name] = self._run.read(TABLES[name])
+            spec = TABLES[name]
+            nothing = self.counts.get("valid_cases") == 0 and not self._run.files(name)
+            self._tables[name] = _empty(spec) if nothing else self._run.read(spec)
         return self._tables[name]
 
     def results(self) -> pa.Table:

@@ -305,3 +305,21 @@ def test_to_pandas_does_not_give_one_case_ids_scores_to_its_duplicate(tmp_path):
     assert len(frame) == 2 and frame["exact_match"].isna().all()
     values = sorted(str(r["value"]) for r in result.scores().to_pylist())
     assert values == ["1.0", "None"]
+
+
+def test_a_run_that_evaluated_nothing_reads_as_empty_tables(tmp_path):
+    """Every row invalid (an answer column of numbers) or an empty frame:
+    evaluate() returned, the summary and errors/ read, but to_pandas(),
+    results() and scores() raised RunUnreadable ('it evaluated nothing'),
+    so a notebook cell filtering the frame failed instead of finding no rows."""
+    import pandas as pd
+    numbers = pd.DataFrame([{"question": "q1", "answer": 42}, {"question": "q2", "answer": 7}])
+    for i, cases in enumerate([numbers, pd.DataFrame(columns=["question", "answer"])]):
+        result = evalbeam.evaluate(cases, output=tmp_path / f"out{i}", metrics=["exact_match"],
+                                   progress=False)
+        assert result.counts["valid_cases"] == 0
+        frame = result.to_pandas()
+        assert len(frame) == 0 and {"case_id", "bot", "verdict", "run_date"} <= set(frame.columns)
+        assert result.results().num_rows == 0 and result.scores().num_rows == 0
+        assert {"metric", "value", "bot"} <= set(result.scores().column_names)
+        assert result.errors().num_rows == len(cases)
