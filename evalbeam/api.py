@@ -227,12 +227,20 @@ def _as_jsonl(cases: Any, why: Exception) -> tuple[str, str, str]:
     try:
         with open(path, "w", encoding="utf-8") as fh:
             for row in rows:
-                fh.write(json.dumps({str(k): v for k, v in row.items()}) + "\n")
+                fh.write(json.dumps({str(k): v for k, v in row.items()}, default=_plain) + "\n")
     except (TypeError, ValueError) as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cases cannot be read as a table ({why}) nor as JSON ({exc})"
                          ) from None
     return path, f"{label} ({len(rows)} rows, in memory)", staging
+
+
+def _plain(value: Any) -> Any:
+    """A numpy array or scalar as the list or number json can write: pandas
+    reads Parquet list columns as arrays, so a frame's contexts are ndarrays."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _is_missing(value: Any) -> bool:

@@ -323,3 +323,21 @@ def test_a_run_that_evaluated_nothing_reads_as_empty_tables(tmp_path):
         assert result.results().num_rows == 0 and result.scores().num_rows == 0
         assert {"metric", "value", "bot"} <= set(result.scores().column_names)
         assert result.errors().num_rows == len(cases)
+
+
+def test_a_frame_read_from_parquet_with_a_mistyped_cell_is_not_refused_whole(tmp_path):
+    """pandas reads Parquet list columns as numpy arrays; a question that is a
+    number in one row sends the frame to JSON Lines, where json could not
+    write an ndarray, so evaluate() refused every row ('Object of type ndarray
+    is not JSON serializable') instead of making that one row an errors/ row."""
+    import numpy as np
+    import pandas as pd
+    frame = pd.DataFrame({"case_id": ["ok", "int"], "question": ["q?", 5], "answer": ["a", "b"],
+                          "contexts": [np.array(["passage one", "passage two"]),
+                                       np.array(["passage three"])]})
+    result = evalbeam.evaluate(frame, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    assert result.counts["input_rows"] == 2 and result.counts["valid_cases"] == 1
+    errors = {(e["case_id"], e["error_type"]) for e in result.errors().to_pylist()}
+    assert ("int", "wrong_type") in errors
+    assert result.results().to_pylist()[0]["contexts"] == ["passage one", "passage two"]
