@@ -355,8 +355,9 @@ def _print_outcome(info: RunInfo) -> int:
           f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
           f"({c['errors_rows']} rows in errors/)")
     summary = done.files("summary")
+    shown = line_metrics(manifest.get("metrics", []))
     for bot in manifest["bots"]:
-        print(f"  {bot}: " + (_bot_line(summary, bot) or "no rows"))
+        print(f"  {bot}: " + (_bot_line(summary, bot, shown) or "no rows"))
     for note in outcome_notes(c):
         print(f"evalbeam: note: {note}", file=sys.stderr)
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
@@ -367,7 +368,17 @@ def _print_outcome(info: RunInfo) -> int:
     return 0
 
 
-def _bot_line(summary_files: Sequence[str], bot: str) -> str:
+LINE_METRICS = ("hallucination", "lexical_relevance", "completeness", "rougeL", "bleu")
+
+
+def line_metrics(run_metrics: Sequence[str]) -> list[str]:
+    """The means a bot's line shows: the usual five the run has; a run with none
+    of them (only judge metrics, say) shows its first five, not verdicts alone."""
+    usual = [m for m in LINE_METRICS if m in run_metrics]
+    return usual or list(run_metrics[:len(LINE_METRICS)])
+
+
+def _bot_line(summary_files: Sequence[str], bot: str, metrics: Sequence[str]) -> str:
     import pyarrow.parquet as pq
     from schemas.tables import ALL_SUITES, VERDICT_METRIC
     rows = []
@@ -378,7 +389,7 @@ def _bot_line(summary_files: Sequence[str], bot: str) -> str:
     v = by.get(VERDICT_METRIC)
     parts = [] if v is None else [f"PASS {v['pass_count']}  WARN {v['warn_count']}  "
                                   f"FAIL {v['fail_count']}  ERROR {v['error_count']}"]
-    for m in ("hallucination", "lexical_relevance", "completeness", "rougeL", "bleu"):
+    for m in metrics:
         if m in by and by[m]["mean"] is not None:
             parts.append(f"{m} {by[m]['mean']:.3f}")
     return " | ".join(parts)

@@ -104,3 +104,15 @@ def test_metrics_computed_together_come_together_as_the_reference_says(named, wr
     from transforms.score.scoring import select_scorers
     chosen = select_scorers((named,), {})
     assert {m for scorer, _ in chosen for m in scorer.metrics} == written
+
+
+def test_the_bot_line_shows_the_chosen_metrics_when_it_has_none_of_its_usual_five(tmp_path,
+                                                                                   capsys):
+    """A run of metrics outside the line's usual five (hallucination,
+    lexical_relevance, completeness, rougeL, bleu), as the DeepEval and
+    promptfoo guides configure, printed verdict counts and no mean at all."""
+    config = "embeddings: {provider: hashing}\nmetrics: [exact_match, keyword_recall]\n"
+    code, _ = run_sample(tmp_path, config, "chosen")
+    assert code == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("  recorded: "))
+    assert "| exact_match 0." in line and "| keyword_recall 0." in line, line
