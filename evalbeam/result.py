@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC, TableSpec
-from transforms.publish.completed import CompletedRun, read_completed_run
+from transforms.publish.completed import CompletedRun, RunUnreadable, read_completed_run
 
 HEADLINE = ("hallucination", "completeness", "answer_relevance", "rougeL", "faithfulness",
             "answer_correctness")
@@ -104,8 +104,25 @@ class Result:
         if name not in self._tables:
             spec = TABLES[name]
             nothing = self.counts.get("valid_cases") == 0 and not self._run.files(name)
-            self._tables[name] = _empty(spec) if nothing else self._run.read(spec)
+            self._tables[name] = _empty(spec) if nothing else self._read(spec)
         return self._tables[name]
+
+    def _read(self, spec: TableSpec) -> pa.Table:
+        """The table's files; when they are gone because the run id was run
+        again since (a notebook cell re-run), an error that says so."""
+        try:
+            return self._run.read(spec)
+        except RunUnreadable:
+            try:
+                now = read_completed_run(self.output, self.run_id).attempt
+            except RunUnreadable:
+                now = self._run.attempt
+            if now == self._run.attempt:
+                raise
+            raise RunUnreadable(
+                f"run {self.run_id!r} was run again after this Result was read (attempt "
+                f"{self._run.attempt} replaced by {now}): read it again with "
+                f"evalbeam.read_run({self.output!r}, {self.run_id!r})") from None
 
     def results(self) -> pa.Table:
         """One row per case × bot: question, answer, verdict, reason, ..."""

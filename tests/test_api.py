@@ -341,3 +341,24 @@ def test_a_frame_read_from_parquet_with_a_mistyped_cell_is_not_refused_whole(tmp
     errors = {(e["case_id"], e["error_type"]) for e in result.errors().to_pylist()}
     assert ("int", "wrong_type") in errors
     assert result.results().to_pylist()[0]["contexts"] == ["passage one", "passage two"]
+
+
+def test_a_result_whose_run_id_was_run_again_says_so(tmp_path):
+    """A notebook re-runs a cell with the same output and run id while it
+    still holds the first Result: the re-run replaced that attempt's files,
+    and the first Result's to_pandas() said only 'cannot read its results/
+    files: <a path that is gone>'. It now says the run was run again and how
+    to read the new attempt."""
+    rows = SAMPLE_ROWS[:2]
+    first = evalbeam.evaluate(rows, output=tmp_path / "out", run_id="dev",
+                              metrics=["exact_match"], progress=False)
+    second = evalbeam.evaluate(rows[:1], output=tmp_path / "out", run_id="dev",
+                               metrics=["exact_match"], progress=False)
+    assert len(second.to_pandas()) == 1
+    with pytest.raises(ValueError) as caught:
+        first.to_pandas()
+    said = str(caught.value)
+    assert said.startswith("run 'dev' was run again after this Result was read (attempt "
+                           f"{first.manifest['attempt']} replaced by "
+                           f"{second.manifest['attempt']})"), said
+    assert f"evalbeam.read_run({str(tmp_path / 'out')!r}, 'dev')" in said
