@@ -196,10 +196,15 @@ class Result:
         present = set(self.metrics)
         return [m for m in HEADLINE if m in present][:4]
 
+    def _sizes(self) -> str:
+        """'N cases × M bots, K invalid rows': the text and the notebook view
+        say the same (a run whose rows were all invalid is not just '0 cases')."""
+        c, bots = self.counts, len(self.bots)
+        return (f"{c.get('valid_cases', '?')} cases × {bots} bot{'s' * (bots != 1)}, "
+                f"{c.get('invalid_rows', 0)} invalid rows")
+
     def __repr__(self) -> str:
-        c = self.counts
-        lines = [f"<evalbeam run {self.run_id} ({self.run_date}): {c.get('valid_cases', '?')} "
-                 f"cases × {len(self.bots)} bot{'s' * (len(self.bots) != 1)}, {c.get('invalid_rows', 0)} invalid rows; "
+        lines = [f"<evalbeam run {self.run_id} ({self.run_date}): {self._sizes()}; "
                  f"report {self.report_path}>"]
         try:
             for bot, v, mine in self._bot_rows():
@@ -218,7 +223,7 @@ class Result:
         head = self._headline()
         cells = ["bot", "PASS", "WARN", "FAIL", "ERROR", "pass rate", *head]
         out = [f"<p><b>evalbeam run {esc(self.run_id)}</b> ({esc(self.run_date)}): "
-               f"{self.counts.get('valid_cases', '?')} cases × {len(self.bots)} bots. "
+               f"{esc(self._sizes())}. "
                f"Report: <code>{esc(self.report_path)}</code></p>",
                "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in cells) + "</tr>"]
         for bot, v, mine in self._bot_rows():

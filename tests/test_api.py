@@ -362,3 +362,14 @@ def test_a_result_whose_run_id_was_run_again_says_so(tmp_path):
                            f"{first.manifest['attempt']} replaced by "
                            f"{second.manifest['attempt']})"), said
     assert f"evalbeam.read_run({str(tmp_path / 'out')!r}, 'dev')" in said
+
+
+def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
+    """A notebook shows _repr_html_: it said '0 cases × 1 bots.' for a frame
+    whose two rows were both invalid, where the text repr says '0 cases ×
+    1 bot, 2 invalid rows'."""
+    rows = [{"question": "q1", "answer": 42}, {"question": "q2", "answer": 7}]
+    result = evalbeam.evaluate(rows, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    said = "0 cases × 1 bot, 2 invalid rows"
+    assert f"{said};" in repr(result) and f"{said}." in result._repr_html_()
