@@ -122,6 +122,24 @@ def test_name_clash_and_unknown_need(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["verdict", "pass_rate"])
+def test_a_metric_named_as_the_verdict_rows_is_one_line_before_the_run(tmp_path, capsys, name):
+    """summary/ keeps the verdict counts under metric 'verdict', compare and
+    the trends call the pass rate 'pass_rate': a custom metric named 'verdict'
+    ran, then the run failed at Publish/Finalize with KeyError 'pass_count'
+    (a traceback, the attempt failed); 'pass_rate' was taken silently."""
+    cases, _ = _write_run(tmp_path, 2)
+    (tmp_path / "c.yaml").write_text(
+        f'custom_metrics: [{{name: {name}, function: "my_metrics:overlap"}}]\n', "utf-8")
+    out = tmp_path / "o"
+    assert run_cli("--input", cases, "--output", str(out), "--config",
+                   str(tmp_path / "c.yaml")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"evalbeam: error: metric {name!r} is a name evalbeam keeps for the verdict "
+                   "counts and the pass rate (verdict, pass_rate); choose another name"), err
+    assert not out.exists()
+
+
 def test_options_the_function_does_not_take_are_one_line_before_the_run(tmp_path, capsys):
     """An option the function does not accept made every row null with a TypeError."""
     cases, _ = _write_run(tmp_path, 2)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import apache_beam as beam
 
 from schemas.records import MetricResult, Turn
+from schemas.tables import PASS_RATE, VERDICT_METRIC
 from transforms.text.tokens import shared_texts
 from transforms.score.metrics import hallucination as hall
 from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
@@ -61,6 +62,8 @@ def _latency(turn: Turn, opts, idf) -> MetricResult:
         return MetricResult.null("no latency measured (recorded answer)")
     return MetricResult(float(turn.latency_ms))
 
+
+RESERVED = (VERDICT_METRIC, PASS_RATE)  # not names of metrics: see select_scorers
 
 SCORERS: tuple[Scorer, ...] = (  # deterministic
     Scorer("exact_match", ("exact_match",), ("answer", "expected_answer"),
@@ -244,6 +247,10 @@ def select_scorers(metrics: tuple[str, ...] | None,
     if clash:
         raise ValueError(f"metric {clash[0]!r} is defined twice (a built-in metric, a custom "
                          "metric or a rubric); choose another name")
+    kept = sorted(set(names) & set(RESERVED))
+    if kept:  # summary/'s verdict rows, compare's and the trends' pass rate
+        raise ValueError(f"metric {kept[0]!r} is a name evalbeam keeps for the verdict counts "
+                         f"and the pass rate ({', '.join(RESERVED)}); choose another name")
     known = {m for s in scorers for m in s.metrics} | {s.name for s in scorers} | set(GROUPS)
     if metrics is None:
         wanted = {s.name for s in scorers if (judge_configured or not s.judge)
