@@ -157,7 +157,8 @@ class Result:
     def to_pandas(self, table: str = "results"):
         """A pandas DataFrame. 'results' (default): one row per case × bot
         with one column per metric (its value; null where it could not be
-        computed), as Ragas' result.to_pandas(). Any other table as it is."""
+        computed), as Ragas' result.to_pandas(); a metric named like a column
+        of results/ (latency_ms) is `<name>_metric`. Any other table as it is."""
         _pandas()  # a clear error when it is not installed
         if table != "results":
             return (self.summary(None) if table == "summary" else self.table(table)).to_pandas()
@@ -168,6 +169,9 @@ class Result:
                                       values="value", aggfunc="first", dropna=False)
             wide = wide.reindex(columns=[m for m in self.metrics if m in wide.columns])
             wide.columns.name = None
+            # a metric named like a column of results/ (latency_ms, a custom "label")
+            wide = wide.rename(columns={m: f"{m}_metric" for m in wide.columns
+                                        if m in frame.columns})
             twice = frame.duplicated(["case_id", "bot"], keep=False).to_numpy()
             frame = frame.merge(wide.reset_index(), on=["case_id", "bot"], how="left")
             if twice.any():  # scores carry no more than the case id: whose is whose is unknown

@@ -373,3 +373,21 @@ def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
                                progress=False)
     said = "0 cases × 1 bot, 2 invalid rows"
     assert f"{said};" in repr(result) and f"{said}." in result._repr_html_()
+
+
+def test_to_pandas_keeps_the_results_columns_and_suffixes_a_metric_of_the_same_name(tmp_path):
+    """latency_ms is a metric and a results/ column, so every default run's
+    to_pandas() had latency_ms_x and latency_ms_y and no latency_ms; a custom
+    metric named like a column (label) did the same, and one named bot raised
+    'cannot insert bot, already exists'."""
+    label = evalbeam.metric(needs=["answer"], name="label")(lambda sample: 0.25)
+    bot = evalbeam.metric(needs=["answer"], name="bot")(lambda sample: 0.5)
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out",
+                               metrics=["latency_ms", "exact_match", label, bot], progress=False)
+    frame = result.to_pandas()
+    columns = list(frame.columns)
+    assert not [c for c in columns if c.endswith(("_x", "_y"))], columns
+    assert {"latency_ms", "label", "bot", "exact_match", "latency_ms_metric", "label_metric",
+            "bot_metric"} <= set(columns), columns
+    assert list(frame["bot"]) == ["recorded", "recorded"]
+    assert list(frame["label_metric"]) == [0.25, 0.25] and list(frame["bot_metric"]) == [0.5, 0.5]
