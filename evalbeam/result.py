@@ -197,8 +197,10 @@ class Result:
         return out
 
     def _headline(self) -> list[str]:
+        """The means the views show: the headline metrics the run has; a run
+        with none of them shows its first ones, not verdict counts alone."""
         present = set(self.metrics)
-        return [m for m in HEADLINE if m in present][:4]
+        return [m for m in HEADLINE if m in present][:4] or list(self.metrics[:4])
 
     def _sizes(self) -> str:
         """'N cases × M bots, K invalid rows': the text and the notebook view

@@ -391,3 +391,14 @@ def test_to_pandas_keeps_the_results_columns_and_suffixes_a_metric_of_the_same_n
             "bot_metric"} <= set(columns), columns
     assert list(frame["bot"]) == ["recorded", "recorded"]
     assert list(frame["label_metric"]) == [0.25, 0.25] and list(frame["bot_metric"]) == [0.5, 0.5]
+
+
+def test_the_notebook_view_shows_the_chosen_metrics_when_it_has_none_of_its_headline(tmp_path):
+    """A run of metrics outside the view's headline (hallucination,
+    completeness, answer_relevance, rougeL, faithfulness, answer_correctness),
+    e.g. exact_match and keyword_recall, showed verdict counts and no mean."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out",
+                               metrics=["exact_match", "keyword_recall"], progress=False)
+    line = repr(result).splitlines()[1]
+    assert "| exact_match " in line and "| keyword_recall " in line, line
+    assert "<th>exact_match</th>" in result._repr_html_()
