@@ -251,6 +251,17 @@ def _is_missing(value: Any) -> bool:
         return False
 
 
+def _check_unique_columns(frame: Any, kind: str) -> None:
+    """A frame with two columns of one name (a join, a concat): which is the
+    answer is unknowable, and neither Arrow nor JSON can hold both."""
+    names = [str(c) for c in frame.columns]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        from schemas.cases import InputError
+        raise InputError(f"{kind} ({len(frame)} rows, in memory): the column name {twice!r} "
+                         f"occurs {names.count(twice)} times; every column needs its own name")
+
+
 def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     """An in-memory table of cases as a pyarrow Table, and what it was."""
     kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
@@ -259,6 +270,7 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     if isinstance(cases, pa.RecordBatch):
         return pa.Table.from_batches([cases]), "pyarrow.RecordBatch"
     if kind == "pandas.DataFrame":
+        _check_unique_columns(cases, kind)
         return pa.Table.from_pandas(cases, preserve_index=False), kind
     if kind == "datasets.Dataset":  # its rows as they are (indices of select/filter applied)
         return cases.with_format("arrow")[:], kind

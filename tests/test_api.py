@@ -402,3 +402,16 @@ def test_the_notebook_view_shows_the_chosen_metrics_when_it_has_none_of_its_head
     line = repr(result).splitlines()[1]
     assert "| exact_match " in line and "| keyword_recall " in line, line
     assert "<th>exact_match</th>" in result._repr_html_()
+
+
+def test_a_frame_with_a_repeated_column_name_is_one_input_error(tmp_path):
+    """Two columns named answer (a join or a concat in the notebook): pyarrow's
+    bare ValueError ('Duplicate column names found: [...]') escaped instead of
+    the InputError the guide promises, naming the frame and the column."""
+    import pandas as pd
+    frame = pd.DataFrame([["q1", "a", "b"]], columns=["question", "answer", "answer"])
+    with pytest.raises(InputError) as caught:
+        evalbeam.evaluate(frame, output=tmp_path / "out", progress=False)
+    assert str(caught.value) == ("pandas.DataFrame (1 rows, in memory): the column name "
+                                 "'answer' occurs 2 times; every column needs its own name")
+    assert not (tmp_path / "out").exists()
