@@ -220,7 +220,7 @@ def _as_jsonl(cases: Any, why: Exception) -> tuple[str, str, str]:
         rows, label = cases, "list of dicts"
     else:  # a pandas DataFrame (_as_arrow raised for nothing else)
         rows = [{k: None if _is_missing(v) else v for k, v in r.items()}
-                for r in cases.to_dict("records")]
+                for r in with_named_index(cases).to_dict("records")]
         label = "pandas.DataFrame"
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.jsonl")
@@ -251,15 +251,20 @@ def _is_missing(value: Any) -> bool:
         return False
 
 
-def _check_unique_columns(frame: Any, kind: str) -> None:
-    """A frame with two columns of one name (a join, a concat): which is the
+def with_named_index(frame: Any) -> Any:
+    """The frame with its named index levels as columns (df.set_index('case_id')
+    keeps its ids); an unnamed index (0..n, or what a filter left) is not data.
+    Two columns of one name (a join, a concat) are an InputError: which is the
     answer is unknowable, and neither Arrow nor JSON can hold both."""
-    names = [str(c) for c in frame.columns]
+    named = [n for n in frame.index.names if n is not None]
+    names = [str(c) for c in [*named, *frame.columns]]
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
         from schemas.cases import InputError
-        raise InputError(f"{kind} ({len(frame)} rows, in memory): the column name {twice!r} "
-                         f"occurs {names.count(twice)} times; every column needs its own name")
+        raise InputError(f"pandas.DataFrame ({len(frame)} rows, in memory): the column name "
+                         f"{twice!r} occurs {names.count(twice)} times; every column needs its "
+                         "own name")
+    return frame.reset_index(level=named) if named else frame
 
 
 def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
@@ -270,8 +275,8 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     if isinstance(cases, pa.RecordBatch):
         return pa.Table.from_batches([cases]), "pyarrow.RecordBatch"
     if kind == "pandas.DataFrame":
-        _check_unique_columns(cases, kind)
-        return pa.Table.from_pandas(cases, preserve_index=False), kind
+        frame = with_named_index(cases)
+        return pa.Table.from_pandas(frame, preserve_index=False), kind
     if kind == "datasets.Dataset":  # its rows as they are (indices of select/filter applied)
         return cases.with_format("arrow")[:], kind
     if isinstance(cases, list) and all(isinstance(r, Mapping) for r in cases):

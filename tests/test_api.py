@@ -415,3 +415,25 @@ def test_a_frame_with_a_repeated_column_name_is_one_input_error(tmp_path):
     assert str(caught.value) == ("pandas.DataFrame (1 rows, in memory): the column name "
                                  "'answer' occurs 2 times; every column needs its own name")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_frame_indexed_by_case_id_keeps_its_ids(tmp_path):
+    """df.set_index('case_id') is a notebook habit: the index was dropped
+    when the frame was staged, so every row silently got a derived h-... id
+    instead of its own (and an index named question read as a missing
+    column). Named index levels are columns; an unnamed index is not."""
+    import pandas as pd
+    frame = pd.DataFrame(SAMPLE_ROWS[:2]).set_index("case_id")
+    result = evalbeam.evaluate(frame, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    assert sorted(r["case_id"] for r in result.results().to_pylist()) == ["c1", "c2"]
+    mixed = pd.DataFrame([{"case_id": "x1", "question": "q?", "answer": 5},
+                          {"case_id": "x2", "question": "q?", "answer": "a"}])
+    result = evalbeam.evaluate(mixed.set_index("case_id"), output=tmp_path / "mixed",
+                               metrics=["exact_match"], progress=False)  # JSON Lines path
+    assert [r["case_id"] for r in result.results().to_pylist()] == ["x2"]
+    assert [r["case_id"] for r in result.errors().to_pylist()] == ["x1"]
+    plain = pd.DataFrame(SAMPLE_ROWS[:2]).drop(columns="case_id").iloc[[1, 0]]
+    result = evalbeam.evaluate(plain, output=tmp_path / "plain", metrics=["exact_match"],
+                               progress=False)
+    assert all(r["case_id"].startswith("h-") for r in result.results().to_pylist())
