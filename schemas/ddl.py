@@ -39,13 +39,21 @@ def _columns(spec: TableSpec, engine: str, indent: str = "  ") -> str:
     return ",\n".join(f"{indent}{f.name} {column_type(f.type, engine)}" for f in spec.schema)
 
 
+def duckdb_hive_types(spec: TableSpec) -> str:
+    """The partition columns' types for DuckDB, which otherwise guesses them
+    from the folder names: bot=2024 would read as a number, bot=007 as 7."""
+    return ", ".join(f"'{p}': {PARTITION_TYPES[p].replace('string', 'varchar').upper()}"
+                     for p in spec.partitions)
+
+
 def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals") -> str:
     """One table's statement(s) for engine; location is the run's --output."""
     where = f"{location.rstrip('/')}/{spec.name}"
     name = f"{dataset}.{spec.name}"
     if engine == "duckdb":
         return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet(\n"
-                f"  '{where}/**/*.parquet', hive_partitioning = true, union_by_name = true);")
+                f"  '{where}/**/*.parquet', hive_partitioning = true, union_by_name = true,\n"
+                f"  hive_types = {{{duckdb_hive_types(spec)}}});")
     if engine == "bigquery":
         parts = ", ".join(f"{p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
         return (f"CREATE OR REPLACE EXTERNAL TABLE `{name}` (\n{_columns(spec, engine)}\n)\n"

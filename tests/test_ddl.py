@@ -55,6 +55,24 @@ def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
                        ).fetchall() == [(3, None, datetime.date(2000, 1, 1))]
 
 
+def test_duckdb_views_keep_bot_names_of_digits_as_text(tmp_path):
+    """DuckDB guesses a Hive partition's type from the folder names: with every
+    bot named by digits, bot= would read as BIGINT (the other tables' `bot`
+    column is text, and a bot named 007 would read as 7)."""
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\nbots: [{name: '1', type: "
+                           "precomputed}, {name: '2024', type: precomputed}]\n", "d")
+    assert code == 0
+    con = duckdb.connect()
+    for name in ("results", "scores", "summary"):
+        con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))
+    for name in ("results", "scores"):
+        got = con.execute(f"SELECT DISTINCT typeof(bot), bot, typeof(run_date) FROM {name} "
+                          "ORDER BY bot").fetchall()
+        assert got == [("VARCHAR", "1", "DATE"), ("VARCHAR", "2024", "DATE")], name
+    assert con.execute("SELECT count(*) FROM results JOIN summary USING (run_id, bot) "
+                       "WHERE summary.metric = 'verdict'").fetchone()[0] > 0
+
+
 @pytest.mark.parametrize("engine,location", [("bigquery", "gs://bucket/evals"),
                                              ("athena", "s3://bucket/evals"),
                                              ("spark", "s3a://bucket/evals")])
