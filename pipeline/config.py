@@ -797,11 +797,17 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
     return tuple(out)
 
 
+def is_bot_name(name: Any) -> bool:
+    """1-64 letters (of any script), digits, '-' or '_': a bot name is a Hive
+    folder (bot=<name>) and a part of comparison file names (no '.', no '/')."""
+    return (isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH
+            and name.replace("_", "").replace("-", "").isalnum())
+
+
 def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],
                   base_dir: str) -> BotConfig:
     where = f"bots[{i}]"
-    if (not isinstance(bot.name, str) or not 0 < len(bot.name) <= MAX_NAME_LENGTH
-            or not bot.name.replace("_", "").replace("-", "").isalnum()):
+    if not is_bot_name(bot.name):
         raise ConfigError(f"{where}.name must be 1-{MAX_NAME_LENGTH} letters, digits, '-' or "
                           f"'_', got {str(bot.name)[:80]!r}")
     if not isinstance(bot.type, str) or bot.type not in BOT_TYPES:

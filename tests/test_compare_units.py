@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pipeline.config import GateRule
+from pipeline.cli import run
 from pipeline.postrun.compare import Side, compare
 from pipeline.postrun.gate import GateError, check_gate
 from tests.compare_tables import write_run
@@ -59,6 +60,21 @@ def test_a_numeric_bot_name_stays_text(tmp_path):
     assert sorted(c["bots"]) == ["007", "2024"] and c["paired"] == {"007": 12, "2024": 12}
     c = compare(out, Side("c", "007"), Side("c", "2024"))  # bot against bot
     assert c["paired"] == {"2024": 12} and c["stem"] == "c.007.vs.2024"
+
+
+def test_bot_against_bot_takes_every_name_a_config_allows(tmp_path, capsys):
+    """A config names bots in any script's letters (bots[].name); the
+    command line's RUN:BOT refused those it would not take as a run id."""
+    out, ids = str(tmp_path), [f"c{i}" for i in range(12)]
+    suites, verdicts = np.array(["s"] * 12), np.array(["PASS"] * 12)
+    for bot, shift in (("ассистент", 0.0), ("助手_2", 0.1)):
+        write_run(out, "r", "2026-01-01", bot, ids, suites, _values(12, shift), verdicts)
+    assert run(["compare", "--output", out, "--baseline", "r:ассистент",
+                "--candidate", "r:助手_2"]) == 0
+    assert "compare r:助手_2 (candidate) vs r:ассистент (baseline): 12 paired" in \
+        capsys.readouterr().out
+    assert run(["compare", "--output", out, "--baseline", "r:a.b", "--candidate", "r:c"]) == 2
+    assert "must be RUN_ID or RUN_ID:BOT" in capsys.readouterr().err
 
 
 def _row(metric="faithfulness", delta=-0.05, p=0.001, hib=True, bot="a", suite="*"):

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pipeline.config import load_config
+from pipeline.config import is_bot_name, load_config
 from pipeline.postrun.gate import check_gate
 from pipeline.postrun.read import check_output, read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
@@ -60,7 +60,7 @@ class Side:
 
 def parse_side(spec: str, flag: str) -> Side:
     run_id, _, bot = spec.partition(":")
-    if not RUN_ID_PATTERN.match(run_id) or (bot and not RUN_ID_PATTERN.match(bot)):
+    if not RUN_ID_PATTERN.match(run_id) or (bot and not is_bot_name(bot)):
         raise CompareError(f"{flag} {spec!r} must be RUN_ID or RUN_ID:BOT (letters, digits, "
                            "'-', '_')")
     return Side(run_id, bot or None)
