@@ -72,6 +72,14 @@ def _case_path(run_id: str, case_id: str) -> str:
     return f"/run/{run_id}/case/" + urllib.parse.quote(case_id, safe="")
 
 
+def _need_chromium() -> None:
+    """Skip without a browser; in CI, where one is installed, fail instead."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"{browser.CHROMIUM} is missing (.ci/run installs Debian's chromium)")
+        pytest.skip(f"{browser.CHROMIUM} not installed")
+
+
 def _total(body: str) -> int:
     return int(re.search(r"–[0-9,]+ of ([0-9,]+)</span>", body).group(1).replace(",", ""))
 
@@ -151,10 +159,7 @@ def test_hostile_text_is_shown_as_text(viewer):
 def test_in_headless_chromium(viewer, tmp_path):
     """As a person sees it: the explorer filtered, a hostile case reached by its
     link, two runs side by side; nothing runs, nothing is fetched elsewhere."""
-    if not browser.available():
-        if os.environ.get("CI"):
-            pytest.fail(f"{browser.CHROMIUM} is missing (.ci/run installs Debian's chromium)")
-        pytest.skip(f"{browser.CHROMIUM} not installed")
+    _need_chromium()
     server, _ = viewer
     base = server.url.rstrip("/")
     with browser.Browser(loopback=True) as b:
@@ -227,6 +232,52 @@ def test_a_run_that_evaluated_nothing_opens_with_no_cases(tmp_path):
         status, _, body = _get(server, "/compare?a=good&b=bad")
         assert "of 0<" in body
         assert _get(server, "/run/bad/case/a")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_long_bot_and_suite_names_leave_room_for_the_answer(tmp_path):
+    """A bot name may be 64 characters and a suite name longer, without a space:
+    the explorer and the side by side wrap them, so the answer keeps its room
+    (at 1280 pixels the suite took 635 and left the answer 90, or pushed it
+    off to the right behind a horizontal scroll); on a phone the filters' menus,
+    as wide as their longest name, ran out of the form."""
+    _need_chromium()
+    out = str(tmp_path / "out")
+    bot = "assistant_" + "v2-" * 18
+    rows = [dict(r, suite=f"customer_support_{r['suite']}_" + "x" * 50) for r in _rows(False)[7:12]]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"metrics: [exact_match]\nbots: [{{name: {bot}, type: precomputed}}]\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    for run_id in ("r1", "r2"):
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", run_id) == 0
+    server = start_in_thread(out, 0)
+    base = server.url.rstrip("/")
+    try:
+        with browser.Browser(loopback=True) as b:
+            for path, table in (("/run/r1", "cases"), ("/compare?a=r1&b=r2", "side")):
+                page = b.open(base + path)
+                (tmp_path / f"{table}.png").write_bytes(page.png)
+                assert page.evaluate(f"document.querySelectorAll('table.{table} tbody tr')"
+                                     ".length") == 5
+                widths = page.evaluate(
+                    f"Array.from(document.querySelectorAll('table.{table} thead th'))"
+                    ".map(th => [th.textContent, th.getBoundingClientRect().width])")
+                overflow = page.evaluate(
+                    f"(t => t.scrollWidth - t.parentElement.clientWidth)"
+                    f"(document.querySelector('table.{table}'))")
+                assert overflow <= 0, (path, overflow)
+                wide = {name: w for name, w in widths if name in ("bot", "suite")}
+                text = [w for name, w in widths if name == "answer"
+                        or name.startswith(("A: ", "B: "))]
+                assert max(wide.values()) <= 200 and min(text) >= 200, (path, widths)
+        with browser.Browser(width=390, loopback=True) as b:  # a phone: the filters fit
+            page = b.open(base + "/compare?a=r1&b=r2")
+            (tmp_path / "phone.png").write_bytes(page.png)
+            assert page.evaluate("(f => f.scrollWidth - f.clientWidth)"
+                                 "(document.querySelector('form.filters'))") <= 0
     finally:
         server.shutdown()
         server.server_close()

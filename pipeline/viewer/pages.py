@@ -20,8 +20,9 @@ STYLE = """
 nav{margin-bottom:1rem;font-size:.9rem}nav a{margin-right:1rem}
 form.filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:flex-end;margin:.8rem 0;
 padding:.6rem;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px}
-form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#57606a}
-form.filters input,form.filters select{font-size:.9rem;padding:.2rem}
+form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#57606a;
+max-width:100%;min-width:0}
+form.filters input,form.filters select{font-size:.9rem;padding:.2rem;max-width:100%}
 input.num{width:5rem}input.search{width:16rem}
 .pager{margin:.8rem 0}.pager a,.pager span{margin-right:.8rem}
 .v-PASS{color:#1a7f37;font-weight:600}.v-WARN{color:#9a6700;font-weight:600}
@@ -30,6 +31,8 @@ input.num{width:5rem}input.search{width:16rem}
 border-radius:6px;border:1px solid #d0d7de;max-width:70rem}
 pre.details{white-space:pre-wrap;word-break:break-word;font-size:.8rem;margin:0;max-width:40rem}
 table.cases td:first-child,table.side td:first-child{min-width:6.5rem;overflow-wrap:anywhere}
+table.cases td:nth-child(2),table.cases td:nth-child(3),table.side td:nth-child(2),
+table.side td:nth-child(3){min-width:5rem;max-width:12rem;overflow-wrap:anywhere}
 .empty{color:#57606a;font-style:italic}
 """
 
