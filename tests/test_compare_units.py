@@ -105,6 +105,10 @@ def test_gate_rule_filters_and_unmatched_rules():
     with pytest.raises(GateError, match=r"gate\[0\] \{metric: rouge, max_drop: 0.1\} matches "
                                         r"nothing compared \(bots: a, b; metrics: faithfulness\)"):
         check_gate([GateRule("rouge", 0.1)], rows)
+    # a suite the compared runs do not have: the message names the suites there are
+    with pytest.raises(GateError, match=r"suite: shipping\} matches nothing compared \(bots: a, "
+                                        r"b; suites: billing; metrics: faithfulness\)"):
+        check_gate([GateRule("faithfulness", 0.02, suite="shipping")], rows)
 
 
 def _noisy_twins(out: str, n: int = 200) -> None:

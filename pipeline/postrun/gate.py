@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pipeline.config import GateRule
+from schemas.tables import ALL_SUITES
 
 
 class GateError(ValueError):
@@ -77,6 +78,17 @@ def missing_values(row: Mapping[str, Any]) -> str | None:
     return "no paired case has a value on both sides"
 
 
+def compared(rows: Sequence[Mapping[str, Any]], with_suites: bool) -> str:
+    """What a comparison holds, for a rule that matched none of it: the bots,
+    the suites (when the rule names one: a suite may exist in one run only)
+    and the metrics."""
+    def names(key: str) -> str:
+        return ", ".join(sorted({r[key] for r in rows if r[key] != ALL_SUITES})) or "none"
+    return "; ".join(f"{label}: {names(key)}" for label, key in
+                     (("bots", "bot"), ("suites", "suite"), ("metrics", "metric"))
+                     if with_suites or key != "suite")
+
+
 def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
                not_compared: Mapping[str, Sequence[str]] | None = None) -> list[GateCheck]:
     """Every (rule, matching row) check. A rule whose metric only one run has,
@@ -94,10 +106,8 @@ def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
                                     f"not computed in the {absent} run"))
             continue
         if not matched:
-            metrics = sorted({r["metric"] for r in rows})
-            raise GateError(f"{describe_rule(i, rule)} matches nothing compared (bots: "
-                            f"{', '.join(sorted({r['bot'] for r in rows})) or 'none'}; "
-                            f"metrics: {', '.join(metrics) or 'none'})")
+            raise GateError(f"{describe_rule(i, rule)} matches nothing compared "
+                            f"({compared(rows, rule.suite != ALL_SUITES)})")
         for row in matched:
             missing = missing_values(row)
             if missing:
