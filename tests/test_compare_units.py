@@ -97,6 +97,11 @@ def test_gate_fails_on_significant_drops_larger_than_allowed(row, rule, failed):
     assert check.describe().startswith("gate[0] {metric: ")
 
 
+def test_an_unchanged_metric_drops_by_zero_not_minus_zero():
+    (check,) = check_gate([GateRule("faithfulness", 0.02)], [_row(delta=0.0, p=1.0)])
+    assert "(drop 0 (max 0.02), p_holm 1)" in check.finding() and not check.failed
+
+
 def test_gate_rule_filters_and_unmatched_rules():
     rows = [_row(bot="a"), _row(bot="b", delta=0.0), _row(bot="a", suite="billing")]
     assert [c.row["bot"] for c in check_gate([GateRule("faithfulness", 0.02)], rows)] == ["a", "b"]

@@ -64,7 +64,8 @@ def drop_of(row: Mapping[str, Any]) -> float | None:
     """How much worse the candidate is: -delta, or +delta for lower-is-better."""
     if row.get("delta") is None:
         return None
-    return -row["delta"] if row["higher_is_better"] else row["delta"]
+    drop = -row["delta"] if row["higher_is_better"] else row["delta"]
+    return drop + 0.0  # an unchanged metric drops by 0, not -0 (how -0.0 prints)
 
 
 def missing_values(row: Mapping[str, Any]) -> str | None:
