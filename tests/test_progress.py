@@ -114,6 +114,20 @@ def test_workers_objects_are_summed_and_go_with_the_lease(tmp_path):
     assert objects.worker_objects(out, "r", "a" * 12) == []
 
 
+def test_status_counts_one_worker_process_in_the_singular(tmp_path):
+    """The FnApiRunner in memory: the launching process is the one worker."""
+    out = str(tmp_path)
+    _lease(out, planned_rows=10, bots=1)
+    writer = objects.ProgressWriter.start(out, "r", "a" * 12)
+    try:
+        writer.tally.row("results", {"error": None})
+        assert writer.write()
+        assert run_status(out, "r").details[0].endswith(" (from 1 worker process)")
+    finally:
+        writer.stop()
+    leases.release(out, "r", "a" * 12)
+
+
 def test_status_of_a_run_no_worker_reported_yet(tmp_path):
     out = str(tmp_path)
     _lease(out, planned_rows=3300, bots=2)

@@ -113,7 +113,8 @@ def progress_text(output: str, lease: leases.Lease, now: float) -> str:
     f = figures(totals, lease.planned_rows, lease.bots or 1, now, lease.acquired_at)
     if totals is None:
         return f"progress: 0/{lease.planned_rows:,} cases (no worker has reported yet)"
-    return f"progress: {progress_line(f)} (from {totals['workers']} worker processes)"
+    n = totals["workers"]
+    return f"progress: {progress_line(f)} (from {n} worker process{'es' * (n != 1)})"
 
 
 def print_status(output: str, run_id: str) -> int:
