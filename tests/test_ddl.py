@@ -117,3 +117,25 @@ def test_every_beam_counter_in_the_code_is_in_the_docs():
     assert len(names) >= 9  # 4 in transforms, 5 of the remote layer
     assert all(name in documented.get(ns, ()) for ns, name in names), names
     assert {"evalbeam.verdict", "evalbeam.metrics"} <= computed <= set(documented)
+
+
+def test_the_guides_committed_attempts_query_leaves_out_a_killed_attempts_rows(tmp_path):
+    """A re-run killed after moving its files in leaves them beside the
+    committed attempt's under the same run id: the guide's query reads only
+    the attempts the manifests name."""
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "k")
+    assert code == 0
+    page = doc("guides/warehouse.md")
+    query = re.search(r"```sql\n\s*(select r\.\* from .*?);\n\s*```", page, re.S).group(1)
+    query = query.replace("out/example", out).replace("\n  ", "\n")
+    marker = manifest(out, "k")
+    [committed] = marker["files"]["results"]  # one bot: one file
+    path = os.path.join(out, committed)
+    killed = path.replace(f"part-k.{marker['attempt']}.", "part-k.ffffffffffff.")
+    with open(path, "rb") as src, open(killed, "wb") as dst:
+        dst.write(src.read())
+    con = duckdb.connect()
+    glob = f"read_parquet('{out}/results/**/*.parquet', hive_partitioning = true)"
+    [(everything,)] = con.execute(f"SELECT count(*) FROM {glob}").fetchall()
+    [(rows,)] = con.execute(f"SELECT count(*) FROM ({query})").fetchall()
+    assert rows == marker["counts"]["results_rows"] and everything == 2 * rows
