@@ -79,8 +79,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "rule that matches nothing compared, or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
-                          "allows, or its metric could not be compared (null on a side, or "
-                          "computed by one run only); the output names the rule and why",
+                          "allows, or its metric could not be compared (null on a side, "
+                          "computed by one run only, or a baseline bot with no case paired); "
+                          "the output names the rule and why",
     },
     "view": {
         0: "stopped with Ctrl-C",

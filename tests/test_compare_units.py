@@ -97,6 +97,26 @@ def test_gate_fails_on_significant_drops_larger_than_allowed(row, rule, failed):
     assert check.describe().startswith("gate[0] {metric: ")
 
 
+def test_a_bot_the_candidate_lacks_fails_the_gate_instead_of_passing_unchecked(tmp_path, capsys):
+    """The baseline's bot faq is renamed faq2 in the candidate: nothing of faq
+    could be checked, so every rule that applies to it fails (exit 4)."""
+    out, ids = str(tmp_path), [f"c{i}" for i in range(12)]
+    suites, verdicts = np.array(["s"] * 12), np.array(["PASS"] * 12)
+    for run_id, bots in (("b", ("faq", "rec")), ("c", ("faq2", "rec"))):
+        for bot in bots:
+            write_run(out, run_id, "2026-01-01", bot, ids, suites, _values(12), verdicts)
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("gate: [{metric: score, max_drop: 0.02}, "
+                    "{metric: score, max_drop: 0.02, bot: faq}]\n")
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c",
+                "--config", str(gate)]) == 4
+    printed = capsys.readouterr().out
+    assert ("gate: FAILED gate[0] {metric: score, max_drop: 0.02}: faq score: no case paired "
+            "(12 only in the baseline): the candidate run lacks the bot") in printed
+    assert "FAILED gate[1] {metric: score, max_drop: 0.02, bot: faq}: faq score" in printed
+    assert "gate: 2 of 3 checks failed (2 rules)" in printed  # rec's check passed
+
+
 def test_an_unchanged_metric_drops_by_zero_not_minus_zero():
     (check,) = check_gate([GateRule("faithfulness", 0.02)], [_row(delta=0.0, p=1.0)])
     assert "(drop 0 (max 0.02), p_holm 1)" in check.finding() and not check.failed

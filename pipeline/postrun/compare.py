@@ -444,6 +444,8 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
                 "unpaired": overall, "unpaired_listed": tables.unpaired_listed(),
                 "unpaired_csv": csv, "not_compared": only, "min_difference": min_difference,
+                "unpaired_bots": {b: n["only_in_baseline"] for b, n in overall.items()
+                                  if b not in bots and n.get("only_in_baseline")},
             }
         finally:
             con.close()
@@ -527,7 +529,7 @@ def run_compare(args) -> bool:
     min_difference = getattr(args, "min_difference", None)
     c = compare(args.output, baseline, candidate,
                 MIN_DIFFERENCE if min_difference is None else min_difference)
-    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"]),
+    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"]),
                     key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]

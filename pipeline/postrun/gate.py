@@ -91,15 +91,26 @@ def compared(rows: Sequence[Mapping[str, Any]], with_suites: bool) -> str:
 
 
 def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
-               not_compared: Mapping[str, Sequence[str]] | None = None) -> list[GateCheck]:
+               not_compared: Mapping[str, Sequence[str]] | None = None,
+               unpaired_bots: Mapping[str, int] | None = None) -> list[GateCheck]:
     """Every (rule, matching row) check. A rule whose metric only one run has,
-    or that is null on a side, is a failed check; a rule matching nothing at
-    all (a typo) raises GateError."""
+    or that is null on a side, is a failed check, and so is one that applies
+    to a baseline bot with no paired case (unpaired_bots: bot -> its cases only
+    in the baseline; renamed or dropped in the candidate); a rule matching
+    nothing at all (a typo) raises GateError."""
     checks = []
     only = {metric: side for side, metrics in (not_compared or {}).items() for metric in metrics}
     for i, rule in enumerate(rules):
+        lost = [b for b in sorted(unpaired_bots or {}) if rule.bot in (None, b)]
+        for bot in lost:
+            row = {"bot": bot, "suite": rule.suite, "metric": rule.metric}
+            checks.append(GateCheck(i, rule, row, None, True, "no case paired "
+                                    f"({unpaired_bots[bot]:,} only in the baseline): the "
+                                    "candidate run lacks the bot or shares none of its cases"))
         matched = [r for r in rows if r["metric"] == rule.metric and r["suite"] == rule.suite
                    and (rule.bot is None or r["bot"] == rule.bot)]
+        if not matched and rule.bot in lost:  # the bot it names is the one lost
+            continue
         if not matched and rule.metric in only:
             absent = "candidate" if only[rule.metric] == "only_in_baseline" else "baseline"
             row = {"bot": rule.bot or "every bot", "suite": rule.suite, "metric": rule.metric}
