@@ -126,7 +126,8 @@ ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that 
 ], ("run_date",))
 
 USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose × "
-              "bot × metric.", [
+              "bot × metric for each set of metrics that calls served together (so a "
+              "metric can have several rows, e.g. split_among 1 and 3: sum over them).", [
     ("run_id", _S, "the run id"),
     ("endpoint", _S, "the endpoint's name in the config"),
     ("model", _S, "the model asked"),

@@ -1,5 +1,5 @@
-"""usage/: calls rolled up per endpoint × model × purpose × bot × metric,
-bounded in memory.
+"""usage/: calls rolled up per endpoint × model × purpose × bot × the set of
+metrics they served (a row per metric of the set), bounded in memory.
 
 The purpose says what a call was for: `bot:<name>`, `embeddings`,
 `judge:<task>` (the judge tasks and the metrics each serves are listed in
