@@ -288,6 +288,12 @@ def parse_text_list(value: str, name: str) -> Any:
     raise TypeError(f"{name} must be a list of strings, got a plain string")
 
 
+def is_label_error(message: str | None) -> bool:
+    """Whether an errors/ row's message is parse_label's: every one of its
+    messages starts with the column's name."""
+    return bool(message) and message.startswith("label ")
+
+
 def parse_label(value: Any) -> str | None:
     """A reviewer's label: a verdict name (PASS, WARN, FAIL; any case) or a
     number in [0, 1] (1 = fully acceptable). Returned normalised as text

@@ -475,6 +475,24 @@ def test_repeated_case_ids_keep_their_verdicts_but_not_their_values(tmp_path):
     assert "2 labelled answers have a case_id that repeats" in text
 
 
+def test_rows_lost_to_unreadable_labels_are_counted_in_a_note(tmp_path):
+    """A label that is not PASS, WARN, FAIL or a number in [0, 1] makes its row
+    invalid (errors/, stage read): it is neither evaluated nor calibrated, and
+    calibrate says how many, so its counts reconcile with the labels given."""
+    rows = [{"case_id": c, "question": f"What does plan {c} cost?",
+             "expected_answer": "10 dollars", "answer": a, "label": label}
+            for c, a, label in (("a", "10 dollars", "PASS"), ("b", "no idea", "FAIL"),
+                                ("c", "10 dollars", "maybe"), ("d", "no idea", "1.5"),
+                                ("e", "10 dollars", None))]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    assert run(["run", "--input", cases, "--output", out, "--run-id", "r"]) == 0
+    text = run_calibrate(out, "r")
+    assert "2 labelled answers (1 acceptable, 1 not), 1 unlabelled" in text
+    assert ("note: 2 input rows have a label that is not PASS, WARN, FAIL or a number in "
+            "[0, 1]: they were not evaluated, so not calibrated (errors/, stage read)") in text
+
+
 def test_results_without_a_label_column_mean_no_labels(tmp_path, capsys):
     out = str(tmp_path / "out")
     _handmade_run(out, [("x", None, "PASS", 0.9)], label_column=False)

@@ -27,7 +27,9 @@ from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable,
                                         pairwise_accuracy, roc_auc, verdict_agreement)
 from pipeline.postrun.read import CompletedRun, PostRunError, read_completed_run
 from schemas.records import MetricResult
-from schemas.tables import ALL_SUITES, CALIBRATION, RESULTS, SCORES, SUMMARY, VERDICT_METRIC
+from schemas.cases import is_label_error
+from schemas.tables import (ALL_SUITES, CALIBRATION, ERRORS, RESULTS, SCORES, SUMMARY,
+                           VERDICT_METRIC)
 from transforms.decide.rules import decide
 from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metrics,
                                                  render_calibration, summary_text)
@@ -259,6 +261,15 @@ def load_labels(run: CompletedRun, bots: Sequence[str]) -> list[BotLabels]:
             for bot in bots]
 
 
+def unreadable_labels(run: CompletedRun) -> int:
+    """Input rows dead-lettered for their label: the labels given that no bot's
+    answer carries."""
+    if not run.counts.get("invalid_rows"):
+        return 0
+    messages = run.read(ERRORS, ["message"], ds.field("stage") == "read").column("message")
+    return sum(is_label_error(m) for m in messages.to_pylist())
+
+
 def load_directions(run: CompletedRun) -> dict[tuple[str, str], bool]:
     """(bot, metric) -> higher_is_better, as the run's summary/ says."""
     summary = run.read(SUMMARY, ["bot", "metric", "higher_is_better"],
@@ -284,6 +295,12 @@ def calibrate(output: str, run_id: str, bots: Sequence[str] = ()) -> Calibration
         raise PostRunError(no_labels(run_id))
     result = calibrate_bots(run_id, manifest["run_date"], bot_labels,
                             run_metrics(manifest, bot_labels), load_directions(run))
+    lost = unreadable_labels(run)
+    if lost:
+        result.notes.append(f"{lost} input row{'s have' if lost != 1 else ' has'} a label that "
+                            "is not PASS, WARN, FAIL or a number in [0, 1]: "
+                            f"{'they were' if lost != 1 else 'it was'} not evaluated, so not "
+                            "calibrated (errors/, stage read)")
     others = [b for b in manifest.get("bots", []) if b not in chosen]
     if others and not bots:
         result.notes.append(f"not calibrated: {', '.join(others)} (their answers are not the "
