@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.config import GateRule
 from pipeline.cli import run
-from pipeline.postrun.compare import Side, compare
+from pipeline.postrun.compare import Side, compare, gate_lines
 from pipeline.postrun.gate import GateError, check_gate
 from tests.compare_tables import write_run
 
@@ -115,6 +115,13 @@ def test_a_bot_the_candidate_lacks_fails_the_gate_instead_of_passing_unchecked(t
             "(12 only in the baseline): the candidate run lacks the bot") in printed
     assert "FAILED gate[1] {metric: score, max_drop: 0.02, bot: faq}: faq score" in printed
     assert "gate: 2 of 3 checks failed (2 rules)" in printed  # rec's check passed
+
+
+def test_the_gates_outcome_counts_one_rule_and_one_check_in_the_singular():
+    assert gate_lines([], 1, 1) == ["gate: passed (1 rule, 1 check)"]
+    failed = check_gate([GateRule("faithfulness", 0.02)], [_row()])
+    assert gate_lines(failed, 1, 2)[-1] == "gate: 1 of 2 checks failed (1 rule)"
+    assert gate_lines(failed, 1, 1)[-1] == "gate: 1 of 1 check failed (1 rule)"
 
 
 def test_an_unchanged_metric_drops_by_zero_not_minus_zero():

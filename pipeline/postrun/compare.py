@@ -505,18 +505,24 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
 LISTED_FAILURES = 10  # failed gate checks printed (all of them are on the pages)
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 rule', '2 rules'."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def gate_lines(failed: Sequence, rules: int, checks: int) -> list[str]:
     """The gate's outcome first: every failed check (up to LISTED_FAILURES), or
     that it passed."""
     if not checks:
         return []
     if not failed:
-        return [f"gate: passed ({rules} rules, {checks} checks)"]
+        return [f"gate: passed ({counted(rules, 'rule')}, {counted(checks, 'check')})"]
     lines = [f"gate: FAILED {g.describe()}: {g.finding()}" for g in failed[:LISTED_FAILURES]]
     if len(failed) > LISTED_FAILURES:
         lines.append(f"gate: ... and {len(failed) - LISTED_FAILURES} more failed checks "
                      "(all of them are on the pages)")
-    return lines + [f"gate: {len(failed)} of {checks} checks failed ({rules} rules)"]
+    return lines + [f"gate: {len(failed)} of {counted(checks, 'check')} failed "
+                    f"({counted(rules, 'rule')})"]
 
 
 def run_compare(args) -> bool:
