@@ -281,3 +281,25 @@ def test_long_bot_and_suite_names_leave_room_for_the_answer(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_runs_not_shown_say_whether_they_are_running_or_failed(tmp_path):
+    """A run id without a completion marker is listed with its state from its
+    lease, as `evalbeam status` says it, not only 'no completed attempt'."""
+    from transforms.publish import lease as leases
+    out = str(tmp_path)
+    for run_id in ("live", "dead"):
+        lease, _ = leases.acquire(out, leases.new_lease(run_id, run_id[0] * 12, 300, True),
+                                  lambda: None)
+    leases.mark_failed(out, lease, "RuntimeError: the judge endpoint was unreachable")
+    server = start_in_thread(out, 0)
+    try:
+        status, _, body = _get(server, "/")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200
+    shown = re.search(r"<h2>Not shown</h2><ul>(.*)</ul>", body).group(1)
+    assert "<li>run live: running (attempt llllllllllll by " in shown, shown
+    assert "<li>run dead: failed (attempt dddddddddddd by " in shown, shown
+    assert "the judge endpoint was unreachable" in shown

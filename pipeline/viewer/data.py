@@ -22,14 +22,25 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from pipeline.postrun.status import run_status
 from schemas.tables import RESULTS, SCORES, VERDICT_ORDER
-from transforms.publish.completed import (CompletedRun, RunUnreadable, check_run_id,
-                                          read_completed_run)
+from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
+                                          check_run_id, read_completed_run)
 
 PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
 LISTED_TEXT = 240    # characters of a question or answer in a list
 SIDE_TEXT = 600      # characters of each answer side by side
+
+
+def why_not_finished(output: str, run_id: str, fallback: str) -> str:
+    """A run id without a completion marker, as `evalbeam status` says it:
+    running, or failed and why (fallback: the id has no lease either)."""
+    try:
+        status = run_status(output, run_id)
+    except RunUnreadable:
+        return fallback
+    return status.line if status.state in ("running", "failed") else fallback
 
 
 @dataclass(frozen=True)
@@ -147,6 +158,9 @@ class Catalog:
             try:
                 check_run_id(run_id)
                 run = read_completed_run(self.output, run_id)
+            except NoCompletedAttempt as exc:
+                problems.append(why_not_finished(self.output, run_id, str(exc)))
+                continue
             except RunUnreadable as exc:
                 problems.append(str(exc))
                 continue
