@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 import textwrap
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import StandardOptions
@@ -352,9 +352,7 @@ def _print_outcome(info: RunInfo) -> int:
         return 1
     manifest = done.manifest
     c = manifest["counts"]
-    print(f"run {info.run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
-          f"{c['invalid_rows']} invalid, {c['bot_errors']} bot errors "
-          f"({c['errors_rows']} rows in errors/)")
+    print(counts_line(info.run_id, c))
     summary = done.files("summary")
     shown = line_metrics(manifest.get("metrics", []))
     for bot in manifest["bots"]:
@@ -367,6 +365,17 @@ def _print_outcome(info: RunInfo) -> int:
         print("evalbeam: error: the counts do not reconcile; see manifest.json", file=sys.stderr)
         return EXIT_NOT_RECONCILED
     return 0
+
+
+def counts_line(run_id: str, c: Mapping[str, int]) -> str:
+    """The run's counts in one line that adds up to its errors/ rows: repeated
+    case ids and failed judge questions are named when there are any."""
+    kinds = [f"{c['bot_errors']} bot errors"] + [
+        f"{n} {noun}{'s' * (n != 1)}" for n, noun in
+        ((c.get("duplicate_case_ids", 0), "repeated case id"),
+         (c.get("judge_errors", 0), "failed judge question")) if n]
+    return (f"run {run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
+            f"{c['invalid_rows']} invalid, {', '.join(kinds)} ({c['errors_rows']} rows in errors/)")
 
 
 LINE_METRICS = ("hallucination", "lexical_relevance", "completeness", "rougeL", "bleu")

@@ -74,6 +74,18 @@ def test_a_file_of_invalid_rows_only_says_nothing_was_evaluated(tmp_path, capsys
     assert len(read_rows(out, "errors")) == 2
 
 
+def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):
+    """errors/ also holds repeated case ids (and failed judge questions): the
+    line named only invalid rows and bot errors, so 1 + 0 did not make 2."""
+    rows = [SAMPLE_ROWS[0], SAMPLE_ROWS[0], dict(SAMPLE_ROWS[1], question=None), SAMPLE_ROWS[2]]
+    path = write_cases(str(tmp_path / "dup.parquet"), rows)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "d") == 0
+    assert manifest(out, "d")["counts"]["errors_rows"] == 2
+    assert ("run d: 4 input rows, 3 valid, 1 invalid, 0 bot errors, 1 repeated case id "
+            "(2 rows in errors/)") in capsys.readouterr().out
+
+
 def test_a_run_with_valid_cases_has_no_such_note(tmp_path):
     path = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
     out = str(tmp_path / "out")
