@@ -147,7 +147,7 @@ class EmbeddingsConfig:
     precision: str = "float32"
     """`local` provider with all-MiniLM-L6-v2: `float32` (default, exact) or `int8`
     (opt-in, faster, approximate: int8 dense layers on onnxruntime, needs
-    `pip install 'evalbeam[int8]'`; semantic scores move by up to ~0.01, see
+    `pip install '.[int8]'` in evalbeam's clone; semantic scores move by up to ~0.01, see
     BENCHMARKS.md section 12)."""
 
 

@@ -888,7 +888,7 @@ class DaskRunner(beam_dask.DaskRunner):
             import dask.distributed as ddist
         except ImportError:
             raise ImportError("the Dask runner needs dask and distributed: "
-                              "pip install 'evalbeam[dask]'") from None
+                              "pip install dask distributed (or '.[dask]' in evalbeam's clone)") from None
         dask_options = options.view_as(beam_dask.DaskOptions).get_all_options(
             drop_default=True, current_only=True)
         bag_kwargs = beam_dask.DaskOptions._extract_bag_kwargs(dask_options)

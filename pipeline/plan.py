@@ -355,7 +355,7 @@ def dask_worker_threads(options: PipelineOptions) -> int:
         from distributed import Client
     except ImportError:
         raise UsageError("--runner=dask needs dask and distributed: pip install "
-                         "'evalbeam[dask]'") from None
+                         "dask distributed (or '.[dask]' in evalbeam's clone)") from None
     where = dask_scheduler(options)
     if where is None:
         return max(1, os.cpu_count() or 1)  # the LocalCluster Beam's runner starts

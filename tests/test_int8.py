@@ -47,9 +47,9 @@ def test_int8_without_onnxruntime_names_the_extra(monkeypatch):
                         lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     monkeypatch.setattr("transforms.enrich.embeddings.local_minilm.local_model_missing",
                         lambda: None)
-    assert "pip install 'evalbeam[int8]'" in int8_minilm.int8_missing()
+    assert "pip install onnxruntime onnx (or '.[int8]'" in int8_minilm.int8_missing()
     cfg = parse_config({**BOTS, "embeddings": {"provider": "local", "precision": "int8"}})
-    with pytest.raises(ConfigError, match=r"evalbeam\[int8\]"):
+    with pytest.raises(ConfigError, match=r"onnxruntime onnx \(or .\.\[int8\]."):
         check_embeddings(cfg)
 
 

@@ -40,7 +40,7 @@ PAUSE_ENV = "EVALBEAM_TEST_PAUSE_AT"  # tests: "step" (wait to be killed) or "st
 
 
 def final_name(run_id: str, attempt: str, temp_path: str) -> str:
-    """part-<run_id>.<attempt>.<n>.parquet (n: the staged file's own name)."""
+    """part-<run_id>.<attempt>.<file>.parquet (file: the staged file's own name)."""
     stem = temp_path.rsplit("/", 1)[-1].split(".")[0]
     return f"part-{run_id}.{attempt}.{stem}.parquet"
 

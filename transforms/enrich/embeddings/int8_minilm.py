@@ -4,7 +4,7 @@ Opt-in and approximate: the default stays LocalMiniLM's float32 numpy pass.
 numpy has no int8 GEMM, so the encoder is written as an ONNX graph (onnx's
 helpers, from the same safetensors weights LocalMiniLM loads: nothing is
 downloaded) and run by onnxruntime's CPU kernels; both come with the extra
-`evalbeam[int8]`.
+evalbeam's `int8` extra (`pip install '.[int8]'` in its clone).
 
 What is int8 and what is not (measured in BENCHMARKS.md section 12, "int8"):
 
@@ -48,7 +48,8 @@ OUTLIERS = 8         # per dense layer, the input channels of largest calibrated
 # (BENCHMARKS.md section 12, "int8", has the sweep).
 INT8_MATMULS = frozenset((i, "up") for i in range(6))
 CALIBRATION = Path(__file__).resolve().parents[2] / "data" / "int8_calibration.txt"
-INSTALL_HINT = "embeddings.precision int8 needs onnxruntime and onnx: pip install 'evalbeam[int8]'"
+INSTALL_HINT = ("embeddings.precision int8 needs onnxruntime and onnx: pip install onnxruntime "
+                "onnx (or '.[int8]' in evalbeam's clone)")
 
 
 def int8_missing() -> str | None:
