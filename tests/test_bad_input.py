@@ -133,3 +133,18 @@ def test_a_csv_with_another_separator_is_told_so(tmp_path, capsys, header, calle
     err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
     assert "missing required column 'question'" in err
     assert f"the header looks separated by {called}" in err
+
+
+@pytest.mark.parametrize("name", ["cases.csv", "cases.jsonl"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_or_utf32_text_file_is_named_as_such(tmp_path, capsys, name, encoding):
+    """Excel's 'Unicode text' and Windows PowerShell's Out-File write UTF-16. Such a
+    CSV was refused as 'missing required column' listing NUL-riddled column names,
+    and such a JSON Lines file as 'none of its first 2 lines is a JSON object'."""
+    path = tmp_path / name
+    text = ("question,answer\nhi,there\n" if name.endswith(".csv")
+            else '{"question": "hi"}\n{"question": "there"}\n')
+    path.write_bytes(text.encode(encoding))
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert f"is {encoding.split('-')[0].upper()}-{encoding.split('-')[1]} text" in err
+    assert "\\x00" not in err and "UTF-8" in err

@@ -126,6 +126,7 @@ def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None) -> list[
 def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
     """JSONL or CSV: shards of SHARD_ROWS records between record boundaries."""
     try:
+        formats.check_utf8_text(path, formats.FORMAT_NAMES[fmt])
         if fmt == "jsonl":
             pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
             keys = formats.jsonl_keys(sample)

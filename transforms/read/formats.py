@@ -140,6 +140,24 @@ def _record(line: bytes) -> bytes:
     return line[3:] if line.startswith(codecs.BOM_UTF8) else line
 
 
+def wide_unicode(head: bytes) -> str | None:
+    """'UTF-16' or 'UTF-32' when a text file's first bytes say so (a byte-order
+    mark, or the NUL bytes of ASCII in those encodings), else None. Excel's
+    'Unicode text' and Windows PowerShell write UTF-16; read as UTF-8, its header
+    became NUL-riddled column names and its lines no JSON at all."""
+    encoding = json.detect_encoding(head)
+    return None if encoding.startswith("utf-8") else encoding[:6].upper()
+
+
+def check_utf8_text(path: str, what: str) -> None:
+    """InputError in one line when a CSV or JSON Lines file is UTF-16 or UTF-32."""
+    with _open(path) as fh:
+        encoding = wide_unicode(fh.read(4))
+    if encoding:
+        raise InputError(f"{path} is {encoding} text; evalbeam reads {what} as UTF-8: "
+                         f"convert it (e.g. iconv -f {encoding} -t UTF-8)")
+
+
 def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, int]], list]:
     """One pass: ([(offset, end, records)] cut every shard_rows records, the
     first parsed records for the schema check)."""
