@@ -148,3 +148,23 @@ def test_a_utf16_or_utf32_text_file_is_named_as_such(tmp_path, capsys, name, enc
     err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
     assert f"is {encoding.split('-')[0].upper()}-{encoding.split('-')[1]} text" in err
     assert "\\x00" not in err and "UTF-8" in err
+
+
+def test_a_column_the_run_reads_twice_is_refused(tmp_path, capsys):
+    """A header naming `question` twice (a spreadsheet's copied column) used to run
+    on whichever of the two the reader kept (the last), without a word."""
+    out = str(tmp_path / "out")
+    csv_path = tmp_path / "cases.csv"
+    csv_path.write_text("question,answer,question\nfirst?,a,second?\n", encoding="utf-8")
+    err = _fails_cleanly(capsys, out, "--input", str(csv_path))
+    assert "column 'question' appears 2 times" in err
+    table = pa.table([pa.array(["first?"]), pa.array(["a"]), pa.array(["second?"])],
+                     names=["question", "answer", "question"])
+    pq_path = str(tmp_path / "cases.parquet")
+    import pyarrow.parquet as pq
+    pq.write_table(table, pq_path)
+    assert "column 'question' appears 2 times" in _fails_cleanly(capsys, out, "--input", pq_path)
+    # a column the run does not read may repeat
+    csv_path.write_text("question,note,note\nfirst?,x,y\n", encoding="utf-8")
+    assert run_cli("--input", str(csv_path), "--output", out, "--run-id", "n") == 0
+    assert manifest(out, "n")["counts"]["valid_cases"] == 1

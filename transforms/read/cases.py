@@ -100,9 +100,24 @@ def _slices(n: int) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + SHARD_ROWS)
 
 
+def repeated_column(names, columns: Mapping[str, Source]) -> tuple[str, int] | None:
+    """(name, times) of a column the run reads that the file's header names more
+    than once: the reader would keep one of them without a word."""
+    listed = list(names)
+    for name in sorted(source_names(columns)):
+        if listed.count(name) > 1:
+            return name, listed.count(name)
+    return None
+
+
 def _check(names, columns: Mapping[str, Source], path: str, notes: list[str] | None) -> None:
-    """The required columns are there; columns that look like another tool's
-    get a hint (in the error, or as a note of the run)."""
+    """The required columns are there, and none the run reads is there twice;
+    columns that look like another tool's get a hint (in the error, or as a note
+    of the run)."""
+    repeated = repeated_column(names, columns)
+    if repeated:
+        raise InputError(f"{path}: column {repeated[0]!r} appears {repeated[1]} times; "
+                         "rename or remove all but one")
     hint = suggest_preset(names, columns)
     try:
         check_columns(names, columns, path)
