@@ -57,7 +57,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.execute import run_pipeline, say_before, take_lease
+    from pipeline.execute import beam_options, run_pipeline, say_before, take_lease
     from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
                                workers_elsewhere)
 
@@ -74,7 +74,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
                                   lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
-        pipeline_options = _pipeline_options(beam_args)
+        pipeline_options = beam_options(beam_args)
         if label is not None and workers_elsewhere(pipeline_options):
             raise UsageError(f"cases in memory ({label}) cannot be read by the workers of a "
                              "remote runner; write them where the workers can read them "
@@ -99,25 +99,6 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return read_run(plan.info.output, plan.info.run_id)
-
-
-def _pipeline_options(beam_args: list[str]):
-    """Beam's options; a bad value is a UsageError (Beam's parser would print
-    its usage and raise SystemExit)."""
-    import contextlib
-    import io
-    from pipeline.execute import beam_options
-    from pipeline.plan import UsageError
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said):
-            options = beam_options(beam_args)
-            options.get_all_options()
-    except SystemExit:
-        lines = said.getvalue().strip().splitlines() or ["error: invalid Beam option"]
-        why = lines[-1].partition("error: ")[2] or lines[-1]
-        raise UsageError(f"Beam option: {why}") from None
-    return options
 
 
 def _beam_args(options: Mapping[str, Any], known: Mapping[str, Any]) -> list[str]:

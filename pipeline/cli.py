@@ -302,10 +302,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         from pipeline.postrun.status import print_status
         return print_status(args.output, args.run_id)
-    options = beam_options(beam_args)
-    detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
-    local = driven_from_here(options)
     try:
+        options = beam_options(beam_args)
+        detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
+        local = driven_from_here(options)
         plan = make_plan(args, options)
         lease = take_lease(plan.info, local, adopt=args.attempt is not None)
     except (ConfigError, InputError, UsageError, LeaseHeld) as exc:

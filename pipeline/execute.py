@@ -6,6 +6,7 @@ Shared by the command line (`evalbeam run`) and the Python API
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import shlex
@@ -14,10 +15,10 @@ import threading
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.graph import build_pipeline
-from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, runner_is_local
+from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, UsageError, runner_is_local
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
@@ -30,9 +31,18 @@ def _runner(value: str) -> str:
     return DASK_RUNNER if value.lower() in DASK_NAMES else value
 
 
+def known_runner(name: str) -> bool:
+    """Would Beam find a runner by this name (its lookup: case-insensitive, with or
+    without 'Runner'; or a class path, which only importing can check)?"""
+    from apache_beam.runners.runner import _RUNNER_MAP
+    return "." in name or name.lower() in _RUNNER_MAP or name.lower() + "runner" in _RUNNER_MAP
+
+
 def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
     """Beam's options from the command line's other flags (the FnApiRunner
-    unless a runner is named)."""
+    unless a runner is named). A bad value or an unknown runner is a UsageError
+    in one line: Beam's parser would print its whole usage and exit, and a
+    misspelt runner would fail only once the run had started."""
     args = list(beam_args)
     for i, arg in enumerate(args):
         if arg.startswith("--runner="):
@@ -41,7 +51,20 @@ def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
             args[i + 1] = _runner(args[i + 1])
     if not any(a == "--runner" or a.startswith("--runner=") for a in args):
         args.append("--runner=FnApiRunner")  # local default: never downloads a runner binary
-    return PipelineOptions(args)
+    options = PipelineOptions(args)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            runner = options.get_all_options(retain_unknown_options=True)["runner"]
+    except SystemExit:
+        lines = said.getvalue().strip().splitlines() or ["error: invalid Beam option"]
+        why = lines[-1].partition("error: ")[2] or lines[-1]
+        raise UsageError(f"Beam option: {why}") from None
+    if not known_runner(runner):
+        raise UsageError(f"--runner {runner!r} is not a Beam runner (one of "
+                         f"{', '.join(StandardOptions.KNOWN_RUNNER_NAMES)}, dask, or a runner "
+                         "class's full path)")
+    return options
 
 
 def runs_in_this_process(options: PipelineOptions) -> bool:

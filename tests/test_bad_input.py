@@ -168,3 +168,19 @@ def test_a_column_the_run_reads_twice_is_refused(tmp_path, capsys):
     csv_path.write_text("question,note,note\nfirst?,x,y\n", encoding="utf-8")
     assert run_cli("--input", str(csv_path), "--output", out, "--run-id", "n") == 0
     assert manifest(out, "n")["counts"]["valid_cases"] == 1
+
+
+@pytest.mark.parametrize("flag,said", [
+    ("--direct_num_workers=abc", "--direct_num_workers: invalid int value: 'abc'"),
+    ("--direct_running_mode=bogus", "--direct_running_mode: invalid choice: 'bogus'"),
+    ("--runner=FnApiRuner", "--runner 'FnApiRuner' is not a Beam runner"),
+])
+def test_a_bad_beam_option_is_one_line_and_writes_nothing(tmp_path, capsys, flag, said):
+    """A bad Beam option value printed Beam's whole usage (134 lines, as
+    '__main__.py'); a misspelt runner ran into a traceback (exit 1) after the
+    run id's lease was written, or, without --shared-filesystem, was told its
+    local paths cannot be reached by a remote runner's workers."""
+    good = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
+    for extra in ([], ["--shared-filesystem"]):
+        err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", good, flag, *extra)
+        assert said in err and "usage:" not in err
