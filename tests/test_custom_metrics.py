@@ -291,3 +291,31 @@ def test_nan_in_metric_details_is_written_as_valid_json(tmp_path):
     details = json.loads(row["details"], parse_constant=no_constants)
     assert details == {"n": None, "deep": [1.0, None], "ok": 2.5} and row["value"] == 0.5
     sys.modules.pop("nan_details", None)
+
+
+def test_lone_surrogates_a_metric_returns_cost_nothing_but_the_characters(tmp_path):
+    """A custom metric whose details, error or exception held a lone surrogate
+    (half an emoji cut from a string) ended the whole run with a traceback:
+    UnicodeEncodeError [while running 'Publish/ScoreRows']."""
+    (tmp_path / "halves.py").write_text(
+        "def in_details(sample):\n    return 0.5, {'cut': 'ab\\ud83d', '\\udc00key': 1}\n"
+        "def in_error(sample):\n    return {'value': None, 'error': 'bad \\ud800'}\n"
+        "def in_exception(sample):\n    raise ValueError('no \\udfff')\n", "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"case_id": "a", "question": "q?",
+                                                           "answer": "a"}])
+    (tmp_path / "c.yaml").write_text(
+        "metrics: [in_details, in_error, in_exception]\ncustom_metrics:\n"
+        '  - {name: in_details, function: "halves:in_details"}\n'
+        '  - {name: in_error, function: "halves:in_error"}\n'
+        '  - {name: in_exception, function: "halves:in_exception"}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "half") == 0
+    rows = {r["metric"]: r for r in read_rows(out, "scores")}
+    assert json.loads(rows["in_details"]["details"]) == {"cut": "ab\ufffd", "\ufffdkey": 1}
+    assert rows["in_details"]["value"] == 0.5
+    assert rows["in_error"]["error"] == "bad \ufffd"
+    assert rows["in_exception"]["error"] == ("custom metric in_exception failed: "
+                                             "ValueError: no \ufffd")
+    assert manifest(out, "half")["reconciliation"]["ok"]
+    sys.modules.pop("halves", None)

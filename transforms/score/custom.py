@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 from schemas.records import MetricResult, Turn
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name
+from transforms.remote.scrub import writable
 from transforms.score.scoring import Scorer, _judged, _one
 
 NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
@@ -181,6 +182,22 @@ def to_result(out: Any) -> MetricResult:
     return MetricResult(number, details)
 
 
+def _writable(value: Any) -> Any:
+    """The text inside a user's result (keys too) with lone surrogates as U+FFFD:
+    a half emoji cut from a string cannot be written, and failed the whole run."""
+    if isinstance(value, str):
+        return writable(value)
+    if isinstance(value, Mapping):
+        return {_writable(k): _writable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_writable(v) for v in value]
+    return value
+
+
+def writable_result(result: MetricResult) -> MetricResult:
+    return MetricResult(result.value, _writable(result.details), _writable(result.error))
+
+
 @dataclass(frozen=True)
 class CustomCompute:
     """A Scorer's compute for a user function (pickled with the job)."""
@@ -194,8 +211,8 @@ class CustomCompute:
             out = self.fn(sample(turn), **options)
         except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
             msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"[:500]
-            return {self.name: MetricResult.null(msg)}
-        return {self.name: to_result(out)}
+            return {self.name: writable_result(MetricResult.null(msg))}
+        return {self.name: writable_result(to_result(out))}
 
 
 def _scorer(name: str, fn: Callable, needs, lower_is_better: bool, options) -> Scorer:
