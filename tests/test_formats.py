@@ -281,3 +281,18 @@ def test_jsonl_with_a_byte_order_mark_loses_no_record(tmp_path):
     (shard,) = plan_shards(str(joined), COLS)
     got = list(read_shard_rows(shard, COLS))
     assert [raw["question"] for _, raw in got] == ["a?", "b?"]
+
+
+def test_a_glob_reads_the_folders_it_matches_as_folders(tmp_path):
+    """`--input 'data/*'` matched only files (Beam's match lists files): a Hugging
+    Face dataset folder or a folder of case files beside them was passed over
+    without a word, so its rows were never read (30 of 31 in the finding)."""
+    rows = _json_rows(corpus(12))
+    write_jsonl(tmp_path / "a.jsonl", rows[:2])
+    write_hf_dataset(tmp_path / "ds", pa.Table.from_pylist(corpus(12)[2:7], schema=CASE_SCHEMA))
+    (tmp_path / "parts").mkdir()
+    write_jsonl(tmp_path / "parts" / "p.jsonl", rows[7:])
+    shards = plan_shards(str(tmp_path / "*"), COLS)
+    got = [c.question for s in shards for c in read_valid_cases(s, COLS)]
+    assert sorted(got) == sorted(r["question"] for r in corpus(12))
+    assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3  # each file once

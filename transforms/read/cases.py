@@ -8,6 +8,7 @@ is never held in memory at once and every worker gets a share.
 """
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -71,9 +72,18 @@ def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
         except Exception as exc:  # Beam raises BeamIOError with the details inside
             raise InputError(f"cannot list input {pattern}: {exc}") from None
         found = [m.path for m in results]
+        found += [f for folder in _matched_folders(pattern) for f in list_input_files(folder, fmt)]
     if not found:
         raise InputError(f"no input files match {pattern}")
-    return sorted(found)
+    return sorted(set(found))
+
+
+def _matched_folders(pattern: str) -> list[str]:
+    """The local folders a glob matches, read as if each were given: Beam's match
+    lists files only, so `data/*` passed over a dataset folder beside the files."""
+    if "://" in pattern:
+        return []
+    return sorted(p for p in glob.glob(pattern) if os.path.isdir(p))
 
 
 def file_format(path: str, declared: str | None) -> str:
