@@ -319,3 +319,17 @@ def test_lone_surrogates_a_metric_returns_cost_nothing_but_the_characters(tmp_pa
                                              "ValueError: no \ufffd")
     assert manifest(out, "half")["reconciliation"]["ok"]
     sys.modules.pop("halves", None)
+
+
+@pytest.mark.parametrize("out", [(0.5, None), (0.5, [1, 2]), {"value": 0.5, "details": [1, 2]},
+                                 {"value": 0.5, "details": "why"}])
+def test_details_that_are_not_a_dict_are_named_as_such(out):
+    """(0.5, None) was 'custom metric returned tuple, expected a number, None,
+    (value, details) ...' (it is a (value, details)), and {"value": 0.5,
+    "details": [1, 2]} 'metric failed: TypeError: cannot convert dictionary
+    update sequence element #0 to a sequence'."""
+    result = to_result(out)
+    assert result.value is None
+    assert result.error == (f"custom metric returned details of type "
+                            f"{type(out[1] if isinstance(out, tuple) else out['details']).__name__}"
+                            ", expected a dict")

@@ -167,12 +167,16 @@ def to_result(out: Any) -> MetricResult:
     """A function's return value as a MetricResult (never 0 for "could not")."""
     if isinstance(out, MetricResult):
         return out
-    details: dict[str, Any] = {}
+    details: Any = {}
     error = None
-    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Mapping):
-        out, details = out[0], dict(out[1])
+    if isinstance(out, tuple) and len(out) == 2:
+        out, details = out
     elif isinstance(out, Mapping):
-        out, details, error = out.get("value"), dict(out.get("details") or {}), out.get("error")
+        out, details, error = out.get("value"), out.get("details") or {}, out.get("error")
+    if not isinstance(details, Mapping):
+        return MetricResult.null(f"custom metric returned details of type "
+                                 f"{type(details).__name__}, expected a dict")
+    details = dict(details)
     if out is None:
         return MetricResult.null(str(error) if error else "custom metric returned no value",
                                  **details)
