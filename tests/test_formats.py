@@ -296,3 +296,9 @@ def test_a_glob_reads_the_folders_it_matches_as_folders(tmp_path):
     got = [c.question for s in shards for c in read_valid_cases(s, COLS)]
     assert sorted(got) == sorted(r["question"] for r in corpus(12))
     assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3  # each file once
+    (tmp_path / "logs").mkdir()  # a matched folder without case files adds nothing
+    (tmp_path / "logs" / "run.log").write_text("not a case\n", "utf-8")
+    assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3
+    (tmp_path / "_temporary").mkdir()  # skipped as a folder's walk skips it (Spark's)
+    write_jsonl(tmp_path / "_temporary" / "part.jsonl", rows[:2])
+    assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3

@@ -1,3 +1,5 @@
+import os
+
 import pyarrow as pa
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -97,3 +99,21 @@ def test_wrong_column_type_becomes_row_errors(tmp_path):
     (src, raw), = list(read_shard_rows(plan_shards(path, COLS)[0], COLS))
     problem = to_case(raw, COLS, src)
     assert isinstance(problem, RowProblem) and "got int" in problem.message
+
+
+def test_a_folder_without_case_files_says_how_to_read_it(tmp_path):
+    """A folder of JSON Lines named .txt with input.format: jsonl was 'no input
+    files match d', though the folder is full of files and the docs say
+    input.format covers 'JSON Lines named .txt': a folder is read by extension."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text('{"question": "a"}\n', "utf-8")
+    folder = str(tmp_path / "d")
+    for fmt in ("jsonl", None):
+        with pytest.raises(InputError) as caught:
+            list_input_files(folder, fmt)
+        said = str(caught.value)
+        assert said.startswith(f"no case files in the folder {folder}: a folder is read by "
+                               "its files' extensions (")
+        assert f"give a glob such as {os.path.join(folder, '*.txt')}" in said
+    assert list_input_files(os.path.join(folder, "*.txt"), "jsonl") == [
+        os.path.join(folder, "a.txt")]

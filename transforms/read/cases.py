@@ -60,10 +60,11 @@ def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
     """A file, a folder (every case file under it; a Hugging Face dataset
     folder) or a glob; sorted (a dataset's Arrow files in their order); never empty."""
     if os.path.isdir(pattern):
-        if formats.is_hf_dataset(pattern) or os.path.isfile(
-                os.path.join(pattern, formats.HF_DICT)):
+        if _is_dataset(pattern):
             return formats.hf_dataset_files(pattern)
         found = _walk(pattern, fmt)
+        if not found:
+            raise InputError(_no_case_files(pattern, fmt))
     elif os.path.isfile(pattern):  # a file named like a glob ("b[1].parquet") is that file
         found = [pattern]
     else:
@@ -72,10 +73,39 @@ def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
         except Exception as exc:  # Beam raises BeamIOError with the details inside
             raise InputError(f"cannot list input {pattern}: {exc}") from None
         found = [m.path for m in results]
-        found += [f for folder in _matched_folders(pattern) for f in list_input_files(folder, fmt)]
+        found += [f for folder in _matched_folders(pattern) for f in _folder_files(folder, fmt)]
     if not found:
         raise InputError(f"no input files match {pattern}")
     return sorted(set(found))
+
+
+def _folder_files(folder: str, fmt: str | None) -> list[str]:
+    """A folder's case files: a dataset's Arrow files in their order, or every case
+    file below it (possibly none)."""
+    return formats.hf_dataset_files(folder) if _is_dataset(folder) else _walk(folder, fmt)
+
+
+def _is_dataset(folder: str) -> bool:
+    """A Hugging Face Dataset or DatasetDict folder."""
+    return formats.is_hf_dataset(folder) or os.path.isfile(os.path.join(folder, formats.HF_DICT))
+
+
+def _no_case_files(folder: str, fmt: str | None) -> str:
+    """Why a folder gave no input, and how to read the files it holds: input.format
+    does not make a folder's other files case files (a README would be read as
+    JSON), a glob naming them does."""
+    if fmt == "hf":
+        return f"no Hugging Face dataset ({formats.HF_STATE}) in the folder {folder}"
+    wanted = sorted(e for e, f in formats.EXTENSIONS.items() if fmt in (None, f))
+    said = (f"no case files in the folder {folder}: a folder is read by its files' "
+            f"extensions ({', '.join(wanted)})")
+    others = sorted({os.path.splitext(n)[1] for _, _, names in os.walk(folder)
+                     for n in names if not n.startswith((".", "_"))} - {""})
+    if others:
+        said += (f"; to read files named otherwise, give a glob such as "
+                 f"{os.path.join(folder, '*' + others[0])}"
+                 + ("" if fmt else " and set input.format"))
+    return said
 
 
 def _matched_folders(pattern: str) -> list[str]:
@@ -83,7 +113,8 @@ def _matched_folders(pattern: str) -> list[str]:
     lists files only, so `data/*` passed over a dataset folder beside the files."""
     if "://" in pattern:
         return []
-    return sorted(p for p in glob.glob(pattern) if os.path.isdir(p))
+    return sorted(p for p in glob.glob(pattern) if os.path.isdir(p)
+                  and not os.path.basename(p).startswith((".", "_")))  # as a folder's walk
 
 
 def file_format(path: str, declared: str | None) -> str:
