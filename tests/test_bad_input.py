@@ -184,3 +184,26 @@ def test_a_bad_beam_option_is_one_line_and_writes_nothing(tmp_path, capsys, flag
     for extra in ([], ["--shared-filesystem"]):
         err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", good, flag, *extra)
         assert said in err and "usage:" not in err
+
+
+@pytest.mark.parametrize("name,make,said", [
+    ("cases.csv", "parquet", "is a Parquet file, not CSV text"),
+    ("cases.csv", "zip", "is a zip archive (an Excel workbook? save it as CSV UTF-8), not CSV text"),
+    ("cases.jsonl", "gzip", "is gzip-compressed (name it cases.jsonl.gz), not JSON Lines text"),
+])
+def test_a_binary_file_named_as_text_is_named_as_such(tmp_path, capsys, name, make, said):
+    """An Excel workbook or a Parquet file named .csv (or read with input.format:
+    csv), or a gzip file without .gz, was refused with a 'missing required column'
+    whose 'columns present' were a screenful of the file's bytes."""
+    import gzip
+    import zipfile
+    path = tmp_path / name
+    if make == "parquet":
+        write_cases(str(path), SAMPLE_ROWS)
+    elif make == "zip":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("xl/workbook.xml", "<workbook/>")
+    else:
+        path.write_bytes(gzip.compress(b'{"question": "hi"}\n'))
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err == f"evalbeam: error: {path} {said}"

@@ -140,6 +140,13 @@ def _record(line: bytes) -> bytes:
     return line[3:] if line.startswith(codecs.BOM_UTF8) else line
 
 
+# Binary files that get named (or declared) as CSV or JSON Lines, by their first bytes.
+BINARY_STARTS = ((b"PAR1", "a Parquet file"), (b"ARROW1", "an Arrow file"),
+                 (b"\xff\xff\xff\xff", "an Arrow stream"),
+                 (b"PK\x03\x04", "a zip archive (an Excel workbook? save it as CSV UTF-8)"),
+                 (b"\x1f\x8b", "gzip-compressed (name it {name}.gz)"))
+
+
 def wide_unicode(head: bytes) -> str | None:
     """'UTF-16' or 'UTF-32' when a text file's first bytes say so (a byte-order
     mark, or the NUL bytes of ASCII in those encodings), else None. Excel's
@@ -149,10 +156,22 @@ def wide_unicode(head: bytes) -> str | None:
     return None if encoding.startswith("utf-8") else encoding[:6].upper()
 
 
+def binary_kind(head: bytes, name: str) -> str | None:
+    """What a file that is not text is, from its first bytes (None: text)."""
+    return next((what.format(name=name) for start, what in BINARY_STARTS
+                 if head.startswith(start)), None)
+
+
 def check_utf8_text(path: str, what: str) -> None:
-    """InputError in one line when a CSV or JSON Lines file is UTF-16 or UTF-32."""
+    """InputError in one line when a CSV or JSON Lines file is UTF-16 or UTF-32
+    text, or not text at all (read as text, either became a 'missing column'
+    error whose 'columns present' were a screenful of bytes)."""
     with _open(path) as fh:
-        encoding = wide_unicode(fh.read(4))
+        head = fh.read(8)
+    kind = binary_kind(head, os.path.basename(path))
+    if kind:
+        raise InputError(f"{path} is {kind}, not {what} text")
+    encoding = wide_unicode(head[:4])
     if encoding:
         raise InputError(f"{path} is {encoding} text; evalbeam reads {what} as UTF-8: "
                          f"convert it (e.g. iconv -f {encoding} -t UTF-8)")
