@@ -896,6 +896,10 @@ class DaskRunner(beam_dask.DaskRunner):
         job = uuid.uuid4().hex
         translator = _Translator(job, bag_kwargs)
         pipeline.visit(translator)
+        if not (dask_options.get("address") or dask_options.get("scheduler_file")):
+            # Beam starts a LocalCluster here: its scheduler and nannies log every start
+            # and stop at INFO through Beam's root handler, dozens of lines around the run's
+            logging.getLogger("distributed").setLevel(logging.WARNING)
         client = ddist.Client(**dask_options)
         try:
             threads = sum(client.nthreads().values())

@@ -492,3 +492,17 @@ def test_a_job_whose_results_were_cancelled_fails_instead_of_finishing():
                                                "results cancelled"):
             result.wait_until_finish()
         assert result.state == PipelineState.FAILED
+
+
+def test_a_local_cluster_run_prints_no_dask_info_logs(tmp_path):
+    """`--runner=dask` without an address (Beam starts a LocalCluster, as
+    docs/guides/dask.md says) printed some 36 INFO lines of Dask's scheduler and
+    nannies ('INFO:distributed.scheduler:State start', ...) around the run's own."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.pipeline_helpers import run_cli_subprocess
+    cases = write_cases(str(tmp_path / "cases.parquet"), SAMPLE_ROWS)
+    proc = run_cli_subprocess("--input", cases, "--output", str(tmp_path / "out"),
+                              "--run-id", "local", "--runner=dask")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "run local: " in proc.stdout
+    assert "INFO:distributed" not in proc.stderr
