@@ -24,7 +24,7 @@ import textwrap
 from typing import Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import ConfigError
 from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_before,
@@ -290,6 +290,8 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, beam_args = _parser().parse_known_args(argv)
+    if args.command != "run":  # s3:// cannot be read without options (a run sets its own)
+        FileSystems.set_options(PipelineOptions([]))
     if args.command == "compare":
         return compare(args, beam_args)
     unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]

@@ -15,6 +15,7 @@ import threading
 from typing import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.graph import build_pipeline
@@ -64,6 +65,9 @@ def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
         raise UsageError(f"--runner {runner!r} is not a Beam runner (one of "
                          f"{', '.join(StandardOptions.KNOWN_RUNNER_NAMES)}, dask, or a runner "
                          "class's full path)")
+    # The plan lists and opens the input before beam.Pipeline() would do this, and
+    # s3:// and hdfs:// cannot be used without their options (region, host, ...).
+    FileSystems.set_options(options)
     return options
 
 

@@ -207,3 +207,44 @@ def test_a_binary_file_named_as_text_is_named_as_such(tmp_path, capsys, name, ma
         path.write_bytes(gzip.compress(b'{"question": "hi"}\n'))
     err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
     assert err == f"evalbeam: error: {path} {said}"
+
+
+def test_the_runs_options_reach_the_filesystems_the_plan_reads(monkeypatch, tmp_path, capsys):
+    """`--input s3://bucket/cases/` (docs/guides/runners.md, dask.md) was refused
+    before every run with 'Must provide one of client or options': the plan lists
+    and opens the input before Beam's Pipeline hands the filesystems their options,
+    and s3:// (like hdfs://) cannot be used without them."""
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.localfilesystem import LocalFileSystem
+    from pipeline.execute import beam_options
+
+    made_with = []
+
+    class NeedsOptions(LocalFileSystem):
+        @classmethod
+        def scheme(cls):
+            return "needsoptions"
+
+        def __init__(self, pipeline_options):
+            if pipeline_options is None:
+                raise ValueError("Must provide one of client or options")
+            made_with.append(pipeline_options)
+            super().__init__(pipeline_options)
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # as in a fresh process
+    options = beam_options(["--s3_region_name=eu-west-1"])
+    FileSystems.get_filesystem("needsoptions://bucket/cases.jsonl")
+    assert made_with[-1].get_all_options(retain_unknown_options=True)[
+        "s3_region_name"] == "eu-west-1"
+    assert made_with[-1] is options
+    try:
+        import boto3  # noqa: F401
+    except ImportError:  # without boto3, Beam now says what is missing
+        monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+        err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", "s3://bucket/cases/")
+        assert "Missing boto3 requirement" in err and "Must provide" not in err
+        monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+        from pipeline.cli import run
+        assert run(["status", "--output", "s3://bucket/evals", "--run-id", "r"]) == 2
+        err = capsys.readouterr().err
+        assert "Missing boto3 requirement" in err and "Must provide" not in err
