@@ -248,3 +248,20 @@ def test_the_runs_options_reach_the_filesystems_the_plan_reads(monkeypatch, tmp_
         assert run(["status", "--output", "s3://bucket/evals", "--run-id", "r"]) == 2
         err = capsys.readouterr().err
         assert "Missing boto3 requirement" in err and "Must provide" not in err
+
+
+@pytest.mark.parametrize("text", ['[{"question": "a?"}, {"question": "b?"}]\n',
+                                  '[\n  {"question": "a?"},\n  {"question": "b?"}\n]\n'])
+def test_a_json_array_named_jsonl_is_told_to_be_json(tmp_path, capsys, text):
+    """A JSON array of cases saved as .jsonl: on one line it was 'none of its first
+    1 lines is a JSON object'; pretty-printed it ran, as 4 input rows of which 3
+    were invalid_json and 1 a case (the second case read, the first lost)."""
+    path = tmp_path / "cases.jsonl"
+    path.write_text(text, "utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err == (f"evalbeam: error: {path} holds a JSON array of cases, not JSON Lines (one "
+                   "object per line): name it .json, or set input.format: json")
+    (tmp_path / "cases.json").write_text(text, "utf-8")  # as it says: read whole, 2 cases
+    assert run_cli("--input", str(tmp_path / "cases.json"), "--output", str(tmp_path / "o"),
+                   "--run-id", "a") == 0
+    assert manifest(str(tmp_path / "o"), "a")["counts"]["valid_cases"] == 2

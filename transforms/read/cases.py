@@ -185,6 +185,9 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -
         formats.check_utf8_text(path, formats.FORMAT_NAMES[fmt])
         if fmt == "jsonl":
             pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
+            if formats.holds_json_array(sample):
+                raise InputError(f"{path} holds a JSON array of cases, not JSON Lines (one "
+                                 "object per line): name it .json, or set input.format: json")
             keys = formats.jsonl_keys(sample)
             if sample and not keys:
                 raise InputError(f"cannot read {path} as JSON Lines: none of its first "

@@ -196,6 +196,22 @@ def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, 
     return [p for p in pieces if p[2]], sample
 
 
+def holds_json_array(sample: list[bytes]) -> bool:
+    """Does a JSON Lines file hold one JSON array of objects instead (a .json file's
+    content, pretty-printed or on one line)? Read as lines, its cases were lost
+    or split into invalid_json rows."""
+    first = sample[0].strip() if sample else b""
+    if first == b"[":
+        return True
+    if not first.startswith(b"["):
+        return False
+    try:
+        value = json_records.loads(first.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
 def jsonl_keys(sample: list[bytes]) -> set[str]:
     keys: set[str] = set()
     for line in sample:
