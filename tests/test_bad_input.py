@@ -265,3 +265,18 @@ def test_a_json_array_named_jsonl_is_told_to_be_json(tmp_path, capsys, text):
     assert run_cli("--input", str(tmp_path / "cases.json"), "--output", str(tmp_path / "o"),
                    "--run-id", "a") == 0
     assert manifest(str(tmp_path / "o"), "a")["counts"]["valid_cases"] == 2
+
+
+def test_an_arrow_ipc_file_is_told_apart_from_a_stream(tmp_path, capsys):
+    """An Arrow IPC *file* (pyarrow.ipc.new_file, Feather v2) named .arrow was
+    'cannot read X as an Arrow stream: Expected to read 1330795073 metadata bytes,
+    but only read 662': .arrow inputs are the IPC streams save_to_disk writes."""
+    import pyarrow.ipc as ipc
+    table = pa.table({"question": ["a?", "b?"]})
+    path = tmp_path / "cases.arrow"
+    with ipc.new_file(str(path), table.schema) as writer:
+        writer.write_table(table)
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err == (f"evalbeam: error: {path} is an Arrow IPC file; .arrow inputs are read as "
+                   "the IPC streams Dataset.save_to_disk writes: write the cases as Parquet "
+                   "(pyarrow.parquet.write_table) or as a stream (pyarrow.ipc.new_stream)")

@@ -402,6 +402,12 @@ def scan_arrow(path: str) -> tuple[pa.Schema, list[tuple[int, int]]]:
     """(schema, [(byte offset, rows)] of every record batch of an IPC stream)."""
     try:
         with _arrow_source(path) as src:
+            if src.read(6) == b"ARROW1":  # the random-access file format, not a stream
+                raise InputError(
+                    f"{path} is an Arrow IPC file; .arrow inputs are read as the IPC streams "
+                    "Dataset.save_to_disk writes: write the cases as Parquet "
+                    "(pyarrow.parquet.write_table) or as a stream (pyarrow.ipc.new_stream)")
+            src.seek(0)
             reader = ipc.MessageReader.open_stream(src)
             schema = ipc.read_schema(reader.read_next_message())
             batches = []
