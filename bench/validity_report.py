@@ -523,13 +523,30 @@ ABLATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
                         "validation", "results", "ablation_grounding.md")
 
 
-def ablation_section(path: str = ABLATION) -> list[str]:
-    """Issue 21 item 3: every grounding metric and every part of `hallucination`
-    against the bigram baseline, as bench/ablate_grounding.py rendered it."""
+def _included(path: str) -> list[str]:
+    """The lines of a page a bench script rendered into validation/results/ (none
+    when it has not been run)."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as fh:
-        tables = fh.read().rstrip("\n").split("\n")
+        return fh.read().rstrip("\n").split("\n")
+
+
+def _subsection(title: str, path: str) -> list[str]:
+    lines = _included(path)
+    return ["", f"### {title}", "", *lines] if lines else []
+
+
+def ablation_section(path: str = ABLATION, candidates: str | None = None) -> list[str]:
+    """Issue 21 item 3: every grounding metric and every part of `hallucination`
+    against the bigram baseline, as bench/ablate_grounding.py rendered it; then
+    the embedder as a candidate signal, as bench/embedding_signal_candidates.py
+    rendered it."""
+    tables = _included(path)
+    if not tables:
+        return []
+    extra = _subsection("Meaning rather than words: the embedder as a groundedness signal "
+                        "(measured, not shipped)", candidates or EMBEDDING)
     return ["## Every grounding metric earns its place", "",
             "`python bench/ablate_grounding.py --rows 200 --checkout <git archive of fbee50a> "
             "--label before --out before.json`, the same for this checkout (`--label after "
@@ -551,11 +568,12 @@ def ablation_section(path: str = ABLATION) -> list[str]:
             "went from 0.689 to 0.769 (bigram 0.695, groundedness held out 0.758) and the "
             "team sets' grounded-over-hallucinated pairwise accuracy from 0.651 / 0.677 to "
             "0.727 / 0.739 (dev / test).",
-            "", *tables, ""]
+            "", *tables, *extra, ""]
 
 
 VERDICT_RULES = os.path.join(os.path.dirname(ABLATION), "verdict_rules.md")
 FAIL_RULE = os.path.join(os.path.dirname(ABLATION), "fail_rule_candidates.md")
+EMBEDDING = os.path.join(os.path.dirname(ABLATION), "embedding_candidates.md")
 
 
 def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:
@@ -563,15 +581,10 @@ def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE
     verdict deciding more (a cascade escalating less) would cost, as
     bench/verdict_rules.py rendered them; then a candidate rule that was not
     shipped, as bench/fail_rule_candidates.py rendered it."""
-    if not os.path.exists(path):
+    tables = _included(path)
+    if not tables:
         return []
-    with open(path, encoding="utf-8") as fh:
-        tables = fh.read().rstrip("\n").split("\n")
-    extra = []
-    if os.path.exists(candidates):
-        with open(candidates, encoding="utf-8") as fh:
-            extra = ["", "### A second FAIL rule (measured, not shipped)", "",
-                     *fh.read().rstrip("\n").split("\n")]
+    extra = _subsection("A second FAIL rule (measured, not shipped)", candidates)
     return ["## Does every rule of the default verdict earn its place?", "", *tables, *extra,
             ""]
 

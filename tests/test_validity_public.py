@@ -169,6 +169,34 @@ def test_the_verdict_rules_section_includes_the_candidate_rule_page(tmp_path):
         "### A second FAIL rule (measured, not shipped)", "", "`cmd`: finding", ""]
 
 
+def test_the_ablation_section_includes_the_embedding_candidates_page(tmp_path):
+    from bench.validity_report import ablation_section
+    ablation, candidates = tmp_path / "ablation.md", tmp_path / "emb.md"
+    assert ablation_section(str(ablation), str(candidates)) == []
+    ablation.write_text("| a |\n|---|\n")
+    assert ablation_section(str(ablation), str(candidates))[-2:] == ["|---|", ""]
+    candidates.write_text("`cmd`: finding\n")
+    assert ablation_section(str(ablation), str(candidates))[-4:] == [
+        "### Meaning rather than words: the embedder as a groundedness signal "
+        "(measured, not shipped)", "", "`cmd`: finding", ""]
+
+
+def test_embedding_alignment_by_hand():
+    """bench/embedding_signal_candidates.alignment on token vectors made by hand
+    ([CLS] and [SEP] rows first and last; sentence vectors are their means)."""
+    import numpy as np
+    from bench.embedding_signal_candidates import alignment
+    cls, sep = [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]
+    ctx = [np.array([cls, [1.0, 0.0, 0.0], [1.0, 0.0, 0.0], sep])]  # mean (0.5, 0, 0)
+    exact = np.array([cls, [2.0, 0.0, 0.0], sep])                   # same direction
+    half = np.array([cls, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], sep])   # one token off
+    sentence, tokens = alignment([exact, half], ctx)
+    # sentences: exact's mean (2/3, 0, 0) cosine 1; half's mean (0.25, 0.25, 0) cosine 0.7071
+    assert sentence == pytest.approx(2 ** -0.5)
+    # tokens: cosines 1 (exact), 1 and 0 (half): mean 2/3
+    assert tokens == pytest.approx(2 / 3)
+
+
 def test_joint_fail_cuts_take_the_second_rule_only_where_it_fails_more_within_the_goals():
     """joint_cuts (bench/fail_rule_candidates.py) by hand: 10 supported and 10
     unsupported rows per set, goals 10% mean / 20% worst."""
