@@ -36,6 +36,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from bench.fit_groundedness import DATA, Fits, leave_one_out, load_sets  # noqa: E402
 from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
+from bench.validity_report import write_page  # noqa: E402
 from transforms.enrich.embeddings.local_minilm import get_local_minilm  # noqa: E402
 from transforms.score.facts.sentences import split_sentences  # noqa: E402
 from transforms.score.metrics.groundedness import signals  # noqa: E402
@@ -167,11 +168,7 @@ def main() -> int:
              "context, so the signal is not shipped: what is left is contradiction written "
              "in the source's own words, which a similarity model does not see (a classifier "
              "endpoint can: docs/guides/grounding-classifier.md)."]
-    text = "\n".join(lines) + "\n"
-    with open(OUT, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    print(text)
-    return 0
+    return write_page(OUT, lines)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from bench.fit_groundedness import (CUTS, DATA, GOAL_MEAN, GOAL_WORST, MARGINS,  # noqa: E402
                                     Fits, load_sets, scores, verdict_cuts)
 from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
+from bench.validity_report import write_page  # noqa: E402
 from bench.validity_public import selective  # noqa: E402
 from transforms.score.metrics.groundedness import signals  # noqa: E402
 from transforms.score.metrics.hallucination import hallucination  # noqa: E402
@@ -167,11 +168,7 @@ def main() -> int:
              f"{np.mean([shipped[n]['good_failed'] for n in CORE]):.3f}, fitted "
              f"{np.mean([fitted_arm[n]['good_failed'] for n in CORE]):.3f}) sits under the "
              "dev budget because the inner leave-one-set-out's margin guards the worst set."]
-    text = "\n".join(lines) + "\n"
-    with open(OUT, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    print(text)
-    return 0
+    return write_page(OUT, lines)
 
 
 if __name__ == "__main__":

@@ -523,6 +523,16 @@ ABLATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
                         "validation", "results", "ablation_grounding.md")
 
 
+def write_page(path: str, lines: list[str]) -> int:
+    """Write a bench script's page for VALIDITY.md to include (see _included),
+    print it, and return the script's exit status."""
+    text = "\n".join(lines) + "\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(text)
+    return 0
+
+
 def _included(path: str) -> list[str]:
     """The lines of a page a bench script rendered into validation/results/ (none
     when it has not been run)."""
