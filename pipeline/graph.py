@@ -64,7 +64,8 @@ class Answer(beam.PTransform):
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
                 | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
                                                         self._plan.cache,
-                                                        self._plan.budget))
+                                                        self._plan.budget,
+                                                        self._plan.columns["answer"]))
                 # what Beam's bytecode inference of process() concludes (Any), said
                 # up front: inferring it cost 0.07 s of a 30-row run's start
                 .with_output_types(typing.Any)

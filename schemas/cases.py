@@ -183,6 +183,11 @@ def candidates(src: Source) -> tuple[str, ...]:
     return (src,) if isinstance(src, str) else src
 
 
+def shown_source(src: Source) -> str:
+    """A source as its user knows it, for messages: `'response'`, `'a' or 'b'`."""
+    return "'" + "' or '".join(candidates(src)) + "'"
+
+
 def source_names(columns: Mapping[str, Source]) -> set[str]:
     """Every file column the mapping may read."""
     return {name for src in columns.values() for name in candidates(src)}
@@ -203,8 +208,7 @@ def check_columns(names, columns: Mapping[str, Source], path: str) -> None:
     for col in REQUIRED_COLUMNS:
         src = columns[col]
         if not names & set(candidates(src)):
-            shown = "' or '".join(candidates(src))
-            hint = f" (mapped from '{shown}')" if src != col else ""
+            hint = f" (mapped from {shown_source(src)})" if src != col else ""
             raise InputError(f"{path}: missing required column '{col}'{hint}; "
                              f"columns present: {sorted(names)}{_separator_hint(names)}")
 

@@ -143,3 +143,31 @@ def test_deepeval_csv_and_jsonl_with_pipe_joined_contexts(tmp_path):
                                                                      columns)
                  for src, raw in read_shard_rows(shard, columns)]
     assert csv_cases[3].contexts == ["a|b", "c"]
+
+
+def test_precomputed_error_names_the_users_answer_column(tmp_path):
+    """A row without a recorded answer said "no recorded answer in the 'answer'
+    column" under every preset, though a Ragas file has no 'answer' column: the
+    error (results/ and errors/) names the column the file has, 'response'."""
+    config = tmp_path / "c.yaml"
+    config.write_text("input: {preset: ragas}\nbots: [{name: recorded, type: precomputed}]\n"
+                      "metrics: [rouge]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", os.path.join(PRESET_DIR, "ragas.jsonl"), "--output", out,
+                   "--config", str(config), "--run-id", "r") == 0
+    said = "no recorded answer in the 'response' column"  # the multi-turn sample
+    assert [r["error"] for r in read_rows(out, "results") if r["error"]] == [said]
+    assert [r["message"] for r in read_rows(out, "errors")] == [said]
+
+
+def test_precomputed_error_names_deepeval_and_candidate_columns():
+    from schemas.records import EvalCase
+    from transforms.answer.bots import PrecomputedBot
+    case = EvalCase("c", "Do you ship to Canada?", None, answer=None)
+    column = source_columns(input_columns("deepeval", {}))["answer"]
+    assert PrecomputedBot("b", column).answer(case).error == \
+        "no recorded answer in the 'actual_output' column"
+    assert PrecomputedBot("b", ("out", "reply")).answer(case).error == \
+        "no recorded answer in the 'out' or 'reply' column"
+    assert PrecomputedBot("b").answer(case).error == \
+        "no recorded answer in the 'answer' column"

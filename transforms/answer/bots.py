@@ -10,6 +10,7 @@ from typing import Mapping, Protocol, Sequence
 
 import apache_beam as beam
 
+from schemas.cases import Source, shown_source
 from schemas.records import EvalCase, Turn
 from transforms.answer.faq_index import FaqIndex, load_faq
 from transforms.remote.cache import CacheSpec
@@ -23,14 +24,17 @@ class Bot(Protocol):
 
 
 class PrecomputedBot:
-    """Answers with the case's recorded `answer` column."""
+    """Answers with the case's recorded `answer` column; `column` is where the
+    user's file has it (a preset's or input.columns' name, e.g. `response`)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, column: Source = "answer"):
         self.name = name
+        self.column = column
 
     def answer(self, case: EvalCase) -> Turn:
         if case.answer is None:
-            return Turn(case, self.name, None, error="no recorded answer in the 'answer' column")
+            return Turn(case, self.name, None,
+                        error=f"no recorded answer in the {shown_source(self.column)} column")
         return Turn(case, self.name, case.answer, latency_ms=None,  # nothing was timed
                     details={"source": "recorded"})
 
@@ -55,10 +59,11 @@ class FaqMatchBot:
                              "similarity": round(match.similarity, 6)})
 
 
-def make_bot(cfg, runtime=None, log=None):
-    """A bot from its BotConfig (pipeline.config), built inside the worker."""
+def make_bot(cfg, runtime=None, log=None, answer_column: Source = "answer"):
+    """A bot from its BotConfig (pipeline.config), built inside the worker;
+    answer_column: the input's file column(s) mapped to `answer`."""
     if cfg.type == "precomputed":
-        return PrecomputedBot(cfg.name)
+        return PrecomputedBot(cfg.name, answer_column)
     if cfg.type == "faq_match":
         return FaqMatchBot(cfg.name, cfg.faq)
     from transforms.answer import remote_bots
@@ -82,8 +87,9 @@ class AnswerWith(CallingDoFn):
     """
 
     def __init__(self, bot_configs: Sequence, endpoints: Mapping | None = None,
-                 cache: CacheSpec | None = None, budget=None):
+                 cache: CacheSpec | None = None, budget=None, answer_column: Source = "answer"):
         self._configs = tuple(bot_configs)
+        self._answer_column = answer_column  # named in a precomputed bot's errors
         self._endpoints = dict(endpoints or {})
         # the run's call cache: bots never use it (their calls are not
         # cached) but it makes the runtime the same as the judge's and the
@@ -97,7 +103,8 @@ class AnswerWith(CallingDoFn):
                         remote=any(c.type in ("full_context", "chat", "http")
                                    for c in self._configs), cache=self._cache,
                         budget=self._budget)
-        self._bots = [make_bot(cfg, self._runtime, self._log) for cfg in self._configs]
+        self._bots = [make_bot(cfg, self._runtime, self._log, self._answer_column)
+                      for cfg in self._configs]
 
     def emitted(self, turn: Turn) -> Turn:
         if turn.error:
