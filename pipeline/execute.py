@@ -102,7 +102,7 @@ def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
 
 def say_before(plan: Plan) -> None:
     """What a run says before it starts (on stderr): its notes (kept in the
-    manifest too) and every endpoint's limits."""
+    manifest too) and the limits of every endpoint it calls."""
     for note in plan.info.notes:
         print(f"evalbeam: note: {note}", file=sys.stderr)
     for line in plan.limits:

@@ -437,14 +437,32 @@ def worker_cores(options) -> int | None:
     return max(1, cores // worker_count(options))
 
 
-def limit_lines(cfg, workers: int) -> tuple[str, ...]:
-    """One line per endpoint stating the limits the run will keep to (said
-    at start-up: the default 10 requests/s surprises whoever points evalbeam
-    at a server of their own)."""
+def used_endpoints(cfg, scorers, judge_metrics, classifier_metrics) -> frozenset[str]:
+    """The endpoints the run will call: its remote bots', the judge's (with
+    judge metrics to ask), the classifier's (with its metric) and the embeddings'
+    (provider `endpoint`, with metrics that embed)."""
+    used = {b.endpoint for b in cfg.bots if b.type in REMOTE_BOT_TYPES}
+    if judge_metrics:
+        used.add(cfg.judge.endpoint)
+    if classifier_metrics:
+        used.add(cfg.classifier.endpoint)
+    if cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers):
+        used.add(cfg.embeddings.endpoint)
+    return frozenset(used)
+
+
+def limit_lines(cfg, workers: int, used=None) -> tuple[str, ...]:
+    """One line per endpoint the run uses (`used`; default: every configured one)
+    stating the limits the run will keep to (said at start-up: the default 10
+    requests/s surprises whoever points evalbeam at a server of their own), and
+    one line naming the configured endpoints nothing in the run calls."""
     from pipeline.config import EndpointConfig
     default_rps = EndpointConfig.__dataclass_fields__["requests_per_second"].default
+    used = set(cfg.endpoints) if used is None else set(used)
     lines = []
     for name, ep in sorted(cfg.endpoints.items()):
+        if name not in used:
+            continue
         rps = f"{ep.requests_per_second:g} requests/s"
         if ep.requests_per_second == default_rps:
             rps += f" (the default; set endpoints.{name}.requests_per_second to change it)"
@@ -458,6 +476,11 @@ def limit_lines(cfg, workers: int) -> tuple[str, ...]:
             line += (f"; each of {workers} worker processes keeps to {share:.3g} of that "
                      f"({ep.requests_per_second * share:.3g} requests/s)")
         lines.append(line)
+    unused = sorted(set(cfg.endpoints) - used)
+    if unused:
+        many = len(unused) > 1
+        lines.append(f"endpoint{'s' * many} {', '.join(unused)}: unused (no bot, judge, "
+                     f"classifier or embeddings of this run calls {'them' if many else 'it'})")
     return tuple(lines)
 
 
@@ -688,6 +711,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    charts_apart=options is not None and not runner_is_local(options))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
-                limits=limit_lines(cfg, workers),
+                limits=limit_lines(cfg, workers, used_endpoints(cfg, scorers, asked,
+                                                                classifier_metrics)),
                 budget=spend_caps(cfg, output, run_id, attempt, workers),
                 escalation_metrics=escalation(cfg, asked, classifier_metrics))

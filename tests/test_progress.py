@@ -182,3 +182,27 @@ def test_one_line_per_endpoint_states_its_limits():
     shared = limit_lines(share_limits(cfg, 4), 4)
     assert shared[0].endswith("; each of 4 worker processes keeps to 0.25 of that "
                               "(12.5 requests/s)")
+
+
+def test_start_up_lines_state_only_the_endpoints_the_run_calls(tmp_path):
+    """Every configured endpoint had its limits stated, also one nothing in the run
+    used (examples/custom/config.yaml with its judge: block removed said 'endpoint
+    llm: at most 10 requests/s ...'). Now the limits are those of the endpoints the
+    run calls (bots, judge, classifier, embeddings), with one line for the others."""
+    from tests.test_cli_flags import plan
+    ep = "{base_url: 'http://127.0.0.1:9/v1'}"
+    config = (f"endpoints: {{bots: {ep}, emb: {ep}, judging: {ep}, spare: {ep}}}\n"
+              "bots: [{name: c, type: chat, endpoint: bots, model: m}]\n"
+              "embeddings: {provider: endpoint, endpoint: emb, model: e}\n"
+              "judge: {endpoint: judging, model: j}\n"
+              "metrics: [exact_match, answer_similarity]\n")  # nothing asks the judge
+    limits = plan(tmp_path, config).limits
+    assert [line.split(":")[0] for line in limits] == ["endpoint bots", "endpoint emb",
+                                                       "endpoints judging, spare"]
+    assert limits[-1] == ("endpoints judging, spare: unused (no bot, judge, classifier or "
+                          "embeddings of this run calls them)")
+    asked = plan(tmp_path, config.replace("exact_match", "faithfulness")).limits
+    assert [line.split(":")[0] for line in asked] == ["endpoint bots", "endpoint emb",
+                                                      "endpoint judging", "endpoint spare"]
+    assert asked[-1].endswith("unused (no bot, judge, classifier or embeddings of this run "
+                              "calls it)")
