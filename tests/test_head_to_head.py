@@ -92,6 +92,13 @@ def test_the_transform_gives_the_same_figures_in_any_order():
             assert_that(out, equal_to([expected]))
 
 
+def _manifest(bots: list[str], cases: int = 2) -> dict:
+    return {"run_id": "r", "run_date": "2026-01-01", "input": "i", "bots": bots,
+            "counts": {"input_rows": cases, "valid_cases": cases, "invalid_rows": 0,
+                       "duplicate_case_ids": 0, "results_rows": 2 * cases, "bot_errors": 0},
+            "reconciliation": {"ok": True}, "tables": {}, "output": "/nonexistent"}
+
+
 def test_nulls_pair_nothing_and_report_sections():
     turns = [_turn("c1", "a", None, 0.1, "PASS"), _turn("c1", "b", 0.4, 0.1, "PASS"),
              _turn("c2", "a", 0.2, 0.1, "PASS"), _turn("c2", "b", 0.5, 0.2, "WARN")]
@@ -99,15 +106,12 @@ def test_nulls_pair_nothing_and_report_sections():
     score = next(r for r in h2h.overall(stats) if r["metric"] == "score")
     assert score["n_pairs"] == 1 and score["null_pairs"] == 1
     assert not math.isnan(score["delta"])
-    manifest = {"run_id": "r", "run_date": "2026-01-01", "input": "i", "bots": ["a", "b"],
-                "counts": {"input_rows": 2, "valid_cases": 2, "invalid_rows": 0,
-                           "duplicate_case_ids": 0, "results_rows": 4, "bot_errors": 0},
-                "reconciliation": {"ok": True}, "tables": {}}
+    manifest = _manifest(["a", "b"])
     worst = {"a": [{"case_id": "c<1>", "verdict": "FAIL", "reason": "score 0.1 < 0.2",
                     "question": "q", "answer": "<script>x</script>", "reference": "ref | 1",
                     "metrics": {"halluc": 0.1, "score": 0.1}}]}
     md = render_report(manifest, [], worst, [(pair, stats)])
-    assert "## Head to head" in md and "### b vs a (2 paired cases)" in md
+    assert "## Head to head" in md and "### b − a (2 paired cases)" in md
     assert "| b − a [95% CI] |" in md
     assert "| c&lt;1&gt; | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
     assert "score 0.10, halluc 0.10" in md  # the metric the reason names comes first
@@ -142,11 +146,35 @@ def test_right_to_left_bot_names_are_isolated_in_the_html_sentences():
     rtl = "مساعد"
     turns = [_turn(c, bot, 0.3, 0.1, "PASS") for c in ("c1", "c2") for bot in ("a", rtl)]
     pair, stats = _by_hand(turns, pair=("a", rtl))
-    manifest = {"run_id": "r", "run_date": "2026-01-01", "input": "i", "bots": ["a", rtl],
-                "counts": {"input_rows": 2, "valid_cases": 2, "invalid_rows": 0,
-                           "duplicate_case_ids": 0, "results_rows": 4, "bot_errors": 0},
-                "reconciliation": {"ok": True}, "tables": {}, "output": "/nonexistent"}
+    manifest = _manifest(["a", rtl])
     page = render_html_report(manifest, [], {}, [], [(pair, stats)])
-    assert f"\u2068{rtl}\u2069 vs a (2 paired cases)" in page
+    assert f"\u2068{rtl}\u2069 − a (2 paired cases)" in page
     assert f"\u2068{rtl}\u2069" in page.split("Pass rate on")[1].split("</p>")[0]
     assert "\u2068" not in render_report(manifest, [], {}, [(pair, stats)])
+
+
+def test_head_to_head_names_its_bots_not_first_and_second():
+    """The head to head was titled 'concise vs app' while its chart's axis read
+    'second bot − first' and its legend 'better' / 'worse' (readers could not tell
+    which bot was second). Title, axis, legend and caption now name the bots as
+    the differences read: 'concise − app', 'concise better', 'app better'."""
+    import base64
+    import re
+    from transforms.publish.report_html import render_html_report
+    turns = [_turn(f"c{i:02d}", bot, 0.5, 0.3, "PASS" if bot == "app" or i < 4 else "FAIL")
+             for i in range(30) for bot in ("app", "concise")]
+    pair, stats = _by_hand(turns, pair=("app", "concise"))
+    manifest = _manifest(["app", "concise"], 30)
+    md = render_report(manifest, [], {}, [(pair, stats)])
+    assert "### concise − app (30 paired cases)" in md and " vs " not in md
+    assert "second bot" not in md and "Δ, as a pair's title reads (b − a)" in md
+    page = render_html_report(manifest, [], {}, [], [(pair, stats)])
+    assert "<h3>concise − app (30 paired cases)</h3>" in page and "second bot" not in page
+    assert ("concise − app, paired by case, with the 95% bootstrap interval; green: concise "
+            "is significantly better, red: app") in page
+    uri = re.search(r'src="data:image/svg\+xml;base64,([^"]+)" alt="head to head', page)
+    svg = base64.b64decode(uri.group(1)).decode()
+    for text in ("concise − app (95% interval)", "concise better", "app better",
+                 "no significant difference"):
+        assert text in svg, text
+    assert "second bot" not in svg and ">better<" not in svg

@@ -12,6 +12,7 @@ second, for five fixed chart shapes.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import VERDICT_ORDER as VERDICTS
@@ -138,12 +139,19 @@ def forest_half_width(deltas: Sequence[Mapping[str, Any]], floor: float) -> floa
 
 
 def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01,
-           x_title: str = "candidate − baseline (95% interval)") -> Spec:
+           x_title: str = "candidate − baseline (95% interval)",
+           legend_labels: Mapping[str, str] | None = None) -> Spec:
     """Candidate - baseline per metric with its 95% bootstrap interval, one
     panel per bot (rows: bot, metric, delta, ci_low, ci_high, change); the x
-    axis is symmetric around 0 and at least ±floor wide."""
+    axis is symmetric around 0 and at least ±floor wide. legend_labels: the
+    legend's words for the changes (`better` -> `concise better`)."""
     half = forest_half_width(deltas, floor)
-    colour = _field("change", "nominal", legend={"orient": "bottom", "title": None},
+    legend = {"orient": "bottom", "title": None}
+    if legend_labels:
+        legend["labelExpr"] = "".join(f"datum.label === {json.dumps(change)} ? "
+                                      f"{json.dumps(label)} : "
+                                      for change, label in legend_labels.items()) + "datum.label"
+    colour = _field("change", "nominal", legend=legend,
                     scale={"domain": list(CHANGE_COLOURS),
                            "range": list(CHANGE_COLOURS.values())})
     y = _field("metric", "nominal", sort=None, title=None)

@@ -212,7 +212,8 @@ def ordered_pairs(bots: Sequence[str], results: Iterable[tuple[Sequence[str], di
 
 
 def pair_label(pair: Sequence[str]) -> str:
-    return f"{pair[1]} vs {pair[0]}"
+    """A pair (a, b) as its differences read: `b − a`, b's value minus a's."""
+    return f"{pair[1]} − {pair[0]}"
 
 
 def overall(stats: Mapping[str, Any]) -> list[dict]:
@@ -309,11 +310,11 @@ def metric_headers(pair: Sequence[str]) -> list[str]:
 
 
 METHOD = ("Each pair of bots is compared on the cases both were asked (a case id repeated in "
-          "the input pairs nothing; a bot error counts as not passing). Δ = second bot − first "
-          "over the cases where both have a value, with a 95% percentile bootstrap interval "
+          "the input pairs nothing; a bot error counts as not passing). Δ, as a pair's title "
+          "reads (b − a), is b's value minus a's over the cases where both have a value, with a 95% percentile bootstrap interval "
           "(1,000 resamples of cases, fixed seed); p: Wilcoxon signed-rank (continuous metrics)"
           " or exact McNemar (0/1 metrics and the pass rate), Holm-adjusted across the metrics "
           "of a pair and suite. A case whose values differ by at most 0.001 is a tie; a bot is "
           "better on a metric when the adjusted p < 0.05 and the mean differs by more than "
-          "that. W/T/L counts the second bot's wins, ties and losses. The same statistics as "
+          "that. W/T/L counts b's wins, ties and losses. The same statistics as "
           "`evalbeam compare`.")

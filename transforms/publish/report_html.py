@@ -130,11 +130,7 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
               if (r["metric"] == PASS_RATE or r["metric"] in unit)
               and r.get("delta") is not None and r.get("ci_low") is not None]
     if points:
-        parts.append(figure(charts.render(charts.forest(
-            points, x_title="second bot − first (95% interval)"), "head to head of bot pairs"),
-                            "Second bot − first, paired by case, with the 95% bootstrap "
-                            "interval; green: the second bot is significantly better, red: "
-                            "the first (Holm-adjusted p < 0.05); ↓ lower is better."))
+        parts.append(_forest(pairs, points))
     for pair, stats in pairs:
         a, b = pair
         parts.append(tag("h3", isolated(f"{h2h.pair_label(pair)} ({stats['paired']} paired "
@@ -152,6 +148,29 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
                  f"better for {a}"], suites, numeric=(1, 2)) + "</details>"))
     parts.append(tag("p", h2h.METHOD, "muted small"))
     return parts
+
+
+def _forest(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
+            points: list[dict]) -> Raw:
+    """The pairs' forest plot, its axis, legend and caption naming the bots
+    (`concise − app`, `concise better`); with several pairs each panel's title
+    names its difference (`concise − app`) and the words say left and right of it."""
+    if len(pairs) == 1:
+        a, b = pairs[0][0]
+        axis = caption = h2h.pair_label((a, b))
+        green, red = b, a
+    else:
+        axis = "each panel's title: left bot − right bot"
+        caption = "Each panel: the left bot of its title − the right one"
+        green, red = "the left bot", "the right bot"
+    labels = {"better": f"{green.removeprefix('the ')} better",
+              "worse": f"{red.removeprefix('the ')} better",
+              "no significant change": "no significant difference"}
+    spec = charts.forest(points, x_title=f"{axis} (95% interval)", legend_labels=labels)
+    return figure(charts.render(spec, "head to head of bot pairs"), isolated(
+        f"{caption}, paired by case, with the 95% bootstrap interval; green: {green} is "
+        f"significantly better, red: {red} (Holm-adjusted p < 0.05); ↓ lower is better.",
+        [n for pair, _ in pairs for n in pair]))
 
 
 def _cascade_and_spend(manifest: Mapping[str, Any]) -> list[Any]:
