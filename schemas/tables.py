@@ -133,9 +133,13 @@ USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model
     ("model", _S, "the model asked"),
     ("purpose", _S, "what the calls were for: `bot:<name>`, `embeddings`, `judge:<task>`, "
                     "`classifier:grounding`"),
-    ("calls", _I, "requests sent"),
+    ("calls", _I, "requests sent (calls with at least one attempt; calls + retries = the "
+                  "attempts made). Not counted: cache hits, calls a spend cap refused, calls "
+                  "the endpoint's open circuit breaker failed before any attempt"),
     ("retries", _I, "attempts beyond the first"),
-    ("failures", _I, "calls that failed after their attempts"),
+    ("failures", _I, "calls that ended without an answer: sent and failed after their "
+                     "attempts, or failed at once by the endpoint's open circuit breaker "
+                     "(`circuit open: ...`; not in calls)"),
     ("cache_hits", _I, "calls answered from the call cache (either tier): no request, no tokens"),
     ("prompt_tokens", _I, "input tokens, as the endpoint reported them"),
     ("completion_tokens", _I, "output tokens"),

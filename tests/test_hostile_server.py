@@ -18,9 +18,12 @@ from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
 from tests.pipeline_helpers import TABLE_NAMES, all_output_text, manifest, read_rows, run_cli
 from tests.test_remote_client import _cfg
+from transforms.progress.tally import Tally
 from transforms.remote.breaker import CircuitBreaker
+from transforms.remote.budget import JUDGE_CALLS, actual_use
 from transforms.remote.client import EndpointClient
 from transforms.remote.openai_api import chat
+from transforms.remote.usage import add_call, new_usage
 
 N_CASES = 9  # every 3rd reply of each server is hostile: 3 of 9
 
@@ -137,7 +140,12 @@ def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
     assert len(opened) > 150
     assert "consecutive connection failures to endpoint down" in opened[0]
     usage = read_rows(out, "usage")[0]
-    assert usage["calls"] == 200 and usage["failures"] == 200
+    attempts = [json.loads(r["bot_details"])["attempts"] for r in results]
+    # calls + retries are the attempts made; a call the open breaker failed at
+    # once is no request, but it is a failure (its row's error: circuit open)
+    assert 0 < usage["calls"] == sum(a > 0 for a in attempts) < 200
+    assert usage["calls"] + usage["retries"] == sum(attempts)
+    assert usage["failures"] == 200
     assert usage["retries"] < 100  # without the breaker: 200 x 5 = 1000
 
 
@@ -186,6 +194,45 @@ def test_client_probes_again_and_recovers():
     assert calls["n"] == 4  # 3 refused, 2 refused by the breaker without a request, 1 probe
     assert [("circuit open" in (r.error or "")) for r in first] == [False] * 3 + [True] * 2
     assert later.texts == ["back"]
+
+
+def test_calls_refused_by_an_open_breaker_are_failures_not_requests():
+    """usage/ calls + retries are the requests made; a call the open breaker
+    refused before any attempt is not one, but it is a failure (its row has
+    the `circuit open` error), and it does not spend judge.max_calls."""
+    requests = {"n": 0}
+
+    def handler(request):
+        requests["n"] += 1
+        raise httpx.ConnectError("connection refused")
+
+    async def main():
+        client = EndpointClient("llm", _cfg(max_attempts=2, circuit_failures=3,
+                                            circuit_cooldown_s=60, backoff_initial_s=0.0,
+                                            backoff_max_s=0.0),
+                                transport=httpx.MockTransport(handler))
+        try:
+            return [await chat(client, "m", [{"role": "user", "content": "hi"}],
+                               purpose="judge:x") for _ in range(5)]
+        finally:
+            await client.aclose()
+    replies = asyncio.run(main())
+    # call 1: 2 attempts; call 2: 1 attempt, then the breaker opens; calls 3-5: none
+    assert requests["n"] == 3
+    assert [r.record.attempts for r in replies] == [2, 1, 0, 0, 0]
+    assert all("circuit open" in r.error for r in replies[1:])
+    usage = new_usage()
+    for r in replies:
+        add_call(usage, r.record)
+    assert usage["calls"] + usage["retries"] == requests["n"]
+    assert (usage["calls"], usage["retries"], usage["failures"]) == (2, 1, 5)
+    tally = Tally()
+    for r in replies:
+        tally.call(r.record)
+    assert tally.snapshot()["calls"]["llm"] == {"calls": 2, "retries": 1, "failures": 5,
+                                                "rate_limited": 0}
+    assert actual_use("llm", "judge:x", False, 0, 0, 10.0, None)[JUDGE_CALLS] == 1.0
+    assert actual_use("llm", "judge:x", False, 0, 0, 10.0, None, sent=False) == {}
 
 
 # ------------------------------------------------------------------ secrets (item 7)

@@ -46,13 +46,14 @@ class Tally:
             self.changes += 1
 
     def call(self, rec) -> None:
-        """A request that went to an endpoint (a CallRecord; cache hits and calls a
-        spend cap refused are not requests: usage/ counts neither in `calls`)."""
+        """A finished call (a CallRecord), counted as usage/ counts it: cache hits
+        and calls a spend cap refused are not requests; a call the endpoint's open
+        circuit breaker failed at once is a failure, not a request."""
         if rec.cache_hit or rec.budget_refused:
             return
         with self._lock:
             c = self.calls.setdefault(rec.endpoint, dict.fromkeys(CALL_FIELDS, 0))
-            c["calls"] += 1
+            c["calls"] += rec.attempts > 0  # CallRecord.sent
             c["retries"] += max(0, rec.attempts - 1)
             c["failures"] += 0 if rec.ok else 1
             c["rate_limited"] += rec.rate_limited

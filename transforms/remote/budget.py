@@ -69,9 +69,12 @@ def worst_case(endpoint: str, purpose: str, prompt_tokens: float, completion_cap
 
 def actual_use(endpoint: str, purpose: str, ok: bool, prompt_tokens: int,
                completion_tokens: int, estimate: float,
-               price: Mapping[str, float] | None) -> dict[str, float]:
+               price: Mapping[str, float] | None, sent: bool = True) -> dict[str, float]:
     """What a finished call used: its reported tokens (the estimate when a
-    successful reply reported none); a failed call used no tokens but is a call."""
+    successful reply reported none); a failed call used no tokens but is a call;
+    a call never sent (the endpoint's circuit breaker was open) used nothing."""
+    if not sent:
+        return {}
     tokens = (prompt_tokens + completion_tokens or estimate) if ok else 0.0
     used = {tokens_scope(endpoint): float(tokens)}
     if purpose.startswith("judge:"):

@@ -79,6 +79,12 @@ class CallRecord:
     metrics: tuple[str, ...] = ()   # the metrics the call served (usage/ splits it among them)
     budget_refused: bool = False    # not sent: a spend cap of the run was reached
 
+    @property
+    def sent(self) -> bool:
+        """A request went out (one attempt or more). Not for a cache hit, a call a
+        spend cap refused, or one the endpoint's open circuit breaker failed at once."""
+        return self.attempts > 0
+
 
 @dataclass(slots=True)
 class CallResult:
@@ -316,7 +322,7 @@ class EndpointClient:
             rec = result.record
             self.ledger.settle(reservation, actual_use(
                 self.name, purpose, rec.ok, rec.prompt_tokens, rec.completion_tokens,
-                estimated_tokens, self.cfg.price_per_million))
+                estimated_tokens, self.cfg.price_per_million, sent=rec.sent))
         return result
 
     async def _send(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,

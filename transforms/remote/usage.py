@@ -4,8 +4,11 @@ metrics they served (a row per metric of the set), bounded in memory.
 The purpose says what a call was for: `bot:<name>`, `embeddings`,
 `judge:<task>` (the judge tasks and the metrics each serves are listed in
 docs/guides/judges.md) or `classifier:grounding`. `calls` counts requests that went to
-the endpoint; a reply served from the call cache counts in `cache_hits`
-instead, with no tokens; `shared_cache_hits` is the part of those served by
+the endpoint (`calls` + `retries` = the attempts made); `failures` counts
+calls that ended without an answer: those sent that failed after their
+attempts, and those the endpoint's open circuit breaker failed before any
+attempt (in `failures` only, not in `calls`). A reply served from the call
+cache counts in `cache_hits` instead, with no tokens; `shared_cache_hits` is the part of those served by
 tier 2 (the objects every worker shares), the rest came from the worker's
 own SQLite file. `budget_refused` counts calls not sent because a spend cap
 of the run was reached (transforms/remote/budget.py).
@@ -57,9 +60,11 @@ def add_call(acc: dict, rec: CallRecord) -> dict:
         acc["cache_hits"] += 1
         acc["shared_cache_hits"] += rec.shared_cache_hit
         return acc
+    acc["failures"] += 0 if rec.ok else 1
+    if not rec.sent:  # failed at once by the endpoint's open circuit breaker: no request
+        return acc
     acc["calls"] += 1
     acc["retries"] += max(0, rec.attempts - 1)
-    acc["failures"] += 0 if rec.ok else 1
     acc["prompt_tokens"] += rec.prompt_tokens
     acc["completion_tokens"] += rec.completion_tokens
     if rec.latency_ms is not None:
