@@ -111,6 +111,53 @@ def test_failed_embeddings_make_metrics_null_with_the_reason(tmp_path):
     assert bleu[0]["value"] == pytest.approx(1.0)  # other metrics are unaffected
 
 
+def test_a_failed_embeddings_request_nulls_only_the_rows_that_needed_its_texts():
+    """100 rows, 300 texts (question, reference, answer) and 102 words (BERTScore's
+    token vectors): seven requests, some of them failing (HTTP 500, one attempt).
+    A row keeps each feature whose texts the answered requests embedded (all of
+    them were dropped before); only a feature missing a text is left out, and
+    the row says why."""
+    from pipeline.config import EmbeddingsConfig, EndpointConfig
+    from schemas.records import EvalCase, Turn
+    from transforms.enrich.embed import EmbedTurns
+    from transforms.enrich.features import (EMBED_ERROR, TOK_ANSWER, TOK_EXPECTED, VEC_ANSWER,
+                                            VEC_EXPECTED, VEC_QUESTION)
+    turns = [Turn(EvalCase(f"c{i}", f"question {i}?", f"reference {i}."), "bot", f"answer {i}.")
+             for i in range(100)]
+    with FakeOpenAI(ServerConfig(fault_rate=0.5, faults=("500",), seed=4,
+                                 retry_after_s=None)) as server:
+        dofn = EmbedTurns(EmbeddingsConfig("endpoint", "emb", "e"),
+                          {"emb": EndpointConfig(base_url=server.openai_base_url, max_attempts=1,
+                                                 requests_per_second=1000)},
+                          frozenset({VEC_QUESTION, VEC_EXPECTED, TOK_EXPECTED}))
+        dofn.setup()
+        try:
+            out = list(dofn.process(turns))
+        finally:
+            dofn.teardown()
+        answered = [r for r in server.requests if r.path == "/v1/embeddings"]
+    embedded = {t for r in answered if r.status == 200 for t in r.json["input"]}
+    assert len(answered) == 7 and 0 < len(embedded) < 402  # some requests failed
+    kept = {"question": 0, "reference": 0, "tokens": 0, "error": 0}
+    for t in out:
+        f = t.features
+        assert (VEC_QUESTION in f) == (t.case.question in embedded)
+        both = {t.case.expected_answer, t.answer} <= embedded
+        assert (VEC_EXPECTED in f) == (VEC_ANSWER in f) == both
+        words = set(EndpointEmbedder.tokenize(t.case.expected_answer + " " + t.answer))
+        assert (TOK_EXPECTED in f) == (TOK_ANSWER in f) == (words <= embedded)
+        if VEC_QUESTION in f and both and words <= embedded:
+            assert EMBED_ERROR not in f
+        else:
+            assert f[EMBED_ERROR].startswith("embedding failed: EmbeddingError: embeddings "
+                                             "failed: HTTP 500")
+        kept["question"] += VEC_QUESTION in f
+        kept["reference"] += both
+        kept["tokens"] += words <= embedded
+        kept["error"] += EMBED_ERROR in f
+    assert all(kept.values()) and kept["error"] < 100, kept
+
+
 def test_example_paraphrases_beat_wrong_and_off_topic_answers(tmp_path):
     """On the bundled example with the local model: correct paraphrases score higher
     answer_similarity and bertscore on average than off-topic or empty answers, and

@@ -249,3 +249,36 @@ def test_embedding_requests_past_a_token_ceiling_say_budget_reached(tmp_path):
     assert sim and {s["error"] for s in sim} == {
         "budget reached: endpoints.emb.max_tokens_per_run (1 per run)"}
     assert not [e for e in read_rows(out, "errors") if e["stage"] != "bot"]  # not a failure
+
+
+def test_a_token_ceiling_that_refuses_one_embeddings_request_nulls_only_its_rows(tmp_path):
+    """60 rows, one Beam batch, 120 texts: two requests of 64 and 56 texts. The
+    ceiling lets the first through and refuses the second: the 32 rows whose
+    reference and answer the first request embedded keep answer_similarity;
+    only the other 28 are null, with the cap's reason (all 60 were null)."""
+    filler = " ".join(["w"] * 18)  # many words: the server counts more tokens than estimated
+    rows = [{"case_id": f"e{i:02d}", "question": f"question {i}",
+             "expected_answer": f"reference {i:02d} {filler}", "answer": f"answer {i:02d} {filler}"}
+            for i in range(60)]
+    config = ("endpoints:\n  emb: {base_url: '{url}', requests_per_second: 500, "
+              "max_tokens_per_run: 1000}\n"
+              "embeddings: {provider: endpoint, endpoint: emb, model: e}\n"
+              "metrics: [answer_similarity]\n")
+    with FakeOpenAI() as server:
+        code, out = run_sample(tmp_path, config.replace("{url}", server.openai_base_url), "cap",
+                               rows)
+        sent = [r.json["input"] for r in server.requests if r.path == "/v1/embeddings"]
+    assert code == 0 and len(sent) == 1 and len(sent[0]) == 64
+    embedded = set(sent[0])
+    sim = {s["case_id"]: s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"}
+    assert len(sim) == 60
+    for r in rows:
+        s = sim[r["case_id"]]
+        if {r["expected_answer"], r["answer"]} <= embedded:
+            assert s["value"] is not None and s["error"] is None, s
+        else:
+            assert s["value"] is None, s
+            assert s["error"] == "budget reached: endpoints.emb.max_tokens_per_run (1000 per run)"
+    assert sum(s["value"] is not None for s in sim.values()) == 32
+    usage = read_rows(out, "usage")
+    assert sum(u["calls"] for u in usage) == 1 and sum(u["budget_refused"] for u in usage) == 1

@@ -5,8 +5,10 @@ expected answers, answers, answer sentences) are deduplicated, embedded in
 batches and cached by text hash in the worker (CachingEmbedder), so a question
 shared by several bots, or a reference repeated across cases, is embedded once.
 The vectors ride on the Turn as `features` until scoring; they are never
-written. A failed embedding call leaves the features out and says why, so the
-metrics are null with that reason, not 0.
+written. A failed embedding call (a request that failed, or that a spend cap
+refused) leaves out the features of the rows whose texts it did not embed
+and says why (EMBED_ERROR), so those metrics are null with that reason, not 0;
+a row whose texts the other requests embedded keeps its features.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from schemas.records import Turn
 from transforms.enrich.features import (  # noqa: F401 (the names are also read from here)
     EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
     TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES)
+from transforms.enrich.embeddings.base import EmbeddingError
 from transforms.text.sentences import MAX_SENTENCES, answer_sentences
 from transforms.remote.budget import BUDGET_REACHED
 from transforms.remote.cache import CacheSpec
@@ -23,13 +26,37 @@ from transforms.remote.calling import CallingDoFn
 
 
 
-def embedding_error(exc: Exception) -> str:
-    """The batch's rows' reason: a spend cap's refusal as it is ("budget reached:
-    …", what the judge's and the classifier's rows say), anything else a failure."""
-    text = str(exc)
-    if text.startswith(BUDGET_REACHED):
-        return text[:500]
-    return f"embedding failed: {type(exc).__name__}: {text}"[:500]
+def embedding_error(exc: Exception, text: str | None = None) -> str:
+    """Why a row has no vector for `text`: a spend cap's refusal as it is ("budget
+    reached: …", what the judge's and the classifier's rows say), anything else a
+    failure."""
+    why = exc.reason(text) if isinstance(exc, EmbeddingError) and text is not None else str(exc)
+    if why.startswith(BUDGET_REACHED):
+        return why[:500]
+    return f"embedding failed: {type(exc).__name__}: {why}"[:500]
+
+
+class NotEmbedded(Exception):
+    """A text a row needs got no vector; args[0] is the row's reason."""
+
+
+class Embedded(dict):
+    """Texts -> their vectors (or TokenVectors) from one call; a text the call
+    did not embed raises NotEmbedded with the reason."""
+
+    def __init__(self, texts: Sequence[str], embed, *args):
+        """embed(texts, *args) -> one value per text, in order."""
+        self.failure: Exception | None = None
+        try:
+            super().__init__(zip(texts, embed(texts, *args)) if texts else ())
+        except Exception as exc:  # recorded on the rows that need it, never fatal
+            self.failure = exc
+            super().__init__(exc.done if isinstance(exc, EmbeddingError) else {})
+
+    def __missing__(self, text: str):
+        if self.failure is None:
+            raise KeyError(text)
+        raise NotEmbedded(embedding_error(self.failure, text))
 
 
 def make_embedder(cfg, runtime=None, log=None, metrics: Sequence[str] = ()):
@@ -114,40 +141,46 @@ class EmbedTurns(CallingDoFn):
         turns = turns if isinstance(turns, list) else [turns]
         sentences: dict[str, list[str]] = {}
         vec_texts, tok_texts = self._texts(turns, sentences)
-        vectors, tokens, error = {}, {}, None
-        try:
-            if tok_texts:  # first: the local model derives these texts' sentence vectors
-                tokens = dict(zip(tok_texts, self._embedder.embed_tokens(tok_texts,
-                                                                          special_tokens=True)))
-            if vec_texts:
-                vectors = dict(zip(vec_texts, self._embedder.embed(vec_texts)))
-        except Exception as exc:  # recorded on every turn of the batch, never fatal
-            error = embedding_error(exc)
+        # tokens first: the local model derives these texts' sentence vectors
+        tokens = Embedded(tok_texts, self._embedder.embed_tokens, True)
+        vectors = Embedded(vec_texts, self._embedder.embed)
         for t in turns:
             yield t.evolve(features={**t.features,
-                                     **self._features(t, vectors, tokens, sentences, error)})
+                                     **self._features(t, vectors, tokens, sentences)})
 
-    def _features(self, t: Turn, vectors: dict, tokens: dict, sentences: dict,
-                  error: str | None) -> dict:
+    def _features(self, t: Turn, vectors: Embedded, tokens: Embedded, sentences: dict) -> dict:
+        """The row's features, each group whole or not at all: a group whose texts
+        were not all embedded is left out, and EMBED_ERROR says why (the metrics
+        reading it are null with that reason; the others are computed)."""
         if t.error or t.answer is None:
             return {}
-        if error:
-            return {EMBED_ERROR: error}
-        out: dict[str, Any] = {}
+        groups = []
         if VEC_QUESTION in self._needs:
-            out[VEC_QUESTION] = vectors[t.case.question]
+            groups.append(lambda: {VEC_QUESTION: vectors[t.case.question]})
         if SENTENCES in self._needs:
             said = sentences[t.answer]
-            out[SENTENCES] = (len(said), [vectors[s] for s in said[:MAX_SENTENCES]])
-        expected = t.case.expected_answer
-        if expected is not None:
-            several = t.case.references
+            groups.append(lambda: {SENTENCES: (len(said),
+                                               [vectors[s] for s in said[:MAX_SENTENCES]])})
+        if t.case.expected_answer is not None:
             if VEC_EXPECTED in self._needs:
-                out[VEC_EXPECTED], out[VEC_ANSWER] = vectors[expected], vectors[t.answer]
-                if several:
-                    out[VEC_REFERENCES] = [vectors[r] for r in several]
+                groups.append(lambda: _references(t, vectors, VEC_EXPECTED, VEC_ANSWER,
+                                                  VEC_REFERENCES))
             if TOK_EXPECTED in self._needs:
-                out[TOK_EXPECTED], out[TOK_ANSWER] = tokens[expected], tokens[t.answer]
-                if several:
-                    out[TOK_REFERENCES] = [tokens[r] for r in several]
+                groups.append(lambda: _references(t, tokens, TOK_EXPECTED, TOK_ANSWER,
+                                                  TOK_REFERENCES))
+        out: dict[str, Any] = {}
+        for group in groups:
+            try:
+                out.update(group())
+            except NotEmbedded as exc:
+                out.setdefault(EMBED_ERROR, exc.args[0])
         return out
+
+
+def _references(t: Turn, embedded: Embedded, expected: str, answer: str, references: str
+                ) -> dict:
+    """The reference's and the answer's vectors (and every reference's, when several)."""
+    out = {expected: embedded[t.case.expected_answer], answer: embedded[t.answer]}
+    if t.case.references:
+        out[references] = [embedded[r] for r in t.case.references]
+    return out

@@ -27,13 +27,30 @@ class TokenVectors:
     total: int | None = None  # the text's token count when it was cut to fewer (else None)
 
 
+class EmbeddingError(RuntimeError):
+    """Some texts of a call got no vector: a request failed after its retries, or
+    a spend cap refused it (the message is then the cap's: "budget reached: …").
+    `done`: what the call did embed (text -> its row of `embed`, or its
+    TokenVectors from `embed_tokens`); `reasons`: text -> why it has none."""
+
+    def __init__(self, message: str, done: dict | None = None,
+                 reasons: dict[str, str] | None = None):
+        super().__init__(message)
+        self.done, self.reasons = dict(done or {}), dict(reasons or {})
+
+    def reason(self, text: str) -> str:
+        """Why `text` got no vector (the call's message when it does not say)."""
+        return self.reasons.get(text, str(self))
+
+
 @runtime_checkable
 class Embedder(Protocol):
     name: str   # e.g. "local:all-MiniLM-L6-v2", "hashing:256"
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, rows L2-normalised; "" gives a valid vector."""
+        """(len(texts), dim) float32, rows L2-normalised; "" gives a valid vector.
+        A remote embedder raises EmbeddingError when texts got no vector."""
         ...
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False

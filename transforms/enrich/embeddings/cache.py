@@ -16,6 +16,10 @@ inner model's sentence vector is the mean of its token vectors
 (`sentence_from_tokens`, the local MiniLM), the sentence vectors of those
 texts are derived from that same forward pass and cached, so a text needing
 both (expected answer, answer) is run once, not twice.
+
+When the inner embedder raises EmbeddingError for some texts (a remote
+request failed), what it did embed is cached and the error is raised again
+with every vector of the call that is known (`done`), so a caller keeps them.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.enrich.embeddings.base import Embedder, TokenVectors
+from transforms.enrich.embeddings.base import Embedder, EmbeddingError, TokenVectors
 
 
 def text_key(text: str) -> bytes:
@@ -112,14 +116,22 @@ class CachingEmbedder:
             self.hits += len(found)
             self.misses += len(unique) - len(found)
         todo = [(k, t) for k, t in unique.items() if k not in found]
+        errors: list[EmbeddingError] = []
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start:start + self.batch_size]
-            rows = np.asarray(self.inner.embed([t for _, t in chunk]), dtype=np.float32)
+            try:
+                got = list(zip(chunk, np.asarray(self.inner.embed([t for _, t in chunk]),
+                                                 dtype=np.float32)))
+            except EmbeddingError as exc:  # keep what the other requests brought
+                errors.append(exc)
+                got = [((k, t), exc.done[t]) for k, t in chunk if t in exc.done]
             with self._lock:
                 self.embedded_batches += 1
-                for (k, _), row in zip(chunk, rows):
-                    found[k] = row = row.copy()  # own the row: never pin the whole batch matrix
+                for (k, _), row in got:
+                    found[k] = row = np.array(row, dtype=np.float32)  # own it: never pin a batch
                     self._cache.put(k, row)
+        if errors:
+            raise _partial(errors, {unique[k]: row for k, row in found.items()})
         if not keys:
             dim = self.inner.dim or 0
             return np.zeros((0, dim), dtype=np.float32)
@@ -138,8 +150,13 @@ class CachingEmbedder:
                     by_text[t] = got
             self.token_hits += len(by_text)
         todo = [t for t in keys if t not in by_text]
+        error = None
         if todo:
-            fresh = dict(zip(todo, self.inner.embed_tokens(todo, special_tokens=special_tokens)))
+            try:
+                fresh = dict(zip(todo, self.inner.embed_tokens(todo,
+                                                               special_tokens=special_tokens)))
+            except EmbeddingError as exc:  # keep what the other requests brought
+                error, fresh = exc, {t: exc.done[t] for t in todo if t in exc.done}
             by_text.update(fresh)
             pooled = getattr(self.inner, "sentence_from_tokens", False) and special_tokens
             with self._lock:
@@ -149,7 +166,16 @@ class CachingEmbedder:
                     self._tokens.put(keys[t], tv)
                     if pooled and len(tv.vectors):
                         self._cache.put(keys[t][0], _pooled(tv.vectors))
+        if error is not None:
+            raise _partial([error], by_text)
         return [by_text[t] for t in texts]
+
+
+def _partial(errors: list[EmbeddingError], done: dict) -> EmbeddingError:
+    """One EmbeddingError for a call: the first error's message, every vector
+    the call has (`done`), every text's reason."""
+    reasons = {t: why for exc in errors for t, why in exc.reasons.items() if t not in done}
+    return EmbeddingError(str(errors[0]), done, reasons)
 
 
 def _pooled(vectors: np.ndarray) -> np.ndarray:

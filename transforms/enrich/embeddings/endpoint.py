@@ -10,6 +10,10 @@ a zero vector, whose cosine with anything is 0.
 With the call cache on, each text's vector is cached under its own content
 address (endpoint, model, text), not per request: Beam batches differ from
 run to run, so a per-request key would miss on a re-run of the same inputs.
+
+A request that fails (or that a spend cap refuses) costs only its own texts:
+the EmbeddingError raised carries the vectors the other requests brought
+(`done`) and, per text without one, the reason.
 """
 from __future__ import annotations
 
@@ -18,17 +22,13 @@ from typing import Sequence
 
 import numpy as np
 
-from transforms.enrich.embeddings.base import MAX_TOKEN_VECTORS, TokenVectors, l2_normalise
+from transforms.enrich.embeddings.base import (  # noqa: F401 (EmbeddingError is also read from here)
+    MAX_TOKEN_VECTORS, EmbeddingError, TokenVectors, l2_normalise)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import attributed
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.tokens import tokenize
-
-
-class EmbeddingError(RuntimeError):
-    """The endpoint could not embed a batch after its retries, or a spend cap
-    refused a request (then the text is the cap's: "budget reached: …")."""
 
 
 class EndpointEmbedder:
@@ -64,32 +64,41 @@ class EndpointEmbedder:
                                    zip(chunks, sent) for t, v in zip(chunk, got or [])))
         return found, hits, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)]
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) float32, L2-normalised; raises EmbeddingError if a request failed."""
-        texts = list(texts)
+    def _vectors(self, texts: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """(text -> its L2-normalised vector, text -> why it has none): an empty
+        text's vector is zero; a failed request's texts have the reason."""
         to_send = [t for t in texts if t.strip()]
         by_text, hits, sent = self.runtime.run(attributed(
             self._embed_all(to_send), None, self.metrics)) if to_send else (
             {}, [], [])
         for record in hits:  # one cache hit per text served from the cache
             self.runtime.record(record, self.log)
-        failed = None
+        failed: dict[str, str] = {}
         for chunk, got, record in sent:
             self.runtime.record(record, self.log)
-            if got is None:
-                failed = failed or record
+            if got is None:  # a cap's refusal is no failure: its rows say the cap, as the judge's do
+                failed.update(dict.fromkeys(chunk, record.error if record.budget_refused
+                                            else f"embeddings failed: {record.error}"))
             else:
                 by_text.update(zip(chunk, got))
-        if failed:  # a cap's refusal is no failure: its rows say the cap, as the judge's do
-            raise EmbeddingError(failed.error if failed.budget_refused
-                                 else f"embeddings failed: {failed.error}")
         if by_text:
             self.dim = len(next(iter(by_text.values())))
-        out = np.zeros((len(texts), self.dim or 1), dtype=np.float32)
-        for i, text in enumerate(texts):
+        have = [t for t in dict.fromkeys(texts) if t not in failed]
+        rows = np.zeros((len(have), self.dim or 1), dtype=np.float32)
+        for i, text in enumerate(have):
             if text.strip():
-                out[i] = by_text[text]
-        return l2_normalise(out)  # an empty text's zero row stays zero
+                rows[i] = by_text[text]
+        return dict(zip(have, l2_normalise(rows))), failed  # an empty text's row stays zero
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32, L2-normalised; raises EmbeddingError (with the vectors
+        it got) if a request failed."""
+        texts = list(texts)
+        vectors, failed = self._vectors(texts)
+        if failed:
+            raise EmbeddingError(next(iter(failed.values())), vectors, failed)
+        return np.stack([vectors[t] for t in texts]) if texts else np.zeros(
+            (0, self.dim or 1), np.float32)
 
     tokenize = staticmethod(tokenize)  # words: an API has no wordpieces to offer
 
@@ -101,9 +110,19 @@ class EndpointEmbedder:
         per_text = [w[:MAX_TOKEN_VECTORS] for w in words]
         vocab = sorted({tok for toks in per_text for tok in toks})
         index = {tok: i for i, tok in enumerate(vocab)}
-        table = self.embed(vocab) if vocab else np.zeros((0, self.dim or 1), np.float32)
-        return [TokenVectors(toks, [index[t] for t in toks],
-                             table[[index[t] for t in toks]] if toks
-                             else np.zeros((0, table.shape[1]), np.float32),
-                             len(w) if len(w) > len(toks) else None)
-                for toks, w in zip(per_text, words)]
+        vectors, failed = self._vectors(vocab)
+        done: dict[str, TokenVectors] = {}
+        reasons: dict[str, str] = {}  # a text some of whose words got no vector: the first's reason
+        for text, toks, w in zip(texts, per_text, words):
+            missing = [failed[t] for t in toks if t in failed]
+            if missing:
+                reasons[text] = missing[0]
+                continue
+            done[text] = TokenVectors(
+                toks, [index[t] for t in toks],
+                np.stack([vectors[t] for t in toks]) if toks
+                else np.zeros((0, self.dim or 1), np.float32),
+                len(w) if len(w) > len(toks) else None)
+        if reasons:
+            raise EmbeddingError(next(iter(reasons.values())), done, reasons)
+        return [done[t] for t in texts]
