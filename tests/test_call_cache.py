@@ -108,6 +108,23 @@ def test_a_chat_reply_without_a_usable_answer_is_not_cached(tmp_path):
     assert len(seen) == 1 and again.texts == ["t=0.0"] and len(cache) == 1
 
 
+def test_a_deferred_reply_is_cached_only_when_the_caller_keeps_it(tmp_path):
+    """chat(defer_store=True), as the judge asks: the reply is stored only once
+    the caller has read a usable answer in it (client.keep)."""
+    cache = CallCache(str(tmp_path / "c.sqlite"))
+
+    async def ask(c, keep):
+        reply = await chat(c, "m", MSG, purpose="judge:x", cache_salt="", defer_store=True)
+        if keep:
+            await c.keep(reply.unstored)
+        return reply
+    for keep, stored in ((False, 0), (True, 1)):
+        reply, seen = _with_client(cache, _ok, lambda c: ask(c, keep))
+        assert len(seen) == 1 and reply.unstored is not None and len(cache) == stored
+    hit, seen = _with_client(cache, _ok, lambda c: ask(c, True))
+    assert not seen and hit.record.cache_hit and hit.unstored is None
+
+
 def test_identical_calls_in_flight_share_one_request_and_salts_separate_votes(tmp_path):
     cache = CallCache(str(tmp_path / "c.sqlite"))
 

@@ -175,6 +175,76 @@ def test_judge_failures_are_errors_rows_and_traces_reach_the_scores(tmp_path, mo
     assert not any(p.startswith("_cache/") for p in files_under(out))  # cache off
 
 
+UNUSABLE = "I think it is fine."  # no JSON object: every task's reply is unusable
+CACHED_METRICS = ("metrics: [faithfulness, answer_correctness, context_recall, "
+                  "context_precision, judge_relevance, safety, clarity]\n")
+RUBRIC = ",\n  rubrics: {clarity: {criteria: 'Is it clear?', inputs: [question, answer]}}"
+
+
+@pytest.mark.parametrize("votes", ["calls", "n"])
+def test_a_question_that_ended_unusable_is_asked_again_not_read_from_the_cache(
+        tmp_path, monkeypatch, votes):
+    """Run 1: the judge replies without JSON to the claim extraction, the rubric
+    judges, the config's rubric, the context usefulness and every safety vote, and
+    to each repair; the grounding of the reference's claims (stage 2) too. Those
+    replies were cached, so run 2 against a healthy judge repeated the same 29
+    judge errors without a request. Now run 2 asks each again and computes the
+    metrics; run 3 is all cache hits."""
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    cases = write_cases(str(tmp_path / "c.parquet"), ROWS)
+    out = str(tmp_path / "out")
+    tasks = ("answer_statements", "judge_relevance", "rubric", "context_usefulness", "safety",
+             "safety_category", "grounding", "repair")
+    bad = ScriptedJudge(overrides=dict.fromkeys(tasks, UNUSABLE))
+    good = ScriptedJudge(safety_votes={"toxic": [1, 1, 0]})
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        cfg = _config(tmp_path, server, CACHED_METRICS,
+                      judge_extra=f", safety: {{votes: 3, mode: {votes}}}{RUBRIC}")
+        counts = []
+        for run_id, script in (("r1", bad), ("r2", good), ("r3", good)):
+            server.set_chat_handler(script)
+            before = server.stats()["total"]
+            assert run_cli("--input", cases, "--output", out, "--config", cfg,
+                           "--run-id", run_id) == 0
+            counts.append(server.stats()["total"] - before)
+    failed = {r: manifest(out, r)["counts"]["judge_errors"] for r in ("r1", "r2", "r3")}
+    assert failed["r1"] > 20 and failed["r2"] == failed["r3"] == 0
+    # run 2 asked every question again (correctness only now: it needs the claims)
+    assert all(good.tasks[t] for t in ("answer_statements", "judge_relevance", "rubric",
+                                       "context_usefulness", "safety", "grounding",
+                                       "correctness"))
+    assert counts[1] > 0 and counts[2] == 0  # run 3: everything from the cache
+    scores = {(s["run_id"], s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    for metric in ("faithfulness", "context_recall", "judge_relevance", "clarity",
+                   "context_precision", "safety_toxic"):
+        assert scores[("r1", "c1", metric)]["value"] is None, metric
+        assert scores[("r2", "c1", metric)]["value"] is not None, metric
+        assert scores[("r3", "c1", metric)]["value"] == scores[("r2", "c1", metric)]["value"]
+
+
+def test_a_reply_repaired_to_an_answer_is_cached_with_its_repair(tmp_path, monkeypatch):
+    """A first reply that needed a repair is kept with the repair that answered:
+    the re-run sends nothing and reads the same values and details (repaired)."""
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    cases = write_cases(str(tmp_path / "c.parquet"), ROWS)
+    out = str(tmp_path / "out")
+    script = ScriptedJudge(overrides={"judge_relevance": UNUSABLE, "answer_statements": UNUSABLE})
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.set_chat_handler(script)
+        cfg = _config(tmp_path, server, "metrics: [faithfulness, judge_relevance]\n")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "r1") == 0
+        first = server.stats()["total"]
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "r2") == 0
+        assert server.stats()["total"] == first
+    assert script.tasks["repair"] > 0 and manifest(out, "r1")["counts"]["judge_errors"] == 0
+    runs: dict[str, dict] = {"r1": {}, "r2": {}}
+    for s in read_rows(out, "scores"):
+        runs[s["run_id"]][(s["case_id"], s["metric"])] = (s["value"], s["error"], s["details"])
+    assert runs["r1"] == runs["r2"]
+    assert json.loads(runs["r2"][("c1", "judge_relevance")][2])["judge"]["judge_relevance"][
+        "repaired"] is True
+
+
 def judged_runs_in_two_processes(tmp_path, copies: int, row_group_size: int,
                                  configs: dict[str, str]) -> tuple[str, int]:
     """Runs (run id -> config lines) over ROWS x copies (answers differ per copy),

@@ -90,6 +90,9 @@ class CallRecord:
 class CallResult:
     data: Any | None        # the parsed JSON body, None on failure
     record: CallRecord
+    # (cache key, reply) of a fresh reply not stored yet (post_json's defer_store):
+    # the caller stores it with EndpointClient.keep once it knows the reply is usable
+    unstored: tuple[str, Any] | None = None
 
 
 async def attributed(coro: Awaitable[Any], bot: str | None, metrics: Iterable[str] = ()) -> Any:
@@ -220,7 +223,8 @@ class EndpointClient:
                         estimated_tokens: float = 0.0, cache_salt: str | None = None,
                         cache_body: Mapping[str, Any] | None = None,
                         completion_cap: float = 0.0,
-                        cache_if: Callable[[Any], bool] | None = None) -> CallResult:
+                        cache_if: Callable[[Any], bool] | None = None,
+                        defer_store: bool = False) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
@@ -231,7 +235,9 @@ class EndpointClient:
         most the reply can use (max_tokens), which the spend caps reserve.
         `cache_if(data)` says whether a reply is an answer worth keeping: one
         that is not (a chat reply without choices) is neither stored nor read
-        back from the cache."""
+        back from the cache. With `defer_store` a fresh reply is not stored but
+        handed back in `unstored`: the caller keeps it (`keep`) only once it
+        knows the reply was usable (a judge reply that gave a verdict)."""
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens,
                                     completion_cap=completion_cap)
@@ -244,7 +250,7 @@ class EndpointClient:
                 return CallResult(data, self.hit_record(model, purpose, tier=None))
             # the shared call failed: this caller tries on its own
             return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
-                                              completion_cap, cache_if)
+                                              completion_cap, cache_if, defer_store)
         waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
         data = None
         try:
@@ -252,7 +258,8 @@ class EndpointClient:
             if data is not None and (cache_if is None or cache_if(data)):
                 return CallResult(data, self.hit_record(model, purpose, tier))
             result = await self._post_and_store(key, path, body, model, purpose,
-                                                estimated_tokens, completion_cap, cache_if)
+                                                estimated_tokens, completion_cap, cache_if,
+                                                defer_store)
             data = result.data
             return result
         finally:
@@ -272,12 +279,21 @@ class EndpointClient:
     async def _post_and_store(self, key: str, path: str, body: Mapping[str, Any], model: str,
                               purpose: str, estimated_tokens: float,
                               completion_cap: float = 0.0,
-                              cache_if: Callable[[Any], bool] | None = None) -> CallResult:
+                              cache_if: Callable[[Any], bool] | None = None,
+                              defer_store: bool = False) -> CallResult:
         result = await self._post(path, body, model, purpose, estimated_tokens,
                                   completion_cap=completion_cap)
         if result.data is not None and (cache_if is None or cache_if(result.data)):
-            await self.cache.store(key, result.data)
+            if defer_store:
+                result.unstored = (key, result.data)
+            else:
+                await self.cache.store(key, result.data)
         return result
+
+    async def keep(self, unstored: tuple[str, Any] | None) -> None:
+        """Store a reply post_json(defer_store=True) handed back (None: nothing to keep)."""
+        if unstored is not None and self.cache is not None:
+            await self.cache.store(*unstored)
 
     def _reserve(self, purpose: str, estimated_tokens: float, completion_cap: float):
         """The call's reservation under the run's spend caps (None: no cap), or

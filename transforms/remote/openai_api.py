@@ -38,16 +38,20 @@ class ChatReply:
     message_extras: list[dict[str, Any]] = field(default_factory=list)
     record: CallRecord | None = None
     error: str | None = None
+    unstored: tuple[str, Any] | None = None  # chat(defer_store=True): keep it with client.keep
 
 
 async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, str]], *,
                purpose: str, temperature: float = 0.0, max_tokens: int | None = None,
                n: int = 1, extra: dict[str, Any] | None = None,
                cache_salt: str | None = None,
-               cache_messages: Sequence[dict[str, str]] | None = None) -> ChatReply:
+               cache_messages: Sequence[dict[str, str]] | None = None,
+               defer_store: bool = False) -> ChatReply:
     """One chat completion; cache_salt (judge calls only) lets the call cache answer
     it, keyed by the request with `cache_messages` when given (the messages
-    without anything that changes from run to run, e.g. salted block ids)."""
+    without anything that changes from run to run, e.g. salted block ids).
+    defer_store: a fresh reply is cached only when the caller keeps it
+    (`client.keep(reply.unstored)`), once it has read a usable answer in it."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -60,7 +64,7 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
                                     cache_body=keyed, completion_cap=completion,
-                                    cache_if=_has_answer)
+                                    cache_if=_has_answer, defer_store=defer_store)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     texts, extras, problem = read_choices(result.data)
@@ -68,7 +72,7 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
         result.record.ok = False
         result.record.error = problem
         return ChatReply([], extras, record=result.record, error=problem)
-    return ChatReply(texts, extras, result.record)
+    return ChatReply(texts, extras, result.record, unstored=result.unstored)
 
 
 def text_problem(value: Any, what: str) -> str | None:

@@ -2,7 +2,11 @@
 
 Every question ends as a JudgeOutcome: the validated value, or an error that
 says what went wrong with the raw reply(ies) in details. Calls go through
-the call cache (content-addressed), so a re-run asks nothing new.
+the call cache (content-addressed), so a re-run asks nothing new. A reply is
+cached only once it gave a usable answer: a question's first reply when every
+outcome read from it is one (after its repair, if it needed one), a repair
+reply when it is usable. A question that ended in an error leaves nothing in
+the cache to repeat it: a re-run asks it again.
 """
 from __future__ import annotations
 
@@ -66,7 +70,7 @@ class Judge:
                     n: int = 1):
         reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
                            temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
-                           cache_salt=salt, cache_messages=plain)
+                           cache_salt=salt, cache_messages=plain, defer_store=True)
         if reply.record is not None:
             self.runtime.record(reply.record, self.log)
         return reply
@@ -85,9 +89,12 @@ class Judge:
             return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
         texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n
         extras = list(reply.message_extras) + [{}] * (n - len(reply.message_extras))
-        return [await self._read((messages, plain), text, extra, shape, purpose, t,
-                                 f"{salt}|{i}")
-                for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
+        outcomes = [await self._read((messages, plain), text, extra, shape, purpose, t,
+                                     f"{salt}|{i}")
+                    for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
+        if all(o.ok for o in outcomes):  # else a re-run asks again rather than repeat the error
+            await self.client.keep(reply.unstored)
+        return outcomes
 
     async def _read(self, asked, text: str, extras: Mapping[str, Any], shape: Shape,
                     purpose: str, temperature: float, salt: str) -> JudgeOutcome:
@@ -113,6 +120,7 @@ class Judge:
                 return JudgeOutcome(None, f"judge reply unusable after one repair: {second} "
                                           f"(first reply: {problem})",
                                     {**details, "raw": [r[:RAW_LIMIT] for r in raws]})
+            await self.client.keep(again.unstored)
         if self.cfg.keep_trace:
             details["raw"] = text[:RAW_LIMIT]
             trace = _trace(extras)
