@@ -35,6 +35,14 @@ class EvalCase:
         return [] if self.expected_answer is None else [self.expected_answer]
 
     @property
+    def user_text(self) -> str:
+        """Everything the user said: the earlier user turns of a conversation and
+        the question, one per paragraph. A figure or name the user stated is not
+        invented by the answer that repeats it, whichever turn stated it."""
+        said = [m["content"] for m in self.messages or () if m.get("role") == "user"]
+        return "\n\n".join([*said, self.question]) if said else self.question
+
+    @property
     def reference_text(self) -> str | None:
         """The references as one text (what a judge reads): the reference, or
         several numbered one per paragraph."""

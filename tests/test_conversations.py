@@ -215,3 +215,35 @@ def test_conversation_and_rubric_calls_are_cached_across_processes(tmp_path, mon
     scores = [r for r in read_rows(out, "scores") if r["run_id"] == "second"]
     assert len(scores) == 15 and all(r["value"] is not None for r in scores), \
         [(r["metric"], r["error"]) for r in scores if r["value"] is None]
+
+
+def test_a_figure_the_user_stated_in_an_earlier_turn_is_not_invented():
+    """A figure the user gave in turn 1 and the answer repeats counted as
+    unsupported (the facts were checked against the last question only):
+    unsupported_facts 1, hallucination 0.73, groundedness 0.22 against 0, 0.45
+    and 0.44 for the same words in one turn. Every user turn is the question."""
+    from schemas.records import EvalCase, Turn
+    from transforms.score.scoring import SCORERS, score_turn
+    answer, contexts = ("The refund for order 4471 arrives within 5 days.",
+                        ["Refunds arrive within 5 days of approval."])
+    single = EvalCase("single", "My order 4471 arrived broken. When will I get my refund?",
+                      contexts=contexts)
+    conv = EvalCase("conv", "When will I get my refund?", contexts=contexts, messages=[
+        {"role": "system", "content": "Support for order 9999 only."},
+        {"role": "user", "content": "Hi, my order 4471 arrived broken."},
+        {"role": "assistant", "content": "Sorry to hear that. I can help."}])
+    by_name = {s.name: s for s in SCORERS}
+
+    def values(case):
+        turn = Turn(case, "bot", answer)
+        out = {**score_turn(by_name["hallucination"], {"window": 12}, turn),
+               **score_turn(by_name["groundedness"], {}, turn)}
+        return {k: out[k].value for k in ("hallucination", "unsupported_facts", "groundedness")}
+
+    assert values(conv) == values(single)
+    assert values(conv)["unsupported_facts"] == 0
+    # the system prompt and the assistant's own turns attest nothing
+    said = Turn(EvalCase("c", "When?", contexts=contexts, messages=[
+        {"role": "system", "content": "Order 4471."}, {"role": "assistant", "content": "4471"}]),
+        "bot", answer)
+    assert score_turn(by_name["hallucination"], {"window": 12}, said)["unsupported_facts"].value == 1

@@ -52,7 +52,7 @@ def _one(name: str, fn: Callable[[Turn, Mapping[str, Any], Any], MetricResult]) 
 
 
 def _hallucination(t: Turn, o) -> dict[str, MetricResult]:
-    result = hall.hallucination(t.answer, t.effective_contexts, question=t.case.question,
+    result = hall.hallucination(t.answer, t.effective_contexts, question=t.case.user_text,
                                 references=t.case.all_references)
     return {"hallucination": result, "unsupported_facts": hall.unsupported_facts(result)}
 
@@ -100,7 +100,7 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
 SCORERS += (
     Scorer("groundedness", ("groundedness",), ("answer", "contexts"),
            _one("groundedness", lambda t, o, i: groundedness.groundedness(
-               t.case.question, t.effective_contexts, t.answer))),
+               t.case.user_text, t.effective_contexts, t.answer))),
     Scorer("reference_coverage", ("reference_coverage",), ("answer", "expected_answer"),
            _one("reference_coverage",
                 lambda t, o, i: best_over(t.case.all_references,
