@@ -188,7 +188,8 @@ class RubricConfig:
     scale: tuple[float, float] = (1.0, 5.0)
     """[low, high] of the judge's score; the value is (score − low) / (high − low)."""
     inputs: tuple[str, ...] = ("question", "answer")
-    """What the judge sees; a row lacking one is null with the reason."""
+    """What the judge sees, at least one, each once; a row lacking one is null with the
+    reason (`messages`: a single-turn row lacks it)."""
 
 
 @dataclass(frozen=True)
@@ -765,10 +766,16 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                            and math.isfinite(v) for v in scale) or not scale[0] < scale[1]):
             raise ConfigError(f"{where}.scale must be [low, high], finite numbers with low < high")
+        inputs = _string_tuple(r.inputs, f"{where}.inputs", RUBRIC_INPUTS)
+        if not inputs:  # the judge would score its criteria against nothing, on every row
+            raise ConfigError(f"{where}.inputs must name at least one of "
+                              f"{', '.join(RUBRIC_INPUTS)}")
+        twice = sorted({i for i in inputs if inputs.count(i) > 1})
+        if twice:
+            raise ConfigError(f"{where}.inputs names {', '.join(twice)} twice")
         out[name] = dataclasses.replace(
             r, steps=_string_tuple(r.steps or [], f"{where}.steps"),
-            scale=(float(scale[0]), float(scale[1])),
-            inputs=_string_tuple(r.inputs, f"{where}.inputs", RUBRIC_INPUTS))
+            scale=(float(scale[0]), float(scale[1])), inputs=inputs)
     return out
 
 

@@ -166,6 +166,9 @@ def test_rubric_config_is_validated():
         ({"tone": {"criteria": "x", "scale": [5, 1]}}, "low < high"),
         ({"tone": {"criteria": "x", "weight": 2}}, "unknown key 'judge.rubrics.tone.weight'"),
         ({"2fast": {"criteria": "x"}}, "must be a metric name"),
+        # no input: the judge scored the criteria against an empty prompt on every row
+        ({"tone": {"criteria": "x", "inputs": []}}, "inputs must name at least one of"),
+        ({"tone": {"criteria": "x", "inputs": ["answer", "answer"]}}, "names answer twice"),
     ]:
         with pytest.raises(ConfigError, match=message):
             judge(rubrics)
