@@ -303,3 +303,32 @@ def test_runs_not_shown_say_whether_they_are_running_or_failed(tmp_path):
     assert "<li>run live: running (attempt llllllllllll by " in shown, shown
     assert "<li>run dead: failed (attempt dddddddddddd by " in shown, shown
     assert "the judge endpoint was unreachable" in shown
+
+
+def test_a_repeated_case_id_shows_each_occurrence_once(tmp_path):
+    """A case id given twice, with two conversations: the case page said 'every
+    occurrence is shown' but showed the first one's conversation only, and
+    listed both occurrences' scores under each answer (every metric twice per
+    answer, one of them another conversation's). Now each occurrence shows its
+    own inputs, and each bot's metrics are listed once, for the occurrences together."""
+    rows = [{"case_id": "dup", "question": "What does it cost?", "answer": f"It costs ${p}.",
+             "expected_answer": "It costs $10.",
+             "messages": [{"role": "user", "content": f"I am on the {plan} plan."},
+                          {"role": "assistant", "content": "Noted."}]}
+            for plan, p in (("Plus", 10), ("Pro", 20))]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                   "--run-id", "r") == 0
+    server = start_in_thread(out, 0)
+    try:
+        status, _, body = _get(server, _case_path("r", "dup"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200
+    assert "I am on the Plus plan." in body and "I am on the Pro plan." in body
+    assert "It costs $10." in body and "It costs $20." in body
+    assert body.count("<td>exact_match</td>") == 2, body.count("<td>exact_match</td>")

@@ -9,6 +9,7 @@ Content-Security-Policy forbids scripts anyway.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
@@ -216,21 +217,17 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
     return viewer_page(f"Run {rid}", parts)
 
 
-def case_page(loaded, case: Mapping[str, Any]) -> bytes:
-    rid = loaded.run.run_id
-    parts: list[Any] = [
-        Raw(f"<h1>Case {text(case['case_id'])}</h1>"),
-        Raw(f'<p class="muted">run {link(url("run", rid), rid)} · suite {text(case["suite"])}'
-            f'{" · tags " + text(", ".join(case["tags"])) if case.get("tags") else ""}'
-            f'{" · label " + text(case["label"]) if case.get("label") else ""}</p>')]
-    if case["repeated"]:
-        parts.append(Raw("<p><b>This case id appears more than once in the input</b>: every "
-                         "occurrence is shown.</p>"))
-    if case.get("messages"):
+def _case_inputs(case: Mapping[str, Any]) -> list[Any]:
+    """The conversation before the question, the question, the references and
+    the contexts of one case (or of one occurrence of a repeated case id)."""
+    parts: list[Any] = []
+    messages = case.get("messages")
+    if isinstance(messages, str):  # a results/ row holds them as JSON text
+        messages = _json_list(messages)
+    if messages:
         parts.append(Raw("<h2>Conversation before the question</h2>"))
         parts.append(grid(["role", "content"], [[m.get("role"), m.get("content")]
-                                                for m in case["messages"]
-                                                if isinstance(m, dict)]))
+                                                for m in messages if isinstance(m, dict)]))
     parts += [Raw("<h2>Question</h2>"), Raw(f'<div class="answer">{text(case["question"])}</div>')]
     refs = case.get("references") or ([case["expected_answer"]]
                                       if case.get("expected_answer") is not None else [])
@@ -241,7 +238,43 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
     parts.append(Raw(f"<h2>Contexts ({len(contexts)})</h2>"))
     parts += [Raw(f'<div class="answer"><b>[{i}]</b> {text(c)}</div>')
               for i, c in enumerate(contexts, 1)] or [Raw("<p>None.</p>")]
-    for a in case["answers"]:
+    return parts
+
+
+def _json_list(value: str) -> list | None:
+    try:
+        out = json.loads(value)
+    except ValueError:
+        return None
+    return out if isinstance(out, list) else None
+
+
+_INPUT_FIELDS = ("question", "expected_answer", "references", "contexts", "messages")
+
+
+def case_page(loaded, case: Mapping[str, Any]) -> bytes:
+    rid = loaded.run.run_id
+    parts: list[Any] = [
+        Raw(f"<h1>Case {text(case['case_id'])}</h1>"),
+        Raw(f'<p class="muted">run {link(url("run", rid), rid)} · suite {text(case["suite"])}'
+            f'{" · tags " + text(", ".join(case["tags"])) if case.get("tags") else ""}'
+            f'{" · label " + text(case["label"]) if case.get("label") else ""}</p>')]
+    answers = case["answers"]
+    if case["repeated"]:
+        parts.append(Raw("<p><b>This case id appears more than once in the input</b>: every "
+                         "occurrence is shown, each with its own inputs where they differ. "
+                         "scores/ does not tell the occurrences apart, so each bot's metrics "
+                         "are listed once, after its answers, for all of them together.</p>"))
+    parts += _case_inputs(case)
+    first = answers[0] if answers else {}
+    per_bot = Counter(a["bot"] for a in answers)
+    seen: Counter = Counter()
+    for a in answers:
+        seen[a["bot"]] += 1
+        if case["repeated"] and any(a.get(k) != first.get(k) for k in _INPUT_FIELDS):
+            parts.append(Raw(f"<h2>{text(a['bot'])}, occurrence {seen[a['bot']]} of "
+                             f"{per_bot[a['bot']]}: its inputs</h2>"))
+            parts += _case_inputs(a)
         parts.append(Raw(f"<h2>{text(a['bot'])}: {verdict(a['verdict'])}</h2>"))
         parts.append(Raw(f"<p>{text(a.get('verdict_reason'))}</p>"))
         if a.get("error"):
@@ -252,6 +285,11 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
             meta.append("bot details: " + json.dumps(a["details"], ensure_ascii=False,
                                                       default=str)[:600])
         parts.append(Raw(f'<p class="muted small">{text(" · ".join(meta))}</p>'))
+        if seen[a["bot"]] < per_bot[a["bot"]]:
+            continue  # a repeated id: the bot's metrics follow its last occurrence
+        if per_bot[a["bot"]] > 1:
+            parts.append(Raw(f'<p class="muted small">{text(a["bot"])}\'s metrics for the '
+                             f"{per_bot[a['bot']]} occurrences together:</p>"))
         parts.append(grid(["metric", "value", "why null", "details"],
                           [[s["metric"], number(s["value"]), s.get("error"),
                             details_block(s.get("details"))] for s in a["scores"]]))
