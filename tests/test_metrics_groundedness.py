@@ -73,6 +73,23 @@ def test_nulls_say_why():
     assert other.value is None and "the contexts in en" in other.error
 
 
+def test_blank_contexts_are_no_contexts():
+    """Contexts of blank passages only ([""], as a retriever or a CSV cell may
+    give) got a groundedness of 0.224 for any answer (every signal 0), so the
+    default verdict read 'groundedness 0.224 < 0.595' where hallucination, on
+    the same row, said 'no contexts'. Now groundedness says 'no contexts' too,
+    and blank passages beside real ones change nothing."""
+    answer = "The Lumenfold warranty lasts 2 years, since March 2021."
+    for blank in ([""], ["  ", "\n"]):
+        assert groundedness("q", blank, answer).error == "no contexts"
+        turn = Turn(EvalCase("c", "How long is the warranty?", contexts=blank), "b", answer)
+        scores = scoring.score_turn(next(s for s in scoring.SCORERS if s.name == "groundedness"),
+                                    {}, turn)
+        assert scores["groundedness"].error == "no contexts"
+    assert groundedness("q", ["", *CONTEXT], answer).value == groundedness(
+        "q", CONTEXT, answer).value
+
+
 def test_the_shipped_model_is_the_fit_and_says_how_it_was_made():
     with open(MODEL_PATH, encoding="utf-8") as fh:
         shipped = json.load(fh)

@@ -165,6 +165,9 @@ def groundedness(question: str, contexts: Sequence[str], answer: str | None,
                  model: Model | None = None) -> MetricResult:
     if answer is None:
         return MetricResult.null("no answer")
+    contexts = [c for c in contexts or () if c and c.strip()]
+    if not contexts:  # only blank passages: nothing to hold the answer, as hallucination says
+        return MetricResult.null("no contexts")
     other = other_language(answer, "\n".join(contexts))
     if other is not None:
         return MetricResult.null(f"the answer is in {other[0]}, the contexts in {other[1]}: "
