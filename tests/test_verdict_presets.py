@@ -147,6 +147,26 @@ def test_or_null_matches_a_null_the_metric_gave_not_a_missing_input():
             {"metric": "groundedness", "below": 0.5, "verdict": "WARN", "or_null": "yes"}]}})
 
 
+def test_or_null_skips_a_metric_that_was_not_asked_for_the_row():
+    """With judge.sample, an `or_null` rule on a judge metric matched every row
+    outside the sample ('faithfulness null: not sampled'): a sample of 200 per
+    suite WARNed all the other rows. Not asked (outside the sample, no judge or
+    classifier configured) is not "could not tell": the rule is skipped, as
+    summary/ does not count those rows as missing. A failed judge still matches."""
+    rule = Rule("faithfulness", "WARN", below=0.6, or_null=True)
+    other = Rule("bleu", "FAIL", below=0.1)
+    for not_asked in ("not sampled", "no judge configured"):
+        assert decide({"faithfulness": MetricResult.null(not_asked), "bleu": MetricResult(0.5)},
+                      [rule, other], "PASS") == (
+            "PASS", f"no rule matched; skipped: faithfulness ({not_asked})")
+    classifier = Rule("grounding_classifier", "WARN", below=0.5, or_null=True)
+    assert decide({"grounding_classifier": MetricResult.null("no classifier configured")},
+                  [classifier], "PASS")[0] == "WARN"  # no rule could be evaluated
+    failed = MetricResult.null("judge reply unusable after one repair: no JSON object")
+    assert decide({"faithfulness": failed, "bleu": MetricResult(0.5)}, [rule, other], "PASS") == (
+        "WARN", "faithfulness null: judge reply unusable after one repair: no JSON object")
+
+
 def test_rules_in_the_config_override_the_presets():
     cfg = parse_config({"verdict": {"preset": "seed",
                                     "rules": [{"metric": "bleu", "below": 0.2, "verdict": "WARN"}]}})
