@@ -185,7 +185,7 @@ def test_bot_against_bot_in_one_run(runs, capsys):
         want = rows[("recorded", "*", row["metric"])]
         assert [row[k] for k in keys] == pytest.approx([want[k] for k in keys], nan_ok=True)
     md = open(os.path.join(out, "runs", "r1", "report.md"), encoding="utf-8").read()
-    assert "### recorded vs faq (100 paired cases)" in md
+    assert "### recorded − faq (100 paired cases)" in md
     assert "Metrics significantly better for recorded: " in md
 
 

@@ -124,11 +124,12 @@ def test_a_failed_embeddings_request_nulls_only_the_rows_that_needed_its_texts()
                                             VEC_EXPECTED, VEC_QUESTION)
     turns = [Turn(EvalCase(f"c{i}", f"question {i}?", f"reference {i}."), "bot", f"answer {i}.")
              for i in range(100)]
-    with FakeOpenAI(ServerConfig(fault_rate=0.5, faults=("500",), seed=4,
+    with FakeOpenAI(ServerConfig(fault_rate=0.5, faults=("500",), seed=2,
                                  retry_after_s=None)) as server:
         dofn = EmbedTurns(EmbeddingsConfig("endpoint", "emb", "e"),
                           {"emb": EndpointConfig(base_url=server.openai_base_url, max_attempts=1,
-                                                 requests_per_second=1000)},
+                                                 requests_per_second=1000,
+                                                 max_concurrency=1)},  # seeded faults, in order
                           frozenset({VEC_QUESTION, VEC_EXPECTED, TOK_EXPECTED}))
         dofn.setup()
         try:

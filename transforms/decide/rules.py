@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from schemas.reasons import NOT_ASKED
 from schemas.records import MetricResult
-from transforms.enrich.classifier.score import NO_CLASSIFIER
-from transforms.enrich.judge.sample import NOT_SAMPLED
-from transforms.enrich.judge.scorers import NO_JUDGE
 from transforms.score.scoring import MISSING
 
 # Nulls an `or_null` rule skips: the row lacks the metric's input, or the metric was
 # not asked for it (outside the judge's sample; no judge or classifier configured).
 # It matches only where the metric was asked and could not tell.
-_NO_INPUT = frozenset(MISSING.values()) | {NOT_SAMPLED, NO_JUDGE, NO_CLASSIFIER}
+_NO_INPUT = frozenset(MISSING.values()) | NOT_ASKED
 
 
 UNDECIDED = "WARN"  # the verdict of a row that no rule could judge

@@ -15,7 +15,7 @@ from schemas.records import MetricResult, Turn
 from transforms.enrich.classifier.reading import ERROR, GROUNDING, SKIP, GroundingReading
 from transforms.remote.budget import BUDGET_REACHED
 
-NO_CLASSIFIER = "no classifier configured"
+from schemas.reasons import NO_CLASSIFIER  # noqa: F401 (the rules read it too)
 SHOWN = 200  # characters of a sentence quoted in details
 
 

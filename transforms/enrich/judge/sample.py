@@ -16,7 +16,7 @@ import hashlib
 
 import apache_beam as beam
 
-NOT_SAMPLED = "not sampled"
+from schemas.reasons import NOT_SAMPLED  # noqa: F401 (read by the rules too)
 
 
 def sample_rank(seed: int, case_id: str) -> int:

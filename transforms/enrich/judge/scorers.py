@@ -15,13 +15,13 @@ from transforms.enrich.judge.keys import (ANSWER_STATEMENTS, CORRECTNESS, DEFAUL
                                           JUDGE_ERROR, JUDGE_SKIP, JUDGED, REFERENCE, SAFETY,
                                           USEFULNESS, answer_ids, context_ids, reference_ids,
                                           rubric_feature)
+from schemas.reasons import NO_JUDGE  # noqa: F401 (the rules read it too)
 from transforms.remote.budget import BUDGET_REACHED
 
 if TYPE_CHECKING:  # the outcomes' type only: a run of the offline rule metric
     # (context_entities_recall without a judge) never imports the judge's HTTP client
     from transforms.enrich.judge.ask import JudgeOutcome
 
-NO_JUDGE = "no judge configured"
 LISTED = 10  # claims quoted in details
 
 
