@@ -31,6 +31,7 @@ from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_b
                               take_lease)
 from pipeline.plan import DEFAULT_TTL_S, UsageError, driven_from_here, make_plan
 from schemas.cases import InputError
+from schemas.tables import CALL_ERROR_STAGES
 from transforms.publish import lease as leases
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
@@ -375,7 +376,7 @@ def counts_line(run_id: str, c: Mapping[str, int]) -> str:
     kinds = [f"{c['bot_errors']} bot errors"] + [
         f"{n} {noun}{'s' * (n != 1)}" for n, noun in
         ((c.get("duplicate_case_ids", 0), "repeated case id"),
-         (c.get("judge_errors", 0), "failed judge question")) if n]
+         *((c.get(key, 0), noun) for key, noun in CALL_ERROR_STAGES.values())) if n]
     return (f"run {run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
             f"{c['invalid_rows']} invalid, {', '.join(kinds)} ({c['errors_rows']} rows in errors/)")
 

@@ -17,7 +17,7 @@ from apache_beam.pvalue import AsList, AsSingleton
 
 from pipeline import beam_speed
 from pipeline.plan import Plan, worker_cores
-from schemas.tables import ERRORS, RESULTS, SCORES
+from schemas.tables import CALL_ERROR_STAGES, ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
 from transforms.publish.head_to_head import HeadToHead
@@ -25,8 +25,9 @@ from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
 from transforms.read.cases import ReadCases
-from transforms.publish.rows import (bot_error_row, duplicate_row, judge_error_rows, problem_row,
-                             result_row, score_rows, worst_case_row)
+from transforms.publish.rows import (bot_error_row, call_error_count, call_error_rows,
+                                     duplicate_row, problem_row, result_row, score_rows,
+                                     worst_case_row)
 from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
 from transforms.enrich.judge.sample import NOT_SAMPLED, SampleCases
@@ -249,10 +250,10 @@ class Publish(beam.PTransform):
             problems | "ProblemRows" >> beam.Map(problem_row, run_id)
             | "WriteReadErrors" >> WriteRows(ERRORS, *out),
         ]
-        judge_errors = None
-        if plan.judge_metrics:
-            judge_errors = judged | "JudgeErrorRows" >> beam.FlatMap(judge_error_rows, run_id)
-            written.append(judge_errors | "WriteJudgeErrors" >> WriteRows(ERRORS, *out))
+        call_errors, stages = None, plan.call_error_stages
+        if stages:
+            call_errors = judged | "CallErrorRows" >> beam.FlatMap(call_error_rows, run_id, stages)
+            written.append(call_errors | "WriteCallErrors" >> WriteRows(ERRORS, *out))
         duplicates = cases | "FindDuplicateIds" >> FindDuplicateIds()
         written.append(duplicates
                        | "DuplicateRows" >> beam.Map(lambda kv: duplicate_row(*kv, run_id))
@@ -273,14 +274,16 @@ class Publish(beam.PTransform):
                                                              key=lambda w: w["severity"]))
         tallied = {"valid_cases": cases, "invalid_rows": problems, "bot_errors": bot_errors,
                    "duplicate_case_ids": duplicates}
-        if judge_errors is not None:
-            tallied["judge_errors"] = judge_errors
         if plan.escalates:
             tallied["escalated_rows"] = judged | "EscalatedRows" >> beam.Filter(
                 lambda t: bool(t.features.get(ESCALATED)))
+        counted = list(tallied)
+        if call_errors is not None:  # counted per stage: judge_errors, embedding_errors, ...
+            tallied["call_errors"] = call_errors
+            counted += [CALL_ERROR_STAGES[stage][0] for stage in stages]
         # one keyed sum of per-bundle counts: a Count.Globally each would add
         # shuffles to every run, one element per row would sit in the runner
-        counts = tallied | "Tallies" >> TallyAll()
+        counts = tallied | "Tallies" >> TallyAll({"call_errors": call_error_count})
         usage = [] if "calls" not in inputs else AsList(
             inputs["calls"] | "Usage" >> beam.CombinePerKey(MergeUsageFn()))
         sides = {}
@@ -293,7 +296,7 @@ class Publish(beam.PTransform):
 
         return (p | "Once" >> beam.Create([None])
                 | "Finalize" >> beam.ParDo(
-                    Finalize(info, tuple(tallied)),
+                    Finalize(info, tuple(counted)),
                     AsList(written | "AllFiles" >> beam.Flatten()),
                     AsList(metric_stats), AsList(verdicts), AsList(counts),
                     AsList(worst), usage, **sides))

@@ -72,6 +72,15 @@ class Plan:
         judge.sample with judge metrics): only then has Publish skipped rows to count."""
         return self.escalates or bool(self.config.judge.sample is not None and self.judge_metrics)
 
+    @property
+    def call_error_stages(self) -> tuple[str, ...]:
+        """The errors/ stages of the calls this run makes for its metrics
+        (schemas.tables.CALL_ERROR_STAGES), in that order."""
+        used = {"judge": bool(self.judge_metrics),
+                "embedding": any(s.features for s, _ in self.scorers),
+                "classifier": bool(self.classifier_metrics)}
+        return tuple(stage for stage, on in used.items() if on)
+
     def _escalated(self, scorer) -> bool:
         return any(m in self.escalation_metrics for m in scorer.metrics)
 

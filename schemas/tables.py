@@ -114,9 +114,10 @@ SUMMARY = table("summary", "Written by `evalbeam run`: one row per bot × suite 
 ], ("run_date",))
 
 ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that could not be "
-               "evaluated, failed bot call, failed judge question or repeated case id.", [
+               "evaluated, failed bot call, failed judge question, row whose embedding or "
+               "classifier calls failed, or repeated case id.", [
     ("run_id", _S, "the run id"),
-    ("stage", _S, "where it failed: `read`, `bot` or `judge`"),
+    ("stage", _S, "where it failed: `read`, `bot`, `judge`, `embedding` or `classifier`"),
     ("case_id", _S, "the case's id, when known"),
     ("bot", _S, "the bot, for `bot` and `judge` rows"),
     ("error_type", _S, "the kind of problem (`invalid_json`, `duplicate_case_id`, "
@@ -124,6 +125,15 @@ ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that 
     ("message", _S, "the reason, one line"),
     ("source", _S, "where the row came from (`file#row`)"),
 ], ("run_date",))
+
+# errors/ stages of remote calls made for a row's metrics, whose failure costs the
+# row those metrics (null, with the same reason): stage -> (the manifest's count,
+# what one such row is called in the run's one-line summary)
+CALL_ERROR_STAGES: dict[str, tuple[str, str]] = {
+    "judge": ("judge_errors", "failed judge question"),
+    "embedding": ("embedding_errors", "embedding failure"),
+    "classifier": ("classifier_errors", "classifier failure"),
+}
 
 USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose × "
               "bot × metric for each set of metrics that calls served together (so a "

@@ -272,6 +272,11 @@ def test_a_failing_endpoint_makes_null_rows_with_reasons(tmp_path):
               if s["metric"] == "grounding_classifier"}
     assert scores["c1"]["value"] is None
     assert "HTTP 424" in scores["c1"]["error"] and "model not loaded" in scores["c1"]["error"]
+    # the rows the classifier failed for are errors/ rows too, counted in the manifest
+    errors = {e["case_id"]: e for e in read_rows(out, "errors") if e["stage"] == "classifier"}
+    assert "c1" in errors and errors["c1"]["error_type"] == "classifier_failed"
+    assert errors["c1"]["message"] == scores["c1"]["error"]
+    assert manifest(out, "bad")["counts"]["classifier_errors"] == len(errors)
 
 
 def test_without_a_classifier_the_metric_is_null_and_left_out_by_default(tmp_path, capsys):

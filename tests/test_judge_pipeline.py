@@ -160,7 +160,7 @@ def test_judge_failures_are_errors_rows_and_traces_reach_the_scores(tmp_path, mo
     m = manifest(out, "t")
     assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 3  # c1, c2, c5
     with open(f"{out}/runs/t/report.md", encoding="utf-8") as fh:
-        assert "Judge questions that failed: 3" in fh.read()
+        assert "Failed judge questions: 3" in fh.read()
     errors = [e for e in read_rows(out, "errors") if e["stage"] == "judge"]
     assert sorted(e["case_id"] for e in errors) == ["c1", "c2", "c5"]
     assert all(e["error_type"] == "judge_reply_unusable" and e["message"].startswith("grounding:")

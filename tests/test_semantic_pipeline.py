@@ -109,6 +109,14 @@ def test_failed_embeddings_make_metrics_null_with_the_reason(tmp_path):
                for s in sims)
     bleu = [s for s in read_rows(out, "scores") if s["metric"] == "bleu" and s["case_id"] == "c1"]
     assert bleu[0]["value"] == pytest.approx(1.0)  # other metrics are unaffected
+    # each row whose embeddings failed is an errors/ row too, and the counts reconcile
+    errors = [e for e in read_rows(out, "errors") if e["stage"] == "embedding"]
+    failed = [s["case_id"] for s in read_rows(out, "scores")
+              if s["metric"] == "answer_similarity" and "embedding failed" in (s["error"] or "")]
+    assert sorted(e["case_id"] for e in errors) == sorted(failed) == ["c1", "c2"]
+    assert all(e["error_type"] == "embedding_failed" and "401" in e["message"] for e in errors)
+    m = manifest(out, "f")
+    assert m["counts"]["embedding_errors"] == len(errors) and m["reconciliation"]["ok"]
 
 
 def test_a_failed_embeddings_request_nulls_only_the_rows_that_needed_its_texts():

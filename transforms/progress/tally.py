@@ -1,6 +1,7 @@
 """What one process counts of an attempt while it runs: rows written to
 results/ (turns) and their bot errors, invalid input rows, failed judge
-questions, and the requests sent to each endpoint.
+questions, embedding and classifier failures, and the requests sent to each
+endpoint.
 
 Counting costs a lock and an addition; the counts reach other processes
 through the objects of transforms/publish/progress_objects.py. Calls are counted for
@@ -13,7 +14,9 @@ import threading
 import time
 from typing import Any, Mapping
 
-from schemas.tables import ERRORS, RESULTS
+from schemas.tables import CALL_ERROR_STAGES, ERRORS, RESULTS
+
+CALL_ERROR_COUNTS = tuple(key for key, _ in CALL_ERROR_STAGES.values())
 
 CALL_FIELDS = ("calls", "retries", "failures", "rate_limited")
 
@@ -23,7 +26,8 @@ class Tally:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self.turns = self.bot_errors = self.invalid_rows = self.judge_errors = 0
+        self.turns = self.bot_errors = self.invalid_rows = 0
+        self.call_errors = dict.fromkeys(CALL_ERROR_COUNTS, 0)  # judge_errors, ...
         self.first_turn_at: float | None = None
         self.calls: dict[str, dict[str, int]] = {}
         self.changes = 0  # bumped by every count: a writer skips unchanged tallies
@@ -39,8 +43,8 @@ class Tally:
             elif table == ERRORS.name and row.get("stage") == "read" \
                     and row.get("error_type") != "duplicate_case_id":
                 self.invalid_rows += 1
-            elif table == ERRORS.name and row.get("stage") == "judge":
-                self.judge_errors += 1
+            elif table == ERRORS.name and row.get("stage") in CALL_ERROR_STAGES:
+                self.call_errors[CALL_ERROR_STAGES[row["stage"]][0]] += 1
             else:
                 return
             self.changes += 1
@@ -62,7 +66,7 @@ class Tally:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {"turns": self.turns, "bot_errors": self.bot_errors,
-                    "invalid_rows": self.invalid_rows, "judge_errors": self.judge_errors,
+                    "invalid_rows": self.invalid_rows, **self.call_errors,
                     "first_turn_at": self.first_turn_at,
                     "calls": {k: dict(v) for k, v in self.calls.items()}}
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from schemas.tables import CALL_ERROR_STAGES
+
 
 @dataclass(frozen=True)
 class Figures:
@@ -44,7 +46,8 @@ def figures(totals: Mapping[str, Any] | None, total: int, bots: int, now: float,
     eta = (total - done) / rate if rate and done < total else (0.0 if done >= total else None)
     errors = {k: n for k, n in (("invalid rows", totals["invalid_rows"]),
                                 ("bot", totals["bot_errors"]),
-                                ("judge", totals["judge_errors"])) if n}
+                                *((stage, totals.get(key, 0))
+                                  for stage, (key, _) in CALL_ERROR_STAGES.items())) if n}
     calls = {endpoint: {**c, "per_s": c["calls"] / elapsed if elapsed > 0.5 else None}
              for endpoint, c in sorted(totals.get("calls", {}).items())}
     return Figures(total, done, rate, eta, errors, calls, elapsed)

@@ -19,7 +19,7 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.progress.tally import CALL_FIELDS, Tally, forget, tally_for
+from transforms.progress.tally import CALL_ERROR_COUNTS, CALL_FIELDS, Tally, forget, tally_for
 from transforms.publish import lease as leases
 
 FOLDER = "progress"
@@ -124,7 +124,7 @@ def read_totals(output: str, run_id: str, attempt: str) -> dict[str, Any] | None
     firsts = [p["first_turn_at"] for p in parts if p.get("first_turn_at")]
     return {"workers": len(parts), "calls": calls,
             **{k: sum(int(p.get(k, 0)) for p in parts)
-               for k in ("turns", "bot_errors", "invalid_rows", "judge_errors")},
+               for k in ("turns", "bot_errors", "invalid_rows", *CALL_ERROR_COUNTS)},
             "first_turn_at": min(firsts) if firsts else None,
             "started": min(float(p.get("started", p.get("at", 0))) for p in parts),
             "at": max(float(p.get("at", 0)) for p in parts)}

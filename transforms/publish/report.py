@@ -6,7 +6,7 @@ import platform
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from schemas.tables import ALL_SUITES, VERDICT_METRIC
+from schemas.tables import ALL_SUITES, CALL_ERROR_STAGES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
 from transforms.publish.rows import shortened
 
@@ -26,6 +26,7 @@ def package_versions() -> dict[str, str]:
 
 def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[str, Any]:
     """The checks that prove no row was lost; each states both sides."""
+    call_errors = " + ".join(key for key, _ in CALL_ERROR_STAGES.values())
     checks = {
         "input_rows == valid_cases + invalid_rows":
             (counts["input_rows"], counts["valid_cases"] + counts["invalid_rows"]),
@@ -33,10 +34,10 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             (counts["results_rows"], counts["valid_cases"] * n_bots),
         "scores_rows == results_rows × metrics":
             (counts["scores_rows"], counts["results_rows"] * n_metrics),
-        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids + judge_errors":
+        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids + " + call_errors:
             (counts["errors_rows"],
              counts["invalid_rows"] + counts["bot_errors"] + counts["duplicate_case_ids"]
-             + counts.get("judge_errors", 0)),
+             + sum(counts.get(key, 0) for key, _ in CALL_ERROR_STAGES.values())),
     }
     return {"ok": all(a == b for a, b in checks.values()),
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}
@@ -280,9 +281,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
              f"Results rows: {c['results_rows']}; "
              f"bot errors: {c['bot_errors']}. Counts reconcile: "
              f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**."]
-    if c.get("judge_errors"):
-        lines.append(f"Judge questions that failed: {c['judge_errors']} (see `errors/`, stage "
-                     "`judge`).")
+    lines += [f"{noun[0].upper()}{noun[1:]}s: {c[key]} (see `errors/`, stage `{stage}`)."
+              for stage, (key, noun) in CALL_ERROR_STAGES.items() if c.get(key)]
     lines += [f"Note: {md_cell(n, 2000)}" for n in manifest.get("notes", [])]
     lines += cap_lines(manifest.get("spend_caps") or {})
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",

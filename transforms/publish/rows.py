@@ -7,6 +7,7 @@ from typing import Any, Iterator
 
 from schemas.cases import RowProblem
 from schemas.records import Turn
+from schemas.tables import CALL_ERROR_STAGES
 
 
 def finite(value: Any) -> Any:
@@ -56,14 +57,39 @@ def bot_error_row(turn: Turn, run_id: str) -> dict:
             "error_type": "bot_error", "message": turn.error, "source": turn.case.source}
 
 
-def judge_error_rows(turn: Turn, run_id: str) -> list[dict]:
-    """errors/ rows for the turn's judge questions that failed (stage "judge")."""
-    from transforms.enrich.judge.tasks import judge_failures
-    return [{"run_id": run_id, "stage": "judge", "case_id": turn.case.case_id, "bot": turn.bot,
-             "error_type": "judge_call_failed" if error.startswith("judge call failed")
-             else "judge_reply_unusable", "message": f"{task}: {error}"[:1000],
-             "source": turn.case.source}
-            for task, error in judge_failures(turn.features)]
+def call_error_rows(turn: Turn, run_id: str, stages: tuple[str, ...]) -> list[dict]:
+    """errors/ rows for the remote calls of the turn's metrics that failed, in the
+    given stages (schemas.tables.CALL_ERROR_STAGES): one per failed judge
+    question, one per turn whose embeddings or classifier pairs failed. A call a
+    spend cap refused did not fail (the manifest says the cap was hit)."""
+    def row(stage: str, error_type: str, message: str) -> dict:
+        return {"run_id": run_id, "stage": stage, "case_id": turn.case.case_id,
+                "bot": turn.bot, "error_type": error_type, "message": message[:1000],
+                "source": turn.case.source}
+
+    out = []
+    if "judge" in stages:
+        from transforms.enrich.judge.tasks import judge_failures
+        out += [row("judge", "judge_call_failed" if error.startswith("judge call failed")
+                    else "judge_reply_unusable", f"{task}: {error}")
+                for task, error in judge_failures(turn.features)]
+    if "embedding" in stages:
+        from transforms.enrich.features import EMBED_ERROR
+        from transforms.remote.budget import BUDGET_REACHED
+        why = turn.features.get(EMBED_ERROR)
+        if why and not why.startswith(BUDGET_REACHED):
+            out.append(row("embedding", "embedding_failed", why))
+    if "classifier" in stages:
+        from transforms.enrich.classifier.reading import classifier_failure
+        why = classifier_failure(turn.features)
+        if why:
+            out.append(row("classifier", "classifier_failed", why))
+    return out
+
+
+def call_error_count(row: dict) -> str:
+    """The manifest count an errors/ row of call_error_rows adds to."""
+    return CALL_ERROR_STAGES[row["stage"]][0]
 
 
 def problem_row(problem: RowProblem, run_id: str) -> dict:

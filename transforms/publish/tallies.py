@@ -11,35 +11,45 @@ instead need a shuffle each.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 
 class CountPerBundle(beam.DoFn):
-    """Elements -> (name, how many this bundle had), emitted once per bundle."""
+    """Elements -> (name, how many this bundle had), emitted once per bundle;
+    with `name_of`, each element is counted under name_of(element)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, name_of: Callable[[Any], str] | None = None):
         self._name = name
-        self._n = 0
+        self._name_of = name_of
+        self._n: dict[str, int] = {}
 
     def start_bundle(self):
-        self._n = 0
+        self._n = {}
 
-    def process(self, _):
-        self._n += 1
+    def process(self, element):
+        name = self._name if self._name_of is None else self._name_of(element)
+        self._n[name] = self._n.get(name, 0) + 1
 
     def finish_bundle(self):
-        if self._n:
-            yield GlobalWindows.windowed_value((self._name, self._n))
+        for name, n in self._n.items():
+            yield GlobalWindows.windowed_value((name, n))
 
 
 class TallyAll(beam.PTransform):
-    """{name: pcoll} -> (name, number of elements) for every non-empty pcoll."""
+    """{name: pcoll} -> (name, number of elements) for every non-empty pcoll; the
+    elements of a pcoll named in `split` are counted under split[name](element)."""
+
+    def __init__(self, split: Mapping[str, Callable[[Any], str]] | None = None):
+        super().__init__()
+        self._split = dict(split or {})
 
     def expand(self, tallied: Mapping[str, beam.PCollection]):
-        return ([pcoll | f"Tally[{name}]" >> beam.ParDo(CountPerBundle(name))
+        return ([pcoll | f"Tally[{name}]" >> beam.ParDo(CountPerBundle(name,
+                                                                       self._split.get(name)))
                  for name, pcoll in tallied.items()]
                 | "AllTallies" >> beam.Flatten()
                 | "Counts" >> beam.CombinePerKey(sum))

@@ -19,3 +19,22 @@ class GroundingReading:
     total_sentences: int
     chunk_ids: tuple[str, ...]
     verdicts: list[list[PairVerdict]]  # [sentence][chunk]
+
+    def failure(self) -> str | None:
+        """Why some pairs were not classified (the first reason), or None; a
+        spend cap's refusal is not a failure (the manifest says the cap was hit)."""
+        from transforms.remote.budget import BUDGET_REACHED
+        failed = [v.error for row in self.verdicts for v in row
+                  if v.error and not v.error.startswith(BUDGET_REACHED)]
+        if not failed:
+            return None
+        pairs = len(self.sentences) * len(self.chunk_ids)
+        return f"{len(failed)} of {pairs} pairs not classified: {failed[0]}"[:500]
+
+
+def classifier_failure(features) -> str | None:
+    """Why a turn's classifier reading is missing or incomplete, or None."""
+    if features.get(ERROR):
+        return features[ERROR]
+    reading = features.get(GROUNDING)
+    return reading.failure() if reading is not None else None

@@ -37,13 +37,13 @@ def grounding_classifier(reading: GroundingReading) -> MetricResult:
         return MetricResult.null("the answer has no sentence to check")
     if not reading.chunk_ids:
         return MetricResult.null("the contexts have no text to check against")
-    failed = [v.error for row in reading.verdicts for v in row if v.error]
-    capped = [e for e in failed if e.startswith(BUDGET_REACHED)]
+    capped = [v.error for row in reading.verdicts for v in row
+              if v.error and v.error.startswith(BUDGET_REACHED)]
     if capped:  # a spend cap, not a failure: said as such
         return MetricResult.null(capped[0])
+    failed = reading.failure()
     if failed:
-        return MetricResult.null(f"{len(failed)} of {len(reading.sentences) * len(reading.chunk_ids)}"
-                                 f" pairs not classified: {failed[0]}"[:500])
+        return MetricResult.null(failed)
     rows, supports = [], []
     for sentence, verdicts in zip(reading.sentences, reading.verdicts):
         support, best = best_support([v.support for v in verdicts])
