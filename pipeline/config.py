@@ -339,7 +339,7 @@ class GateRule:
     """A metric of the compared runs, or `pass_rate`."""
     max_drop: float
     """The largest drop allowed (≥ 0, in the metric's units; for ↓ metrics a rise is the
-    drop)."""
+    drop; for a metric with no direction, `answer_length`, a change either way)."""
     bot: str | None = None
     """The bot it checks. Default (unset): every compared bot."""
     suite: str = "*"

@@ -277,7 +277,7 @@ def metric_entries() -> list[dict[str, Any]]:
     from transforms.enrich.classifier.score import NO_CLASSIFIER
     from transforms.enrich.judge.scorers import NO_JUDGE
     from transforms.score.catalog import METRIC_DOCS
-    from transforms.score.scoring import LOWER_IS_BETTER, MISSING, SCORERS
+    from transforms.score.scoring import LOWER_IS_BETTER, MISSING, SCORERS, higher_is_better
     out = []
     for scorer in SCORERS:
         for metric in scorer.metrics:
@@ -297,7 +297,8 @@ def metric_entries() -> list[dict[str, Any]]:
             options = [f"`metric_options.{scorer.name}.{k}` (default `{_flow(v)}`)"
                        for k, v in scorer.option_defaults.items()]
             out.append({"metric": metric, "scorer": scorer.name, "inputs": inputs,
-                        "lower_is_better": metric in LOWER_IS_BETTER, "unit": doc.unit,
+                        "higher_is_better": higher_is_better(metric, LOWER_IS_BETTER),
+                        "unit": doc.unit,
                         "formula": doc.formula, "nulls": nulls, "options": options,
                         "judge": scorer.judge, "semantic": bool(scorer.features),
                         "classifier": scorer.classifier})
@@ -309,12 +310,16 @@ def _flow(value: Any) -> str:
         .removesuffix("\n...").strip()
 
 
+DIRECTIONS = {True: "↑ higher is better", False: "↓ lower is better",
+              None: "none (compare reports a change, never better or worse)"}
+
+
 def metrics_reference() -> str:
     from transforms.score.scoring import GROUPS
     entries = metric_entries()
     out = [*table_rows(("metric", "inputs", "direction", "unit"), [
         (f"[`{e['metric']}`](#{e['metric']})", ", ".join(e["inputs"]) or "—",
-         "↓ lower is better" if e["lower_is_better"] else "↑ higher is better", e["unit"])
+         DIRECTIONS[e["higher_is_better"]], e["unit"])
         for e in entries]), "",
         "Groups select several metrics at once in `metrics:` and `--metrics`: "
         + "; ".join(f"`{g}` ({', '.join(ms)})" for g, ms in GROUPS.items()) + ".", ""]
@@ -328,8 +333,7 @@ def metrics_reference() -> str:
         for e in filter(belongs, entries):
             out += [f"### {e['metric']} {{#{e['metric']}}}", "", prose(e["formula"]) + ".", "",
                     f"- **Inputs**: {', '.join(e['inputs']) or 'none'}",
-                    f"- **Direction**: {'lower' if e['lower_is_better'] else 'higher'} is "
-                    f"better; unit: {e['unit']}",
+                    f"- **Direction**: {DIRECTIONS[e['higher_is_better']]}; unit: {e['unit']}",
                     f"- **Null when**: {'; '.join(e['nulls'])}"]
             if e["options"]:
                 out.append(f"- **Options**: {'; '.join(e['options'])}")

@@ -223,3 +223,54 @@ def test_the_forest_axis_never_outgrows_the_scale_of_its_metrics(tmp_path, monke
     for d in (0.001, 0.05, 1.0, 5.0):
         render_compare_html(compare(out, Side("b"), Side("c"), min_difference=d))
     assert floors == [0.01, 0.5, 1.0, 1.0]
+
+
+def _longer_answers(out: str, n: int = 30) -> None:
+    """Run b, then run c whose answers are all ~40% longer (and score a little
+    lower): answer_length moved a lot, with no better side."""
+    ids, suites, verdicts = [f"c{i}" for i in range(n)], np.array(["s"] * n), np.array(["PASS"] * n)
+    base = np.linspace(80, 200, n)
+    for run_id, grow, shift in (("b", 1.0, 0.0), ("c", 1.4, -0.05)):
+        values = {**_values(n, shift), "answer_length": base * grow}
+        write_run(out, run_id, "2026-01-01", "bot", ids, suites, values, verdicts,
+                  lower_is_better=frozenset({"halluc"}))
+
+
+def test_longer_answers_are_neither_a_regression_nor_an_improvement(tmp_path, capsys):
+    """answer_length has no better direction: summary/ says so (null), and
+    compare reports its change without calling it better or worse (it was
+    "better", higher is better), with no wins or losses; its gate rule is a
+    bound on the change either way."""
+    from transforms.publish.compare_page import render_compare_md
+    from transforms.publish.paired import change
+    out = str(tmp_path)
+    _longer_answers(out)
+    c = compare(out, Side("b"), Side("c"))
+    rows = {r["metric"]: r for r in c["rows"] if r["suite"] == "*"}
+    length = rows["answer_length"]
+    assert length["higher_is_better"] is None and length["significant"]
+    assert length["delta"] == pytest.approx(0.4 * np.linspace(80, 200, 30).mean())
+    assert change(length) == "changed" and length["wins"] is None and length["losses"] is None
+    assert change(rows["score"]) == "worse" and rows["score"]["losses"] == 30
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  bot:"))
+    assert line.endswith("| significantly worse: halluc, score | better: none | "
+                         "changed (no direction): answer_length")
+    page = render_compare_md(c)
+    assert "| answer_length | 30 |" in page and "| –/0/– | changed |" in page
+    assert "answer_length ↓" not in page and "answer_length ↑" not in page
+    for max_drop, failed in ((10.0, True), (100.0, False)):  # |delta| is ~56 characters
+        (check,) = check_gate([GateRule("answer_length", max_drop)], c["rows"])
+        assert check.failed is failed and f"(change 56 " in check.finding()
+
+
+def test_summary_and_the_report_give_answer_length_no_direction():
+    from transforms.publish.paired import metric_label
+    from transforms.publish.summary import summary_rows
+    stats = [(("bot", "*", m), {"count": 1, "missing": 0, "mean": 1.0})
+             for m in ("answer_length", "latency_ms", "rougeL")]
+    rows = summary_rows("r", stats, [], frozenset({"latency_ms"}))
+    assert {r["metric"]: r["higher_is_better"] for r in rows} == {
+        "answer_length": None, "latency_ms": False, "rougeL": True}
+    assert [metric_label(r["metric"], r["higher_is_better"]) for r in rows] == [
+        "answer_length", "latency_ms ↓", "rougeL"]

@@ -33,10 +33,10 @@ from pipeline.postrun.read import check_output, read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
-from transforms.publish.paired import (MIN_DIFFERENCE, TIE, bot_seed, change, group_rows,
-                                       passed, transitions)
+from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, TIE, bot_seed, change,
+                                       group_rows, passed, transitions)
 from transforms.publish.write import RUN_ID_PATTERN, write_table_file
-from transforms.score.scoring import UNSCALED
+from transforms.score.scoring import NO_DIRECTION, UNSCALED
 
 REGRESSED_CASES = 10   # most regressed cases per bot on the pages
 LISTED_UNPAIRED = 50   # unpaired case ids per bot and kind on the pages (all in the CSV)
@@ -182,8 +182,9 @@ class Tables:
             "cases? give both inputs a case_id column)")
 
     def metrics(self, side: Side) -> dict[str, dict]:
-        """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites)."""
-        rows = self.sql(f"""SELECT metric, bool_and(coalesce(higher_is_better, true)),
+        """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites);
+        higher_is_better null: the metric has no direction (answer_length)."""
+        rows = self.sql(f"""SELECT metric, bool_and(higher_is_better),
                    min("min"), max("max")
             FROM {self.scan(side, 'summary')}
             WHERE {_where(side)} AND suite = {_lit(ALL_SUITES)}
@@ -342,6 +343,16 @@ def in_unit_range(stats: dict) -> bool:
     return stats["lo"] is None or (0 <= stats["lo"] and stats["hi"] <= 1)
 
 
+def direction(metric: str, base: dict, cand: dict) -> bool | None:
+    """The compared metric's direction: None (no direction) when it has none by
+    name (a run written before answer_length lost its direction said higher) or
+    on either side; else higher is better unless a side says lower."""
+    sides = (base["higher_is_better"], cand["higher_is_better"])
+    if metric in NO_DIRECTION or None in sides:
+        return None
+    return all(sides)
+
+
 def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE
                ) -> tuple[Pairs, dict[str, list[str]]]:
     """The paired value matrices; and the metrics only one side has."""
@@ -358,8 +369,7 @@ def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE
     unit = [m not in UNSCALED and in_unit_range(mb[m]) and in_unit_range(mc[m])
             for m in compared]
     pairs = Pairs(metrics=[PASS_RATE, *compared],
-                  higher=[True, *(mb[m]["higher_is_better"] and mc[m]["higher_is_better"]
-                                  for m in compared)],
+                  higher=[True, *(direction(m, mb[m], mc[m]) for m in compared)],
                   unit=[True, *unit], base=np.hstack([passed(vb), base]),
                   cand=np.hstack([passed(vc), cand]), vb=vb, vc=vc, groups=groups,
                   min_difference=min_difference)
@@ -371,7 +381,7 @@ def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE
 def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
     """The most regressed cases of a bot with both answers and both reasons."""
     start, stop, _ = _bots(pairs.groups)[bot]
-    sign = np.array([0.0] + [(1.0 if h else -1.0) if u else 0.0
+    sign = np.array([0.0] + [(1.0 if h else -1.0) if u and h is not None else 0.0
                              for h, u in zip(pairs.higher[1:], pairs.unit[1:])])
     base, cand = pairs.base[start:stop], pairs.cand[start:stop]
     picked = regression_order(base, cand, pairs.vb[start:stop], pairs.vc[start:stop], sign,
@@ -497,8 +507,10 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
         text = (f"  {bot}: pass rate {pr['baseline_mean']:.3f} → {pr['candidate_mean']:.3f} "
                 f"(Δ {delta_text(pr)}, p_holm {pr['p_adjusted']:.2g})"
                 if pr["n_pairs"] else f"  {bot}: no verdicts paired")
+        moved = [r["metric"] for r in rows if change(r) == CHANGED]
         lines.append(f"{text} | significantly worse: {', '.join(worse) or 'none'} | "
-                     f"better: {', '.join(better) or 'none'}")
+                     f"better: {', '.join(better) or 'none'}"
+                     + (f" | changed (no direction): {', '.join(moved)}" if moved else ""))
     return lines
 
 

@@ -1,6 +1,7 @@
 """The regression gate: `gate:` rules of the config checked against the rows
 of a comparison. A rule fails when its metric got worse by more than
-`max_drop` (a rise, for lower-is-better metrics) *and* the change is
+`max_drop` (a rise, for lower-is-better metrics; a change either way, for a
+metric with no direction such as answer_length) *and* the change is
 significant after Holm's correction (p_adjusted < alpha). A drop that could
 be noise does not fail a build; neither does a real but allowed one.
 
@@ -42,9 +43,10 @@ class GateCheck:
             return f"{where} {r['metric']}: no pairs with values"
         p = r.get("p_adjusted")
         p_text = "p_holm –" if p is None else f"p_holm {p:.2g}"
-        verdict = (f"drop {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} < {self.rule.alpha:g}"
-                   if self.failed else
-                   f"drop {self.drop:.3g} (max {self.rule.max_drop:g}), {p_text}")
+        moved = "drop" if r.get("higher_is_better", True) is not None else "change"
+        verdict = (f"{moved} {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} < "
+                   f"{self.rule.alpha:g}" if self.failed else
+                   f"{moved} {self.drop:.3g} (max {self.rule.max_drop:g}), {p_text}")
         return (f"{where} {r['metric']} {r['baseline_mean']:.3f} → {r['candidate_mean']:.3f} "
                 f"({verdict})")
 
@@ -61,9 +63,13 @@ def describe_rule(index: int, rule: GateRule) -> str:
 
 
 def drop_of(row: Mapping[str, Any]) -> float | None:
-    """How much worse the candidate is: -delta, or +delta for lower-is-better."""
+    """How much worse the candidate is: -delta, or +delta for lower-is-better;
+    for a metric with no direction (answer_length) a move either way, |delta|:
+    its max_drop is the largest change allowed."""
     if row.get("delta") is None:
         return None
+    if row["higher_is_better"] is None:
+        return abs(row["delta"])
     drop = -row["delta"] if row["higher_is_better"] else row["delta"]
     return drop + 0.0  # an unchanged metric drops by 0, not -0 (how -0.0 prints)
 

@@ -13,7 +13,7 @@ from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts
 from transforms.publish.html import (Raw, figure, isolated, num, p_text, page, signed, table,
                                     tag)
-from transforms.publish.paired import MIN_DIFFERENCE, change
+from transforms.publish.paired import CHANGED, MIN_DIFFERENCE, change, metric_label, wtl
 from transforms.publish.report import clip, md_cell, md_table
 
 METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
@@ -24,7 +24,8 @@ METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candi
           "no more than the minimum practical difference is a tie (W/T/L) and a zero in the "
           "tests; a metric is better or worse when its adjusted p < 0.05 and its mean moved "
           "by more than that difference. W/T/L: cases where the candidate is better / equal / "
-          "worse.")
+          "worse. A metric with no better direction (answer_length) is never better or worse: "
+          "a significant move is \"changed\", and it has no wins or losses (–).")
 UNPAIRED_TITLES = {"only_in_baseline": "only in the baseline",
                    "only_in_candidate": "only in the candidate",
                    "duplicate_case_id": "case id repeated within a run (not paired)"}
@@ -38,16 +39,16 @@ def delta_text(row: Mapping[str, Any]) -> str:
 
 
 def _metric_label(row: Mapping[str, Any]) -> str:
-    return row["metric"] if row["higher_is_better"] else f"{row['metric']} ↓"
+    return metric_label(row["metric"], row["higher_is_better"])
 
 
 def change_cells(row: Mapping[str, Any]) -> list[Any]:
     """One line of the changes tables (md and html alike)."""
-    mark = {"better": "▲ better", "worse": "▼ worse"}.get(change(row), "")
+    mark = {"better": "▲ better", "worse": "▼ worse", CHANGED: CHANGED}.get(change(row), "")
     return [_metric_label(row), row["n_pairs"], num(row.get("baseline_mean")),
             num(row.get("candidate_mean")), delta_text(row), row.get("test") or "–",
             p_text(row.get("p_value")), p_text(row.get("p_adjusted")),
-            f"{row['wins']}/{row['ties']}/{row['losses']}", mark]
+            wtl(row), mark]
 
 
 CHANGE_HEADERS = ["metric", "pairs", "baseline", "candidate", "Δ [95% CI]", "test", "p",

@@ -27,8 +27,9 @@ from schemas.records import Turn
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_ORDER
 from transforms.publish.html import num, p_text, signed
 from transforms.publish.summary import MergingCombineFn
-from transforms.publish.paired import (MIN_DIFFERENCE, bot_seed, change, group_rows, passed,
-                                       transitions)
+from transforms.score.scoring import higher_is_better
+from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, bot_seed, change, group_rows,
+                                       metric_label, passed, transitions, wtl)
 
 _CHUNK = 4096  # rows buffered as Python lists before they become arrays
 
@@ -188,7 +189,7 @@ class HeadToHead(beam.PTransform):
                  lower_is_better: frozenset[str], min_difference: float = MIN_DIFFERENCE):
         super().__init__()
         self._bots, self._metrics = tuple(bots), tuple(metrics)
-        self._higher = tuple(m not in lower_is_better for m in self._metrics)
+        self._higher = tuple(higher_is_better(m, lower_is_better) for m in self._metrics)
         self._min_difference = min_difference
 
     def expand(self, turns):
@@ -255,9 +256,11 @@ def findings(pair: Sequence[str], stats: Mapping[str, Any]) -> list[str]:
     better, worse = _names(rows, "better"), _names(rows, "worse")
     same = sum(1 for r in rows if r["metric"] != PASS_RATE and r["n_pairs"]
                and change(r) == "no significant change")
+    moved = _names(rows, CHANGED)
     lines.append(f"Metrics significantly better for {b}: {', '.join(better) or 'none'}; "
                  f"better for {a}: {', '.join(worse) or 'none'}; no significant difference: "
-                 f"{same}.")
+                 f"{same}" + (f"; changed, with no better direction: {', '.join(moved)}"
+                              if moved else "") + ".")
     if (better and change(pr) == "worse") or (worse and change(pr) == "better"):
         lines.append("The pass rate and the metrics disagree: the pass rate counts verdicts, "
                      "which only the verdict rules' metrics decide; the other metrics weigh "
@@ -294,12 +297,12 @@ def suite_lines(pair: Sequence[str], stats: Mapping[str, Any]) -> list[list[Any]
 
 def metric_cells(row: Mapping[str, Any], pair: Sequence[str]) -> list[Any]:
     """One metric of a pair: a's mean, b's mean, b − a [CI], W/T/L (b's wins), p, who is better."""
-    who = {"better": f"{pair[1]} ▲", "worse": f"{pair[0]} ▼"}.get(change(row), "")
-    return [row["metric"] if row["higher_is_better"] else f"{row['metric']} ↓",
+    who = {"better": f"{pair[1]} ▲", "worse": f"{pair[0]} ▼", CHANGED: CHANGED}.get(change(row), "")
+    return [metric_label(row["metric"], row["higher_is_better"]),
             row["n_pairs"], num(row.get("baseline_mean")), num(row.get("candidate_mean")),
             f"{signed(row.get('delta'))} [{signed(row.get('ci_low'))}, "
             f"{signed(row.get('ci_high'))}]",
-            f"{row['wins']}/{row['ties']}/{row['losses']}",
+            wtl(row),
             p_text(row.get("p_adjusted")), who]
 
 
@@ -316,5 +319,7 @@ METHOD = ("Each pair of bots is compared on the cases both were asked (a case id
           " or exact McNemar (0/1 metrics and the pass rate), Holm-adjusted across the metrics "
           "of a pair and suite. A case whose values differ by at most 0.001 is a tie; a bot is "
           "better on a metric when the adjusted p < 0.05 and the mean differs by more than "
-          "that. W/T/L counts b's wins, ties and losses. The same statistics as "
+          "that. W/T/L counts b's wins, ties and losses (a metric with no better direction, "
+          "answer_length, has ties only: its change is reported, never called better or "
+          "worse). The same statistics as "
           "`evalbeam compare`.")

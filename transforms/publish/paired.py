@@ -164,17 +164,19 @@ def is_binary(*columns: np.ndarray) -> bool:
     return True
 
 
-def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool,
+def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool | None,
                min_difference: float = MIN_DIFFERENCE) -> dict:
     """Paired statistics of one metric in one group (the interval comes
     apart): means, delta, wins / ties / losses and the test's p-value.
-    A case whose change is within min_difference is a tie."""
+    A case whose change is within min_difference is a tie. A metric with no
+    direction (higher_is_better None: answer_length) has no wins or losses
+    (null), only its ties and its change."""
     delta = cand - base
     ok = ~np.isnan(delta)
     b, c, d = base[ok], cand[ok], delta[ok]
     n = int(ok.sum())
     zero = max(min_difference, TIE)
-    gain = d if higher_is_better else -d
+    gain = d if higher_is_better is not False else -d
     wins, losses = int((gain > zero).sum()), int((gain < -zero).sum())
     row = {"n_pairs": n, "null_pairs": int(len(delta) - n), "wins": wins, "losses": losses,
            "ties": n - wins - losses, "higher_is_better": higher_is_better,
@@ -183,6 +185,8 @@ def metric_row(base: np.ndarray, cand: np.ndarray, higher_is_better: bool,
            "candidate_values": int((~np.isnan(cand)).sum()),
            "baseline_mean": None, "candidate_mean": None, "delta": None, "test": None,
            "p_value": None, "min_difference": min_difference}
+    if higher_is_better is None:
+        row.update(wins=None, losses=None)
     if n == 0:
         return row
     row.update(baseline_mean=float(b.mean()), candidate_mean=float(c.mean()),
@@ -223,12 +227,30 @@ def group_rows(base: np.ndarray, cand: np.ndarray, higher: Sequence[bool],
 
 def change(row) -> str:
     """better / worse / no significant change: significant after Holm and the
-    mean moved by more than the minimum practical difference."""
+    mean moved by more than the minimum practical difference. A metric with no
+    direction (higher_is_better null) that moved so is "changed", never better
+    or worse."""
     delta = row.get("delta")
     if not row.get("significant") or delta is None \
             or abs(delta) <= max(row.get("min_difference") or 0.0, TIE):
         return "no significant change"
+    if row["higher_is_better"] is None:
+        return CHANGED
     return "better" if (delta > 0) == row["higher_is_better"] else "worse"
+
+
+CHANGED = "changed"  # change() of a direction-free metric that moved
+
+
+def metric_label(metric: str, higher_is_better: bool | None) -> str:
+    """The metric's name as tables show it: ↓ marks lower-is-better, and a
+    metric with no direction (None) gets no mark, like a higher-is-better one."""
+    return f"{metric} ↓" if higher_is_better is False else metric
+
+
+def wtl(row) -> str:
+    """Wins/ties/losses as the tables show them (– for a direction-free metric)."""
+    return "/".join("–" if row[k] is None else str(row[k]) for k in ("wins", "ties", "losses"))
 
 
 def passed(codes: np.ndarray) -> np.ndarray:

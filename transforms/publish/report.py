@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, CALL_ERROR_STAGES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
+from transforms.publish.paired import metric_label
 from transforms.publish.rows import shortened
 
 _PACKAGES = ("evalbeam", "apache-beam", "pyarrow", "numpy", "scipy", "sacrebleu", "rouge-score",
@@ -308,8 +309,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
                              f"{r['population']} rows, missing {r['missing']})")
             else:
                 cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
-        arrow = "" if by.get((bots[0], m), {}).get("higher_is_better", True) else " ↓"
-        lines.append(f"| {md_cell(m, 80)}{arrow} | " + " | ".join(cells) + " |")
+        label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
+        lines.append(f"| {md_cell(label, 80)} | " + " | ".join(cells) + " |")
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
     if any(r.get("sampled") for r in summary):

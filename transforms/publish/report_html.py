@@ -12,7 +12,7 @@ from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
-from transforms.publish.paired import change
+from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
                                       cap_lines, metric_values, spend_tables, with_interval)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
@@ -22,10 +22,6 @@ from transforms.score.scoring import UNSCALED
 INTERVALS_NOTE = ("Means and pass rates carry 95% confidence intervals: Student's t from "
                   "count, mean and spread; Wilson's score interval for a pass rate or a metric "
                   "whose values are all 0 or 1.")
-
-
-def _label(metric: str, higher_is_better: bool | None) -> str:
-    return metric if higher_is_better in (True, None) else f"{metric} ↓"
 
 
 def on_unit_scale(row: Mapping[str, Any]) -> bool:
@@ -43,7 +39,8 @@ def heatmap_cells(summary: Iterable[Mapping[str, Any]]) -> list[dict]:
             metric, good = PASS_RATE, r["mean"]
         elif on_unit_scale(r):
             hib = r.get("higher_is_better", True)
-            metric, good = _label(r["metric"], hib), r["mean"] if hib else 1 - r["mean"]
+            metric = metric_label(r["metric"], hib)
+            good = r["mean"] if hib is not False else 1 - r["mean"]
         else:
             continue
         cells.append({"bot": r["bot"], "suite": r["suite"], "metric": metric,
@@ -84,7 +81,7 @@ def _means(overall: list[Mapping[str, Any]]) -> Raw:
     rows = []
     for m in metrics:
         first = next(by[(b, m)] for b in bots if (b, m) in by)
-        cells = [_label(m, first.get("higher_is_better"))]
+        cells = [metric_label(m, first.get("higher_is_better"))]
         for b in bots:
             r = by.get((b, m))
             cells.append(None if r is None else
@@ -123,8 +120,8 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
     """Per pair of bots: the findings, a forest plot of the paired differences
     (metrics in [0, 1] and the pass rate), the metrics table and the suites."""
     parts: list[Any] = [tag("h2", "Head to head")]
-    points = [{"bot": h2h.pair_label(pair), "metric": r["metric"] if r["higher_is_better"]
-               else f"{r['metric']} ↓", "delta": r["delta"], "ci_low": r["ci_low"],
+    points = [{"bot": h2h.pair_label(pair), "delta": r["delta"], "ci_low": r["ci_low"],
+               "metric": metric_label(r["metric"], r["higher_is_better"]),
                "ci_high": r["ci_high"], "change": change(r)}
               for pair, stats in pairs for r in h2h.overall(stats)
               if (r["metric"] == PASS_RATE or r["metric"] in unit)

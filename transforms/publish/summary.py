@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Mapping
 import apache_beam as beam
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
+from transforms.score.scoring import higher_is_better
 from transforms.stats.accumulator import MetricStats
 from transforms.stats.intervals import sampled_interval, stratified_mean, wilson_interval
 
@@ -142,7 +143,7 @@ def summary_rows(run_id: str, metric_stats: Iterable[tuple[tuple[str, str, str],
     rows, drawn = [], []
     for (bot, suite, metric), stats in metric_stats:
         row = {"run_id": run_id, "bot": bot, "suite": suite, "metric": metric, **stats,
-               "higher_is_better": metric not in lower_is_better, "sampled": False}
+               "higher_is_better": higher_is_better(metric, lower_is_better), "sampled": False}
         (drawn if metric in sampled else rows).append(row)
     if drawn:
         rows += sampled_rows(drawn, _rows_per_group(verdicts))

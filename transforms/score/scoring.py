@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import apache_beam as beam
 
@@ -208,8 +208,18 @@ GROUPS: dict[str, tuple[str, ...]] = {  # names that select several metrics
 
 METRIC_NAMES: tuple[str, ...] = tuple(m for s in SCORERS for m in s.metrics)
 LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in SCORERS))
+# metrics with no better direction: a longer answer is neither better nor worse. summary/'s
+# higher_is_better is null for them, compare reports their change but never calls it better
+# or worse, and the report marks no direction. (latency_ms: lower is better; politeness:
+# higher; unsupported_facts: lower.)
+NO_DIRECTION: frozenset[str] = frozenset({"answer_length"})
 # metrics not on a [0, 1] scale: charts and rankings that put metrics side by side leave them out
 UNSCALED: frozenset[str] = frozenset({"answer_length", "latency_ms", "unsupported_facts"})
+
+
+def higher_is_better(metric: str, lower_is_better: Collection[str]) -> bool | None:
+    """A metric's direction: True (higher is better), False (lower is), None (neither)."""
+    return None if metric in NO_DIRECTION else metric not in lower_is_better
 
 
 def option_problem(default: Any, value: Any) -> str | None:
