@@ -48,6 +48,10 @@ def test_escalated_rows_follow_the_escalation_rules():
     assert (verdict, by) == ("WARN", "offline")  # nothing to decide with: offline stands
     assert "judge call failed: HTTP 500" in reason and "budget reached" in reason \
         and reason.endswith("offline: exact_match 0 < 1")
+    two = (Rule("judge_relevance", "FAIL", below=0.3), Rule("judge_relevance", "WARN", below=0.6))
+    assert escalated_decision(scores(None, None), two, "PASS", "WARN", "x")[1] == (
+        "escalated, but no escalation metric could be computed: judge_relevance (judge call "
+        "failed: HTTP 500); offline: x")  # the metric once, not once per rule
 
 
 def _by_digit(request, rule):

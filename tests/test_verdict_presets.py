@@ -115,7 +115,8 @@ def test_without_contexts_there_is_no_grounding_decision():
     without a reference either no rule could judge the row: WARN, the checks named."""
     q = "Can I change my email address?"
     verdict, reason = _default_verdict(q, None, "Yes, open Settings and choose Email.")
-    assert verdict == "WARN" and "groundedness (not computed)" in reason
+    assert (verdict, reason) == ("WARN", "no verdict rule could be evaluated: reference_coverage, "
+                                         "groundedness and unsupported_facts (not computed)")
     assert _default_verdict(q, None, "No.", "Yes, open Settings and choose Email.")[0] == "FAIL"
     assert _default_verdict(q, None, "Yes, open Settings and choose Email.",
                             "Yes, open Settings and choose Email.")[0] == "PASS"
@@ -123,7 +124,27 @@ def test_without_contexts_there_is_no_grounding_decision():
     scores = {"groundedness": MetricResult.null("no contexts"),
               "reference_coverage": MetricResult(0.9)}
     verdict, reason = decide(scores, DEFAULT_RULES, "PASS")
-    assert verdict == "PASS" and "groundedness (no contexts), groundedness (no contexts)" in reason
+    assert (verdict, reason) == ("PASS", "no rule matched; skipped: groundedness (no contexts), "
+                                         "unsupported_facts (not computed)")
+
+
+def test_the_reason_names_each_skipped_metric_once():
+    """The default preset has two rules on groundedness and two on
+    reference_coverage: a row without contexts read 'skipped: groundedness (no
+    contexts), groundedness (no contexts), unsupported_facts (no contexts)'.
+    Each metric is named once, metrics skipped for one reason together."""
+    no_contexts = {"groundedness": MetricResult.null("no contexts"),
+                   "unsupported_facts": MetricResult.null("no contexts")}
+    assert decide({**no_contexts, "reference_coverage": MetricResult(0.9)}, DEFAULT_RULES,
+                  "PASS") == ("PASS", "no rule matched; skipped: groundedness and "
+                                      "unsupported_facts (no contexts)")
+    nothing = {**no_contexts, "reference_coverage": MetricResult.null("no expected_answer")}
+    assert decide(nothing, DEFAULT_RULES, "PASS") == (
+        "WARN", "no verdict rule could be evaluated: reference_coverage (no expected_answer), "
+                "groundedness and unsupported_facts (no contexts)")
+    # the rule that decides is still named with its threshold; skips before it are not
+    assert decide({**no_contexts, "reference_coverage": MetricResult(0.5)}, DEFAULT_RULES,
+                  "PASS") == ("WARN", "reference_coverage 0.5 < 0.7")
 
 
 def test_or_null_matches_a_null_the_metric_gave_not_a_missing_input():

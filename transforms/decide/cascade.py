@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from schemas.records import MetricResult, Turn
-from transforms.decide.rules import UNDECIDED, decide
+from transforms.decide.rules import UNDECIDED, decide, skipped_text
 from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
 from transforms.enrich.judge.keys import JUDGE_SKIP
 
@@ -50,7 +50,7 @@ def escalated_decision(scores: Mapping[str, MetricResult], rules: Sequence, othe
            for r in rules):
         verdict, reason = decide(scores, rules, otherwise)
         return verdict, f"escalated: {reason}", BY_ESCALATION
-    why = "; ".join(f"{r.metric} ({scores[r.metric].error if r.metric in scores else 'not computed'})"
-                    for r in rules)
+    why = skipped_text([(r.metric, scores[r.metric].error if r.metric in scores
+                         else "not computed") for r in rules])
     return (offline_verdict, f"escalated, but no escalation metric could be computed: {why}; "
             f"offline: {offline_reason}", OFFLINE)

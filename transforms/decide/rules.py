@@ -28,6 +28,23 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
+def skipped_text(skipped: Sequence[tuple[str, str]]) -> str:
+    """(metric, why) of skipped rules, for a reason: each metric once (its rules
+    are skipped for one reason, its null), metrics skipped for the same reason
+    together, in the rules' order: `groundedness and unsupported_facts (no
+    contexts), reference_coverage (no expected_answer)`."""
+    by_why: dict[str, list[str]] = {}
+    for metric, why in skipped:
+        metrics = by_why.setdefault(why, [])
+        if metric not in metrics:
+            metrics.append(metric)
+    return ", ".join(f"{_and(metrics)} ({why})" for why, metrics in by_why.items())
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
            bot_error: str | None = None) -> tuple[str, str]:
     """(verdict, reason) for one turn."""
@@ -47,7 +64,7 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
             return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}"
         if result is None or result.value is None:
             why = "not computed" if result is None else (result.error or "null")
-            skipped.append(f"{rule.metric} ({why})")
+            skipped.append((rule.metric, why))
             continue
         v = result.value
         if rule.above is not None and v > rule.above:
@@ -55,8 +72,8 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
         if rule.below is not None and v < rule.below:
             return rule.verdict, f"{rule.metric} {_fmt(v)} < {_fmt(rule.below)}"
     if len(skipped) == len(rules):
-        return UNDECIDED, "no verdict rule could be evaluated: " + ", ".join(skipped)
+        return UNDECIDED, "no verdict rule could be evaluated: " + skipped_text(skipped)
     reason = "no rule matched"
     if skipped:
-        reason += "; skipped: " + ", ".join(skipped)
+        reason += "; skipped: " + skipped_text(skipped)
     return otherwise, reason
