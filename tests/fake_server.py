@@ -76,7 +76,7 @@ FAULT_KINDS = ("500", "503", "timeout", "drop", "malformed", "truncated")
 #   refusal          "content": null, "refusal": "I can't help with that."
 #   huge_body        content of huge_body_bytes characters
 #   echo_secrets     the credentials received (Authorization, api-key, x-* headers),
-#                    raw, upper-case, base64, URL-encoded and JSON-escaped, in the
+#                    raw, upper-case, base64, URL-encoded, JSON-escaped and hex, in the
 #                    content and in reasoning_content
 HOSTILE_KINDS = ("lone_surrogate", "numeric_content", "null_content", "empty_choices",
                  "missing_message", "refusal", "huge_body", "echo_secrets")
@@ -209,12 +209,12 @@ def embed_text(text: str, dim: int) -> list[float]:
 
 
 def echo_forms(values: list[str]) -> str:
-    """Each value raw, upper-case, base64, URL-encoded and JSON-escaped (every
-    character as \\uXXXX): what a hostile server does with credentials."""
+    """Each value raw, upper-case, base64, URL-encoded, JSON-escaped (every
+    character as \\uXXXX) and in hex: what a hostile server does with credentials."""
     forms = []
     for v in values:
         forms += [v, v.upper(), base64.b64encode(v.encode()).decode(), quote(v, safe=""),
-                  "".join(f"\\u{ord(c):04x}" for c in v)]
+                  "".join(f"\\u{ord(c):04x}" for c in v), v.encode().hex()]
     return " | ".join(forms)
 
 

@@ -244,7 +244,7 @@ TOKEN = "tk-98765-QWERTY-zyxwv-5521"
 def _forms(secret: str) -> list[str]:
     raw = secret.encode()
     return [secret.lower(), quote(secret, safe="").lower(), base64.b64encode(raw).decode().lower(),
-            "".join(f"\\u{ord(c):04x}" for c in secret),
+            "".join(f"\\u{ord(c):04x}" for c in secret), raw.hex(),
             base64.b64encode(b"Bearer " + raw).decode().lower()[12:]]
 
 

@@ -43,6 +43,8 @@ def plain_forms(secret: str) -> dict[str, str]:
         "every byte %XX": "".join(f"%{b:02X}" for b in raw),
         "every byte %xx": "".join(f"%{b:02x}" for b in raw),
         "every char \\uXXXX": "".join(f"\\u{ord(c):04x}" for c in secret),
+        "hex": raw.hex(), "HEX": raw.hex().upper(),
+        "every byte \\xNN": "".join(f"\\x{b:02x}" for b in raw),
     }
 
 
@@ -104,11 +106,14 @@ def test_a_fragment_of_exactly_8_characters_is_scrubbed_and_of_7_is_kept(seed):
 @pytest.mark.parametrize("seed", SEEDS[:10])
 def test_fragments_of_encoded_forms_count_in_characters_of_the_secret(seed):
     """A fragment of 8 characters of the secret in an encoded form is scrubbed: for
-    the every-byte %XX form that is 24 characters, for \\uXXXX 48."""
+    the every-byte %XX form that is 24 characters, for \\uXXXX 48, in hex 16 (a
+    server's debug dump of the request headers, as bytes.hex(), leaked whole)."""
     secret = "".join(random.Random(seed).choice(string.ascii_letters) for _ in range(24))
     scrubber = Scrubber([secret])
     for unit, encode in ((3, lambda s: "".join(f"%{b:02X}" for b in s.encode())),
-                         (6, lambda s: "".join(f"\\u{ord(c):04x}" for c in s))):
+                         (6, lambda s: "".join(f"\\u{ord(c):04x}" for c in s)),
+                         (2, lambda s: s.encode().hex()),
+                         (4, lambda s: "".join(f"\\x{b:02x}" for b in s.encode()))):
         for start in range(0, len(secret) - MIN_RUN + 1, 5):
             eight = encode(secret[start:start + MIN_RUN])
             seven = encode(secret[start:start + MIN_RUN - 1])

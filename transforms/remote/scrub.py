@@ -6,7 +6,8 @@ error text cut after 300 characters keeps a prefix). The scrubber is built
 from the secret values of the run's endpoints (API keys and `${VAR}` header
 values, read from the environment where it is built, i.e. on the worker: the
 values never travel inside the pipeline graph) and replaces every run of at
-least MIN_RUN characters of a secret, in each of these encodings, compared
+least MIN_RUN characters of a secret, in each of these encodings (and in hex,
+every byte as %XX or \\xXX, every character as \\uXXXX), compared
 case-insensitively (ASCII), by `<redacted>`.
 
 It also makes text writable: a lone surrogate (half an emoji in a JSON
@@ -58,6 +59,8 @@ def encoded_forms(secret: str) -> list[tuple[str, int]]:
     forms = [(secret, run), (json.dumps(secret)[1:-1], run), (quote(secret, safe=""), run),
              (quote_plus(secret, safe=""), run),
              ("".join(f"%{b:02x}" for b in raw), 3 * run),       # every byte percent-encoded
+             ("".join(f"\\x{b:02x}" for b in raw), 4 * run),     # every byte \x-escaped
+             (raw.hex(), 2 * run),                                 # hex (a debug dump)
              ("".join(f"\\u{ord(c):04x}" for c in secret), 6 * run)]  # every char \u-escaped
     forms += [(core, min(len(core), -(-4 * run // 3))) for core in _base64_cores(raw)]
     seen, out = set(), []
