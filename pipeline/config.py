@@ -311,7 +311,7 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import redact_url  # noqa: E402
+from transforms.remote.scrub import SECRET_NAME, redact_url  # noqa: E402
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -393,9 +393,6 @@ class Config:
         return redact(data)
 
 
-_SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
-
-
 def redact(value: Any, key: str = "") -> Any:
     """Replace values under secret-looking keys (`*_env` keys hold names, kept)
     and the credentials inside URLs."""
@@ -403,8 +400,7 @@ def redact(value: Any, key: str = "") -> Any:
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, key) for v in value]
-    low = key.lower()
-    if isinstance(value, str) and any(w in low for w in _SECRET_WORDS) and not low.endswith("_env"):
+    if isinstance(value, str) and SECRET_NAME.search(key) and not key.lower().endswith("_env"):
         return "<redacted>" if "${" not in value else value
     return redact_url(value)  # a URL's userinfo and query values
 

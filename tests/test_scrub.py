@@ -178,3 +178,19 @@ def test_a_bad_base_url_error_does_not_print_its_credentials(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(str(cfg))
     assert "UrlPassw0rdSecret" not in str(err.value) and "Q1234567" not in str(err.value)
+
+
+def test_literal_credentials_in_headers_named_like_one_are_scrubbed_and_redacted(tmp_path):
+    """A literal X-Custom-Auth token (or a Cookie) in the config was written to
+    manifest.json as it was, and its echo by the server to results/: only
+    names holding key, token, secret, password or authorization counted."""
+    token, cookie = "hdrTok-55aa66bb77cc", "sid=SessAbc123456; theme=dark"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  llm: {base_url: 'http://h/v1', headers: "
+                   f"{{X-Custom-Auth: '{token}', Cookie: '{cookie}', X-Region: eu-west-1}}}}\n")
+    config = load_config(str(cfg))
+    public = json.dumps(config.to_public_dict())
+    assert token not in public and "SessAbc123456" not in public and "eu-west-1" in public
+    scrubber = Scrubber(configured_secrets(config.endpoints, environ={}))
+    out = scrubber.scrub(f"you sent {token} and {cookie.upper()} from eu-west-1")
+    assert out == f"you sent {REDACTED} and {REDACTED} from eu-west-1", out

@@ -28,7 +28,11 @@ REDACTED = "<redacted>"
 MIN_RUN = 8        # a shared run of this many characters of a secret is scrubbed
 MIN_SECRET = 4     # shorter values would redact ordinary words; they are not scrubbed
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_SECRET_HEADER = re.compile(r"key|token|secret|password|authorization", re.IGNORECASE)
+# a header (or config key) whose literal value is a credential: Authorization,
+# Proxy-Authorization, X-Auth, X-Api-Key, Cookie, X-Signature, ... (not "session": an
+# http bot's body {session: "eval-{case_id}"} is no secret)
+SECRET_NAME = re.compile(r"key|token|secret|passw|auth|cookie|credential|signature",
+                         re.IGNORECASE)
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -235,8 +239,9 @@ def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] 
         for name, value in headers.items():
             refs = ENV_REF.findall(str(value))
             found.extend(env[r] for r in refs if env.get(r))
-            if not refs and _SECRET_HEADER.search(str(name)):
-                found.append(str(value).split(" ", 1)[-1])  # "Bearer abc" -> "abc"
+            if not refs and SECRET_NAME.search(str(name)):
+                # whole (a Cookie's "a=...; b=..."), and without its scheme ("Bearer abc")
+                found += [str(value), str(value).split(" ", 1)[-1]]
     return found
 
 
