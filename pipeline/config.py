@@ -493,11 +493,14 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     _integer(ep.circuit_failures, f"{where}.circuit_failures", 0)
     if ep.max_tokens_per_run is not None:
         _integer(ep.max_tokens_per_run, f"{where}.max_tokens_per_run", 1)
-    if not isinstance(ep.headers, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
-            for k, v in ep.headers.items()):
+    # the message names what is wrong but never shows a value: headers hold credentials
+    if not isinstance(ep.headers, Mapping):
         raise ConfigError(f"{where}.headers must be a mapping of header name to text, "
-                          f"got {ep.headers!r}"[:300])
+                          f"got {type(ep.headers).__name__}")
+    for k, v in ep.headers.items():
+        if not isinstance(k, str) or not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise ConfigError(f"{where}.headers must be a mapping of header name to text: "
+                              f"{str(k)[:60]!r} has a {type(v).__name__} value")
     prices = _check_keys(ep.price_per_million, {"input", "output"}, f"{where}.price_per_million")
     for k, v in prices.items():
         _number(v, f"{where}.price_per_million.{k}", positive=False)

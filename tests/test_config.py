@@ -233,3 +233,15 @@ def test_yaml_anchors_and_merge_keys_load(tmp_path):
     with pytest.raises(ConfigError, match="duplicate key 'timeout_s'"):
         _load(tmp_path, "endpoints:\n  b: &b {base_url: 'http://x'}\n"
                         "  llm: {<<: *b, timeout_s: 7, timeout_s: 8}\n")
+
+
+def test_a_bad_headers_error_does_not_print_the_header_values(tmp_path):
+    """`headers: {Authorization: [sk-...]}` (or a string instead of a mapping)
+    printed the whole value, the literal key with it, in the one-line error."""
+    for headers in ("'Authorization: Bearer sk-Literal0123456'",
+                    "{Authorization: [Bearer sk-Literal0123456]}"):
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  llm: {{base_url: 'http://h/v1', headers: {headers}}}\n")
+        with pytest.raises(ConfigError, match="headers must be a mapping") as err:
+            load_config(str(cfg))
+        assert "Literal0123456" not in str(err.value), str(err.value)
