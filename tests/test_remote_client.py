@@ -206,3 +206,13 @@ def test_concurrency_is_bounded():
         return replies
     replies = asyncio.run(main())
     assert all(r.texts == ["hi"] for r in replies) and peak == 3
+
+
+@pytest.mark.parametrize("key", ["sk-Line0123456789\n", "sk-Ümlaut0123456789"])
+def test_a_key_a_header_cannot_carry_is_a_clear_error_without_the_key(monkeypatch, key):
+    """A key read from a file with a line break failed every call; one with a
+    character outside ASCII crashed the whole run (UnicodeEncodeError, exit 1)."""
+    monkeypatch.setenv("ODD_KEY", key)
+    with pytest.raises(MissingSecret, match="ODD_KEY.*cannot carry") as err:
+        EndpointClient("llm", _cfg(api_key_env="ODD_KEY"))
+    assert "0123456789" not in str(err.value)

@@ -55,7 +55,8 @@ logging.getLogger("httpx").addFilter(_RedactURLs())
 
 
 class MissingSecret(ValueError):
-    """An environment variable named in the config is not set."""
+    """An environment variable named in the config is not set, or holds what
+    cannot be sent in an HTTP header."""
 
 
 @dataclass(slots=True)
@@ -142,6 +143,15 @@ def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
             headers["Authorization"] = f"Bearer {key}"
     for header, value in cfg.headers.items():
         headers[header] = resolve_env_refs(str(value), f"endpoints.{name}.headers.{header}")
+    for header, value in headers.items():
+        if not value.isascii() or any(c in value for c in "\r\n\0"):
+            # httpx would fail every call (a line break) or crash the run with a
+            # traceback (non-ASCII): said before the run, without the value
+            source = (f"environment variable {cfg.api_key_env} (endpoints.{name}.api_key_env)"
+                      if header in ("Authorization", "api-key") and cfg.api_key_env
+                      else f"endpoints.{name}.headers.{header}")
+            raise MissingSecret(f"{source} holds a character an HTTP header cannot carry "
+                                "(a line break, or one outside ASCII)")
     return headers, configured_secrets({name: cfg})
 
 
