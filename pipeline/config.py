@@ -847,6 +847,11 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
                 raise ConfigError(f"{where}.options.path must be a path under the endpoint's "
                                   f"base_url (e.g. /v1/ask), got {redact_url(path)!r}; put the "
                                   "address in endpoints.<name>.base_url")
+            if "?" in path:  # httpx sends the endpoint's query (params) instead: it was
+                # dropped, and its values (?api_key=...) were written to the manifest
+                raise ConfigError(f"{where}.options.path must not carry a query (it is not "
+                                  "sent); put query parameters in endpoints.<name>.base_url, "
+                                  "whose values go with every request and are scrubbed")
     return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
                                knowledge=_resolve(bot.knowledge, base_dir),
                                prompt_template=_resolve(bot.prompt_template, base_dir))

@@ -245,3 +245,14 @@ def test_a_bad_headers_error_does_not_print_the_header_values(tmp_path):
         with pytest.raises(ConfigError, match="headers must be a mapping") as err:
             load_config(str(cfg))
         assert "Literal0123456" not in str(err.value), str(err.value)
+
+
+def test_an_http_bot_path_with_a_query_is_refused_without_its_values():
+    """options.path '/ask?api_key=...': httpx replaced the query by the endpoint's
+    (so it was never sent) and manifest.json showed the key as written."""
+    with pytest.raises(ConfigError, match="must not carry a query") as err:
+        parse_config({"endpoints": {"a": {"base_url": "http://x"}},
+                      "bots": [{"name": "b", "type": "http", "endpoint": "a",
+                                "options": {"path": "/ask?api_key=PathKey12345",
+                                            "answer_path": "answer"}}]})
+    assert "PathKey12345" not in str(err.value)
