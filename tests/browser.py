@@ -60,10 +60,14 @@ class Page:
 
 
 class Browser:
-    def __init__(self, width: int = 1280, timeout_s: float = 60, loopback: bool = False):
+    def __init__(self, width: int = 1280, timeout_s: float = 60, loopback: bool = False,
+                 mobile: bool = False):
         """loopback: let the pages reach 127.0.0.1 (a local server under test);
-        every other address still goes to the closed proxy."""
-        self.width, self.timeout_s = width, timeout_s
+        every other address still goes to the closed proxy. mobile: lay pages out
+        as a phone does (the page's viewport meta counts; a page wider than the
+        screen is zoomed out, so window.innerWidth grows with it instead of the
+        page scrolling sideways)."""
+        self.width, self.timeout_s, self.mobile = width, timeout_s, mobile
         self._flags = FLAGS if loopback else (*FLAGS, NO_LOOPBACK)
         self._next_id = 0
         self._replies: dict[int, dict] = {}
@@ -175,7 +179,7 @@ class Browser:
             self.call(f"{domain}.enable", {}, session)
         self.call("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": 900,
                                                          "deviceScaleFactor": 1,
-                                                         "mobile": False}, session)
+                                                         "mobile": self.mobile}, session)
         self.call("Page.navigate", {"url": url}, session)
         self._drain(page, until="Page.loadEventFired")
         self._drain(page)  # anything the page did right after loading

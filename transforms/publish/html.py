@@ -16,7 +16,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
-margin:2rem auto;max-width:1200px;padding:0 1rem;color:#1f2328;line-height:1.45}
+margin:2rem auto;max-width:1200px;padding:0 1rem;color:#1f2328;line-height:1.45;
+overflow-wrap:break-word}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;
 padding-bottom:.3rem}h3{margin-top:1.4rem}.muted{color:#57606a}.small{font-size:.85rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
