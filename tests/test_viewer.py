@@ -331,4 +331,4 @@ def test_a_repeated_case_id_shows_each_occurrence_once(tmp_path):
     assert status == 200
     assert "I am on the Plus plan." in body and "I am on the Pro plan." in body
     assert "It costs $10." in body and "It costs $20." in body
-    assert body.count("<td>exact_match</td>") == 2, body.count("<td>exact_match</td>")
+    assert body.count(">exact_match</td>") == 2, body.count(">exact_match</td>")

@@ -48,10 +48,10 @@ def phone_server(tmp_path_factory):
 
 A, B = RUNS
 PAGES = {  # name: (path, the table that must be visible)
-    "runs": ("/", "div.wide table"),
+    "runs": ("/", "table.stack"),
     "explorer": (f"/run/{B}", "table.cases"),
     "explorer-metric": (f"/run/{B}?metric=rougeL&min=0", "table.cases"),
-    "case": (f"/run/{B}/case/" + urllib.parse.quote(LONG_ID, safe=""), "div.wide table"),
+    "case": (f"/run/{B}/case/" + urllib.parse.quote(LONG_ID, safe=""), "table.stack"),
     "compare": (f"/compare?a={A}&b={B}", "table.side"),
     "report": (f"/run/{B}/report.html", "div.wide table"),
 }
@@ -77,6 +77,16 @@ def _in_view(page, selector: str) -> bool:
         f"(document.querySelector({selector!r}))")
 
 
+STACKED = {  # the pages whose table is a card per row on a phone: the cells' headings
+    "runs": ["run", "run date", "finished", "bots", "cases", "invalid rows", "metrics", "report"],
+    "explorer": ["case", "bot", "suite", "verdict", "reason", "question", "answer"],
+    "explorer-metric": ["case", "bot", "suite", "verdict", "reason", "question", "answer",
+                        "rougeL"],
+    "compare": ["case", "bot", "suite", "question", f"A: {A}", f"B: {B}"],
+    "case": ["metric", "value", "why null", "details"],
+}
+
+
 @pytest.mark.parametrize("mobile", [False, True], ids=["narrow-window", "phone"])
 def test_no_page_scrolls_sideways_on_a_phone(phone_server, tmp_path, mobile):
     """narrow-window: a 390 px desktop window, where a wide page scrolls; phone: a
@@ -93,7 +103,31 @@ def test_no_page_scrolls_sideways_on_a_phone(phone_server, tmp_path, mobile):
             assert _in_view(page, f"{table} tbody tr"), name
             if name != "report":
                 assert _in_view(page, "nav a"), name  # back to all runs
+            if name in STACKED:  # one card per row: every cell in view, with its heading
+                cells = page.evaluate(
+                    f"Array.from(document.querySelector('{table} tbody tr').children).map(td =>"
+                    " [getComputedStyle(td, '::before').content, td.getBoundingClientRect().left,"
+                    " td.getBoundingClientRect().right])")
+                heads = STACKED[name]
+                assert [c[0] for c in cells] == [f'"{h}"' for h in heads], (name, cells)
+                assert all(0 <= left and right <= PHONE for _, left, right in cells), cells
             if name in ("explorer", "explorer-metric", "compare", "runs"):
                 assert _in_view(page, "form.filters button"), name
                 assert page.evaluate("document.querySelector('form.filters')"
                                      ".getBoundingClientRect().right") <= PHONE, name
+
+
+def test_the_desktop_keeps_its_tables(phone_server):
+    """At 1,280 px the same tables are tables: a heading row above the columns."""
+    _need_chromium()
+    base = phone_server.url.rstrip("/")
+    with browser.Browser(width=1280, loopback=True) as b:
+        for name in STACKED:
+            path, table = PAGES[name]
+            page = b.open(base + path)
+            assert page.evaluate(f"getComputedStyle(document.querySelector('{table}')).display"
+                                 ) == "table", name
+            assert page.evaluate(f"Array.from(document.querySelectorAll('{table} thead th'))"
+                                 ".map(th => th.textContent)") == STACKED[name], name
+            assert page.evaluate(f"getComputedStyle(document.querySelector('{table} td'), "
+                                 "'::before').content") == "none", name

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from schemas.tables import VERDICT_ORDER
-from transforms.publish.html import Raw, esc, page, scrolling
+from transforms.publish.html import STACK, Raw, cell, esc, page, scrolling
 from transforms.publish.report import escape_controls
 
 STYLE = """
@@ -66,12 +66,17 @@ def verdict(v: Any) -> Raw:
     return Raw(f'<span class="{cls}">{text(v)}</span>')
 
 
-def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -> Raw:
-    """A table whose cells are Raw HTML (already escaped) or text."""
+def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "",
+         stack: bool = False) -> Raw:
+    """A table whose cells are Raw HTML (already escaped) or text. stack: on a
+    phone, one card per row, each cell labelled with its heading."""
     head = "".join(f"<th>{text(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, Raw) else text(c)}</td>"
-                                    for c in row) + "</tr>" for row in rows)
-    return scrolling(f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
+    labels = [text(h) if stack else None for h in headers]
+    body = "".join("<tr>" + "".join(cell(c if isinstance(c, Raw) else text(c), label)
+                                    for label, c in zip(labels, row, strict=True)) + "</tr>"
+                   for row in rows)
+    classes = " ".join(c for c in (cls, STACK if stack else "") if c)
+    return scrolling(f'<table class="{esc(classes)}"><thead><tr>{head}</tr></thead>'
                      f"<tbody>{body}</tbody></table>")
 
 
@@ -169,7 +174,7 @@ def runs_list(runs: list[dict], problems: list[str], output: str) -> bytes:
     parts: list[Any] = [Raw(f"<h1>Runs in {text(output)}</h1>")]
     if rows:
         parts.append(grid(["run", "run date", "finished", "bots", "cases", "invalid rows",
-                           "metrics", "report"], rows))
+                           "metrics", "report"], rows, stack=True))
         ids = [m["run_id"] for m in runs]
         options = "".join(f'<option value="{esc(i)}">{text(i)}</option>' for i in ids)
         second = "".join(f'<option value="{esc(i)}"{" selected" if n == 1 else ""}>'
@@ -212,7 +217,7 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
              summary,
              filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics),
              pager(path, f.params(), result.page, result.pages, result.total, size),
-             grid(headers, rows, "cases"),
+             grid(headers, rows, "cases", stack=True),
              pager(path, f.params(), result.page, result.pages, result.total, size)]
     return viewer_page(f"Run {rid}", parts)
 
@@ -292,7 +297,8 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
                              f"{per_bot[a['bot']]} occurrences together:</p>"))
         parts.append(grid(["metric", "value", "why null", "details"],
                           [[s["metric"], number(s["value"]), s.get("error"),
-                            details_block(s.get("details"))] for s in a["scores"]]))
+                            details_block(s.get("details"))] for s in a["scores"]],
+                          stack=True))
     return viewer_page(f"Case {case['case_id']}", parts)
 
 
@@ -315,7 +321,8 @@ def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: S
              filter_form("/compare", f, bots, suites, metrics, hidden={"a": ra, "b": rb},
                          changed=f.changed),
              pager("/compare", params, result.page, result.pages, result.total, size),
-             grid(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side"),
+             grid(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side",
+                  stack=True),
              pager("/compare", params, result.page, result.pages, result.total, size)]
     return viewer_page(f"{ra} and {rb}", parts)
 

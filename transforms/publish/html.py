@@ -31,7 +31,20 @@ td details{margin:.2rem 0 0}
 figure{margin:1rem 0}figcaption{font-size:.85rem;color:#57606a}img.chart{max-width:100%;height:auto}
 details{margin:.5rem 0}summary{cursor:pointer}
 .wide{overflow-x:auto;max-width:100%}
+@media (max-width:40rem){
+table.stack,table.stack tbody,table.stack tr{display:block;border:0}
+table.stack thead{display:none}
+table.stack tr{border:1px solid #d0d7de;border-radius:6px;margin:0 0 .6rem;padding:.3rem .5rem}
+table.stack td:nth-child(n){display:block;border:0;padding:.1rem 0;min-width:0;max-width:none}
+table.stack td::before{content:attr(data-label);margin-right:.5rem;font-size:.8rem;
+font-weight:600;color:#57606a}
+}
 """
+
+
+# A table with this class is shown on a phone as one card per row, each cell
+# labelled with its column's heading (the cells' data-label, see `cell`).
+STACK = "stack"
 
 
 class Raw(str):
@@ -89,6 +102,14 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
             cells.append(f"<td{cls}>{esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return scrolling(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def cell(content: str, label: str | None = None, cls: str = "") -> str:
+    """A <td> of HTML content; label (escaped): its column's heading, shown
+    beside it when the table is stacked (STACK) on a phone."""
+    attrs = (f' class="{cls}"' if cls else "") + (
+        f' data-label="{label}"' if label is not None else "")
+    return f"<td{attrs}>{content}</td>"
 
 
 def scrolling(table_html: str) -> Raw:
