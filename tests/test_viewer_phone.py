@@ -53,7 +53,7 @@ PAGES = {  # name: (path, the table that must be visible)
     "explorer-metric": (f"/run/{B}?metric=rougeL&min=0", "table.cases"),
     "case": (f"/run/{B}/case/" + urllib.parse.quote(LONG_ID, safe=""), "table.stack"),
     "compare": (f"/compare?a={A}&b={B}", "table.side"),
-    "report": (f"/run/{B}/report.html", "div.wide table"),
+    "report": (f"/run/{B}/report.html", "table.stack"),  # its worst cases
 }
 
 # the page's own horizontal overflow, and what sticks out of it (outside any box that scrolls)
@@ -84,6 +84,8 @@ STACKED = {  # the pages whose table is a card per row on a phone: the cells' he
                         "rougeL"],
     "compare": ["case", "bot", "suite", "question", f"A: {A}", f"B: {B}"],
     "case": ["metric", "value", "why null", "details"],
+    "report": ["case", "suite", "verdict", "reason", "question", "reference", "answer",
+               "metrics"],
 }
 
 

@@ -35,7 +35,8 @@ details{margin:.5rem 0}summary{cursor:pointer}
 table.stack,table.stack tbody,table.stack tr{display:block;border:0}
 table.stack thead{display:none}
 table.stack tr{border:1px solid #d0d7de;border-radius:6px;margin:0 0 .6rem;padding:.3rem .5rem}
-table.stack td:nth-child(n){display:block;border:0;padding:.1rem 0;min-width:0;max-width:none}
+table.stack td:nth-child(n){display:block;border:0;padding:.1rem 0;min-width:0;max-width:none;
+text-align:left}
 table.stack td::before{content:attr(data-label);margin-right:.5rem;font-size:.8rem;
 font-weight:600;color:#57606a}
 }
@@ -90,18 +91,21 @@ def signed(x: float | None, digits: int = 3) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
-          numeric: Iterable[int] = (), text: Iterable[int] = ()) -> Raw:
-    """A table; `numeric` and `text` are the column indexes to align right or wrap."""
+          numeric: Iterable[int] = (), text: Iterable[int] = (), stack: bool = False) -> Raw:
+    """A table; `numeric` and `text` are the column indexes to align right or wrap;
+    stack: one card per row on a phone (STACK)."""
     numeric, text = set(numeric), set(text)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
         cells = []
-        for i, cell in enumerate(row):
-            cls = ' class="num"' if i in numeric else ' class="text"' if i in text else ""
-            cells.append(f"<td{cls}>{esc(cell)}</td>")
+        for i, value in enumerate(row):
+            cls = "num" if i in numeric else "text" if i in text else ""
+            cells.append(cell(esc(value), esc(headers[i]) if stack else None, cls))
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return scrolling(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    opening = f'<table class="{STACK}">' if stack else "<table>"
+    return scrolling(f"{opening}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+                     "</table>")
 
 
 def cell(content: str, label: str | None = None, cls: str = "") -> str:

@@ -111,7 +111,7 @@ def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
                            [[w["case_id"], w.get("suite"), w["verdict"], w["reason"],
                              w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
                             for w in worst[bot]],
-                           text=range(3, 8)))
+                           text=range(3, 8), stack=True))
     return Raw("\n".join(parts))
 
 
