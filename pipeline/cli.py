@@ -436,6 +436,17 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+def _print_crash() -> int:
+    """The traceback of a run that crashed, without the endpoints' secrets: an
+    exception from a worker can quote a request (a URL with credentials, an
+    echoed header), and Python would print it as it is. Exit code 1."""
+    import traceback
+    from transforms.remote.scrub import process_scrubber
+    sys.stdout.flush()
+    print(process_scrubber().scrub(traceback.format_exc()), file=sys.stderr, end="")
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point.
 
@@ -446,7 +457,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     sys.stdout = _ReaderMayLeave(sys.stdout)
-    code = run(argv)
+    try:
+        code = run(argv)
+    except Exception:  # exit 1 with the traceback, as Python would, but scrubbed
+        code = _print_crash()
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()

@@ -194,3 +194,38 @@ def test_literal_credentials_in_headers_named_like_one_are_scrubbed_and_redacted
     scrubber = Scrubber(configured_secrets(config.endpoints, environ={}))
     out = scrubber.scrub(f"you sent {token} and {cookie.upper()} from eu-west-1")
     assert out == f"you sent {REDACTED} and {REDACTED} from eu-west-1", out
+
+
+def test_the_traceback_of_a_crashed_run_has_no_secret(tmp_path):
+    """A run that crashes (exit 1) prints its traceback as Python would, but
+    scrubbed: a worker's exception can quote a request's credentials."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import write_cases
+    key = "sk-crash-" + "q7Zr2Lm9Xw4Tn8Bv"
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": "c1", "question": "Q?", "contexts": ["C."], "answer": "A."}])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  judge: {base_url: 'http://127.0.0.1:9/v1', "
+                   "api_key_env: CRASH_KEY}\njudge: {endpoint: judge, model: m}\n"
+                   "bots:\n  - {name: recorded, type: precomputed}\nmetrics: [faithfulness]\n")
+    script = ("import os, sys, pipeline.execute as ex\n"
+              "def boom(p, plan):\n"
+              "    raise RuntimeError('POST http://127.0.0.1:9/v1 failed: Authorization: Bearer '"
+              " + os.environ['CRASH_KEY'])\n"
+              "ex.build_pipeline = boom\n"
+              "from pipeline.cli import main\n"
+              "main(sys.argv[1:])\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "run", "--input", cases, "--output",
+         str(tmp_path / "out"), "--config", str(cfg), "--run-id", "crash"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "CRASH_KEY": key},
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "RuntimeError" in proc.stderr
+    assert REDACTED in proc.stderr
+    for text in (proc.stdout, proc.stderr):
+        assert key not in text and key[9:] not in text

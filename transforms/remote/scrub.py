@@ -250,6 +250,18 @@ def _cached(secrets: tuple[str, ...]) -> Scrubber:
     return Scrubber(secrets)
 
 
+_SEEN: set[str] = set()  # every secret a scrubber_for call of this process found
+
+
 def scrubber_for(endpoints: Mapping[str, Any]) -> Scrubber:
     """The process's scrubber for these endpoints (built once per set of secrets)."""
-    return _cached(tuple(sorted(set(configured_secrets(endpoints)))))
+    secrets = tuple(sorted(set(configured_secrets(endpoints))))
+    _SEEN.update(secrets)
+    return _cached(secrets)
+
+
+def process_scrubber() -> Scrubber:
+    """A scrubber of every secret this process has built a scrubber for: what a
+    last-resort message (the traceback of a run that crashed) is scrubbed with,
+    where the endpoints that failed are no longer at hand."""
+    return _cached(tuple(sorted(_SEEN)))
