@@ -58,6 +58,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline.execute import beam_options, run_pipeline, say_before, take_lease
+    from pipeline.filesystems import check_command_line
     from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
                                workers_elsewhere)
 
@@ -74,7 +75,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
                                   lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
-        pipeline_options = beam_options(beam_args)
+        urls = check_command_line([f"--output={output}", f"--input={path}", *beam_args])
+        pipeline_options = beam_options(beam_args, urls)
         if label is not None and workers_elsewhere(pipeline_options):
             raise UsageError(f"cases in memory ({label}) cannot be read by the workers of a "
                              "remote runner; write them where the workers can read them "

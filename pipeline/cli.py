@@ -29,6 +29,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.config import ConfigError
 from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_before,
                               take_lease)
+from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
+                                  use_filesystems)
 from pipeline.plan import DEFAULT_TTL_S, UsageError, driven_from_here, make_plan
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
@@ -102,8 +104,10 @@ def exit_codes_text(command: str) -> str:
 def _command(sub, name: str, summary: str, description: str, notes: str = ""):
     """A subcommand whose --help says what it does, its options and its exit codes."""
     epilog = (textwrap.fill(notes, 78) + "\n\n" if notes else "") + exit_codes_text(name)
-    return sub.add_parser(name, help=summary, description=textwrap.fill(description, 78),
-                          epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(name, help=summary, description=textwrap.fill(description, 78),
+                            epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_filesystem_options(parser)  # every command reads or writes a run
+    return parser
 
 
 def _input_help() -> str:
@@ -290,9 +294,14 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    urls = check_command_line(argv)
     args, beam_args = _parser().parse_known_args(argv)
-    if args.command != "run":  # s3:// cannot be read without options (a run sets its own)
-        FileSystems.set_options(PipelineOptions([]))
+    fs_args = filesystem_args(args)
+    if args.command != "run":  # s3://, hdfs:// cannot be read without their options
+        try:
+            use_filesystems(PipelineOptions(fs_args), urls)
+        except UsageError as exc:
+            return _usage_error(str(exc))
     if args.command == "compare":
         return compare(args, beam_args)
     unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
@@ -306,7 +315,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         from pipeline.postrun.status import print_status
         return print_status(args.output, args.run_id)
     try:
-        options = beam_options(beam_args)
+        options = beam_options(beam_args + fs_args, urls)
         detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
         local = driven_from_here(options)
         plan = make_plan(args, options)

@@ -15,9 +15,9 @@ import threading
 from typing import Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from pipeline.filesystems import use_filesystems
 from pipeline.graph import build_pipeline
 from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, UsageError, runner_is_local
 from pipeline.watch import Watch
@@ -42,11 +42,14 @@ def known_runner(name: str) -> bool:
     return "." in name or name.lower() in _RUNNER_MAP or name.lower() + "runner" in _RUNNER_MAP
 
 
-def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
+def beam_options(beam_args: Sequence[str],
+                 urls: Sequence[tuple[str, str]] = ()) -> PipelineOptions:
     """Beam's options from the command line's other flags (the FnApiRunner
     unless a runner is named). A bad value or an unknown runner is a UsageError
     in one line: Beam's parser would print its whole usage and exit, and a
-    misspelt runner would fail only once the run had started."""
+    misspelt runner would fail only once the run had started. `urls`, the
+    (flag, URL) pairs of the paths the run uses, are checked for the options
+    their filesystem needs (pipeline.filesystems)."""
     args = list(beam_args)
     for i, arg in enumerate(args):
         if arg.startswith("--runner="):
@@ -70,7 +73,7 @@ def beam_options(beam_args: Sequence[str]) -> PipelineOptions:
                          "class's full path)")
     # The plan lists and opens the input before beam.Pipeline() would do this, and
     # s3:// and hdfs:// cannot be used without their options (region, host, ...).
-    FileSystems.set_options(options)
+    use_filesystems(options, urls)
     return options
 
 

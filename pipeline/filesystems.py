@@ -1,0 +1,104 @@
+"""The filesystem options of every command that reads or writes a run (run,
+status, calibrate, compare, view), declared, checked and handed to Beam's
+FileSystems in this one place.
+
+    add_filesystem_options(parser)          # the flags, in each command's --help
+    urls = check_command_line(argv)         # the URLs of argv
+    options = PipelineOptions(filesystem_args(args))
+    use_filesystems(options, urls)          # hdfs:// without --hdfs_host ...: UsageError
+
+gs:// needs no flag (Google's default credentials); s3:// takes its region,
+endpoint, ... as flags and its keys from the environment (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
+hdfs:// needs the namenode's WebHDFS address and a user.
+"""
+from __future__ import annotations
+
+import argparse
+import textwrap
+from typing import Iterable, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.plan import UsageError
+
+# Beam's flag (its option name) -> (argparse keywords); values go to Beam as given.
+FILESYSTEM_FLAGS: dict[str, dict] = {
+    "s3_region_name": {"metavar": "REGION", "help": "s3:// : the bucket's region"},
+    "s3_endpoint_url": {"metavar": "URL",
+                        "help": "s3:// : the S3 API's address, for MinIO, Ceph, R2, ..."},
+    "s3_api_version": {"metavar": "VERSION", "help": "s3:// : the S3 API version"},
+    "s3_verify": {"metavar": "CA_BUNDLE",
+                  "help": "s3:// : the CA bundle that verifies the endpoint's certificate"},
+    "s3_disable_ssl": {"action": "store_true", "help": "s3:// : plain HTTP to the endpoint"},
+    "hdfs_host": {"metavar": "HOST", "help": "hdfs:// : the namenode's host (required)"},
+    "hdfs_port": {"metavar": "PORT", "help": "hdfs:// : the namenode's WebHDFS port (required)"},
+    "hdfs_user": {"metavar": "USER", "help": "hdfs:// : the HDFS user (required)"},
+    "hdfs_full_urls": {"action": "store_true",
+                       "help": "hdfs:// : URLs name a server (hdfs://server/path), which is "
+                               "not used (--hdfs_host and --hdfs_port are)"},
+}
+
+# A scheme's options without which Beam cannot open its paths.
+REQUIRED = {"hdfs": ("hdfs_host", "hdfs_port", "hdfs_user")}
+
+GROUP_TITLE = "filesystem options (outputs, inputs on s3:// or hdfs://)"
+GROUP_TEXT = ("gs:// needs none; s3:// keys come from the environment (AWS_ACCESS_KEY_ID, "
+              "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the AWS config")
+
+
+def add_filesystem_options(parser: argparse.ArgumentParser) -> None:
+    """The filesystem flags, as one group of a command's --help."""
+    group = parser.add_argument_group(GROUP_TITLE, textwrap.fill(GROUP_TEXT, 76))
+    for name, keywords in FILESYSTEM_FLAGS.items():
+        group.add_argument(f"--{name}", dest=f"fs_{name}", **keywords)
+
+
+def filesystem_args(args: argparse.Namespace) -> list[str]:
+    """The filesystem flags given, as Beam's flags again."""
+    out = []
+    for name, keywords in FILESYSTEM_FLAGS.items():
+        value = getattr(args, f"fs_{name}", None)
+        if keywords.get("action") == "store_true":
+            out += [f"--{name}"] if value else []
+        elif value is not None:
+            out.append(f"--{name}={value}")
+    return out
+
+
+def _value_of(argv: Sequence[str], i: int) -> tuple[str, str]:
+    """The flag a token of argv belongs to, and its value."""
+    token = argv[i]
+    if token.startswith("--") and "=" in token:
+        flag, _, value = token.partition("=")
+        return flag, value
+    before = argv[i - 1] if i else ""
+    return (before if before.startswith("--") else "an argument"), token
+
+
+def check_command_line(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """The (flag, URL) pairs of argv."""
+    urls = []
+    for i, token in enumerate(argv):
+        flag, value = _value_of(argv, i)
+        scheme, sep, _ = value.partition("://")
+        if not sep or not scheme.replace("+", "").isalnum():
+            continue
+        urls.append((flag, value))
+    return urls
+
+
+def use_filesystems(options: PipelineOptions, urls: Iterable[tuple[str, str]]) -> None:
+    """Hand Beam's FileSystems the options (s3:// and hdfs:// cannot be used
+    without them), after checking that each URL's scheme has what it needs."""
+    given = options.get_all_options(retain_unknown_options=True)
+    for flag, url in urls:
+        scheme = url.partition("://")[0].lower()
+        missing = [f"--{name}" for name in REQUIRED.get(scheme, ()) if given.get(name) in
+                   (None, "")]
+        if missing:
+            needs = ", ".join(f"--{n}" for n in REQUIRED[scheme])
+            raise UsageError(f"{flag} is on {scheme}://, which needs {needs} (missing: "
+                             f"{', '.join(missing)})")
+    FileSystems.set_options(options)

@@ -1,0 +1,122 @@
+"""Every command that reads or writes a run (run, status, calibrate, compare,
+view) takes the same filesystem options (--s3_region_name, --hdfs_host, ...),
+parsed in one place (pipeline/filesystems.py) and handed to Beam's FileSystems;
+a URL whose scheme needs an option that is missing is one clear line (exit 2)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from apache_beam.io.filesystems import FileSystems
+
+from pipeline import cli
+from pipeline.cli import run
+from tests.conftest import write_cases
+from tests.pipeline_helpers import run_cli
+
+CONFIG = ("bots:\n  - {name: recorded, type: precomputed}\n  - {name: echo, type: precomputed}\n"
+          "metrics: [exact_match, bleu, rougeL]\n")
+FS_FLAGS = ["--s3_region_name=eu-west-1", "--s3_endpoint_url", "http://127.0.0.1:9",
+            "--hdfs_host=namenode", "--hdfs_port", "9870", "--hdfs_user=evals"]
+
+
+def _command(name: str, output: str) -> list[str]:
+    return {"status": ["status", "--output", output, "--run-id", "a"],
+            "calibrate": ["calibrate", "--output", output, "--run-id", "a"],
+            "compare": ["compare", "--output", output, "--baseline", "a", "--candidate", "b"],
+            "view": ["view", "--output", output, "--port", "0"],
+            "run": ["run", "--input", output + "/cases.parquet", "--output", output + "/o"],
+            }[name]
+
+
+COMMANDS = ("run", "status", "calibrate", "compare", "view")
+
+
+def test_every_command_reading_or_writing_a_run_lists_the_filesystem_options():
+    parser = cli._parser()
+    subs = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(COMMANDS) <= set(subs)
+    for name in COMMANDS:
+        help_text = subs[name].format_help()
+        for flag in ("--s3_region_name", "--s3_endpoint_url", "--hdfs_host", "--hdfs_port",
+                     "--hdfs_user"):
+            assert flag in help_text, (name, flag)
+        assert "--s3_secret_access_key" not in help_text
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_the_options_reach_beams_filesystems(monkeypatch, tmp_path, capsys, name):
+    """Before: `status --hdfs_host ...` was 'unexpected argument' and status,
+    calibrate, compare and view handed FileSystems empty options."""
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+    seen = {}
+
+    def serve(output, port):  # view: stop before serving
+        seen["served"] = output
+        return 0
+    monkeypatch.setattr("pipeline.viewer.server.serve", serve)
+    argv = _command(name, str(tmp_path)) + FS_FLAGS
+    if name == "run":
+        argv += ["--s3_disable_ssl"]
+    code = run(argv)
+    capsys.readouterr()
+    assert code in (0, 2)
+    given = FileSystems._pipeline_options.get_all_options(retain_unknown_options=True)
+    assert given["s3_region_name"] == "eu-west-1"
+    assert given["s3_endpoint_url"] == "http://127.0.0.1:9"
+    assert (given["hdfs_host"], given["hdfs_port"], given["hdfs_user"]) == \
+        ("namenode", "9870", "evals")
+    assert given["s3_disable_ssl"] is (name == "run")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_an_hdfs_url_without_its_options_is_one_line(tmp_path, capsys, name):
+    """Before: status/calibrate said 'no usable filesystem ... Failed to import
+    hdfs' whether or not the options were there (they could not be given), and
+    a run only failed once Beam built the filesystem."""
+    argv = [a.replace(str(tmp_path), "hdfs:///evals") for a in _command(name, str(tmp_path))]
+    assert run(argv + ["--hdfs_host", "namenode"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("evalbeam: error: --output is on hdfs://, which needs --hdfs_host, "
+                           "--hdfs_port, --hdfs_user (missing: --hdfs_port, --hdfs_user)") \
+        or (name == "run" and "--input is on hdfs://" in err and err.count("\n") == 1)
+
+
+def test_the_api_checks_the_same_options(tmp_path):
+    import evalbeam
+    from pipeline.plan import UsageError
+    with pytest.raises(UsageError, match="--output is on hdfs://, which needs"):
+        evalbeam.evaluate([{"question": "q?", "answer": "a"}], output="hdfs:///evals/out")
+
+
+def _two_labelled_runs(tmp_path) -> str:
+    rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
+             "expected_answer": "Refunds take 30 days.",
+             "answer": f"Refunds take {30 if i % 2 else i} days.",
+             "label": "PASS" if i % 2 else "FAIL"} for i in range(8)]
+    cases = write_cases(str(tmp_path / "cases.parquet"), rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(CONFIG)
+    out = str(tmp_path / "out")
+    for run_id in ("a", "b"):
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", run_id, "--run-date", "2026-11-27", *FS_FLAGS) == 0
+    return out
+
+
+def test_a_local_run_still_works_for_every_command_with_the_options(monkeypatch, tmp_path,
+                                                                    capsys):
+    out = _two_labelled_runs(tmp_path)
+    served = []
+    monkeypatch.setattr("pipeline.viewer.server.serve", lambda output, port: served.append(
+        output) or 0)
+    assert run(["status", "--output", out, "--run-id", "b", *FS_FLAGS]) == 0
+    assert "finished" in capsys.readouterr().out
+    assert run(["calibrate", "--output", out, "--run-id", "b", "--bot", "recorded",
+                *FS_FLAGS]) == 0
+    assert os.path.exists(os.path.join(out, "runs", "b", "calibration.md"))
+    assert run(["compare", "--output", out, "--baseline", "a", "--candidate", "b",
+                *FS_FLAGS]) == 0
+    assert os.path.isdir(os.path.join(out, "comparisons"))
+    assert run(["view", "--output", out, "--port", "0", *FS_FLAGS]) == 0 and served == [out]
+
