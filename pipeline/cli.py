@@ -294,7 +294,10 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    urls = check_command_line(argv)
+    try:  # before parsing, so that no error message can echo a credential
+        urls = check_command_line(argv)
+    except UsageError as exc:
+        return _usage_error(str(exc))
     args, beam_args = _parser().parse_known_args(argv)
     fs_args = filesystem_args(args)
     if args.command != "run":  # s3://, hdfs:// cannot be read without their options

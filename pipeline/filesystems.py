@@ -3,13 +3,14 @@ status, calibrate, compare, view), declared, checked and handed to Beam's
 FileSystems in this one place.
 
     add_filesystem_options(parser)          # the flags, in each command's --help
-    urls = check_command_line(argv)         # the URLs of argv
+    urls = check_command_line(argv)         # before parsing: no credential in argv
     options = PipelineOptions(filesystem_args(args))
     use_filesystems(options, urls)          # hdfs:// without --hdfs_host ...: UsageError
 
 gs:// needs no flag (Google's default credentials); s3:// takes its region,
 endpoint, ... as flags and its keys from the environment (AWS_ACCESS_KEY_ID,
-AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
+AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), never from the command line, where
+they would show in `ps`, the shell's history and a remote job's options;
 hdfs:// needs the namenode's WebHDFS address and a user.
 """
 from __future__ import annotations
@@ -43,9 +44,15 @@ FILESYSTEM_FLAGS: dict[str, dict] = {
 # A scheme's options without which Beam cannot open its paths.
 REQUIRED = {"hdfs": ("hdfs_host", "hdfs_port", "hdfs_user")}
 
+# Beam's credential flags and the environment variable that replaces each.
+CREDENTIAL_FLAGS = {"--s3_access_key_id": "AWS_ACCESS_KEY_ID",
+                    "--s3_secret_access_key": "AWS_SECRET_ACCESS_KEY",
+                    "--s3_session_token": "AWS_SESSION_TOKEN"}
+
 GROUP_TITLE = "filesystem options (outputs, inputs on s3:// or hdfs://)"
 GROUP_TEXT = ("gs:// needs none; s3:// keys come from the environment (AWS_ACCESS_KEY_ID, "
-              "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the AWS config")
+              "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or the AWS config, never from a "
+              "flag or a URL")
 
 
 def add_filesystem_options(parser: argparse.ArgumentParser) -> None:
@@ -78,13 +85,25 @@ def _value_of(argv: Sequence[str], i: int) -> tuple[str, str]:
 
 
 def check_command_line(argv: Sequence[str]) -> list[tuple[str, str]]:
-    """The (flag, URL) pairs of argv."""
+    """The (flag, URL) pairs of argv; UsageError, without echoing the value, for
+    a credential given as a flag or inside a URL (scheme://user:password@...)."""
     urls = []
     for i, token in enumerate(argv):
+        name = token.partition("=")[0]
+        for flag, env in CREDENTIAL_FLAGS.items():  # also abbreviated, or with a typo's tail
+            if len(name) >= len("--s3_acc") and (flag.startswith(name) or name.startswith(flag)):
+                raise UsageError(f"{flag} is refused: a credential on the command line shows in "
+                                 f"ps, the shell's history and the job's options; set {env} in "
+                                 "the environment instead")
         flag, value = _value_of(argv, i)
-        scheme, sep, _ = value.partition("://")
+        scheme, sep, rest = value.partition("://")
         if not sep or not scheme.replace("+", "").isalnum():
             continue
+        if "@" in rest.split("/", 1)[0]:
+            raise UsageError(f"{flag}: a URL with a user or password in it "
+                             f"({scheme}://user:password@...) is refused: it would show in every "
+                             "output, log and manifest; give credentials through the "
+                             "environment (and --hdfs_user for HDFS)")
         urls.append((flag, value))
     return urls
 

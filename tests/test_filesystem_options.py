@@ -1,7 +1,8 @@
 """Every command that reads or writes a run (run, status, calibrate, compare,
 view) takes the same filesystem options (--s3_region_name, --hdfs_host, ...),
 parsed in one place (pipeline/filesystems.py) and handed to Beam's FileSystems;
-a URL whose scheme needs an option that is missing is one clear line (exit 2)."""
+a URL whose scheme needs an option that is missing is one clear line (exit 2);
+credentials never come from the command line and are never echoed."""
 from __future__ import annotations
 
 import os
@@ -18,6 +19,7 @@ CONFIG = ("bots:\n  - {name: recorded, type: precomputed}\n  - {name: echo, type
           "metrics: [exact_match, bleu, rougeL]\n")
 FS_FLAGS = ["--s3_region_name=eu-west-1", "--s3_endpoint_url", "http://127.0.0.1:9",
             "--hdfs_host=namenode", "--hdfs_port", "9870", "--hdfs_user=evals"]
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 
 
 def _command(name: str, output: str) -> list[str]:
@@ -120,3 +122,48 @@ def test_a_local_run_still_works_for_every_command_with_the_options(monkeypatch,
     assert os.path.isdir(os.path.join(out, "comparisons"))
     assert run(["view", "--output", out, "--port", "0", *FS_FLAGS]) == 0 and served == [out]
 
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_no_command_echoes_a_credential(monkeypatch, tmp_path, capsys, name):
+    """Before: `status --output s3://KEY:SECRET@bucket/out` printed the URL, secret
+    and all, in its error ('cannot read s3://KEY:SECRET@...'), a run would have
+    recorded it in the manifest and its summary lines, and
+    `--s3_secret_access_key=SECRET` was 'unexpected argument
+    '--s3_secret_access_key=SECRET'' (run: handed to Beam, into a remote job's
+    options). Credentials come only from the environment."""
+    monkeypatch.setattr("pipeline.viewer.server.serve", lambda output, port: 0)
+    base = _command(name, str(tmp_path))
+    attempts = [
+        [a.replace(str(tmp_path), f"s3://AKIAEXAMPLE:{SECRET}@bucket") for a in base],
+        [a.replace(str(tmp_path), f"hdfs://evals:{SECRET}@namenode:9870/evals") for a in base]
+        + ["--hdfs_host=nn", "--hdfs_port=9870", "--hdfs_user=evals"],
+        " ".join(base).replace(f"--output {tmp_path}", f"--output=s3://{SECRET}@bucket")
+        .split(),
+        base + [f"--s3_secret_access_key={SECRET}"],
+        base + ["--s3_secret_access_key", SECRET],
+        base + [f"--s3_access_key_id={SECRET}"],
+        base + [f"--s3_session_token={SECRET}"],
+        base + [f"--s3_secret={SECRET}"],  # abbreviated
+    ]
+    for argv in attempts:
+        code = run(argv)
+        out, err = capsys.readouterr()
+        assert code == 2, argv
+        assert SECRET not in out + err, argv
+        assert err.startswith("evalbeam: error: ") and err.count("\n") == 1, err
+        assert "environment" in err, err
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_a_run_with_keys_in_the_environment_records_none(monkeypatch, tmp_path, capsys):
+    from tests.pipeline_helpers import all_output_text
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA" + SECRET[:12])
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"question": "How long do refunds take?", "answer": "30 days."}])
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--run-id", "k", *FS_FLAGS) == 0
+    printed = capsys.readouterr()
+    text = all_output_text(out) + printed.out + printed.err
+    assert "manifest.json" in os.listdir(os.path.join(out, "runs", "k"))
+    assert SECRET not in text and SECRET[:12] not in text
