@@ -88,8 +88,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     },
     "view": {
         0: "stopped with Ctrl-C",
-        EXIT_USAGE: "--output is not a local folder, or the port cannot be used (taken, "
-                    "or not a port number): one line `evalbeam: error: ...`",
+        EXIT_USAGE: "a local --output that is not a folder, a URL --output whose "
+                    "filesystem is not installed or cannot be read, a filesystem option it "
+                    "needs is missing, or the port cannot be used (taken, or not a port "
+                    "number): one line `evalbeam: error: ...`",
     },
 }
 
@@ -203,7 +205,8 @@ def _parser() -> argparse.ArgumentParser:
         "pages runs/<candidate>/compare/<baseline>.md and .html. With --config, its gate: "
         "rules decide the exit code.")
     cmp.add_argument("--output", required=True, metavar="DIR",
-                     help="the folder both runs wrote to (local or mounted)")
+                     help="the folder both runs wrote to (local, or a gs://, s3://, hdfs:// "
+                          "URL)")
     cmp.add_argument("--baseline", required=True, metavar="RUN_ID[:BOT]",
                      help="the baseline run, or RUN_ID:BOT for bot against bot")
     cmp.add_argument("--candidate", required=True, metavar="RUN_ID[:BOT]",
@@ -227,7 +230,8 @@ def _parser() -> argparse.ArgumentParser:
         "nothing is written and nothing is fetched from the internet.",
         "Open the printed address in a browser; Ctrl-C stops the viewer.")
     view.add_argument("--output", required=True, metavar="DIR",
-                      help="the output folder whose runs to show (local or mounted)")
+                      help="the output folder whose runs to show (local, or a gs://, s3://, "
+                          "hdfs:// URL)")
     view.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                       help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port)")
     return parser
@@ -262,12 +266,15 @@ def calibrate(args: argparse.Namespace) -> int:
 def view(args: argparse.Namespace) -> int:
     """`evalbeam view`: serve until Ctrl-C (0), or EXIT_USAGE with one line."""
     from pipeline.viewer.server import serve
+    from pipeline.viewer.data import run_ids
+    from transforms.publish.completed import RunUnreadable
     output = args.output.rstrip("/") or "/"
-    if "://" in output:
-        return _usage_error("view reads a local (or mounted) folder; copy the tables or "
-                            "mount the bucket first")
-    if not os.path.isdir(output):
+    if "://" not in output and not os.path.isdir(output):
         return _usage_error(f"--output {output} is not a folder")
+    try:  # a URL: its filesystem answers (installed, given its options), before serving
+        run_ids(output)
+    except RunUnreadable as exc:
+        return _usage_error(str(exc))
     if not 0 <= args.port <= 65535:
         return _usage_error(f"--port {args.port} is not a port number (0-65535)")
     try:

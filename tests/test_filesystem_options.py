@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from apache_beam.io.filesystem import FileMetadata
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
 
 from pipeline import cli
 from pipeline.cli import run
@@ -167,3 +169,121 @@ def test_a_run_with_keys_in_the_environment_records_none(monkeypatch, tmp_path, 
     text = all_output_text(out) + printed.out + printed.err
     assert "manifest.json" in os.listdir(os.path.join(out, "runs", "k"))
     assert SECRET not in text and SECRET[:12] not in text
+
+
+class OptionsNeeded(LocalFileSystem):
+    """A filesystem that, like hdfs:// (or s3:// at a private endpoint), can
+    only be used with the options the command was given: `optfs:///abs/path`
+    is the local /abs/path, and every use records the options it was made with
+    (None fails, as Beam's HDFS and S3 filesystems do)."""
+
+    made_with: list = []
+
+    @classmethod
+    def scheme(cls):
+        return "optfs"
+
+    def __init__(self, pipeline_options):
+        if pipeline_options is None:
+            raise ValueError("pipeline_options is not set")
+        given = pipeline_options.get_all_options(retain_unknown_options=True)
+        if given.get("hdfs_host") is None:
+            raise ValueError("hdfs_host is not set")
+        self.made_with.append(given)
+        super().__init__(pipeline_options)
+
+    @staticmethod
+    def _local(path):
+        return path[len("optfs://"):] if path.startswith("optfs://") else path
+
+    def _paths(self, paths):
+        return [self._local(p) for p in paths]
+
+    def join(self, basepath, *paths):
+        return "/".join([basepath.rstrip("/"), *paths])
+
+    def split(self, path):
+        head, tail = os.path.split(self._local(path))
+        return "optfs://" + head, tail
+
+    def _list(self, dir_or_prefix):
+        for m in super()._list(self._local(dir_or_prefix)):
+            yield FileMetadata("optfs://" + m.path, m.size_in_bytes, m.last_updated_in_seconds)
+
+    def exists(self, path):
+        return super().exists(self._local(path))
+
+    def mkdirs(self, path):
+        return super().mkdirs(self._local(path))
+
+    def create(self, path, *args, **kwargs):
+        return super().create(self._local(path), *args, **kwargs)
+
+    def open(self, path, *args, **kwargs):
+        return super().open(self._local(path), *args, **kwargs)
+
+    def size(self, path):
+        return super().size(self._local(path))
+
+    def last_updated(self, path):
+        return super().last_updated(self._local(path))
+
+    def checksum(self, path):
+        return super().checksum(self._local(path))
+
+    def metadata(self, path):
+        m = super().metadata(self._local(path))
+        return FileMetadata(path, m.size_in_bytes, m.last_updated_in_seconds)
+
+    def delete(self, paths):
+        return super().delete(self._paths(paths))
+
+    def rename(self, sources, destinations):
+        return super().rename(self._paths(sources), self._paths(destinations))
+
+    def copy(self, sources, destinations):
+        return super().copy(self._paths(sources), self._paths(destinations))
+
+
+def test_runs_on_a_filesystem_that_needs_options_are_read_by_every_command(monkeypatch, tmp_path,
+                                                                          capsys):
+    """Before: status read the manifest through Beam but calibrate's tables
+    went through pyarrow's own filesystem for the URL (which knows no
+    --s3_endpoint_url or --hdfs_host, and no scheme Beam alone knows), and
+    compare and view refused any URL ('copy the tables or mount the bucket')."""
+    out = _two_labelled_runs(tmp_path)
+    url = "optfs://" + out
+    served = []
+    monkeypatch.setattr("pipeline.viewer.server.serve", lambda output, port: served.append(
+        output) or 0)
+    OptionsNeeded.made_with.clear()
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+    assert run(["status", "--output", url, "--run-id", "b"]) == 2  # without its options
+    assert "hdfs_host is not set" in capsys.readouterr().err
+    assert run(["status", "--output", url, "--run-id", "b", *FS_FLAGS]) == 0
+    assert "finished" in capsys.readouterr().out
+    assert run(["calibrate", "--output", url, "--run-id", "b", "--bot", "recorded",
+                *FS_FLAGS]) == 0, capsys.readouterr().err
+    assert "calibrat" in capsys.readouterr().out
+    assert os.path.exists(os.path.join(out, "runs", "b", "calibration.md"))
+    assert run(["compare", "--output", url, "--baseline", "a", "--candidate", "b",
+                *FS_FLAGS]) == 0, capsys.readouterr().err
+    assert "paired cases" in capsys.readouterr().out
+    assert os.path.exists(os.path.join(out, "runs", "b", "compare", "a.md")) or \
+        os.listdir(os.path.join(out, "runs", "b", "compare"))
+    assert os.listdir(os.path.join(out, "comparisons"))
+    assert not os.path.exists("optfs:")  # nothing written to a local folder named like the URL
+    assert run(["view", "--output", url, "--port", "0", *FS_FLAGS]) == 0 and served == [url]
+    from pipeline.viewer.data import Catalog, report_file
+    catalog = Catalog(url, prefetch=False)  # what the viewer's pages ask of the folder
+    try:
+        finished, problems = catalog.runs()
+        assert [m["run_id"] for m in finished] == ["b", "a"] and problems == []
+        loaded = catalog.run("b")
+        case = catalog.case(loaded, "c1", catalog.cursor())
+        assert case is not None
+        assert report_file(url, "b") == url + "/runs/b/report.html"
+    finally:
+        catalog.close()
+    assert OptionsNeeded.made_with and all(
+        g["hdfs_host"] == "namenode" for g in OptionsNeeded.made_with)

@@ -17,15 +17,17 @@ pages and all written to `<page>.unpaired.csv`.
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from pipeline.config import is_bot_name, load_config
 from pipeline.postrun.gate import check_gate
@@ -104,10 +106,11 @@ def _connect(workdir: str):
 class Tables:
     """The two runs' rows in DuckDB: results per side, the pair list, values.
     Each side's rows come from the files its run's manifest lists (a killed
-    or running attempt's files are never read)."""
+    or running attempt's files are never read); a URL output's files are
+    copied under `stage` first."""
 
-    def __init__(self, con, output: str, baseline: Side, candidate: Side):
-        self.con, self.output = con, output
+    def __init__(self, con, output: str, baseline: Side, candidate: Side, stage: str):
+        self.con, self.output, self.stage = con, output, stage
         self.baseline, self.candidate = baseline, candidate
         self.runs = {s.run_id: read_completed_run(output, s.run_id)
                      for s in (baseline, candidate)}
@@ -121,7 +124,7 @@ class Tables:
         files = run.files(table)
         if not files:
             raise CompareError(run.no_files(table))
-        return _scan(files)
+        return _scan(run.local_files(table, self.stage))
 
     def sql(self, query: str, params: Sequence[Any] = (), stream: bool = False):
         """Run a query (stream: an Arrow batch reader over its result)."""
@@ -406,7 +409,14 @@ def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
 
 
 def pages_dir(output: str, candidate: Side) -> str:
-    return os.path.join(output, "runs", candidate.run_id, "compare")
+    return FileSystems.join(output, "runs", candidate.run_id, "compare")
+
+
+def _publish(local: str, path: str) -> None:
+    """A file written locally, copied to `path` (a URL) through Beam's FileSystems."""
+    with open(local, "rb") as src, FileSystems.create(
+            path, compression_type=CompressionTypes.UNCOMPRESSED) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
 
 
 def compare(output: str, baseline: Side, candidate: Side,
@@ -419,14 +429,12 @@ def compare(output: str, baseline: Side, candidate: Side,
         raise CompareError(f"baseline and candidate are the same ({baseline.label})")
     output = output.rstrip("/")
     check_output(output)
-    if "://" in output:
-        raise CompareError("compare reads a local (or mounted) folder; copy the tables or "
-                           "mount the bucket first")
+    url = "://" in output
     stem = page_stem(baseline, candidate)
     with tempfile.TemporaryDirectory(prefix="evalbeam-compare-") as workdir:
         con = _connect(workdir)
         try:
-            tables = Tables(con, output, baseline, candidate)
+            tables = Tables(con, output, baseline, candidate, os.path.join(workdir, "tables"))
             tables.load()
             tables.check_pairs()
             pairs, only = read_pairs(tables, min_difference)
@@ -442,9 +450,12 @@ def compare(output: str, baseline: Side, candidate: Side,
                        if suite == ALL_SUITES}
             csv = None
             if any(sum(c.values()) for c in overall.values()):
-                csv = os.path.join(pages_dir(output, candidate), f"{stem}.unpaired.csv")
-                os.makedirs(os.path.dirname(csv), exist_ok=True)
-                tables.write_unpaired_csv(csv)
+                csv = FileSystems.join(pages_dir(output, candidate), f"{stem}.unpaired.csv")
+                local = os.path.join(workdir, "unpaired.csv") if url else csv
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                tables.write_unpaired_csv(local)
+                if url:
+                    _publish(local, csv)
             return {
                 "output": output, "baseline": baseline.label, "candidate": candidate.label,
                 "baseline_side": baseline, "candidate_side": candidate, "stem": stem,
@@ -475,18 +486,22 @@ def write_comparison(c: dict[str, Any]) -> dict[str, str]:
     of the same comparison, on any date, is replaced) and the two pages."""
     output, cand, stem = c["output"], c["candidate_side"], c["stem"]
     name = f"part-{cand.run_id}.{stem}.parquet"
-    for old in glob.glob(os.path.join(output, COMPARISONS.name, "run_date=*", name)):
-        os.remove(old)
-    folder = os.path.join(output, COMPARISONS.name, f"run_date={c['run_date']}")
-    os.makedirs(folder, exist_ok=True)
-    paths = {"table": os.path.join(folder, name)}
+    try:  # through Beam's FileSystems: a local folder or a URL (gs://, s3://, hdfs://)
+        found = FileSystems.match([FileSystems.join(output, COMPARISONS.name, "run_date=*",
+                                                    name)])[0].metadata_list
+    except BeamIOError:  # no comparisons/ yet
+        found = []
+    if found:
+        FileSystems.delete([m.path for m in found])
+    folder = FileSystems.join(output, COMPARISONS.name, f"run_date={c['run_date']}")
+    paths = {"table": FileSystems.join(folder, name)}
     write_table_file(paths["table"], COMPARISONS.schema, table_rows(c))
     pages = pages_dir(output, cand)
-    os.makedirs(pages, exist_ok=True)
     for ext, render in (("md", render_compare_md), ("html", render_compare_html)):
-        paths[ext] = os.path.join(pages, f"{stem}.{ext}")
-        with open(paths[ext], "w", encoding="utf-8") as fh:
-            fh.write(render(c))
+        paths[ext] = FileSystems.join(pages, f"{stem}.{ext}")
+        with FileSystems.create(paths[ext], "text/plain",
+                                CompressionTypes.UNCOMPRESSED) as fh:
+            fh.write(render(c).encode("utf-8"))
     return paths
 
 

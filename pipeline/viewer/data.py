@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from apache_beam.io.filesystems import FileSystems
+
 from pipeline.postrun.status import run_status
 from schemas.tables import RESULTS, SCORES, VERDICT_ORDER
 from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
-                                          check_run_id, read_completed_run)
+                                          check_run_id, read_completed_run, unreachable)
 
 PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
@@ -142,6 +146,16 @@ class Catalog:
         self._lock = threading.Lock()
         self._serial = 0
         self._prefetch = prefetch
+        # a URL output's files (gs://, s3://, hdfs://) are read from copies here
+        self._stage = tempfile.mkdtemp(prefix="evalbeam-view-") if "://" in self.output else ""
+
+    def close(self) -> None:
+        if self._stage:
+            shutil.rmtree(self._stage, ignore_errors=True)
+
+    def _scan(self, run: CompletedRun, table: str) -> str:
+        """A read_parquet over the run's committed files of a table."""
+        return _files_sql(run.local_files(table, self._stage))
 
     def cursor(self):
         """A connection for one request's thread (DuckDB cursors are per thread)."""
@@ -152,9 +166,8 @@ class Catalog:
     def runs(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Finished runs (newest first) and one line per run id that cannot be
         read (no completed attempt yet, a corrupt marker)."""
-        folder = os.path.join(self.output, "runs")
         found, problems = [], []
-        for run_id in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        for run_id in run_ids(self.output):
             try:
                 check_run_id(run_id)
                 run = read_completed_run(self.output, run_id)
@@ -205,7 +218,7 @@ class Catalog:
             self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r AS
                 SELECT CAST(row_number() OVER (ORDER BY case_id, bot) AS INTEGER) AS rn,
                        case_id, bot, suite, verdict, verdict_reason
-                FROM {_files_sql(results)} WHERE run_id = ? ORDER BY rn""", [run.run_id])
+                FROM {self._scan(run, RESULTS.name)} WHERE run_id = ? ORDER BY rn""", [run.run_id])
         else:  # a run that evaluated nothing (every input row invalid): no rows
             self._con.execute(f"""CREATE OR REPLACE TABLE {name}_r (rn INTEGER,
                 case_id VARCHAR, bot VARCHAR, suite VARCHAR, verdict VARCHAR,
@@ -230,7 +243,7 @@ class Catalog:
                     SELECT r.rn, lower(concat_ws(chr(10), t.case_id, t.question,
                                                  t.expected_answer, t.answer)) AS text,
                            hash(coalesce(t.answer, t.error)) AS answer_hash
-                    FROM {_files_sql(run.files(RESULTS.name))} t
+                    FROM {self._scan(run, RESULTS.name)} t
                     JOIN {loaded.name}_r r ON r.case_id = t.case_id AND r.bot = t.bot
                     WHERE t.run_id = ?""", [run.run_id])
                 loaded.built.add(table)
@@ -243,7 +256,7 @@ class Catalog:
             if table not in loaded.built:
                 run = loaded.run
                 scores = run.files(SCORES.name)
-                source = (f"(SELECT s.case_id, s.bot, s.value FROM {_files_sql(scores)} s "
+                source = (f"(SELECT s.case_id, s.bot, s.value FROM {self._scan(run, SCORES.name)} s "
                           "WHERE s.run_id = ? AND s.metric = ?)" if scores else
                           "(SELECT NULL AS case_id, NULL AS bot, NULL::DOUBLE AS value "
                           "WHERE ? IS NULL AND ? IS NULL)")
@@ -282,7 +295,7 @@ class Catalog:
         run = loaded.run
         got = cur.execute(f"""SELECT r.rn, left(t.question, {limit}) AS question,
                    left(coalesce(t.answer, t.error), {limit}) AS answer
-            FROM {_files_sql(run.files(RESULTS.name))} t
+            FROM {self._scan(run, RESULTS.name)} t
             JOIN (SELECT * FROM {loaded.name}_r WHERE list_contains(?, rn)) r
               ON r.case_id = t.case_id AND r.bot = t.bot
             WHERE t.run_id = ? AND list_contains(?, t.case_id)""",
@@ -324,14 +337,14 @@ class Catalog:
         run = loaded.run
         if not run.files(RESULTS.name):
             return None
-        answers = _rows(cur.execute(f"""SELECT * FROM {_files_sql(run.files(RESULTS.name))}
+        answers = _rows(cur.execute(f"""SELECT * FROM {self._scan(run, RESULTS.name)}
             WHERE run_id = ? AND case_id = ? ORDER BY bot""", [run.run_id, case_id]))
         if not answers:
             return None
         scores: list[dict[str, Any]] = []
         if run.files(SCORES.name):
             scores = _rows(cur.execute(f"""SELECT bot, metric, value, details, error
-                FROM {_files_sql(run.files(SCORES.name))}
+                FROM {self._scan(run, SCORES.name)}
                 WHERE run_id = ? AND case_id = ? ORDER BY bot, metric""",
                                        [run.run_id, case_id]))
         order = {m: i for i, m in enumerate(run.metrics)}
@@ -404,7 +417,20 @@ def _json(text: Any) -> Any:
 def report_file(output: str, run_id: str) -> str | None:
     """The run's report.html (None when it has none)."""
     check_run_id(run_id)
-    path = os.path.join(output, "runs", run_id, "report.html")
-    return path if os.path.isfile(path) else None
+    path = FileSystems.join(output, "runs", run_id, "report.html")
+    return path if FileSystems.exists(path) else None
+
+
+def run_ids(output: str) -> list[str]:
+    """The names under runs/ (a run id each, finished or not), sorted."""
+    if "://" not in output:
+        folder = os.path.join(output, "runs")
+        return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    try:  # an object store has no folders: the run ids are in its files' names
+        prefix = FileSystems.join(output, "runs") + "/"
+        found = FileSystems.match([prefix + "*/*"])[0].metadata_list
+    except Exception as exc:  # no filesystem for the scheme, its options, credentials
+        raise unreachable(output, exc) from None
+    return sorted({m.path[len(prefix):].split("/")[0] for m in found} - {""})
 
 

@@ -23,6 +23,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
 from pipeline.viewer import pages
 from pipeline.viewer.data import PAGE_SIZE, Catalog, Filters, report_file
 from schemas.tables import VERDICT_ORDER
@@ -157,7 +160,7 @@ class Handler(BaseHTTPRequestHandler):
             path = report_file(catalog.output, parts[1])
             if path is None:
                 return 404, pages.error_page(404, f"run {parts[1]} has no report.html"), None
-            with open(path, "rb") as fh:
+            with FileSystems.open(path, "text/html", CompressionTypes.UNCOMPRESSED) as fh:
                 return 200, fh.read(), "text/html; charset=utf-8"
         if parts == ["compare"]:
             a, b = _one(query, "a"), _one(query, "b")
@@ -206,4 +209,5 @@ def serve(output: str, port: int = DEFAULT_PORT) -> int:
         print("evalbeam view: stopped", file=sys.stderr)
     finally:
         server.server_close()
+        server.catalog.close()
     return 0

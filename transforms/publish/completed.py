@@ -20,13 +20,16 @@ commands print it and exit 2.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import TABLES, TableSpec
@@ -74,7 +77,7 @@ def manifest_path(output: str, run_id: str) -> str:
     return FileSystems.join(run_dir(output, run_id), MANIFEST)
 
 
-def _unreachable(output: str, exc: Exception) -> RunUnreadable:
+def unreachable(output: str, exc: Exception) -> RunUnreadable:
     first = (str(exc).splitlines() or [type(exc).__name__])[0]
     if "://" in output:
         scheme = output.split("://", 1)[0]
@@ -94,7 +97,7 @@ def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
         with FileSystems.open(path) as fh:
             data = fh.read(MAX_MANIFEST_BYTES + 1)
     except Exception as exc:  # no filesystem for the scheme, no credentials, a folder
-        raise _unreachable(output, exc) from None
+        raise unreachable(output, exc) from None
     return path, data
 
 
@@ -219,6 +222,32 @@ class CompletedRun:
         """The committed attempt's files of a table (full paths; [] when it has none)."""
         return [FileSystems.join(self.output, p) for p in self.manifest["files"].get(table, [])]
 
+    def local_files(self, table: str, stage: str) -> list[str]:
+        """The committed files of a table as local paths, for readers that open
+        paths themselves (DuckDB): the files of a local output; for a URL output
+        (gs://, s3://, hdfs://) their copies under `stage`, in the table's Hive
+        folders, fetched once through Beam's FileSystems (with the command's
+        filesystem options)."""
+        if "://" not in self.output:
+            return self.files(table)
+        out = []
+        for path in self.files(table):
+            local = os.path.join(stage, *path[len(self.output) + 1:].split("/"))
+            if not os.path.exists(local):
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                try:
+                    with FileSystems.open(path, "application/octet-stream",
+                                          CompressionTypes.UNCOMPRESSED) as src, \
+                            open(local + ".part", "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                except Exception as exc:  # a listed file gone, no credentials
+                    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                    raise RunUnreadable(f"run {self.run_id!r}: cannot read its {table}/ "
+                                        f"files: {first[:200]}") from None
+                os.replace(local + ".part", local)
+            out.append(local)
+        return out
+
     def no_files(self, table: str) -> str:
         """Why the attempt lists no file of a table: it evaluated nothing (every
         input row invalid, or none), or the manifest lists none."""
@@ -262,12 +291,59 @@ class CompletedRun:
         return dataset.to_table(columns=columns, filter=condition)
 
 
+class _BeamFiles(pafs.FileSystemHandler):
+    """pyarrow's read-only view of a URL scheme through Beam's FileSystems, so
+    that a run's tables on s3:// or hdfs:// are read with the options the
+    command was given (--s3_endpoint_url, --hdfs_host, ...) like its manifest:
+    pyarrow's own S3 and HDFS clients know none of them (and HDFS's needs a
+    local libhdfs)."""
+
+    def __init__(self, scheme: str) -> None:
+        self.scheme = scheme
+
+    def _url(self, path: str) -> str:
+        return f"{self.scheme}://{path}"
+
+    def get_type_name(self) -> str:
+        return f"beam-{self.scheme}"
+
+    def equals(self, other) -> bool:
+        return isinstance(other, _BeamFiles) and other.scheme == self.scheme
+
+    def normalize_path(self, path: str) -> str:
+        return path
+
+    def get_file_info(self, paths):
+        infos = []
+        for path in paths:
+            found = FileSystems.match([self._url(path)])[0].metadata_list
+            size = next((m.size_in_bytes for m in found if m.path == self._url(path)), None)
+            infos.append(pafs.FileInfo(path, pafs.FileType.NotFound) if size is None else
+                         pafs.FileInfo(path, pafs.FileType.File, size=size))
+        return infos
+
+    def open_input_file(self, path: str):
+        return pa.PythonFile(FileSystems.open(self._url(path), "application/octet-stream",
+                                              CompressionTypes.UNCOMPRESSED), mode="r")
+
+    open_input_stream = open_input_file
+
+    def _read_only(self, *args, **kwargs):
+        raise NotImplementedError("a run's tables are read, never written, here")
+
+    get_file_info_selector = create_dir = delete_dir = delete_dir_contents = \
+        delete_root_dir_contents = delete_file = move = copy_file = open_output_stream = \
+        open_append_stream = _read_only
+
+
 def _arrow_paths(paths: Sequence[str], base: str) -> tuple[pafs.FileSystem | None, list[str], str]:
-    """pyarrow's filesystem for URLs (gs://, s3://, hdfs://); None for local paths."""
+    """Beam's filesystem (as pyarrow's) for URLs (gs://, s3://, hdfs://); None
+    for local paths."""
     if "://" not in base:
         return None, list(paths), base
-    filesystem, base_path = pafs.FileSystem.from_uri(base)
-    return filesystem, [pafs.FileSystem.from_uri(p)[1] for p in paths], base_path
+    scheme, _, base_path = base.partition("://")
+    filesystem = pafs.PyFileSystem(_BeamFiles(scheme))
+    return filesystem, [p.partition("://")[2] for p in paths], base_path
 
 
 def read_completed_run(output: str, run_id: str) -> CompletedRun:
