@@ -424,7 +424,8 @@ def test_missing_table_exits_2(calibrated, tmp_path, capsys):
     shutil.copytree(calibrated[0], out)
     shutil.rmtree(os.path.join(out, "scores"))
     assert run(["calibrate", "--output", out, "--run-id", RUN_ID]) == 2
-    assert "cannot read its scores/ files" in _one_error_line(capsys)
+    err = _one_error_line(capsys)  # the file the marker lists, and that it is gone
+    assert "its completion marker lists the scores/ file" in err and "missing" in err
 
 
 def test_rerun_without_labels_drops_stale_calibration_and_exits_2(tmp_path, capsys):

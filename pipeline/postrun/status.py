@@ -10,7 +10,7 @@ started in the background or on a cluster, from any machine that sees DIR.
                      its ttl, or its local process is gone, with no marker
     unknown    2     neither a lease nor a manifest (or a bad invocation)
     corrupt    2     the manifest is there but unreadable or not this run's, and
-                     no attempt is running
+                     no attempt is running; or a file it lists is missing
     finished   3     ... but the manifest says the counts do not reconcile
     running    5     the lease's attempt is alive (fresh heartbeat)
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from transforms.publish.progress_objects import read_totals
 from transforms.progress.text import figures, progress_line
 from transforms.publish import lease as leases
-from transforms.publish.completed import (CorruptManifest, RunUnreadable, check_output,
-                                          check_run_id, read_manifest)
+from transforms.publish.completed import (CompletedRun, CorruptManifest, RunUnreadable,
+                                          check_output, check_run_id, read_manifest)
 
 EXIT = {"finished": 0, "failed": 1, "unknown": 2, "corrupt": 2, "unreconciled": 3,
         "running": 5}
@@ -46,6 +46,10 @@ def _when(t: float) -> str:
 
 
 def _finished(output: str, run_id: str, manifest: dict, note: str = "") -> RunStatus:
+    try:  # finished, and its tables are all there
+        CompletedRun(output, run_id, manifest).check_files()
+    except RunUnreadable as exc:
+        return RunStatus("corrupt", f"evalbeam: error: {exc}")
     ok = manifest.get("reconciliation", {}).get("ok", False)
     c = manifest.get("counts", {})
     line = (f"run {run_id}: finished (attempt {manifest.get('attempt', '?')}, "

@@ -229,6 +229,7 @@ class CompletedRun:
         folders, fetched once through Beam's FileSystems (with the command's
         filesystem options)."""
         if "://" not in self.output:
+            self.check_files(table)
             return self.files(table)
         out = []
         for path in self.files(table):
@@ -241,12 +242,24 @@ class CompletedRun:
                             open(local + ".part", "wb") as dst:
                         shutil.copyfileobj(src, dst, 1 << 20)
                 except Exception as exc:  # a listed file gone, no credentials
+                    self.check_files(table)
                     first = (str(exc).splitlines() or [type(exc).__name__])[0]
                     raise RunUnreadable(f"run {self.run_id!r}: cannot read its {table}/ "
                                         f"files: {first[:200]}") from None
                 os.replace(local + ".part", local)
             out.append(local)
         return out
+
+    def check_files(self, *tables: str) -> None:
+        """RunUnreadable when a file the marker lists (of `tables`; default: of
+        every table) is not there: the folder lost files after the commit."""
+        for table in tables or list(self.manifest["files"]):
+            for path in self.files(table):
+                if not FileSystems.exists(path):
+                    raise RunUnreadable(
+                        f"run {self.run_id!r}: its completion marker lists the {table}/ file "
+                        f"{path}, which is missing (deleted, or not copied with the folder?); "
+                        "run it again to replace it")
 
     def no_files(self, table: str) -> str:
         """Why the attempt lists no file of a table: it evaluated nothing (every
@@ -272,6 +285,7 @@ class CompletedRun:
             return ds.dataset(paths, format="parquet", partitioning=partitioning,
                               partition_base_dir=base, filesystem=filesystem)
         except (OSError, pa.ArrowInvalid) as exc:  # a listed file gone or not Parquet
+            self.check_files(spec.name)
             raise RunUnreadable(f"run {self.run_id!r}: cannot read its {spec.name}/ files: "
                                 f"{str(exc).splitlines()[0][:200]}") from None
 

@@ -1,0 +1,74 @@
+"""A run folder whose completion marker lists table files that are gone
+(deleted, an incomplete copy or restore): every command that reads the run
+says so in one line and exits non-zero; none reads it as finished."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipeline.cli import run
+from tests.conftest import write_cases
+from tests.pipeline_helpers import manifest, run_cli
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """Runs a (whole) and d (its marker lists results/ files that are gone)."""
+    tmp = str(tmp_path_factory.mktemp("lost"))
+    rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
+             "expected_answer": "Refunds take 30 days.",
+             "answer": f"Refunds take {30 if i % 2 else i} days.",
+             "label": "PASS" if i % 2 else "FAIL"} for i in range(6)]
+    cases = write_cases(os.path.join(tmp, "cases.parquet"), rows)
+    out = os.path.join(tmp, "out")
+    for run_id in ("a", "d"):
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id,
+                       "--run-date", "2026-11-27") == 0
+    for rel in manifest(out, "d")["files"]["results"]:
+        os.remove(os.path.join(out, rel))
+    return out
+
+
+def _one_line(capsys) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("evalbeam: error: ") and "\n" not in err and "Traceback" not in err, \
+        captured
+    return err
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--run-id", "d"],
+    ["calibrate", "--run-id", "d"],
+    ["compare", "--baseline", "a", "--candidate", "d"],
+    ["compare", "--baseline", "d", "--candidate", "a"],
+])
+def test_every_command_refuses_a_run_whose_listed_tables_are_gone(folder, capsys, argv):
+    """Before: status said 'run d: finished ... counts reconcile' (exit 0) and
+    compare 'cannot read the tables under DIR: IO Error: No files found that
+    match the pattern ...' without naming the run."""
+    assert run([*argv, "--output", folder]) == 2
+    err = _one_line(capsys)
+    assert "run 'd'" in err and "results/" in err and "missing" in err, err
+
+
+def test_the_viewer_says_so_for_such_a_run(folder):
+    """Before: opening run d in the viewer failed with DuckDB's IOException
+    (a 500 page) instead of the readers' RunUnreadable (a page that says why)."""
+    from pipeline.viewer.data import Catalog
+    from transforms.publish.completed import RunUnreadable
+    catalog = Catalog(folder, prefetch=False)
+    try:
+        with pytest.raises(RunUnreadable, match="run 'd'.*results/.*missing"):
+            catalog.run("d")
+        assert catalog.run("a").run.run_id == "a"
+    finally:
+        catalog.close()
+
+
+def test_the_python_api_says_so(folder):
+    import evalbeam
+    from transforms.publish.completed import RunUnreadable
+    with pytest.raises(RunUnreadable, match="missing"):
+        evalbeam.read_run(folder, "d").results()
