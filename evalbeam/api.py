@@ -25,10 +25,23 @@ from evalbeam.result import Result
 RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "lease_ttl")
 
 
-def read_run(output: str, run_id: str) -> Result:
+def read_run(output: str, run_id: str, **filesystem_options: Any) -> Result:
     """A finished run, read through its completion marker
     (`<output>/runs/<run_id>/manifest.json`); raises ValueError (RunUnreadable)
-    for an unknown, unfinished or corrupt run."""
+    for an unknown, unfinished or corrupt run. For a run on s3:// or hdfs://,
+    the command line's filesystem options as keywords (s3_region_name=,
+    s3_endpoint_url=, hdfs_host=, hdfs_port=, hdfs_user=, ...); keys come from
+    the environment."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from pipeline.filesystems import FILESYSTEM_FLAGS, check_command_line, use_filesystems
+    unknown = sorted(set(filesystem_options) - set(FILESYSTEM_FLAGS))
+    if unknown:
+        raise TypeError(f"read_run() got an unexpected keyword argument {unknown[0]!r} (the "
+                        f"filesystem options are {', '.join(FILESYSTEM_FLAGS)})")
+    urls = check_command_line([f"--output={output}"])  # no credential in the URL
+    if filesystem_options:  # else those set before (by evaluate(), say) stay
+        use_filesystems(PipelineOptions(_beam_args(filesystem_options, FILESYSTEM_FLAGS)),
+                        urls)
     return Result.read(str(output), run_id)
 
 

@@ -285,5 +285,12 @@ def test_runs_on_a_filesystem_that_needs_options_are_read_by_every_command(monke
         assert report_file(url, "b") == url + "/runs/b/report.html"
     finally:
         catalog.close()
+    import evalbeam
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+    result = evalbeam.read_run(url, "b", hdfs_host="namenode", hdfs_port=9870,
+                               hdfs_user="evals", s3_disable_ssl=True)
+    assert result.results().num_rows == 16 and result.scores().num_rows > 16
+    with pytest.raises(TypeError, match="'s3_secret_access_key'"):
+        evalbeam.read_run(url, "b", s3_secret_access_key=SECRET)
     assert OptionsNeeded.made_with and all(
         g["hdfs_host"] == "namenode" for g in OptionsNeeded.made_with)
