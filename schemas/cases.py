@@ -329,6 +329,9 @@ def _question(value: Any, messages: list[dict[str, str]] | None
     """(question, earlier turns); a question given as a whole conversation (a
     list of turns) is split into its last user turn and the turns before it."""
     if value is None:
+        if messages:
+            raise ValueError("question is null: messages holds only the turns before the "
+                             "question, so the row has no user turn to answer")
         raise ValueError("question is null")
     if isinstance(value, (list, tuple)):
         if messages is not None:

@@ -28,6 +28,9 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
     content = item.get("content")
     if not isinstance(content, str):
         raise TypeError(f"{name}[{i}].content must be a string, got {type(content).__name__}")
+    if not content.strip():
+        # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
+        raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
     return {"role": role, "content": content}
 
 
@@ -47,6 +50,13 @@ def parse_messages(value: Any, name: str = "messages") -> list[dict[str, str]] |
         raise TypeError(f"{name} must be a list of {{role, content}}, got "
                         f"{type(value).__name__}")
     return [_message(item, name, i) for i, item in enumerate(value)]
+
+
+def is_conversation(turns: list[dict[str, str]] | None) -> bool:
+    """Whether the turns before the question make the case a conversation: a
+    user or assistant turn. A system prompt alone is an instruction to the bot,
+    not a turn: the case is a single exchange (sent with its system prompt)."""
+    return any(m["role"] != "system" for m in turns or ())
 
 
 def split_conversation(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.messages import is_conversation
+
 
 @dataclass(slots=True)
 class EvalCase:
@@ -33,6 +35,12 @@ class EvalCase:
         if self.references is not None:
             return self.references
         return [] if self.expected_answer is None else [self.expected_answer]
+
+    @property
+    def is_conversation(self) -> bool:
+        """Earlier user or assistant turns precede the question (a system prompt
+        alone does not make a conversation)."""
+        return is_conversation(self.messages)
 
     @property
     def user_text(self) -> str:

@@ -250,3 +250,72 @@ def test_a_figure_the_user_stated_in_an_earlier_turn_is_not_invented():
         {"role": "system", "content": "Order 4471."}, {"role": "assistant", "content": "4471"}]),
         "bot", answer)
     assert score_turn(by_name["hallucination"], {"window": 12}, said)["unsupported_facts"].value == 1
+
+
+SYSTEM = {"role": "system", "content": "You are Lumenfold's support assistant."}
+
+
+def test_a_row_without_a_user_turn_is_no_conversation(tmp_path, monkeypatch):
+    """A system prompt alone before the question made the case a conversation:
+    the four conversation metrics asked the judge about a single exchange
+    (knowledge_retention 1.0, role_adherence 1.0 ...). A row with no user turn
+    to answer, or with a blank turn, is an errors/ row with the reason; every
+    input row is a results row or an errors row."""
+    single = to_case({"question": "Do you ship to Canada?", "messages": [SYSTEM]}, COLS, "f#0")
+    assert not single.is_conversation and single.messages == [SYSTEM]  # still sent to bots
+    assert to_case({"question": "q", "messages": HISTORY}, COLS, "f#0").is_conversation
+    split = to_case({"question": [SYSTEM, {"role": "user", "content": "Hi?"}]}, COLS, "f#0")
+    assert (split.question, split.is_conversation) == ("Hi?", False)
+    for raw, words in [
+            ({"question": [SYSTEM]}, "the conversation has no user turn to answer"),
+            ({"question": None, "messages": [SYSTEM]}, "so the row has no user turn to answer"),
+            ({"question": "q", "messages": [{"role": "user", "content": " "}, HISTORY[1]]},
+             "messages[0].content is empty (user turn without text)"),
+            ({"question": "q", "messages": [SYSTEM, {"role": "assistant", "content": ""}]},
+             "messages[1].content is empty (assistant turn without text)")]:
+        problem = to_case(raw, COLS, "f#1")
+        assert isinstance(problem, RowProblem) and words in problem.message, (raw, problem)
+        assert problem.error_type == "invalid_value"
+
+    rows = [{"case_id": "system-only", "question": "Do you ship to Canada?",
+             "answer": "Yes, we ship to Canada.", "messages": [SYSTEM]},
+            {"case_id": "conv", "question": "What does my plan cost?",
+             "answer": "Your Plus plan costs $10.", "messages": [SYSTEM, *HISTORY]},
+            {"case_id": "no-user", "question": [SYSTEM], "answer": "Yes."},
+            {"case_id": "null-question", "question": None, "answer": "Yes.",
+             "messages": [SYSTEM]},
+            {"case_id": "blank", "question": "q?", "answer": "a",
+             "messages": [{"role": "user", "content": ""}, HISTORY[1]]}]
+    monkeypatch.setenv("CONV_KEY", KEY)
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _recorded_config(server, tmp_path)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", write_jsonl(tmp_path / "c.jsonl", rows), "--output", out,
+                       "--config", cfg, "--run-id", "r") == 0
+        asked = [r.json for r in server.recorded() if r.path == "/v1/chat/completions"]
+    assert len(asked) == 4  # the four conversation metrics of "conv" only
+    assert not any("Canada" in json.dumps(r) for r in asked)
+    scores = {(r["case_id"], r["metric"]): r for r in read_rows(out, "scores")}
+    for metric in ("knowledge_retention", "conversation_relevancy", "role_adherence",
+                   "conversation_completeness"):
+        row = scores[("system-only", metric)]
+        assert (row["value"], row["error"]) == (None, "no messages (not a conversation)")
+        assert scores[("conv", metric)]["value"] is not None
+    errors = {r["case_id"]: r for r in read_rows(out, "errors")}
+    assert set(errors) == {"no-user", "null-question", "blank"}
+    assert {r["stage"] for r in errors.values()} == {"read"}
+    results = read_rows(out, "results")
+    assert {r["case_id"] for r in results} == {"system-only", "conv"}
+    counts = manifest(out, "r")["counts"]
+    assert counts["input_rows"] == len(rows) == counts["results_rows"] + counts["invalid_rows"]
+    assert manifest(out, "r")["reconciliation"]["ok"]
+
+
+def _recorded_config(server, tmp_path) -> str:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        f"endpoints:\n  llm: {{base_url: '{server.openai_base_url}', api_key_env: CONV_KEY, "
+        "requests_per_second: 500}\nbots:\n  - {name: recorded, type: precomputed}\n"
+        "metrics: [conversation]\njudge: {endpoint: llm, model: judge-model}\n")
+    return str(cfg)

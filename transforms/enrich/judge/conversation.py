@@ -13,8 +13,9 @@ purpose `judge:<metric>`):
                              metric_options.role_adherence.role, else the system turn)
   conversation_completeness  user intentions the assistant satisfied / intentions
 
-A case without earlier turns is not a conversation: these metrics are null
-("no messages") and nothing is asked.
+A case without an earlier user or assistant turn (no messages, or a system
+prompt alone) is not a conversation: these metrics are null ("no messages")
+and nothing is asked.
 
 Rubrics (`judge.rubrics: {name: {criteria, steps, scale, inputs}}`) become a
 metric each: the criteria, the evaluation steps and the chosen inputs go into
@@ -63,7 +64,7 @@ def conversation_questions(tj, turn: Turn, options: Mapping[str, Mapping[str, An
                            ) -> dict[str, Awaitable[Any]]:
     """The conversation metrics' questions for a turn (none for a single turn)."""
     wanted = [m for m in CONVERSATION_METRICS if m in tj.wanted]
-    if not wanted or not turn.case.messages:
+    if not wanted or not turn.case.is_conversation:
         return {}
     conversation = render_conversation(turn)
     ids = assistant_ids(turn)
@@ -107,7 +108,7 @@ def _lacks(turn: Turn, inputs) -> bool:
     c = turn.case
     have = {"question": True, "answer": turn.answer is not None,
             "expected_answer": c.expected_answer is not None,
-            "contexts": bool(turn.effective_contexts), "messages": bool(c.messages)}
+            "contexts": bool(turn.effective_contexts), "messages": c.is_conversation}
     return not all(have[i] for i in inputs)
 
 
