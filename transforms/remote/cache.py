@@ -33,6 +33,10 @@ from transforms.remote.shared_cache import SharedCallCache
 
 log = logging.getLogger(__name__)
 LOCAL, SHARED = "local", "shared"  # the tier that answered a lookup
+# How a cacheable call uses the cache (EndpointClient.post_json's cache_mode):
+# look, and call on a miss; look only (never call); call without looking and
+# replace the cached reply (one its caller found unusable)
+USE, ONLY, REFRESH = "use", "only", "refresh"
 SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, response TEXT NOT NULL)"
 
 
@@ -156,8 +160,8 @@ class CallCache:
         hit = self.get(key)
         return hit, None if hit is None else LOCAL
 
-    async def store(self, key: str, response: Any) -> None:
-        self.put(key, response)
+    async def store(self, key: str, response: Any, replace: bool = False) -> None:
+        self.put(key, response)  # tier 1 always replaces what the key held
 
     def __len__(self) -> int:
         if self.broken:
@@ -198,9 +202,10 @@ class TieredCache:
         self.local.put(key, hit)
         return hit, SHARED
 
-    async def store(self, key: str, response: Any) -> None:
+    async def store(self, key: str, response: Any, replace: bool = False) -> None:
+        """Both tiers; replace: tier 2's object too, although it is a valid one."""
         self.local.put(key, response)
-        await self.shared.aput(key, response)
+        await self.shared.aput(key, response, replace)
 
     def close(self) -> None:
         self.local.close()

@@ -24,7 +24,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from transforms.remote.breaker import CircuitBreaker
 from transforms.remote.budget import actual_use, settling_may_free, worst_case
-from transforms.remote.cache import SHARED, CallCache, TieredCache, cache_key
+from transforms.remote.cache import (ONLY, REFRESH, SHARED, USE, CallCache, TieredCache,
+                                     cache_key)
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
@@ -90,10 +91,11 @@ class CallRecord:
 @dataclass(slots=True)
 class CallResult:
     data: Any | None        # the parsed JSON body, None on failure
-    record: CallRecord
-    # (cache key, reply) of a fresh reply not stored yet (post_json's defer_store):
-    # the caller stores it with EndpointClient.keep once it knows the reply is usable
-    unstored: tuple[str, Any] | None = None
+    record: CallRecord | None  # None: nothing in the cache for cache_mode ONLY (no call)
+    # (cache key, reply, replace) of a fresh reply not stored yet (post_json's
+    # defer_store): the caller stores it with EndpointClient.keep once it knows the
+    # reply is usable
+    unstored: tuple[str, Any, bool] | None = None
 
 
 async def attributed(coro: Awaitable[Any], bot: str | None, metrics: Iterable[str] = ()) -> Any:
@@ -234,7 +236,7 @@ class EndpointClient:
                         cache_body: Mapping[str, Any] | None = None,
                         completion_cap: float = 0.0,
                         cache_if: Callable[[Any], bool] | None = None,
-                        defer_store: bool = False) -> CallResult:
+                        defer_store: bool = False, cache_mode: str = USE) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
@@ -247,12 +249,27 @@ class EndpointClient:
         that is not (a chat reply without choices) is neither stored nor read
         back from the cache. With `defer_store` a fresh reply is not stored but
         handed back in `unstored`: the caller keeps it (`keep`) only once it
-        knows the reply was usable (a judge reply that gave a verdict)."""
+        knows the reply was usable (a judge reply that gave a verdict).
+
+        cache_mode ONLY answers from the cache or not at all (record None, no
+        request); REFRESH makes the request without looking (the cached reply
+        was unusable: an older version kept a judge reply without a verdict)
+        and its reply replaces the cached one in every tier."""
+        if cache_mode == ONLY and (self.cache is None or cache_salt is None):
+            return CallResult(None, None)
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens,
                                     completion_cap=completion_cap)
         key = cache_key(self.cfg.base_url, path, self.params, model,
                         body if cache_body is None else cache_body, cache_salt)
+        if cache_mode == REFRESH:
+            return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
+                                              completion_cap, cache_if, defer_store, replace=True)
+        if cache_mode == ONLY:
+            data, tier = await self.cache.lookup(key)
+            if data is not None and (cache_if is None or cache_if(data)):
+                return CallResult(data, self.hit_record(model, purpose, tier))
+            return CallResult(None, None)
         flight = self._inflight.get(key)
         if flight is not None:  # an identical call is under way: share its answer
             data = await asyncio.shield(flight)
@@ -290,17 +307,17 @@ class EndpointClient:
                               purpose: str, estimated_tokens: float,
                               completion_cap: float = 0.0,
                               cache_if: Callable[[Any], bool] | None = None,
-                              defer_store: bool = False) -> CallResult:
+                              defer_store: bool = False, replace: bool = False) -> CallResult:
         result = await self._post(path, body, model, purpose, estimated_tokens,
                                   completion_cap=completion_cap)
         if result.data is not None and (cache_if is None or cache_if(result.data)):
             if defer_store:
-                result.unstored = (key, result.data)
+                result.unstored = (key, result.data, replace)
             else:
-                await self.cache.store(key, result.data)
+                await self.cache.store(key, result.data, replace)
         return result
 
-    async def keep(self, unstored: tuple[str, Any] | None) -> None:
+    async def keep(self, unstored: tuple[str, Any, bool] | None) -> None:
         """Store a reply post_json(defer_store=True) handed back (None: nothing to keep)."""
         if unstored is not None and self.cache is not None:
             await self.cache.store(*unstored)

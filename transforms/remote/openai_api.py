@@ -10,9 +10,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from transforms.remote.cache import USE
 from transforms.remote.client import CallRecord, EndpointClient
 
 DEFAULT_MAX_TOKENS_ESTIMATE = 512  # completion tokens assumed before the call
+NOT_CACHED = "no answer in the call cache"
 
 
 def estimate_tokens(text: str) -> int:
@@ -38,7 +40,7 @@ class ChatReply:
     message_extras: list[dict[str, Any]] = field(default_factory=list)
     record: CallRecord | None = None
     error: str | None = None
-    unstored: tuple[str, Any] | None = None  # chat(defer_store=True): keep it with client.keep
+    unstored: tuple[str, Any, bool] | None = None  # chat(defer_store=True): client.keep it
 
 
 async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, str]], *,
@@ -46,12 +48,14 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
                n: int = 1, extra: dict[str, Any] | None = None,
                cache_salt: str | None = None,
                cache_messages: Sequence[dict[str, str]] | None = None,
-               defer_store: bool = False) -> ChatReply:
+               defer_store: bool = False, cache_mode: str = USE) -> ChatReply:
     """One chat completion; cache_salt (judge calls only) lets the call cache answer
     it, keyed by the request with `cache_messages` when given (the messages
     without anything that changes from run to run, e.g. salted block ids).
     defer_store: a fresh reply is cached only when the caller keeps it
-    (`client.keep(reply.unstored)`), once it has read a usable answer in it."""
+    (`client.keep(reply.unstored)`), once it has read a usable answer in it.
+    cache_mode: see EndpointClient.post_json (ONLY: the reply's error is
+    NOT_CACHED when the cache has no answer; no request is made)."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -64,7 +68,10 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
                                     cache_body=keyed, completion_cap=completion,
-                                    cache_if=_has_answer, defer_store=defer_store)
+                                    cache_if=_has_answer, defer_store=defer_store,
+                                    cache_mode=cache_mode)
+    if result.record is None:
+        return ChatReply([], error=NOT_CACHED)
     if result.data is None:
         return ChatReply([], record=result.record, error=result.record.error)
     texts, extras, problem = read_choices(result.data)

@@ -103,20 +103,23 @@ class SharedCallCache:
         blob = self._read(object_path(self.root, key))
         return None if blob is None else decode_object(key, blob)
 
-    def put(self, key: str, response: Any) -> bool:
+    def put(self, key: str, response: Any, replace: bool = False) -> bool:
         """Store response unless a valid object exists; True when this call's bytes
         were published, False when a valid object was there or another writer won the
         race (on an object store, where a rename replaces, the last of two racing
         writers wins and both say True; both wrote a valid answer for the key).
+        replace: the caller found the object's reply unusable (a judge reply an
+        older version kept): it is replaced like a corrupt one.
         A failed write is logged and counted, never raised (the call itself succeeded)."""
         final = object_path(self.root, key)
         tmp = f"{final}.tmp-{uuid.uuid4().hex}"
         try:
             existing = self._read(final)
             if existing is not None:
-                if decode_object(key, existing) is not None:
+                if not replace and decode_object(key, existing) is not None:
                     return False  # written once; a valid object is never replaced
-                FileSystems.delete([final])  # corrupt or partial: never trusted, rewritten
+                # corrupt, partial or unusable: never trusted, rewritten
+                FileSystems.delete([final])
             with FileSystems.create(tmp, compression_type=_RAW) as fh:
                 fh.write(encode_object(key, response))
             if self._local:
@@ -138,8 +141,8 @@ class SharedCallCache:
     async def aget(self, key: str) -> Any | None:
         return await asyncio.wrap_future(self._pool.submit(self.get, key))
 
-    async def aput(self, key: str, response: Any) -> bool:
-        return await asyncio.wrap_future(self._pool.submit(self.put, key, response))
+    async def aput(self, key: str, response: Any, replace: bool = False) -> bool:
+        return await asyncio.wrap_future(self._pool.submit(self.put, key, response, replace))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

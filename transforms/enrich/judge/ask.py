@@ -7,6 +7,12 @@ cached only once it gave a usable answer: a question's first reply when every
 outcome read from it is one (after its repair, if it needed one), a repair
 reply when it is usable. A question that ended in an error leaves nothing in
 the cache to repeat it: a re-run asks it again.
+
+A cached reply that gives no answer (an older version kept every reply: one
+without JSON, without the verdict's fields) is a miss, not a hit: unless it
+is the first half of a pair kept with its usable repair (a repair found in
+the cache, never asked), the question is asked again, counted as a call,
+and its usable reply replaces the bad one in both cache tiers.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from typing import Any, Mapping
 
 from transforms.enrich.judge.prompts import render
 from transforms.enrich.judge.replies import Shape, whole_object
+from transforms.remote.cache import ONLY, REFRESH, USE
 from transforms.remote.openai_api import chat
 
 REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "
@@ -67,37 +74,63 @@ class Judge:
                 {"role": "user", "content": render(self.templates[template], fields, plain)}]
 
     async def _chat(self, messages, plain, purpose: str, temperature: float, salt: str,
-                    n: int = 1):
+                    records: list, n: int = 1, cache_mode: str = USE):
+        """The reply; its call's record goes to `records` (counted by the caller)."""
         reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
                            temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
-                           cache_salt=salt, cache_messages=plain, defer_store=True)
+                           cache_salt=salt, cache_messages=plain, defer_store=True,
+                           cache_mode=cache_mode)
         if reply.record is not None:
-            self.runtime.record(reply.record, self.log)
+            records.append(reply.record)
         return reply
+
+    def _count(self, records: list) -> None:
+        for record in records:
+            self.runtime.record(record, self.log)
 
     async def ask(self, template: str, fields: Mapping[str, str], shape: Shape, *,
                   purpose: str, temperature: float | None = None, salt: str = "",
                   n: int = 1) -> list[JudgeOutcome]:
         """n outcomes (n choices of one request); each bad one gets one repair request."""
         t = self.cfg.temperature if temperature is None else temperature
-        messages = self.messages(template, fields)
-        plain = self.messages(template, fields, plain=True)
-        reply = await self._chat(messages, plain, purpose, t, salt, n)
-        if reply.record is not None and reply.record.budget_refused:
-            return [JudgeOutcome(None, reply.error, {"calls": 0, "budget": True})] * n
-        if reply.error:
-            return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
-        texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n
-        extras = list(reply.message_extras) + [{}] * (n - len(reply.message_extras))
-        outcomes = [await self._read((messages, plain), text, extra, shape, purpose, t,
-                                     f"{salt}|{i}")
-                    for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
+        asked = (self.messages(template, fields), self.messages(template, fields, plain=True))
+        records: list = []
+        reply = await self._chat(*asked, purpose, t, salt, records, n)
+        if reply.record is not None and reply.record.cache_hit:
+            # a cached reply is an answer only with what the cache holds (its repair)
+            outcomes = await self._outcomes(asked, reply, shape, purpose, t, salt, n, records,
+                                            ONLY)
+            if all(o.ok for o in outcomes):
+                self._count(records)
+                return outcomes
+            # unusable (an older version kept it): a miss, asked again and replaced
+            records = []
+            reply = await self._chat(*asked, purpose, t, salt, records, n, REFRESH)
+        try:
+            if reply.record is not None and reply.record.budget_refused:
+                return [JudgeOutcome(None, reply.error, {"calls": 0, "budget": True})] * n
+            if reply.error:
+                return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
+            outcomes = await self._outcomes(asked, reply, shape, purpose, t, salt, n, records,
+                                            USE)
+        finally:
+            self._count(records)
         if all(o.ok for o in outcomes):  # else a re-run asks again rather than repeat the error
             await self.client.keep(reply.unstored)
         return outcomes
 
+    async def _outcomes(self, asked, reply, shape: Shape, purpose: str, temperature: float,
+                        salt: str, n: int, records: list, repair_mode: str
+                        ) -> list[JudgeOutcome]:
+        texts = list(reply.texts) + [""] * (n - len(reply.texts))  # a server ignoring n
+        extras = list(reply.message_extras) + [{}] * (n - len(reply.message_extras))
+        return [await self._read(asked, text, extra, shape, purpose, temperature,
+                                 f"{salt}|{i}", records, repair_mode)
+                for i, (text, extra) in enumerate(zip(texts[:n], extras[:n]))]
+
     async def _read(self, asked, text: str, extras: Mapping[str, Any], shape: Shape,
-                    purpose: str, temperature: float, salt: str) -> JudgeOutcome:
+                    purpose: str, temperature: float, salt: str, records: list,
+                    repair_mode: str = USE) -> JudgeOutcome:
         value, problem = _read(shape, text, extras)
         details: dict[str, Any] = {"calls": 1}
         raws = [text]
@@ -106,7 +139,7 @@ class Judge:
                     {"role": "user", "content": REPAIR.format(problem=problem,
                                                               example=shape.example)}]
             again = await self._chat(asked[0] + more, asked[1] + more, purpose, temperature,
-                                     salt + "|repair")
+                                     salt + "|repair", records, cache_mode=repair_mode)
             details["calls"], details["repaired"] = 2, True
             if again.error:
                 return JudgeOutcome(None, f"judge reply unusable ({problem}) and the repair "
