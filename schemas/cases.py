@@ -325,9 +325,10 @@ def parse_label(value: Any) -> str | None:
 
 
 def _question(value: Any, messages: list[dict[str, str]] | None
-              ) -> tuple[str, list[dict[str, str]] | None]:
-    """(question, earlier turns); a question given as a whole conversation (a
-    list of turns) is split into its last user turn and the turns before it."""
+              ) -> tuple[str, list[dict[str, str]] | None, bool]:
+    """(question, earlier turns, reply dropped); a question given as a whole
+    conversation (a list of turns) is split into its last user turn and the
+    turns before it; an assistant reply after that turn is not read (dropped)."""
     if value is None:
         if messages:
             raise ValueError("question is null: messages holds only the turns before the "
@@ -336,11 +337,13 @@ def _question(value: Any, messages: list[dict[str, str]] | None
     if isinstance(value, (list, tuple)):
         if messages is not None:
             raise ValueError("question is a conversation and messages is set too")
-        question, messages = split_conversation(parse_messages(value, "question"))
-        return question, messages
+        turns = parse_messages(value, "question")
+        question, messages = split_conversation(turns)
+        after = turns[len(messages) + 1:]
+        return question, messages, any(m["role"] == "assistant" for m in after)
     if not isinstance(value, str):
         raise TypeError(f"question must be a string, got {type(value).__name__}")
-    return value, messages
+    return value, messages, False
 
 
 def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
@@ -365,7 +368,8 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
         derived = derive_case_id(row) if any(v is not None for v in row.values()) else None
         return RowProblem(source, case_id or derived, error_type, message)
     try:
-        question, messages = _question(row["question"], parse_messages(row.get("messages")))
+        question, messages, dropped = _question(row["question"],
+                                                parse_messages(row.get("messages")))
         if not question.strip():
             raise ValueError("question is empty")
         references = _references(row.get("expected_answer"))
@@ -381,6 +385,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             source=source,
             references=references if references and len(references) > 1 else None,
             messages=messages or None,
+            reply_dropped=dropped,
         )
     except (TypeError, ValueError) as exc:
         kind = "wrong_type" if isinstance(exc, TypeError) else "invalid_value"

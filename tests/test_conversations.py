@@ -319,3 +319,21 @@ def _recorded_config(server, tmp_path) -> str:
         "requests_per_second: 500}\nbots:\n  - {name: recorded, type: precomputed}\n"
         "metrics: [conversation]\njudge: {endpoint: llm, model: judge-model}\n")
     return str(cfg)
+
+
+def test_a_reply_after_the_last_user_turn_says_why_the_recorded_bot_has_no_answer():
+    """A conversation given as the question that ends with the assistant's reply:
+    the reply is dropped (the question is the last user turn), and the recorded
+    bot's error said only "no recorded answer in the 'answer' column"."""
+    from transforms.answer.bots import PrecomputedBot
+    ends_replied = to_case({"question": [*HISTORY, {"role": "user", "content": "Price?"},
+                                         {"role": "assistant", "content": "$10."}]}, COLS, "f#0")
+    assert (ends_replied.question, ends_replied.messages) == ("Price?", HISTORY)
+    error = PrecomputedBot("recorded").answer(ends_replied).error
+    assert error.startswith("no recorded answer in the 'answer' column (the conversation's "
+                            "assistant reply after its last user turn is not read")
+    ends_asked = to_case({"question": [*HISTORY, {"role": "user", "content": "Price?"}]},
+                         COLS, "f#0")
+    assert not ends_asked.reply_dropped
+    assert PrecomputedBot("recorded").answer(ends_asked).error == \
+        "no recorded answer in the 'answer' column"

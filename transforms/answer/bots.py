@@ -33,8 +33,11 @@ class PrecomputedBot:
 
     def answer(self, case: EvalCase) -> Turn:
         if case.answer is None:
-            return Turn(case, self.name, None,
-                        error=f"no recorded answer in the {shown_source(self.column)} column")
+            why = f"no recorded answer in the {shown_source(self.column)} column"
+            if case.reply_dropped:
+                why += (" (the conversation's assistant reply after its last user turn is "
+                        "not read as the answer: give it in that column)")
+            return Turn(case, self.name, None, error=why)
         return Turn(case, self.name, case.answer, latency_ms=None,  # nothing was timed
                     details={"source": "recorded"})
 
