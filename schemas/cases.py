@@ -325,10 +325,11 @@ def parse_label(value: Any) -> str | None:
 
 
 def _question(value: Any, messages: list[dict[str, str]] | None
-              ) -> tuple[str, list[dict[str, str]] | None, bool]:
-    """(question, earlier turns, reply dropped); a question given as a whole
+              ) -> tuple[str, list[dict[str, str]] | None, str | None]:
+    """(question, earlier turns, recorded reply); a question given as a whole
     conversation (a list of turns) is split into its last user turn and the
-    turns before it; an assistant reply after that turn is not read (dropped)."""
+    turns before it; the assistant's reply after that turn (Ragas' and
+    DeepEval's recorded conversations end with it) is the recorded reply."""
     if value is None:
         if messages:
             raise ValueError("question is null: messages holds only the turns before the "
@@ -339,11 +340,11 @@ def _question(value: Any, messages: list[dict[str, str]] | None
             raise ValueError("question is a conversation and messages is set too")
         turns = parse_messages(value, "question")
         question, messages = split_conversation(turns)
-        after = turns[len(messages) + 1:]
-        return question, messages, any(m["role"] == "assistant" for m in after)
+        replies = [m["content"] for m in turns[len(messages) + 1:] if m["role"] == "assistant"]
+        return question, messages, "\n\n".join(replies) or None
     if not isinstance(value, str):
         raise TypeError(f"question must be a string, got {type(value).__name__}")
-    return value, messages, False
+    return value, messages, None
 
 
 def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
@@ -368,8 +369,9 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
         derived = derive_case_id(row) if any(v is not None for v in row.values()) else None
         return RowProblem(source, case_id or derived, error_type, message)
     try:
-        question, messages, dropped = _question(row["question"],
-                                                parse_messages(row.get("messages")))
+        question, messages, reply = _question(row["question"],
+                                              parse_messages(row.get("messages")))
+        answer = _optional_text(row.get("answer"), "answer")
         if not question.strip():
             raise ValueError("question is empty")
         references = _references(row.get("expected_answer"))
@@ -378,14 +380,14 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             question=question,
             expected_answer=references[0] if references else None,
             contexts=_string_list(row.get("contexts"), "contexts"),
-            answer=_optional_text(row.get("answer"), "answer"),
+            answer=reply if answer is None else answer,
             suite=_optional_text(row.get("suite"), "suite"),
             tags=_string_list(row.get("tags"), "tags") or [],
             label=parse_label(row.get("label")),
             source=source,
             references=references if references and len(references) > 1 else None,
             messages=messages or None,
-            reply_dropped=dropped,
+            answer_from_conversation=answer is None and reply is not None,
         )
     except (TypeError, ValueError) as exc:
         kind = "wrong_type" if isinstance(exc, TypeError) else "invalid_value"

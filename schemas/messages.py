@@ -62,7 +62,8 @@ def is_conversation(turns: list[dict[str, str]] | None) -> bool:
 def split_conversation(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
     """A whole conversation given as the question (Ragas' MultiTurnSample, OpenAI
     evals, Inspect): its last user turn is the question, the turns before it are
-    the history; what follows the last user turn (a recorded reply) is dropped."""
+    the history; what follows the last user turn (a recorded reply) is not part
+    of either (schemas.cases reads it as the recorded answer)."""
     last = max((i for i, m in enumerate(turns) if m["role"] == "user"), default=None)
     if last is None:
         raise ValueError("the conversation has no user turn to answer")

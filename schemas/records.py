@@ -28,9 +28,9 @@ class EvalCase:
     references: list[str] | None = None
     # Earlier turns of a conversation, [{role, content}], before the question.
     messages: list[dict[str, str]] | None = None
-    # The question was given as a conversation that went on with an assistant
-    # reply after its last user turn: that reply was not read (not the answer).
-    reply_dropped: bool = False
+    # `answer` is the assistant's reply after the last user turn of a question
+    # given as a whole conversation (the answer column had none)
+    answer_from_conversation: bool = False
 
     @property
     def all_references(self) -> list[str]:

@@ -321,19 +321,25 @@ def _recorded_config(server, tmp_path) -> str:
     return str(cfg)
 
 
-def test_a_reply_after_the_last_user_turn_says_why_the_recorded_bot_has_no_answer():
-    """A conversation given as the question that ends with the assistant's reply:
-    the reply is dropped (the question is the last user turn), and the recorded
-    bot's error said only "no recorded answer in the 'answer' column"."""
+def test_the_reply_after_the_last_user_turn_is_the_recorded_answer():
+    """A recorded conversation (Ragas' MultiTurnSample, DeepEval's turns) ends
+    with the assistant's reply: the question is the last user turn, and that
+    reply is what the recorded bot answered (it was dropped, so every such row
+    was ERROR). The answer column, when set, wins."""
     from transforms.answer.bots import PrecomputedBot
     ends_replied = to_case({"question": [*HISTORY, {"role": "user", "content": "Price?"},
                                          {"role": "assistant", "content": "$10."}]}, COLS, "f#0")
     assert (ends_replied.question, ends_replied.messages) == ("Price?", HISTORY)
-    error = PrecomputedBot("recorded").answer(ends_replied).error
-    assert error.startswith("no recorded answer in the 'answer' column (the conversation's "
-                            "assistant reply after its last user turn is not read")
+    turn = PrecomputedBot("recorded").answer(ends_replied)
+    assert turn.error is None and turn.answer == "$10."
+    assert turn.details["from"].startswith("the conversation's assistant reply")
+    both = to_case({"question": [*HISTORY, {"role": "user", "content": "Price?"},
+                                 {"role": "assistant", "content": "$10."}],
+                    "answer": "Ten dollars."}, COLS, "f#0")
+    turn = PrecomputedBot("recorded").answer(both)
+    assert turn.answer == "Ten dollars." and "from" not in turn.details
     ends_asked = to_case({"question": [*HISTORY, {"role": "user", "content": "Price?"}]},
                          COLS, "f#0")
-    assert not ends_asked.reply_dropped
+    assert ends_asked.answer is None and not ends_asked.answer_from_conversation
     assert PrecomputedBot("recorded").answer(ends_asked).error == \
         "no recorded answer in the 'answer' column"

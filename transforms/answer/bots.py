@@ -34,12 +34,12 @@ class PrecomputedBot:
     def answer(self, case: EvalCase) -> Turn:
         if case.answer is None:
             why = f"no recorded answer in the {shown_source(self.column)} column"
-            if case.reply_dropped:
-                why += (" (the conversation's assistant reply after its last user turn is "
-                        "not read as the answer: give it in that column)")
             return Turn(case, self.name, None, error=why)
+        details = {"source": "recorded"}
+        if case.answer_from_conversation:
+            details["from"] = "the conversation's assistant reply after its last user turn"
         return Turn(case, self.name, case.answer, latency_ms=None,  # nothing was timed
-                    details={"source": "recorded"})
+                    details=details)
 
 
 class FaqMatchBot:
