@@ -207,6 +207,8 @@ def check_columns(names, columns: Mapping[str, Source], path: str) -> None:
     names = set(names)
     for col in REQUIRED_COLUMNS:
         src = columns[col]
+        if col == "question" and names & set(candidates(columns.get("messages", ()))):
+            continue  # the whole conversation in messages: its last user turn
         if not names & set(candidates(src)):
             hint = f" (mapped from {shown_source(src)})" if src != col else ""
             raise InputError(f"{path}: missing required column '{col}'{hint}; "
@@ -324,6 +326,13 @@ def parse_label(value: Any) -> str | None:
     return repr(number)
 
 
+def _split(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]], str | None]:
+    """(question, earlier turns, recorded reply) of a whole conversation."""
+    question, messages = split_conversation(turns)
+    replies = [m["content"] for m in turns[len(messages) + 1:] if m["role"] == "assistant"]
+    return question, messages, "\n\n".join(replies) or None
+
+
 def _question(value: Any, messages: list[dict[str, str]] | None
               ) -> tuple[str, list[dict[str, str]] | None, str | None]:
     """(question, earlier turns, recorded reply); a question given as a whole
@@ -331,17 +340,15 @@ def _question(value: Any, messages: list[dict[str, str]] | None
     turns before it; the assistant's reply after that turn (Ragas' and
     DeepEval's recorded conversations end with it) is the recorded reply."""
     if value is None:
-        if messages:
-            raise ValueError("question is null: messages holds only the turns before the "
-                             "question, so the row has no user turn to answer")
+        if messages:  # the whole conversation in messages (OpenAI's chat format)
+            if not any(m["role"] == "user" for m in messages):
+                raise ValueError("question is null and messages has no user turn to answer")
+            return _split(messages)
         raise ValueError("question is null")
     if isinstance(value, (list, tuple)):
         if messages is not None:
             raise ValueError("question is a conversation and messages is set too")
-        turns = parse_messages(value, "question")
-        question, messages = split_conversation(turns)
-        replies = [m["content"] for m in turns[len(messages) + 1:] if m["role"] == "assistant"]
-        return question, messages, "\n\n".join(replies) or None
+        return _split(parse_messages(value, "question"))
     if not isinstance(value, str):
         raise TypeError(f"question must be a string, got {type(value).__name__}")
     return value, messages, None

@@ -268,7 +268,8 @@ def test_a_row_without_a_user_turn_is_no_conversation(tmp_path, monkeypatch):
     assert (split.question, split.is_conversation) == ("Hi?", False)
     for raw, words in [
             ({"question": [SYSTEM]}, "the conversation has no user turn to answer"),
-            ({"question": None, "messages": [SYSTEM]}, "so the row has no user turn to answer"),
+            ({"question": None, "messages": [SYSTEM]},
+             "question is null and messages has no user turn to answer"),
             ({"question": "q", "messages": [{"role": "user", "content": " "}, HISTORY[1]]},
              "messages[0].content is empty (user turn without text)"),
             ({"question": "q", "messages": [SYSTEM, {"role": "assistant", "content": ""}]},
@@ -343,3 +344,25 @@ def test_the_reply_after_the_last_user_turn_is_the_recorded_answer():
     assert ends_asked.answer is None and not ends_asked.answer_from_conversation
     assert PrecomputedBot("recorded").answer(ends_asked).error == \
         "no recorded answer in the 'answer' column"
+
+def test_a_file_in_openai_chat_format_is_read_as_whole_conversations(tmp_path):
+    """{"messages": [system, user, assistant]} with no question column (OpenAI's
+    chat format): the file was refused ("missing required column 'question'").
+    Its last user turn is the question and the assistant's reply the recorded
+    answer; a row without a user turn is an errors/ row."""
+    rows = [{"messages": [SYSTEM, {"role": "user", "content": "How long is the refund window?"},
+                          {"role": "assistant", "content": "Refunds are accepted within 30 days."}]},
+            {"messages": [SYSTEM, *HISTORY, {"role": "user", "content": "What does it cost?"},
+                          {"role": "assistant", "content": "Plus costs $10 a month."}]},
+            {"messages": [SYSTEM]}]
+    out = str(tmp_path / "out")
+    assert run_cli("--input", write_jsonl(tmp_path / "chat.jsonl", rows), "--output", out,
+                   "--run-id", "r") == 0
+    results = sorted(read_rows(out, "results"), key=lambda r: r["question"])
+    assert [(r["question"], r["answer"], r["error"]) for r in results] == [
+        ("How long is the refund window?", "Refunds are accepted within 30 days.", None),
+        ("What does it cost?", "Plus costs $10 a month.", None)]
+    assert json.loads(results[1]["messages"]) == [SYSTEM, *HISTORY]
+    errors = read_rows(out, "errors")
+    assert len(errors) == 1 and "no user turn" in errors[0]["message"]
+    assert manifest(out, "r")["reconciliation"]["ok"]
