@@ -197,7 +197,8 @@ CALIBRATION = table("calibration", "Written by `evalbeam calibrate` (file "
                       "(largest Youden's J)"),
     ("threshold_accuracy", _D, "metric rows: the accuracy of that cut"),
     ("youden_j", _D, "metric rows: sensitivity + specificity − 1 at that cut"),
-    ("higher_is_better", _B, "metric rows: the direction, from the run's summary/"),
+    ("higher_is_better", _B, "metric rows: the direction, from the run's summary/ (a metric "
+                             "with no direction: the side the labels favour)"),
     ("accuracy", _D, "verdict rows: agreement of \"the verdict is PASS\" with \"the answer "
                      "is acceptable\""),
     ("kappa", _D, "verdict rows: Cohen's kappa of the same"),

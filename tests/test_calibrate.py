@@ -443,9 +443,10 @@ def test_rerun_without_labels_drops_stale_calibration_and_exits_2(tmp_path, caps
     assert "run again has no labelled rows: add a `label` column" in line
 
 
-def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> None:
-    """Run "r" of one precomputed bot "b" and one metric "m", written directly:
-    answers are (case_id, label, verdict, value)."""
+def _handmade_run(out: str, answers: list[tuple], label_column: bool = True,
+                  metric: str = "m", higher_is_better: bool | None = True) -> None:
+    """Run "r" of one precomputed bot "b" and one metric (default "m"), written
+    directly: answers are (case_id, label, verdict, value)."""
     def put(table: str, rows: list[dict], *partitions: str):
         folder = os.path.join(out, table, f"run_date={RUN_DATE}", *partitions)
         os.makedirs(folder)
@@ -456,11 +457,11 @@ def _handmade_run(out: str, answers: list[tuple], label_column: bool = True) -> 
                      "verdict": v,
                      **({"label": lab} if label_column else {})}
                     for c, lab, v, _ in answers], "bot=b")
-    put("scores", [{"run_id": "r", "case_id": c, "metric": "m", "value": val}
+    put("scores", [{"run_id": "r", "case_id": c, "metric": metric, "value": val}
                    for c, _, _, val in answers], "bot=b")
-    put("summary", [{"run_id": "r", "bot": "b", "suite": "*", "metric": "m",
-                     "higher_is_better": True}])
-    write_marker(out, "r", RUN_DATE, bots=["b"], metrics=["m"],
+    put("summary", [{"run_id": "r", "bot": "b", "suite": "*", "metric": metric,
+                     "higher_is_better": higher_is_better}])
+    write_marker(out, "r", RUN_DATE, bots=["b"], metrics=[metric],
                  config={"bots": [{"name": "b", "type": "precomputed"}]})
 
 
@@ -515,6 +516,39 @@ def test_labels_of_one_kind_say_so_instead_of_blaming_the_metrics(tmp_path, labe
     assert "These rules are fitted" not in text  # there are no rules
     page = open(os.path.join(out, "runs", "r", "calibration.md")).read()
     assert f"None: every labelled answer is {kind}" in page and "better than chance" not in page
+
+
+@pytest.mark.parametrize("summary_says", [None, True], ids=["null", "old-run-said-higher"])
+def test_a_metric_with_no_direction_is_oriented_by_the_labels(tmp_path, summary_says):
+    """answer_length has no better direction (summary/ null; a run written before
+    that said higher): calibrate takes the side the labels favour. Here the short
+    answers are the acceptable ones, so lower is better: AUC 1 (not 0), the
+    threshold keeps the short side and the suggested rule fails the long answers."""
+    out = str(tmp_path / "out")
+    _handmade_run(out, [("a", "PASS", "PASS", 12.0), ("b", "PASS", "PASS", 20.0),
+                        ("c", "FAIL", "PASS", 80.0), ("d", "FAIL", "PASS", 95.0),
+                        ("e", "PASS", "PASS", 30.0)],
+                  metric="answer_length", higher_is_better=summary_says)
+    text = run_calibrate(out, "r")
+    row = _calibration(out, "r")["answer_length"]
+    assert (row["auc"], row["pairwise_accuracy"], row["youden_j"]) == (1.0, 1.0, 1.0)
+    assert row["higher_is_better"] is False and row["threshold"] == 55.0
+    assert "- {metric: answer_length, above: 55.0, verdict: FAIL}" in text
+    assert ("note: bot b: answer_length has no better direction; the labels oriented it "
+            "(lower values were more often acceptable), so its AUC 1.000 is max(AUC, 1 − AUC)"
+            " and its threshold keeps the lower side") in text
+    assert "answer_length ↓" in text and "<= 55" in text
+    page = open(os.path.join(out, "runs", "r", "calibration.md")).read()
+    assert "answer_length has no better direction; the labels oriented it" in page
+
+
+def test_a_direction_free_metric_the_labels_cannot_orient_stays_higher():
+    """One class only: no AUC, so nothing to orient by; the row says higher."""
+    answers = _answers(("a", "q", "PASS", "PASS"), ("b", "q", "PASS", "PASS"))
+    stats = metric_stats(answers, {"a": 10.0, "b": 50.0}, None)
+    assert stats["auc"] is None and stats["higher_is_better"] is True
+    longer = _answers(("a", "q", "FAIL", "PASS"), ("b", "q", "PASS", "PASS"))
+    assert metric_stats(longer, {"a": 10.0, "b": 50.0}, None)["higher_is_better"] is True
 
 
 # ---- one question over many documents (a summarisation set) -------------------

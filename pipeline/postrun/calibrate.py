@@ -35,6 +35,7 @@ from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metric
                                                  render_calibration, summary_text)
 from transforms.publish.rows import to_json
 from transforms.publish.write import write_small_table
+from transforms.score.scoring import NO_DIRECTION
 
 PRECOMPUTED = "precomputed"  # the bot type that answers with the recorded (labelled) answer
 SUGGESTED_RULES = 3          # how many metrics the suggested rules block uses at most
@@ -94,14 +95,20 @@ def _row(run_id: str, bot: str, metric: str, **values) -> dict:
 
 
 def metric_stats(answers: Sequence[Answer], values: Mapping[str, float | None],
-                 higher_is_better: bool) -> dict:
+                 higher_is_better: bool | None) -> dict:
     """Ranking statistics of one metric against the labels; answers without a
-    value are counted as missing, answers absent from `values` are left out."""
+    value are counted as missing, answers absent from `values` are left out.
+    A metric with no direction (higher_is_better None: answer_length) is
+    oriented by the labels: the way in which acceptable answers score higher
+    (AUC >= 0.5; higher when the labels cannot tell), and its row says which."""
     known = [a for a in answers if a.case_id in values]
     scored = [(a.item, values[a.case_id], acceptable(a.label)) for a in known
               if values[a.case_id] is not None]
     vals = [v for _, v, _ in scored]
     ok = [good for _, _, good in scored]
+    if higher_is_better is None:
+        auc = roc_auc(vals, ok)
+        higher_is_better = auc is None or auc >= 0.5
     pairwise, pairs = pairwise_accuracy(scored, higher_is_better)
     cut = best_threshold(vals, ok, higher_is_better)
     return {"n": len(scored), "missing": len(known) - len(scored), "acceptable": sum(ok),
@@ -123,7 +130,7 @@ def verdict_stats(answers: Sequence[Answer]) -> dict:
 
 
 def bot_rows(run_id: str, labels: BotLabels, metrics: Sequence[str],
-             higher_is_better: Mapping[str, bool]) -> list[dict]:
+             higher_is_better: Mapping[str, bool | None]) -> list[dict]:
     """The verdict row, then one row per metric, of one bot."""
     rows = [_row(run_id, labels.bot, VERDICT_METRIC, unlabelled=labels.unlabelled,
                  **verdict_stats(labels.answers))]
@@ -170,9 +177,17 @@ def few_labels_note(labels: BotLabels) -> str | None:
             f"answers; AUC and thresholds from fewer than {FEW_LABELS} per class are unstable")
 
 
+def oriented_note(bot: str, row: Mapping) -> str:
+    """What calibrate says of a metric with no direction that the labels oriented."""
+    way = "higher" if row["higher_is_better"] else "lower"
+    return (f"bot {bot}: {row['metric']} has no better direction; the labels oriented it "
+            f"({way} values were more often acceptable), so its AUC {row['auc']:.3f} is "
+            f"max(AUC, 1 − AUC) and its threshold keeps the {way} side")
+
+
 def calibrate_bots(run_id: str, run_date: str, bot_labels: Sequence[BotLabels],
-                   metrics: Sequence[str], higher_is_better: Mapping[tuple[str, str], bool]
-                   ) -> Calibration:
+                   metrics: Sequence[str],
+                   higher_is_better: Mapping[tuple[str, str], bool | None]) -> Calibration:
     """Every table row, rule suggestion and caveat of a run's calibration."""
     result = Calibration(run_id, run_date, [], [])
     for labels in bot_labels:
@@ -182,6 +197,9 @@ def calibrate_bots(run_id: str, run_date: str, bot_labels: Sequence[BotLabels],
         direction = {m: higher_is_better.get((labels.bot, m), True) for m in metrics}
         rows = bot_rows(run_id, labels, metrics, direction)
         result.rows.extend(rows)
+        result.notes.extend(oriented_note(labels.bot, r) for r in rows
+                            if r["metric"] in direction and direction[r["metric"]] is None
+                            and r["auc"] is not None)
         rules = suggest_rules(rows, labels.bot)
         if rules:
             result.suggestions.append(Suggestion(labels.bot, rules, check_rules(rules, labels)))
@@ -270,11 +288,14 @@ def unreadable_labels(run: CompletedRun) -> int:
     return sum(is_label_error(m) for m in messages.to_pylist())
 
 
-def load_directions(run: CompletedRun) -> dict[tuple[str, str], bool]:
-    """(bot, metric) -> higher_is_better, as the run's summary/ says."""
+def load_directions(run: CompletedRun) -> dict[tuple[str, str], bool | None]:
+    """(bot, metric) -> higher_is_better, as the run's summary/ says: None for a
+    metric with no direction (also by name: a run written before answer_length
+    lost its direction said higher)."""
     summary = run.read(SUMMARY, ["bot", "metric", "higher_is_better"],
                        ds.field("suite") == ALL_SUITES)
-    return {(r["bot"], r["metric"]): r["higher_is_better"] is not False
+    return {(r["bot"], r["metric"]): None if r["higher_is_better"] is None
+            or r["metric"] in NO_DIRECTION else r["higher_is_better"]
             for r in summary.to_pylist()}
 
 
