@@ -183,6 +183,7 @@ def custom_metric(fn: Callable):
         raise ConfigError(f"custom metric {name}: unknown need {bad[0]!r} (needs: "
                           f"{', '.join(NEEDS)})")
     return CustomMetricConfig(name=name, function=fn, needs=needs,
+                              direction=spec.get("direction"),
                               lower_is_better=bool(spec.get("lower_is_better", False)),
                               options=dict(spec.get("options", {})))
 

@@ -205,7 +205,12 @@ class CustomMetricConfig:
     needs: tuple[str, ...] = ("answer",)
     """The inputs the function reads; a row lacking one is null with the reason."""
     lower_is_better: bool = False
-    """The metric's direction (summary/'s `higher_is_better`, compare, calibrate)."""
+    """`true`: lower values are better (the same as `direction: lower`)."""
+    direction: str | None = None
+    """The metric's direction: `higher` (the default), `lower` or `none` (neither is
+    better, as for `answer_length`: summary/'s `higher_is_better` is null, compare
+    reports a change, never better or worse, a gate bounds a change either way,
+    calibrate orients it by the labels)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the function (`metric_options.<name>` overrides them)."""
 
@@ -779,7 +784,7 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
 
 
 def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
-    from transforms.score.custom import NEEDS
+    from transforms.score.custom import NEEDS, direction_problem
     if not isinstance(data, list):
         raise ConfigError("custom_metrics must be a list of {name, function, ...}")
     out = []
@@ -790,8 +795,9 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
         if not isinstance(m.function, str) or m.function.count(":") != 1:
             raise ConfigError(f"{where}.function must be 'package.module:function', "
                               f"got {m.function!r}")
-        if not isinstance(m.lower_is_better, bool):
-            raise ConfigError(f"{where}.lower_is_better must be true or false")
+        problem = direction_problem(m.direction, m.lower_is_better)
+        if problem:
+            raise ConfigError(f"{where}.{problem}")
         if not isinstance(m.options, Mapping):
             raise ConfigError(f"{where}.options must be a mapping")
         out.append(dataclasses.replace(m, needs=_string_tuple(m.needs, f"{where}.needs", NEEDS),

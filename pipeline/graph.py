@@ -292,7 +292,8 @@ class Publish(beam.PTransform):
                                       | "CountSkipped" >> beam.combiners.Count.PerElement())
         if len(info.bots) > 1:  # the report's head to head of every pair of bots
             sides["head_to_head"] = AsList(judged | "HeadToHead" >> HeadToHead(
-                info.bots, info.metrics, info.lower_is_better))
+                info.bots, info.metrics, info.lower_is_better,
+                no_direction=info.no_direction))
 
         return (p | "Once" >> beam.Create([None])
                 | "Finalize" >> beam.ParDo(

@@ -36,7 +36,7 @@ from transforms.read.presets import input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import redact_url
-from transforms.score.scoring import LOWER_IS_BETTER, Scorer, select_scorers
+from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
 class UsageError(ValueError):
@@ -712,6 +712,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    bots=tuple(b.name for b in cfg.bots), metrics=metrics,
                    lower_is_better=LOWER_IS_BETTER.union(*(s.lower_is_better
                                                            for s, _ in scorers)),
+                   no_direction=NO_DIRECTION.union(*(s.no_direction for s, _ in scorers)),
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from pipeline.cli import _parser
+from pipeline.cli import _parser, run
 from pipeline.plan import make_plan
 from schemas.records import EvalCase, MetricResult, Turn
 from tests.conftest import write_cases
@@ -92,6 +92,19 @@ def test_custom_metric_ships_to_worker_processes(tmp_path):
     _check_outputs(out, "mp", 20)
 
 
+def _refused(tmp_path, capsys, cases: str, entries: str) -> str:
+    """A run whose config's custom_metrics are `entries` (YAML flow items): it exits
+    2 with one line `evalbeam: error: ...` (returned) and writes nothing."""
+    (tmp_path / "c.yaml").write_text(f"custom_metrics: [{entries}]\n", "utf-8")
+    out = tmp_path / "o"
+    assert run_cli("--input", cases, "--output", str(out), "--config",
+                   str(tmp_path / "c.yaml")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evalbeam: error: ") and "\n" not in err, err
+    assert not out.exists()  # nothing written
+    return err
+
+
 @pytest.mark.parametrize("function, message", [
     ("no_such_module:fn", "custom_metrics[0] (mine): cannot import module 'no_such_module'"),
     ("my_metrics:missing", "custom_metrics[0] (mine): module 'my_metrics' has no function "
@@ -100,13 +113,7 @@ def test_custom_metric_ships_to_worker_processes(tmp_path):
 ])
 def test_bad_reference_is_one_line_before_the_run(tmp_path, capsys, function, message):
     cases, _ = _write_run(tmp_path, 2)
-    config = tmp_path / "bad.yaml"
-    config.write_text(f'custom_metrics: [{{name: mine, function: "{function}"}}]\n', "utf-8")
-    out = tmp_path / "out"
-    assert run_cli("--input", cases, "--output", str(out), "--config", str(config)) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("evalbeam: error: ") and message in err and "\n" not in err
-    assert not out.exists()  # nothing written
+    assert message in _refused(tmp_path, capsys, cases, f'{{name: mine, function: "{function}"}}')
 
 
 def test_name_clash_and_unknown_need(tmp_path, capsys):
@@ -129,33 +136,22 @@ def test_a_metric_named_as_the_verdict_rows_is_one_line_before_the_run(tmp_path,
     ran, then the run failed at Publish/Finalize with KeyError 'pass_count'
     (a traceback, the attempt failed); 'pass_rate' was taken silently."""
     cases, _ = _write_run(tmp_path, 2)
-    (tmp_path / "c.yaml").write_text(
-        f'custom_metrics: [{{name: {name}, function: "my_metrics:overlap"}}]\n', "utf-8")
-    out = tmp_path / "o"
-    assert run_cli("--input", cases, "--output", str(out), "--config",
-                   str(tmp_path / "c.yaml")) == 2
-    err = capsys.readouterr().err.strip()
+    err = _refused(tmp_path, capsys, cases, f'{{name: {name}, function: "my_metrics:overlap"}}')
     assert err == (f"evalbeam: error: metric {name!r} is a name evalbeam keeps for the verdict "
                    "counts and the pass rate (verdict, pass_rate); choose another name"), err
-    assert not out.exists()
 
 
 def test_options_the_function_does_not_take_are_one_line_before_the_run(tmp_path, capsys):
     """An option the function does not accept made every row null with a TypeError."""
     cases, _ = _write_run(tmp_path, 2)
-    for body, message in [
-        ('custom_metrics: [{name: x, function: "my_metrics:overlap", '
-         'options: {minimum: 0.1, maximum: 1}}]', "unexpected keyword argument 'maximum'"),
-        ('custom_metrics: [{name: x, function: "my_metrics:says_nothing", '
-         'options: {minimum: 0.1}}]', "unexpected keyword argument 'minimum'"),
+    for entry, message in [
+        ('{name: x, function: "my_metrics:overlap", options: {minimum: 0.1, maximum: 1}}',
+         "unexpected keyword argument 'maximum'"),
+        ('{name: x, function: "my_metrics:says_nothing", options: {minimum: 0.1}}',
+         "unexpected keyword argument 'minimum'"),
     ]:
-        (tmp_path / "c.yaml").write_text(body + "\n", "utf-8")
-        out = tmp_path / "o"
-        assert run_cli("--input", cases, "--output", str(out), "--config",
-                       str(tmp_path / "c.yaml")) == 2
-        err = capsys.readouterr().err.strip()
+        err = _refused(tmp_path, capsys, cases, entry)
         assert err.startswith("evalbeam: error: custom_metrics[0] (x): ") and message in err
-        assert "\n" not in err and not out.exists()
 
 
 def test_return_values():
@@ -333,3 +329,95 @@ def test_details_that_are_not_a_dict_are_named_as_such(out):
     assert result.error == (f"custom metric returned details of type "
                             f"{type(out[1] if isinstance(out, tuple) else out['details']).__name__}"
                             ", expected a dict")
+
+
+WORDS = textwrap.dedent('''
+    def words(sample):
+        return float(len(sample["answer"].split()))
+''')
+
+
+def _direction_run(tmp_path, run_id: str, padding: str, direction_lines: str) -> tuple:
+    (tmp_path / "word_metrics.py").write_text(WORDS, "utf-8")
+    rows = [{"case_id": f"c{i:02d}", "question": f"Question {i}?",
+             "answer": f"answer {i}" + padding * (i % 3 + 1)} for i in range(30)]
+    cases = write_cases(str(tmp_path / f"{run_id}.parquet"), rows)
+    config = tmp_path / "dir.yaml"
+    config.write_text("metrics: [words, fewer, more, legacy]\ncustom_metrics:\n" + direction_lines,
+                      "utf-8")
+    out = str(tmp_path / "out")
+    args = ["--input", cases, "--output", out, "--config", str(config)]
+    assert run_cli(*args, "--run-id", run_id) == 0
+    return out, args
+
+
+DIRECTIONS = ('  - {name: words, function: "word_metrics:words", direction: none}\n'
+              '  - {name: fewer, function: "word_metrics:words", direction: lower}\n'
+              '  - {name: more, function: "word_metrics:words", direction: higher}\n'
+              '  - {name: legacy, function: "word_metrics:words", lower_is_better: true}\n')
+
+
+def test_direction_none_makes_a_custom_metric_direction_free(tmp_path, capsys):
+    """`direction: none` flows where answer_length's does: summary/'s
+    higher_is_better is null, compare calls a move "changed" (never better or
+    worse) and a gate bounds it either way; lower and lower_is_better: true agree."""
+    out, args = _direction_run(tmp_path, "short", "", DIRECTIONS)
+    plan = make_plan(_parser().parse_args(["run", *args]))
+    assert "words" in plan.info.no_direction and "words" not in plan.info.lower_is_better
+    assert {"fewer", "legacy"} <= plan.info.lower_is_better
+    summary = {r["metric"]: r["higher_is_better"] for r in read_rows(out, "summary")
+               if r["suite"] == "*"}
+    assert (summary["words"], summary["fewer"], summary["more"], summary["legacy"]) == (
+        None, False, True, False)
+    _direction_run(tmp_path, "long", " and then some more words", DIRECTIONS)
+    (tmp_path / "gate.yaml").write_text("gate: [{metric: words, max_drop: 1}]\n", "utf-8")
+    capsys.readouterr()
+    assert run(["compare", "--output", out, "--baseline", "short", "--candidate", "long",
+                "--config", str(tmp_path / "gate.yaml")]) == 4  # longer: a change, and too big
+    printed = capsys.readouterr().out
+    assert "changed (no direction): words" in printed
+    assert "gate: FAILED gate[0] {metric: words, max_drop: 1}" in printed and "change " in printed
+    rows = {r["metric"]: r for r in read_rows(out, "comparisons") if r["suite"] == "*"}
+    assert rows["words"]["higher_is_better"] is None and rows["words"]["wins"] is None
+    assert rows["fewer"]["higher_is_better"] is False and rows["more"]["losses"] == 0
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("direction: up", "custom_metrics[0].direction must be higher, lower or none, got 'up'"),
+    ("direction: [none]", "custom_metrics[0].direction must be higher, lower or none"),
+    ("direction: None", "custom_metrics[0].direction must be higher, lower or none, got 'None'"),
+    ("direction: higher, lower_is_better: true",
+     "custom_metrics[0].lower_is_better: true contradicts direction: higher"),
+    ("lower_is_better: 1", "custom_metrics[0].lower_is_better must be true or false"),
+])
+def test_a_bad_direction_is_one_line_before_the_run(tmp_path, capsys, entry, message):
+    cases, _ = _write_run(tmp_path, 2)
+    assert message in _refused(tmp_path, capsys, cases,
+                               f'{{name: mine, function: "my_metrics:overlap", {entry}}}')
+
+
+def test_the_decorator_takes_a_direction():
+    from transforms.score.custom import ATTRIBUTE, CustomMetricError, metric
+
+    @metric(direction="none")
+    def length(sample):
+        return 1.0
+
+    assert getattr(length, ATTRIBUTE)["direction"] == "none"
+    assert getattr(metric(lower_is_better=True)(lambda s: 0.0), ATTRIBUTE)["direction"] == "lower"
+    with pytest.raises(CustomMetricError, match="direction must be higher, lower or none"):
+        metric(direction="sideways")
+
+
+def test_evaluate_passes_the_declared_direction_on():
+    """evalbeam.evaluate()'s functions: @evalbeam.metric(direction=...) reaches the scorer."""
+    from evalbeam.api import custom_metric
+    from transforms.score.custom import config_scorers, metric
+
+    def scorer(fn):
+        (s,) = config_scorers([custom_metric(fn)], None)
+        return s.no_direction, s.lower_is_better
+
+    assert scorer(metric(direction="none", name="free")(lambda s: 0.0)) == ({"free"}, set())
+    assert scorer(metric(lower_is_better=True, name="low")(lambda s: 0.0)) == (set(), {"low"})
+    assert scorer(metric(name="high")(lambda s: 0.0)) == (set(), set())

@@ -31,6 +31,7 @@ from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
 from transforms.remote.usage import refused_by_cap, usage_rows
+from transforms.score.scoring import NO_DIRECTION
 
 
 def new_attempt() -> str:
@@ -47,6 +48,7 @@ class RunInfo:
     bots: tuple[str, ...]
     metrics: tuple[str, ...]
     lower_is_better: frozenset[str]
+    no_direction: frozenset[str] = NO_DIRECTION  # with custom metrics of `direction: none`
     config: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # endpoint -> per million
     notes: tuple[str, ...] = ()  # what the run said before starting (e.g. no judge configured)
@@ -129,7 +131,7 @@ class Finalize(beam.DoFn):
                             "it does not publish")
         verdicts = list(verdicts)
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better,
-                               info.sampled_metrics)
+                               info.sampled_metrics, info.no_direction)
         rows_per_bot: dict[str, int] = {}
         for (bot, suite, _), n in verdicts:
             if suite == ALL_SUITES:

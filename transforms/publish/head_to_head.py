@@ -27,7 +27,7 @@ from schemas.records import Turn
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_ORDER
 from transforms.publish.html import num, p_text, signed
 from transforms.publish.summary import MergingCombineFn
-from transforms.score.scoring import higher_is_better
+from transforms.score.scoring import NO_DIRECTION, higher_is_better
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, bot_seed, change, group_rows,
                                        metric_label, passed, transitions, wtl)
 
@@ -186,10 +186,12 @@ class HeadToHead(beam.PTransform):
     """Decided Turns -> ((bot_a, bot_b), statistics) for every pair of bots."""
 
     def __init__(self, bots: Sequence[str], metrics: Sequence[str],
-                 lower_is_better: frozenset[str], min_difference: float = MIN_DIFFERENCE):
+                 lower_is_better: frozenset[str], min_difference: float = MIN_DIFFERENCE,
+                 no_direction: frozenset[str] = NO_DIRECTION):
         super().__init__()
         self._bots, self._metrics = tuple(bots), tuple(metrics)
-        self._higher = tuple(higher_is_better(m, lower_is_better) for m in self._metrics)
+        self._higher = tuple(higher_is_better(m, lower_is_better, no_direction)
+                             for m in self._metrics)
         self._min_difference = min_difference
 
     def expand(self, turns):

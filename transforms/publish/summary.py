@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Mapping
 import apache_beam as beam
 
 from schemas.tables import ALL_SUITES, VERDICT_METRIC
-from transforms.score.scoring import higher_is_better
+from transforms.score.scoring import NO_DIRECTION, higher_is_better
 from transforms.stats.accumulator import MetricStats
 from transforms.stats.intervals import sampled_interval, stratified_mean, wilson_interval
 
@@ -136,14 +136,17 @@ def group_verdicts(counted: Iterable[tuple[tuple[str, str, str], int]]
 def summary_rows(run_id: str, metric_stats: Iterable[tuple[tuple[str, str, str], dict]],
                  verdicts: Iterable[tuple[tuple[str, str, str], int]],
                  lower_is_better: frozenset[str],
-                 sampled: frozenset[str] = frozenset()) -> list[dict]:
+                 sampled: frozenset[str] = frozenset(),
+                 no_direction: frozenset[str] = NO_DIRECTION) -> list[dict]:
     """Rows of the summary table, sorted for stable output; `sampled`: the
-    metrics computed on a sample (their rows are estimates, see sampled_rows)."""
+    metrics computed on a sample (their rows are estimates, see sampled_rows);
+    `no_direction`: the metrics whose higher_is_better is null."""
     verdicts = list(verdicts)
     rows, drawn = [], []
     for (bot, suite, metric), stats in metric_stats:
         row = {"run_id": run_id, "bot": bot, "suite": suite, "metric": metric, **stats,
-               "higher_is_better": higher_is_better(metric, lower_is_better), "sampled": False}
+               "higher_is_better": higher_is_better(metric, lower_is_better, no_direction),
+               "sampled": False}
         (drawn if metric in sampled else rows).append(row)
     if drawn:
         rows += sampled_rows(drawn, _rows_per_group(verdicts))

@@ -37,7 +37,8 @@ from transforms.score.scoring import Scorer, _judged, _one
 
 NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
 ENTRY_POINT_GROUP = "evalbeam.metrics"
-ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, lower_is_better, options}
+ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, direction, options, name}
+DIRECTIONS = ("higher", "lower", "none")  # a custom metric's `direction:` (none: neither)
 
 
 # What a user's code may raise without costing the run: every Exception, and
@@ -50,8 +51,27 @@ class CustomMetricError(ValueError):
     """A custom metric cannot be used; the message is one line."""
 
 
+def direction_problem(direction: Any, lower_is_better: Any) -> str | None:
+    """Why a declared direction is wrong (None: it is right): `direction` is
+    higher, lower or none (None: not given), and lower_is_better, the older
+    way to say lower, must not contradict it."""
+    if direction is not None and direction not in DIRECTIONS:
+        return f"direction must be {', '.join(DIRECTIONS[:-1])} or none, got {direction!r}"
+    if not isinstance(lower_is_better, bool):
+        return "lower_is_better must be true or false"
+    if lower_is_better and direction not in (None, "lower"):
+        return f"lower_is_better: true contradicts direction: {direction}"
+    return None
+
+
+def direction_of(direction: str | None, lower_is_better: bool) -> str:
+    """The direction a (checked) declaration means: lower_is_better stands for
+    direction: lower; neither given, higher."""
+    return direction or ("lower" if lower_is_better else "higher")
+
+
 def metric(needs=("answer",), lower_is_better: bool = False, options=None,
-           name: str | None = None):
+           name: str | None = None, direction: str | None = None):
     """Declare what a metric function needs (`evalbeam.metric`; for functions
     given to evalbeam.evaluate() or published as entry points; a config's
     `needs:` etc. override it):
@@ -60,9 +80,16 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
         def my_metric(sample, **options): ...
 
     name: the metric's name (default: the function's, for evaluate()).
+    direction: "higher" (the default), "lower" (as lower_is_better=True) or
+    "none": neither is better, so compare reports a change, never better or worse.
     """
+    problem = direction_problem(direction, bool(lower_is_better))
+    if problem:
+        raise CustomMetricError(f"@metric: {problem}")
+
     def mark(fn):
-        setattr(fn, ATTRIBUTE, {"needs": tuple(needs), "lower_is_better": bool(lower_is_better),
+        setattr(fn, ATTRIBUTE, {"needs": tuple(needs),
+                                "direction": direction_of(direction, bool(lower_is_better)),
                                 "options": dict(options or {}), "name": name})
         return fn
     return mark
@@ -219,9 +246,10 @@ class CustomCompute:
         return {self.name: writable_result(to_result(out))}
 
 
-def _scorer(name: str, fn: Callable, needs, lower_is_better: bool, options) -> Scorer:
+def _scorer(name: str, fn: Callable, needs, direction: str, options) -> Scorer:
     return Scorer(name, (name,), tuple(needs), CustomCompute(name, fn),
-                  lower_is_better=frozenset({name}) if lower_is_better else frozenset(),
+                  lower_is_better=frozenset({name} if direction == "lower" else ()),
+                  no_direction=frozenset({name} if direction == "none" else ()),
                   option_defaults=dict(options))
 
 
@@ -251,7 +279,8 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
             raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
         _check_call(fn, m.options, f"custom_metrics[{i}] ({m.name})")
         ship_by_value(fn)
-        out.append(_scorer(m.name, fn, m.needs, m.lower_is_better, m.options))
+        out.append(_scorer(m.name, fn, m.needs, direction_of(m.direction, m.lower_is_better),
+                           m.options))
     return out
 
 
@@ -276,7 +305,9 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
         if bad:
             raise CustomMetricError(f"entry point metric {ep.name}: unknown need {bad[0]!r}")
         out.append(_scorer(ep.name, fn, spec.get("needs", ("answer",)),
-                           spec.get("lower_is_better", False), spec.get("options", {})))
+                           direction_of(spec.get("direction"),
+                                        bool(spec.get("lower_is_better", False))),
+                           spec.get("options", {})))
     return out
 
 

@@ -37,6 +37,7 @@ class Scorer:
     compute: Compute
     side_input: str | None = None  # "idf" (lexical) or "bert_idf"; given to compute
     lower_is_better: frozenset[str] = field(default_factory=frozenset)
+    no_direction: frozenset[str] = field(default_factory=frozenset)  # neither (NO_DIRECTION)
     option_defaults: Mapping[str, Any] = field(default_factory=dict)
     features: tuple[str, ...] = ()  # what the Enrich step must attach (embeddings)
     judge: bool = False  # its inputs come from the judge (JudgeTurns)
@@ -73,7 +74,8 @@ SCORERS: tuple[Scorer, ...] = (  # deterministic
            _one("keyword_recall", lambda t, o, i: best_over(
                t.case.all_references, lambda ref: lexical.keyword_recall(t.answer, ref)))),
     Scorer("answer_length", ("answer_length",), ("answer",),
-           _one("answer_length", lambda t, o, i: lexical.answer_length(t.answer))),
+           _one("answer_length", lambda t, o, i: lexical.answer_length(t.answer)),
+           no_direction=frozenset({"answer_length"})),
     Scorer("politeness", ("politeness",), ("answer",),
            _one("politeness", lambda t, o, i: lexical.politeness(t.answer, tuple(o["markers"]))),
            option_defaults={"markers": lexical.DEFAULT_POLITENESS_MARKERS}),
@@ -212,14 +214,17 @@ LOWER_IS_BETTER: frozenset[str] = frozenset().union(*(s.lower_is_better for s in
 # higher_is_better is null for them, compare reports their change but never calls it better
 # or worse, and the report marks no direction. (latency_ms: lower is better; politeness:
 # higher; unsupported_facts: lower.)
-NO_DIRECTION: frozenset[str] = frozenset({"answer_length"})
+NO_DIRECTION: frozenset[str] = frozenset().union(*(s.no_direction for s in SCORERS))
 # metrics not on a [0, 1] scale: charts and rankings that put metrics side by side leave them out
 UNSCALED: frozenset[str] = frozenset({"answer_length", "latency_ms", "unsupported_facts"})
 
 
-def higher_is_better(metric: str, lower_is_better: Collection[str]) -> bool | None:
-    """A metric's direction: True (higher is better), False (lower is), None (neither)."""
-    return None if metric in NO_DIRECTION else metric not in lower_is_better
+def higher_is_better(metric: str, lower_is_better: Collection[str],
+                     no_direction: Collection[str] = NO_DIRECTION) -> bool | None:
+    """A metric's direction: True (higher is better), False (lower is), None
+    (neither: the built-in NO_DIRECTION, or a run's no_direction with its
+    custom metrics declared `direction: none`)."""
+    return None if metric in no_direction else metric not in lower_is_better
 
 
 def option_problem(default: Any, value: Any) -> str | None:
