@@ -203,7 +203,7 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
         parts.append(tag("h3", bot))
         parts.append(table(["case", "suite", "verdict", "largest drops", "baseline answer",
                             "candidate answer", "baseline reason", "candidate reason"],
-                           _regressed_cells(c, bot), text=range(3, 8))
+                           _regressed_cells(c, bot), text=range(3, 8), stack=True)
                      if c["regressed"].get(bot) else tag("p", "No case regressed.", "muted"))
     parts.append(tag("h2", "Cases in only one run"))
     parts += [tag("p", line) for line in unpaired_lines(c)]
