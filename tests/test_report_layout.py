@@ -1,6 +1,6 @@
 """The HTML pages as a person sees them, in headless Chromium: a table wider
 than the page (many bots with long names in the report's metric means, a
-viewer row with a long bot name and answer) scrolls inside its own box, and the
+viewer row with many columns of long words) scrolls inside its own box, and the
 page itself stays as wide as the window (with six bots the report was 2,477 px
 wide in a 1,280 px window: every heading, chart and paragraph sat in the left
 half while the page scrolled sideways)."""
@@ -33,8 +33,11 @@ def test_wide_tables_scroll_in_their_box_not_the_page(tmp_path):
                            table(["metric", *BOTS], [[f"m{i}", *[CELL] * len(BOTS)]
                                                      for i in range(3)],
                                  numeric=range(1, len(BOTS) + 1))])
-    viewer = page("viewer", [pages.grid(["case", "bot", "answer"],
-                                        [["c1", b, "x" * 300] for b in BOTS], cls="cases")])
+    # a word of up to 30 characters does not break (a longer one does: breakable), so
+    # twelve columns of them are wider than the window
+    viewer = page("viewer", [pages.grid(["case", "bot", *(f"metric_{i}" for i in range(12))],
+                                        [["c1", b, *["refund_policy_answer_v2"] * 12]
+                                         for b in BOTS], cls="cases")])
     with browser.Browser(width=1280) as b:
         for name, html in (("report", report), ("viewer", viewer)):
             path = tmp_path / f"{name}.html"

@@ -332,3 +332,34 @@ def test_a_repeated_case_id_shows_each_occurrence_once(tmp_path):
     assert "I am on the Plus plan." in body and "I am on the Pro plan." in body
     assert "It costs $10." in body and "It costs $20." in body
     assert body.count(">exact_match</td>") == 2, body.count(">exact_match</td>")
+
+
+ORDINARY_PAGES = ("/", "/run/r2", "/run/r2?metric=rougeL&min=0", "/run/r2/case/case-010",
+                  "/compare?a=r1&b=r2")
+SIZES = ("JSON.stringify(Array.from(document.querySelectorAll('body *')).map(e => "
+         "(r => [e.tagName, r.x, r.y, r.width, r.height])(e.getBoundingClientRect())))")
+
+
+def test_breaking_long_words_leaves_an_ordinary_run_as_it_was(viewer, monkeypatch):
+    """Break opportunities go only into runs longer than 30 characters: at 1,280
+    px the pages of a run without one are the same with and without them (the
+    same HTML, every element's box, the screenshot)."""
+    _need_chromium()
+    from pipeline.viewer import pages
+    from transforms.publish import html
+    server, _ = viewer
+    base = server.url.rstrip("/")
+
+    def shots() -> list:
+        with browser.Browser(width=1280, loopback=True) as b:
+            return [(path, page.evaluate("document.documentElement.outerHTML"),
+                     page.evaluate(SIZES), page.png)
+                    for path in ORDINARY_PAGES for page in [b.open(base + path)]]
+
+    now = shots()
+    monkeypatch.setattr(pages, "breakable", html.esc)  # as before: no <wbr>
+    monkeypatch.setattr(html, "breakable", html.esc)
+    before = shots()
+    for (path, markup, sizes, png), (_, markup0, sizes0, png0) in zip(now, before):
+        assert "<wbr>" not in markup and markup == markup0, path
+        assert sizes == sizes0 and png == png0, path

@@ -133,3 +133,29 @@ def test_the_desktop_keeps_its_tables(phone_server):
                                  ".map(th => th.textContent)") == STACKED[name], name
             assert page.evaluate(f"getComputedStyle(document.querySelector('{table} td'), "
                                  "'::before').content") == "none", name
+
+
+def test_a_long_url_wraps_in_its_column_on_a_desktop(phone_server):
+    """At 1,280 px a question and an answer holding a 150-character URL wrap in
+    their columns: the explorer's table fits its box (it was 2,435 px wide in a
+    1,200 px box, the answer out of sight to the right). The break opportunities
+    (<wbr>) copy as nothing: the cell's text is the answer's, and the case's
+    link keeps its href."""
+    _need_chromium()
+    base = phone_server.url.rstrip("/")
+    with browser.Browser(width=1280, loopback=True) as b:
+        for path in (f"/run/{B}", f"/run/{B}?metric=rougeL&min=0"):
+            page = b.open(base + path)
+            box, inner, right = page.evaluate(
+                "(t => [t.parentElement.scrollWidth, t.parentElement.clientWidth,"
+                " Math.max(...Array.from(t.querySelectorAll('td')).map(td =>"
+                " td.getBoundingClientRect().right))])(document.querySelector('table.cases'))")
+            assert box <= inner and right <= 1280, (path, box, inner, right)
+        texts = page.evaluate("Array.from(document.querySelectorAll('table.cases tbody tr'))"
+                              ".map(tr => tr.children[6].textContent)")
+        assert all(f" Read {URL[:100]}" in t and "\u200b" not in t for t in texts), texts
+        assert page.evaluate("document.querySelectorAll('table.cases td:nth-child(7) wbr')"
+                             ".length") > 0
+        hrefs = page.evaluate("Array.from(document.querySelectorAll('table.cases a'))"
+                              ".map(a => a.getAttribute('href'))")
+        assert f"/run/{B}/case/{LONG_ID}" in hrefs

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from schemas.tables import VERDICT_ORDER
-from transforms.publish.html import STACK, Raw, cell, esc, page, scrolling
+from transforms.publish.html import STACK, Raw, breakable, cell, esc, page, scrolling
 from transforms.publish.report import escape_controls
 
 STYLE = """
@@ -45,6 +45,11 @@ def text(value: Any) -> str:
     return esc(escape_controls(str(value)))
 
 
+def cell_text(value: Any) -> str:
+    """text(value) for a table cell: a long unbroken run (a URL) may wrap (breakable)."""
+    return "–" if value is None else breakable(escape_controls(str(value)))
+
+
 def clip(value: Any, limit: int) -> str:
     s = "" if value is None else str(value)
     return s if len(s) <= limit else s[:limit - 1] + "…"
@@ -72,7 +77,7 @@ def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "",
     phone, one card per row, each cell labelled with its heading."""
     head = "".join(f"<th>{text(h)}</th>" for h in headers)
     labels = [text(h) if stack else None for h in headers]
-    body = "".join("<tr>" + "".join(cell(c if isinstance(c, Raw) else text(c), label)
+    body = "".join("<tr>" + "".join(cell(c if isinstance(c, Raw) else cell_text(c), label)
                                     for label, c in zip(labels, row, strict=True)) + "</tr>"
                    for row in rows)
     classes = " ".join(c for c in (cls, STACK if stack else "") if c)

@@ -59,6 +59,33 @@ def esc(value: Any) -> str:
     return "–" if value is None else html.escape(str(value), quote=True)
 
 
+LONG_RUN = 30  # an unbroken run of more characters gets break opportunities (<wbr>)
+_LONG = re.compile(r"\S{%d,}" % (LONG_RUN + 1))
+# within a long run: after a URL's or a path's separators, else every LONG_RUN characters
+_SEP = r"/\\?&=#.,;:_-"  # a URL's, a path's or an id's separators (a break goes after them)
+_PIECE = re.compile(r"[^{0}]{{1,{1}}}[{0}]{{0,{1}}}|[{0}]{{1,{1}}}".format(_SEP, LONG_RUN))
+
+
+def breakable(value: Any) -> str:
+    """esc(value) for a table cell, with a break opportunity (<wbr>, which copies
+    as nothing) in every unbroken run longer than LONG_RUN characters (a URL, a
+    path, an id), so a long word wraps in its column instead of widening it
+    (overflow-wrap would break it too, but not narrow the column, and
+    overflow-wrap: anywhere changes ordinary cells' widths). Text without such
+    a run is exactly esc(value). Only for text between tags, never an attribute
+    (an href, a data-label)."""
+    if value is None or isinstance(value, Raw):
+        return esc(value)
+    text, out, at = str(value), [], 0
+    for run in _LONG.finditer(text):
+        out.append(html.escape(text[at:run.start()], quote=True))
+        out.append("<wbr>".join(html.escape(piece, quote=True)
+                                for piece in _PIECE.findall(run.group())))
+        at = run.end()
+    out.append(html.escape(text[at:], quote=True))
+    return "".join(out)
+
+
 # Letters written right to left (Hebrew, Arabic, Syriac, Thaana, N'Ko, ... and
 # their presentation forms).
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
@@ -101,7 +128,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
         cells = []
         for i, value in enumerate(row):
             cls = "num" if i in numeric else "text" if i in text else ""
-            cells.append(cell(esc(value), esc(headers[i]) if stack else None, cls))
+            cells.append(cell(breakable(value), esc(headers[i]) if stack else None, cls))
         body.append("<tr>" + "".join(cells) + "</tr>")
     opening = f'<table class="{STACK}">' if stack else "<table>"
     return scrolling(f"{opening}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
