@@ -102,6 +102,12 @@ class Turn:
     def effective_contexts(self) -> list[str] | None:
         return self.contexts if self.contexts is not None else self.case.contexts
 
+    @property
+    def has_contexts(self) -> bool:
+        """Whether a passage holds text: only blank ones ([""]) are no contexts, for
+        every metric that needs them (null "no contexts", no call made)."""
+        return any(c and not c.isspace() for c in self.effective_contexts or ())
+
     def evolve(self, *, scores: dict[str, MetricResult] | None = None,
                verdict: str | None = None, verdict_reason: str | None = None,
                features: dict[str, Any] | None = None,

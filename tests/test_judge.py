@@ -116,6 +116,24 @@ def test_answers_without_claims_and_missing_inputs_are_null_not_zero():
     assert all(r.value is None and r.error == "no contexts" for r in n.values())
 
 
+@pytest.mark.parametrize("blank", [[""], ["", "  \n"]])
+def test_only_blank_contexts_are_no_contexts_for_the_judge_metrics(blank):
+    """contexts [""] (a retriever that returned an empty passage) is no evidence:
+    faithfulness and the context metrics are null "no contexts" as with null or
+    [] (and as hallucination and groundedness say), not 0, and the judge is not
+    asked about them."""
+    with FakeOpenAI() as server:
+        script = ScriptedJudge()
+        server.set_chat_handler(script)
+        (turn,), _ = judge_turns(server, [_turn(contexts=blank)],
+                                 metrics=("faithfulness", "context_recall",
+                                          "context_precision", "judge_faithfulness"))
+    n = scores(turn, "faithfulness", "context_recall", "context_precision", "judge_faithfulness")
+    assert {k: (r.value, r.error) for k, r in n.items()} == {
+        k: (None, "no contexts") for k in n}
+    assert not script.tasks  # nothing was asked
+
+
 @pytest.mark.parametrize("first, why", [
     ("I think it is about a 4.", "no JSON object"),
     ('{"score": "four", "reason": "x"}', "must be a number"),

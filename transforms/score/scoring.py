@@ -312,7 +312,7 @@ def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] 
         return f"bot failed: {turn.error}"
     have = {"answer": turn.answer is not None,
             "expected_answer": turn.case.expected_answer is not None,
-            "contexts": bool(turn.effective_contexts), "messages": turn.case.is_conversation}
+            "contexts": turn.has_contexts, "messages": turn.case.is_conversation}
     for need in needs:
         if not have.get(need, True):
             return MISSING[need]

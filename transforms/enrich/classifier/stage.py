@@ -42,7 +42,7 @@ class ClassifyTurns(CallingDoFn):
         cfg = self._cfg
         plans = {}
         for i, t in enumerate(turns):
-            if t.error is None and t.answer is not None and t.effective_contexts \
+            if t.error is None and t.answer is not None and t.has_contexts \
                     and not t.features.get(SKIP):
                 plans[i] = plan_pairs(t.answer, list(t.effective_contexts), cfg.chunk_words,
                                       cfg.max_sentences)

@@ -108,7 +108,7 @@ def _lacks(turn: Turn, inputs) -> bool:
     c = turn.case
     have = {"question": True, "answer": turn.answer is not None,
             "expected_answer": c.expected_answer is not None,
-            "contexts": bool(turn.effective_contexts), "messages": c.is_conversation}
+            "contexts": turn.has_contexts, "messages": c.is_conversation}
     return not all(have[i] for i in inputs)
 
 

@@ -83,7 +83,7 @@ class TurnJudge:
     async def features(self, turn: Turn) -> dict[str, Any]:
         """Every judge outcome this turn needs, keyed by feature name."""
         q, a, ref = turn.case.question, turn.answer, turn.case.reference_text
-        ctx = list(turn.effective_contexts or [])
+        ctx = list(turn.effective_contexts or []) if turn.has_contexts else []
         w = self.wanted
         # each text fenced once (the hash of a long context is not free)
         fq, fa = fence("QUESTION", q), fence("ANSWER", a)
