@@ -196,16 +196,9 @@ def test_client_probes_again_and_recovers():
     assert later.texts == ["back"]
 
 
-def test_calls_refused_by_an_open_breaker_are_failures_not_requests():
-    """usage/ calls + retries are the requests made; a call the open breaker
-    refused before any attempt is not one, but it is a failure (its row has
-    the `circuit open` error), and it does not spend judge.max_calls."""
-    requests = {"n": 0}
-
-    def handler(request):
-        requests["n"] += 1
-        raise httpx.ConnectError("connection refused")
-
+def _five_judge_calls(handler) -> list:
+    """Five judge calls in a row through a client with 2 attempts a call and a
+    breaker that opens after 3 connection failures (no backoff waits)."""
     async def main():
         client = EndpointClient("llm", _cfg(max_attempts=2, circuit_failures=3,
                                             circuit_cooldown_s=60, backoff_initial_s=0.0,
@@ -216,7 +209,43 @@ def test_calls_refused_by_an_open_breaker_are_failures_not_requests():
                                purpose="judge:x") for _ in range(5)]
         finally:
             await client.aclose()
-    replies = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_a_server_that_hangs_trips_the_circuit_breaker_too():
+    """A judge server that stops answering but whose port still accepts
+    connections (a SIGSTOPped or wedged process: the kernel's backlog accepts)
+    gave read timeouts, which never opened the breaker: every call made all its
+    attempts of timeout_s each. 800 cases ran at ~1 case/s instead of ~45 (with
+    the defaults, 6 x 60 s a call: hours). An attempt that got no reply at all
+    within timeout_s now counts as a connection failure; any reply resets it."""
+    requests = {"n": 0}
+
+    def handler(request):
+        requests["n"] += 1
+        if requests["n"] == 2:  # a reply between timeouts: the count starts again
+            return httpx.Response(500, text="busy")
+        raise httpx.ReadTimeout("no reply", request=request)
+
+    replies = _five_judge_calls(handler)
+    # timeout, 500 (reset), timeout, timeout, timeout -> open; the rest fail at once
+    assert requests["n"] == 5
+    assert [r.record.attempts for r in replies] == [2, 2, 1, 0, 0]
+    assert "circuit open: 3 consecutive connection failures" in replies[3].error
+    assert "timeout" in replies[3].error
+
+
+def test_calls_refused_by_an_open_breaker_are_failures_not_requests():
+    """usage/ calls + retries are the requests made; a call the open breaker
+    refused before any attempt is not one, but it is a failure (its row has
+    the `circuit open` error), and it does not spend judge.max_calls."""
+    requests = {"n": 0}
+
+    def handler(request):
+        requests["n"] += 1
+        raise httpx.ConnectError("connection refused")
+
+    replies = _five_judge_calls(handler)
     # call 1: 2 attempts; call 2: 1 attempt, then the breaker opens; calls 3-5: none
     assert requests["n"] == 3
     assert [r.record.attempts for r in replies] == [2, 1, 0, 0, 0]

@@ -2,8 +2,9 @@
 
 Without it, a server that is down costs every call all its attempts and
 backoff waits (300 cases took 254 s for 1,800 refused connections). After
-`failures` consecutive connection failures (refused, connect timeout) the
-breaker opens: every attempt fails at once with the reason. After
+`failures` consecutive connection failures (refused, connect timeout, or no
+reply at all within the timeout: a wedged server whose port still accepts
+connections) the breaker opens: every attempt fails at once with the reason. After
 `cooldown_s` one probe attempt goes through (half-open); a response of any
 status closes the breaker, another connection failure opens it again.
 Runs on the endpoint's event loop (one thread), so it needs no lock.
@@ -47,8 +48,9 @@ class CircuitBreaker:
             self.probing = False
 
     def on_other_failure(self) -> None:
-        """Neither a response nor a refused connection (e.g. a read timeout): says
-        nothing about reachability, but a probe that ends so lets the next one try."""
+        """Neither a response nor a connection failure (e.g. a reply cut off while
+        its body was read): says nothing about reachability, but a probe that ends
+        so lets the next one try."""
         if self.probing:
             self.open_until = self._clock() + self.cooldown_s
             self.probing = False

@@ -188,6 +188,9 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
 
 
 _CONNECTION_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout)
+# no reply at all within timeout_s: a wedged server whose port still accepts
+# connections (the kernel's backlog) is as unreachable as one that refuses them
+_NO_REPLY = (httpx.ReadTimeout, httpx.WriteTimeout)
 
 
 class EndpointClient:
@@ -409,6 +412,7 @@ class EndpointClient:
         state["attempts"] += 1
         async with self._slots:
             t0 = time.perf_counter()
+            replied = False
             try:
                 headers = {REQUEST_ID_HEADER: request_id}
                 if payload is not None:
@@ -416,6 +420,7 @@ class EndpointClient:
                 async with next(self._next_pool).stream(
                         state["method"], path, content=payload, params=self.params,
                         headers=headers) as response:
+                    replied = True
                     state["status"] = response.status_code
                     state["compute_tokens"] = response.headers.get("x-compute-tokens")
                     body = await read_capped(response, self.cfg.max_reply_bytes)
@@ -425,7 +430,8 @@ class EndpointClient:
             except Exception as exc:
                 state["status"] = None
                 failure = error_for_exception(exc, self.scrub)
-                if isinstance(exc, _CONNECTION_FAILURES):
+                if isinstance(exc, _CONNECTION_FAILURES) or (
+                        isinstance(exc, _NO_REPLY) and not replied):
                     self.breaker.on_connection_failure(str(failure))
                 else:
                     self.breaker.on_other_failure()
