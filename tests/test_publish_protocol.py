@@ -219,6 +219,36 @@ def test_stale_heartbeat_frees_the_lease(tmp_path):
         leases.acquire(out, late, lambda: None)
 
 
+def test_a_taker_killed_mid_takeover_does_not_lock_the_run_id_for_good(tmp_path):
+    """A run killed between creating takeover.<attempt> and writing the lease
+    left the marker behind, and every later run of the id exited 2 ("another
+    run is taking over the stale lease ... right now") while `status` said a new
+    run takes over. A marker whose taker is gone (or older than its ttl) is
+    passed over; a live taker's marker still makes a newcomer step back."""
+    out = str(tmp_path / "out")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    crashed = leases.new_lease("k", "a" * 12, ttl_s=300.0, runner_local=True, pid=dead.pid)
+    assert leases.acquire(out, crashed, lambda: None)[1] is None
+    taker = leases.new_lease("k", "b" * 12, ttl_s=300.0, runner_local=True, pid=dead.pid)
+    marker = os.path.join(out, "runs", "k", "takeover." + "a" * 12)
+    with open(marker, "wb") as fh:  # the taker died before it wrote the lease
+        fh.write(leases._encode(taker))
+    live = leases.new_lease("k", "c" * 12, ttl_s=300.0, runner_local=True)
+    got, why = leases.acquire(out, live, lambda: None)
+    assert "is gone" in why and leases.read_lease(out, "k").attempt == "c" * 12
+    # a taker that is alive right now (this process) still wins its takeover
+    os.remove(leases.lease_path(out, "k"))
+    assert leases.acquire(out, crashed, lambda: None)[1] is None
+    for name in os.listdir(os.path.dirname(marker)):
+        if name.startswith("takeover."):
+            os.remove(os.path.join(os.path.dirname(marker), name))
+    with open(marker, "wb") as fh:
+        fh.write(leases._encode(live))
+    with pytest.raises(leases.LeaseHeld, match="taking over the stale lease"):
+        leases.acquire(out, leases.new_lease("k", "d" * 12, 300.0, True), lambda: None)
+
+
 def test_detached_run_returns_at_once_and_status_follows_it(tmp_path, setup, capsys,
                                                             monkeypatch):
     cfg, out = setup

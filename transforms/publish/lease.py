@@ -10,7 +10,8 @@ the same id is refused and names the holder, unless the lease is free to take
 over: its attempt is already committed, it was marked failed, its heartbeat is
 older than its ttl, or its owner was a local process on this host that no
 longer exists. Taking over is itself exclusive (`takeover.<attempt>` is
-created if absent), so two newcomers cannot both win.
+created if absent), so two newcomers cannot both win; a marker whose taker died
+before it wrote the lease is passed over for the next (`takeover.<attempt>.2`).
 
 On a local filesystem create-if-absent is O_EXCL (atomic). Object stores
 (gs://, s3://) get a best-effort check-then-write followed by a read-back.
@@ -153,7 +154,11 @@ _LEASE_TYPES = {"run_id": str, "attempt": str, "host": str, "pid": int, "user": 
 
 def read_lease(output: str, run_id: str) -> Lease | None:
     """The run id's lease, or None (none, or not a lease this version wrote)."""
-    data = read_json(lease_path(output, run_id))
+    return _lease_of(read_json(lease_path(output, run_id)))
+
+
+def _lease_of(data: dict | None) -> Lease | None:
+    """A lease (or a takeover marker) read back, or None (not one this version wrote)."""
     try:
         lease = Lease(**data) if data else None
     except TypeError:  # not a lease of this version
@@ -240,8 +245,7 @@ def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | Non
                 f"{held.attempt}, started {_iso(held.acquired_at)}, last heartbeat "
                 f"{beat:.0f} s ago); it can be taken over when its heartbeat is "
                 f"{held.ttl_s:g} s old (see: evalbeam status)")
-        marker = FileSystems.join(run_dir(output, lease.run_id), f"takeover.{held.attempt}")
-        if not _create_exclusive(marker, _encode(lease)):
+        if not _claim_takeover(output, lease, held.attempt):
             raise LeaseHeld(f"run id {lease.run_id!r}: another run is taking over the stale "
                             f"lease of attempt {held.attempt} right now")
         current = read_lease(output, lease.run_id)
@@ -251,6 +255,28 @@ def acquire(output: str, lease: Lease, committed_attempt: Callable[[], str | Non
         write_atomic(path, _encode(lease))
         return _confirm(output, lease, f"attempt {held.attempt} ({reason})")
     raise LeaseHeld(f"run id {lease.run_id!r}: could not take its lease (it keeps changing)")
+
+
+def _claim_takeover(output: str, lease: Lease, attempt: str) -> bool:
+    """Create takeover.<attempt> exclusively: only one newcomer takes a stale lease
+    over. A marker whose taker died before it wrote the lease (its local process is
+    gone, or the marker is older than its ttl) would refuse every later run of the
+    id for good: it is passed over for the next one (takeover.<attempt>.2, ...),
+    itself created exclusively, so two newcomers still cannot both win."""
+    folder = run_dir(output, lease.run_id)
+    for n in range(1, 101):
+        marker = FileSystems.join(folder, f"takeover.{attempt}" + (f".{n}" if n > 1 else ""))
+        if _create_exclusive(marker, _encode(lease)):
+            return True
+        taker = _lease_of(read_json(marker))
+        if taker is None:  # unreadable: killed while writing it; judged by its age
+            stamp = _modified(marker)
+            if stamp is not None and time.time() - stamp > lease.ttl_s:
+                continue
+            return False
+        if not (_process_gone(taker) or time.time() - taker.acquired_at > taker.ttl_s):
+            return False  # its taker is at work right now
+    return False
 
 
 def _modified(path: str) -> int | None:
