@@ -787,6 +787,44 @@ def test_a_capital_opening_a_sentence_and_a_figure_name_nothing_the_contexts_do_
     assert unsupported_facts(hallucination(wrong, [ctx])).value >= 1
 
 
+@pytest.mark.parametrize("answer, wrong, ctx", [
+    ("Currently 40 people work there.", "Currently 45 people work there.",
+     "The office currently employs 40 people."),
+    ("Total 12 stores.", "Total 15 stores.", "The chain has 12 stores in total."),
+    ("Expect 5 days.", "Expect 9 days.", "You can expect your refund within 5 days."),
+])
+def test_a_common_word_opening_a_sentence_before_a_figure_is_no_name(answer, wrong, ctx):
+    # before, "Currently 40" was a name: a context that writes "currently" kept
+    # it one, which no context named (a correct answer had an unsupported fact),
+    # and a wrong figure was an unsupported name, not a figure
+    assert unsupported_facts(hallucination(answer, [ctx])).value == 0
+    facts = unsupported_facts(hallucination(wrong, [ctx])).details["facts"]
+    assert [(f["kind"], f["text"]) for f in facts] == [("number", wrong.split()[1])]
+
+
+def test_a_name_with_a_figure_opening_a_sentence_stays_a_name():
+    ctx = ["Voyager 2 crossed the heliopause in 2018."]
+    assert unsupported_facts(hallucination("Voyager 2 crossed the heliopause.", ctx)).value == 0
+    facts = unsupported_facts(hallucination("Voyager 3 crossed the heliopause.", ctx)).details["facts"]
+    assert [(f["kind"], f["text"]) for f in facts] == [("entity", "Voyager 3")]
+    # a word the contexts never use, before a figure they do not state: still a name
+    facts = unsupported_facts(hallucination("React 18 is required.", ["Vue 3 is required."])
+                              ).details["facts"]
+    assert [(f["kind"], f["text"]) for f in facts] == [("entity", "React 18")]
+
+
+@pytest.mark.parametrize("answer, ctx", [
+    ("About 40.5 million people live there.", "The region has 45.2 million inhabitants."),
+    ("In 812 the abbey was founded.", "The abbey was founded in 815."),
+    ("Around 812 people attended.", "Some 950 people attended."),
+])
+def test_a_figure_after_an_opening_function_word_is_a_figure_not_a_name(answer, ctx):
+    # before, the opener was cut off a run of "In 812" and the figure left was a name
+    # too: one wrong figure counted twice, once as a number and once as an entity
+    facts = unsupported_facts(hallucination(answer, [ctx])).details["facts"]
+    assert [f["kind"] for f in facts] == ["number"]
+
+
 @pytest.mark.parametrize("ctx, answer, wrong", [
     ("The warranty lasts 24 months.", "The warranty lasts two years.", "The warranty lasts three years."),
     ("The bridge is 2.7 km long.", "The bridge is 2,700 metres long.", "The bridge is 2,900 metres long."),

@@ -82,6 +82,8 @@ class ContextIndex:
     joined: list[str] = field(default_factory=list)       # " tok tok " per context passage
     question_tokens: set[str] = field(default_factory=set)
     question_stems: set[str] = field(default_factory=set)
+    lower: set[str] = field(default_factory=set)  # words a context writes in lower case
+    question_lower: frozenset[str] = frozenset()
     initials: set[str] = field(default_factory=set)  # see acronyms_of
     caps: set[str] = field(default_factory=set)
 
@@ -128,6 +130,7 @@ def build_index(contexts: Sequence[str], question: str) -> ContextIndex:
         index.stems.update(passage.stems)
         index.initials.update(passage.initials)
         index.caps.update(passage.caps)
+        index.lower.update(passage.lower)
     return with_question(index, question)
 
 
@@ -141,6 +144,7 @@ class _Passage:
     stems: frozenset[str]
     initials: frozenset[str]
     caps: frozenset[str]
+    lower: frozenset[str]
 
 
 @lru_cache(maxsize=1024)
@@ -162,7 +166,13 @@ def _passage(ctx: str, lang: str) -> _Passage:
     initials, caps = acronyms_of(ctx)
     return _Passage(frozenset(toks).union(parts), " " + " ".join(toks) + " ", tuple(sentences),
                     frozenset(stem(t) for t in toks if t not in stops), frozenset(initials),
-                    frozenset(caps))
+                    frozenset(caps), lower_case_words(ctx))
+
+
+def lower_case_words(text: str) -> frozenset[str]:
+    """The words the text writes in lower case: common words, not names
+    ("currently", "total"), whatever a sentence's first letter makes of them."""
+    return frozenset(unelided_tokens(" ".join(w for w in text.split() if w.islower())))
 
 
 def with_question(index: ContextIndex, question: str) -> ContextIndex:
@@ -172,7 +182,8 @@ def with_question(index: ContextIndex, question: str) -> ContextIndex:
     stem = stemmer_for(index.lang)
     qt = unelided_tokens(question or "")
     return replace(index, question_tokens=set(qt),
-                   question_stems={stem(t) for t in qt if t not in stops})
+                   question_stems={stem(t) for t in qt if t not in stops},
+                   question_lower=lower_case_words(question or ""))
 
 
 @lru_cache(maxsize=256)

@@ -148,6 +148,8 @@ def extract_entities(sentence: str, lang: str, stops: frozenset[str],
             run = run[1:]
         while run and words[run[-1]][0].lower() in _CONNECTORS:
             run = run[:-1]
+        if run and not any(_is_name_word(words[k][0], False, lang)[0] for k in run):
+            run = []  # only a figure is left ("About 40.5", "In 812"): a figure, not a name
         if run:
             names = [part for k in run if (part := _name_part(words[k][0]))
                      and part.lower() not in months]  # "mid-October" is a date

@@ -36,11 +36,14 @@ class Check:
     supported: bool
 
 
-def check_names(answer: str, index: ContextIndex) -> list[Check]:
-    """Each distinct name of the answer (case-insensitive), in order, checked once."""
+def check_names(answer: str, index: ContextIndex) -> tuple[list[Check], set[str]]:
+    """Each distinct name of the answer (case-insensitive), in order, checked
+    once; and the common words that open a sentence before a figure, read as
+    a name with it but naming nothing (see `_common_opener`)."""
     lang = language_near(answer, index.lang)
     stops = stop_words_of(lang, index.lang)
     checks: list[Check] = []
+    openers: set[str] = set()
     seen: set[tuple[str, ...]] = set()
     seen_text: set[str] = set()
     for sentence in split_sentences(answer)[:MAX_SENTENCES]:
@@ -49,28 +52,54 @@ def check_names(answer: str, index: ContextIndex) -> list[Check]:
                 continue
             seen.add(e.words)
             ok = index.has_words(e.words) or (
-                lang in NOUNS_CAPITALISED and _has_name_after_noun(e.words, index)) or \
-                _opening_word_and_figure(e, index, lang)
+                lang in NOUNS_CAPITALISED and _has_name_after_noun(e.words, index))
+            if not ok and (opener := _common_opener(e, index, lang)):
+                openers.add(opener)  # its figure is a figure fact, checked as one
+                continue
             if e.text.lower() not in seen_text:
                 seen_text.add(e.text.lower())
                 checks.append(Check(e.text, ok))
-    return checks
+    return checks, openers
 
 
-def _opening_word_and_figure(e: Entity, index: ContextIndex, lang: str) -> bool:
-    """A capital opening a sentence and a figure read as one name ("Expect 5–7
-    days", "Tingginya 132 meter"): when the contexts never use that word, it
-    names nothing, and the figure is checked alone. A word they use keeps the
-    pair a name ("Voyager 2 crossed …")."""
+def _common_opener(e: Entity, index: ContextIndex, lang: str) -> str | None:
+    """The first word of a capital opening a sentence and a figure read as one
+    name ("Expect 5–7 days", "Currently 40 people", "Tingginya 132 meter"),
+    when it is a common word: the contexts or the question write it in lower
+    case, or never use it and state the figure. A word they use only as a
+    name keeps the pair a name ("Voyager 3 crossed …" against "Voyager 2
+    crossed …"), and so does a word they never use before a figure they do
+    not state either ("React 18" against contexts about Vue): nothing tells a
+    name from a common word there."""
     parts = e.text.split(None, 1)
     if e.start != 0 or len(e.words) != 2 or not e.words[1][:1].isdigit() or len(parts) != 2:
-        return False  # ("Model-3" is one word: a name)
-    opener, figure = parts
-    if e.words[0] in index.tokens or e.words[0] in index.question_tokens or \
-            is_strong_name_word(opener, lang):
-        return False
-    keys = {k for a in value_anchors(figure, lang) for k in a.keys}
-    return bool(keys) and any(keys & s["values"] for s in index.sentences)
+        return None  # ("Model-3" is one word: a name)
+    opener, word = parts[0], e.words[0]
+    if is_strong_name_word(opener, lang):
+        return None
+    if word in index.lower or word in index.question_lower:
+        return opener
+    if word in index.tokens or word in index.question_tokens:
+        return None
+    keys = {k for a in value_anchors(parts[1], lang) for k in a.keys}
+    return opener if keys and any(keys & s["values"] for s in index.sentences) else None
+
+
+def _figures_after(text: str, openers: set[str], numbers: list[Anchor], lang: str) -> list[Anchor]:
+    """The figures of the text right after one of `openers` at a sentence's
+    start, that `numbers` lack (the scan read them as part of a name)."""
+    have = {a.start for a in numbers}
+    found = []
+    for a in scan_values(text, lang=lang, names_too=True, answer=True)[1]:
+        if a.start in have:
+            continue
+        head = text[:a.start].rstrip(" ")
+        for opener in openers:
+            if head.endswith(opener) and (len(head) == len(opener) or
+                                          not head[-len(opener) - 1].isalnum()):
+                found.append(a)
+                break
+    return found
 
 
 def _has_name_after_noun(words: tuple[str, ...], index: ContextIndex) -> bool:
@@ -108,8 +137,12 @@ def checked_facts(answer: str, contexts: tuple[str, ...], question: str,
     index = index_for(contexts, question)
     prepared = prepare_text(answer)
     # read in the contexts' language unless the answer clearly is in another one
-    temporal, numbers = scan_values(prepared, unique=True, answer=True,
-                                    lang=language_near(answer, index.lang))
+    lang = language_near(answer, index.lang)
+    temporal, numbers = scan_values(prepared, unique=True, answer=True, lang=lang)
+    names, openers = check_names(answer, index)
+    if openers:  # the figures after them, which the scan gave to a name
+        numbers = sorted(numbers + _figures_after(prepared, openers, numbers, lang),
+                         key=lambda a: a.start)
     asked = value_keys(question) if question else set()
     facts: list[tuple[dict, frozenset | None]] = []
     for a in _dedupe_values((*temporal, *numbers)):
@@ -122,7 +155,7 @@ def checked_facts(answer: str, contexts: tuple[str, ...], question: str,
             row["note"] = "stated in the question" if in_question else "a rounded context figure"
         facts.append((row, frozenset(a.keys)))
     script = script_of("\n".join(contexts)) if other else None
-    for name in check_names(answer, index):
+    for name in names:
         if other and script_of(name.text) != script:
             continue  # a name in another script cannot match the contexts'
         facts.append(({"kind": "entity", "text": name.text, "normalized": name.text.lower(),
