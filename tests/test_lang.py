@@ -185,3 +185,50 @@ def test_a_cyrillic_text_without_stop_words_is_not_english():
     assert languages.detect_language("Мост Чайковского") == "ru"
     assert languages.detect_language("Обидва мости відкрито") == "uk"
     assert languages.other_language("Мост Чайковского", "The Tchaikovsky bridge.") == ("ru", "en")
+
+
+_BRIDGE = ("The Bosphorus Bridge was opened to traffic on 30 October 1973. It is 1,560 metres long "
+           "and connects Europe and Asia. Its designers were Gilbert Roberts and William Brown.")
+
+
+@pytest.mark.parametrize("answer, lang", [
+    ("Sie wurde 1973 eröffnet.", "de"),
+    ("Ja, das stimmt.", "de"),
+    ("Die Brücke ist 1.560 Meter lang.", "de"),
+    ("Fue inaugurado en 1973.", "es"),
+    ("Je ne sais pas.", "fr"),
+])
+def test_a_short_answer_clearly_in_another_language_than_its_contexts_is_told_apart(answer, lang):
+    from transforms.score.metrics.groundedness import groundedness
+    from transforms.score.metrics.hallucination import hallucination
+    # before: too short for the vote, read as English, so the word overlap found
+    # nothing and a right answer ("Sie wurde 1973 eröffnet.") scored hallucination 0.86
+    assert languages.other_language(answer, _BRIDGE) == (lang, "en")
+    h = hallucination(answer, [_BRIDGE])
+    assert h.value is None or (h.details["compared"].startswith("figures, dates and names only")
+                               and h.value == 0)
+    assert groundedness("When did the bridge open?", [_BRIDGE], answer).value is None
+
+
+@pytest.mark.parametrize("answer", [
+    "yes", "Yes.", "No", "1987", "1973", "Arthur's Magazine", "In 1973.", "It opened in 1973.",
+    "Gilbert Roberts", "Ursula von der Leyen", "La Casa de Papel", "Notre Dame de Paris",
+    "Jean de la Fontaine", "Rue de la Paix", "Los Alamos de la Sierra", "Van der Waals",
+    "Charles de Gaulle", "Leonardo da Vinci", "Die Hard", "Los Angeles", "Et al.", "A la carte",
+    "Déjà vu", "It is a café.", "José Mourinho", "São Paulo", "Mötley Crüe", "Tour de France",
+    "Europa y Asia.",
+])
+def test_a_short_english_answer_or_name_is_never_another_language(answer):
+    # short answers of names, figures and loanwords hold no evidence of another
+    # language: a short right answer keeps its word overlap (short right answers once failed)
+    assert languages.other_language(answer, _BRIDGE) is None
+    german = ("Die Bosporus-Brücke wurde am 30. Oktober 1973 für den Verkehr freigegeben. Sie "
+              "ist 1.560 Meter lang und verbindet Europa und Asien.")
+    if languages.detect_language(answer) == "en":  # an English answer to German contexts
+        assert languages.other_language(answer, german) is None
+
+
+def test_a_short_foreign_answer_quoting_the_contexts_words_is_not_told_apart():
+    # words the contexts use are no evidence: a title or name the contexts give
+    ctx = "La Casa de Papel is a Spanish heist series; its title means The House of Paper."
+    assert languages.other_language("La Casa de Papel", ctx) is None

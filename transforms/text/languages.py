@@ -9,6 +9,7 @@ other are in different languages.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from transforms.text.scripts import other_scripts, script_of
@@ -152,7 +153,8 @@ def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     """(answer's language, reference's) when they differ: written in different
     scripts (a Russian, Chinese or Hebrew answer to an English reference), or
     both in the Latin script and long enough for the stop-word
-    vote to tell (a Spanish answer to an English reference). Two texts that
+    vote to tell (a Spanish answer to an English reference), or a short answer
+    with strong evidence of its language (`_short_and_foreign`). Two texts that
     `detect_language` reads as one language never differ: its majority script
     and words decide, so an English text quoting "Пётр Ильич Чайковский" or
     "Αλέξανδρος ο Μέγας" stays English, and the pair is never (en, en)."""
@@ -165,7 +167,64 @@ def other_language(answer: str, reference: str) -> tuple[str, str] | None:
     if not a_other and a_main != r_main and "other" not in (a_main, r_main):
         return a_lang, r_lang  # "我们不知道。" is too short for other_scripts alone
     if a_main == r_main == "latin" and not a_other and a_lang != r_lang \
-            and _enough_words(answer) and _enough_words(reference) \
-            and _votes_apart(answer, a_lang, r_lang) and _votes_apart(reference, r_lang, a_lang):
+            and _enough_words(reference) and _votes_apart(reference, r_lang, a_lang) \
+            and (_votes_apart(answer, a_lang, r_lang) if _enough_words(answer)
+                 else _short_and_foreign(answer, a_lang, r_lang, reference)):
         return a_lang, r_lang
     return None
+
+
+# A word in lower case with a letter English writes only in loanwords ("eröffnet",
+# "abrió", "été"): evidence of another language, like one of its stop words.
+_ACCENTED = frozenset("àáâãäåçèéêëìíîïñòóôõöøùúûüýÿßăąćčďęěğıłńňőœřśşšţťůűźżžș")
+
+
+def _short_and_foreign(answer: str, lang: str, other: str, reference: str) -> bool:
+    """A text too short for the plain vote ("Ja, das stimmt.", "Se abrió en
+    1973.") is in `lang`, not in the reference's `other`, only on strong
+    evidence: no stop word of `other` at all, and at least MIN_LANGUAGE_VOTES
+    words of `lang` -- its stop words, and one lower-case word with an accented
+    letter -- that the reference does not use and that are no part of a name
+    (the "de" of "La Casa de Papel", "von der" of "Ursula von der Leyen" sit
+    between capitalised words), one of them longer than two letters. A name, a figure, "yes" or a
+    quoted title gives no such evidence: the answer is then not told apart.
+    A short answer read as English never is: its function words ("was",
+    "in") are other languages' too, and contexts of names and figures (a
+    track list) vote for anything; an English answer is the common case."""
+    words = [m.group() for m in _WORD.finditer(answer[:400])]
+    if lang == "en" or _votes(answer).get(other, 0) or len(words) > MIN_TOKENS_FOR_LANGUAGE:
+        return False
+    mine = stop_words_for(lang)
+    known = set(tokenize(reference[:20000]))
+    evidence, accented, longer = 0, False, False
+    for i, word in enumerate(words):
+        low = word.lower()
+        if low in known or _in_name(words, i, mine):
+            continue
+        if low in mine:
+            evidence += 1
+            longer = longer or len(low) > 2
+        elif not accented and word.islower() and any(c in _ACCENTED for c in low):
+            accented = longer = True
+            evidence += 1
+    # two-letter function words alone ("et al.", "per se") are Latin in English too
+    return evidence >= MIN_LANGUAGE_VOTES and longer
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’\-.,][^\W_]+)*")  # figures too: no name runs through one
+
+
+def _in_name(words: list[str], i: int, particles: frozenset[str]) -> bool:
+    """The word is capitalised (past the first), or one of the lower-case
+    particles between two capitalised words ("de la" in "Rue de la Paix", "von
+    der" in "Ursula von der Leyen"). (A sentence's first word may be a stop
+    word opening a title, "La Casa de Papel": one word is too little evidence.)"""
+    if i and words[i][:1].isupper():
+        return True
+    left, right = i - 1, i + 1
+    while left >= 0 and words[left].lower() in particles and not words[left][:1].isupper():
+        left -= 1
+    while right < len(words) and words[right].lower() in particles and not words[right][:1].isupper():
+        right += 1
+    return left >= 0 and right < len(words) and words[left][:1].isupper() \
+        and words[right][:1].isupper()
