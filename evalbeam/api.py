@@ -50,7 +50,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     """Evaluate `cases` with every bot and metric of `config`; returns the Result.
 
     cases:   a pandas DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset,
-             a list of dicts, or a path (Parquet, JSON Lines, CSV, a folder, a glob
+             a Ragas EvaluationDataset (read with the ragas preset), a list of
+             dicts, or a path (Parquet, JSON Lines, CSV, a folder, a glob
              or a dataset saved with save_to_disk) - the columns of `evalbeam run`.
     config:  a dict (the YAML file's content), a path to the YAML file, or None
              (the defaults: the recorded answers, every offline metric).
@@ -79,11 +80,12 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
     cfg = _with_metrics(load_any_config(config), run_options.get("metrics"),
                         run_options.get("custom_metrics", ()))
+    cases, cfg, named = tool_dataset(cases, cfg)
     made = output is None  # a temporary folder of ours: removed if the run never starts
     output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
     staging, started = None, False
     try:
-        path, label, staging = cases_path(cases)
+        path, label, staging = cases_path(cases, named)
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
@@ -188,9 +190,26 @@ def custom_metric(fn: Callable):
                               options=dict(spec.get("options", {})))
 
 
-def cases_path(cases: Any) -> tuple[str, str | None, str | None]:
+def tool_dataset(cases: Any, cfg):
+    """(cases, config, what they were): a Ragas EvaluationDataset becomes its
+    samples as dicts in Ragas' columns (`to_list()`: user_input, response,
+    retrieved_contexts, reference; a MultiTurnSample's messages as a list), read
+    with the `ragas` preset unless the config maps the input itself. Anything
+    else is returned as it is (None: named by its own type)."""
+    kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
+    if kind != "ragas.EvaluationDataset" or not callable(getattr(cases, "to_list", None)):
+        return cases, cfg, None
+    rows = cases.to_list()
+    if not cfg.input.preset and not cfg.input.columns:
+        cfg = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, preset="ragas"))
+    return rows, cfg, kind
+
+
+def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, str | None]:
     """(a path the run reads, what the manifest calls the input (None: the
-    path), a temporary folder to remove afterwards (None: nothing written))."""
+    path), a temporary folder to remove afterwards (None: nothing written));
+    `named`: what in-memory cases were, when not their own type (a Ragas
+    dataset given as its list of dicts)."""
     if isinstance(cases, (str, os.PathLike)):
         return str(cases), None, None
     import pyarrow as pa
@@ -201,14 +220,14 @@ def cases_path(cases: Any) -> tuple[str, str | None, str | None]:
         # a column Arrow cannot type (a question that is 5 in one row and text in
         # the next, a lone surrogate): JSON Lines, whose reader makes such rows
         # errors/ rows as it does for any file
-        return _as_jsonl(cases, exc)
+        return _as_jsonl(cases, exc, named)
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.parquet")
     pq.write_table(table, path)
-    return path, f"{label} ({table.num_rows} rows, in memory)", staging
+    return path, f"{named or label} ({table.num_rows} rows, in memory)", staging
 
 
-def _as_jsonl(cases: Any, why: Exception) -> tuple[str, str, str]:
+def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str, str, str]:
     """A list of dicts or a DataFrame written as JSON Lines (missing values of a
     DataFrame, NaN among them, as null)."""
     import json
@@ -229,7 +248,7 @@ def _as_jsonl(cases: Any, why: Exception) -> tuple[str, str, str]:
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cases cannot be read as a table ({why}) nor as JSON ({exc})"
                          ) from None
-    return path, f"{label} ({len(rows)} rows, in memory)", staging
+    return path, f"{named or label} ({len(rows)} rows, in memory)", staging
 
 
 def _plain(value: Any) -> Any:
@@ -283,4 +302,5 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
         return pa.Table.from_pylist(cases), "list of dicts"
     from schemas.cases import InputError
     raise InputError(f"cases must be a pandas DataFrame, a pyarrow Table, a Hugging Face "
-                     f"datasets.Dataset, a list of dicts or a path, got {kind}")
+                     f"datasets.Dataset, a Ragas EvaluationDataset, a list of dicts or a "
+                     f"path, got {kind}")

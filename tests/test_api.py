@@ -437,3 +437,40 @@ def test_a_frame_indexed_by_case_id_keeps_its_ids(tmp_path):
     result = evalbeam.evaluate(plain, output=tmp_path / "plain", metrics=["exact_match"],
                                progress=False)
     assert all(r["case_id"].startswith("h-") for r in result.results().to_pylist())
+
+
+class EvaluationDataset:
+    """What evalbeam reads of a Ragas EvaluationDataset (ragas is not installed
+    here): its module and name, and `to_list()` as Ragas 0.4 gives it (checked by
+    hand against ragas 0.4.3: SingleTurnSample fields; a MultiTurnSample's
+    user_input as [{content, type}])."""
+    __module__ = "ragas.dataset_schema"
+
+    def __init__(self, rows):
+        self._rows = rows
+
+    def to_list(self):
+        return [dict(r) for r in self._rows]
+
+
+def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
+    """evaluate(dataset) as Ragas' evaluate takes it: the samples in Ragas'
+    columns, a multi-turn sample's last AI reply as its recorded answer. Before,
+    it was refused ("cases must be a pandas DataFrame, ...")."""
+    dataset = EvaluationDataset([
+        {"user_input": "How long is the refund window?",
+         "retrieved_contexts": ["Refunds are accepted within 30 days."],
+         "response": "Refunds are accepted within 30 days.",
+         "reference": "Refunds are accepted within 30 days."},
+        {"user_input": [{"content": "Hi, I'm on the Plus plan.", "type": "human"},
+                        {"content": "Great, how can I help?", "type": "ai"},
+                        {"content": "What does it cost?", "type": "human"},
+                        {"content": "Plus costs $10 a month.", "type": "ai"}],
+         "reference": "Plus costs $10 a month."}])
+    result = evalbeam.evaluate(dataset, output=tmp_path / "out", progress=False)
+    rows = sorted(result.to_pandas().to_dict("records"), key=lambda r: r["question"])
+    assert [(r["question"], r["answer"], r["verdict"] != "ERROR") for r in rows] == [
+        ("How long is the refund window?", "Refunds are accepted within 30 days.", True),
+        ("What does it cost?", "Plus costs $10 a month.", True)]
+    assert result.manifest["input"] == "ragas.EvaluationDataset (2 rows, in memory)"
+    assert result.manifest["reconciliation"]["ok"]
