@@ -96,7 +96,8 @@ class EndpointConfig:
     call fails (not retried) with the reason."""
     circuit_failures: int = 10
     """After this many consecutive connection failures (refused, connect timeout, no
-    reply at all within `timeout_s`), every call to the endpoint fails at once with the reason; 0 turns the breaker off."""
+    reply at all within `timeout_s`), every call to the endpoint fails at once with
+    the reason; 0 turns the breaker off."""
     circuit_cooldown_s: float = 30.0
     """While the breaker is open, one probe call goes through every this many seconds;
     any response closes it again."""

@@ -108,6 +108,20 @@ class Turn:
         every metric that needs them (null "no contexts", no call made)."""
         return any(c and not c.isspace() for c in self.effective_contexts or ())
 
+    def has_input(self, name: str) -> bool:
+        """Whether the turn has an input a metric or a judge question reads: its
+        answer, the case's expected_answer, contexts with text, a conversation
+        (`messages`); any other input (the question) is always there."""
+        if name == "answer":
+            return self.answer is not None
+        if name == "expected_answer":
+            return self.case.expected_answer is not None
+        if name == "contexts":
+            return self.has_contexts
+        if name == "messages":
+            return self.case.is_conversation
+        return True
+
     def evolve(self, *, scores: dict[str, MetricResult] | None = None,
                verdict: str | None = None, verdict_reason: str | None = None,
                features: dict[str, Any] | None = None,

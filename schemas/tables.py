@@ -120,7 +120,7 @@ ERRORS = table("errors", "Written by `evalbeam run`: one row per input row that 
     ("run_id", _S, "the run id"),
     ("stage", _S, "where it failed: `read`, `bot`, `judge`, `embedding` or `classifier`"),
     ("case_id", _S, "the case's id, when known"),
-    ("bot", _S, "the bot, for `bot` and `judge` rows"),
+    ("bot", _S, "the bot, for `bot`, `judge`, `embedding` and `classifier` rows"),
     ("error_type", _S, "the kind of problem (`invalid_json`, `duplicate_case_id`, "
                        "`judge_call_failed`, ...)"),
     ("message", _S, "the reason, one line"),
@@ -135,6 +135,7 @@ CALL_ERROR_STAGES: dict[str, tuple[str, str]] = {
     "embedding": ("embedding_errors", "embedding failure"),
     "classifier": ("classifier_errors", "classifier failure"),
 }
+CALL_ERROR_COUNTS: tuple[str, ...] = tuple(key for key, _ in CALL_ERROR_STAGES.values())
 
 USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model × purpose × "
               "bot × metric for each set of metrics that calls served together (so a "

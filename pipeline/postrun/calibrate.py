@@ -35,7 +35,7 @@ from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metric
                                                  render_calibration, summary_text)
 from transforms.publish.rows import to_json
 from transforms.publish.write import write_small_table
-from transforms.score.scoring import NO_DIRECTION
+from transforms.score.scoring import recorded_direction
 
 PRECOMPUTED = "precomputed"  # the bot type that answers with the recorded (labelled) answer
 SUGGESTED_RULES = 3          # how many metrics the suggested rules block uses at most
@@ -290,12 +290,10 @@ def unreadable_labels(run: CompletedRun) -> int:
 
 def load_directions(run: CompletedRun) -> dict[tuple[str, str], bool | None]:
     """(bot, metric) -> higher_is_better, as the run's summary/ says: None for a
-    metric with no direction (also by name: a run written before answer_length
-    lost its direction said higher)."""
+    metric with no direction (scoring.recorded_direction)."""
     summary = run.read(SUMMARY, ["bot", "metric", "higher_is_better"],
                        ds.field("suite") == ALL_SUITES)
-    return {(r["bot"], r["metric"]): None if r["higher_is_better"] is None
-            or r["metric"] in NO_DIRECTION else r["higher_is_better"]
+    return {(r["bot"], r["metric"]): recorded_direction(r["metric"], r["higher_is_better"])
             for r in summary.to_pylist()}
 
 

@@ -38,7 +38,7 @@ from transforms.publish.compare_page import delta_text, render_compare_html, ren
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, TIE, bot_seed, change,
                                        group_rows, passed, transitions)
 from transforms.publish.write import RUN_ID_PATTERN, write_table_file
-from transforms.score.scoring import NO_DIRECTION, UNSCALED
+from transforms.score.scoring import UNSCALED, recorded_direction
 
 REGRESSED_CASES = 10   # most regressed cases per bot on the pages
 LISTED_UNPAIRED = 50   # unpaired case ids per bot and kind on the pages (all in the CSV)
@@ -347,13 +347,10 @@ def in_unit_range(stats: dict) -> bool:
 
 
 def direction(metric: str, base: dict, cand: dict) -> bool | None:
-    """The compared metric's direction: None (no direction) when it has none by
-    name (a run written before answer_length lost its direction said higher) or
-    on either side; else higher is better unless a side says lower."""
-    sides = (base["higher_is_better"], cand["higher_is_better"])
-    if metric in NO_DIRECTION or None in sides:
-        return None
-    return all(sides)
+    """The compared metric's direction: None (no direction) when either side
+    has none; else higher is better unless a side says lower."""
+    sides = [recorded_direction(metric, s["higher_is_better"]) for s in (base, cand)]
+    return None if None in sides else all(sides)
 
 
 def read_pairs(tables: Tables, min_difference: float = MIN_DIFFERENCE

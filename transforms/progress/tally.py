@@ -14,9 +14,7 @@ import threading
 import time
 from typing import Any, Mapping
 
-from schemas.tables import CALL_ERROR_STAGES, ERRORS, RESULTS
-
-CALL_ERROR_COUNTS = tuple(key for key, _ in CALL_ERROR_STAGES.values())
+from schemas.tables import CALL_ERROR_COUNTS, CALL_ERROR_STAGES, ERRORS, RESULTS
 
 CALL_FIELDS = ("calls", "retries", "failures", "rate_limited")
 

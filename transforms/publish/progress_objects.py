@@ -19,7 +19,8 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.progress.tally import CALL_ERROR_COUNTS, CALL_FIELDS, Tally, forget, tally_for
+from schemas.tables import CALL_ERROR_COUNTS
+from transforms.progress.tally import CALL_FIELDS, Tally, forget, tally_for
 from transforms.publish import lease as leases
 
 FOLDER = "progress"

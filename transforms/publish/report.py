@@ -6,7 +6,7 @@ import platform
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from schemas.tables import ALL_SUITES, CALL_ERROR_STAGES, VERDICT_METRIC
+from schemas.tables import ALL_SUITES, CALL_ERROR_COUNTS, CALL_ERROR_STAGES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
 from transforms.publish.paired import metric_label
 from transforms.publish.rows import shortened
@@ -27,7 +27,6 @@ def package_versions() -> dict[str, str]:
 
 def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[str, Any]:
     """The checks that prove no row was lost; each states both sides."""
-    call_errors = " + ".join(key for key, _ in CALL_ERROR_STAGES.values())
     checks = {
         "input_rows == valid_cases + invalid_rows":
             (counts["input_rows"], counts["valid_cases"] + counts["invalid_rows"]),
@@ -35,10 +34,11 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             (counts["results_rows"], counts["valid_cases"] * n_bots),
         "scores_rows == results_rows × metrics":
             (counts["scores_rows"], counts["results_rows"] * n_metrics),
-        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids + " + call_errors:
+        "errors_rows == invalid_rows + bot_errors + duplicate_case_ids + "
+        + " + ".join(CALL_ERROR_COUNTS):
             (counts["errors_rows"],
              counts["invalid_rows"] + counts["bot_errors"] + counts["duplicate_case_ids"]
-             + sum(counts.get(key, 0) for key, _ in CALL_ERROR_STAGES.values())),
+             + sum(counts.get(key, 0) for key in CALL_ERROR_COUNTS)),
     }
     return {"ok": all(a == b for a, b in checks.values()),
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}

@@ -227,6 +227,13 @@ def higher_is_better(metric: str, lower_is_better: Collection[str],
     return None if metric in no_direction else metric not in lower_is_better
 
 
+def recorded_direction(metric: str, recorded: bool | None) -> bool | None:
+    """A metric's direction as a finished run's summary/ gives it (null: none),
+    for the commands that read runs: a run written before a built-in metric lost
+    its direction (answer_length) said higher, so its name decides."""
+    return None if recorded is None or metric in NO_DIRECTION else recorded
+
+
 def option_problem(default: Any, value: Any) -> str | None:
     """Why an option value does not fit its default's kind (None: it fits). Integers
     are counts (>= 1), floats finite numbers, lists of text lists of text."""
@@ -310,11 +317,8 @@ def missing_input(turn: Turn, needs: tuple[str, ...], features: tuple[str, ...] 
     """Why the turn cannot be scored by a scorer with these needs, or None."""
     if turn.error:
         return f"bot failed: {turn.error}"
-    have = {"answer": turn.answer is not None,
-            "expected_answer": turn.case.expected_answer is not None,
-            "contexts": turn.has_contexts, "messages": turn.case.is_conversation}
     for need in needs:
-        if not have.get(need, True):
+        if not turn.has_input(need):
             return MISSING[need]
     if any(f not in turn.features for f in features):
         return turn.features.get(EMBED_ERROR, NO_EMBEDDINGS)

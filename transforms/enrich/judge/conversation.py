@@ -105,11 +105,7 @@ def rubric_questions(tj, turn: Turn, rubrics: Mapping[str, Any], fenced: Mapping
 
 
 def _lacks(turn: Turn, inputs) -> bool:
-    c = turn.case
-    have = {"question": True, "answer": turn.answer is not None,
-            "expected_answer": c.expected_answer is not None,
-            "contexts": turn.has_contexts, "messages": c.is_conversation}
-    return not all(have[i] for i in inputs)
+    return not all(turn.has_input(i) for i in inputs)
 
 
 # ------------------------------------------------------------------ metrics
