@@ -793,6 +793,9 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
         where = f"custom_metrics[{i}]"
         m = _build(CustomMetricConfig, item, where)
         check_metric_name(m.name, f"{where}.name")
+        if "direction" in item and item["direction"] is None:  # YAML null, ~ or nothing
+            raise ConfigError(f"{where}.direction is null: write higher, lower or none "
+                              "(neither is better)")
         if not isinstance(m.function, str) or m.function.count(":") != 1:
             raise ConfigError(f"{where}.function must be 'package.module:function', "
                               f"got {m.function!r}")

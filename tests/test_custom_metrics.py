@@ -386,6 +386,8 @@ def test_direction_none_makes_a_custom_metric_direction_free(tmp_path, capsys):
     ("direction: up", "custom_metrics[0].direction must be higher, lower or none, got 'up'"),
     ("direction: [none]", "custom_metrics[0].direction must be higher, lower or none"),
     ("direction: None", "custom_metrics[0].direction must be higher, lower or none, got 'None'"),
+    ("direction: null", "custom_metrics[0].direction is null: write higher, lower or none"),
+    ("direction: ~", "custom_metrics[0].direction is null: write higher, lower or none"),
     ("direction: higher, lower_is_better: true",
      "custom_metrics[0].lower_is_better: true contradicts direction: higher"),
     ("lower_is_better: 1", "custom_metrics[0].lower_is_better must be true or false"),
