@@ -50,9 +50,10 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     """Evaluate `cases` with every bot and metric of `config`; returns the Result.
 
     cases:   a pandas DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset,
-             a Ragas EvaluationDataset (read with the ragas preset), a list of
-             dicts, or a path (Parquet, JSON Lines, CSV, a folder, a glob
-             or a dataset saved with save_to_disk) - the columns of `evalbeam run`.
+             a Ragas or DeepEval EvaluationDataset (read with that tool's
+             preset), a list of dicts, or a path (Parquet, JSON Lines, CSV, a
+             folder, a glob or a dataset saved with save_to_disk) - the columns
+             of `evalbeam run`.
     config:  a dict (the YAML file's content), a path to the YAML file, or None
              (the defaults: the recorded answers, every offline metric).
     output:  the folder for the tables and the report (a new temporary folder
@@ -190,19 +191,44 @@ def custom_metric(fn: Callable):
                               options=dict(spec.get("options", {})))
 
 
+DEEPEVAL_FIELDS = ("name", "input", "turns", "actual_output", "expected_output",
+                   "retrieval_context")
+"""What the `deepeval` preset reads of a DeepEval test case or golden (its other
+fields, tools, costs and images, are not evalbeam's inputs)."""
+
+
 def tool_dataset(cases: Any, cfg):
-    """(cases, config, what they were): a Ragas EvaluationDataset becomes its
-    samples as dicts in Ragas' columns (`to_list()`: user_input, response,
-    retrieved_contexts, reference; a MultiTurnSample's messages as a list), read
-    with the `ragas` preset unless the config maps the input itself. Anything
-    else is returned as it is (None: named by its own type)."""
+    """(cases, config, what they were): another tool's dataset object becomes
+    its rows as dicts in that tool's columns, read with the tool's preset unless
+    the config maps the input itself. Anything else is returned as it is (None:
+    named by its own type).
+    - A Ragas EvaluationDataset: `to_list()` (user_input, response,
+      retrieved_contexts, reference; a MultiTurnSample's messages as a list).
+    - A DeepEval EvaluationDataset: its test cases (LLMTestCase or
+      ConversationalTestCase), or its goldens when it has no test case (the
+      bots then answer them): input or turns, actual_output, expected_output,
+      retrieval_context, name."""
     kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
-    if kind != "ragas.EvaluationDataset" or not callable(getattr(cases, "to_list", None)):
+    if kind == "ragas.EvaluationDataset" and callable(getattr(cases, "to_list", None)):
+        rows, preset = cases.to_list(), "ragas"
+    elif kind == "deepeval.EvaluationDataset" and hasattr(cases, "goldens"):
+        rows, preset = [_deepeval_row(c) for c in (cases.test_cases or cases.goldens)], "deepeval"
+    else:
         return cases, cfg, None
-    rows = cases.to_list()
     if not cfg.input.preset and not cfg.input.columns:
-        cfg = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, preset="ragas"))
+        cfg = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, preset=preset))
     return rows, cfg, kind
+
+
+def _deepeval_row(case: Any) -> dict[str, Any]:
+    """A DeepEval test case or golden (pydantic) as the dict its preset reads;
+    a conversation's turns as {role, content}."""
+    data = case.model_dump() if callable(getattr(case, "model_dump", None)) else vars(case)
+    row = {k: data[k] for k in DEEPEVAL_FIELDS if data.get(k) is not None}
+    if "turns" in row:
+        row["turns"] = [{"role": t.get("role"), "content": t.get("content")}
+                        for t in row["turns"]]
+    return row
 
 
 def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, str | None]:
@@ -299,8 +325,12 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
         if not cases:
             from schemas.cases import InputError
             raise InputError("cases is an empty list")
-        return pa.Table.from_pylist(cases), "list of dicts"
+        # every row's keys: from_pylist takes the first row's alone and drops the
+        # columns that only later rows have
+        keys = dict.fromkeys(k for row in cases for k in row)
+        return pa.Table.from_pylist([{k: row.get(k) for k in keys} for row in cases]
+                                    ), "list of dicts"
     from schemas.cases import InputError
     raise InputError(f"cases must be a pandas DataFrame, a pyarrow Table, a Hugging Face "
-                     f"datasets.Dataset, a Ragas EvaluationDataset, a list of dicts or a "
+                     f"datasets.Dataset, a Ragas or DeepEval EvaluationDataset, a list of dicts or a "
                      f"path, got {kind}")

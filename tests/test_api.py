@@ -439,6 +439,21 @@ def test_a_frame_indexed_by_case_id_keeps_its_ids(tmp_path):
     assert all(r["case_id"].startswith("h-") for r in result.results().to_pylist())
 
 
+def test_a_column_only_later_dicts_have_is_read(tmp_path):
+    """A list of dicts whose first row lacks a key the others have (contexts
+    only where there were any, a case_id only on some rows): every row's keys
+    are columns. Before, pyarrow took the first row's keys alone, and the other
+    rows' contexts were silently dropped."""
+    rows = [{"question": "Who wrote it?", "answer": "Ann."},
+            {"question": "When?", "answer": "In 1990.", "contexts": ["It was written in 1990."],
+             "case_id": "when"}]
+    result = evalbeam.evaluate(rows, output=tmp_path / "out", metrics=["exact_match"],
+                               progress=False)
+    got = {r["question"]: r for r in result.results().to_pylist()}
+    assert got["When?"]["contexts"] == ["It was written in 1990."]
+    assert got["When?"]["case_id"] == "when" and got["Who wrote it?"]["contexts"] is None
+
+
 class EvaluationDataset:
     """What evalbeam reads of a Ragas EvaluationDataset (ragas is not installed
     here): its module and name, and `to_list()` as Ragas 0.4 gives it (checked by
@@ -451,6 +466,63 @@ class EvaluationDataset:
 
     def to_list(self):
         return [dict(r) for r in self._rows]
+
+
+class DeepEvalCase:
+    """A DeepEval test case or golden as evalbeam reads it (deepeval is not
+    installed here): a pydantic model's `model_dump()`, with the fields DeepEval
+    4.3 gives (checked by hand against deepeval 4.3.1) and a few it carries
+    that evalbeam does not read."""
+
+    def __init__(self, **fields):
+        self._fields = {"context": None, "tools_called": None, "token_cost": None,
+                        "additional_metadata": {"source": "kb"}, **fields}
+
+    def model_dump(self):
+        return dict(self._fields)
+
+
+class DeepEvalDataset:
+    """deepeval.dataset.dataset.EvaluationDataset's shape: goldens and test_cases."""
+    __module__ = "deepeval.dataset.dataset"
+
+    def __init__(self, goldens=(), test_cases=()):
+        self.goldens, self.test_cases = list(goldens), list(test_cases)
+
+
+DeepEvalDataset.__name__ = "EvaluationDataset"
+
+
+def test_a_deepeval_evaluation_dataset_is_read_with_the_deepeval_preset(tmp_path):
+    """evaluate(dataset) as DeepEval's evaluate takes it: its test cases (a
+    conversation's last assistant turn as its recorded answer, `name` as the
+    case id), or its goldens when it has none. Before, it was refused ("cases
+    must be a pandas DataFrame, ...")."""
+    cases = [DeepEvalCase(name="refund", input="How long is the refund window?",
+                          actual_output="Refunds are accepted within 30 days.",
+                          expected_output="Refunds are accepted within 30 days.",
+                          retrieval_context=["Refunds are accepted within 30 days."]),
+             DeepEvalCase(name="plus", scenario="pricing", turns=[
+                 {"role": "user", "content": "Hi, I'm on the Plus plan.", "metadata": None},
+                 {"role": "assistant", "content": "Great, how can I help?", "metadata": None},
+                 {"role": "user", "content": "What does it cost?", "metadata": None},
+                 {"role": "assistant", "content": "Plus costs $10 a month.", "metadata": None}])]
+    goldens = [DeepEvalCase(name="unanswered", input="Is there a free plan?",
+                            actual_output=None, expected_output="No.")]
+    result = evalbeam.evaluate(DeepEvalDataset(goldens, cases), output=tmp_path / "cases",
+                               progress=False)
+    rows = sorted(result.to_pandas().to_dict("records"), key=lambda r: r["case_id"])
+    assert [(r["case_id"], r["question"], r["answer"]) for r in rows] == [
+        ("plus", "What does it cost?", "Plus costs $10 a month."),
+        ("refund", "How long is the refund window?", "Refunds are accepted within 30 days.")]
+    assert result.manifest["input"] == "deepeval.EvaluationDataset (2 rows, in memory)"
+    assert result.manifest["reconciliation"]["ok"]
+    result = evalbeam.evaluate(DeepEvalDataset(goldens), output=tmp_path / "goldens",
+                               metrics=["exact_match"], progress=False)
+    (row,) = result.results().to_pylist()  # the goldens: no recorded answer, so ERROR
+    assert (row["case_id"], row["expected_answer"], row["verdict"], row["error"]) == (
+        "unanswered", "No.", "ERROR", "no recorded answer in the 'actual_output' column")
+    assert result.manifest["input"] == "deepeval.EvaluationDataset (1 rows, in memory)"
 
 
 def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
