@@ -147,7 +147,9 @@ def source_columns(mapping: Mapping[str, Any]) -> dict[str, Source]:
     for col in CANONICAL_COLUMNS:
         src = mapping.get(col, col)
         if isinstance(src, (list, tuple)):
-            src = tuple(str(s) for s in src) if len(src) != 1 else str(src[0])
+            # str subclasses (a preset's Var, Joined) keep what they read
+            src = tuple(s if isinstance(s, str) else str(s) for s in src)
+            src = src if len(src) != 1 else src[0]
         elif not isinstance(src, str):
             raise InputError(f"input.columns.{col} must be a column name, got {src!r}")
         out[col] = src
@@ -179,13 +181,110 @@ class Joined(str):
         return value.split(self.separator)
 
 
+class Var(str):
+    """A promptfoo test's variable `vars.<key>`, in tests written as JSON, JSON
+    Lines or YAML (`{"vars": {"question": ...}, "assert": [...]}`); the column
+    read is `vars`. `passage`: a string is one passage (promptfoo's `context`
+    var), so it becomes a list of one."""
+
+    def __new__(cls, key: str, passage: bool = False):
+        self = super().__new__(cls, "vars")
+        self.key, self.passage = key, passage
+        return self
+
+    def __getnewargs__(self):  # pickles (Beam) with its key
+        return self.key, self.passage
+
+    @property
+    def shown(self) -> str:
+        return f"vars.{self.key}"
+
+    def read(self, value: Any) -> Any:
+        found = value.get(self.key) if isinstance(value, Mapping) else None
+        return one_passage(found) if self.passage else found
+
+
+class Passage(str):
+    """A column whose plain string is one passage (a promptfoo CSV's `context`);
+    a JSON array in it is still read as a list."""
+
+    def __getnewargs__(self):
+        return (str(self),)
+
+    def read(self, value: Any) -> Any:
+        return one_passage(value)
+
+
+def one_passage(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return value if isinstance(parse_text_list(value, "contexts"), list) else [value]
+    except TypeError:
+        return [value]
+
+
+# promptfoo assertion types whose value is a reference answer (rouge-n, bleu,
+# gleu and meteor may hold several); `not-` ones are not references
+REFERENCE_ASSERTIONS = ("equals", "similar", "factuality", "levenshtein", "rouge-n", "bleu",
+                        "gleu", "meteor")
+# `__expected` prefixes (promptfoo's CSV) of assertions that are not one
+OTHER_ASSERTIONS = ("contains", "icontains", "starts-with", "regex", "is-json", "contains-json",
+                    "javascript", "python", "fn", "grade", "llm-rubric", "model-graded-closedqa",
+                    "answer-relevance", "context-faithfulness", "context-recall",
+                    "context-relevance", "moderation", "webhook", "cost", "latency",
+                    "perplexity", "classifier", "is-valid-openai-tools-call", "not-", "select-best")
+
+
+class Asserted(str):
+    """promptfoo's expected output: the value of a test's first assertion whose
+    value is a reference answer (`equals`, `similar`, `factuality`, ...), from
+    the `assert` list of tests written as JSON or YAML, or from a CSV's
+    `__expected` cell (`similar(0.8): text`; a text with no assertion prefix
+    means `equals`, as in promptfoo)."""
+
+    def __getnewargs__(self):
+        return (str(self),)
+
+    def read(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return expected_of_cell(value)
+        if not isinstance(value, (list, tuple)):
+            return None
+        if value and all(isinstance(v, str) for v in value):  # a CSV cell's JSON array
+            return list(value)
+        for item in value:
+            if (isinstance(item, Mapping) and _reference_type(str(item.get("type", "")))
+                    and item.get("value") is not None):
+                return item["value"]
+        return None
+
+
+def _reference_type(kind: str) -> bool:
+    return kind.split("(")[0].strip() in REFERENCE_ASSERTIONS
+
+
+def expected_of_cell(cell: str) -> str | None:
+    """The reference answer of a promptfoo CSV `__expected` cell (None: an
+    assertion that holds none, such as `contains: refund`)."""
+    head, colon, rest = cell.partition(":")
+    kind = head.split("(")[0].strip().lower()
+    if colon and kind in REFERENCE_ASSERTIONS:
+        return rest.strip() or None
+    if colon and (kind in OTHER_ASSERTIONS or kind.startswith("not-")):
+        return None
+    if cell.strip() in ("is-json", "contains-json"):
+        return None
+    return cell or None
+
+
 def candidates(src: Source) -> tuple[str, ...]:
     return (src,) if isinstance(src, str) else src
 
 
 def shown_source(src: Source) -> str:
     """A source as its user knows it, for messages: `'response'`, `'a' or 'b'`."""
-    return "'" + "' or '".join(candidates(src)) + "'"
+    return "'" + "' or '".join(getattr(s, "shown", s) for s in candidates(src)) + "'"
 
 
 def source_names(columns: Mapping[str, Source]) -> set[str]:
@@ -194,12 +293,18 @@ def source_names(columns: Mapping[str, Source]) -> set[str]:
 
 
 def pick(raw: Mapping[str, Any], src: Source) -> Any:
-    """The row's value for a source: the first candidate column that is not null."""
+    """The row's value for a source: the first candidate that is not null."""
+    if isinstance(src, str):
+        return _value(raw, src)
+    return next((v for v in (_value(raw, s) for s in src) if v is not None), None)
+
+
+def _value(raw: Mapping[str, Any], src: str) -> Any:
     if isinstance(src, Joined):
         return src.unjoined(raw.get(src))
-    if isinstance(src, str):
-        return raw.get(src)
-    return next((raw[s] for s in src if raw.get(s) is not None), None)
+    if isinstance(src, (Var, Asserted, Passage)):
+        return src.read(raw.get(src))
+    return raw.get(src)
 
 
 def check_columns(names, columns: Mapping[str, Source], path: str) -> None:

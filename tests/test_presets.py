@@ -67,6 +67,71 @@ def test_openai_evals_and_inspect():
     assert inspect[1].references and inspect[1].expected_answer == "Plus costs $10 a month."
 
 
+def test_promptfoo_config_tests_with_default_vars():
+    """A promptfooconfig.yaml read as it is: its tests:, each test's vars
+    completed from defaultTest's; the expected answer from the first assertion
+    that holds one (similar, factuality, equals; not contains, llm-rubric or
+    latency); `context` as one passage, or a list of them."""
+    cases = _cases("promptfoo", "promptfooconfig.yaml")
+    assert [c.question for c in cases] == [
+        "How long is the refund window?", "What does the Plus plan cost?",
+        "How many cameras can one Hub handle?", "Do you ship to Canada?"]
+    assert [c.expected_answer for c in cases] == [
+        "Refunds are accepted within 30 days of delivery.", "Plus costs $10 a month.",
+        "Up to 16 cameras and doorbells.", None]
+    assert cases[0].contexts == ["Refunds are accepted within 30 days of delivery, for unused "
+                                 "items."]  # defaultTest's
+    assert cases[1].contexts == ["Lumenfold Cloud Plus costs $10 per month or $100 per year."]
+    assert len(cases[2].contexts) == 2
+
+
+def test_promptfoo_csv_expected_cells():
+    """promptfoo's CSV: vars as columns, `__expected` holding an assertion; a
+    text with no assertion prefix means equals, as in promptfoo."""
+    cases = _cases("promptfoo", "promptfoo_tests.csv")
+    assert [c.expected_answer for c in cases] == [
+        "Refunds are accepted within 30 days of delivery.", "Plus costs $10 a month.",
+        "Up to 16 cameras and doorbells.", None]
+    assert cases[3].contexts == ["We ship to the US, Canada and the EU."]
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ("similar(0.75): Paris", "Paris"), ("equals:Paris", "Paris"), ("rouge-n(0.5): Paris", "Paris"),
+    ("contains: Paris", None), ("not-equals: Rome", None), ("llm-rubric: is polite", None),
+    ("is-json", None), ("Paris: the capital", "Paris: the capital"), ("Paris", "Paris")])
+def test_promptfoo_expected_cell(cell, expected):
+    from schemas.cases import expected_of_cell
+    assert expected_of_cell(cell) == expected
+
+
+def test_promptfoo_variable_mapped_by_name(tmp_path):
+    """With the promptfoo preset, `question: topic` reads the test's vars.topic
+    (YAML, JSON Lines) and a CSV's topic column alike; a test without it is an
+    errors/ row, and a config whose tests: is a file reference says which file
+    to give instead."""
+    (tmp_path / "tests.yaml").write_text(
+        "- vars:\n    topic: Is there a free plan?\n  assert: [{type: equals, value: 'No.'}]\n"
+        "- vars: {other: x}\n")
+    (tmp_path / "tests.csv").write_text("topic,__expected\nIs there a free plan?,No.\n")
+    config = tmp_path / "pf.yaml"
+    config.write_text("input: {preset: promptfoo, columns: {question: topic}}\n")
+    for name in ("tests.yaml", "tests.csv"):
+        out = tmp_path / f"out-{name}"
+        assert run_cli("--input", str(tmp_path / name), "--output", str(out), "--config",
+                       str(config), "--metrics", "exact_match", "--run-id", "pf") == 0
+        (row,) = [r for r in read_rows(str(out), "results")]
+        assert (row["question"], row["expected_answer"]) == ("Is there a free plan?", "No.")
+        counts = manifest(str(out), "pf")["counts"]
+        assert counts["invalid_rows"] == (1 if name == "tests.yaml" else 0)
+    (tmp_path / "promptfooconfig.yaml").write_text("tests: file://tests.csv\n")
+    with pytest.raises(Exception, match="tests: refers to 'file://tests.csv'; give that file"):
+        plan_shards(str(tmp_path / "promptfooconfig.yaml"),
+                    source_columns(input_columns("promptfoo", {})))
+    (tmp_path / "bad.yaml").write_text("- vars: {topic: Is it free?}\n")
+    with pytest.raises(Exception, match=r"as YAML: .* \(line 1, column \d+\)$"):
+        plan_shards(str(tmp_path / "bad.yaml"), source_columns(input_columns("promptfoo", {})))
+
+
 def test_config_overrides_and_unknown_preset():
     assert input_columns("ragas", {"answer": "my_answer"})["answer"] == "my_answer"
     assert parse_config({"input": {"preset": "deepeval", "format": "json"}}).input.preset

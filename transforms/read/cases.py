@@ -208,12 +208,13 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -
     return shards
 
 
-def _plan_json(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
-    records = formats.load_json_records(path)
+def _plan_json(path: str, fmt: str, columns: Mapping[str, Source], notes=None
+               ) -> list[Shard]:
+    records = formats.load_records(path, fmt)
     keys = {k for r in records[:formats.SCHEMA_SAMPLE] if isinstance(r, dict) for k in r}
     if records:
         _check(keys, columns, path, notes)
-    return [Shard(path, 0, 0, 0, len(records), "json")] if records else []
+    return [Shard(path, 0, 0, 0, len(records), fmt)] if records else []
 
 
 def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
@@ -243,8 +244,8 @@ def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = N
             shards += _plan_parquet(path, columns, notes)
         elif kind == "arrow":
             shards += _plan_arrow(path, columns, notes)
-        elif kind == "json":
-            shards += _plan_json(path, columns, notes)
+        elif kind in formats.WHOLE_FILE_FORMATS:
+            shards += _plan_json(path, kind, columns, notes)
         else:
             shards += _plan_text(path, kind, columns, notes)
     return shards
@@ -330,8 +331,8 @@ def _shard_records(shard: Shard, columns: Mapping[str, Source]) -> Iterator[Any]
         return _sliced(formats.read_arrow(shard.path, shard.offset, sorted(names)), shard)
     if shard.format == "jsonl":
         return formats.read_jsonl(shard.path, shard.offset, shard.end)
-    if shard.format == "json":
-        return formats.read_json(shard.path)
+    if shard.format in formats.WHOLE_FILE_FORMATS:
+        return formats.read_json(shard.path, shard.format)
     return formats.read_csv(shard.path, shard.offset, shard.end, columns)
 
 

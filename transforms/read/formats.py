@@ -36,11 +36,13 @@ from apache_beam.io.filesystems import CompressionTypes, FileSystems
 from schemas.cases import UNREADABLE, InputError, Source, TooDeep, candidates, parse_text_list
 from transforms.read import json_records
 
-FORMATS = ("parquet", "jsonl", "csv", "hf", "json")
+FORMATS = ("parquet", "jsonl", "csv", "hf", "json", "yaml")
 FORMAT_NAMES = {"parquet": "Parquet", "jsonl": "JSON Lines", "csv": "CSV", "json": "JSON",
-                "hf": "Hugging Face dataset folder (Dataset.save_to_disk)"}  # for help and docs
+                "yaml": "YAML", "hf": "Hugging Face dataset folder (Dataset.save_to_disk)"}
 EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl",
-              ".ndjson.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv", ".json": "json"}
+              ".ndjson.gz": "jsonl", ".csv": "csv", ".csv.gz": "csv", ".json": "json",
+              ".yaml": "yaml", ".yml": "yaml"}
+WHOLE_FILE_FORMATS = ("json", "yaml")  # read whole: one shard per file
 csv.field_size_limit(2**31 - 1)  # long contexts: the default limit is 128 KiB per field
 HF_STATE = "state.json"
 HF_DICT = "dataset_dict.json"
@@ -266,8 +268,60 @@ def load_json_records(path: str) -> list:
     return data
 
 
-def read_json(path: str) -> Iterator[dict | tuple[str, str]]:
-    for item in load_json_records(path):
+def load_yaml_records(path: str) -> list:
+    """A YAML file of cases: a list of objects, or promptfoo's tests (a
+    promptfooconfig.yaml, whose `tests:` list is read, each test's `vars` and
+    `assert` completed from `defaultTest`'s, as promptfoo does)."""
+    import yaml
+    try:
+        with _open(path) as fh:
+            data = yaml.safe_load(fh.read().decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+        raise InputError(f"cannot read {path} as YAML: {_yaml_problem(exc)}"[:300]) from None
+    if isinstance(data, dict) and "tests" in data:
+        return _promptfoo_tests(path, data)
+    if not isinstance(data, list):
+        raise InputError(f"{path}: a YAML input must be a list of cases (or a promptfoo "
+                         f"config with a tests: list), got {type(data).__name__}")
+    return data
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """What is wrong and where (PyYAML's message spans several lines)."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    return f"{problem}" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+
+
+def _promptfoo_tests(path: str, config: dict) -> list:
+    tests, default = config["tests"], config.get("defaultTest") or {}
+    refs = [t for t in (tests if isinstance(tests, list) else [tests]) if isinstance(t, str)]
+    if refs:
+        raise InputError(f"{path}: tests: refers to {refs[0]!r}; give that file as the "
+                         "input (promptfoo's CSV, JSON Lines or YAML tests load with "
+                         "input.preset: promptfoo)")
+    if not isinstance(tests, list) or not isinstance(default, dict):
+        raise InputError(f"{path}: tests: must be a list of tests and defaultTest a mapping")
+    shared_vars = default.get("vars") if isinstance(default.get("vars"), dict) else {}
+    shared_asserts = default.get("assert") if isinstance(default.get("assert"), list) else []
+    out = []
+    for test in tests:
+        if isinstance(test, dict):
+            given = test.get("vars")
+            test = {**test, "vars": {**shared_vars, **given} if isinstance(given, dict) else
+                    (given if given is not None else dict(shared_vars)),
+                    "assert": [*shared_asserts, *(test.get("assert") or [])]}
+        out.append(test)
+    return out
+
+
+def load_records(path: str, fmt: str) -> list:
+    return load_yaml_records(path) if fmt == "yaml" else load_json_records(path)
+
+
+def read_json(path: str, fmt: str = "json") -> Iterator[dict | tuple[str, str]]:
+    for item in load_records(path, fmt):
         if isinstance(item, TooDeep):
             yield "invalid_json", "the record nests too deeply to read as JSON"
         else:

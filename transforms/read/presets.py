@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import Joined
+from schemas.cases import Asserted, Joined, Passage, Var
+
+PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
 PRESETS: dict[str, dict[str, Any]] = {
     # Ragas >= 0.2 (SingleTurnSample / MultiTurnSample, EvaluationDataset.to_jsonl / to_csv)
@@ -31,6 +33,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "openai_evals": {"question": "input", "expected_answer": "ideal"},
     # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
     "inspect": {"case_id": "id", "question": "input", "expected_answer": "target"},
+    # promptfoo tests: {vars: {...}, assert: [...]} in YAML (a promptfooconfig.yaml's
+    # tests:), JSON or JSON Lines, or a CSV of vars with `__expected`
+    "promptfoo": {
+        "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS), *PROMPTFOO_QUESTION_VARS),
+        "expected_answer": (Asserted("assert"), Asserted("__expected")),
+        "contexts": (Var("context", passage=True), Var("contexts", passage=True),
+                     Passage("context"), Passage("contexts"))},
 }
 
 
@@ -40,8 +49,22 @@ def preset_columns(name: str | None) -> dict[str, Any]:
 
 
 def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, Any]:
-    """The preset's mapping with the config's `input.columns` on top."""
-    return {**preset_columns(preset), **dict(columns)}
+    """The preset's mapping with the config's `input.columns` on top. With the
+    promptfoo preset a mapped name is a test's variable: `topic` (or
+    `vars.topic`) is read from the test's vars, and from a CSV's `topic` column."""
+    mapped = dict(columns)
+    if preset == "promptfoo":
+        mapped = {col: _promptfoo_var(col, src) for col, src in mapped.items()}
+    return {**preset_columns(preset), **mapped}
+
+
+def _promptfoo_var(column: str, src: Any) -> Any:
+    if not isinstance(src, str):
+        return src
+    key = src[len("vars."):] if src.startswith("vars.") else src
+    if column == "contexts":
+        return Var(key, passage=True), Passage(key)
+    return Var(key), key
 
 
 # Columns that give a tool's files away (any of them, beside the required ones).
@@ -51,6 +74,7 @@ _SIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # preset: (all o
     "deepeval": (("input",), ("actual_output", "expected_output", "retrieval_context")),
     "openai_evals": (("input",), ("ideal",)),
     "inspect": (("input",), ("target",)),
+    "promptfoo": (("vars",), ("assert", "description", "options", "metadata")),
 }
 
 
