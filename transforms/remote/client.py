@@ -239,7 +239,8 @@ class EndpointClient:
                         cache_body: Mapping[str, Any] | None = None,
                         completion_cap: float = 0.0,
                         cache_if: Callable[[Any], bool] | None = None,
-                        defer_store: bool = False, cache_mode: str = USE) -> CallResult:
+                        defer_store: bool = False, cache_mode: str = USE,
+                        reject: Callable[[Any], str | None] | None = None) -> CallResult:
         """POST JSON with retries; always returns (never raises for HTTP/network trouble).
 
         With a cache and a cache_salt (judge and embedding calls; never a bot
@@ -257,17 +258,24 @@ class EndpointClient:
         cache_mode ONLY answers from the cache or not at all (record None, no
         request); REFRESH makes the request without looking (the cached reply
         was unusable: an older version kept a judge reply without a verdict)
-        and its reply replaces the cached one in every tier."""
+        and its reply replaces the cached one in every tier.
+
+        `reject(data)` says why an HTTP 200 reply cannot be used (None: it can):
+        such a reply (a judge's `content: null`, no choices, a refusal) is
+        retried like a 5xx within max_attempts (usage/ counts the retries, and
+        the tokens every attempt used); when every attempt was unusable the call
+        failed with that reason. It is never cached."""
         if cache_mode == ONLY and (self.cache is None or cache_salt is None):
             return CallResult(None, None)
         if self.cache is None or cache_salt is None:
             return await self._post(path, body, model, purpose, estimated_tokens,
-                                    completion_cap=completion_cap)
+                                    completion_cap=completion_cap, reject=reject)
         key = cache_key(self.cfg.base_url, path, self.params, model,
                         body if cache_body is None else cache_body, cache_salt)
         if cache_mode == REFRESH:
             return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
-                                              completion_cap, cache_if, defer_store, replace=True)
+                                              completion_cap, cache_if, defer_store, replace=True,
+                                              reject=reject)
         if cache_mode == ONLY:
             data, tier = await self.cache.lookup(key)
             if data is not None and (cache_if is None or cache_if(data)):
@@ -280,7 +288,8 @@ class EndpointClient:
                 return CallResult(data, self.hit_record(model, purpose, tier=None))
             # the shared call failed: this caller tries on its own
             return await self._post_and_store(key, path, body, model, purpose, estimated_tokens,
-                                              completion_cap, cache_if, defer_store)
+                                              completion_cap, cache_if, defer_store,
+                                              reject=reject)
         waiting = self._inflight[key] = asyncio.get_running_loop().create_future()
         data = None
         try:
@@ -289,7 +298,7 @@ class EndpointClient:
                 return CallResult(data, self.hit_record(model, purpose, tier))
             result = await self._post_and_store(key, path, body, model, purpose,
                                                 estimated_tokens, completion_cap, cache_if,
-                                                defer_store)
+                                                defer_store, reject=reject)
             data = result.data
             return result
         finally:
@@ -310,9 +319,10 @@ class EndpointClient:
                               purpose: str, estimated_tokens: float,
                               completion_cap: float = 0.0,
                               cache_if: Callable[[Any], bool] | None = None,
-                              defer_store: bool = False, replace: bool = False) -> CallResult:
+                              defer_store: bool = False, replace: bool = False,
+                              reject: Callable[[Any], str | None] | None = None) -> CallResult:
         result = await self._post(path, body, model, purpose, estimated_tokens,
-                                  completion_cap=completion_cap)
+                                  completion_cap=completion_cap, reject=reject)
         if result.data is not None and (cache_if is None or cache_if(result.data)):
             if defer_store:
                 result.unstored = (key, result.data, replace)
@@ -354,12 +364,14 @@ class EndpointClient:
 
     async def _post(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
                     estimated_tokens: float, method: str = "POST",
-                    completion_cap: float = 0.0) -> CallResult:
+                    completion_cap: float = 0.0,
+                    reject: Callable[[Any], str | None] | None = None) -> CallResult:
         reservation = await self._reserve_when_room(purpose, estimated_tokens, completion_cap)
         if isinstance(reservation, str):
             return self.refused(model, purpose, reservation)
         try:
-            result = await self._send(path, body, model, purpose, estimated_tokens, method)
+            result = await self._send(path, body, model, purpose, estimated_tokens, method,
+                                      reject)
         except BaseException:  # cancelled: nothing was used that we know of
             if reservation is not None:
                 self.ledger.settle(reservation, {})
@@ -372,11 +384,13 @@ class EndpointClient:
         return result
 
     async def _send(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
-                    estimated_tokens: float, method: str) -> CallResult:
+                    estimated_tokens: float, method: str,
+                    reject: Callable[[Any], str | None] | None = None) -> CallResult:
         request_id = uuid.uuid4().hex
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
-                 "method": method, "compute_tokens": None}
+                 "method": method, "compute_tokens": None, "reject": reject,
+                 "unusable_tokens": (0, 0)}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
         try:
@@ -394,6 +408,9 @@ class EndpointClient:
             data = self.scrubber.scrub_value(data, hits)
             scrubbed = bool(hits)
         prompt, completion = _usage_tokens(data, state["compute_tokens"])
+        # the unusable replies before it were billed too
+        prompt += state["unusable_tokens"][0]
+        completion += state["unusable_tokens"][1]
         if data is not None and self.limiter.tokens:
             self.limiter.correct_tokens(estimated_tokens, prompt + completion or estimated_tokens)
         record = CallRecord(self.name, model, purpose, ok=error is None, status=state["status"],
@@ -461,6 +478,11 @@ class EndpointClient:
         if data is None:  # no API answers `null`; and data None means a failed call
             raise RemoteCallError(f"HTTP {response.status_code} with a JSON null body",
                                   status=response.status_code, retryable=True)
+        problem = state["reject"](data) if state["reject"] is not None else None
+        if problem is not None:  # a 200 without an answer: retried, its tokens counted
+            used = _usage_tokens(data, state["compute_tokens"])
+            state["unusable_tokens"] = tuple(a + b for a, b in zip(state["unusable_tokens"], used))
+            raise RemoteCallError(problem, status=response.status_code, retryable=True)
         self.limiter.on_success()
         state["latency"] = elapsed
         return data

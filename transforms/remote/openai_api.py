@@ -48,14 +48,18 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
                n: int = 1, extra: dict[str, Any] | None = None,
                cache_salt: str | None = None,
                cache_messages: Sequence[dict[str, str]] | None = None,
-               defer_store: bool = False, cache_mode: str = USE) -> ChatReply:
+               defer_store: bool = False, cache_mode: str = USE,
+               retry_unusable: bool = False) -> ChatReply:
     """One chat completion; cache_salt (judge calls only) lets the call cache answer
     it, keyed by the request with `cache_messages` when given (the messages
     without anything that changes from run to run, e.g. salted block ids).
     defer_store: a fresh reply is cached only when the caller keeps it
     (`client.keep(reply.unstored)`), once it has read a usable answer in it.
     cache_mode: see EndpointClient.post_json (ONLY: the reply's error is
-    NOT_CACHED when the cache has no answer; no request is made)."""
+    NOT_CACHED when the cache has no answer; no request is made).
+    retry_unusable: a 200 reply without an answer in every choice (null
+    content, no choices, a refusal) is retried within max_attempts (the
+    judge's calls; a bot under test is measured as it answers)."""
     body: dict[str, Any] = {"model": model, "messages": list(messages), "temperature": temperature}
     if max_tokens:
         body["max_tokens"] = max_tokens
@@ -69,7 +73,8 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,
                                     cache_body=keyed, completion_cap=completion,
                                     cache_if=_has_answer, defer_store=defer_store,
-                                    cache_mode=cache_mode)
+                                    cache_mode=cache_mode,
+                                    reject=_no_answer if retry_unusable else None)
     if result.record is None:
         return ChatReply([], error=NOT_CACHED)
     if result.data is None:
@@ -126,9 +131,14 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
     return texts, extras, None
 
 
+def _no_answer(data: Any) -> str | None:
+    """Why a chat reply holds no answer (None: every choice holds text)."""
+    return read_choices(data)[2]
+
+
 def _has_answer(data: Any) -> bool:
     """A chat reply worth caching: one whose choices all hold text."""
-    return read_choices(data)[2] is None
+    return _no_answer(data) is None
 
 
 async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *,

@@ -79,7 +79,7 @@ class Judge:
         reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
                            temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
                            cache_salt=salt, cache_messages=plain, defer_store=True,
-                           cache_mode=cache_mode)
+                           cache_mode=cache_mode, retry_unusable=True)
         if reply.record is not None:
             records.append(reply.record)
         return reply
