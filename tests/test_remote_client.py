@@ -216,3 +216,24 @@ def test_a_key_a_header_cannot_carry_is_a_clear_error_without_the_key(monkeypatc
     with pytest.raises(MissingSecret, match="ODD_KEY.*cannot carry") as err:
         EndpointClient("llm", _cfg(api_key_env="ODD_KEY"))
     assert "0123456789" not in str(err.value)
+
+
+@pytest.mark.parametrize("usage, tokens", [
+    ({"prompt_tokens": "n/a", "completion_tokens": 3}, (0, 3)),   # raised ValueError
+    ({"prompt_tokens": float("inf")}, (0, 0)),                    # raised OverflowError
+    ({"prompt_tokens": float("nan"), "completion_tokens": 2}, (0, 2)),
+    ({"prompt_tokens": -5, "completion_tokens": 3.7}, (0, 4)),    # a negative cost
+    ({"prompt_tokens": True, "completion_tokens": [1]}, (0, 0)),
+    ({"prompt_tokens": None, "completion_tokens": None}, (0, 0)),
+    ({"prompt_tokens": "12", "completion_tokens": 4}, (12, 4)),
+    ({"input_tokens": 6, "output_tokens": 1}, (6, 1)),
+    ("tokens: many", (0, 0)),
+])
+def test_a_usage_block_of_any_shape_never_breaks_the_call_or_the_cost(usage, tokens):
+    """A 200 whose `usage` held a word or an infinity ('prompt_tokens': 'n/a',
+    1e999) raised out of the client and failed the run; a negative count made a
+    negative cost. Counts are whole numbers >= 0; what is not one counts 0."""
+    body = json.dumps({"choices": [{"message": {"content": "ok"}}], "usage": usage})
+    reply, _ = _run(lambda r, n: httpx.Response(200, content=body.encode()), _chat)
+    assert reply.texts == ["ok"] and reply.record.ok
+    assert (reply.record.prompt_tokens, reply.record.completion_tokens) == tokens

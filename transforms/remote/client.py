@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import logging
+import math
 import os
 import time
 import uuid
@@ -163,9 +164,22 @@ def _usage_tokens(data: Any, header_tokens: str | None = None) -> tuple[int, int
     usage = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(usage, dict):
         return (int(header_tokens), 0) if header_tokens and header_tokens.isdigit() else (0, 0)
-    prompt = usage.get("prompt_tokens") or usage.get("input_tokens") or 0
-    completion = usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    return int(prompt), int(completion)
+    return (_token_count(usage.get("prompt_tokens"), usage.get("input_tokens")),
+            _token_count(usage.get("completion_tokens"), usage.get("output_tokens")))
+
+
+def _token_count(*values: Any) -> int:
+    """The first of a server's token counts that is a whole number >= 0 (a
+    number, or digits in a string); 0 when none is: a word, null, a negative
+    or infinite number in `usage` must neither fail the call nor make a cost
+    negative."""
+    for value in values:
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value) and value >= 0:
+            return round(value)
+    return 0
 
 
 class ReplyTooLarge(Exception):
