@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import tempfile
 import textwrap
@@ -31,6 +32,7 @@ from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_b
                               take_lease)
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
+from pipeline.stopping import exit_code
 from pipeline.plan import DEFAULT_TTL_S, UsageError, driven_from_here, make_plan
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
@@ -45,6 +47,7 @@ EXIT_GATE_FAILED = 4
 
 # What each command's exit code means: the --help epilogs and the docs'
 # command-line reference are made from this table.
+EXIT_SIGINT, EXIT_SIGTERM = exit_code(signal.SIGINT), exit_code(signal.SIGTERM)  # 130, 143
 EXIT_CODES: dict[str, dict[int, str]] = {
     "run": {
         0: "the run finished (also when rows were dead-lettered: the summary line says how "
@@ -56,6 +59,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "stderr, and nothing written",
         EXIT_NOT_RECONCILED: "the run finished but its counts do not reconcile (a bug: see "
                              "runs/<run_id>/manifest.json)",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "
+             "its lease is marked failed (a new run of the id takes over), one line on stderr",
+        EXIT_SIGTERM: "stopped by SIGTERM during a local run, the same way",
     },
     "status": {
         0: "finished",
@@ -99,8 +105,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
 
 def exit_codes_text(command: str) -> str:
     """The 'Exit codes:' block of a command's --help."""
+    width = max(len(str(code)) for code in EXIT_CODES[command])
     return "Exit codes:\n" + "\n".join(
-        textwrap.fill(text, 76, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        textwrap.fill(text, 76, initial_indent=f"  {code:<{width}}  ",
+                      subsequent_indent=" " * (width + 4))
         for code, text in sorted(EXIT_CODES[command].items()))
 
 
@@ -336,7 +344,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
-    run_pipeline(plan, options, lease, detach)
+    run_pipeline(plan, options, lease, detach, signals=True)
     if detach:  # a remote job: its workers beat and its Finalize commits and releases
         return 0
     return _print_outcome(plan.info)

@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.filesystems import use_filesystems
 from pipeline.graph import build_pipeline
 from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, UsageError, runner_is_local
+from pipeline.stopping import stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
@@ -148,11 +149,13 @@ def print_submitted(info: RunInfo, where: str) -> None:
 
 
 def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
-                 detach: bool = False, watch: bool = True):
+                 detach: bool = False, watch: bool = True, signals: bool = False):
     """Run (or, detached on a remote runner, submit) the pipeline; its Finalize
     step commits the attempt and releases the lease. A failure marks the lease
     failed (and says so in one line), so `status` says so at once and the next
-    run may take over. Returns Beam's PipelineResult."""
+    run may take over. signals (the command line): SIGTERM or SIGINT during a
+    local run ends its worker processes, marks the lease failed and exits
+    (pipeline/stopping.py). Returns Beam's PipelineResult."""
     info = plan.info
     if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
         from transforms.publish import chart_engine
@@ -160,8 +163,16 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         preload_local_model(plan)
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
+
+    def stopped(name: str) -> str:
+        beat.stop()
+        leases.mark_failed(info.output, lease, f"stopped by {name}")
+        return (f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) stopped by {name}; "
+                "its worker processes were ended; a new run of the id takes over and cleans up")
+    on_signals = (stop_on_signals(stopped) if signals and not detach and runner_is_local(options)
+                  else contextlib.nullcontext())
     try:
-        with _not_interactive():
+        with _not_interactive(), on_signals:
             p = beam.Pipeline(options=options)
             build_pipeline(p, plan)
             result = p.run()

@@ -39,14 +39,16 @@ def test_help_lists_every_option_with_a_meaning_and_every_exit_code(name):
     for action in options(sub):
         assert action.help and len(action.help) > 10, action.option_strings
         assert all(o in text for o in action.option_strings), action.option_strings
-    listed = dict(re.findall(r"^  (\d)  (\S.*)$", text.split("Exit codes:")[1], re.M))
+    listed = dict(re.findall(r"^  (\d+) +(\S.*)$", text.split("Exit codes:")[1], re.M))
     assert sorted(map(int, listed)) == sorted(cli.EXIT_CODES[name])
 
 
 def test_exit_codes_are_the_codes_the_commands_return():
     assert set(cli.EXIT_CODES["status"]) == set(status.EXIT.values())
     assert cli.EXIT_CODES["compare"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_GATE_FAILED}
-    assert cli.EXIT_CODES["run"].keys() == {0, 1, cli.EXIT_USAGE, cli.EXIT_NOT_RECONCILED}
+    assert cli.EXIT_CODES["run"].keys() == {0, 1, cli.EXIT_USAGE, cli.EXIT_NOT_RECONCILED,
+                                            cli.EXIT_SIGINT, cli.EXIT_SIGTERM}
+    assert (cli.EXIT_SIGINT, cli.EXIT_SIGTERM) == (130, 143)
     assert cli.EXIT_CODES["calibrate"].keys() == {0, cli.EXIT_USAGE}
 
 

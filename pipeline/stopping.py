@@ -1,0 +1,133 @@
+"""Stopping a local run from outside: SIGTERM (a scheduler, `kill`) or SIGINT
+(Ctrl-C) to the `evalbeam run` process.
+
+Without this, SIGTERM ended the launcher at once (exit -15, nothing said, the
+lease left "running" until its heartbeat went stale) and SIGINT printed a
+KeyboardInterrupt traceback from Beam's internals; the Beam SDK worker
+processes of a multi-process run were left to notice on their own. Now the
+launcher ends its child processes (SIGTERM, then SIGKILL after a grace
+period), marks the attempt failed (so `status` says so and a new run of the
+id takes over at once), prints one line and exits 128 + the signal's number
+(130 for SIGINT, 143 for SIGTERM), as shells do.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Callable, Iterator
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_S = 3.0  # how long children get to end after SIGTERM before SIGKILL
+
+
+def exit_code(signum: int) -> int:
+    return 128 + int(signum)
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """The process ids of every process below `pid` (this one by default)."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        import psutil
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except ImportError:
+        pass
+    except Exception:  # the process is gone
+        return []
+    out, todo = [], [pid]
+    while todo:  # Linux without psutil: /proc/<pid>/task/<tid>/children
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", encoding="ascii") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)  # reap our own children
+        if done:
+            return False
+    except ChildProcessError:  # not our child: a grandchild
+        pass
+    except OSError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie grandchild waits for its parent to reap it: it is ended
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def end_children(grace_s: float = GRACE_S) -> list[int]:
+    """SIGTERM every descendant, SIGKILL those still alive after grace_s;
+    returns the ids of those that had to be killed."""
+    pids = descendants()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        pids = [p for p in pids if _alive(p)] + [p for p in descendants() if p not in pids]
+        if not pids:
+            return []
+        time.sleep(0.05)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
+
+
+@contextlib.contextmanager
+def stop_on_signals(on_stop: Callable[[str], str]) -> Iterator[None]:
+    """Within: SIGTERM or SIGINT ends this process's children, calls
+    on_stop(signal name) (it marks the run failed and returns the line to
+    print), prints that line on stderr and leaves with exit_code(signal).
+    Only in the main thread (elsewhere signals cannot be caught: a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        for s in STOP_SIGNALS:  # a second Ctrl-C does not interrupt the cleanup
+            signal.signal(s, signal.SIG_IGN)
+        # Beam's threads that talk to the workers raise as the workers end: their
+        # tracebacks are not what the user needs to read
+        threading.excepthook = lambda _args: None
+        logging.disable(logging.CRITICAL)
+        end_children()
+        name = signal.Signals(signum).name
+        try:
+            line = on_stop(name)
+        except Exception as exc:  # noqa: BLE001 - the process ends either way
+            line = f"evalbeam: error: stopped by {name} ({type(exc).__name__} on the way out)"
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        with contextlib.suppress(Exception):
+            print(line, file=sys.stderr, flush=True)
+        os._exit(exit_code(signum))
+
+    saved = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, previous in saved.items():
+            signal.signal(s, previous)
