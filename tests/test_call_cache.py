@@ -6,11 +6,12 @@ import asyncio
 import json
 
 import httpx
+import pytest
 
 from pipeline.config import EndpointConfig
 from tests.fake_server import FakeOpenAI
 from tests.pipeline_helpers import fake_runtime
-from transforms.enrich.embeddings.endpoint import EndpointEmbedder
+from transforms.enrich.embeddings.endpoint import EmbeddingError, EndpointEmbedder
 from transforms.remote.cache import CallCache, cache_key
 from transforms.remote.client import EndpointClient
 from transforms.remote.openai_api import chat
@@ -148,3 +149,29 @@ def test_endpoint_embeddings_are_cached_per_text(tmp_path):
         inputs = [r.json["input"] for r in server.requests]
     assert inputs == [["alpha", "beta"], ["gamma"]]
     assert (b[0] == a[1]).all() and (b[2] == a[0]).all()
+
+
+def test_an_embedding_of_another_dimension_is_an_error_and_not_cached(tmp_path):
+    """A replica that answers with another model's vectors (8 dimensions where the
+    endpoint gave 16): each reply is consistent in itself, so it passed, was
+    cached, and the batch crashed with numpy's 'could not broadcast' ValueError.
+    Now its texts fail with the reason (EmbeddingError: errors/ stage
+    embedding), the others keep their vectors, and nothing wrong is cached."""
+    path = str(tmp_path / "c.sqlite")
+    with FakeOpenAI() as server:
+        with fake_runtime(server, "emb", path) as runtime:
+            emb = EndpointEmbedder(runtime, "emb", "e", request_size=1, log=CallLog())
+            alpha = emb.embed(["alpha"])
+            server.configure(embedding_dim=8)
+            with pytest.raises(EmbeddingError) as caught:
+                emb.embed(["alpha", "beta"])
+        assert "a vector of 8 dimensions where the endpoint's have 16" in str(caught.value)
+        assert set(caught.value.reasons) == {"beta"}
+        assert (caught.value.done["alpha"] == alpha[0]).all()
+        assert len(CallCache(path)) == 1  # alpha's only
+        server.configure(embedding_dim=16)
+        before = len(server.requests)
+        with fake_runtime(server, "emb", path) as runtime:  # a fresh worker: beta asked again
+            emb = EndpointEmbedder(runtime, "emb", "e", request_size=1, log=CallLog())
+            assert emb.embed(["alpha", "beta"]).shape == (2, 16)
+        assert [r.json["input"] for r in server.requests[before:]] == [["beta"]]

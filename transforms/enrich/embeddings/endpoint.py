@@ -18,6 +18,7 @@ the EmbeddingError raised carries the vectors the other requests brought
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -45,42 +46,56 @@ class EndpointEmbedder:
         return cache_key(c.cfg.base_url, embeddings_path(c, self.model), c.params, self.model,
                          {"model": self.model, "input": text})
 
-    async def _embed_all(self, texts: list[str]) -> tuple[dict[str, list[float]], list, list]:
+    async def _embed_all(self, texts: list[str]
+                         ) -> tuple[dict[str, list[float]], list, list, dict[str, str]]:
         """(vectors found in the call cache, their records, [(chunk, vectors or None,
-        record)] sent)."""
+        record)] sent, text -> why its vector cannot be used). A vector is cached
+        only when usable: of the endpoint's dimension (the one it gave before in
+        this process, else in the cache, else most often in these replies), not
+        all zeros (see _unusable)."""
         cache = self.client.cache
         found, hits = {}, []
         if cache is not None:
             looked = await asyncio.gather(*(cache.lookup(self._key(t)) for t in texts))
             for t, (v, tier) in zip(texts, looked):
-                if v is not None and t not in found:
+                if v is not None and t not in found and _unusable(v, self.dim) is None:
                     found[t] = v
                     hits.append(self.client.hit_record(self.model, "embeddings", tier))
         todo = [t for t in texts if t not in found]
         chunks = [todo[i:i + self.request_size] for i in range(0, len(todo), self.request_size)]
         sent = await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))
+        fresh = [v for _, (got, _) in zip(chunks, sent) for v in got or []]
+        dim = self.dim or _most_common_length(list(found.values()) or fresh)
+        unusable = {t: why for chunk, (got, _) in zip(chunks, sent)
+                    for t, v in zip(chunk, got or []) if (why := _unusable(v, dim))}
+        if found:  # a cached vector of another dimension than the call's (self.dim unknown)
+            unusable.update({t: why for t, v in found.items() if (why := _unusable(v, dim))})
         if cache is not None:
             await asyncio.gather(*(cache.store(self._key(t), v) for chunk, (got, _) in
-                                   zip(chunks, sent) for t, v in zip(chunk, got or [])))
-        return found, hits, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)]
+                                   zip(chunks, sent) for t, v in zip(chunk, got or [])
+                                   if t not in unusable))
+        return found, hits, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)], unusable
 
     def _vectors(self, texts: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         """(text -> its L2-normalised vector, text -> why it has none): an empty
         text's vector is zero; a failed request's texts have the reason."""
         to_send = [t for t in texts if t.strip()]
-        by_text, hits, sent = self.runtime.run(attributed(
+        by_text, hits, sent, unusable = self.runtime.run(attributed(
             self._embed_all(to_send), None, self.metrics)) if to_send else (
-            {}, [], [])
+            {}, [], [], {})
         for record in hits:  # one cache hit per text served from the cache
             self.runtime.record(record, self.log)
-        failed: dict[str, str] = {}
+        failed: dict[str, str] = {t: f"embeddings reply unusable: {why}"
+                                  for t, why in unusable.items()}
+        for text in unusable:
+            by_text.pop(text, None)
         for chunk, got, record in sent:
             self.runtime.record(record, self.log)
             if got is None:  # a cap's refusal is no failure: its rows say the cap, as the judge's do
                 failed.update(dict.fromkeys(chunk, record.error if record.budget_refused
                                             else f"embeddings failed: {record.error}"))
             else:
-                by_text.update(zip(chunk, got))
+                by_text.update((t, v) for t, v in zip(chunk, got) if t not in unusable)
         if by_text:
             self.dim = len(next(iter(by_text.values())))
         have = [t for t in dict.fromkeys(texts) if t not in failed]
@@ -126,3 +141,20 @@ class EndpointEmbedder:
         if reasons:
             raise EmbeddingError(next(iter(reasons.values())), done, reasons)
         return [done[t] for t in texts]
+
+
+def _most_common_length(vectors: list) -> int | None:
+    lengths = Counter(len(v) for v in vectors)
+    return lengths.most_common(1)[0][0] if lengths else None
+
+
+def _unusable(vector, dim: int | None) -> str | None:
+    """Why an embedding cannot be used (None: it can): a length other than the
+    endpoint's (a replica serving another model; one reply's check cannot see
+    it), or all zeros (what some servers send for a text they failed on: its
+    cosine with everything would be 0, a score, not an error)."""
+    if dim is not None and len(vector) != dim:
+        return f"a vector of {len(vector)} dimensions where the endpoint's have {dim}"
+    if not any(vector):
+        return "a vector of zeros"
+    return None
