@@ -237,3 +237,21 @@ def test_a_usage_block_of_any_shape_never_breaks_the_call_or_the_cost(usage, tok
     reply, _ = _run(lambda r, n: httpx.Response(200, content=body.encode()), _chat)
     assert reply.texts == ["ok"] and reply.record.ok
     assert (reply.record.prompt_tokens, reply.record.completion_tokens) == tokens
+
+
+def test_an_event_stream_is_not_retried_and_an_html_page_is_named():
+    """A 200 that streams (text/event-stream: `stream: true` reached the server,
+    or a gateway that always streams) was retried max_attempts times, each one
+    a paid completion, and said only 'a body that is not JSON'. It is now one
+    attempt and says what it got; a proxy's HTML page (a 200 error page) is
+    retried as before and its title is the reason."""
+    sse = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    reply, seen = _run(lambda r, n: httpx.Response(
+        200, content=sse.encode(), headers={"content-type": "text/event-stream"}), _chat)
+    assert len(seen) == 1 and reply.record.attempts == 1
+    assert "an event stream (text/event-stream), not one JSON body" in reply.error
+    html = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+    reply, seen = _run(lambda r, n: httpx.Response(
+        200, content=html.encode(), headers={"content-type": "text/html"}), _chat)
+    assert len(seen) == 4 and reply.record.attempts == 4  # max_attempts: may be transient
+    assert "an HTML page, not JSON ('502 Bad Gateway'" in reply.error

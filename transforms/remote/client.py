@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import uuid
 from contextvars import ContextVar
@@ -486,9 +487,7 @@ class EndpointClient:
         try:
             data = json.loads(body)
         except ValueError:
-            raise RemoteCallError(f"HTTP {response.status_code} with a body that is not JSON "
-                                  f"({len(body)} bytes)", status=response.status_code,
-                                  retryable=True) from None
+            raise _not_json(response, body, self.scrub) from None
         if data is None:  # no API answers `null`; and data None means a failed call
             raise RemoteCallError(f"HTTP {response.status_code} with a JSON null body",
                                   status=response.status_code, retryable=True)
@@ -504,6 +503,35 @@ class EndpointClient:
     async def aclose(self) -> None:
         for pool in self._pools:
             await pool.aclose()
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.I | re.S)
+
+
+def _not_json(response: httpx.Response, body: bytes, scrub) -> RemoteCallError:
+    """The failed attempt of a reply whose body is not JSON. An event stream
+    (`stream: true` reached the server, or a gateway that always streams) is
+    not retried: every attempt would be a paid completion streamed again. An
+    HTML page (a proxy's error page sent with 200) is named by its title and
+    retried, as anything else that may be transient."""
+    status = response.status_code
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    start = body.lstrip()[:512]
+    if kind == "text/event-stream" or start.startswith((b"data:", b"event:")):
+        return RemoteCallError(
+            f"HTTP {status} with an event stream (text/event-stream), not one JSON body: "
+            "streamed replies are not read; leave `stream` out of the request options",
+            status=status, retryable=False)
+    if kind in ("text/html", "application/xhtml+xml") or start.lower().startswith(
+            (b"<!doctype html", b"<html")):
+        found = _TITLE.search(body[:65536])
+        title = b" ".join((found.group(1) or found.group(2)).split()) if found else b""
+        title = scrub(title.decode("utf-8", "replace"))[:120]
+        return RemoteCallError(f"HTTP {status} with an HTML page, not JSON ({title!r}, "
+                               f"{len(body)} bytes: a proxy's error page?)",
+                               status=status, retryable=True)
+    return RemoteCallError(f"HTTP {status} with a body that is not JSON ({len(body)} bytes)",
+                           status=status, retryable=True)
 
 
 def _error_detail(body: bytes) -> str:
