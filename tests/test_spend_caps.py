@@ -282,3 +282,19 @@ def test_a_token_ceiling_that_refuses_one_embeddings_request_nulls_only_its_rows
     assert sum(s["value"] is not None for s in sim.values()) == 32
     usage = read_rows(out, "usage")
     assert sum(u["calls"] for u in usage) == 1 and sum(u["budget_refused"] for u in usage) == 1
+
+
+def test_a_failed_call_that_reported_tokens_counts_them_against_the_caps():
+    """A judge call whose attempts were all HTTP 200 without an answer (retried:
+    transforms/remote/client.py `reject`) used the tokens its replies report,
+    and usage/ counts them; the spend caps counted 0 tokens and 0 cost for any
+    failed call, so unusable replies could spend past judge.max_cost."""
+    from transforms.remote.budget import actual_use
+    price = {"input": 1.0, "output": 2.0}
+    used = actual_use("llm", "judge:x", False, 600, 300, 50.0, price)
+    assert used[tokens_scope("llm")] == 900.0
+    assert used[JUDGE_COST] == pytest.approx((600 * 1.0 + 300 * 2.0) / 1e6)
+    nothing = actual_use("llm", "judge:x", False, 0, 0, 50.0, price)  # a 500: nothing used
+    assert nothing[tokens_scope("llm")] == 0.0 and nothing[JUDGE_COST] == 0.0
+    guessed = actual_use("llm", "judge:x", True, 0, 0, 50.0, price)  # no usage block
+    assert guessed[tokens_scope("llm")] == 50.0
