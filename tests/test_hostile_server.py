@@ -399,3 +399,41 @@ def test_request_logs_do_not_print_a_base_url_credential(caplog):
     assert reply.error is None
     for secret in (URL_PASSWORD, URL_QUERY_KEY):
         assert _leaks(caplog.text, secret) == [], caplog.text
+
+
+def test_a_bot_reply_cut_off_before_any_text_is_an_error_not_an_empty_answer(tmp_path):
+    """A reasoning model that spends max_tokens thinking answers `content: ""`
+    with finish_reason 'length': the empty string was the bot's answer, scored
+    (exact_match 0, bleu 0, a FAIL verdict) as if the bot had said nothing. It is
+    now an ERROR row saying why; a reply cut off after some text is scored and
+    its bot_details say it was cut off; tool calls alone are named as such."""
+    replies = {"h0": {"content": "", "finish_reason": "length",
+                      "reasoning_content": "Let me think about refunds..."},
+               "h1": {"content": "Refunds are accepted within", "finish_reason": "length"},
+               "h2": {"content": None, "tool_calls": [
+                   {"id": "c1", "type": "function",
+                    "function": {"name": "lookup_policy", "arguments": "{}"}}]}}
+
+    def handler(request):
+        question = request["messages"][-1]["content"]
+        return replies.get(f"h{question.split()[-1].rstrip('?')}", "Refunds: 30 days.")
+    with FakeOpenAI() as server:
+        server.set_chat_handler(handler)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  llm: {_endpoint(server.openai_base_url)}\n"
+                       "bots:\n  - {name: b, type: chat, endpoint: llm, model: m}\n"
+                       "metrics: [exact_match, bleu]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 4), "--output", out, "--config", str(cfg),
+                       "--run-id", "cut") == 0
+    assert manifest(out, "cut")["reconciliation"]["ok"]
+    rows = {r["case_id"]: r for r in read_rows(out, "results")}
+    assert rows["h0"]["verdict"] == "ERROR" and rows["h0"]["answer"] is None
+    assert "cut off at the token limit before any text" in rows["h0"]["error"]
+    assert rows["h1"]["answer"] == "Refunds are accepted within" and rows["h1"]["error"] is None
+    assert json.loads(rows["h1"]["bot_details"])["finish_reason"] == "length"
+    assert rows["h2"]["verdict"] == "ERROR"
+    assert "only tool calls (lookup_policy)" in rows["h2"]["error"]
+    assert rows["h3"]["error"] is None and rows["h3"]["answer"] == "Refunds: 30 days."
+    errors = read_rows(out, "errors")
+    assert sorted(e["case_id"] for e in errors) == ["h0", "h2"]

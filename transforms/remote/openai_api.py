@@ -124,6 +124,12 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
         refusal = message.get("refusal")
         if content is None and isinstance(refusal, str) and refusal:
             return texts, extras, f"the model refused: {refusal[:300]}"
+        tools = message.get("tool_calls")
+        if content is None and isinstance(tools, list) and tools:
+            names = [str(c.get("function", {}).get("name", "?"))[:60] for c in tools
+                     if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+            return texts, extras, (f"reply content of choice {i} is null: the reply holds only "
+                                   f"tool calls ({', '.join(names) or '?'}), no text")
         problem = text_problem(content, f"reply content of choice {i}")
         if problem:
             return texts, extras, problem
