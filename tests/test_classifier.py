@@ -287,3 +287,18 @@ def test_without_a_classifier_the_metric_is_null_and_left_out_by_default(tmp_pat
     assert "no classifier configured" in capsys.readouterr().err
     code, out2 = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "d")
     assert "grounding_classifier" not in manifest(out2, "d")["metrics"]
+
+
+def test_vllm_scores_whose_indices_are_not_one_per_pair_are_unusable():
+    """/score rows are put in order by `index`: two rows of index 0 for two
+    pairs gave the second pair the first one's score, without an error."""
+    with FakeOpenAI() as server:
+        runtime, gc = _classifier(server, api="vllm_score", labels={})
+        try:
+            rows = {"data": [{"index": 0, "score": 0.9}, {"index": 0, "score": 0.1}]}
+            with pytest.raises(ValueError, match="one per pair"):
+                gc._answers(rows, 2)
+            ok = {"data": [{"index": 1, "score": 0.1}, {"index": 0, "score": 0.9}]}
+            assert gc._answers(ok, 2) == [{"score": 0.9}, {"score": 0.1}]
+        finally:
+            runtime.close()

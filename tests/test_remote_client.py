@@ -255,3 +255,16 @@ def test_an_event_stream_is_not_retried_and_an_html_page_is_named():
         200, content=html.encode(), headers={"content-type": "text/html"}), _chat)
     assert len(seen) == 4 and reply.record.attempts == 4  # max_attempts: may be transient
     assert "an HTML page, not JSON ('502 Bad Gateway'" in reply.error
+
+
+@pytest.mark.parametrize("indices", [[0, 0], [1, 2], [0, "1"]])
+def test_embeddings_whose_indices_are_not_one_per_text_are_an_error(indices):
+    """Replies are put in order by their `index`: two items of index 0 for two
+    texts passed the count check, and the second text silently got the first
+    one's vector (a wrong similarity, no error)."""
+    body = {"data": [{"index": i, "embedding": [float(n + 1), 1.0]}
+                     for n, i in enumerate(indices)], "usage": {"prompt_tokens": 2}}
+    (vectors, rec), _ = _run(lambda r, n: httpx.Response(200, json=body),
+                             lambda c: embeddings(c, "e", ["a", "b"]))
+    assert vectors is None and not rec.ok
+    assert "indices" in rec.error and "not one per text" in rec.error, rec.error

@@ -147,6 +147,21 @@ def _has_answer(data: Any) -> bool:
     return _no_answer(data) is None
 
 
+def by_index(rows: Any, n: int, what: str) -> list[Any]:
+    """The items of a batch reply in input order by their `index` (OpenAI
+    embeddings, vLLM /score); ValueError unless there is exactly one per
+    input: with two of index 0 for two inputs, sorting alone gave the second
+    input the first one's answer."""
+    if not isinstance(rows, list):
+        raise ValueError("the items are not a list")
+    if len(rows) != n:
+        raise ValueError(f"{len(rows)} items for {n} {what}s")
+    indices = [r.get("index") if isinstance(r, dict) else None for r in rows]
+    if sorted(i if type(i) is int else -1 for i in indices) != list(range(n)):
+        raise ValueError(f"item indices {indices[:8]} are not one per {what} (0 to {n - 1})")
+    return sorted(rows, key=lambda r: r["index"])
+
+
 async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *,
                      purpose: str = "embeddings") -> tuple[list[list[float]] | None, CallRecord]:
     est = sum(estimate_tokens(t) for t in texts)
@@ -156,10 +171,8 @@ async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *
     if result.data is None:
         return None, result.record
     try:
-        rows = sorted(result.data["data"], key=lambda d: d["index"])
+        rows = by_index(result.data["data"], len(texts), "text")
         vectors = [list(map(float, d["embedding"])) for d in rows]
-        if len(vectors) != len(texts):
-            raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
         sizes = sorted({len(v) for v in vectors})
         if len(sizes) > 1:
             raise ValueError(f"vectors of {sizes[0]} and {sizes[-1]} dimensions in one reply")

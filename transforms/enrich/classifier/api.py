@@ -34,7 +34,7 @@ from transforms.enrich.classifier.labels import (LabelError, id2label_of, label_
                                                  probability, read_prediction)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord, EndpointClient
-from transforms.remote.openai_api import estimate_tokens
+from transforms.remote.openai_api import by_index, estimate_tokens
 
 TEI_PREDICT, TEI_INFO, VLLM_SCORE = "/predict", "/info", "/score"
 BATCH_REFUSED = (413, 422)  # TEI: a batch over --max-client-batch-size
@@ -125,8 +125,7 @@ class GroundingClassifier:
             rows = data.get("data") if isinstance(data, dict) else None
             if not isinstance(rows, list):
                 raise ValueError("missing 'data'")
-            rows = sorted(rows, key=lambda r: r["index"])
-            answers = [{"score": float(r["score"])} for r in rows]
+            answers = [{"score": float(r["score"])} for r in by_index(rows, n, "pair")]
         else:
             if not isinstance(data, list) or not all(isinstance(p, list) for p in data):
                 raise ValueError("expected one list of predictions per pair")
