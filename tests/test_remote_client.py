@@ -268,3 +268,18 @@ def test_embeddings_whose_indices_are_not_one_per_text_are_an_error(indices):
                              lambda c: embeddings(c, "e", ["a", "b"]))
     assert vectors is None and not rec.ok
     assert "indices" in rec.error and "not one per text" in rec.error, rec.error
+
+
+def test_content_given_as_a_list_of_text_parts_is_read_as_its_text():
+    """Some OpenAI-compatible servers (Mistral's, gateways in front of other
+    APIs) send `content` as a list of parts [{"type": "text", "text": ...}].
+    It was 'content is list, not text': every bot row an ERROR, every judge
+    question failed (and, retried, paid for max_attempts times)."""
+    parts = [{"type": "text", "text": "Thirty "}, {"type": "text", "text": "days."}]
+    body = {"choices": [{"message": {"role": "assistant", "content": parts}}]}
+    reply, seen = _run(lambda r, n: httpx.Response(200, json=body), _chat)
+    assert reply.error is None and reply.texts == ["Thirty days."] and len(seen) == 1
+    other = [{"type": "image_url", "image_url": {"url": "data:..."}}]
+    body = {"choices": [{"message": {"role": "assistant", "content": other}}]}
+    reply, _ = _run(lambda r, n: httpx.Response(200, json=body), _chat)
+    assert "content of choice 0 is list, not text" in reply.error

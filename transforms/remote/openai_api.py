@@ -120,7 +120,7 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
         extras.append({k: v for k, v in message.items() if k not in ("role", "content")})
         if isinstance(choice.get("finish_reason"), str):
             extras[-1]["finish_reason"] = choice["finish_reason"]
-        content = message.get("content")
+        content = _joined_parts(message.get("content"))
         refusal = message.get("refusal")
         if content is None and isinstance(refusal, str) and refusal:
             return texts, extras, f"the model refused: {refusal[:300]}"
@@ -135,6 +135,20 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
             return texts, extras, problem
         texts.append(content)
     return texts, extras, None
+
+
+TEXT_PARTS = ("text", "output_text")
+
+
+def _joined_parts(content: Any) -> Any:
+    """Content as a list of text parts ([{"type": "text", "text": ...}], as some
+    OpenAI-compatible servers send it) joined into its text; anything else
+    as it is (a list with a part that is not text stays a list: a problem)."""
+    if isinstance(content, list) and content and all(
+            isinstance(p, dict) and p.get("type") in TEXT_PARTS and isinstance(p.get("text"), str)
+            for p in content):
+        return "".join(p["text"] for p in content)
+    return content
 
 
 def _no_answer(data: Any) -> str | None:
