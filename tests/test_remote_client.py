@@ -283,3 +283,21 @@ def test_content_given_as_a_list_of_text_parts_is_read_as_its_text():
     body = {"choices": [{"message": {"role": "assistant", "content": other}}]}
     reply, _ = _run(lambda r, n: httpx.Response(200, json=body), _chat)
     assert "content of choice 0 is list, not text" in reply.error
+
+
+def test_an_error_object_sent_with_200_is_a_retried_failure_that_says_the_message():
+    """Gateways (LiteLLM proxies, some vLLM routers) wrap an upstream failure as
+    HTTP 200 {"error": {...}}: it read as 'unexpected chat response shape
+    (missing choices)' (or, for embeddings, "unexpected embeddings response:
+    'data'"), hid the server's message, and was not retried like the 429 or
+    5xx it stands for."""
+    err = {"error": {"message": "upstream overloaded, try again", "type": "server_error"}}
+    replies = [httpx.Response(200, json=err), _ok("fine")]
+    reply, seen = _run(lambda r, n: replies[min(n, 2) - 1], _chat)
+    assert reply.texts == ["fine"] and reply.record.attempts == 2
+    reply, seen = _run(lambda r, n: httpx.Response(200, json=err), _chat)
+    assert len(seen) == 4 and reply.error == (
+        "HTTP 200 with an error body: upstream overloaded, try again")
+    (vectors, rec), _ = _run(lambda r, n: httpx.Response(200, json={"error": "no model"}),
+                             lambda c: embeddings(c, "e", ["a"]))
+    assert vectors is None and rec.error == "HTTP 200 with an error body: no model"

@@ -491,6 +491,10 @@ class EndpointClient:
         if data is None:  # no API answers `null`; and data None means a failed call
             raise RemoteCallError(f"HTTP {response.status_code} with a JSON null body",
                                   status=response.status_code, retryable=True)
+        if _error_body(data):  # a gateway's upstream failure wrapped as a 200: retried as one
+            detail = self.scrub(_error_detail(body))[:300]
+            raise RemoteCallError(f"HTTP {response.status_code} with an error body: {detail}",
+                                  status=response.status_code, retryable=True)
         problem = state["reject"](data) if state["reject"] is not None else None
         if problem is not None:  # a 200 without an answer: retried, its tokens counted
             used = _usage_tokens(data, state["compute_tokens"])
@@ -532,6 +536,14 @@ def _not_json(response: httpx.Response, body: bytes, scrub) -> RemoteCallError:
                                status=status, retryable=True)
     return RemoteCallError(f"HTTP {status} with a body that is not JSON ({len(body)} bytes)",
                            status=status, retryable=True)
+
+
+def _error_body(data: Any) -> bool:
+    """A JSON object that is an error and nothing else (`{"error": {...}}` or
+    `{"error": "..."}`, no `choices`, `data` or other answer fields)."""
+    return (isinstance(data, dict) and bool(data.get("error"))
+            and set(data) <= {"error", "error_type", "code", "message", "status", "object",
+                              "type", "param"})
 
 
 def _error_detail(body: bytes) -> str:
