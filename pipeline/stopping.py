@@ -127,7 +127,45 @@ def stop_on_signals(on_stop: Callable[[str], str]) -> Iterator[None]:
 
     saved = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
-        yield
+        with _workers_in_their_own_group():
+            yield
     finally:
         for s, previous in saved.items():
             signal.signal(s, previous)
+
+
+class _OwnGroupSubprocess:
+    """The `subprocess` module as Beam's local job service sees it within
+    _workers_in_their_own_group: Popen starts each process in a process group
+    of its own."""
+
+    def __getattr__(self, name: str):
+        import subprocess
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(*args, **kwargs):  # noqa: N802 - subprocess's name
+        import subprocess
+        kwargs.setdefault("process_group", 0)
+        return subprocess.Popen(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _workers_in_their_own_group() -> Iterator[None]:
+    """Ctrl-C in a terminal sends SIGINT to the foreground process group: Beam's
+    worker processes (started by local_job_service.SubprocessSdkWorker with
+    subprocess.Popen) got it too and each printed a KeyboardInterrupt
+    traceback before the launcher's line. Started in groups of their own, they
+    are ended by the launcher's handler instead (a killed launcher still ends
+    them: they stop when its control stream closes)."""
+    try:
+        from apache_beam.runners.portability import local_job_service
+    except ImportError:  # pragma: no cover - Beam without its portable runner
+        yield
+        return
+    saved = local_job_service.subprocess
+    local_job_service.subprocess = _OwnGroupSubprocess()
+    try:
+        yield
+    finally:
+        local_job_service.subprocess = saved

@@ -1,6 +1,7 @@
-"""Stopping a local multi-process run: SIGTERM or SIGINT to the launcher
-stops its Beam worker processes, exits with one line and the documented
-code, and leaves the run id to the next run (its lease is marked failed)."""
+"""Stopping a local multi-process run: SIGTERM or SIGINT to the launcher (or
+Ctrl-C, to its whole process group) stops its Beam worker processes, exits
+with one line and the documented code, no traceback (a worker's either), and
+leaves the run id to the next run (its lease is marked failed)."""
 from __future__ import annotations
 
 import os
@@ -30,8 +31,13 @@ def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signum, code):
+@pytest.mark.parametrize("signum, code, group", [
+    (signal.SIGTERM, 143, False),  # kill PID, a scheduler
+    (signal.SIGINT, 130, False),
+    (signal.SIGINT, 130, True),    # Ctrl-C in a terminal: the whole foreground group
+])
+def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signum, code,
+                                                                  group):
     rows = [{"case_id": f"s{i}", "question": f"How long is the refund window {i}?",
              "expected_answer": "Thirty days."} for i in range(N)]
     cases = write_cases(str(tmp_path / "cases.parquet"), rows)
@@ -56,7 +62,10 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
                 time.sleep(0.2)
             children = me.children(recursive=True)
             assert len(_alive(children)) >= 2, children
-            launcher.send_signal(signum)
+            if group:
+                os.killpg(launcher.pid, signum)
+            else:
+                launcher.send_signal(signum)
             _, err = launcher.communicate(timeout=60)
         finally:
             if launcher.poll() is None:
