@@ -49,3 +49,28 @@ def test_wide_tables_scroll_in_their_box_not_the_page(tmp_path):
             box = "document.querySelector('table').parentElement"
             assert shown.evaluate(f"{box}.scrollWidth > {box}.clientWidth"), name
             assert shown.evaluate(f"getComputedStyle({box}).overflowX") == "auto", name
+
+
+def test_a_chart_on_a_phone_keeps_its_size_and_scrolls_in_its_box(tmp_path):
+    """On a 390 px phone a 700 px chart was shrunk to the screen, its labels
+    4-5 px high; it now keeps its own width in a box that scrolls sideways,
+    while the page stays as wide as the window. On a wide window nothing moves."""
+    _need_chromium()
+    from transforms.publish.charts import render, verdict_bars
+    from transforms.publish.html import figure
+    chart = render(verdict_bars([{"bot": "faq", "verdict": "PASS", "n": 97},
+                                 {"bot": "faq", "verdict": "FAIL", "n": 155}]), "Verdicts per bot")
+    path = tmp_path / "chart.html"
+    path.write_text(page("chart", ["<h2>Verdicts</h2>", figure(chart, "Verdicts per bot.")]),
+                    encoding="utf-8")
+    for width, mobile in ((390, True), (1280, False)):
+        with browser.Browser(width=width, mobile=mobile) as b:
+            shown = b.open(path.as_uri())
+            (tmp_path / f"chart-{width}.png").write_bytes(shown.png)
+            img = "document.querySelector('img.chart')"
+            natural = shown.evaluate(f"{img}.naturalWidth")
+            assert natural > 390
+            assert shown.evaluate(f"{img}.getBoundingClientRect().width") == natural, width
+            assert shown.evaluate("document.documentElement.scrollWidth") == width
+            box = f"{img}.parentElement"
+            assert shown.evaluate(f"{box}.scrollWidth > {box}.clientWidth") == (width == 390)

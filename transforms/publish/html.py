@@ -39,6 +39,7 @@ table.stack td:nth-child(n){display:block;border:0;padding:.1rem 0;min-width:0;m
 text-align:left}
 table.stack td::before{content:attr(data-label);margin-right:.5rem;font-size:.8rem;
 font-weight:600;color:#57606a}
+figure .wide img.chart{max-width:none}
 }
 """
 
@@ -154,8 +155,10 @@ def figure(image: tuple[str | None, str], caption: str) -> Raw:
     uri, alt = image
     if uri is None:
         return Raw(f'<p class="muted">Chart not drawn: {esc(alt)}</p>')
-    return Raw(f'<figure><img class="chart" src="{uri}" alt="{esc(alt)}">'
-               f"<figcaption>{esc(caption)}</figcaption></figure>")
+    # on a phone the chart keeps its own size and scrolls sideways in its box
+    # (shrunk to the screen, its labels were 4-5 px high)
+    img = f'<img class="chart" src="{uri}" alt="{esc(alt)}">'
+    return Raw(f"<figure>{scrolling(img)}<figcaption>{esc(caption)}</figcaption></figure>")
 
 
 def tag(name: str, content: Any, cls: str | None = None) -> Raw:
