@@ -52,8 +52,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "run": {
         0: "the run finished (also when rows were dead-lettered: the summary line says how "
            "many), or it was started with --detach",
-        1: "the pipeline itself failed (a traceback; the run's lease is marked failed, so "
-           "`evalbeam status` says so at once)",
+        1: "the pipeline itself failed (a traceback, or one line when a Dask job was lost "
+           "with its scheduler; the run's lease is marked failed, so `evalbeam status` says "
+           "so at once)",
         EXIT_USAGE: "a bad invocation, config, input, output folder or FAQ file, or the run id "
                     "is being run by another process: one line `evalbeam: error: ...` on "
                     "stderr, and nothing written",
@@ -344,7 +345,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
-    run_pipeline(plan, options, lease, detach, signals=True)
+    try:
+        run_pipeline(plan, options, lease, detach, signals=True)
+    except Exception as exc:
+        if getattr(exc, "one_line", False):  # run_pipeline's error line said it all
+            return 1
+        raise
     if detach:  # a remote job: its workers beat and its Finalize commits and releases
         return 0
     return _print_outcome(plan.info)

@@ -827,6 +827,13 @@ class _MetricReports:
         return metrics
 
 
+class JobLost(RuntimeError):
+    """The job ended without its results: the launcher lost the scheduler, or
+    the job was cancelled. The message says all there is (no traceback)."""
+
+    one_line = True
+
+
 @dataclasses.dataclass
 class DaskRunnerResult(beam_dask.DaskRunnerResult):
     job: str = ""
@@ -841,9 +848,10 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
             lost = [f for f in self.futures if f.status != "finished"]
             if state == PipelineState.DONE and lost:
                 self._state = PipelineState.FAILED
-                raise RuntimeError(f"the Dask job did not complete: {len(lost)} of its "
-                                   f"{len(self.futures)} results {lost[0].status} (the "
-                                   "scheduler was lost, or the job cancelled)")
+                why = ("the launcher lost the scheduler" if self._scheduler_lost()
+                       else "the job was cancelled")
+                raise JobLost(f"the Dask job did not complete: {len(lost)} of its "
+                              f"{len(self.futures)} results {lost[0].status} ({why})")
             return state
         finally:
             if self._state in (PipelineState.DONE, PipelineState.FAILED):
@@ -861,6 +869,13 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
         if self._closed:
             return
         self._closed = True
+        if self._scheduler_lost():
+            # nothing to ask it (the workers' reaper tears their DoFns down); closing
+            # ends the client's reconnecting, which logs the cancelled attempt's
+            # traceback: the job's error says what happened, in one line
+            logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+            self.client.close()
+            return
         try:
             for event in self.client.get_events(METRICS_TOPIC):
                 self.reports.receive(event)
@@ -875,6 +890,11 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
             self.client.close()
         except Exception:
             pass
+
+    def _scheduler_lost(self) -> bool:
+        """The client lost its scheduler: it cancelled the futures and is trying
+        to reconnect (for --dask_connection_timeout), or gave up and closed."""
+        return self.client.status in ("connecting", "closing", "closed")
 
     def metrics(self):
         return self.reports.results()
@@ -896,11 +916,16 @@ class DaskRunner(beam_dask.DaskRunner):
         job = uuid.uuid4().hex
         translator = _Translator(job, bag_kwargs)
         pipeline.visit(translator)
-        if not (dask_options.get("address") or dask_options.get("scheduler_file")):
+        where = dask_options.get("address") or dask_options.get("scheduler_file")
+        if not where:
             # Beam starts a LocalCluster here: its scheduler and nannies log every start
             # and stop at INFO through Beam's root handler, dozens of lines around the run's
             logging.getLogger("distributed").setLevel(logging.WARNING)
-        client = ddist.Client(**dask_options)
+        try:  # the scheduler answered the plan's check: it went away since
+            client = ddist.Client(**dask_options)
+        except OSError as exc:
+            raise JobLost(f"cannot reach the Dask scheduler {where}: "
+                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
         try:
             threads = sum(client.nthreads().values())
             window = max(2, BUNDLES_PER_THREAD * threads)

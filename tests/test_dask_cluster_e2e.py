@@ -209,3 +209,74 @@ def test_a_worker_killed_mid_run_ends_in_a_complete_run(reference, tmp_path):
     assert table_differences(out, "ex", reference, "ex") == []
     assert status(out, "ex")[0] == 0
     assert not [f for f in run_dir_files(out, "ex") if f.startswith(("lease", "heartbeat"))]
+
+
+def test_a_scheduler_lost_mid_run_fails_in_one_line_and_a_rerun_completes(tmp_path):
+    """The scheduler killed while the run works: the launcher printed ~100 lines
+    (two warnings with the traceback of each request it still sent the lost
+    scheduler, distributed's reconnect error, the crash traceback) and waited
+    for the reconnect timeout to end them. One line, exit 1, no completion
+    marker; a re-run of the id on a new cluster completes."""
+    from distributed import Client
+    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
+            "--output", out, "--run-id", "ex")
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+        with Client(cluster.address) as client:
+            deadline = time.monotonic() + 120
+            while (_processing_worker_pid(client) is None and proc.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before a ParDo bundle was seen"
+        os.kill(cluster.scheduler.pid, signal.SIGKILL)
+        lost = time.monotonic()
+        output = proc.communicate(timeout=120)[0]
+        took = time.monotonic() - lost
+    assert proc.returncode == 1, output[-3000:]
+    errors = [line for line in output.splitlines() if not line.startswith("evalbeam: note")
+              and "cases (" not in line]  # the notes before, the progress lines
+    assert len(errors) == 1, output[-3000:]
+    assert errors[0].startswith("evalbeam: error: run ex (attempt ") and (
+        "the Dask job did not complete" in errors[0]), errors
+    assert took < 15, took  # not the client's 30 s of reconnecting
+    assert not os.path.exists(os.path.join(out, "runs", "ex", "manifest.json"))
+    code, said = status(out, "ex")
+    assert code == 1 and "failed" in said, said
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+        output = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, output[-3000:]
+    assert status(out, "ex")[0] == 0
+
+
+def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, monkeypatch):
+    """The scheduler answers the plan's check, then stops before the job is
+    submitted: the runner's own Client() raised, and the run ended in a
+    traceback (exit 1 through the crash handler) instead of one line."""
+    import pipeline.plan as plan
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.pipeline_helpers import run_cli
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        checked = plan.dask_worker_threads
+
+        def check_then_stop(options):
+            threads = checked(options)
+            cluster.stop()
+            return threads
+        monkeypatch.setattr(plan, "dask_worker_threads", check_then_stop)
+        started = time.monotonic()
+        code = run_cli("--input", cases, "--output", out, "--run-id", "gone", "--runner=dask",
+                       f"--dask_client_address={cluster.address}", "--shared-filesystem",
+                       "--dask_connection_timeout=3")
+        took = time.monotonic() - started
+    err = [line for line in capsys.readouterr().err.splitlines()
+           if not line.startswith("evalbeam: note") and "cases (" not in line]
+    assert code == 1 and len(err) == 1, err
+    assert f"cannot reach the Dask scheduler {cluster.address}" in err[0], err
+    assert took < 30, took
+    assert not os.path.exists(os.path.join(out, "runs", "gone", "manifest.json"))
+    assert status(out, "gone")[0] == 1
