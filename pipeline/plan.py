@@ -435,8 +435,17 @@ def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
     job with its traceback once its first bundle ran."""
     if not runner_is_dask(options) or dask_scheduler(options) is None:
         return
-    said = _ask_dask(options, lambda client: client.run(
-        what_this_process_lacks, cfg, sorted(endpoints), embeds))
+    def ask(client):
+        try:
+            return client.run(what_this_process_lacks, cfg, sorted(endpoints), embeds)
+        except Exception as exc:  # noqa: BLE001 - a worker could not even run the check
+            return exc
+    said = _ask_dask(options, ask)
+    if isinstance(said, Exception):
+        why = " ".join(f"{type(said).__name__}: {said}".split())[:300]
+        raise UsageError(f"the Dask workers could not run evalbeam's check ({why}): install "
+                         "this evalbeam on every worker, the launcher's version "
+                         "(docs/guides/dask.md)")
     by_what: dict[str, list[str]] = {}
     for worker, lacks in sorted(said.items()):
         for what in lacks:

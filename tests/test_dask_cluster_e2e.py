@@ -311,3 +311,25 @@ def test_workers_without_the_key_or_the_model_are_refused_up_front(tmp_path, cap
     assert "environment variable OPENAI_API_KEY (endpoints.llm.api_key_env) is not set" in err
     assert "all-MiniLM-L6-v2" in err
     assert not os.path.exists(out)
+
+
+def test_workers_with_another_evalbeam_are_refused_up_front(tmp_path, capsys):
+    """Workers whose evalbeam is not the launcher's (an older install, another
+    clone first on their path) failed the up-front check with distributed's
+    traceback ('Can't get attribute ... on <module pipeline.plan>')."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.pipeline_helpers import run_cli
+    other = tmp_path / "other" / "pipeline"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    (other / "plan.py").write_text('"""an evalbeam of another version"""\n')
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    with DaskCluster(workers=1, env={"PYTHONPATH": str(other.parent)}) as cluster:
+        code = run_cli("--input", cases, "--output", out, "--run-id", "v", "--runner=dask",
+                       f"--dask_client_address={cluster.address}", "--shared-filesystem")
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2, err
+    assert err.startswith("evalbeam: error: the Dask workers could not run evalbeam's check ("), err
+    assert "install this evalbeam on every worker" in err
+    assert not os.path.exists(out)
