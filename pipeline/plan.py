@@ -384,6 +384,10 @@ def _ask_dask(options: PipelineOptions, question):
     asking.start()
     asking.join(timeout + 5)
     where_s = next(iter(where.values()))
+    if asking.is_alive() and "scheduler_file" in where and not os.path.exists(where_s):
+        # distributed waits for the file to appear (a scheduler that is starting)
+        raise UsageError(f"cannot reach the Dask scheduler: no scheduler file {where_s} "
+                         f"appeared within {timeout:g} s")
     if asking.is_alive():
         raise UsageError(f"cannot reach the Dask scheduler {where_s}: no answer as a Dask "
                          f"scheduler within {timeout:g} s (is it the dashboard's port?)")

@@ -229,6 +229,19 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "out")
 
 
+def test_a_missing_dask_scheduler_file_is_named(tmp_path, capsys):
+    """distributed waits for a scheduler file to appear, and the check's timeout
+    said 'no answer as a Dask scheduler ... (is it the dashboard's port?)'."""
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    missing = str(tmp_path / "scheduler.json")
+    err = _fails_cleanly(capsys, "--input", cases, "--output", str(tmp_path / "out"),
+                         "--runner=dask", f"--dask_scheduler_file={missing}",
+                         "--shared-filesystem", "--dask_connection_timeout=1")
+    assert err == (f"evalbeam: error: cannot reach the Dask scheduler: no scheduler file "
+                   f"{missing} appeared within 1 s")
+    assert not os.path.exists(tmp_path / "out")
+
+
 def test_a_port_that_never_answers_as_a_dask_scheduler_is_one_line(tmp_path, capsys):
     """A listener that accepts and says nothing (the dashboard's port, any HTTP
     server): distributed's timeout does not bound its handshake, so the run hung."""
