@@ -261,13 +261,12 @@ def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, 
     cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
     out = str(tmp_path / "out")
     with DaskCluster(workers=1, env=ENV) as cluster:
-        checked = plan.dask_worker_threads
+        checked = plan.check_dask_workers  # the last up-front question to the scheduler
 
-        def check_then_stop(options):
-            threads = checked(options)
+        def check_then_stop(*args):
+            checked(*args)
             cluster.stop()
-            return threads
-        monkeypatch.setattr(plan, "dask_worker_threads", check_then_stop)
+        monkeypatch.setattr(plan, "check_dask_workers", check_then_stop)
         started = time.monotonic()
         code = run_cli("--input", cases, "--output", out, "--run-id", "gone", "--runner=dask",
                        f"--dask_client_address={cluster.address}", "--shared-filesystem",
