@@ -367,7 +367,8 @@ def _ask_dask(options: PipelineOptions, question):
                          "dask distributed (or '.[dask]' in evalbeam's clone)") from None
     where = dask_scheduler(options)
     opts = options.get_all_options(retain_unknown_options=True)
-    timeout = float(opts.get("dask_connection_timeout") or 30)
+    # "timeout": Beam's dest, once its DaskOptions class is imported
+    timeout = float(opts.get("dask_connection_timeout") or opts.get("timeout") or 30)
     said: dict[str, Any] = {}
 
     def ask() -> None:
