@@ -437,3 +437,27 @@ def test_a_bot_reply_cut_off_before_any_text_is_an_error_not_an_empty_answer(tmp
     assert rows["h3"]["error"] is None and rows["h3"]["answer"] == "Refunds: 30 days."
     errors = read_rows(out, "errors")
     assert sorted(e["case_id"] for e in errors) == ["h0", "h2"]
+
+
+def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
+    """Round 4: base_url http://host/key/<key>/v1#token=<token> (a literal key,
+    no api_key_env): the server's 404 echoes the path with the key; results/,
+    scores/, errors/, report.md/html and manifest.json (the fragment too) had it."""
+    key, frag = "sk-pathKEY-7Hq2Wm9Zr4Tn8Bv0", "fragTok-Zq81Lm22Xc93"
+    with FakeOpenAI() as server:
+        host = server.openai_base_url.rsplit("/v1", 1)[0]
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  e: {_endpoint(f'{host}/key/{key}/v1#token={frag}')}\n"
+                       "bots:\n  - {name: b, type: chat, endpoint: e, model: m}\n"
+                       "metrics: [exact_match]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", str(cfg),
+                       "--run-id", "p") == 0
+        assert any(key in r.path for r in server.requests)  # the key was used, and echoed
+    errors = read_rows(out, "errors")
+    assert errors and all("Unknown route POST /key/<redacted>/v1" in r["message"] for r in errors)
+    captured = capfd.readouterr()
+    everything = "\n".join([all_output_text(out), captured.out, captured.err] + [
+        str(v) for t in TABLE_NAMES for row in read_rows(out, t) for v in row.values()])
+    assert _leaks(everything, key) == [] and _leaks(everything, frag) == []
+    assert "/key/<redacted>/v1#token=<redacted>" in json.dumps(manifest(out, "p"))

@@ -229,3 +229,25 @@ def test_the_traceback_of_a_crashed_run_has_no_secret(tmp_path):
     assert REDACTED in proc.stderr
     for text in (proc.stdout, proc.stderr):
         assert key not in text and key[9:] not in text
+
+
+def test_credentials_in_a_url_path_or_fragment_are_secrets_and_redacted():
+    """Round 4: a key written in base_url's path (/key/<key>/v1, /bot<token>/,
+    ;api_key=...) or fragment (#token=...) was neither scrubbed nor redacted:
+    the manifest kept the URL as written and a server's 404 'Unknown route
+    POST /key/<key>/v1/chat/completions' went to results/, errors/ and the report."""
+    key, frag = "sk-pathKEY-7Hq2Wm9Zr4Tn8Bv0", "fragTok-Zq81Lm22Xc93"
+    url = f"http://h:1/key/{key}/v1#token={frag}"
+    assert set(url_secrets(url)) == {key, frag}
+    assert redact_url(url) == "http://h:1/key/<redacted>/v1#token=<redacted>"
+    bot = "bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+    assert redact_url(f"https://h/{bot}/send") == "https://h/<redacted>/send"
+    assert redact_url("http://h/v1;api_key=abc12345/x") == "http://h/v1;api_key=<redacted>/x"
+    assert redact_url("http://h/v1#abcdef") == "http://h/v1#<redacted>"
+    assert url_secrets("http://h/key/sk%2Dab%2F12345/v1")[-1] == "sk-ab/12345"  # decoded too
+    for plain in ("http://h/auth/v1", "http://h/oauth/chat/completions",
+                  "https://h/openai/deployments/gpt-4o-mini-2024-07-18"):
+        assert url_secrets(plain) == [] and redact_url(plain) == plain
+    out = Scrubber(configured_secrets({"e": EndpointConfig(base_url=url)}, environ={})).scrub(
+        f"HTTP 404: Unknown route POST /key/{key}/v1/chat/completions (#token={frag.upper()})")
+    assert key not in out and frag.upper() not in out and out.count(REDACTED) == 2, out

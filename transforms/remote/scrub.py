@@ -177,11 +177,53 @@ class Scrubber:
         return value
 
 
+# a path segment that names what follows it: /key/<secret>/v1, /api-token/<secret>
+SECRET_SEGMENT = re.compile(r"[a-z_.-]*(key|token|secret|passw\w*|auth|credentials?|signature)s?",
+                            re.IGNORECASE)
+
+
+def _token_like(segment: str, named: bool) -> bool:
+    """Whether a path segment holds a credential: after a segment naming one
+    (/key/...), any segment that is not a short plain word (v1, chat); else
+    one of >= 20 characters mixing upper case, lower case and digits
+    (/bot<token>/, a webhook's /services/T0/B0/<token>; not gpt-4o-mini-2024-07-18)."""
+    if named:
+        return len(segment) >= MIN_SECRET and not (segment.isalpha() and segment.islower())
+    return (len(segment) >= 20 and any(c.isdigit() for c in segment)
+            and any(c.isupper() for c in segment) and any(c.islower() for c in segment))
+
+
+def _path_secrets(path: str) -> list[str]:
+    """Credentials in a URL path: a segment after one that names it, a
+    token-like segment, and the value of `name=value` (or `;name=value`)
+    parts whose name is a secret's."""
+    found, named = [], False
+    for segment in path.split("/"):
+        head, *params = segment.split(";")
+        for part in [head] + params:
+            name, eq, value = part.partition("=")
+            if eq and value and SECRET_NAME.search(name):
+                found.append(value)
+        if not any("=" in p for p in [head] + params) and _token_like(head, named):
+            found.append(head)
+        named = bool(SECRET_SEGMENT.fullmatch(head))
+    return found
+
+
+def _fragment_secrets(fragment: str) -> list[str]:
+    """A fragment is never sent, but a config's is written: its values
+    (#token=...), or all of it when it is no list of name=value."""
+    if "=" not in fragment:
+        return [fragment] if len(fragment) >= MIN_SECRET else []
+    return [p.partition("=")[2] for p in re.split(r"[&;]", fragment) if p.partition("=")[2]]
+
+
 def url_secrets(url: Any) -> list[str]:
     """Credentials written inside a URL: its userinfo (as written and decoded,
     `user:password`, the password alone, a user alone when it is a token), the
     HTTP Basic credential a client derives from it (base64 of user:password,
-    which a server may echo), and every query value (`?key=...`)."""
+    which a server may echo), every query value (`?key=...`), the credentials
+    in its path (see _path_secrets) and its fragment's values."""
     if not isinstance(url, str) or "://" not in url:
         return []
     try:
@@ -204,12 +246,15 @@ def url_secrets(url: Any) -> list[str]:
         found.append(value)
     raw_values = [p.partition("=")[2] for p in parts.query.split("&")]
     found += [v for v in raw_values if v]
+    for value in _path_secrets(parts.path) + _fragment_secrets(parts.fragment):
+        found += [value, unquote(value)]  # as written and as a server may echo it decoded
     return [f for f in dict.fromkeys(found) if f]
 
 
 def redact_url(url: Any) -> Any:
-    """The URL as it may be shown: userinfo and query values replaced by
-    <redacted> (the scheme, host, path and query names stay)."""
+    """The URL as it may be shown: userinfo, query values, the credentials in
+    its path and its fragment's values replaced by <redacted> (the scheme,
+    host, the rest of the path and query names stay)."""
     if not isinstance(url, str) or "://" not in url:
         return url
     try:
@@ -221,7 +266,14 @@ def redact_url(url: Any) -> Any:
               else parts.netloc)
     query = "&".join(f"{p.partition('=')[0]}={REDACTED}" if "=" in p else p
                      for p in parts.query.split("&")) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    path = parts.path
+    for secret in _path_secrets(path):
+        path = path.replace(secret, REDACTED)
+    fragment = parts.fragment
+    if fragment:
+        fragment = ("&".join(f"{p.partition('=')[0]}={REDACTED}" if "=" in p else p
+                             for p in fragment.split("&")) if "=" in fragment else REDACTED)
+    return urlunsplit((parts.scheme, netloc, path, query, fragment))
 
 
 def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] | None = None
