@@ -209,12 +209,15 @@ def embed_text(text: str, dim: int) -> list[float]:
 
 
 def echo_forms(values: list[str]) -> str:
-    """Each value raw, upper-case, base64, URL-encoded, JSON-escaped (every
-    character as \\uXXXX) and in hex: what a hostile server does with credentials."""
+    """Each value raw, upper-case, base64, URL-encoded (once and twice),
+    JSON-escaped (every character as \\uXXXX), in hex and as HTML entities
+    (&#NNN;, &#xHH;): what a hostile server does with credentials."""
     forms = []
     for v in values:
         forms += [v, v.upper(), base64.b64encode(v.encode()).decode(), quote(v, safe=""),
-                  "".join(f"\\u{ord(c):04x}" for c in v), v.encode().hex()]
+                  quote(quote(v, safe=""), safe=""), "".join(f"%25{b:02X}" for b in v.encode()),
+                  "".join(f"\\u{ord(c):04x}" for c in v), v.encode().hex(),
+                  "".join(f"&#{ord(c)};" for c in v), "".join(f"&#x{ord(c):x};" for c in v)]
     return " | ".join(forms)
 
 

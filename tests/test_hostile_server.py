@@ -274,6 +274,8 @@ def _forms(secret: str) -> list[str]:
     raw = secret.encode()
     return [secret.lower(), quote(secret, safe="").lower(), base64.b64encode(raw).decode().lower(),
             "".join(f"\\u{ord(c):04x}" for c in secret), raw.hex(),
+            "".join(f"%25{b:02x}" for b in raw), "".join(f"&#{ord(c)};" for c in secret),
+            "".join(f"&#x{ord(c):x};" for c in secret),
             base64.b64encode(b"Bearer " + raw).decode().lower()[12:]]
 
 

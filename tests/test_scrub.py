@@ -8,6 +8,7 @@ characters. Issue 22 item 3: credentials inside a URL."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import random
 import string
@@ -45,6 +46,13 @@ def plain_forms(secret: str) -> dict[str, str]:
         "every char \\uXXXX": "".join(f"\\u{ord(c):04x}" for c in secret),
         "hex": raw.hex(), "HEX": raw.hex().upper(),
         "every byte \\xNN": "".join(f"\\x{b:02x}" for b in raw),
+        # round 4: echoed in an HTML error page, or percent-encoded twice by a proxy
+        "html.escape": html.escape(secret),
+        "every char &#NNN;": "".join(f"&#{ord(c)};" for c in secret),
+        "every char &#xHH;": "".join(f"&#x{ord(c):x};" for c in secret),
+        "every char &#XHH;": "".join(f"&#X{ord(c):X};" for c in secret),
+        "quoted twice": quote(quote(secret, safe=""), safe=""),
+        "every byte %25XX": "".join(f"%25{b:02X}" for b in raw),
     }
 
 
@@ -113,7 +121,9 @@ def test_fragments_of_encoded_forms_count_in_characters_of_the_secret(seed):
     for unit, encode in ((3, lambda s: "".join(f"%{b:02X}" for b in s.encode())),
                          (6, lambda s: "".join(f"\\u{ord(c):04x}" for c in s)),
                          (2, lambda s: s.encode().hex()),
-                         (4, lambda s: "".join(f"\\x{b:02x}" for b in s.encode()))):
+                         (4, lambda s: "".join(f"\\x{b:02x}" for b in s.encode())),
+                         (5, lambda s: "".join(f"%25{b:02X}" for b in s.encode())),
+                         (6, lambda s: "".join(f"&#x{ord(c):x};" for c in s))):
         for start in range(0, len(secret) - MIN_RUN + 1, 5):
             eight = encode(secret[start:start + MIN_RUN])
             seven = encode(secret[start:start + MIN_RUN - 1])

@@ -7,7 +7,8 @@ from the secret values of the run's endpoints (API keys and `${VAR}` header
 values, read from the environment where it is built, i.e. on the worker: the
 values never travel inside the pipeline graph) and replaces every run of at
 least MIN_RUN characters of a secret, in each of these encodings (and in hex,
-every byte as %XX or \\xXX, every character as \\uXXXX), compared
+every byte as %XX or \\xXX, every character as \\uXXXX, HTML-escaped, every
+character as an HTML entity &#NNN; or &#xHH;, percent-encoded twice), compared
 case-insensitively (ASCII), by `<redacted>`.
 
 It also makes text writable: a lone surrogate (half an emoji in a JSON
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import json
 import os
 import re
@@ -56,13 +58,26 @@ def _base64_cores(secret: bytes) -> list[str]:
     return cores
 
 
+def _per_char(secret: str, encode, run: int) -> tuple[str, int]:
+    """(every character of the secret encoded, the fewest characters of that
+    text `run` characters of the secret take): for encodings of varying width."""
+    widths = [len(encode(c)) for c in secret]
+    return "".join(map(encode, secret)), min(sum(widths[i:i + run])
+                                             for i in range(len(widths) - run + 1))
+
+
 def encoded_forms(secret: str) -> list[tuple[str, int]]:
     """(form, shortest run that counts) for every encoding scrubbed, lower-cased."""
     raw = secret.encode("utf-8")
     run = min(MIN_RUN, len(secret))
     forms = [(secret, run), (json.dumps(secret)[1:-1], run), (quote(secret, safe=""), run),
              (quote_plus(secret, safe=""), run),
+             _per_char(secret, lambda c: quote(quote(c, safe=""), safe=""), run),  # twice
+             _per_char(secret, html.escape, run),                   # &quot; &amp; &lt; &#x27;
+             _per_char(secret, lambda c: f"&#{ord(c)};", run),      # HTML entities, decimal
+             _per_char(secret, lambda c: f"&#x{ord(c):x};", run),   # ... and hex
              ("".join(f"%{b:02x}" for b in raw), 3 * run),       # every byte percent-encoded
+             ("".join(f"%25{b:02x}" for b in raw), 5 * run),     # ... twice
              ("".join(f"\\x{b:02x}" for b in raw), 4 * run),     # every byte \x-escaped
              (raw.hex(), 2 * run),                                 # hex (a debug dump)
              ("".join(f"\\u{ord(c):04x}" for c in secret), 6 * run)]  # every char \u-escaped
