@@ -317,7 +317,7 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import SECRET_NAME, redact_url  # noqa: E402
+from transforms.remote.scrub import SECRET_NAME, redact_url, shown  # noqa: E402
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -451,7 +451,7 @@ def _build(cls: type, data: Any, where: str, **overrides: Any) -> Any:
 
 def _number(value: Any, where: str, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where} must be a number, got {value!r}")
+        raise ConfigError(f"{where} must be a number, got {shown(value)}")
     if not math.isfinite(value):
         raise ConfigError(f"{where} must be a finite number, got {value!r}")
     if positive and value <= 0:
@@ -464,7 +464,7 @@ def _integer(value: Any, where: str, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (
             high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise ConfigError(f"{where} must be an integer {bound}, got {value!r}")
+        raise ConfigError(f"{where} must be an integer {bound}, got {shown(value)}")
     return value
 
 
@@ -511,7 +511,7 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     for k, v in prices.items():
         _number(v, f"{where}.price_per_million.{k}", positive=False)
     if ep.api_version is not None and not isinstance(ep.api_version, str):
-        raise ConfigError(f"{where}.api_version must be a text, got {ep.api_version!r}")
+        raise ConfigError(f"{where}.api_version must be a text, got {shown(ep.api_version)}")
     if ep.api_key_env is not None and (not isinstance(ep.api_key_env, str)
                                        or not ep.api_key_env.replace("_", "").isalnum()):
         raise ConfigError(f"{where}.api_key_env must be an environment variable's NAME, "
@@ -530,7 +530,7 @@ def _rule(data: Any, where: str) -> VerdictRule:
     if rule.unless is not None and not isinstance(rule.unless, str):
         raise ConfigError(f"{where}.unless must be a metric name, got {rule.unless!r}")
     if not isinstance(rule.or_null, bool):
-        raise ConfigError(f"{where}.or_null must be true or false, got {rule.or_null!r}")
+        raise ConfigError(f"{where}.or_null must be true or false, got {shown(rule.or_null)}")
     return rule
 
 
@@ -725,7 +725,7 @@ def _classifier(data: Any, endpoints: Mapping[str, EndpointConfig]) -> Classifie
             isinstance(value, int) and not isinstance(value, bool) and value >= 0)
         if not ok:
             raise ConfigError(f"classifier.labels.{key} must be a label name or an index "
-                              f">= 0, got {value!r}")
+                              f">= 0, got {shown(value)}")
     if labels.get("supported") is not None and labels.get("supported") == labels.get(
             "contradicted"):
         raise ConfigError("classifier.labels.supported and .contradicted name the same label")
@@ -830,9 +830,9 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
         raise ConfigError(f"{where}.type must be one of {BOT_TYPES}, got {bot.type!r}")
     for key in ("faq", "endpoint", "model", "knowledge", "prompt_template", "system_prompt"):
         if getattr(bot, key) is not None and not isinstance(getattr(bot, key), str):
-            raise ConfigError(f"{where}.{key} must be a text, got {getattr(bot, key)!r}"[:300])
+            raise ConfigError(f"{where}.{key} must be a text, got {shown(getattr(bot, key))}")
     if not isinstance(bot.options, Mapping):
-        raise ConfigError(f"{where}.options must be a mapping, got {bot.options!r}"[:300])
+        raise ConfigError(f"{where}.options must be a mapping, got {shown(bot.options)}")
     if bot.type == "faq_match" and not bot.faq:
         raise ConfigError(f"{where}: a faq_match bot needs 'faq' (a Parquet or CSV file)")
     if bot.type in REMOTE_BOT_TYPES:

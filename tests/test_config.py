@@ -256,3 +256,43 @@ def test_an_http_bot_path_with_a_query_is_refused_without_its_values():
                                 "options": {"path": "/ask?api_key=PathKey12345",
                                             "answer_path": "answer"}}]})
     assert "PathKey12345" not in str(err.value)
+
+
+KEY_IN_WRONG_FIELD = "sk-NUMERIC-9fK2Lq7Zr4Tn8Bv0"
+
+
+@pytest.mark.parametrize("where, text", [
+    ("timeout_s", "endpoints: {e: {base_url: 'http://h/v1', timeout_s: KEY}}"),
+    ("requests_per_second", "endpoints: {e: {base_url: 'http://h/v1', requests_per_second: KEY}}"),
+    ("max_attempts", "endpoints: {e: {base_url: 'http://h/v1', max_attempts: KEY}}"),
+    ("max_concurrency", "endpoints: {e: {base_url: 'http://h/v1', max_concurrency: [KEY]}}"),
+    ("tokens_per_minute", "endpoints: {e: {base_url: 'http://h/v1', tokens_per_minute: KEY}}"),
+    ("price", "endpoints: {e: {base_url: 'http://h/v1', price_per_million: {input: KEY}}}"),
+    ("api_version", "endpoints: {e: {base_url: 'http://h/v1', api_version: {k: KEY}}}"),
+    ("below", "verdict: {rules: [{metric: exact_match, below: KEY, verdict: FAIL}]}"),
+    ("or_null", "verdict: {rules: [{metric: exact_match, below: 1, verdict: FAIL, or_null: KEY}]}"),
+    ("max_drop", "gate: [{metric: exact_match, max_drop: KEY}]"),
+    ("bot model", "bots: [{name: b, type: chat, endpoint: e, model: [KEY]}]"),
+    ("bot options", "bots: [{name: b, type: http, options: [KEY]}]"),
+])
+def test_a_key_pasted_into_a_numeric_or_typed_field_is_not_echoed(tmp_path, where, text):
+    """Round 4: 'endpoints.e.timeout_s must be a number, got 'sk-...'' quoted the
+    key someone pasted in the wrong field; the error says what kind it was."""
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, text.replace("KEY", KEY_IN_WRONG_FIELD))
+    message = str(err.value)
+    assert KEY_IN_WRONG_FIELD[3:11] not in message and "not shown" in message, message
+
+
+def test_short_wrong_values_are_still_quoted(tmp_path):
+    with pytest.raises(ConfigError, match=r"timeout_s must be a number, got '30s'"):
+        _load(tmp_path, "endpoints: {e: {base_url: 'http://h/v1', timeout_s: 30s}}")
+
+
+@pytest.mark.parametrize("option", [{"hallucination": {"window": KEY_IN_WRONG_FIELD}},
+                                    {"politeness": {"markers": KEY_IN_WRONG_FIELD}}])
+def test_a_key_in_a_metric_option_is_not_echoed(option):
+    from transforms.score.scoring import select_scorers
+    with pytest.raises(ValueError) as err:
+        select_scorers(None, option)
+    assert KEY_IN_WRONG_FIELD[3:11] not in str(err.value) and "not shown" in str(err.value)

@@ -233,6 +233,22 @@ def _fragment_secrets(fragment: str) -> list[str]:
     return [p.partition("=")[2] for p in re.split(r"[&;]", fragment) if p.partition("=")[2]]
 
 
+def shown(value: Any) -> str:
+    """A wrong value as an error message may quote it: a number, a boolean,
+    null and a text of at most MIN_RUN characters as written; a longer text
+    (a key pasted where `timeout_s` goes) or a list or mapping by its kind
+    and length only, as it may hold a secret that no scrubber knows of."""
+    if value is None or isinstance(value, (bool, int, float)) or (
+            isinstance(value, str) and len(value) <= MIN_RUN):
+        return repr(value)
+    if isinstance(value, str):
+        return f"a text of {len(value)} characters (not shown)"
+    try:
+        return f"a {type(value).__name__} of {len(value)} items (not shown)"
+    except TypeError:
+        return f"a {type(value).__name__} (not shown)"
+
+
 def url_secrets(url: Any) -> list[str]:
     """Credentials written inside a URL: its userinfo (as written and decoded,
     `user:password`, the password alone, a user alone when it is a token), the

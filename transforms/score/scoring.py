@@ -23,6 +23,7 @@ from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
 from transforms.enrich.classifier.score import score as classifier_score
+from transforms.remote.scrub import shown
 from transforms.enrich.judge.keys import (CONVERSATION_METRICS, DEFAULT_SCALE, RUBRICS,
                                           SAFETY_CATEGORIES, SAFETY_METRICS)
 
@@ -298,7 +299,7 @@ def select_scorers(metrics: tuple[str, ...] | None,
                 problem = option_problem(opts[key], value)
                 if problem:
                     raise ValueError(f"metric_options.{scorer.name}.{key} {problem}, "
-                                     f"got {value!r}"[:300])
+                                     f"got {shown(value)}")
             opts.update(given)
             chosen.append((scorer, opts))
     unknown_opts = sorted(set(options) - {s.name for s in scorers})
