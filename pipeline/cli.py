@@ -494,7 +494,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.stdout = _ReaderMayLeave(sys.stdout)
     try:
         code = run(argv)
-    except Exception:  # exit 1 with the traceback, as Python would, but scrubbed
+    except KeyboardInterrupt:  # the traceback Python would print, scrubbed
+        code = _print_crash() and 130
+    except BaseException as exc:  # exit 1 with the traceback, as Python would, but scrubbed
+        if isinstance(exc, SystemExit):  # (a worker's BaseException, re-raised here, too)
+            raise
         code = _print_crash()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -30,7 +30,7 @@ from tests.conftest import EXAMPLE, ROOT
 from tests.dask_cluster import DaskCluster
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import all_output_text, manifest, read_rows, run_cli
 from tests.table_equality import table_differences
 
 pytest.importorskip("distributed")
@@ -332,3 +332,64 @@ def test_workers_with_another_evalbeam_are_refused_up_front(tmp_path, capsys):
     assert err.startswith("evalbeam: error: the Dask workers could not run evalbeam's check ("), err
     assert "install this evalbeam on every worker" in err
     assert not os.path.exists(out)
+
+
+LEAKY_METRICS = '''import logging, os, warnings
+
+
+class Crash(BaseException):  # not an Exception: a custom metric's error row cannot catch it
+    pass
+
+
+def chatty(sample):
+    warnings.warn("retrying with key " + os.environ["OPENAI_API_KEY"])
+    logging.getLogger("distributed.worker").warning("sent %s", os.environ["OPENAI_API_KEY"])
+    return 1.0
+
+
+def crash(sample):
+    raise Crash("POST http://h/v1 failed: Authorization: Bearer " + os.environ["OPENAI_API_KEY"])
+'''
+
+
+def test_no_secret_reaches_a_file_or_log_of_a_dask_run(cluster, tmp_path):
+    """Round 4: a real run on the cluster, the key in the workers' environment,
+    servers that echo it in every encoding (in answers and error bodies), a
+    custom metric that warns and logs with it, then one that crashes with it:
+    a worker logged the crash as it came ('Compute Failed ... Exception:
+    "Crash('... Bearer sk-...')"'), and its warnings and log records too; the
+    launcher, re-raising the worker's BaseException, printed its traceback as
+    it came. Nothing written, logged or printed anywhere may hold the key."""
+    from tests.fake_server import ServerConfig
+    from tests.test_hostile_server import _leaks
+    (tmp_path / "leaky_metrics.py").write_text(LEAKY_METRICS)
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 6), cases)
+    outputs = []
+    with FakeOpenAI(ServerConfig(hostile="echo_secrets", hostile_every=2)) as echo, \
+            FakeOpenAI(ServerConfig(echo_auth_in_errors=True, status_override=400)) as errs:
+        for metric, code in (("chatty", 0), ("crash", 1)):
+            ep = ("requests_per_second: 500, max_attempts: 2, backoff_initial_s: 0.01, "
+                  "backoff_max_s: 0.02, api_key_env: OPENAI_API_KEY")
+            cfg = tmp_path / f"{metric}.yaml"
+            cfg.write_text(
+                f"endpoints:\n  echo: {{base_url: '{echo.openai_base_url}', {ep}}}\n"
+                f"  errs: {{base_url: '{errs.openai_base_url}', {ep}}}\n"
+                "bots:\n  - {name: echo, type: chat, endpoint: echo, model: m}\n"
+                "  - {name: errs, type: chat, endpoint: errs, model: m}\n"
+                f"metrics: [exact_match, {metric}]\n"
+                f"custom_metrics:\n  - {{name: {metric}, function: 'leaky_metrics:{metric}'}}\n")
+            out = str(tmp_path / metric)
+            proc = launch("--input", cases, "--config", str(cfg), "--output", out,
+                          "--run-id", metric, cluster=cluster, cwd=str(tmp_path))
+            output = watch(proc, out, metric)["output"]
+            assert proc.returncode == code, output[-3000:]
+            outputs += [output, all_output_text(out)]
+        assert [r for r in echo.requests if r.status == 200] and errs.requests
+    assert "Crash: POST http://h/v1 failed: Authorization: Bearer <redacted>" in outputs[2]
+    logs = {name: cluster.log(name) for name in ["scheduler"] + [
+        f"worker{i}" for i in range(cluster.n_workers)]}
+    assert "Bearer <redacted>" in "".join(logs.values())  # the crash was logged, scrubbed
+    assert "UserWarning: retrying with key <redacted>" in "".join(logs.values())
+    everything = "\n".join(outputs + list(logs.values()) + [all_output_text(cluster.folder)])
+    assert _leaks(everything, KEY) == []

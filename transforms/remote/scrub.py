@@ -21,8 +21,10 @@ import base64
 import functools
 import html
 import json
+import logging
 import os
 import re
+import warnings
 from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
@@ -334,12 +336,17 @@ def _cached(secrets: tuple[str, ...]) -> Scrubber:
 
 
 _SEEN: set[str] = set()  # every secret a scrubber_for call of this process found
+_PROCESS = [Scrubber()]   # the scrubber of _SEEN, for every log record and warning
 
 
 def scrubber_for(endpoints: Mapping[str, Any]) -> Scrubber:
-    """The process's scrubber for these endpoints (built once per set of secrets)."""
+    """The process's scrubber for these endpoints (built once per set of secrets);
+    from then on the process's log records and warnings are scrubbed too."""
     secrets = tuple(sorted(set(configured_secrets(endpoints))))
-    _SEEN.update(secrets)
+    if not _SEEN.issuperset(secrets):
+        _SEEN.update(secrets)
+        _PROCESS[0] = _cached(tuple(sorted(_SEEN)))
+        _scrub_logs_and_warnings()
     return _cached(secrets)
 
 
@@ -347,4 +354,43 @@ def process_scrubber() -> Scrubber:
     """A scrubber of every secret this process has built a scrubber for: what a
     last-resort message (the traceback of a run that crashed) is scrubbed with,
     where the endpoints that failed are no longer at hand."""
-    return _cached(tuple(sorted(_SEEN)))
+    return _PROCESS[0]
+
+
+def _scrubbed_record(make):
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        scrubber = _PROCESS[0]
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format: logging says so itself when it emits
+            return record
+        clean = scrubber.scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:  # what a Formatter would print, scrubbed
+            record.exc_text = scrubber.scrub(logging.Formatter().formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = scrubber.scrub(record.stack_info)
+        return record
+    return factory
+
+
+def _scrubbed_warning(show):
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        show(_PROCESS[0].scrub(str(message)), category, filename, lineno, file, line)
+    return showwarning
+
+
+_HOOKED: list[bool] = []
+
+
+def _scrub_logs_and_warnings() -> None:
+    """Every log record and warning of this process is scrubbed of the secrets it
+    knows: a Dask worker logs a failed task's exception ('Compute Failed ...
+    Exception: ...') and Beam's workers theirs, quoting what the exception
+    quotes, and warnings go to the worker's stderr."""
+    if not _HOOKED:
+        _HOOKED.append(True)
+        logging.setLogRecordFactory(_scrubbed_record(logging.getLogRecordFactory()))
+        warnings.showwarning = _scrubbed_warning(warnings.showwarning)
