@@ -294,13 +294,23 @@ def view(args: argparse.Namespace) -> int:
         return _usage_error(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}")
 
 
+def _named(token: str) -> str:
+    """An unexpected argument as an error names it: a flag without its value
+    ('--api_key=…'), another token only when short (it may be a key)."""
+    from transforms.remote.scrub import shown
+    if token.startswith("--"):
+        name, eq, _ = token.partition("=")
+        return repr(name + ("=…" if eq else ""))
+    return shown(token)
+
+
 def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
     from pipeline.postrun.compare import CompareError, run_compare
     from pipeline.postrun.gate import GateError
     from pipeline.postrun.read import RunUnreadable
     if extra:
-        print(f"evalbeam: error: unexpected argument {extra[0]!r}", file=sys.stderr)
+        print(f"evalbeam: error: unexpected argument {_named(extra[0])}", file=sys.stderr)
         return EXIT_USAGE
     try:
         failed = run_compare(args)
@@ -327,7 +337,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return compare(args, beam_args)
     unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
     if unknown:
-        return _usage_error(f"unexpected argument {unknown[0]!r}")
+        return _usage_error(f"unexpected argument {_named(unknown[0])}")
     if args.command == "calibrate":
         return calibrate(args)
     if args.command == "view":

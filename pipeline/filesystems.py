@@ -47,7 +47,8 @@ REQUIRED = {"hdfs": ("hdfs_host", "hdfs_port", "hdfs_user")}
 # Beam's credential flags and the environment variable that replaces each.
 CREDENTIAL_FLAGS = {"--s3_access_key_id": "AWS_ACCESS_KEY_ID",
                     "--s3_secret_access_key": "AWS_SECRET_ACCESS_KEY",
-                    "--s3_session_token": "AWS_SESSION_TOKEN"}
+                    "--s3_session_token": "AWS_SESSION_TOKEN",
+                    "--azure_connection_string": "AZURE_STORAGE_CONNECTION_STRING"}
 
 GROUP_TITLE = "filesystem options (outputs, inputs on s3:// or hdfs://)"
 GROUP_TEXT = ("gs:// needs none; s3:// keys come from the environment (AWS_ACCESS_KEY_ID, "

@@ -146,6 +146,10 @@ def test_no_command_echoes_a_credential(monkeypatch, tmp_path, capsys, name):
         base + [f"--s3_access_key_id={SECRET}"],
         base + [f"--s3_session_token={SECRET}"],
         base + [f"--s3_secret={SECRET}"],  # abbreviated
+        # round 4: Beam's Azure flag ('unexpected argument '--azure_connection_string=...''
+        # for status, calibrate, compare and view; handed to Beam by run)
+        base + [f"--azure_connection_string=AccountName=a;AccountKey={SECRET}"],
+        base + ["--azure_connection_string", f"AccountName=a;AccountKey={SECRET}"],
     ]
     for argv in attempts:
         code = run(argv)
@@ -155,6 +159,28 @@ def test_no_command_echoes_a_credential(monkeypatch, tmp_path, capsys, name):
         assert err.startswith("evalbeam: error: ") and err.count("\n") == 1, err
         assert "environment" in err, err
     assert not os.path.exists(tmp_path / "o")
+
+
+@pytest.mark.parametrize("name", ("status", "calibrate", "view"))
+def test_an_unexpected_argument_is_named_without_its_value(tmp_path, capsys, name):
+    """Round 4: 'unexpected argument '--api_key=SECRET'' quoted the value (and a
+    stray long token, as a key pasted after a flag that takes none, whole)."""
+    monkeypatch_serve = pytest.MonkeyPatch()
+    monkeypatch_serve.setattr("pipeline.viewer.server.serve", lambda output, port: 0)
+    base = _command(name, str(tmp_path))
+    try:
+        for extra, said in (([f"--api_key={SECRET}"], "'--api_key=…'"),
+                            (["--verbose"], "'--verbose'"),
+                            ([SECRET], f"a text of {len(SECRET)} characters (not shown)"),
+                            (["extra"], "'extra'")):
+            assert run(base + extra) == 2
+            out, err = capsys.readouterr()
+            assert SECRET not in out + err and said in err, err
+    finally:
+        monkeypatch_serve.undo()
+    compare = _command("compare", str(tmp_path)) + [f"--api_key={SECRET}"]
+    assert run(compare) == 2
+    assert SECRET not in capsys.readouterr().err
 
 
 def test_a_run_with_keys_in_the_environment_records_none(monkeypatch, tmp_path, capsys):
