@@ -122,18 +122,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _run_one_chat_bot(tmp_path, name: str, endpoint: str, n_cases: int) -> str:
+    """A run (id `name`) of one chat bot `name` on the endpoint `name` (JSON), with
+    exact_match only; returns the output folder."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"endpoints:\n  {name}: {endpoint}\n"
+                   f"bots:\n  - {{name: {name}, type: chat, endpoint: {name}, model: m}}\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", _cases(tmp_path, n_cases), "--output", out, "--config", str(cfg),
+                   "--run-id", name) == 0
+    return out
+
+
 def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
     """Item 10: without the breaker every call makes all its attempts (here 200 x 6
     refused connections and their backoff); with it the rest fail fast."""
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    cfg = tmp_path / "c.yaml"
     down = _endpoint(url, max_attempts=6, backoff_initial_s=0.2, backoff_max_s=1.0)
-    cfg.write_text(f"endpoints:\n  down: {down}\n"
-                   "bots:\n  - {name: down, type: chat, endpoint: down, model: m}\n"
-                   "metrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", _cases(tmp_path, 200), "--output", out, "--config", str(cfg),
-                   "--run-id", "down") == 0
+    out = _run_one_chat_bot(tmp_path, "down", down, 200)
     results = read_rows(out, "results")
     assert len(results) == 200 and all(r["verdict"] == "ERROR" for r in results)
     opened = [r["error"] for r in results if "circuit open" in r["error"]]
@@ -448,13 +455,7 @@ def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
     key, frag = "sk-pathKEY-7Hq2Wm9Zr4Tn8Bv0", "fragTok-Zq81Lm22Xc93"
     with FakeOpenAI() as server:
         host = server.openai_base_url.rsplit("/v1", 1)[0]
-        cfg = tmp_path / "c.yaml"
-        cfg.write_text(f"endpoints:\n  e: {_endpoint(f'{host}/key/{key}/v1#token={frag}')}\n"
-                       "bots:\n  - {name: b, type: chat, endpoint: e, model: m}\n"
-                       "metrics: [exact_match]\n")
-        out = str(tmp_path / "out")
-        assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", str(cfg),
-                       "--run-id", "p") == 0
+        out = _run_one_chat_bot(tmp_path, "p", _endpoint(f"{host}/key/{key}/v1#token={frag}"), 3)
         assert any(key in r.path for r in server.requests)  # the key was used, and echoed
     errors = read_rows(out, "errors")
     assert errors and all("Unknown route POST /key/<redacted>/v1" in r["message"] for r in errors)
