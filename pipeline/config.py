@@ -317,7 +317,8 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import SECRET_NAME, redact_url, shown  # noqa: E402
+from transforms.remote.scrub import (SECRET_NAME, path_secrets, redact_url,  # noqa: E402
+                                     shown)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -862,6 +863,11 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
                 raise ConfigError(f"{where}.options.path must not carry a query (it is not "
                                   "sent); put query parameters in endpoints.<name>.base_url, "
                                   "whose values go with every request and are scrubbed")
+            if path_secrets(path):  # sent in every request line, echoed in a 404
+                raise ConfigError(f"{where}.options.path must not carry a credential (a "
+                                  "segment after /key/ or /token/, a long token, ;api_key=): "
+                                  "give the key by api_key_env or a header with ${VAR} in "
+                                  "endpoints.<name>")
     return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
                                knowledge=_resolve(bot.knowledge, base_dir),
                                prompt_template=_resolve(bot.prompt_template, base_dir))

@@ -296,3 +296,20 @@ def test_a_key_in_a_metric_option_is_not_echoed(option):
     with pytest.raises(ValueError) as err:
         select_scorers(None, option)
     assert KEY_IN_WRONG_FIELD[3:11] not in str(err.value) and "not shown" in str(err.value)
+
+
+@pytest.mark.parametrize("path", ["/key/sk-PathSeg0123456789/ask", "/ask;api_key=sk-PathSeg0123456789",
+                                  "/bot12345:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/ask"])
+def test_an_http_bot_path_with_a_credential_is_refused_without_it(path):
+    """Round 4: options.path '/key/<key>/ask' was sent in every request line, and
+    written to manifest.json as it was (base_url's path is redacted and
+    scrubbed, an http bot's path was neither); a server's 404 'Unknown route
+    POST /key/<key>/ask' went to errors/."""
+    with pytest.raises(ConfigError, match="must not carry a credential") as err:
+        parse_config({"endpoints": {"a": {"base_url": "http://x"}},
+                      "bots": [{"name": "b", "type": "http", "endpoint": "a",
+                                "options": {"path": path, "answer_path": "answer"}}]})
+    assert "PathSeg" not in str(err.value) and "AAHdqTcv" not in str(err.value)
+    assert parse_config({"endpoints": {"a": {"base_url": "http://x"}},  # a plain path is fine
+                         "bots": [{"name": "b", "type": "http", "endpoint": "a", "options": {
+                             "path": "/v1/assistant/ask", "answer_path": "answer"}}]})

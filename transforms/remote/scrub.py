@@ -210,7 +210,7 @@ def _token_like(segment: str, named: bool) -> bool:
             and any(c.isupper() for c in segment) and any(c.islower() for c in segment))
 
 
-def _path_secrets(path: str) -> list[str]:
+def path_secrets(path: str) -> list[str]:
     """Credentials in a URL path: a segment after one that names it, a
     token-like segment, and the value of `name=value` (or `;name=value`)
     parts whose name is a secret's."""
@@ -256,7 +256,7 @@ def url_secrets(url: Any) -> list[str]:
     `user:password`, the password alone, a user alone when it is a token), the
     HTTP Basic credential a client derives from it (base64 of user:password,
     which a server may echo), every query value (`?key=...`), the credentials
-    in its path (see _path_secrets) and its fragment's values."""
+    in its path (see path_secrets) and its fragment's values."""
     if not isinstance(url, str) or "://" not in url:
         return []
     try:
@@ -279,7 +279,7 @@ def url_secrets(url: Any) -> list[str]:
         found.append(value)
     raw_values = [p.partition("=")[2] for p in parts.query.split("&")]
     found += [v for v in raw_values if v]
-    for value in _path_secrets(parts.path) + _fragment_secrets(parts.fragment):
+    for value in path_secrets(parts.path) + _fragment_secrets(parts.fragment):
         found += [value, unquote(value)]  # as written and as a server may echo it decoded
     return [f for f in dict.fromkeys(found) if f]
 
@@ -300,7 +300,7 @@ def redact_url(url: Any) -> Any:
     query = "&".join(f"{p.partition('=')[0]}={REDACTED}" if "=" in p else p
                      for p in parts.query.split("&")) if parts.query else ""
     path = parts.path
-    for secret in _path_secrets(path):
+    for secret in path_secrets(path):
         path = path.replace(secret, REDACTED)
     fragment = parts.fragment
     if fragment:
