@@ -176,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--detach", action="store_true",
                      help="start the run and return at once (exit 0), printing the run id; "
                           "follow it with evalbeam status")
-    run.add_argument("--lease-ttl", type=float, default=DEFAULT_TTL_S, metavar="SECONDS",
+    run.add_argument("--lease-ttl", type=_number, default=DEFAULT_TTL_S, metavar="SECONDS",
                      help="seconds without a heartbeat after which another process may take "
                           f"over the run id (default {DEFAULT_TTL_S:g})")
     run.add_argument("--shared-filesystem", action="store_true",
@@ -243,16 +243,32 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--output", required=True, metavar="DIR",
                       help="the output folder whose runs to show (local, or a gs://, s3://, "
                           "hdfs:// URL)")
-    view.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
+    view.add_argument("--port", type=_whole_number, default=DEFAULT_PORT, metavar="N",
                       help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any free port)")
     return parser
 
 
+def _parsed(convert, what: str):
+    """An argparse type: `convert`, whose refusal quotes the text only when it
+    is short (argparse's own 'invalid int value: 'sk-...'' quoted a key typed
+    into the wrong flag)."""
+    from transforms.remote.scrub import shown
+
+    def parse(text: str):
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is not {what}") from None
+    parse.__name__ = what
+    return parse
+
+
+_whole_number = _parsed(int, "a whole number")
+_number = _parsed(float, "a number")
+
+
 def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text)
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
     return value

@@ -67,6 +67,10 @@ def beam_options(beam_args: Sequence[str],
     except SystemExit:
         lines = said.getvalue().strip().splitlines() or ["error: invalid Beam option"]
         why = lines[-1].partition("error: ")[2] or lines[-1]
+        from transforms.remote.scrub import MIN_RUN, shown
+        why = re.sub(r"(invalid [\w ]+ value|invalid choice): '([^']*)'",  # a key in the
+                     lambda m: f"{m[1]}: " + (repr(m[2]) if len(m[2]) <= MIN_RUN  # wrong flag
+                                              else shown(m[2])), why)
         raise UsageError(f"Beam option: {why}") from None
     if not known_runner(runner):
         raise UsageError(f"--runner {runner!r} is not a Beam runner (one of "

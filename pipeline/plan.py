@@ -35,7 +35,7 @@ from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
-from transforms.remote.scrub import redact_url
+from transforms.remote.scrub import redact_url, shown
 from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
@@ -618,7 +618,8 @@ def check_run_date(run_date: str) -> None:
     except ValueError:
         ok = False
     if not ok:
-        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD")
+        said = repr(run_date) if re.fullmatch(r"[0-9./ -]{0,16}", run_date) else shown(run_date)
+        raise UsageError(f"--run-date {said} is not a date YYYY-MM-DD")
 
 
 def _inside(path: str, folder: str) -> bool:

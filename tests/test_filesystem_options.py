@@ -320,3 +320,26 @@ def test_runs_on_a_filesystem_that_needs_options_are_read_by_every_command(monke
         evalbeam.read_run(url, "b", s3_secret_access_key=SECRET)
     assert OptionsNeeded.made_with and all(
         g["hdfs_host"] == "namenode" for g in OptionsNeeded.made_with)
+
+
+@pytest.mark.parametrize("argv", [
+    ["view", "--output", "o", "--port", SECRET],
+    ["run", "--input", "i", "--output", "o", "--lease-ttl", SECRET],
+    ["compare", "--output", "o", "--baseline", "a", "--candidate", "b",
+     "--min-difference", SECRET],
+    ["run", "--input", "i", "--output", "o", "--run-date", SECRET],
+    ["run", "--input", "i", "--output", "o", f"--direct_num_workers={SECRET}"],
+    ["run", "--input", "i", "--output", "o", f"--direct_running_mode={SECRET}"],
+])
+def test_a_key_typed_into_a_typed_flag_is_not_echoed(tmp_path, capsys, monkeypatch, argv):
+    """Round 4: 'argument --port: invalid int value: 'SECRET'' (argparse), '--run-date
+    'SECRET' is not a date', 'Beam option: ... invalid int value: 'SECRET''."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = run(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and "error" in err, err
+    assert SECRET not in out + err and SECRET[:8] not in out + err, err
+    assert "not shown" in err, err
