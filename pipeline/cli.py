@@ -275,7 +275,8 @@ def _non_negative(text: str) -> float:
 
 
 def _usage_error(message: str) -> int:
-    print(f"evalbeam: error: {message}", file=sys.stderr)
+    from transforms.remote.scrub import process_scrubber
+    print(f"evalbeam: error: {process_scrubber().scrub(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -361,6 +362,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         from pipeline.postrun.status import print_status
         return print_status(args.output, args.run_id)
+    from transforms.remote.scrub import remember_config_secrets
+    remember_config_secrets(args.config)  # before anything it says can quote them
     try:
         options = beam_options(beam_args + fs_args, urls)
         detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish

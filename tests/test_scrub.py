@@ -261,3 +261,26 @@ def test_credentials_in_a_url_path_or_fragment_are_secrets_and_redacted():
     out = Scrubber(configured_secrets({"e": EndpointConfig(base_url=url)}, environ={})).scrub(
         f"HTTP 404: Unknown route POST /key/{key}/v1/chat/completions (#token={frag.upper()})")
     assert key not in out and frag.upper() not in out and out.count(REDACTED) == 2, out
+
+
+def test_an_error_while_planning_does_not_quote_a_configured_key(tmp_path, monkeypatch, capsys):
+    """Round 4: a custom metric's module that fails on import, quoting a request it
+    made with the endpoint's key, was printed in the one-line error as it came:
+    no scrubber is built before the pipeline runs."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import run_cli
+    key = "sk-plan-" + "Hq2Wm9Zr4Tn8Bv0x"
+    monkeypatch.setenv("PLAN_KEY", key)
+    (tmp_path / "plan_metrics.py").write_text(
+        "import os\nraise RuntimeError('GET https://api.example/v1/models?key=' + "
+        "os.environ['PLAN_KEY'] + ' failed: 401')\ndef m(sample):\n    return 1.0\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', api_key_env: PLAN_KEY}\n"
+                   "bots:\n  - {name: b, type: chat, endpoint: llm, model: m}\n"
+                   "metrics: [exact_match, m]\n"
+                   "custom_metrics:\n  - {name: m, function: 'plan_metrics:m'}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "Q?"}])
+    assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(cfg)) == 2
+    err = capsys.readouterr().err
+    assert "importing module 'plan_metrics' failed" in err and REDACTED in err, err
+    assert key not in err and key[8:] not in err

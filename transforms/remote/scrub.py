@@ -343,11 +343,35 @@ def scrubber_for(endpoints: Mapping[str, Any]) -> Scrubber:
     """The process's scrubber for these endpoints (built once per set of secrets);
     from then on the process's log records and warnings are scrubbed too."""
     secrets = tuple(sorted(set(configured_secrets(endpoints))))
+    remember(secrets)
+    return _cached(secrets)
+
+
+def remember(secrets: Iterable[str]) -> None:
+    """Add secrets to the process scrubber's (logs, warnings, last-resort messages)."""
+    secrets = {s for s in secrets if s}
     if not _SEEN.issuperset(secrets):
         _SEEN.update(secrets)
         _PROCESS[0] = _cached(tuple(sorted(_SEEN)))
         _scrub_logs_and_warnings()
-    return _cached(secrets)
+
+
+_NAMED_ENV = re.compile(r"""api_key_env["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
+
+
+def remember_config_secrets(path: str | None, environ: Mapping[str, str] | None = None) -> None:
+    """The values of the environment variables a config file names (api_key_env,
+    ${VAR}), remembered before the config is even parsed: an error while it is
+    read or the run planned (a custom metric's module that fails on import,
+    quoting a request) is scrubbed of them."""
+    env = os.environ if environ is None else environ
+    try:
+        with open(path or "", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return
+    names = set(_NAMED_ENV.findall(text)) | set(ENV_REF.findall(text))
+    remember(env[n] for n in names if env.get(n))
 
 
 def process_scrubber() -> Scrubber:
