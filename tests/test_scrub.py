@@ -284,3 +284,40 @@ def test_an_error_while_planning_does_not_quote_a_configured_key(tmp_path, monke
     err = capsys.readouterr().err
     assert "importing module 'plan_metrics' failed" in err and REDACTED in err, err
     assert key not in err and key[8:] not in err
+
+
+def test_log_records_and_warnings_of_a_process_with_secrets_are_scrubbed():
+    """The hooks scrubber_for installs (see the Dask test in
+    test_dask_cluster_e2e.py): a record's message, its exception text and a
+    warning lose the secret; a clean exception is left to the handler's formatter."""
+    import io
+    import logging
+    import warnings
+    from transforms.remote import scrub
+    secret = "sk-LOGtest-0123456789abc"
+    scrub.remember([secret])
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    log = logging.getLogger("evalbeam.test.scrub")
+    log.addHandler(handler)
+    try:
+        for text in (f"boom {secret}", "clean"):
+            try:
+                raise RuntimeError(text)
+            except RuntimeError:
+                log.exception("failed with %s", secret)
+    finally:
+        log.removeHandler(handler)
+    assert secret not in buf.getvalue() and "RuntimeError: boom <redacted>" in buf.getvalue()
+    assert "RuntimeError: clean" in buf.getvalue()
+    shown_warnings = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        show = warnings.showwarning
+        warnings.showwarning = scrub._scrubbed_warning(
+            lambda m, c, f, n, file=None, line=None: shown_warnings.write(str(m)))
+        try:
+            warnings.warn(f"retrying with {secret}")
+        finally:
+            warnings.showwarning = show
+    assert shown_warnings.getvalue() == "retrying with <redacted>"

@@ -393,7 +393,10 @@ def _scrubbed_record(make):
         if clean != message:
             record.msg, record.args = clean, ()
         if record.exc_info and not record.exc_text:  # what a Formatter would print, scrubbed
-            record.exc_text = scrubber.scrub(logging.Formatter().formatException(record.exc_info))
+            text = logging.Formatter().formatException(record.exc_info)
+            clean = scrubber.scrub(text)
+            if clean != text:  # (else a handler's own formatter formats it)
+                record.exc_text = clean
         if record.stack_info:
             record.stack_info = scrubber.scrub(record.stack_info)
         return record
