@@ -321,3 +321,24 @@ def test_log_records_and_warnings_of_a_process_with_secrets_are_scrubbed():
         finally:
             warnings.showwarning = show
     assert shown_warnings.getvalue() == "retrying with <redacted>"
+
+
+@pytest.mark.parametrize("seed", SEEDS[:10])
+def test_a_secret_encoded_in_part_or_three_times_over_is_scrubbed(seed):
+    """Round 4: a server (or an HTML encoder) that escapes only a secret's
+    punctuation (`ab&#x2d;cd&#x2d;...`, `&apos;`, `&sol;`), or a proxy that
+    percent-encodes three times, left no run of 8 characters in any one form:
+    the text went out as it came."""
+    rng = random.Random(seed)
+    secret = "-".join("".join(rng.choice(string.ascii_letters) for _ in range(5))
+                      for _ in range(5)) + "/'="   # punctuation every 5 characters
+    scrubber = Scrubber([secret])
+    named = {"-": "&#x2d;", "/": "&sol;", "'": "&apos;", "=": "&#61;"}
+    texts = ["".join(named.get(c, c) for c in secret),
+             "".join(f"&#{ord(c)};" if not c.isalnum() else c for c in secret),
+             quote(quote(quote(secret, safe=""), safe=""), safe="")]
+    for text in texts:
+        out = scrubber.scrub(f"error: «{text}» end")
+        assert REDACTED in out and out.replace(REDACTED, "") == "error: «» end", (text, out)
+    plain = "30% off &amp; R&amp;D, a%20b"  # nothing hidden: the text stays as it came
+    assert scrubber.scrub(plain) == plain

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import functools
 import html
+import html.entities
 import json
 import logging
 import os
@@ -150,13 +151,37 @@ class Scrubber:
         # a quick "no block anywhere" test: one regex is fastest on short texts,
         # str.__contains__ per block on long ones
         self._any = re.compile("|".join(map(re.escape, self._blocks))) if self._blocks else None
+        # what may hide a secret's character: a numeric entity, a %XX escape, or a
+        # named entity of one of its characters (&apos;, &sol;; not &amp; in
+        # every HTML text unless a secret holds "&")
+        chars = {c for v in values for c in v if not c.isalnum()}
+        names = sorted(n for n, c in html.entities.html5.items() if c in chars)
+        self._escaped = re.compile("|".join([r"&#", r"%[0-9a-fA-F]{2}"] + [
+            "&" + re.escape(n) for n in names]))
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
     def scrub(self, text: str, hits: list | None = None) -> str:
         """The text with every run of a secret replaced by <redacted>, and writable;
-        each text that held a secret adds an item to `hits`."""
+        each text that held a secret adds an item to `hits`. A text that holds a
+        secret only once its HTML entities and %XX escapes are decoded (encoded in
+        part, `sk&#x2d;ab&#x2d;...`, `&apos;`, `&sol;`, or three times over) is
+        given decoded, scrubbed."""
+        out = self._scrub_once(text, hits)
+        for _ in range(3):
+            if not self._forms or not self._escaped.search(out):
+                break
+            decoded = html.unescape(unquote(out))
+            if decoded == out:
+                break
+            again = self._scrub_once(decoded, hits)
+            if again == decoded:  # nothing hidden: the text stays as it came
+                break
+            out = again
+        return out
+
+    def _scrub_once(self, text: str, hits: list | None = None) -> str:
         if not self._forms or len(text) < self._shortest:
             return writable(text)
         low = _lower(text)
