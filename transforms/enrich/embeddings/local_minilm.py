@@ -51,6 +51,12 @@ from transforms.enrich.embeddings.blas import controller as _controller
 MODEL_NAME = "all-MiniLM-L6-v2"
 ENV_MODEL_DIR = "EVALBEAM_MINILM_DIR"
 ENV_WORKERS = "EVALBEAM_EMBED_WORKERS"
+ENV_FUSED = "EVALBEAM_FUSED_KERNELS"  # "1": always, "0": never, unset: large runs (below)
+# A process that has embedded this many texts is in a large run: from then on it
+# uses the numba kernels (numba's import and cached load cost ~0.5 s, a first
+# compile ~3 s, once per process; a small run never pays them). A worker process
+# of a multi-process run (use_cores) uses them from its first text.
+FUSED_MIN_TEXTS = 2000
 F32 = np.float32
 
 
@@ -107,6 +113,29 @@ def _default_workers() -> int:
         except AttributeError:  # pragma: no cover
             cores = os.cpu_count() or 1
     return max(1, min(cores, 2))
+
+
+_FUSED: list = []  # [the fused module, or None: numba missing, broken or switched off]
+_FUSED_LOCK = threading.Lock()
+
+
+def fused_kernels():
+    """The numba kernels of transforms/enrich/embeddings/fused.py, imported and
+    compiled (or loaded from numba's cache) once per process; None when numba is
+    not installed (`evalbeam[fast]`), $EVALBEAM_FUSED_KERNELS is 0, or they do
+    not load (e.g. no writable cache directory: set NUMBA_CACHE_DIR)."""
+    if not _FUSED:
+        with _FUSED_LOCK:
+            if not _FUSED:
+                kernels = None
+                if os.environ.get(ENV_FUSED) != "0":
+                    try:
+                        from transforms.enrich.embeddings import fused as kernels
+                        kernels.warm()
+                    except Exception:  # noqa: BLE001 - the numpy path is the fallback
+                        kernels = None
+                _FUSED.append(kernels)
+    return _FUSED[0]
 
 
 def use_cores(n: int) -> None:
@@ -183,6 +212,9 @@ class _Layer:
 
 class LocalMiniLM:
     """all-MiniLM-L6-v2 sentence and token embeddings, numpy only (see module doc)."""
+
+    _kernels = None  # the fused numba kernels once this process's run is large (_use_kernels)
+    _texts_seen = 0
 
     # The sentence vector is the L2-normalised mean of the last layer's token
     # vectors ([CLS] and [SEP] included): CachingEmbedder derives it from
@@ -330,14 +362,43 @@ class LocalMiniLM:
                 block = qkv[start:start + g * n].reshape(g, n, 3, nh, hd)
                 q, k, v = block.transpose(2, 0, 3, 1, 4)             # (g, nh, n, hd)
                 s = np.matmul(k, q.transpose(0, 1, 3, 2))            # (g, nh, keys, queries)
-                s -= s.max(axis=-2, keepdims=True)
-                np.exp(s, out=s)
-                s *= np.reciprocal(s.sum(axis=-2, keepdims=True))
+                if self._kernels is not None:
+                    self._kernels.softmax_keys(s.reshape(g * nh, n, n))
+                else:
+                    s -= s.max(axis=-2, keepdims=True)
+                    np.exp(s, out=s)
+                    s *= np.reciprocal(s.sum(axis=-2, keepdims=True))
                 ctx[start:start + g * n] = np.matmul(s.transpose(0, 1, 3, 2), v).transpose(
                     0, 2, 1, 3).reshape(g * n, nh * hd)
         return ctx
 
     _attention_per_sequence = _attention  # the former name (the int8 module calibrates with it)
+
+    def _add_norm(self, a: np.ndarray, bias: np.ndarray, x: np.ndarray, g: np.ndarray,
+                  beta: np.ndarray) -> np.ndarray:
+        """LayerNorm(a + bias + x), in place in a."""
+        if self._kernels is not None:
+            return self._kernels.bias_residual_layer_norm(a, bias, x, g, beta, self.eps)
+        a += bias
+        a += x
+        return self._layer_norm(a, g, beta)
+
+    def _bias_gelu(self, h: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """GELU(h + b), in place in h."""
+        if self._kernels is not None:
+            return self._kernels.bias_gelu(h, b)
+        h += b
+        return self._gelu(h)
+
+    def _use_kernels(self, n_texts: int) -> None:
+        """Switch to the fused kernels once the run is large (see FUSED_MIN_TEXTS)."""
+        self._texts_seen += n_texts
+        if self._kernels is not None:
+            return
+        env = os.environ.get(ENV_FUSED)
+        if env == "1" or (env != "0" and (_PROCESS_CORES
+                                           or self._texts_seen >= FUSED_MIN_TEXTS)):
+            self._kernels = fused_kernels()
 
     def _forward(self, ids: np.ndarray, lens: Sequence[int]) -> np.ndarray:
         """Last hidden layer, packed: (sum(lens), dim) float32 for the texts' token ids
@@ -350,17 +411,10 @@ class LocalMiniLM:
         for ly in self._layers:
             qkv = x @ ly.wqkv
             qkv += ly.bqkv
-            a = self._attention(qkv, packed) @ ly.wo
-            a += ly.bo
-            a += x
-            x = self._layer_norm(a, ly.ln1_g, ly.ln1_b)
-            h = x @ ly.w1
-            h += ly.b1
-            h = self._gelu(h)
-            f = h @ ly.w2
-            f += ly.b2
-            f += x
-            x = self._layer_norm(f, ly.ln2_g, ly.ln2_b)
+            x = self._add_norm(self._attention(qkv, packed) @ ly.wo, ly.bo, x,
+                               ly.ln1_g, ly.ln1_b)
+            h = self._bias_gelu(x @ ly.w1, ly.b1)
+            x = self._add_norm(h @ ly.w2, ly.b2, x, ly.ln2_g, ly.ln2_b)
         return x
 
     # ---------------------------------------------------------- batching
@@ -419,6 +473,7 @@ class LocalMiniLM:
         if n == 0:
             return out
         enc = self._encode(texts)
+        self._use_kernels(n)
 
         def one(idx):
             hidden, lens = self._run_batch(enc, idx)
@@ -439,6 +494,7 @@ class LocalMiniLM:
         if n == 0:
             return []
         enc = self._encode(texts)
+        self._use_kernels(n)
         result: list[TokenVectors | None] = [None] * n
 
         def one(idx):
