@@ -15,7 +15,7 @@ rounding), so that values stay within float32 rounding of the numpy path
 
 exp is written out (Cody-Waite range reduction, degree-6 polynomial, 2^n put
 into the exponent bits) because LLVM without a vector maths library calls
-scalar expf per element; this one vectorises (AVX-512: 16 lanes).
+scalar expf per element; this one vectorises (8 float32 lanes here).
 `fastmath` stays off (no approximate division or sqrt, no flush to zero)
 except for reassociating the two sums of LayerNorm, as numpy's own pairwise
 and SIMD sums do.
@@ -88,21 +88,16 @@ def bias_gelu(h, b):
     return h
 
 
-@njit(nogil=True, cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy",
-      boundscheck=False)
-def _row_sums(v):
+@njit(**{**_OPTS, "fastmath": {"reassoc", "nsz"}})
+def _row_sum(v, squares):
+    """sum(v), or with squares sum(v * v), in SIMD lanes (reassociated, as numpy's sums)."""
     s = F32(0.0)
-    for j in range(v.shape[0]):
-        s += v[j]
-    return s
-
-
-@njit(nogil=True, cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy",
-      boundscheck=False)
-def _row_sq_sums(v):
-    s = F32(0.0)
-    for j in range(v.shape[0]):
-        s += v[j] * v[j]
+    if squares:
+        for j in range(v.shape[0]):
+            s += v[j] * v[j]
+    else:
+        for j in range(v.shape[0]):
+            s += v[j]
     return s
 
 
@@ -116,10 +111,10 @@ def bias_residual_layer_norm(a, bias, x, g, beta, eps):
         res = x[i]
         for j in range(d):
             row[j] = row[j] + bias[j] + res[j]
-        mean = _row_sums(row) * inv_d
+        mean = _row_sum(row, False) * inv_d
         for j in range(d):
             row[j] = row[j] - mean
-        r = F32(1.0) / math.sqrt(_row_sq_sums(row) * inv_d + eps)
+        r = F32(1.0) / math.sqrt(_row_sum(row, True) * inv_d + eps)
         for j in range(d):
             row[j] = row[j] * r * g[j] + beta[j]
     return a

@@ -28,6 +28,12 @@ batches are run concurrently by threads, each with a single-threaded BLAS,
 which keeps both cores busy also in the element-wise parts (GELU, softmax,
 LayerNorm) that numpy runs on one core.
 
+In a large run (a worker process of a multi-process run, or FUSED_MIN_TEXTS
+texts embedded) and with numba installed (`evalbeam[fast]`), bias + GELU,
+bias + residual + LayerNorm and the softmax run as fused compiled kernels
+(fused.py; values within float32 rounding of the numpy code, which stays the
+fallback and the small run's path: a small run never imports numba).
+
 `get_local_minilm()` gives the process-wide instance (loaded once, lazily,
 thread-safe); `embed_tokens` gives the last layer's raw token vectors for
 BERTScore, [CLS]/[SEP] stripped unless `special_tokens=True`.
