@@ -30,7 +30,7 @@ from transforms.publish.rows import (bot_error_row, call_error_count, call_error
                                      worst_case_row)
 from transforms.score.scoring import SCORERS, ScoreAll, ScoreWith
 from transforms.remote.usage import MergeUsageFn
-from transforms.enrich.judge.sample import NOT_SAMPLED, SampleCases
+from transforms.enrich.judge.sample import NOT_SAMPLED, OUTSIDE_SAMPLE, SampleCases
 from transforms.publish.tallies import TallyAll
 from transforms.publish.summary import MetricStatsFn, metric_values, summary_keys
 from transforms.decide.cascade import ESCALATED, mark_undecided
@@ -262,7 +262,8 @@ class Publish(beam.PTransform):
         sampled = info.sampled_metrics
         metric_stats = (
             judged | "MetricValues" >> beam.FlatMap(
-                lambda t: metric_values(t.bot, t.case.suite, t.scores, sampled, NOT_SAMPLED))
+                lambda t: metric_values(t.bot, t.case.suite, t.scores, sampled, NOT_SAMPLED,
+                                        bool(t.features.get(OUTSIDE_SAMPLE))))
             | "MetricStats" >> beam.CombinePerKey(MetricStatsFn()))
         verdicts = (
             judged | "VerdictKeys" >> beam.FlatMap(

@@ -142,3 +142,38 @@ def test_sample_config_errors(sample, words):
     with pytest.raises(ConfigError, match=re.escape(words)):
         parse_config({"endpoints": {"llm": {"base_url": "http://x"}},
                       "judge": {"endpoint": "llm", "model": "m", "sample": sample}})
+
+
+def test_with_the_cascade_rows_decided_offline_outside_the_sample_are_not_missing(tmp_path):
+    """cascade + sample: a row outside the sample that the offline verdict decided
+    keeps its reason ("decided offline (PASS)") but, like a "not sampled" row, is
+    not one of the sample's missing values: missing counts the sample's rows only."""
+    rows = [{"case_id": f"k{i}", "question": f"Question {i}?", "expected_answer": f"Yes {i}.",
+             "answer": f"Yes {i}." if i % 2 else f"Score {1 + i % 5}, row k{i}.",
+             "suite": "big", "tags": []} for i in range(40)]
+    sample = sorted((f"k{i}" for i in range(40)), key=lambda c: sample_rank(3, c))[:4]
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge(overrides={"judge_relevance": _score_by_answer}))
+        config = (f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+                  "requests_per_second: 500}\n"
+                  "judge: {endpoint: judge, model: j, escalate: undecided, "
+                  "sample: {per_suite: 4, seed: 3}}\n"
+                  "metrics: [exact_match, judge_relevance]\n"
+                  "verdict:\n  rules:\n    - {metric: exact_match, below: 1, verdict: WARN}\n"
+                  "    - {metric: judge_relevance, below: 0.5, verdict: FAIL}\n")
+        code, out = run_sample(tmp_path, config, "cs", rows)
+        assert code == 0
+        asked = server.stats()["total"]
+    escalated = [c for c in sample if int(c[1:]) % 2 == 0]  # the sample's undecided rows
+    assert asked == len(escalated)
+    scores = {s["case_id"]: s for s in read_rows(out, "scores") if s["metric"] ==
+              "judge_relevance"}
+    assert scores["k1"]["error"] == "decided offline (PASS)"  # the reason stays
+    row = {r["suite"]: r for r in read_rows(out, "summary")
+           if r["metric"] == "judge_relevance"}["big"]
+    assert (row["count"], row["missing"], row["population"]) == (
+        len(escalated), len(sample) - len(escalated), 40)
+    with open(f"{out}/runs/cs/report.md", encoding="utf-8") as fh:
+        report = fh.read()
+    assert f"(sampled: n={len(escalated)} of 40 rows, missing {len(sample) - len(escalated)})" \
+        in report

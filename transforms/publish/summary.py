@@ -72,12 +72,14 @@ def summary_keys(bot: str, suite: str | None, metric: str,
 
 
 def metric_values(bot: str, suite: str | None, scores, sampled: frozenset[str] = frozenset(),
-                  not_sampled: str = "") -> Iterator[tuple[tuple[str, str, str], float | None]]:
+                  not_sampled: str = "", outside_sample: bool = False
+                  ) -> Iterator[tuple[tuple[str, str, str], float | None]]:
     """(summary key, value) of every score of a row. A sampled metric's rows
-    outside the sample are left out: they are neither values nor missing."""
+    outside the sample are left out: they are neither values nor missing,
+    whatever their reason (`not sampled`, or decided offline by the cascade)."""
     for metric, result in scores.items():
         is_sampled = metric in sampled
-        if is_sampled and result.error == not_sampled:
+        if is_sampled and (outside_sample or result.error == not_sampled):
             continue
         for key in summary_keys(bot, suite, metric, is_sampled):
             yield key, result.value

@@ -18,6 +18,11 @@ import apache_beam as beam
 
 from schemas.reasons import NOT_SAMPLED  # noqa: F401 (read by the rules too)
 
+# feature: the row's case is outside the sample. Set on every such row, also on
+# one whose judge metrics are null for another reason (decided offline by the
+# cascade, a failed bot): the summary leaves it out of the sample's missing.
+OUTSIDE_SAMPLE = "judge:outside_sample"
+
 
 def sample_rank(seed: int, case_id: str) -> int:
     """The case's place in the seeded random order (smaller: sampled first)."""

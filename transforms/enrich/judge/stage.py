@@ -65,14 +65,18 @@ class JudgeTurns(CallingDoFn):
         return self._sample_set
 
     def process(self, turns, sampled=None):
-        from transforms.enrich.judge.sample import NOT_SAMPLED
+        from transforms.enrich.judge.sample import NOT_SAMPLED, OUTSIDE_SAMPLE
         from transforms.enrich.judge.tasks import JUDGE_SKIP
         sample = self._sample(sampled)
         for turn in turns if isinstance(turns, list) else [turns]:
+            outside = sample is not None and turn.case.case_id not in sample
             if turn.error or turn.answer is None or turn.features.get(JUDGE_SKIP):
-                yield turn  # nothing to judge (or not asked): the metrics say why
-            elif sample is not None and turn.case.case_id not in sample:
-                yield turn.evolve(features={**turn.features, JUDGE_SKIP: NOT_SAMPLED})
+                # nothing to judge (or not asked): the metrics say why
+                yield turn.evolve(features={**turn.features, OUTSIDE_SAMPLE: True}) \
+                    if outside else turn
+            elif outside:
+                yield turn.evolve(features={**turn.features, JUDGE_SKIP: NOT_SAMPLED,
+                                            OUTSIDE_SAMPLE: True})
             else:
                 self.submit(self._judged(turn))
         yield from self.finished()
