@@ -70,6 +70,17 @@ def test_sampled_intervals_by_hand():
     assert stratified_mean([(5, 1, 1, 0.5, 0.0), (5, 2, 2, 0.4, 0.02)])[1:] == (None, None)
 
 
+@pytest.mark.parametrize("value", [0.0, 0.75, 1.0])
+def test_one_sampled_value_of_many_rows_has_no_interval_whatever_the_value(value):
+    """A suite of 500 rows with one sampled value: no interval, as in the
+    all-suites row. One 0 or 1 does not make a metric 0/1 (a judge score of
+    0.0 was given Wilson's (0, 0.79) while 0.75 got none)."""
+    for binary in (False, value in (0.0, 1.0)):  # "binary": every value is 0 or 1
+        assert sampled_interval(1, value, 0.0, 1, 500, binary=binary) == (None, None)
+        assert sampled_interval(0, None, 0.0, 1, 500, binary=binary) == (None, None)
+    assert sampled_interval(1, value, 0.0, 1, 1, binary=False) == (value, value)  # a census
+
+
 def _score_by_answer(request, rule):
     """judge_relevance: the digit in the answer, as the rubric score."""
     answer = re.search(r"\[\[ANSWER [0-9a-f]+\]\]\n(.*?)\n", request["messages"][1]["content"],

@@ -317,7 +317,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines += ["Sampled metrics (`judge.sample`) are estimates for all the bot's rows: the "
                   "mean weighs each suite by its rows, the interval includes the sampling "
                   "(finite population correction); rows outside the sample are null with "
-                  "`not sampled` and not counted as missing."]
+                  "`not sampled` and not counted as missing. A suite with fewer than two "
+                  "sampled values has no interval (and then neither has the bot's mean)."]
     if manifest.get("cascade"):
         from transforms.publish.savings import cascade_lines
         lines += cascade_lines(manifest["cascade"])

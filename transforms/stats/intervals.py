@@ -65,12 +65,17 @@ def sampled_interval(n: int, mean: float | None, m2: float, sampled: int, popula
     `sampled` rows out of `population` (n of them with a value): the interval
     of a mean (or proportion) with the finite population correction
     sqrt(1 - f), f = sampled / population: a census (f = 1) has no sampling
-    error. For 0/1 values, Wilson's interval at the effective size n / (1 - f)."""
+    error. For 0/1 values, Wilson's interval at the effective size n / (1 - f).
+    Fewer than two values of a sample (not a census) have no interval, 0/1 or
+    not: one value cannot tell a 0/1 metric from a score that happened to be
+    0 or 1, and the all-suites interval (stratified_mean) is None then too."""
     if n == 0 or mean is None:
         return None, None
     f = min(1.0, sampled / population) if population else 1.0
     if f >= 1.0:
         return mean, mean
+    if n < 2:
+        return None, None
     if binary:
         n_eff = n / (1.0 - f)
         return wilson_interval(mean * n_eff, n_eff)
