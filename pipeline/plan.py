@@ -479,6 +479,13 @@ def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[s
                           f"classifier's metrics ({', '.join(metrics)}) to decide escalated rows, "
                           "e.g. verdict.rules: [... the offline rules ..., {metric: "
                           f"{metrics[0]}, below: 0.5, verdict: FAIL}}]")
+    if cfg.verdict.otherwise != "WARN" and all(r.metric in metrics for r in cfg.verdict.rules):
+        raise ConfigError("judge.escalate: undecided needs offline verdict rules (on metrics "
+                          "other than the judge's and the classifier's) to leave rows undecided "
+                          "(WARN); with none, every row is decided offline by verdict.otherwise "
+                          f"({cfg.verdict.otherwise}) and none is escalated, e.g. verdict.rules: "
+                          "[{metric: groundedness, below: 0.595, verdict: WARN}, ... the "
+                          "escalation rules ...]")
     return metrics
 
 

@@ -141,3 +141,23 @@ def test_escalation_needs_rules_that_decide_with_the_escalated_metrics(tmp_path,
         from pipeline.config import parse_config
         parse_config({"endpoints": {"llm": {"base_url": "http://x"}},
                       "judge": {"endpoint": "llm", "model": "m", "escalate": "always"}})
+
+
+def test_escalation_needs_offline_rules_that_can_leave_a_row_undecided(tmp_path, capsys):
+    """Only escalation rules: the offline Decide has no rule, every row gets
+    `otherwise` (PASS) offline, nothing is escalated and the run said nothing."""
+    escalation_only = ("    - {metric: judge_relevance, below: 0.5, verdict: FAIL}\n")
+    with FakeOpenAI() as server:
+        code, out = run_sample(tmp_path, _config(server, escalation_only), "x", ROWS)
+        assert server.stats()["total"] == 0
+    err = capsys.readouterr().err
+    assert code == 2 and "judge.escalate: undecided needs offline verdict rules" in err
+    assert len([line for line in err.splitlines() if "error" in line]) == 1
+    # otherwise: WARN escalates every row the offline rules leave: allowed
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge(overrides={"judge_relevance": _by_digit}))
+        code, out = run_sample(tmp_path, _config(server, escalation_only + "  otherwise: WARN\n"),
+                               "w", ROWS)
+        assert code == 0
+    assert {r["decided_by"] for r in read_rows(out, "results")
+            if r["run_id"] == "w"} == {"escalated"}
