@@ -188,3 +188,18 @@ def test_with_the_cascade_rows_decided_offline_outside_the_sample_are_not_missin
         report = fh.read()
     assert f"(sampled: n={len(escalated)} of 40 rows, missing {len(sample) - len(escalated)})" \
         in report
+
+
+def test_report_html_marks_sampled_means_as_report_md_does():
+    """report.html showed a sampled metric as `0.25 [0.25, 0.25]  n=2, missing 9`, a
+    plain mean of 2 rows, where report.md says it estimates 508 rows from a sample."""
+    from transforms.publish.report_html import _means
+    row = {"bot": "b", "metric": "judge_relevance", "count": 2, "missing": 9, "mean": 0.25,
+           "ci_low": None, "ci_high": None, "higher_is_better": True, "sampled": True,
+           "population": 508}
+    plain = {**row, "metric": "exact_match", "sampled": False, "population": None}
+    page = str(_means([row, plain]))
+    assert "0.250 (sampled: n=2 of 508 rows, missing 9)" in page
+    assert "0.250  n=2, missing 9" in page  # the metric judged on every row: as before
+    from transforms.publish.report import sampled_note  # the note both reports print
+    assert "not counted as missing" in sampled_note()

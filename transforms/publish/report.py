@@ -200,6 +200,22 @@ def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
             f"{_num(row['ci_high'], digits)}]")
 
 
+def sampled_cell(row: Mapping[str, Any]) -> str:
+    """A sampled metric's mean (report.md and report.html): an estimate of the
+    population from the sample, which the cell names."""
+    return (f"{with_interval(row)} (sampled: n={row['count']} of {row['population']} rows, "
+            f"missing {row['missing']})")
+
+
+def sampled_note() -> str:
+    """What a sampled mean is (under the means of report.md and report.html)."""
+    return ("Sampled metrics (`judge.sample`) are estimates for all the bot's rows: the "
+            "mean weighs each suite by its rows, the interval includes the sampling "
+            "(finite population correction); rows outside the sample are null with "
+            "`not sampled` and not counted as missing. A suite with fewer than two "
+            "sampled values has no interval (and then neither has the bot's mean).")
+
+
 def clip(text: str | None, limit: int) -> str:
     """At most `limit` characters, an ellipsis where cut; no text is '–'."""
     return shortened(text or "–", limit)
@@ -305,8 +321,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
             if r is None:
                 cells.append("–")
             elif r.get("sampled"):
-                cells.append(f"{with_interval(r)} (sampled: n={r['count']} of "
-                             f"{r['population']} rows, missing {r['missing']})")
+                cells.append(sampled_cell(r))
             else:
                 cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
         label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
@@ -314,11 +329,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
     if any(r.get("sampled") for r in summary):
-        lines += ["Sampled metrics (`judge.sample`) are estimates for all the bot's rows: the "
-                  "mean weighs each suite by its rows, the interval includes the sampling "
-                  "(finite population correction); rows outside the sample are null with "
-                  "`not sampled` and not counted as missing. A suite with fewer than two "
-                  "sampled values has no interval (and then neither has the bot's mean)."]
+        lines += [sampled_note()]
     if manifest.get("cascade"):
         from transforms.publish.savings import cascade_lines
         lines += cascade_lines(manifest["cascade"])

@@ -14,7 +14,8 @@ from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
-                                      cap_lines, metric_values, spend_tables, with_interval)
+                                      cap_lines, metric_values, sampled_cell, sampled_note,
+                                      spend_tables, with_interval)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
@@ -84,7 +85,7 @@ def _means(overall: list[Mapping[str, Any]]) -> Raw:
         cells = [metric_label(m, first.get("higher_is_better"))]
         for b in bots:
             r = by.get((b, m))
-            cells.append(None if r is None else
+            cells.append(None if r is None else sampled_cell(r) if r.get("sampled") else
                          f"{with_interval(r)}  n={r['count']}, missing {r['missing']}")
         rows.append(cells)
     return table(["metric", *bots], rows, numeric=range(1, len(bots) + 1))
@@ -211,6 +212,8 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
     ]
+    if any(r.get("sampled") for r in overall):
+        parts.append(tag("p", sampled_note(), "muted small"))
     if pairs:
         parts += _head_to_head(pairs, {r["metric"] for r in overall if on_unit_scale(r)})
     cells = heatmap_cells(summary)
