@@ -75,7 +75,7 @@ def _doc_command_lines() -> list[tuple[str, str]]:
                                                                           "*.md"), recursive=True)]:
         with open(path, encoding="utf-8") as fh:
             text = fh.read().replace("\\\n", " ")
-        for match in re.finditer(r"evalbeam (run|status|calibrate|compare)( [^`\n|]*)", text):
+        for match in re.finditer(r"evalbeam (run|status|calibrate|compare|view)( [^`\n|]*)", text):
             found.append((os.path.relpath(path, ROOT), match.group(0)))
     return found
 

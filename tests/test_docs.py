@@ -105,3 +105,97 @@ def test_the_docs_name_only_verdict_presets_that_exist():
                 found.append((os.path.relpath(path, ROOT), name))
     assert len(found) >= 3
     assert [f for f in found if f[1] not in PRESETS] == []
+
+
+CONFIG_KEYS = {"bots", "cache", "classifier", "custom_metrics", "embeddings", "endpoints",
+               "gate", "input", "judge", "metric_options", "metrics", "verdict"}
+
+
+def _doc_pages() -> list[str]:
+    import glob
+    return [os.path.join(ROOT, "README.md"),
+            *sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))]
+
+
+def _yaml_blocks(text: str) -> list[tuple[int, str]]:
+    """(line, body) of every ```yaml block, indented ones (in a list or an
+    admonition) included."""
+    import re
+    import textwrap
+    fence = re.compile(r"^( *)```ya?ml[ \t]*\n(.*?)^\1```", re.S | re.M)
+    return [(text[:m.start()].count("\n") + 1, textwrap.dedent(m.group(2)))
+            for m in fence.finditer(text)]
+
+
+def config_block_problem(body: str) -> str | None:
+    """Why a YAML block of the docs is not a valid evalbeam config (None: it is,
+    or it is no config: a CI workflow, a Kubernetes manifest). A block may be a
+    fragment: an endpoint its judge, classifier or embeddings name without
+    defining it stands in as a placeholder. Every metric it names (metrics:,
+    verdict and gate rules, metric_options) must be a built-in metric, a group,
+    the verdict / pass rate, or one of its own custom metrics or rubrics."""
+    import yaml
+    from pipeline.config import parse_config
+    from transforms.score.scoring import GROUPS, METRIC_NAMES, RESERVED
+    data = yaml.safe_load(body)
+    if not isinstance(data, dict) or not set(data) <= CONFIG_KEYS:
+        return None
+    endpoints = dict(data.get("endpoints") or {})
+    for section in ("judge", "classifier", "embeddings"):
+        name = (data.get(section) or {}).get("endpoint")
+        if name and name not in endpoints:
+            endpoints[name] = {"base_url": "http://127.0.0.1:1"}
+    try:
+        cfg = parse_config({**data, "endpoints": endpoints} if endpoints else data)
+    except ValueError as exc:
+        return str(exc)
+    known = (set(METRIC_NAMES) | set(GROUPS) | set(RESERVED) | set(cfg.judge.rubrics)
+             | {m.name for m in cfg.custom_metrics})
+    named = [*(cfg.metrics or ()), *(r.metric for r in cfg.verdict.rules),
+             *(g.metric for g in cfg.gate), *cfg.metric_options]
+    unknown = [m for m in named if m not in known]
+    return f"unknown metric {unknown[0]!r}" if unknown else None
+
+
+def test_every_config_block_of_the_docs_is_a_valid_config():
+    """Each ```yaml block of the README and the docs that is an evalbeam config
+    (or a fragment of one) parses with parse_config and names real metrics."""
+    checked, problems = 0, []
+    for path in _doc_pages():
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for line, body in _yaml_blocks(text):
+            checked += 1
+            problem = config_block_problem(body)
+            if problem:
+                problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {problem}")
+    assert checked >= 20
+    assert problems == []
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("metrics: [rouge_l]\n", "unknown metric 'rouge_l'"),
+    ("verdict:\n  rules:\n    - {metric: faithfulnes, below: 0.5, verdict: FAIL}\n",
+     "unknown metric 'faithfulnes'"),
+    ("gate:\n  - {metric: pass_rate, max_dorp: 0.02}\n", "unknown key"),
+    ("judge: {endpoint: llm, model: m, rubrics: {tone: {criteria: c}}}\nmetrics: [tone]\n", None),
+    ("name: evaluation\non:\n  pull_request:\njobs: {}\n", None),
+])
+def test_the_config_block_check_finds_a_bad_key_and_a_misspelt_metric(body, problem):
+    found = config_block_problem(body)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_every_metrics_flag_of_the_docs_names_real_metrics():
+    """`--metrics x,y` on a command line of the docs names metrics or groups (one
+    letter is a placeholder)."""
+    import re
+    from transforms.score.scoring import GROUPS, METRIC_NAMES
+    found = []
+    for path in _doc_pages():
+        with open(path, encoding="utf-8") as fh:
+            for match in re.finditer(r"--metrics[ =]([A-Za-z0-9_,]+)", fh.read()):
+                found += [(os.path.relpath(path, ROOT), m) for m in match.group(1).split(",")
+                          if len(m) > 1]
+    assert len(found) >= 3
+    assert [f for f in found if f[1] not in set(METRIC_NAMES) | set(GROUPS)] == []
