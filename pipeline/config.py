@@ -105,6 +105,7 @@ class EndpointConfig:
     """Tokens (prompt + completion) this endpoint may use per run, for every purpose
     (bots, judge, embeddings, classifier): a call whose worst case does not fit is not
     sent (see Spend caps). Unset: no ceiling."""
+    requests_per_second_set: bool = field(default=False, metadata=NOT_A_KEY)  # written in the config
 
 
 @dataclass(frozen=True)
@@ -393,6 +394,8 @@ class Config:
         """The config as plain data for the manifest; secrets cannot be in it."""
         data = dataclasses.asdict(self)
         data.pop("source_path", None)
+        for ep in data.get("endpoints", {}).values():
+            ep.pop("requests_per_second_set", None)
         for m in data.get("custom_metrics", ()):  # evaluate()'s functions by their name
             if callable(m["function"]):
                 fn = m["function"]
@@ -471,7 +474,8 @@ def _integer(value: Any, where: str, low: int, high: int | None = None) -> int:
 
 def _endpoint(name: str, data: Any) -> EndpointConfig:
     where = f"endpoints.{name}"
-    ep = _build(EndpointConfig, data, where)
+    ep = _build(EndpointConfig, data, where, requests_per_second_set=isinstance(
+        data, Mapping) and "requests_per_second" in data)
     if not isinstance(ep.base_url, str) or not ep.base_url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.base_url must be an http(s) URL, got "
                           f"{redact_url(ep.base_url)!r}")

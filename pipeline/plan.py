@@ -544,7 +544,7 @@ def limit_lines(cfg, workers: int, used=None) -> tuple[str, ...]:
         if name not in used:
             continue
         rps = f"{ep.requests_per_second:g} requests/s"
-        if ep.requests_per_second == default_rps:
+        if ep.requests_per_second == default_rps and not ep.requests_per_second_set:
             rps += f" (the default; set endpoints.{name}.requests_per_second to change it)"
         tokens = (f"{ep.tokens_per_minute:,.0f} tokens/min" if ep.tokens_per_minute
                   else "no tokens/min limit")

@@ -206,3 +206,16 @@ def test_start_up_lines_state_only_the_endpoints_the_run_calls(tmp_path):
                                                       "endpoint judging", "endpoint spare"]
     assert asked[-1].endswith("unused (no bot, judge, classifier or embeddings of this run "
                               "calls it)")
+
+
+def test_a_rate_the_config_writes_is_not_called_the_default_even_when_it_is_10():
+    """migrating-ragas.md and others write `requests_per_second: 10`: the start-up line
+    must not tell that user to set the key they set."""
+    cfg = parse_config({"endpoints": {
+        "llm": {"base_url": "http://127.0.0.1:1/v1", "requests_per_second": 10},
+        "nli": {"base_url": "http://127.0.0.1:3"}}}, ".")
+    assert limit_lines(cfg, 1) == (
+        "endpoint llm: at most 10 requests/s, 8 at a time, no tokens/min limit",
+        "endpoint nli: at most 10 requests/s (the default; set "
+        "endpoints.nli.requests_per_second to change it), 8 at a time, no tokens/min limit")
+    assert "requests_per_second_set" not in str(cfg.to_public_dict())  # the manifest as before
