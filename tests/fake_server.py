@@ -119,6 +119,7 @@ class ServerConfig:
     hostile_every: int = 1            # ... to every Nth chat / assistant request (1: all)
     huge_body_bytes: int = 9 * 1024 * 1024  # size of a huge_body reply's content
     record_requests: bool = True      # keep RecordedRequest objects (switch off for long benchmarks)
+    omit_usage: bool = False          # chat and embeddings replies without `usage` (vLLM, proxies)
     # TEI classifier (/predict, /info) and vLLM /score
     tei_labels: tuple[str, ...] = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")  # id2label order
     tei_max_batch: int = 32           # --max-client-batch-size
@@ -813,9 +814,11 @@ class FakeOpenAI:
         if not isinstance(data, dict):
             return 400, "We could not parse the JSON body of your request."
         model = deployment or data.get("model") or DEFAULT_MODEL
-        if route == "chat":
-            return self._chat(data, model)
-        return self._embeddings(cfg, data, model)
+        status, reply = (self._chat(data, model) if route == "chat"
+                         else self._embeddings(cfg, data, model))
+        if cfg.omit_usage and status == 200 and isinstance(reply, dict):
+            reply = {k: v for k, v in reply.items() if k != "usage"}
+        return status, reply
 
     def _chat(self, data: dict, model: str) -> tuple[int, Any]:
         messages = data.get("messages")

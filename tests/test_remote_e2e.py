@@ -212,3 +212,42 @@ def test_remote_bot_in_multi_processing_mode(tmp_path):
     assert Counter(r["bot"] for r in read_rows(out, "results")) == {"assistant": 300,
                                                                    "recorded": 300}
     assert read_rows(out, "usage")[0]["calls"] == 300
+
+
+def test_replies_without_token_counts_are_not_reported_as_free(tmp_path, key_env):
+    """A server that sends no `usage` (vLLM without it, some proxies): usage/
+    keeps its columns (0 tokens, cost 0 for those calls), and the manifest and
+    both reports say how many calls reported no token counts, what they would
+    cost by the prompt's length, and that the costs shown are lower bounds."""
+    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+    with FakeOpenAI(ServerConfig(omit_usage=True), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 4), "--output", out, "--config", cfg,
+                       "--run-id", "u") == 0
+    usage = read_rows(out, "usage")
+    assert sum(r["calls"] for r in usage) == 4
+    assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in usage) == 0
+    assert "unreported_calls" not in usage[0]  # usage/'s columns are unchanged
+    m = manifest(out, "u")
+    unreported = m["usage"]["unreported_tokens"]
+    assert list(unreported) == ["llm"] and unreported["llm"]["calls"] == 4
+    assert unreported["llm"]["estimated_prompt_tokens"] > 0
+    assert unreported["llm"]["estimated_cost"] > 0
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", "u", name), encoding="utf-8") as fh:
+            text = fh.read()
+        assert "4 calls (endpoint llm) reported no token counts: their cost is unknown" in text
+        assert "lower bounds" in text
+
+
+def test_replies_with_token_counts_say_nothing_of_unreported_tokens(tmp_path, key_env):
+    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+    with FakeOpenAI(api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config", cfg,
+                       "--run-id", "u") == 0
+    assert "unreported_tokens" not in manifest(out, "u")["usage"]
+    with open(os.path.join(out, "runs", "u", "report.md"), encoding="utf-8") as fh:
+        assert "reported no token counts" not in fh.read()

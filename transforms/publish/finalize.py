@@ -30,7 +30,7 @@ from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
-from transforms.remote.usage import refused_by_cap, usage_rows
+from transforms.remote.usage import refused_by_cap, unreported_by_endpoint, usage_rows
 from transforms.score.scoring import NO_DIRECTION
 
 
@@ -138,6 +138,7 @@ class Finalize(beam.DoFn):
                 rows_per_bot[bot] = rows_per_bot.get(bot, 0) + n
         usage = list(usage)
         refused = refused_by_cap(usage)
+        unreported = unreported_by_endpoint(usage, info.prices)
         usage = with_savings(usage_rows(info.run_id, usage, info.prices), dict(skipped),
                              rows_per_bot)
         staged = list(written) + [
@@ -161,7 +162,7 @@ class Finalize(beam.DoFn):
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "notes": list(info.notes) + outcome_notes(counts), "config": info.config,
             "versions": package_versions(),
-            "usage": spend_summary(usage),
+            "usage": spend_summary(usage, unreported),
         }
         if info.caps:
             manifest["spend_caps"] = cap_report(info.caps, usage, refused)

@@ -67,11 +67,15 @@ def _add_spend(into: dict, row: Mapping[str, Any]) -> None:
             into.setdefault(k, None)
 
 
-def spend_summary(usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def spend_summary(usage: Iterable[Mapping[str, Any]],
+                  unreported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The manifest's `usage` block from usage/ rows: calls, cache hits, tokens
     and cost per metric (calls shared by several metrics split among them,
     `shared` says so) and per bot (answering: the bot's own calls; evaluating:
-    the judge's, the classifier's and the embedder's calls for its rows)."""
+    the judge's, the classifier's and the embedder's calls for its rows).
+    unreported (transforms/remote/usage.py: unreported_by_endpoint): the calls
+    per endpoint whose replies had no token counts, so that their 0 tokens and
+    cost in usage/ are not taken for free calls (`unreported_tokens`)."""
     by_metric: dict[str, dict] = {}
     by_bot: dict[str, dict] = {}
     total: dict[str, Any] = {}
@@ -84,8 +88,24 @@ def spend_summary(usage: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         bot = row.get("bot") or "(several bots)"
         part = "answering" if str(row.get("purpose", "")).startswith("bot:") else "evaluating"
         _add_spend(by_bot.setdefault(bot, {}).setdefault(part, {}), row)
-    return {"total": total, "by_metric": dict(sorted(by_metric.items())),
-            "by_bot": dict(sorted(by_bot.items()))}
+    out = {"total": total, "by_metric": dict(sorted(by_metric.items())),
+           "by_bot": dict(sorted(by_bot.items()))}
+    if unreported:
+        out["unreported_tokens"] = {e: dict(v) for e, v in unreported.items()}
+    return out
+
+
+def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the reports say of calls whose replies had no token counts."""
+    parts = []
+    for endpoint, e in unreported.items():
+        estimate = (f"~{e['estimated_prompt_tokens']} prompt tokens"
+                    + (f", ~{e['estimated_cost']:.4f}" if e.get("estimated_cost") is not None
+                       else ""))
+        parts.append(f"{e['calls']} calls (endpoint {endpoint}) reported no token counts: "
+                     f"their cost is unknown (estimated {estimate} from prompt length)")
+    return ("; ".join(parts) + ". Their tokens and cost count as 0 here and in usage/: "
+            "the tokens and costs below are lower bounds.")
 
 
 def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
@@ -147,6 +167,8 @@ def spend_tables(spend: Mapping[str, Any]
              f"the call cache; tokens {total.get('prompt_tokens', 0)} in, "
              f"{total.get('completion_tokens', 0)} out; cost {_cost(total.get('cost'))} "
              "(from price_per_million; – where no price is set).")
+    if spend.get("unreported_tokens"):
+        intro += " " + unreported_sentence(spend["unreported_tokens"])
     by_metric = [[f"{metric}{' *' if m['shared'] else ''}", str(m.get("calls", 0)),
                   str(m.get("cache_hits", 0)),
                   f"{m.get('prompt_tokens', 0)} / {m.get('completion_tokens', 0)}",

@@ -82,6 +82,9 @@ class CallRecord:
     bot: str | None = None          # the bot whose row(s) the call served, when one
     metrics: tuple[str, ...] = ()   # the metrics the call served (usage/ splits it among them)
     budget_refused: bool = False    # not sent: a spend cap of the run was reached
+    # a reply without token counts (no `usage`, no x-compute-tokens: vLLM without
+    # usage, some proxies): its prompt tokens as estimated before sending, else None
+    unreported_tokens: float | None = None
 
     @property
     def sent(self) -> bool:
@@ -167,6 +170,12 @@ def _usage_tokens(data: Any, header_tokens: str | None = None) -> tuple[int, int
         return (int(header_tokens), 0) if header_tokens and header_tokens.isdigit() else (0, 0)
     return (_token_count(usage.get("prompt_tokens"), usage.get("input_tokens")),
             _token_count(usage.get("completion_tokens"), usage.get("output_tokens")))
+
+
+def _reports_tokens(data: Any, header_tokens: str | None = None) -> bool:
+    """The reply says how many tokens it used (a `usage` block or TEI's header)."""
+    return (isinstance(data, dict) and isinstance(data.get("usage"), dict)) or bool(
+        header_tokens and header_tokens.isdigit())
 
 
 def _token_count(*values: Any) -> int:
@@ -433,6 +442,8 @@ class EndpointClient:
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
                             rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
+        if data is not None and not _reports_tokens(data, state["compute_tokens"]):
+            record.unreported_tokens = float(estimated_tokens)
         return CallResult(data if error is None else None, _for_whom(record))
 
     async def _attempt(self, path: str, payload: bytes | None, request_id: str, tokens: float,

@@ -44,10 +44,17 @@ COUNTED = ("calls", "retries", "failures", "cache_hits", "prompt_tokens", "compl
            "shared_cache_hits", "budget_refused")
 
 
+# calls whose reply reported no token counts (counted in `calls`, with 0 tokens)
+# and their prompt tokens as estimated before sending: for the manifest's usage
+# block and the report, not columns of usage/
+UNREPORTED = ("unreported_calls", "unreported_estimate")
+
+
 def new_usage() -> dict:
     """A tally; `refused_by` (cap name -> calls it refused) says which cap refused
     what, for the manifest's spend_caps (usage/ has budget_refused only)."""
-    return {**{k: 0 for k in COUNTED}, "latency": MetricStats(), "refused_by": {}}
+    return {**{k: 0 for k in COUNTED}, "latency": MetricStats(), "refused_by": {},
+            **{k: 0 for k in UNREPORTED}}
 
 
 def add_call(acc: dict, rec: CallRecord) -> dict:
@@ -67,6 +74,9 @@ def add_call(acc: dict, rec: CallRecord) -> dict:
     acc["retries"] += max(0, rec.attempts - 1)
     acc["prompt_tokens"] += rec.prompt_tokens
     acc["completion_tokens"] += rec.completion_tokens
+    if getattr(rec, "unreported_tokens", None) is not None:
+        acc["unreported_calls"] += 1
+        acc["unreported_estimate"] += rec.unreported_tokens
     if rec.latency_ms is not None:
         acc["latency"].add(rec.latency_ms)
     return acc
@@ -84,6 +94,8 @@ def usage_key(endpoint: str, model: str, purpose: str, bot: str | None = None,
 def merge_usage(into: dict, other: dict) -> dict:
     for k in COUNTED:
         into[k] += other[k]
+    for k in UNREPORTED:
+        into[k] += other.get(k, 0)
     into["latency"].merge(other["latency"])
     for cap, n in other["refused_by"].items():
         into["refused_by"][cap] = into["refused_by"].get(cap, 0) + n
@@ -143,7 +155,8 @@ class MergeUsageFn(beam.CombineFn):
     def extract_output(self, acc: dict) -> dict:
         latency = acc["latency"]
         return {**{k: acc[k] for k in COUNTED}, "latency_p50_ms": latency.percentile(50),
-                "latency_p95_ms": latency.percentile(95), "refused_by": dict(acc["refused_by"])}
+                "latency_p95_ms": latency.percentile(95), "refused_by": dict(acc["refused_by"]),
+                **{k: acc[k] for k in UNREPORTED}}
 
 
 def refused_by_cap(rolled: Iterable[tuple[UsageKey, dict]]) -> dict[str, int]:
@@ -153,6 +166,23 @@ def refused_by_cap(rolled: Iterable[tuple[UsageKey, dict]]) -> dict[str, int]:
         for cap, n in figures.get("refused_by", {}).items():
             out[cap] = out.get(cap, 0) + n
     return out
+
+
+def unreported_by_endpoint(rolled: Iterable[tuple[UsageKey, dict]],
+                           prices: Mapping[str, Mapping[str, float]]) -> dict[str, dict]:
+    """Per endpoint, the calls whose replies reported no token counts (usage/
+    has them with 0 tokens and cost 0), their prompt tokens as estimated from
+    the prompt's length and what those would cost (None without a price)."""
+    out: dict[str, dict] = {}
+    for (endpoint, *_), figures in rolled:
+        if figures.get("unreported_calls"):
+            e = out.setdefault(endpoint, {"calls": 0, "estimated_prompt_tokens": 0.0})
+            e["calls"] += figures["unreported_calls"]
+            e["estimated_prompt_tokens"] += figures["unreported_estimate"]
+    for endpoint, e in out.items():
+        e["estimated_prompt_tokens"] = round(e["estimated_prompt_tokens"])
+        e["estimated_cost"] = cost_of(e["estimated_prompt_tokens"], 0, prices.get(endpoint))
+    return dict(sorted(out.items()))
 
 
 def split_count(n: int, k: int) -> list[int]:
@@ -177,7 +207,8 @@ def usage_rows(run_id: str, rolled: Iterable[tuple[UsageKey, dict]],
     its share; cost from each endpoint's price_per_million."""
     rows = []
     for (endpoint, model, purpose, bot, metrics), figures in rolled:
-        figures = {k: v for k, v in figures.items() if k != "refused_by"}  # not a column
+        figures = {k: v for k, v in figures.items()
+                   if k != "refused_by" and k not in UNREPORTED}  # not columns
         for metric, share in split_figures(figures, metrics):
             rows.append({"run_id": run_id, "endpoint": endpoint, "model": model,
                          "purpose": purpose, **share,
