@@ -251,3 +251,20 @@ def test_replies_with_token_counts_say_nothing_of_unreported_tokens(tmp_path, ke
     assert "unreported_tokens" not in manifest(out, "u")["usage"]
     with open(os.path.join(out, "runs", "u", "report.md"), encoding="utf-8") as fh:
         assert "reported no token counts" not in fh.read()
+
+
+def test_a_token_ceiling_counts_the_estimate_of_replies_without_token_counts(tmp_path,
+                                                                             key_env):
+    """The ledger counts a reply without token counts at its prompt estimate
+    (transforms/remote/budget.py: actual_use); the manifest's spend_caps said
+    `used: 0` for such a run, a cap could be reached with nothing used."""
+    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+    with FakeOpenAI(ServerConfig(omit_usage=True), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots, max_tokens_per_run=10_000_000)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 4), "--output", out, "--config", cfg,
+                       "--run-id", "u") == 0
+    m = manifest(out, "u")
+    estimated = m["usage"]["unreported_tokens"]["llm"]["estimated_prompt_tokens"]
+    assert estimated > 0
+    assert m["spend_caps"]["endpoints.llm.max_tokens_per_run"]["used"] == estimated

@@ -165,7 +165,7 @@ class Finalize(beam.DoFn):
             "usage": spend_summary(usage, unreported),
         }
         if info.caps:
-            manifest["spend_caps"] = cap_report(info.caps, usage, refused)
+            manifest["spend_caps"] = cap_report(info.caps, usage, refused, unreported)
         if "escalated_rows" in self._counted:
             manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)

@@ -109,11 +109,13 @@ def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
-               refused_by: Mapping[str, int]) -> dict[str, Any]:
+               refused_by: Mapping[str, int],
+               unreported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The manifest's `spend_caps`: per configured cap, what the run used, how
     many calls it refused (refused_by: the calls each cap refused; a call
     another cap refused first is not this one's), and whether it was reached
-    (a call refused)."""
+    (a call refused). A token ceiling's use counts the replies without token
+    counts at their prompt estimate (unreported), as the ledger that enforced it did."""
     usage = list(usage)
     out = {}
     for name, cap in sorted(caps.items()):
@@ -124,7 +126,8 @@ def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
         else:  # endpoints.<name>.max_tokens_per_run
             endpoint = name.split(".")[1]
             rows = [r for r in usage if r["endpoint"] == endpoint]
-            used = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
+            used = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) + (
+                (unreported or {}).get(endpoint, {}).get("estimated_prompt_tokens", 0))
         refused = refused_by.get(name, 0)
         out[name] = {"cap": cap, "used": used, "refused_calls": refused, "reached": refused > 0}
     return out

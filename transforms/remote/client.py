@@ -442,7 +442,8 @@ class EndpointClient:
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
                             rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
-        if data is not None and not _reports_tokens(data, state["compute_tokens"]):
+        if data is not None and not prompt + completion \
+                and not _reports_tokens(data, state["compute_tokens"]):  # as actual_use
             record.unreported_tokens = float(estimated_tokens)
         return CallResult(data if error is None else None, _for_whom(record))
 
