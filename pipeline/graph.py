@@ -41,6 +41,16 @@ from transforms.publish.write import WriteRows
 WORST_CASES_PER_BOT = 10
 
 
+def reporting(dofn, plan: Plan):
+    """A calling DoFn that writes the run's progress object from its first call
+    (when the run has a lease), so a watcher sees calls and answered or judged
+    turns before any shard is written."""
+    info = plan.info
+    if info.lease_ttl_s is not None:
+        dofn.progress_key = (info.output, info.run_id, info.attempt)
+    return dofn
+
+
 class Read(beam.PTransform):
     """Shards of the input -> valid EvalCases (`cases`) and RowProblems (`problems`)."""
 
@@ -63,10 +73,9 @@ class Answer(beam.PTransform):
         cfg = self._plan.config
         return (cases
                 | "BatchCases" >> beam.BatchElements(min_batch_size=1, max_batch_size=256)
-                | "AnswerWith" >> beam.ParDo(AnswerWith(cfg.bots, cfg.endpoints,
-                                                        self._plan.cache,
-                                                        self._plan.budget,
-                                                        self._plan.columns["answer"]))
+                | "AnswerWith" >> beam.ParDo(reporting(AnswerWith(
+                    cfg.bots, cfg.endpoints, self._plan.cache, self._plan.budget,
+                    self._plan.columns["answer"]), self._plan))
                 # what Beam's bytecode inference of process() concludes (Any), said
                 # up front: inferring it cost 0.07 s of a 30-row run's start
                 .with_output_types(typing.Any)
@@ -99,10 +108,10 @@ class Enrich(beam.PTransform):
             from transforms.enrich.embed import EmbedTurns
             enriched = (turns
                         | "BatchTurns" >> beam.BatchElements(min_batch_size=64, max_batch_size=64)
-                        | "EmbedTurns" >> beam.ParDo(EmbedTurns(
+                        | "EmbedTurns" >> beam.ParDo(reporting(EmbedTurns(
                             cfg.embeddings, cfg.endpoints, needs, plan.cache,
                             [m for s, _ in plan.scorers if s.features for m in s.metrics],
-                            plan.budget, cores=worker_cores(turns.pipeline.options)))
+                            plan.budget, cores=worker_cores(turns.pipeline.options)), plan))
                         .with_outputs(EmbedTurns.CALLS, main="turns"))
             turns = enriched.turns
             calls.append(enriched[EmbedTurns.CALLS])
@@ -112,10 +121,10 @@ class Enrich(beam.PTransform):
             from transforms.enrich.judge.stage import JudgeTurns
             asked = (turns
                      | "BatchForJudge" >> beam.BatchElements(min_batch_size=1, max_batch_size=64)
-                     | "JudgeTurns" >> beam.ParDo(JudgeTurns(
+                     | "JudgeTurns" >> beam.ParDo(reporting(JudgeTurns(
                          cfg.judge, cfg.endpoints, plan.judge_metrics, plan.rubric_scales,
                          plan.cache, {s.name: o for s, o in plan.scorers if s.judge},
-                         plan.budget), **({} if self._sampled is None else
+                         plan.budget), plan), **({} if self._sampled is None else
                                           {"sampled": AsList(self._sampled)}))
                      .with_outputs(JudgeTurns.CALLS, main="turns"))
             turns = asked.turns
@@ -125,8 +134,8 @@ class Enrich(beam.PTransform):
             read = (turns
                     | "BatchForClassifier" >> beam.BatchElements(min_batch_size=1,
                                                                  max_batch_size=64)
-                    | "ClassifyTurns" >> beam.ParDo(ClassifyTurns(
-                        cfg.classifier, cfg.endpoints, plan.cache, plan.budget)).with_outputs(
+                    | "ClassifyTurns" >> beam.ParDo(reporting(ClassifyTurns(
+                        cfg.classifier, cfg.endpoints, plan.cache, plan.budget), plan)).with_outputs(
                         ClassifyTurns.CALLS, main="turns"))
             turns = read.turns
             calls.append(read[ClassifyTurns.CALLS])

@@ -73,7 +73,7 @@ class Watch:
             self.stream.write("\r" + text + " " * pad)
             self._drawn = True
         else:
-            moved = (f.done, sorted(f.errors.items()),
+            moved = (f.done, sorted(f.errors.items()), sorted(f.stages.items()),
                      sorted((e, c["calls"]) for e, c in f.calls.items()))
             if moved == self._moved:
                 return  # nothing moved: no new line

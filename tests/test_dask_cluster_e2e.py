@@ -74,12 +74,24 @@ def run_dir_files(out: str, run_id: str) -> list[str]:
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "runs", run_id, "*")))
 
 
+def _progress_totals(out: str, run_id: str) -> dict | None:
+    """The running attempt's progress objects summed (None: no lease or object yet)."""
+    from transforms.publish import lease as leases
+    from transforms.publish.progress_objects import read_totals
+    current = leases.read_lease(out, run_id)
+    return read_totals(out, run_id, current.attempt) if current else None
+
+
 def watch(proc: subprocess.Popen, out: str, run_id: str, timeout: float = 900) -> dict:
     """Wait for the launcher, noting what `status` and the heartbeats said meanwhile."""
-    seen = {"states": set(), "beating": set()}
+    seen = {"states": set(), "beating": set(), "calls_before_rows": 0}
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
         assert time.monotonic() < deadline, "the run did not finish"
+        totals = _progress_totals(out, run_id)
+        if totals and not totals["turns"]:  # the progress line moves before a shard is written
+            seen["calls_before_rows"] = max(seen["calls_before_rows"], sum(
+                c["calls"] for c in totals["calls"].values()))
         seen["beating"] |= {os.path.basename(p).split(".")[2] for p in glob.glob(
             os.path.join(out, "runs", run_id, "heartbeat.*.json"))}
         if len(seen["states"]) < 3:
@@ -163,9 +175,13 @@ def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path
         outs["dask"] = str(tmp_path / "dask")
         proc = launch("--input", cases, "--config", cfg, "--output", outs["dask"],
                       "--run-id", "j", cluster=cluster, cwd=str(tmp_path))
-        output = watch(proc, outs["dask"], "j")["output"]
+        watched = watch(proc, outs["dask"], "j")
+        output = watched["output"]
         assert proc.returncode == 0, output[-3000:]
         sent["dask"] = _requests(server)
+    # judge calls showed in the progress objects before any row was written (they
+    # showed nothing until a shard was written: '0/24 cases · starting' for minutes)
+    assert watched["calls_before_rows"] > 0
     assert table_differences(outs["dask"], "j", outs["fnapi"], "j") == []
     assert sum(sent["dask"].values()) > 100
     assert sent["dask"] == sent["fnapi"]  # the same requests, each as often

@@ -219,3 +219,35 @@ def test_a_rate_the_config_writes_is_not_called_the_default_even_when_it_is_10()
         "endpoint nli: at most 10 requests/s (the default; set "
         "endpoints.nli.requests_per_second to change it), 8 at a time, no tokens/min limit")
     assert "requests_per_second_set" not in str(cfg.to_public_dict())  # the manifest as before
+
+
+def test_calls_and_judged_turns_show_before_any_row_is_written(tmp_path):
+    """On Dask a shard is written only after its stages ran: the progress line
+    stayed at '0/N cases · starting' through a judge run's first minutes. A
+    calling DoFn given the run's key writes the progress object from its first
+    call, with the turns it answered or judged; the graph gives every one the key."""
+    from pipeline.graph import reporting
+    from transforms.remote.calling import CallingDoFn
+    out = str(tmp_path)
+    _lease(out, planned_rows=60, bots=1)
+    key = (out, "r", "a" * 12)
+    fn = reporting(CallingDoFn(), SimpleNamespace(info=SimpleNamespace(
+        output=out, run_id="r", attempt="a" * 12, lease_ttl_s=300.0)))
+    assert fn.progress_key == key
+    assert reporting(CallingDoFn(), SimpleNamespace(info=SimpleNamespace(
+        output=out, run_id="r", attempt="a" * 12, lease_ttl_s=None))).progress_key is None
+    fn.open_calls({}, remote=False)
+    try:
+        for _ in range(7):
+            tally.count_call(_call("judge"))
+        for _ in range(3):
+            fn.count_done("judged")
+        assert fn._progress.write()
+        info = SimpleNamespace(run_id="r", attempt="a" * 12, output=out, planned_rows=60,
+                               bots=("b",), started=time.time())
+        line = progress_line(run_figures(info))
+        assert line.startswith("0/60 cases (0%) · starting · turns judged 3 · ")
+        assert "calls: judge 7 (" in line
+    finally:
+        fn.teardown()
+    leases.release(out, "r", "a" * 12)

@@ -112,6 +112,7 @@ class AnswerWith(CallingDoFn):
     def emitted(self, turn: Turn) -> Turn:
         if turn.error:
             self._errors.inc()
+        self.count_done("answered")
         return turn
 
     def process(self, cases):

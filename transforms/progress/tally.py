@@ -28,6 +28,7 @@ class Tally:
         self.call_errors = dict.fromkeys(CALL_ERROR_COUNTS, 0)  # judge_errors, ...
         self.first_turn_at: float | None = None
         self.calls: dict[str, dict[str, int]] = {}
+        self.stages: dict[str, int] = {}  # turns through a stage before any is written
         self.changes = 0  # bumped by every count: a writer skips unchanged tallies
 
     def row(self, table: str, row: Mapping[str, Any]) -> None:
@@ -61,12 +62,19 @@ class Tally:
             c["rate_limited"] += rec.rate_limited
             self.changes += 1
 
+    def stage(self, name: str, n: int = 1) -> None:
+        """n turns through a stage (answered, judged) that are not written yet."""
+        with self._lock:
+            self.stages[name] = self.stages.get(name, 0) + n
+            self.changes += 1
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {"turns": self.turns, "bot_errors": self.bot_errors,
                     "invalid_rows": self.invalid_rows, **self.call_errors,
                     "first_turn_at": self.first_turn_at,
-                    "calls": {k: dict(v) for k, v in self.calls.items()}}
+                    "calls": {k: dict(v) for k, v in self.calls.items()},
+                    "stages": dict(self.stages)}
 
 
 _LIVE: dict[tuple[str, str, str], Tally] = {}

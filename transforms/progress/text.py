@@ -4,7 +4,9 @@ status`) or a bar that redraws itself (a terminal).
     1,200/3,300 cases (36%) · 41.2 cases/s · ETA 51 s · errors 3 (2 invalid rows, 1 bot) ·
     calls: llm 1,532 (9.9/s, 3 retries, 0 failed, 0 rate-limited)
 
-(one line). Errors count rows: invalid input rows, bot errors, failed judge
+(one line; while turns are answered or judged but not written yet, as on
+Dask where a shard is written only after its stages ran, also
+`turns answered 120, judged 64`). Errors count rows: invalid input rows, bot errors, failed judge
 questions; a failed call shows in its endpoint's figures (and, for a bot, as
 the bot error it causes).
 
@@ -29,6 +31,7 @@ class Figures:
     errors: dict[str, int] = field(default_factory=dict)  # rows: kind -> count (non-zero only)
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # endpoint -> counts, rate
     elapsed_s: float = 0.0
+    stages: dict[str, int] = field(default_factory=dict)  # turns answered, judged (not written)
 
 
 def figures(totals: Mapping[str, Any] | None, total: int, bots: int, now: float,
@@ -50,7 +53,8 @@ def figures(totals: Mapping[str, Any] | None, total: int, bots: int, now: float,
                                   for stage, (key, _) in CALL_ERROR_STAGES.items())) if n}
     calls = {endpoint: {**c, "per_s": c["calls"] / elapsed if elapsed > 0.5 else None}
              for endpoint, c in sorted(totals.get("calls", {}).items())}
-    return Figures(total, done, rate, eta, errors, calls, elapsed)
+    stages = {k: n for k, n in (totals.get("stages") or {}).items() if n}
+    return Figures(total, done, rate, eta, errors, calls, elapsed, stages)
 
 
 def _duration(seconds: float) -> str:
@@ -71,6 +75,8 @@ def _parts(f: Figures) -> list[str]:
         parts.append("starting")
     if f.eta_s is not None and f.done < f.total:
         parts.append(f"ETA {_duration(f.eta_s)}")
+    if f.stages and f.done < f.total:  # work done in stages before rows are written (Dask)
+        parts.append("turns " + ", ".join(f"{k} {n:,}" for k, n in f.stages.items()))
     total_errors = sum(f.errors.values())
     parts.append(f"errors {total_errors:,}" + (
         f" ({', '.join(f'{n:,} {k}' for k, n in f.errors.items())})" if total_errors else ""))

@@ -122,8 +122,12 @@ def read_totals(output: str, run_id: str, attempt: str) -> dict[str, Any] | None
             into = calls.setdefault(endpoint, dict.fromkeys(CALL_FIELDS, 0))
             for k in CALL_FIELDS:
                 into[k] += int(c.get(k, 0))
+    stages: dict[str, int] = {}
+    for part in parts:
+        for stage, n in (part.get("stages") or {}).items():
+            stages[stage] = stages.get(stage, 0) + int(n)
     firsts = [p["first_turn_at"] for p in parts if p.get("first_turn_at")]
-    return {"workers": len(parts), "calls": calls,
+    return {"workers": len(parts), "calls": calls, "stages": stages,
             **{k: sum(int(p.get(k, 0)) for p in parts)
                for k in ("turns", "bot_errors", "invalid_rows", *CALL_ERROR_COUNTS)},
             "first_turn_at": min(firsts) if firsts else None,

@@ -27,6 +27,21 @@ class CallingDoFn(beam.DoFn):
     """
 
     CALLS = "calls"
+    # (output, run_id, attempt) of the run, set by the graph when the run has a lease:
+    # the process then writes its progress object from the first call on, not only
+    # once a table's rows are written (a stage of its own on Dask, reached minutes later)
+    progress_key: tuple[str, str, str] | None = None
+    _progress = None
+
+    def start_progress(self) -> None:
+        if self.progress_key is not None and self._progress is None:
+            from transforms.publish.progress_objects import ProgressWriter
+            self._progress = ProgressWriter.start(*self.progress_key)
+
+    def count_done(self, stage: str) -> None:
+        """One turn through this stage (answered, judged), in the run's progress."""
+        if self._progress is not None:
+            self._progress.tally.stage(stage)
 
     def open_calls(self, endpoints: Mapping, remote: bool, cache: CacheSpec | None = None,
                    max_pending: int | None = None, budget: BudgetSpec | None = None) -> None:
@@ -37,6 +52,7 @@ class CallingDoFn(beam.DoFn):
             from transforms.remote.runtime import acquire_runtime
             self._runtime = acquire_runtime(self._endpoints, cache, budget)
         self._log = CallLog()
+        self.start_progress()
         self._counters = call_counters()
         self._pending: list[concurrent.futures.Future] = []
         self._max_pending = max_pending or (
@@ -96,6 +112,9 @@ class CallingDoFn(beam.DoFn):
         yield from self.call_tallies()
 
     def teardown(self):
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
         if getattr(self, "_runtime", None) is not None:
             from transforms.remote.runtime import release_runtime
             release_runtime(self._endpoints, self._cache, getattr(self, "_budget", None))

@@ -54,6 +54,7 @@ class JudgeTurns(CallingDoFn):
         failed = len(judge_failures(turn.features))
         if failed:
             self._failed.inc(failed)
+        self.count_done("judged")
         return turn
 
     def _sample(self, sampled) -> frozenset[str] | None:
