@@ -301,3 +301,19 @@ def test_an_error_object_sent_with_200_is_a_retried_failure_that_says_the_messag
     (vectors, rec), _ = _run(lambda r, n: httpx.Response(200, json={"error": "no model"}),
                              lambda c: embeddings(c, "e", ["a"]))
     assert vectors is None and rec.error == "HTTP 200 with an error body: no model"
+
+
+def test_a_get_is_not_a_reply_without_token_counts():
+    """A reply without `usage` is flagged (its cost is unknown), but a GET (TEI's
+    /info: the classifier's labels) uses no tokens: it is not counted among the
+    calls whose cost is unknown."""
+    (got, posted), _ = _run(lambda req, n: httpx.Response(200, json={"label": "x"}), _both)
+    assert got.record.unreported_tokens is None
+    assert posted.record.unreported_tokens == 12.0
+
+
+async def _both(client):
+    got = await client.get_json("/info", model="m", purpose="classifier:grounding")
+    posted = await client.post_json("/predict", {"inputs": "x"}, model="m",
+                                    purpose="classifier:grounding", estimated_tokens=12.0)
+    return got, posted

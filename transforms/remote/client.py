@@ -84,6 +84,7 @@ class CallRecord:
     budget_refused: bool = False    # not sent: a spend cap of the run was reached
     # a reply without token counts (no `usage`, no x-compute-tokens: vLLM without
     # usage, some proxies): its prompt tokens as estimated before sending, else None
+    # (a GET, TEI's /info, uses no tokens)
     unreported_tokens: float | None = None
 
     @property
@@ -442,7 +443,7 @@ class EndpointClient:
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
                             rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
-        if data is not None and not prompt + completion \
+        if data is not None and not prompt + completion and method != "GET" \
                 and not _reports_tokens(data, state["compute_tokens"]):  # as actual_use
             record.unreported_tokens = float(estimated_tokens)
         return CallResult(data if error is None else None, _for_whom(record))
