@@ -298,3 +298,25 @@ def test_a_failed_call_that_reported_tokens_counts_them_against_the_caps():
     assert nothing[tokens_scope("llm")] == 0.0 and nothing[JUDGE_COST] == 0.0
     guessed = actual_use("llm", "judge:x", True, 0, 0, 50.0, price)  # no usage block
     assert guessed[tokens_scope("llm")] == 50.0
+
+
+def test_judge_replies_without_token_counts_count_against_the_cost_cap(tmp_path):
+    """A judge reply without `usage` cost 0 to judge.max_cost (the token ceiling
+    counted its prompt estimate), so against such a server the cost cap was never
+    reached and spend_caps said 'used 0'. It now costs its prompt estimate."""
+    from transforms.remote.budget import actual_use
+    guessed = actual_use("llm", "judge:x", True, 0, 0, 1000.0, {"input": 1.0, "output": 2.0})
+    assert guessed[JUDGE_COST] == pytest.approx(1000 * 1.0 / 1e6)
+    from tests.judge_script import ScriptedJudge
+    with FakeOpenAI(ServerConfig(omit_usage=True)) as server:
+        server.set_chat_handler(ScriptedJudge())
+        code, out = run_sample(tmp_path, (
+            JUDGE_EP + ", price_per_million: {input: 1000000.0, "
+            "output: 0.0}}\njudge: {endpoint: judge, model: j, max_cost: 1000000.0}\n"
+            "metrics: [judge_relevance, bleu]\n").replace("{url}", server.openai_base_url), "cap")
+        assert code == 0
+    m = manifest(out, "cap")
+    estimated = m["usage"]["unreported_tokens"]["judge"]["estimated_prompt_tokens"]
+    assert estimated > 0
+    # input price 1 per token: the cap's use is the prompts' estimate, as the ledger counted
+    assert m["spend_caps"]["judge.max_cost"]["used"] == pytest.approx(estimated, abs=1)

@@ -30,7 +30,8 @@ from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
 from transforms.remote.scrub import Scrubber, scrubber_for
-from transforms.remote.usage import refused_by_cap, unreported_by_endpoint, usage_rows
+from transforms.remote.usage import (refused_by_cap, unreported_by_endpoint,
+                                     unreported_judge_cost, usage_rows)
 from transforms.score.scoring import NO_DIRECTION
 
 
@@ -139,6 +140,7 @@ class Finalize(beam.DoFn):
         usage = list(usage)
         refused = refused_by_cap(usage)
         unreported = unreported_by_endpoint(usage, info.prices)
+        judge_cost = unreported_judge_cost(usage, info.prices)
         usage = with_savings(usage_rows(info.run_id, usage, info.prices), dict(skipped),
                              rows_per_bot)
         staged = list(written) + [
@@ -165,7 +167,8 @@ class Finalize(beam.DoFn):
             "usage": spend_summary(usage, unreported),
         }
         if info.caps:
-            manifest["spend_caps"] = cap_report(info.caps, usage, refused, unreported)
+            manifest["spend_caps"] = cap_report(info.caps, usage, refused, unreported,
+                                                judge_cost)
         if "escalated_rows" in self._counted:
             manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)

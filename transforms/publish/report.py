@@ -110,19 +110,21 @@ def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
 
 def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
                refused_by: Mapping[str, int],
-               unreported: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+               unreported: Mapping[str, Mapping[str, Any]] | None = None,
+               unreported_judge_cost: float = 0.0) -> dict[str, Any]:
     """The manifest's `spend_caps`: per configured cap, what the run used, how
     many calls it refused (refused_by: the calls each cap refused; a call
     another cap refused first is not this one's), and whether it was reached
     (a call refused). A token ceiling's use counts the replies without token
-    counts at their prompt estimate (unreported), as the ledger that enforced it did."""
+    counts at their prompt estimate (unreported), as the ledger that enforced it
+    did; judge.max_cost their cost at that estimate (unreported_judge_cost)."""
     usage = list(usage)
     out = {}
     for name, cap in sorted(caps.items()):
         if name.startswith("judge."):
             rows = [r for r in usage if str(r["purpose"]).startswith("judge:")]
             used = (sum(r["calls"] for r in rows) if name == "judge.max_calls"
-                    else sum(r["cost"] or 0.0 for r in rows))
+                    else sum(r["cost"] or 0.0 for r in rows) + unreported_judge_cost)
         else:  # endpoints.<name>.max_tokens_per_run
             endpoint = name.split(".")[1]
             rows = [r for r in usage if r["endpoint"] == endpoint]

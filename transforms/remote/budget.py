@@ -71,9 +71,10 @@ def actual_use(endpoint: str, purpose: str, ok: bool, prompt_tokens: int,
                completion_tokens: int, estimate: float,
                price: Mapping[str, float] | None, sent: bool = True) -> dict[str, float]:
     """What a finished call used: its reported tokens (the estimate when a
-    successful reply reported none); a failed call used the tokens its replies
-    reported (HTTP 200s without an answer, retried), else none, but is a call;
-    a call never sent (the endpoint's circuit breaker was open) used nothing."""
+    successful reply reported none, as prompt tokens for its cost too); a failed
+    call used the tokens its replies reported (HTTP 200s without an answer,
+    retried), else none, but is a call; a call never sent (the endpoint's
+    circuit breaker was open) used nothing."""
     if not sent:
         return {}
     reported = prompt_tokens + completion_tokens
@@ -81,7 +82,8 @@ def actual_use(endpoint: str, purpose: str, ok: bool, prompt_tokens: int,
     used = {tokens_scope(endpoint): float(tokens)}
     if purpose.startswith("judge:"):
         used[JUDGE_CALLS] = 1.0
-        used[JUDGE_COST] = ((cost_of(prompt_tokens, completion_tokens, price) or 0.0)
+        used[JUDGE_COST] = ((cost_of(prompt_tokens if reported else tokens,
+                                     completion_tokens, price) or 0.0)
                             if ok or reported else 0.0)
     return used
 

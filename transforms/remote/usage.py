@@ -185,6 +185,15 @@ def unreported_by_endpoint(rolled: Iterable[tuple[UsageKey, dict]],
     return dict(sorted(out.items()))
 
 
+def unreported_judge_cost(rolled: Iterable[tuple[UsageKey, dict]],
+                          prices: Mapping[str, Mapping[str, float]]) -> float:
+    """What judge calls without token counts cost at their prompt estimate, as
+    judge.max_cost's ledger counted them (budget.actual_use)."""
+    return sum(cost_of(figures.get("unreported_estimate", 0), 0, prices.get(endpoint)) or 0.0
+               for (endpoint, _, purpose, *_), figures in rolled
+               if purpose.startswith("judge:"))
+
+
 def split_count(n: int, k: int) -> list[int]:
     """n split into k integer shares that add up to n (the first n mod k get one more)."""
     return [n // k + (1 if i < n % k else 0) for i in range(k)]
