@@ -251,3 +251,42 @@ def test_calls_and_judged_turns_show_before_any_row_is_written(tmp_path):
     finally:
         fn.teardown()
     leases.release(out, "r", "a" * 12)
+
+
+def test_embedded_and_classified_turns_show_before_any_row_is_written(tmp_path):
+    """A run with remote embeddings or a classifier and no judge showed no work
+    between 'starting' and the first written shard on Dask: EmbedTurns and
+    ClassifyTurns made calls but counted no turns through their stage."""
+    from pipeline.config import EmbeddingsConfig, EndpointConfig
+    from pipeline.graph import reporting
+    from schemas.records import EvalCase, Turn
+    from tests.fake_server import FakeOpenAI
+    from transforms.enrich.classifier.stage import ClassifyTurns
+    from transforms.enrich.embed import EmbedTurns
+    from transforms.enrich.features import VEC_QUESTION
+    out = str(tmp_path)
+    _lease(out, planned_rows=60, bots=1)
+    plan = SimpleNamespace(info=SimpleNamespace(output=out, run_id="r", attempt="a" * 12,
+                                                lease_ttl_s=300.0))
+    turns = [Turn(EvalCase(f"c{i}", f"question {i}?", f"reference {i}.",
+                           contexts=(f"Refunds within {i} days.",)), "bot",
+                  f"Refunds within {i} days.") for i in range(3)]
+    with FakeOpenAI() as server:
+        cfg = parse_config({"endpoints": {"nli": {"base_url": server.base_url,
+                                                  "requests_per_second": 1000}},
+                            "classifier": {"endpoint": "nli", "model": "fake-nli"}}, ".")
+        emb = reporting(EmbedTurns(EmbeddingsConfig("endpoint", "emb", "e"), {
+            "emb": EndpointConfig(base_url=server.openai_base_url, requests_per_second=1000)},
+            frozenset({VEC_QUESTION})), plan)
+        cls = reporting(ClassifyTurns(cfg.classifier, cfg.endpoints, None), plan)
+        for fn in (emb, cls):
+            fn.setup()
+            try:
+                assert len(list(fn.process(turns)) + list(fn.finish_bundle() or ())) >= 3
+                assert fn._progress.write()
+            finally:
+                fn.teardown()
+    info = SimpleNamespace(run_id="r", attempt="a" * 12, output=out, planned_rows=60,
+                           bots=("b",), started=time.time())
+    assert "· turns embedded 3, classified 3 · " in progress_line(run_figures(info))
+    leases.release(out, "r", "a" * 12)

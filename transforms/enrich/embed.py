@@ -145,6 +145,7 @@ class EmbedTurns(CallingDoFn):
         tokens = Embedded(tok_texts, self._embedder.embed_tokens, True)
         vectors = Embedded(vec_texts, self._embedder.embed)
         for t in turns:
+            self.count_done("embedded")
             yield t.evolve(features={**t.features,
                                      **self._features(t, vectors, tokens, sentences)})
 

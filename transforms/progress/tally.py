@@ -63,7 +63,7 @@ class Tally:
             self.changes += 1
 
     def stage(self, name: str, n: int = 1) -> None:
-        """n turns through a stage (answered, judged) that are not written yet."""
+        """n turns through a stage (answered, embedded, judged, classified) not written yet."""
         with self._lock:
             self.stages[name] = self.stages.get(name, 0) + n
             self.changes += 1

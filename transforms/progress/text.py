@@ -4,9 +4,9 @@ status`) or a bar that redraws itself (a terminal).
     1,200/3,300 cases (36%) · 41.2 cases/s · ETA 51 s · errors 3 (2 invalid rows, 1 bot) ·
     calls: llm 1,532 (9.9/s, 3 retries, 0 failed, 0 rate-limited)
 
-(one line; while turns are answered or judged but not written yet, as on
-Dask where a shard is written only after its stages ran, also
-`turns answered 120, judged 64`). Errors count rows: invalid input rows, bot errors, failed judge
+(one line; while turns are answered, embedded, judged or classified but not
+written yet, as on Dask where a shard is written only after its stages ran,
+also `turns answered 120, embedded 96, judged 64`). Errors count rows: invalid input rows, bot errors, failed judge
 questions; a failed call shows in its endpoint's figures (and, for a bot, as
 the bot error it causes).
 
@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from schemas.tables import CALL_ERROR_STAGES
+
+# the stages turns go through, in the order the line names them
+STAGE_ORDER = ("answered", "embedded", "judged", "classified")
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,9 @@ def figures(totals: Mapping[str, Any] | None, total: int, bots: int, now: float,
                                   for stage, (key, _) in CALL_ERROR_STAGES.items())) if n}
     calls = {endpoint: {**c, "per_s": c["calls"] / elapsed if elapsed > 0.5 else None}
              for endpoint, c in sorted(totals.get("calls", {}).items())}
-    stages = {k: n for k, n in (totals.get("stages") or {}).items() if n}
+    told = totals.get("stages") or {}
+    stages = {k: told[k] for k in sorted(told, key=lambda k: (
+        STAGE_ORDER.index(k) if k in STAGE_ORDER else len(STAGE_ORDER), k)) if told[k]}
     return Figures(total, done, rate, eta, errors, calls, elapsed, stages)
 
 

@@ -38,10 +38,11 @@ class CallingDoFn(beam.DoFn):
             from transforms.publish.progress_objects import ProgressWriter
             self._progress = ProgressWriter.start(*self.progress_key)
 
-    def count_done(self, stage: str) -> None:
-        """One turn through this stage (answered, judged), in the run's progress."""
+    def count_done(self, stage: str, n: int = 1) -> None:
+        """n turns through this stage (answered, embedded, judged, classified), in
+        the run's progress."""
         if self._progress is not None:
-            self._progress.tally.stage(stage)
+            self._progress.tally.stage(stage, n)
 
     def open_calls(self, endpoints: Mapping, remote: bool, cache: CacheSpec | None = None,
                    max_pending: int | None = None, budget: BudgetSpec | None = None) -> None:

@@ -66,6 +66,7 @@ class ClassifyTurns(CallingDoFn):
         return out
 
     def outputs(self, turns: list[Turn]) -> list[Turn]:
+        self.count_done("classified", len(turns))
         return turns
 
     def process(self, turns):
