@@ -155,7 +155,8 @@ USAGE = table("usage", "Written by `evalbeam run`: one row per endpoint × model
     ("cache_hits", _I, "calls answered from the call cache (either tier): no request, no tokens"),
     ("prompt_tokens", _I, "input tokens, as the endpoint reported them"),
     ("completion_tokens", _I, "output tokens"),
-    ("cost", _D, "from the endpoint's `price_per_million`"),
+    ("cost", _D, "from the endpoint's `price_per_million`; null when the endpoint has "
+                 "no price (0 for calls without tokens: cache hits, failures)"),
     ("latency_p50_ms", _D, "median latency of the calls, ms (empty for offline bots)"),
     ("latency_p95_ms", _D, "95th percentile latency, ms"),
     ("shared_cache_hits", _I, "the part of cache_hits served by the shared tier (schema 2)"),

@@ -268,3 +268,45 @@ def test_a_token_ceiling_counts_the_estimate_of_replies_without_token_counts(tmp
     estimated = m["usage"]["unreported_tokens"]["llm"]["estimated_prompt_tokens"]
     assert estimated > 0
     assert m["spend_caps"]["endpoints.llm.max_tokens_per_run"]["used"] == estimated
+
+
+def test_a_total_over_priced_endpoints_only_says_so(tmp_path, key_env):
+    """One endpoint priced, another not: the reports' total cost added the
+    priced one only and did not say so ("cost 0.0004" read as the run's cost).
+    usage/ keeps cost null on the unpriced endpoint's rows; the manifest's
+    usage.unpriced names it with its calls, and both reports say the total
+    covers the priced endpoints only."""
+    bots = ("  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+            "  - {name: other, type: chat, endpoint: free, model: small}\n")
+    with FakeOpenAI(api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots)
+        with open(cfg, encoding="utf-8") as fh:
+            text = fh.read()
+        free = json.dumps({"base_url": server.openai_base_url, "api_key_env": "E2E_KEY"})
+        with open(cfg, "w", encoding="utf-8") as fh:
+            fh.write(text.replace("\nbots:", f"\n  free: {free}\nbots:"))
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", cfg,
+                       "--run-id", "p") == 0
+    usage = read_rows(out, "usage")
+    assert {r["endpoint"]: r["cost"] is None for r in usage} == {"llm": False, "free": True}
+    m = manifest(out, "p")
+    assert m["usage"]["unpriced"] == {"free": {"calls": 3}}
+    assert m["usage"]["total"]["cost"] > 0
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", "p", name), encoding="utf-8") as fh:
+            text = fh.read()
+        assert "covers the priced endpoints only" in text
+        assert "free (3 calls)" in text
+
+
+def test_a_run_with_every_endpoint_priced_says_nothing_of_unpriced_ones(tmp_path, key_env):
+    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+    with FakeOpenAI(api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config", cfg,
+                       "--run-id", "p") == 0
+    assert "unpriced" not in manifest(out, "p")["usage"]
+    with open(os.path.join(out, "runs", "p", "report.md"), encoding="utf-8") as fh:
+        assert "priced endpoints only" not in fh.read()

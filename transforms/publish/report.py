@@ -75,12 +75,17 @@ def spend_summary(usage: Iterable[Mapping[str, Any]],
     the judge's, the classifier's and the embedder's calls for its rows).
     unreported (transforms/remote/usage.py: unreported_by_endpoint): the calls
     per endpoint whose replies had no token counts, so that their 0 tokens and
-    cost in usage/ are not taken for free calls (`unreported_tokens`)."""
+    cost in usage/ are not taken for free calls (`unreported_tokens`).
+    `unpriced`: per endpoint without a price_per_million (its rows' cost is
+    null), the calls sent to it: every cost here leaves them out."""
     by_metric: dict[str, dict] = {}
     by_bot: dict[str, dict] = {}
     total: dict[str, Any] = {}
+    unpriced: dict[str, dict] = {}
     for row in usage:
         _add_spend(total, row)
+        if row.get("cost") is None and row.get("calls"):
+            unpriced.setdefault(row["endpoint"], {"calls": 0})["calls"] += row["calls"]
         if row.get("metric") is not None:
             m = by_metric.setdefault(row["metric"], {"shared": False})
             _add_spend(m, row)
@@ -92,7 +97,20 @@ def spend_summary(usage: Iterable[Mapping[str, Any]],
            "by_bot": dict(sorted(by_bot.items()))}
     if unreported:
         out["unreported_tokens"] = {e: dict(v) for e, v in unreported.items()}
+    if unpriced:
+        out["unpriced"] = dict(sorted(unpriced.items()))
     return out
+
+
+def unpriced_sentence(unpriced: Mapping[str, Mapping[str, Any]], total_cost: float | None
+                      ) -> str:
+    """What the reports say of calls to endpoints without a price: a total over
+    the priced ones must not read as the run's cost."""
+    names = ", ".join(f"{e} ({v['calls']} calls)" for e, v in unpriced.items())
+    if total_cost is None:
+        return f"No endpoint called has a price_per_million: {names}."
+    return (f"The cost covers the priced endpoints only: no price_per_million for {names}; "
+            "the costs per metric and per bot leave their calls out too.")
 
 
 def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
@@ -172,6 +190,8 @@ def spend_tables(spend: Mapping[str, Any]
              f"the call cache; tokens {total.get('prompt_tokens', 0)} in, "
              f"{total.get('completion_tokens', 0)} out; cost {_cost(total.get('cost'))} "
              "(from price_per_million; – where no price is set).")
+    if spend.get("unpriced"):
+        intro += " " + unpriced_sentence(spend["unpriced"], total.get("cost"))
     if spend.get("unreported_tokens"):
         intro += " " + unreported_sentence(spend["unreported_tokens"])
     by_metric = [[f"{metric}{' *' if m['shared'] else ''}", str(m.get("calls", 0)),
