@@ -74,3 +74,16 @@ def test_a_chart_on_a_phone_keeps_its_size_and_scrolls_in_its_box(tmp_path):
             assert shown.evaluate("document.documentElement.scrollWidth") == width
             box = f"{img}.parentElement"
             assert shown.evaluate(f"{box}.scrollWidth > {box}.clientWidth") == (width == 390)
+
+
+def test_replies_without_token_counts_on_an_unpriced_endpoint_are_not_said_to_cost_0():
+    """usage/'s cost is null on an endpoint without a price, not 0: the sentence
+    on replies without token counts said 'their tokens and cost count as 0 in
+    usage/' for every endpoint."""
+    from transforms.publish.report import unreported_sentence
+    free = {"calls": 2, "estimated_prompt_tokens": 40, "estimated_cost": None}
+    paid = {"calls": 1, "estimated_prompt_tokens": 20, "estimated_cost": 0.001}
+    assert "Their tokens count as 0 here and in usage/" in unreported_sentence({"bots": free})
+    assert "Their tokens and cost count as 0" in unreported_sentence({"judge": paid})
+    assert "Their tokens count (and, on the priced endpoints, their cost) as 0" in \
+        unreported_sentence({"bots": free, "judge": paid})

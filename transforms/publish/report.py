@@ -122,7 +122,11 @@ def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
                        else ""))
         parts.append(f"{e['calls']} calls (endpoint {endpoint}) reported no token counts: "
                      f"their cost is unknown (estimated {estimate} from prompt length)")
-    return ("; ".join(parts) + ". Their tokens and cost count as 0 here and in usage/: "
+    priced = [e for e in unreported.values() if e.get("estimated_cost") is not None]
+    counted = ("tokens and cost count" if len(priced) == len(unreported) else
+               "tokens count" if not priced else
+               "tokens count (and, on the priced endpoints, their cost)")
+    return ("; ".join(parts) + f". Their {counted} as 0 here and in usage/: "
             "the tokens and costs below are lower bounds.")
 
 
