@@ -236,3 +236,23 @@ def test_precomputed_error_names_deepeval_and_candidate_columns():
         "no recorded answer in the 'out' or 'reply' column"
     assert PrecomputedBot("b").answer(case).error == \
         "no recorded answer in the 'answer' column"
+
+
+def _pf_rows(path):
+    columns = source_columns(input_columns("promptfoo", {}))
+    return [raw if isinstance(raw, RowProblem) else to_case(raw, columns, source)
+            for shard in plan_shards(str(path), columns)
+            for source, raw in read_shard_rows(shard, columns)]
+
+
+def test_promptfoo_list_var_is_a_clear_errors_row(tmp_path):
+    """promptfoo runs `vars: {question: [a, b]}` as one test per value; evalbeam
+    reads one case per test, so such a test is an errors/ row saying so (not a
+    conversation-parse error)."""
+    (tmp_path / "t.yaml").write_text(
+        "tests:\n  - vars: {question: ['Is it free', 'Is it paid']}\n  - vars: {question: 'ok?'}\n")
+    problem, case = _pf_rows(tmp_path / "t.yaml")
+    assert isinstance(problem, RowProblem) and problem.error_type == "invalid_value"
+    assert "vars.question is a list of 2 values" in problem.message
+    assert "one test per value" in problem.message
+    assert case.question == "ok?"
