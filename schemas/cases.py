@@ -249,6 +249,8 @@ class Asserted(str):
     def read(self, value: Any) -> Any:
         if isinstance(value, str):
             return expected_of_cell(value)
+        if isinstance(value, Mapping):  # one assertion, not in a list
+            value = [value]
         if not isinstance(value, (list, tuple)):
             return None
         if value and all(isinstance(v, str) for v in value):  # a CSV cell's JSON array

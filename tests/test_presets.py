@@ -256,3 +256,16 @@ def test_promptfoo_list_var_is_a_clear_errors_row(tmp_path):
     assert "vars.question is a list of 2 values" in problem.message
     assert "one test per value" in problem.message
     assert case.question == "ok?"
+
+
+def test_promptfoo_assert_that_is_not_a_list(tmp_path):
+    """A test's (or defaultTest's) assert that is one mapping, a number or a string
+    does not crash the read: one mapping is read as a list of one, others are
+    no reference answer."""
+    (tmp_path / "t.yaml").write_text(
+        "defaultTest: {assert: {type: latency, threshold: 5}}\n"
+        "tests:\n  - vars: {question: 'a?'}\n    assert: {type: equals, value: A}\n"
+        "  - vars: {question: 'b?'}\n    assert: 5\n")
+    one, two = _pf_rows(tmp_path / "t.yaml")
+    assert (one.question, one.expected_answer) == ("a?", "A")
+    assert (two.question, two.expected_answer) == ("b?", None)

@@ -304,16 +304,22 @@ def _promptfoo_tests(path: str, config: dict) -> list:
     if not isinstance(tests, list) or not isinstance(default, dict):
         raise InputError(f"{path}: tests: must be a list of tests and defaultTest a mapping")
     shared_vars = default.get("vars") if isinstance(default.get("vars"), dict) else {}
-    shared_asserts = default.get("assert") if isinstance(default.get("assert"), list) else []
+    shared_asserts = _assertions(default.get("assert"))
     out = []
     for test in tests:
         if isinstance(test, dict):
             given = test.get("vars")
             test = {**test, "vars": {**shared_vars, **given} if isinstance(given, dict) else
                     (given if given is not None else dict(shared_vars)),
-                    "assert": [*shared_asserts, *(test.get("assert") or [])]}
+                    "assert": [*shared_asserts, *_assertions(test.get("assert"))]}
         out.append(test)
     return out
+
+
+def _assertions(value: Any) -> list:
+    """A test's assert as a list: one mapping is a list of one; anything else
+    (a number, a string) holds no assertion evalbeam reads."""
+    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
 
 
 def load_records(path: str, fmt: str) -> list:
