@@ -269,3 +269,20 @@ def test_promptfoo_assert_that_is_not_a_list(tmp_path):
     one, two = _pf_rows(tmp_path / "t.yaml")
     assert (one.question, one.expected_answer) == ("a?", "A")
     assert (two.question, two.expected_answer) == ("b?", None)
+
+
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    """A 'billion laughs' YAML (aliases of aliases) is refused with one line, and
+    quickly, instead of expanding (hang, memory)."""
+    import time
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]")
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\ntests: [{vars: {question: *i}}]\n")
+    start = time.monotonic()
+    with pytest.raises(Exception, match="aliases expand"):
+        _pf_rows(tmp_path / "bomb.yaml")
+    assert time.monotonic() - start < 5
+    (tmp_path / "ok.yaml").write_text(
+        "x: &q {question: 'shared?'}\ntests:\n  - vars: *q\n  - vars: *q\n")
+    assert [c.question for c in _pf_rows(tmp_path / "ok.yaml")] == ["shared?", "shared?"]

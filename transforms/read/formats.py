@@ -278,12 +278,50 @@ def load_yaml_records(path: str) -> list:
             data = yaml.safe_load(fh.read().decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise InputError(f"cannot read {path} as YAML: {_yaml_problem(exc)}"[:300]) from None
+    _check_aliases(path, data)
     if isinstance(data, dict) and "tests" in data:
         return _promptfoo_tests(path, data)
     if not isinstance(data, list):
         raise InputError(f"{path}: a YAML input must be a list of cases (or a promptfoo "
                          f"config with a tests: list), got {type(data).__name__}")
     return data
+
+
+# values a YAML document may hold once its aliases are expanded, beyond its own
+# (a "billion laughs" of aliases of aliases would hang the read or eat memory)
+MAX_ALIAS_GROWTH = 1_000_000
+
+
+def _check_aliases(path: str, data: Any) -> None:
+    """An InputError when aliases (`*name`) make the document refer to itself,
+    or expand it by more than MAX_ALIAS_GROWTH values. PyYAML shares an aliased
+    value, so sizes are counted once per distinct value."""
+    sizes: dict[int, int] = {}
+    distinct = 0
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    open_ids: set[int] = set()
+    while stack:
+        value, done = stack.pop()
+        if not isinstance(value, (list, dict)):
+            continue
+        key = id(value)
+        items = list(value.values()) + list(value) if isinstance(value, dict) else value
+        if done:
+            open_ids.discard(key)
+            sizes[key] = 1 + sum(sizes.get(id(v), 1) for v in items)
+            continue
+        if key in open_ids:
+            raise InputError(f"{path}: a YAML alias refers to a value that holds it")
+        if key in sizes:
+            continue
+        distinct += 1 + len(items)
+        open_ids.add(key)
+        stack.append((value, True))
+        stack.extend((v, False) for v in items)
+    if sizes.get(id(data), 1) > distinct + MAX_ALIAS_GROWTH:
+        raise InputError(f"{path}: YAML aliases expand it to {sizes[id(data)]:,} values "
+                         f"(more than {MAX_ALIAS_GROWTH:,} beyond the file's own); "
+                         "write the values out or use fewer aliases")
 
 
 def _yaml_problem(exc: Exception) -> str:
