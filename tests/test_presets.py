@@ -286,3 +286,15 @@ def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
     (tmp_path / "ok.yaml").write_text(
         "x: &q {question: 'shared?'}\ntests:\n  - vars: *q\n  - vars: *q\n")
     assert [c.question for c in _pf_rows(tmp_path / "ok.yaml")] == ["shared?", "shared?"]
+
+
+def test_promptfoo_csv_numbered_expected_columns(tmp_path):
+    """promptfoo's CSV may hold several assertions in `__expected1`,
+    `__expected2`, ...: the first that is a reference answer is read."""
+    (tmp_path / "t.csv").write_text(
+        "question,__expected1,__expected2,__description\n"
+        "Is it free?,contains: no,equals: No.,free plan\n"
+        "Is it paid?,similar(0.8): Yes.,,paid plan\n")
+    one, two = _pf_rows(tmp_path / "t.csv")
+    assert (one.question, one.expected_answer) == ("Is it free?", "No.")
+    assert two.expected_answer == "Yes."

@@ -37,7 +37,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # tests:), JSON or JSON Lines, or a CSV of vars with `__expected`
     "promptfoo": {
         "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS), *PROMPTFOO_QUESTION_VARS),
-        "expected_answer": (Asserted("assert"), Asserted("__expected")),
+        "expected_answer": (Asserted("assert"), Asserted("__expected"),
+                            *(Asserted(f"__expected{n}") for n in range(1, 10))),
         "contexts": (Var("context", passage=True), Var("contexts", passage=True),
                      Passage("context"), Passage("contexts"))},
 }
