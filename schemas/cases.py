@@ -280,11 +280,15 @@ def expected_of_cell(cell: str) -> str | None:
     return cell or None
 
 
-def _no_list_var(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:
+def _check_vars(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:
     """promptfoo runs a test whose var is a list of values once per value;
-    evalbeam reads one case per test, so it says so."""
+    evalbeam reads one case per test, so it says so; and of vars that are
+    not a mapping (`vars: file://vars.yaml`, which promptfoo loads)."""
     for src in columns.values():
         for var in candidates(src):
+            if isinstance(var, Var) and isinstance(raw.get(var), str):
+                raise ValueError(f"vars is {raw.get(var)[:80]!r}, not a mapping of variables "
+                                 "(evalbeam does not load vars files): write the vars in the test")
             found = var.read(raw.get(var)) if isinstance(var, Var) and not var.passage else None
             if isinstance(found, list) and not all(isinstance(v, Mapping) for v in found):
                 raise ValueError(f"{var.shown} is a list of {len(found)} values (promptfoo runs "
@@ -495,7 +499,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
         derived = derive_case_id(row) if any(v is not None for v in row.values()) else None
         return RowProblem(source, case_id or derived, error_type, message)
     try:
-        _no_list_var(raw, columns)
+        _check_vars(raw, columns)
         question, messages, reply = _question(row["question"],
                                               parse_messages(row.get("messages")))
         answer = _optional_text(row.get("answer"), "answer")

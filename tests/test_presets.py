@@ -298,3 +298,12 @@ def test_promptfoo_csv_numbered_expected_columns(tmp_path):
     one, two = _pf_rows(tmp_path / "t.csv")
     assert (one.question, one.expected_answer) == ("Is it free?", "No.")
     assert two.expected_answer == "Yes."
+
+
+def test_promptfoo_vars_file_reference_is_named(tmp_path):
+    """`vars: file://vars.yaml` (promptfoo loads that file) is an errors/ row
+    naming the reference, not 'question is null'."""
+    (tmp_path / "t.yaml").write_text("tests:\n  - vars: file://vars.yaml\n")
+    (problem,) = _pf_rows(tmp_path / "t.yaml")
+    assert "vars is 'file://vars.yaml'" in problem.message
+    assert problem.error_type == "invalid_value"
