@@ -307,3 +307,12 @@ def test_promptfoo_vars_file_reference_is_named(tmp_path):
     (problem,) = _pf_rows(tmp_path / "t.yaml")
     assert "vars is 'file://vars.yaml'" in problem.message
     assert problem.error_type == "invalid_value"
+
+
+def test_promptfoo_default_test_file_reference_is_named(tmp_path):
+    """`defaultTest: file://default.yaml` is refused naming the reference (it was
+    'defaultTest a mapping', with no word of the file)."""
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "defaultTest: file://default.yaml\ntests:\n  - vars: {question: hi}\n")
+    with pytest.raises(Exception, match="defaultTest: refers to 'file://default.yaml'; write"):
+        _pf_rows(tmp_path / "promptfooconfig.yaml")

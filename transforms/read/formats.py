@@ -339,6 +339,9 @@ def _promptfoo_tests(path: str, config: dict) -> list:
         raise InputError(f"{path}: tests: refers to {refs[0]!r}; give that file as the "
                          "input (promptfoo's CSV, JSON Lines or YAML tests load with "
                          "input.preset: promptfoo)")
+    if isinstance(default, str):
+        raise InputError(f"{path}: defaultTest: refers to {default[:80]!r}; write its vars "
+                         "and assert in the config (evalbeam does not load that file)")
     if not isinstance(tests, list) or not isinstance(default, dict):
         raise InputError(f"{path}: tests: must be a list of tests and defaultTest a mapping")
     shared_vars = default.get("vars") if isinstance(default.get("vars"), dict) else {}
