@@ -256,8 +256,13 @@ class Asserted(str):
         if value and all(isinstance(v, str) for v in value):  # a CSV cell's JSON array
             return list(value)
         for item in value:
-            if (isinstance(item, Mapping) and _reference_type(str(item.get("type", "")))
-                    and item.get("value") is not None):
+            if not isinstance(item, Mapping):
+                continue
+            if item.get("type") == "assert-set":  # a group: its own assert list
+                found = self.read(item.get("assert"))
+                if found is not None:
+                    return found
+            elif _reference_type(str(item.get("type", ""))) and item.get("value") is not None:
                 return item["value"]
         return None
 

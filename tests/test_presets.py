@@ -316,3 +316,13 @@ def test_promptfoo_default_test_file_reference_is_named(tmp_path):
         "defaultTest: file://default.yaml\ntests:\n  - vars: {question: hi}\n")
     with pytest.raises(Exception, match="defaultTest: refers to 'file://default.yaml'; write"):
         _pf_rows(tmp_path / "promptfooconfig.yaml")
+
+
+def test_promptfoo_reference_inside_an_assert_set(tmp_path):
+    """An `assert-set` groups assertions; an `equals` inside it is the reference."""
+    (tmp_path / "t.yaml").write_text(
+        "tests:\n  - vars: {question: 'Is it free?'}\n    assert:\n      - type: assert-set\n"
+        "        threshold: 0.5\n        assert:\n          - {type: contains, value: 'no'}\n"
+        "          - {type: equals, value: 'No.'}\n")
+    (case,) = _pf_rows(tmp_path / "t.yaml")
+    assert case.expected_answer == "No."
