@@ -326,3 +326,9 @@ def test_promptfoo_reference_inside_an_assert_set(tmp_path):
         "          - {type: equals, value: 'No.'}\n")
     (case,) = _pf_rows(tmp_path / "t.yaml")
     assert case.expected_answer == "No."
+
+
+def test_an_empty_yaml_file_says_so(tmp_path):
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    with pytest.raises(Exception, match=r"empty\.yaml: the YAML file holds no cases \(it is empty\)"):
+        _pf_rows(tmp_path / "empty.yaml")

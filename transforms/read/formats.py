@@ -279,6 +279,8 @@ def load_yaml_records(path: str) -> list:
     except (UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise InputError(f"cannot read {path} as YAML: {_yaml_problem(exc)}"[:300]) from None
     _check_aliases(path, data)
+    if data is None:
+        raise InputError(f"{path}: the YAML file holds no cases (it is empty)")
     if isinstance(data, dict) and "tests" in data:
         return _promptfoo_tests(path, data)
     if not isinstance(data, list):
