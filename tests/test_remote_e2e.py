@@ -214,17 +214,35 @@ def test_remote_bot_in_multi_processing_mode(tmp_path):
     assert read_rows(out, "usage")[0]["calls"] == 300
 
 
+PLAIN_BOT = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+
+
+def _plain_run(tmp_path, run_id: str, n: int, server_config: ServerConfig | None = None,
+               **endpoint) -> str:
+    """One chat bot on the fake server over n cases; the output folder."""
+    with FakeOpenAI(server_config or ServerConfig(), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, PLAIN_BOT, **endpoint)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, n), "--output", out, "--config", cfg,
+                       "--run-id", run_id) == 0
+    return out
+
+
+def _reports(out: str, run_id: str) -> dict[str, str]:
+    """The run's report.md and report.html, by name."""
+    texts = {}
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", run_id, name), encoding="utf-8") as fh:
+            texts[name] = fh.read()
+    return texts
+
+
 def test_replies_without_token_counts_are_not_reported_as_free(tmp_path, key_env):
     """A server that sends no `usage` (vLLM without it, some proxies): usage/
     keeps its columns (0 tokens, cost 0 for those calls), and the manifest and
     both reports say how many calls reported no token counts, what they would
     cost by the prompt's length, and that the costs shown are lower bounds."""
-    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
-    with FakeOpenAI(ServerConfig(omit_usage=True), api_key=KEY) as server:
-        cfg = _config(tmp_path, server, bots)
-        out = str(tmp_path / "out")
-        assert run_cli("--input", _cases(tmp_path, 4), "--output", out, "--config", cfg,
-                       "--run-id", "u") == 0
+    out = _plain_run(tmp_path, "u", 4, ServerConfig(omit_usage=True))
     usage = read_rows(out, "usage")
     assert sum(r["calls"] for r in usage) == 4
     assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in usage) == 0
@@ -234,23 +252,15 @@ def test_replies_without_token_counts_are_not_reported_as_free(tmp_path, key_env
     assert list(unreported) == ["llm"] and unreported["llm"]["calls"] == 4
     assert unreported["llm"]["estimated_prompt_tokens"] > 0
     assert unreported["llm"]["estimated_cost"] > 0
-    for name in ("report.md", "report.html"):
-        with open(os.path.join(out, "runs", "u", name), encoding="utf-8") as fh:
-            text = fh.read()
+    for text in _reports(out, "u").values():
         assert "4 calls (endpoint llm) reported no token counts: their cost is unknown" in text
         assert "lower bounds" in text
 
 
 def test_replies_with_token_counts_say_nothing_of_unreported_tokens(tmp_path, key_env):
-    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
-    with FakeOpenAI(api_key=KEY) as server:
-        cfg = _config(tmp_path, server, bots)
-        out = str(tmp_path / "out")
-        assert run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config", cfg,
-                       "--run-id", "u") == 0
+    out = _plain_run(tmp_path, "u", 2)
     assert "unreported_tokens" not in manifest(out, "u")["usage"]
-    with open(os.path.join(out, "runs", "u", "report.md"), encoding="utf-8") as fh:
-        assert "reported no token counts" not in fh.read()
+    assert "reported no token counts" not in _reports(out, "u")["report.md"]
 
 
 def test_a_token_ceiling_counts_the_estimate_of_replies_without_token_counts(tmp_path,
@@ -258,12 +268,8 @@ def test_a_token_ceiling_counts_the_estimate_of_replies_without_token_counts(tmp
     """The ledger counts a reply without token counts at its prompt estimate
     (transforms/remote/budget.py: actual_use); the manifest's spend_caps said
     `used: 0` for such a run, a cap could be reached with nothing used."""
-    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
-    with FakeOpenAI(ServerConfig(omit_usage=True), api_key=KEY) as server:
-        cfg = _config(tmp_path, server, bots, max_tokens_per_run=10_000_000)
-        out = str(tmp_path / "out")
-        assert run_cli("--input", _cases(tmp_path, 4), "--output", out, "--config", cfg,
-                       "--run-id", "u") == 0
+    out = _plain_run(tmp_path, "u", 4, ServerConfig(omit_usage=True),
+                     max_tokens_per_run=10_000_000)
     m = manifest(out, "u")
     estimated = m["usage"]["unreported_tokens"]["llm"]["estimated_prompt_tokens"]
     assert estimated > 0
@@ -276,8 +282,7 @@ def test_a_total_over_priced_endpoints_only_says_so(tmp_path, key_env):
     usage/ keeps cost null on the unpriced endpoint's rows; the manifest's
     usage.unpriced names it with its calls, and both reports say the total
     covers the priced endpoints only."""
-    bots = ("  - {name: plain, type: chat, endpoint: llm, model: small}\n"
-            "  - {name: other, type: chat, endpoint: free, model: small}\n")
+    bots = PLAIN_BOT + "  - {name: other, type: chat, endpoint: free, model: small}\n"
     with FakeOpenAI(api_key=KEY) as server:
         cfg = _config(tmp_path, server, bots)
         with open(cfg, encoding="utf-8") as fh:
@@ -293,20 +298,12 @@ def test_a_total_over_priced_endpoints_only_says_so(tmp_path, key_env):
     m = manifest(out, "p")
     assert m["usage"]["unpriced"] == {"free": {"calls": 3}}
     assert m["usage"]["total"]["cost"] > 0
-    for name in ("report.md", "report.html"):
-        with open(os.path.join(out, "runs", "p", name), encoding="utf-8") as fh:
-            text = fh.read()
+    for text in _reports(out, "p").values():
         assert "covers the priced endpoints only" in text
         assert "free (3 calls)" in text
 
 
 def test_a_run_with_every_endpoint_priced_says_nothing_of_unpriced_ones(tmp_path, key_env):
-    bots = "  - {name: plain, type: chat, endpoint: llm, model: small}\n"
-    with FakeOpenAI(api_key=KEY) as server:
-        cfg = _config(tmp_path, server, bots)
-        out = str(tmp_path / "out")
-        assert run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config", cfg,
-                       "--run-id", "p") == 0
+    out = _plain_run(tmp_path, "p", 2)
     assert "unpriced" not in manifest(out, "p")["usage"]
-    with open(os.path.join(out, "runs", "p", "report.md"), encoding="utf-8") as fh:
-        assert "priced endpoints only" not in fh.read()
+    assert "priced endpoints only" not in _reports(out, "p")["report.md"]
