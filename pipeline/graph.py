@@ -21,6 +21,7 @@ from schemas.tables import CALL_ERROR_STAGES, ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
 from transforms.publish.head_to_head import HeadToHead
+from transforms.publish.progress_objects import ProgressWriter
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
 from transforms.read.duplicates import FindDuplicateIds
@@ -48,6 +49,7 @@ def reporting(dofn, plan: Plan):
     info = plan.info
     if info.lease_ttl_s is not None:
         dofn.progress_key = (info.output, info.run_id, info.attempt)
+        dofn.progress_writer = ProgressWriter  # given here: remote/ sits below publish/
     return dofn
 
 

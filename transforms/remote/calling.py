@@ -31,12 +31,15 @@ class CallingDoFn(beam.DoFn):
     # the process then writes its progress object from the first call on, not only
     # once a table's rows are written (a stage of its own on Dask, reached minutes later)
     progress_key: tuple[str, str, str] | None = None
+    # publish.progress_objects.ProgressWriter, set by the graph beside the key (this
+    # package sits below publish/ and does not import it)
+    progress_writer: Any = None
     _progress = None
 
     def start_progress(self) -> None:
-        if self.progress_key is not None and self._progress is None:
-            from transforms.publish.progress_objects import ProgressWriter
-            self._progress = ProgressWriter.start(*self.progress_key)
+        if (self.progress_key is not None and self.progress_writer is not None
+                and self._progress is None):
+            self._progress = self.progress_writer.start(*self.progress_key)
 
     def count_done(self, stage: str, n: int = 1) -> None:
         """n turns through this stage (answered, embedded, judged, classified), in
