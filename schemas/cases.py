@@ -263,8 +263,16 @@ class Asserted(str):
                 if found is not None:
                     return found
             elif _reference_type(str(item.get("type", ""))) and item.get("value") is not None:
-                return item["value"]
+                return _as_text(item["value"])
         return None
+
+
+def _as_text(value: Any) -> Any:
+    """A number or boolean as promptfoo compares it, as its text (`equals: 42`);
+    a string or a list as it is."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, (int, float)) else value
 
 
 def _reference_type(kind: str) -> bool:

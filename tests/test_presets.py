@@ -332,3 +332,13 @@ def test_an_empty_yaml_file_says_so(tmp_path):
     (tmp_path / "empty.yaml").write_text("# nothing yet\n")
     with pytest.raises(Exception, match=r"empty\.yaml: the YAML file holds no cases \(it is empty\)"):
         _pf_rows(tmp_path / "empty.yaml")
+
+
+def test_promptfoo_numeric_reference_is_its_text(tmp_path):
+    """`equals: 42` (promptfoo compares the output with the value as text) was an
+    errors/ row, 'expected_answer must be a list of strings, got int'."""
+    (tmp_path / "t.yaml").write_text(
+        "tests:\n  - vars: {question: 'How many?'}\n    assert: [{type: equals, value: 42}]\n"
+        "  - vars: {question: 'Pi?'}\n    assert: [{type: equals, value: 3.14}]\n"
+        "  - vars: {question: 'Free?'}\n    assert: [{type: equals, value: true}]\n")
+    assert [c.expected_answer for c in _pf_rows(tmp_path / "t.yaml")] == ["42", "3.14", "true"]
