@@ -171,13 +171,8 @@ class Joined(str):
 
     def unjoined(self, value: Any) -> Any:
         """The cell's list: a plain string split on the separator."""
-        if not isinstance(value, str):
+        if not isinstance(value, str) or is_text_list(value):
             return value
-        try:
-            if isinstance(parse_text_list(value, str(self)), list):
-                return value
-        except TypeError:
-            pass
         return value.split(self.separator)
 
 
@@ -216,12 +211,18 @@ class Passage(str):
 
 
 def one_passage(value: Any) -> Any:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or is_text_list(value):
         return value
+    return [value]
+
+
+def is_text_list(value: str) -> bool:
+    """Whether a string holds a list written as text (parse_text_list reads it):
+    such a cell stays as it is, to be read as that list."""
     try:
-        return value if isinstance(parse_text_list(value, "contexts"), list) else [value]
+        return isinstance(parse_text_list(value, "the cell"), list)
     except TypeError:
-        return [value]
+        return False
 
 
 # promptfoo assertion types whose value is a reference answer (rouge-n, bleu,
