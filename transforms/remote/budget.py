@@ -40,6 +40,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from transforms.remote.sqlite_file import open_shared
+
 JUDGE_CALLS, JUDGE_COST = "judge.calls", "judge.cost"
 BUDGET_REACHED = "budget reached"
 
@@ -234,11 +236,7 @@ class SqliteLedger:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")  # a commit is an append, not an fsync'd copy
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(_SCHEMA)
+            conn = open_shared(self.path, _SCHEMA)
             self._local.conn = conn
         return conn
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from transforms.remote.shared_cache import SharedCallCache
+from transforms.remote.sqlite_file import is_locked, open_shared
 
 log = logging.getLogger(__name__)
 LOCAL, SHARED = "local", "shared"  # the tier that answered a lookup
@@ -81,6 +82,8 @@ def check_cache_file(path: str) -> str | None:
             conn.close()
         why = None if found == ["ok"] else f"quick_check: {'; '.join(map(str, found))[:200]}"
     except sqlite3.DatabaseError as exc:
+        if is_locked(exc):  # another run is using it: sound, and not ours to move
+            return None
         why = str(exc)
     if why is None:
         return None
@@ -92,9 +95,10 @@ def check_cache_file(path: str) -> str | None:
 class CallCache:
     """get/put of parsed JSON responses by key; one connection per thread.
 
-    A file that turns out broken (not a database, malformed pages, a locked
-    database past the timeout) never fails a call: at open it is set aside and
-    rebuilt; later, the cache turns itself off for this process (every lookup
+    A file that turns out broken (not a database, malformed pages) never fails
+    a call: at open it is set aside and rebuilt (a file locked past the timeout
+    is sound and only turns the cache off); later, the cache turns itself off
+    for this process (every lookup
     a miss), with one warning."""
 
     def __init__(self, path: str):
@@ -106,6 +110,9 @@ class CallCache:
             self._conn()  # fail early (bad path, unwritable folder), not inside a call
         except sqlite3.DatabaseError as exc:
             self._local.conn = None
+            if is_locked(exc):  # busy past the timeout, not broken: never set it aside
+                self._off(exc)
+                return
             aside = set_aside(path)
             log.warning("evalbeam: the call cache %s is corrupt (%s); set aside as %s, "
                         "starting a new one", path, exc, aside)
@@ -117,15 +124,7 @@ class CallCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None,
-                                   check_same_thread=False)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(SCHEMA)
-            except sqlite3.DatabaseError:
-                conn.close()
-                raise
+            conn = open_shared(self.path, SCHEMA)
             self._local.conn = conn
         return conn
 
