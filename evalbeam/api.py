@@ -22,7 +22,18 @@ from typing import Any, Callable, Mapping, Sequence
 from evalbeam.result import Result
 
 # evaluate()'s own keyword options; any other keyword is a Beam pipeline option
-RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "lease_ttl")
+RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "lease_ttl",
+               "allow_empty")
+
+
+class NothingEvaluated(ValueError):
+    """The run finished but none of its input rows was a valid case (`evalbeam
+    run` exits 6): raised so that a script does not carry on as if it had
+    evaluated something; `result` is the finished run (its errors() say why)."""
+
+    def __init__(self, message: str, result: Result):
+        super().__init__(message)
+        self.result = result
 
 
 def read_run(output: str, run_id: str, **filesystem_options: Any) -> Result:
@@ -64,11 +75,15 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
              preset="NAME" (a verdict preset, as `evalbeam run --preset`);
              custom_metrics=[functions] (added to the metrics that would run);
              progress=False (no progress lines on stderr); lease_ttl=seconds;
+             allow_empty=True (an input with no case runs, and a run whose rows
+             are all invalid returns, instead of raising);
              any Beam pipeline option (runner="FnApiRunner",
              direct_running_mode="multi_processing", direct_num_workers=2, ...).
 
     Raises ConfigError, InputError or UsageError (all ValueError) with the
-    one-line message the command line prints, before anything is written.
+    one-line message the command line prints, before anything is written
+    (an input with no case among them); NothingEvaluated (a ValueError, with
+    the Result) when every input row was invalid.
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -90,6 +105,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
+                                  allow_empty=bool(run_options.get("allow_empty")),
                                   lease_ttl=run_options.get("lease_ttl", DEFAULT_TTL_S))
         urls = check_command_line([f"--output={output}", f"--input={path}", *beam_args])
         pipeline_options = beam_options(beam_args, urls)
@@ -116,7 +132,12 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    return read_run(plan.info.output, plan.info.run_id)
+    result = read_run(plan.info.output, plan.info.run_id)
+    if not result.counts["valid_cases"] and not run_options.get("allow_empty"):
+        from transforms.publish.report import outcome_notes
+        raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
+                               "pass allow_empty=True to accept it", result)
+    return result
 
 
 def _beam_args(options: Mapping[str, Any], known: Mapping[str, Any]) -> list[str]:

@@ -43,6 +43,7 @@ from transforms.publish.lease import LeaseHeld
 EXIT_USAGE = 2
 EXIT_NOT_RECONCILED = 3
 EXIT_GATE_FAILED = 4
+EXIT_NOTHING_EVALUATED = 6
 
 
 # What each command's exit code means: the --help epilogs and the docs'
@@ -61,6 +62,11 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "...` on stderr, and nothing written",
         EXIT_NOT_RECONCILED: "the run finished but its counts do not reconcile (a bug: see "
                              "runs/<run_id>/manifest.json)",
+        EXIT_NOTHING_EVALUATED: "the run finished but evaluated nothing: every input row "
+                                "is invalid (the reasons are in errors/; one line `evalbeam: "
+                                "error: ...`); --allow-empty makes it exit 0. An input with no "
+                                "row at all is refused before the run (exit 2) unless "
+                                "--allow-empty",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "
              "its lease is marked failed (a new run of the id takes over), one line on stderr",
         EXIT_SIGTERM: "stopped by SIGTERM during a local run, the same way",
@@ -184,6 +190,10 @@ def _parser() -> argparse.ArgumentParser:
                           "filesystem every worker mounts at the same place (NFS, a cluster "
                           "disk); without it a remote runner (Dask with a scheduler address, "
                           "Dataflow, Flink, Spark) refuses them")
+    run.add_argument("--allow-empty", action="store_true",
+                     help="run (and exit 0) over an input that holds no case, or whose rows "
+                          f"are all invalid; without it the first is refused (exit "
+                          f"{EXIT_USAGE}) and the second exits {EXIT_NOTHING_EVALUATED}")
     run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
     status = _command(
         sub, "status", "is a run running, finished or failed?",
@@ -383,7 +393,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         raise
     if detach:  # a remote job: its workers beat and its Finalize commits and releases
         return 0
-    return _print_outcome(plan.info)
+    return _print_outcome(plan.info, args.allow_empty)
 
 
 def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
@@ -404,7 +414,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
     return 0
 
 
-def _print_outcome(info: RunInfo) -> int:
+def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     from transforms.publish.completed import RunUnreadable, read_completed_run
     from transforms.publish.report import outcome_notes
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
@@ -424,14 +434,16 @@ def _print_outcome(info: RunInfo) -> int:
     shown = line_metrics(manifest.get("metrics", []))
     for bot in manifest["bots"]:
         print(f"  {bot}: " + (_bot_line(summary, bot, shown) or "no rows"))
+    nothing = not allow_empty and not c["valid_cases"]
     for note in outcome_notes(c):
-        print(f"evalbeam: note: {note}", file=sys.stderr)
+        print(f"evalbeam: {'error: run ' + info.run_id if nothing else 'note'}: {note}",
+              file=sys.stderr)
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
     print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")
     if not manifest["reconciliation"]["ok"]:
         print("evalbeam: error: the counts do not reconcile; see manifest.json", file=sys.stderr)
         return EXIT_NOT_RECONCILED
-    return 0
+    return EXIT_NOTHING_EVALUATED if nothing else 0
 
 
 def counts_line(run_id: str, c: Mapping[str, int]) -> str:

@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
-from schemas.cases import source_columns
+from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.decide.rules import UNDECIDED
 from transforms.publish.finalize import RunInfo, new_attempt
@@ -703,6 +703,16 @@ def with_flags(cfg: Config, preset: str | None = None, metrics: str | None = Non
     return cfg, notes
 
 
+ALLOW_EMPTY = "--allow-empty (evaluate(..., allow_empty=True))"
+
+
+def no_cases_message(input_pattern: str) -> str:
+    """An input without a record is refused: a nightly job whose upstream wrote
+    an empty file would otherwise finish green having evaluated nothing."""
+    return (f"{input_pattern} holds no cases (0 rows); to run over an empty input anyway "
+            f"pass {ALLOW_EMPTY}")
+
+
 def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
               config: Config | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError.
@@ -776,6 +786,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
+    if not sum(s.stop - s.start for s in shards) and not getattr(args, "allow_empty", False):
+        raise InputError(no_cases_message(input_pattern))
     from transforms.enrich.judge.keys import JUDGE_METRICS  # incl. context_entities_recall
     asked = tuple(m for s, _ in scorers for m in s.metrics
                   if m in JUDGE_METRICS or s.judge) if cfg.judge.configured else ()

@@ -316,13 +316,34 @@ def test_a_run_that_evaluated_nothing_reads_as_empty_tables(tmp_path):
     numbers = pd.DataFrame([{"question": "q1", "answer": 42}, {"question": "q2", "answer": 7}])
     for i, cases in enumerate([numbers, pd.DataFrame(columns=["question", "answer"])]):
         result = evalbeam.evaluate(cases, output=tmp_path / f"out{i}", metrics=["exact_match"],
-                                   progress=False)
+                                   progress=False, allow_empty=True)
         assert result.counts["valid_cases"] == 0
         frame = result.to_pandas()
         assert len(frame) == 0 and {"case_id", "bot", "verdict", "run_date"} <= set(frame.columns)
         assert result.results().num_rows == 0 and result.scores().num_rows == 0
         assert {"metric", "value", "bot"} <= set(result.scores().column_names)
         assert result.errors().num_rows == len(cases)
+
+
+def test_evaluate_refuses_an_empty_input_and_raises_when_nothing_was_evaluated(tmp_path):
+    """As `evalbeam run` (exit 2, exit 6): a script's nightly evaluate() over an
+    empty frame returned a Result of nothing, so the job looked green. An
+    empty input is an InputError before anything is written; rows that are all
+    invalid raise NothingEvaluated (a ValueError) holding the Result, whose
+    errors() say why; allow_empty=True returns as before."""
+    import pandas as pd
+    from evalbeam.api import NothingEvaluated
+    from schemas.cases import InputError
+    with pytest.raises(InputError, match=r"^pandas\.DataFrame \(0 rows, in memory\) holds no "
+                                         r"cases \(0 rows\).*allow_empty=True"):
+        evalbeam.evaluate(pd.DataFrame(columns=["question", "answer"]), output=tmp_path / "e",
+                          progress=False)
+    assert not (tmp_path / "e").exists()
+    numbers = pd.DataFrame([{"question": "q1", "answer": 42}, {"question": "q2", "answer": 7}])
+    with pytest.raises(NothingEvaluated, match="none of the input's 2 rows is a valid case"
+                       ) as caught:
+        evalbeam.evaluate(numbers, output=tmp_path / "n", run_id="n", progress=False)
+    assert isinstance(caught.value, ValueError) and caught.value.result.errors().num_rows == 2
 
 
 def test_a_frame_read_from_parquet_with_a_mistyped_cell_is_not_refused_whole(tmp_path):

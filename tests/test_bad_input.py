@@ -45,11 +45,16 @@ def test_missing_column_bad_config_and_unreadable_input(tmp_path, capsys):
     assert "--run-id" in _fails_cleanly(capsys, out, "--input", good, "--run-id", "a/b")
 
 
-def test_empty_file_runs_with_zero_rows_and_says_nothing_was_evaluated(tmp_path, capsys):
+def test_an_input_with_no_rows_is_refused_unless_allowed(tmp_path, capsys):
+    """A nightly job whose upstream wrote an empty file exited 0 with a note
+    only, so it looked green. It is refused before the run (exit 2, one line,
+    nothing written); --allow-empty runs it as before, with the note."""
     schema = pa.schema([("question", pa.string()), ("answer", pa.string())])
     path = write_cases(str(tmp_path / "empty.parquet"), [], schema)
     out = str(tmp_path / "out")
-    assert run_cli("--input", path, "--output", out, "--run-id", "e") == 0
+    err = _fails_cleanly(capsys, out, "--input", path, "--run-id", "e")
+    assert f"{path} holds no cases (0 rows)" in err and "--allow-empty" in err
+    assert run_cli("--input", path, "--output", out, "--run-id", "e", "--allow-empty") == 0
     m = manifest(out, "e")
     assert m["counts"]["input_rows"] == 0 and m["reconciliation"]["ok"]
     said = "nothing was evaluated: the input has no rows"
@@ -61,17 +66,32 @@ def test_empty_file_runs_with_zero_rows_and_says_nothing_was_evaluated(tmp_path,
     assert f"Note: {said}" in open(report + ".html", encoding="utf-8").read()
 
 
-def test_a_file_of_invalid_rows_only_says_nothing_was_evaluated(tmp_path, capsys):
+@pytest.mark.parametrize("name, text", [("empty.jsonl", ""), ("blank.jsonl", "\n\n"),
+                                        ("header.csv", "question,answer\n"),
+                                        ("none.json", "[]"), ("none.yaml", "[]\n"),
+                                        ("promptfooconfig.yaml", "tests: []\n")])
+def test_every_format_with_no_case_is_refused(tmp_path, capsys, name, text):
+    (tmp_path / name).write_text(text)
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(tmp_path / name))
+    assert "holds no cases (0 rows)" in err
+
+
+def test_a_file_of_invalid_rows_only_exits_6_unless_allowed(tmp_path, capsys):
+    """Every row invalid: the run finishes and writes errors/ (the reasons),
+    but exits 6 with one line, so a nightly job does not look green."""
     path = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None},
                                                         {"case_id": "b", "question": ""}])
     out = str(tmp_path / "out")
-    assert run_cli("--input", path, "--output", out, "--run-id", "i") == 0
+    assert run_cli("--input", path, "--output", out, "--run-id", "i") == 6
     m = manifest(out, "i")
     assert (m["counts"]["invalid_rows"], m["counts"]["valid_cases"]) == (2, 0)
     said = ("nothing was evaluated: none of the input's 2 rows is a valid case "
             "(the reasons are in errors/)")
-    assert said in m["notes"] and f"evalbeam: note: {said}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert said in m["notes"] and f"evalbeam: error: run i: {said}" in err
     assert len(read_rows(out, "errors")) == 2
+    assert run_cli("--input", path, "--output", out, "--run-id", "i", "--allow-empty") == 0
+    assert f"evalbeam: note: {said}" in capsys.readouterr().err
 
 
 def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):

@@ -47,7 +47,8 @@ def test_exit_codes_are_the_codes_the_commands_return():
     assert set(cli.EXIT_CODES["status"]) == set(status.EXIT.values())
     assert cli.EXIT_CODES["compare"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_GATE_FAILED}
     assert cli.EXIT_CODES["run"].keys() == {0, 1, cli.EXIT_USAGE, cli.EXIT_NOT_RECONCILED,
-                                            cli.EXIT_SIGINT, cli.EXIT_SIGTERM}
+                                            cli.EXIT_NOTHING_EVALUATED, cli.EXIT_SIGINT,
+                                            cli.EXIT_SIGTERM}
     assert (cli.EXIT_SIGINT, cli.EXIT_SIGTERM) == (130, 143)
     assert cli.EXIT_CODES["calibrate"].keys() == {0, cli.EXIT_USAGE}
 

@@ -267,7 +267,7 @@ def test_a_run_that_evaluated_nothing_is_refused_saying_so(folder, tmp_path, cap
     bad = write_cases(str(tmp_path / "bad.parquet"),
                       [{"case_id": "a", "question": None, "label": "PASS"},
                        {"case_id": "b", "question": "", "label": "FAIL"}])
-    assert _run(str(tmp_path), out, bad, "none") == 0
+    assert _run(str(tmp_path), out, bad, "none") == 6  # it evaluated nothing
     said = ("run 'none' has no results/ rows: it evaluated nothing (none of its 2 input rows "
             "is a valid case; the reasons are in errors/)")
     for argv in (["calibrate", "--output", out, "--run-id", "none"],
