@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -179,20 +180,21 @@ class Joined(str):
 class Var(str):
     """A promptfoo test's variable `vars.<key>`, in tests written as JSON, JSON
     Lines or YAML (`{"vars": {"question": ...}, "assert": [...]}`); the column
-    read is `vars`. `passage`: a string is one passage (promptfoo's `context`
-    var), so it becomes a list of one."""
+    read is `vars` (`field`: or `metadata`, for `metadata.<key>`). `passage`:
+    a string is one passage (promptfoo's `context` var), so it becomes a list
+    of one."""
 
-    def __new__(cls, key: str, passage: bool = False):
-        self = super().__new__(cls, "vars")
+    def __new__(cls, key: str, passage: bool = False, field: str = "vars"):
+        self = super().__new__(cls, field)
         self.key, self.passage = key, passage
         return self
 
     def __getnewargs__(self):  # pickles (Beam) with its key
-        return self.key, self.passage
+        return self.key, self.passage, str(self)
 
     @property
     def shown(self) -> str:
-        return f"vars.{self.key}"
+        return f"{self}.{self.key}"
 
     def read(self, value: Any) -> Any:
         found = value.get(self.key) if isinstance(value, Mapping) else None
@@ -208,6 +210,59 @@ class Passage(str):
 
     def read(self, value: Any) -> Any:
         return one_passage(value)
+
+
+METADATA_COLUMN = "__metadata:"  # promptfoo's CSV: `__metadata:KEY`, `__metadata:KEY[]`
+
+
+class Metadata(str):
+    """promptfoo's test metadata as tags, `key:value` (one per value of a
+    list): a test's `metadata` mapping (JSON, JSON Lines, YAML), or a CSV's
+    `__metadata:KEY` columns (`__metadata:KEY[]`: a list split on commas,
+    `\\,` keeping one). The column read is `metadata`; the CSV's are found in
+    the row (read_row)."""
+
+    def __new__(cls):
+        return super().__new__(cls, "metadata")
+
+    def __getnewargs__(self):
+        return ()
+
+    def read_row(self, raw: Mapping[str, Any]) -> Any:
+        found = raw.get(self)
+        if found is None:
+            found = csv_metadata(raw)
+        return metadata_tags(found) if isinstance(found, Mapping) else found
+
+
+def csv_metadata(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The `__metadata:KEY` cells of a promptfoo CSV row, as promptfoo reads
+    them (an empty cell sets nothing)."""
+    found: dict[str, Any] = {}
+    for name, value in raw.items():
+        if not (isinstance(name, str) and name.startswith(METADATA_COLUMN)) or value is None:
+            continue
+        key = name[len(METADATA_COLUMN):]
+        if key.endswith("[]") and isinstance(value, str):
+            found[key[:-2]] = [v.strip().replace("\\,", ",")
+                               for v in re.split(r"(?<!\\),", value)]
+        else:
+            found[key] = value
+    return found or None
+
+
+def metadata_tags(metadata: Mapping[str, Any]) -> list[str]:
+    """`key:value` per value (a list gives one tag per item; a null none)."""
+    tags = []
+    for key, value in metadata.items():
+        for item in value if isinstance(value, list) else [value]:
+            if item is None:
+                continue
+            text = _as_text(item)
+            if not isinstance(text, str):  # a mapping or a nested list
+                text = json.dumps(text, ensure_ascii=False, sort_keys=True, default=str)
+            tags.append(f"{key}:{text}")
+    return tags
 
 
 def one_passage(value: Any) -> Any:
@@ -300,10 +355,16 @@ def _check_vars(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:
     not a mapping (`vars: file://vars.yaml`, which promptfoo loads)."""
     for src in columns.values():
         for var in candidates(src):
-            if isinstance(var, Var) and isinstance(raw.get(var), str):
+            if isinstance(var, Metadata) and raw.get(var) is not None and not isinstance(
+                    raw.get(var), Mapping):
+                raise TypeError(f"metadata is {str(raw.get(var))[:80]!r}, not a mapping of "
+                                "keys to values")
+            if not isinstance(var, Var) or var != "vars":
+                continue
+            if isinstance(raw.get(var), str):
                 raise ValueError(f"vars is {raw.get(var)[:80]!r}, not a mapping of variables "
                                  "(evalbeam does not load vars files): write the vars in the test")
-            found = var.read(raw.get(var)) if isinstance(var, Var) and not var.passage else None
+            found = var.read(raw.get(var)) if not var.passage else None
             if isinstance(found, list) and not all(isinstance(v, Mapping) for v in found):
                 raise ValueError(f"{var.shown} is a list of {len(found)} values (promptfoo runs "
                                  "one test per value); evalbeam reads one case per test: "
@@ -336,6 +397,8 @@ def _value(raw: Mapping[str, Any], src: str) -> Any:
         return src.unjoined(raw.get(src))
     if isinstance(src, (Var, Asserted, Passage)):
         return src.read(raw.get(src))
+    if isinstance(src, Metadata):
+        return src.read_row(raw)
     return raw.get(src)
 
 

@@ -342,3 +342,56 @@ def test_promptfoo_numeric_reference_is_its_text(tmp_path):
         "  - vars: {question: 'Pi?'}\n    assert: [{type: equals, value: 3.14}]\n"
         "  - vars: {question: 'Free?'}\n    assert: [{type: equals, value: true}]\n")
     assert [c.expected_answer for c in _pf_rows(tmp_path / "t.yaml")] == ["42", "3.14", "true"]
+
+
+def test_promptfoo_description_is_the_case_id_and_metadata_the_tags(tmp_path):
+    """A promptfoo test's description names it in promptfoo's views; it was
+    not read, so evalbeam's outputs named the case by a hash. It is the case
+    id; the metadata (defaultTest's merged in, as promptfoo does) is kept as
+    `key:value` tags, one per value of a list."""
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "defaultTest:\n  metadata: {owner: support}\n"
+        "tests:\n"
+        "  - description: refund window\n"
+        "    vars: {question: 'How long is the refund window?'}\n"
+        "    metadata: {category: returns, priority: 1, langs: [en, fr]}\n"
+        "  - vars: {question: 'Any description?'}\n")
+    first, second = _pf_rows(tmp_path / "promptfooconfig.yaml")
+    assert first.case_id == "refund window"
+    assert first.tags == ["owner:support", "category:returns", "priority:1", "langs:en",
+                          "langs:fr"]
+    assert second.case_id.startswith("h-") and second.tags == ["owner:support"]
+
+
+def test_promptfoo_csv_description_and_metadata_columns(tmp_path):
+    """promptfoo's CSV: `__description`, `__metadata:KEY` and `__metadata:KEY[]`
+    (a list split on commas, `\\,` keeps one) read as in a test."""
+    (tmp_path / "tests.csv").write_text(
+        "question,__description,__metadata:category,__metadata:langs[],__expected\n"
+        "How long?,refund window,returns,\"en, fr\\, be\",30 days\n"
+        "Ship to Canada?,,,,\n")
+    first, second = _pf_rows(tmp_path / "tests.csv")
+    assert (first.case_id, first.expected_answer) == ("refund window", "30 days")
+    assert first.tags == ["category:returns", "langs:en", "langs:fr, be"]
+    assert second.case_id.startswith("h-") and second.tags == []
+    examples = _cases("promptfoo", "promptfoo_tests.csv")
+    assert [c.case_id for c in examples] == [c.case_id for c in
+                                             _cases("promptfoo", "promptfooconfig.yaml")]
+
+
+def test_promptfoo_metadata_key_mapped_to_the_suite(tmp_path):
+    """`columns: {suite: metadata.category}` reads the test's metadata.category
+    and a CSV's `__metadata:category`; metadata that is not a mapping is an
+    errors/ row that says so."""
+    columns = source_columns(input_columns("promptfoo", {"suite": "metadata.category"}))
+    (tmp_path / "t.jsonl").write_text(
+        '{"vars": {"question": "q1?"}, "metadata": {"category": "returns"}}\n'
+        '{"vars": {"question": "q2?"}, "metadata": "returns"}\n')
+    (tmp_path / "t.csv").write_text("question,__metadata:category\nq1?,returns\n")
+    for name in ("t.csv", "t.jsonl"):
+        rows = [to_case(raw, columns, source) for shard in plan_shards(str(tmp_path / name), columns)
+                for source, raw in read_shard_rows(shard, columns)]
+        assert rows[0].suite == "returns"
+    problem = rows[1]
+    assert isinstance(problem, RowProblem) and problem.error_type == "wrong_type"
+    assert "metadata is 'returns', not a mapping" in problem.message

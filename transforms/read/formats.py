@@ -348,15 +348,24 @@ def _promptfoo_tests(path: str, config: dict) -> list:
         raise InputError(f"{path}: tests: must be a list of tests and defaultTest a mapping")
     shared_vars = default.get("vars") if isinstance(default.get("vars"), dict) else {}
     shared_asserts = _assertions(default.get("assert"))
+    shared_meta = default.get("metadata") if isinstance(default.get("metadata"), dict) else {}
     out = []
     for test in tests:
         if isinstance(test, dict):
-            given = test.get("vars")
-            test = {**test, "vars": {**shared_vars, **given} if isinstance(given, dict) else
-                    (given if given is not None else dict(shared_vars)),
+            test = {**test, "vars": _merged(shared_vars, test.get("vars")),
                     "assert": [*shared_asserts, *_assertions(test.get("assert"))]}
+            if shared_meta or "metadata" in test:
+                test["metadata"] = _merged(shared_meta, test.get("metadata"))
         out.append(test)
     return out
+
+
+def _merged(shared: dict, given: Any) -> Any:
+    """A test's vars or metadata over defaultTest's, as promptfoo merges them; a
+    value that is not a mapping stays as it is (its row says what is wrong)."""
+    if isinstance(given, dict):
+        return {**shared, **given}
+    return given if given is not None else dict(shared)
 
 
 def _assertions(value: Any) -> list:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import Asserted, Joined, Passage, Var
+from schemas.cases import METADATA_COLUMN, Asserted, Joined, Metadata, Passage, Var
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -33,9 +33,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "openai_evals": {"question": "input", "expected_answer": "ideal"},
     # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
     "inspect": {"case_id": "id", "question": "input", "expected_answer": "target"},
-    # promptfoo tests: {vars: {...}, assert: [...]} in YAML (a promptfooconfig.yaml's
-    # tests:), JSON or JSON Lines, or a CSV of vars with `__expected`
+    # promptfoo tests: {description, vars: {...}, assert: [...], metadata: {...}} in YAML
+    # (a promptfooconfig.yaml's tests:), JSON or JSON Lines, or a CSV of vars with
+    # `__expected`, `__description`, `__metadata:KEY`
     "promptfoo": {
+        "case_id": ("description", "__description"),
+        "tags": Metadata(),
         "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS), *PROMPTFOO_QUESTION_VARS),
         "expected_answer": (Asserted("assert"), Asserted("__expected"),
                             *(Asserted(f"__expected{n}") for n in range(1, 10))),
@@ -52,7 +55,8 @@ def preset_columns(name: str | None) -> dict[str, Any]:
 def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, Any]:
     """The preset's mapping with the config's `input.columns` on top. With the
     promptfoo preset a mapped name is a test's variable: `topic` (or
-    `vars.topic`) is read from the test's vars, and from a CSV's `topic` column."""
+    `vars.topic`) is read from the test's vars, and from a CSV's `topic` column;
+    `metadata.KEY` from the test's metadata, and a CSV's `__metadata:KEY`."""
     mapped = dict(columns)
     if preset == "promptfoo":
         mapped = {col: _promptfoo_var(col, src) for col, src in mapped.items()}
@@ -62,6 +66,9 @@ def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, A
 def _promptfoo_var(column: str, src: Any) -> Any:
     if not isinstance(src, str):
         return src
+    if src.startswith("metadata."):
+        key = src[len("metadata."):]
+        return Var(key, field="metadata"), METADATA_COLUMN + key
     key = src[len("vars."):] if src.startswith("vars.") else src
     if column == "contexts":
         return Var(key, passage=True), Passage(key)
