@@ -212,10 +212,11 @@ def custom_metric(fn: Callable):
                               options=dict(spec.get("options", {})))
 
 
-DEEPEVAL_FIELDS = ("name", "input", "turns", "actual_output", "expected_output",
-                   "retrieval_context")
+DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "actual_output", "expected_output",
+                   "retrieval_context", "tags", "metadata", "additional_metadata")
 """What the `deepeval` preset reads of a DeepEval test case or golden (its other
-fields, tools, costs and images, are not evalbeam's inputs)."""
+fields, tools, costs, expected_outcome, are not evalbeam's inputs; an image is
+refused by its placeholder in the text)."""
 
 
 def tool_dataset(cases: Any, cfg):
@@ -243,13 +244,30 @@ def tool_dataset(cases: Any, cfg):
 
 def _deepeval_row(case: Any) -> dict[str, Any]:
     """A DeepEval test case or golden (pydantic) as the dict its preset reads;
-    a conversation's turns as {role, content}."""
+    a conversation's turns as {role, content, retrieval_context}. Passages are
+    read from the objects: model_dump() writes a RetrievedContextData as
+    'source: context', the object has the context itself."""
     data = case.model_dump() if callable(getattr(case, "model_dump", None)) else vars(case)
     row = {k: data[k] for k in DEEPEVAL_FIELDS if data.get(k) is not None}
+    if "retrieval_context" in row:
+        row["retrieval_context"] = _passages(getattr(case, "retrieval_context", None)
+                                             or row["retrieval_context"])
     if "turns" in row:
-        row["turns"] = [{"role": t.get("role"), "content": t.get("content")}
-                        for t in row["turns"]]
+        row["turns"] = [{"role": _field(t, "role"), "content": _field(t, "content"),
+                         "retrieval_context": _passages(_field(t, "retrieval_context"))}
+                        for t in getattr(case, "turns", None) or row["turns"]]
     return row
+
+
+def _field(item: Any, name: str) -> Any:
+    """A field of a DeepEval object, or of its dump."""
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
+def _passages(items: Any) -> list[str] | None:
+    """Retrieved passages as text (a RetrievedContextData as its context)."""
+    from schemas.cases import passages
+    return None if items is None else passages(list(items))
 
 
 def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, str | None]:

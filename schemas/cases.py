@@ -109,6 +109,39 @@ def not_text(value: Any) -> bool:
     return False
 
 
+# DeepEval writes an MLLMImage into a test case's text as this placeholder
+IMAGE_PLACEHOLDER = "[DEEPEVAL:IMAGE:"
+
+
+def holds_image(value: Any) -> bool:
+    """Whether a value holds DeepEval's image placeholder anywhere (a turn's
+    content, a passage): evalbeam reads text, and a bot, a metric or a judge
+    would read the placeholder as words."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if IMAGE_PLACEHOLDER in item:
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+def _check_images(raw: Mapping[str, Any], row: Mapping[str, Any],
+                  columns: Mapping[str, Source]) -> None:
+    for col, value in row.items():
+        if holds_image(value):
+            given = [c for c in candidates(columns[col]) if raw.get(c) is not None]
+            raise ValueError(f"{shown_source(given[0] if given else columns[col])} holds an "
+                             "image (DeepEval's "
+                             f"{IMAGE_PLACEHOLDER}...] for an MLLMImage); evalbeam evaluates "
+                             "text only: leave multimodal test cases out, or describe the "
+                             "image in text")
+
+
 def _not_text_message(column: str) -> str:
     return (f"column '{column}' holds a lone UTF-16 surrogate (a JSON escape "
             "\\ud800-\\udfff without its pair), which is not text")
@@ -172,9 +205,64 @@ class Joined(str):
 
     def unjoined(self, value: Any) -> Any:
         """The cell's list: a plain string split on the separator."""
-        if not isinstance(value, str) or is_text_list(value):
-            return value
-        return value.split(self.separator)
+        if isinstance(value, str) and not is_text_list(value):
+            value = value.split(self.separator)
+        return passages(value)
+
+
+# DeepEval's save_as writes a RetrievedContextData(context, source) as this text
+_SAVED_RETRIEVED = re.compile(r"deepeval_source=.*?,deepeval_context=(.*)", re.DOTALL)
+
+
+def passages(value: Any) -> Any:
+    """DeepEval's retrieved passages as text: a RetrievedContextData (or its
+    saved text `deepeval_source=...,deepeval_context=...`) as its context."""
+    if not isinstance(value, list):
+        return value
+    out = []
+    for item in value:
+        if not isinstance(item, str) and isinstance(getattr(item, "context", None), str):
+            item = item.context
+        saved = _SAVED_RETRIEVED.fullmatch(item) if isinstance(item, str) else None
+        out.append(saved.group(1) if saved else item)
+    return out
+
+
+class TurnContexts(str):
+    """Every passage the assistant turns of a DeepEval conversation retrieved
+    (each Turn's retrieval_context), in order, each once: the recorded reply
+    may rest on what an earlier turn retrieved. The column read is `turns`."""
+
+    def __getnewargs__(self):
+        return (str(self),)
+
+    def read(self, value: Any) -> list[str] | None:
+        if isinstance(value, str) and is_text_list(value):
+            value = parse_text_list(value, str(self))
+        if not isinstance(value, list):
+            return None
+        found = [p for turn in value if isinstance(turn, Mapping)
+                 for p in passages(turn.get("retrieval_context")) or ()]
+        return list(dict.fromkeys(found)) or None
+
+
+class Scenario(str):
+    """A DeepEval ConversationalGolden's `scenario`: never a question, but a row
+    that has only it is a conversation to simulate, and its errors/ row says so."""
+
+    def __getnewargs__(self):
+        return (str(self),)
+
+    def read(self, value: Any) -> None:
+        return None
+
+    def check(self, raw: Mapping[str, Any]) -> None:
+        scenario = raw.get(self)
+        if scenario is not None and raw.get("input") is None and not raw.get("turns"):
+            raise ValueError(f"a ConversationalGolden with a scenario and no turns "
+                             f"({str(scenario)[:60]!r}) is a conversation DeepEval simulates "
+                             "(ConversationSimulator); evalbeam evaluates conversations that "
+                             "happened: simulate it, then give its turns")
 
 
 class Var(str):
@@ -216,33 +304,61 @@ METADATA_COLUMN = "__metadata:"  # promptfoo's CSV: `__metadata:KEY`, `__metadat
 
 
 class Metadata(str):
-    """promptfoo's test metadata as tags, `key:value` (one per value of a
-    list): a test's `metadata` mapping (JSON, JSON Lines, YAML), or a CSV's
-    `__metadata:KEY` columns (`__metadata:KEY[]`: a list split on commas,
-    `\\,` keeping one). The column read is `metadata`; the CSV's are found in
-    the row (read_row)."""
+    """Another tool's metadata as tags, `key:value` (one per value of a list):
+    the mappings of `names` (promptfoo's test `metadata`; DeepEval's `metadata`,
+    `additional_metadata`; JSON text in a CSV cell), lists of strings as they
+    are (DeepEval's `tags`), and with `prefix` a CSV's `PREFIX<KEY>` columns
+    (promptfoo's `__metadata:KEY`, `__metadata:KEY[]`: a list split on commas,
+    `\\,` keeping one). The column named is the first name."""
 
-    def __new__(cls):
-        return super().__new__(cls, "metadata")
+    def __new__(cls, names: tuple[str, ...], prefix: str | None = None):
+        self = super().__new__(cls, names[0])
+        self.names, self.prefix = tuple(names), prefix
+        return self
 
     def __getnewargs__(self):
-        return ()
+        return self.names, self.prefix
 
     def read_row(self, raw: Mapping[str, Any]) -> Any:
-        found = raw.get(self)
-        if found is None:
-            found = csv_metadata(raw)
-        return metadata_tags(found) if isinstance(found, Mapping) else found
+        tags: list[str] = []
+        for name in self.names:
+            value = _json_text(raw.get(name))
+            if isinstance(value, Mapping):
+                tags += metadata_tags(value)
+            elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+                tags += value
+            elif value is not None:
+                return value  # check() makes the row an errors/ row
+        found = csv_metadata(raw, self.prefix) if self.prefix else None
+        return tags + metadata_tags(found or {}) or None
+
+    def check(self, raw: Mapping[str, Any]) -> None:
+        for name in self.names:
+            value = _json_text(raw.get(name))
+            if value is not None and not isinstance(value, (Mapping, list)):
+                raise TypeError(f"{name} is {str(value)[:80]!r}, not a mapping of keys to "
+                                "values")
 
 
-def csv_metadata(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+def _json_text(value: Any) -> Any:
+    """A CSV cell's JSON object or array as the value it holds."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def csv_metadata(raw: Mapping[str, Any], prefix: str = METADATA_COLUMN
+                 ) -> dict[str, Any] | None:
     """The `__metadata:KEY` cells of a promptfoo CSV row, as promptfoo reads
     them (an empty cell sets nothing)."""
     found: dict[str, Any] = {}
     for name, value in raw.items():
-        if not (isinstance(name, str) and name.startswith(METADATA_COLUMN)) or value is None:
+        if not (isinstance(name, str) and name.startswith(prefix)) or value is None:
             continue
-        key = name[len(METADATA_COLUMN):]
+        key = name[len(prefix):]
         if key.endswith("[]") and isinstance(value, str):
             found[key[:-2]] = [v.strip().replace("\\,", ",")
                                for v in re.split(r"(?<!\\),", value)]
@@ -349,16 +465,16 @@ def expected_of_cell(cell: str) -> str | None:
     return cell or None
 
 
-def _check_vars(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:
-    """promptfoo runs a test whose var is a list of values once per value;
-    evalbeam reads one case per test, so it says so; and of vars that are
-    not a mapping (`vars: file://vars.yaml`, which promptfoo loads)."""
+def _check_sources(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:
+    """Each tool column's own check (`check(raw)`: DeepEval's scenario without
+    turns, metadata that is not a mapping). And promptfoo runs a test whose var
+    is a list of values once per value; evalbeam reads one case per test, so it
+    says so; and of vars that are not a mapping (`vars: file://vars.yaml`,
+    which promptfoo loads)."""
     for src in columns.values():
         for var in candidates(src):
-            if isinstance(var, Metadata) and raw.get(var) is not None and not isinstance(
-                    raw.get(var), Mapping):
-                raise TypeError(f"metadata is {str(raw.get(var))[:80]!r}, not a mapping of "
-                                "keys to values")
+            if callable(getattr(var, "check", None)):  # a tool's own row check
+                var.check(raw)
             if not isinstance(var, Var) or var != "vars":
                 continue
             if isinstance(raw.get(var), str):
@@ -382,7 +498,8 @@ def shown_source(src: Source) -> str:
 
 def source_names(columns: Mapping[str, Source]) -> set[str]:
     """Every file column the mapping may read."""
-    return {name for src in columns.values() for name in candidates(src)}
+    return {name for src in columns.values() for column in candidates(src)
+            for name in getattr(column, "names", (column,))}
 
 
 def pick(raw: Mapping[str, Any], src: Source) -> Any:
@@ -395,7 +512,7 @@ def pick(raw: Mapping[str, Any], src: Source) -> Any:
 def _value(raw: Mapping[str, Any], src: str) -> Any:
     if isinstance(src, Joined):
         return src.unjoined(raw.get(src))
-    if isinstance(src, (Var, Asserted, Passage)):
+    if isinstance(src, (Var, Asserted, Passage, TurnContexts, Scenario)):
         return src.read(raw.get(src))
     if isinstance(src, Metadata):
         return src.read_row(raw)
@@ -576,7 +693,8 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
         derived = derive_case_id(row) if any(v is not None for v in row.values()) else None
         return RowProblem(source, case_id or derived, error_type, message)
     try:
-        _check_vars(raw, columns)
+        _check_sources(raw, columns)
+        _check_images(raw, row, columns)
         question, messages, reply = _question(row["question"],
                                               parse_messages(row.get("messages")))
         answer = _optional_text(row.get("answer"), "answer")

@@ -497,10 +497,16 @@ class DeepEvalCase:
 
     def __init__(self, **fields):
         self._fields = {"context": None, "tools_called": None, "token_cost": None,
-                        "additional_metadata": {"source": "kb"}, **fields}
+                        "comments": "checked by hand", **fields}
 
     def model_dump(self):
         return dict(self._fields)
+
+    def __getattr__(self, name):  # a pydantic model's fields are attributes too
+        try:
+            return self.__dict__["_fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 class DeepEvalDataset:
@@ -544,6 +550,47 @@ def test_a_deepeval_evaluation_dataset_is_read_with_the_deepeval_preset(tmp_path
     assert (row["case_id"], row["expected_answer"], row["verdict"], row["error"]) == (
         "unanswered", "No.", "ERROR", "no recorded answer in the 'actual_output' column")
     assert result.manifest["input"] == "deepeval.EvaluationDataset (1 rows, in memory)"
+
+
+def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
+    """deepeval 4.3.1's own model_dump()s (tests/fixtures/deepeval/make.py): a
+    ConversationalGolden with only a scenario left a row of nothing (a run of
+    them was refused: 'missing required column question'); the turns'
+    retrieval_context, the metadata and the tags were dropped; an MLLMImage was
+    evaluated as its placeholder text. Now: an errors/ row for the scenario and
+    for the image, every passage the assistant retrieved as contexts (a
+    RetrievedContextData as its context), tags and metadata as tags."""
+    import json
+
+    class Retrieved:  # deepeval's RetrievedContextData: context and source
+        context, source = "Plus costs $10 per month.", "pricing.md"
+
+    dumps = json.load(open(os.path.join(ROOT, "tests", "fixtures", "deepeval",
+                                        "model_dumps.json")))
+    cases = [DeepEvalCase(**dumps[name]) for name in
+             ("conversational_test_case", "multimodal_test_case", "llm_test_case")]
+    cases[2]._fields["retrieval_context"] = [Retrieved(), "Plans: Free, Plus."]
+    result = evalbeam.evaluate(DeepEvalDataset(test_cases=cases), output=tmp_path / "cases",
+                               metrics=["exact_match"], progress=False)
+    got = {r["case_id"]: r for r in result.results().to_pylist()}
+    assert got["refund-chat"]["contexts"] == [
+        "Lamps carry a two-year warranty.", "policy.md: Refunds are accepted within 30 days "
+        "of delivery."]  # the dump's text of a RetrievedContextData
+    assert got["refund-chat"]["tags"] == ["chat", "channel:web"]
+    assert got["free-plan"]["tags"] == ["pricing", "priority:1"]
+    assert got["free-plan"]["contexts"] == ["Plus costs $10 per month.", "Plans: Free, Plus."]
+    (error,) = result.errors().to_pylist()
+    assert (error["case_id"], error["error_type"]) == ("photo", "invalid_value")
+    assert "holds an image (DeepEval's [DEEPEVAL:IMAGE:" in error["message"]
+    assert result.manifest["reconciliation"]["ok"]
+    goldens = [DeepEvalCase(**dumps["scenario_golden"]), DeepEvalCase(**dumps["golden"])]
+    result = evalbeam.evaluate(DeepEvalDataset(goldens), output=tmp_path / "goldens",
+                               metrics=["exact_match"], progress=False)
+    (error,) = [e for e in result.errors().to_pylist() if e["stage"] == "read"]
+    assert error["case_id"] == "scenario-only"
+    assert error["message"].startswith("a ConversationalGolden with a scenario and no turns")
+    (row,) = result.results().to_pylist()
+    assert row["tags"] == ["tier:plus", "langs:en", "langs:fr"]
 
 
 def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):

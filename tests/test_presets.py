@@ -395,3 +395,51 @@ def test_promptfoo_metadata_key_mapped_to_the_suite(tmp_path):
     problem = rows[1]
     assert isinstance(problem, RowProblem) and problem.error_type == "wrong_type"
     assert "metadata is 'returns', not a mapping" in problem.message
+
+
+DEEPEVAL_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "deepeval")
+
+
+def _deepeval_rows(path):
+    columns = source_columns(input_columns("deepeval", {}))
+    return [raw if isinstance(raw, RowProblem) else to_case(raw, columns, source)
+            for shard in plan_shards(str(path), columns)
+            for source, raw in read_shard_rows(shard, columns)]
+
+
+def test_deepeval_conversational_goldens_as_save_as_writes_them():
+    """Real save_as("json") of ConversationalGoldens (deepeval 4.3.1): one with a
+    scenario and no turns (a conversation DeepEval simulates) was an errors/
+    row saying only 'question is null'; the assistant turns' retrieval_context
+    and the additional_metadata were dropped. The scenario-only golden is an
+    errors/ row that says what it is; the turns' passages (DeepEval's saved
+    RetrievedContextData as its context) are the case's contexts; the
+    metadata is kept as key:value tags."""
+    scenario, chat = _deepeval_rows(os.path.join(DEEPEVAL_FIXTURES, "conversational_goldens.json"))
+    assert isinstance(scenario, RowProblem) and scenario.case_id == "scenario-only"
+    assert scenario.error_type == "invalid_value"
+    assert scenario.message.startswith("a ConversationalGolden with a scenario and no turns")
+    assert (chat.case_id, chat.question) == ("refund-chat", "How long is the refund window?")
+    assert chat.answer == "Refunds are accepted within 30 days." and len(chat.messages) == 2
+    assert chat.contexts == ["Lamps carry a two-year warranty.",
+                             "Refunds are accepted within 30 days of delivery."]
+    assert chat.tags == ["channel:web"]
+
+
+def test_deepeval_golden_csv_metadata_becomes_tags():
+    (golden,) = _deepeval_rows(os.path.join(DEEPEVAL_FIXTURES, "goldens.csv"))
+    assert (golden.case_id, golden.contexts) == ("plus-price", ["Plus costs $10 per month."])
+    assert golden.tags == ["tier:plus", "langs:en", "langs:fr"]
+
+
+def test_a_deepeval_image_is_an_errors_row(tmp_path):
+    """An MLLMImage in a test case's text is a placeholder `[DEEPEVAL:IMAGE:id]`
+    (deepeval 4.3.1); a bot or a metric would read the placeholder as text."""
+    import json
+    dumps = json.load(open(os.path.join(DEEPEVAL_FIXTURES, "model_dumps.json")))
+    (tmp_path / "cases.json").write_text(json.dumps([dumps["multimodal_test_case"],
+                                                     dumps["llm_test_case"]]))
+    image, text = _deepeval_rows(tmp_path / "cases.json")
+    assert isinstance(image, RowProblem) and image.case_id == "photo"
+    assert image.message.startswith("'input' holds an image (DeepEval's [DEEPEVAL:IMAGE:"), image
+    assert text.tags == ["pricing", "priority:1"]

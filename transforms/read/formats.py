@@ -492,7 +492,10 @@ def csv_record(header: list[str], record: list[str], canonical: Mapping[str, str
 def read_csv(path: str, offset: int, end: int | None, columns: Mapping[str, Source]
              ) -> Iterator[dict | tuple[str, str]]:
     header = csv_header(path)
-    canonical = {name: col for col, src in columns.items() for name in candidates(src)}
+    canonical: dict[str, str] = {}
+    for col, src in columns.items():  # a name two columns read (DeepEval's turns): the first
+        for name in candidates(src):
+            canonical.setdefault(name, col)
     with _open(path) as fh:
         reader = _csv_reader(_TrackedLines(_lines(fh, offset, end)))
         if offset == 0:

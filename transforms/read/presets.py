@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import METADATA_COLUMN, Asserted, Joined, Metadata, Passage, Var
+from schemas.cases import (METADATA_COLUMN, Asserted, Joined, Metadata, Passage, Scenario,
+                           TurnContexts, Var)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -24,11 +25,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     "ragas_v1": {"question": "question", "answer": "answer",
                  "expected_answer": ("ground_truths", "ground_truth"), "contexts": "contexts"},
     # DeepEval goldens and test cases (EvaluationDataset.save_as json / jsonl / csv);
-    # a ConversationalGolden's `turns` when there is no `input`
-    # (its csv and jsonl join retrieval_context with '|'; its json keeps the list)
-    "deepeval": {"question": ("input", "turns"), "answer": "actual_output",
-                 "expected_answer": "expected_output",
-                 "contexts": Joined("retrieval_context", "|"), "case_id": "name"},
+    # a ConversationalGolden's `turns` when there is no `input` (a `scenario` alone
+    # is an errors/ row); its csv and jsonl join retrieval_context with '|', its
+    # json keeps the list; without one, the passages the turns retrieved; tags and
+    # metadata (a test case's) or additional_metadata (a golden's) as tags
+    "deepeval": {"question": ("input", "turns", Scenario("scenario")),
+                 "answer": "actual_output", "expected_answer": "expected_output",
+                 "contexts": (Joined("retrieval_context", "|"), TurnContexts("turns")),
+                 "case_id": "name",
+                 "tags": Metadata(("tags", "metadata", "additional_metadata"))},
     # OpenAI evals samples: {"input": [chat messages], "ideal": "..." or [...]}
     "openai_evals": {"question": "input", "expected_answer": "ideal"},
     # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
@@ -38,7 +43,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # `__expected`, `__description`, `__metadata:KEY`
     "promptfoo": {
         "case_id": ("description", "__description"),
-        "tags": Metadata(),
+        "tags": Metadata(("metadata",), METADATA_COLUMN),
         "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS), *PROMPTFOO_QUESTION_VARS),
         "expected_answer": (Asserted("assert"), Asserted("__expected"),
                             *(Asserted(f"__expected{n}") for n in range(1, 10))),
