@@ -22,6 +22,7 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
                         f"{type(item).__name__}")
     role = item.get("role", item.get("type"))
     role = _ALIASES.get(role, role) if isinstance(role, str) else role
+    _no_tools(item, role, name, i)
     if role not in ROLES:
         raise TypeError(f"{name}[{i}].role must be one of {', '.join(ROLES)} "
                         f"(or human/ai), got {str(role)[:20]!r}")
@@ -32,6 +33,24 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
         # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
         raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
     return {"role": role, "content": content}
+
+
+_TEXT_ONLY = ("evalbeam reads conversations of text turns (an agent's tool calls and tool "
+              "results are not read)")
+
+
+def _no_tools(item: dict, role: Any, name: str, i: int) -> None:
+    """An agent's turn (Ragas' AIMessage with tool_calls, ToolMessage; OpenAI's
+    tool_calls and role `tool`) is refused saying so: a tool call's empty
+    content was reported as a turn without text."""
+    calls = item.get("tool_calls")
+    if calls:
+        names = [c.get("name") or (c.get("function") or {}).get("name") for c in calls
+                 if isinstance(c, dict)] if isinstance(calls, list) else []
+        shown = ", ".join(str(n) for n in names if n) or "?"
+        raise TypeError(f"{name}[{i}] calls a tool ({shown[:80]}); {_TEXT_ONLY}")
+    if role in ("tool", "function"):
+        raise TypeError(f"{name}[{i}] is a tool result (role {role!r}); {_TEXT_ONLY}")
 
 
 def parse_messages(value: Any, name: str = "messages") -> list[dict[str, str]] | None:

@@ -443,3 +443,28 @@ def test_a_deepeval_image_is_an_errors_row(tmp_path):
     assert isinstance(image, RowProblem) and image.case_id == "photo"
     assert image.message.startswith("'input' holds an image (DeepEval's [DEEPEVAL:IMAGE:"), image
     assert text.tags == ["pricing", "priority:1"]
+
+
+def test_a_ragas_agent_sample_says_it_holds_tool_calls(tmp_path):
+    """Ragas 0.4.3's to_jsonl of an agent's MultiTurnSample: the AI turn that
+    calls a tool has empty content, so the errors/ row said 'question[1].content
+    is empty (assistant turn without text)', not what the docs promise (tool
+    messages are not read: wrong_type)."""
+    (tmp_path / "multi.jsonl").write_text(
+        '{"user_input": [{"content": "Weather in Paris?", "type": "human"}, {"content": "", '
+        '"type": "ai", "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}]}, '
+        '{"content": "18C, sunny", "type": "tool"}, {"content": "It is 18C and sunny in '
+        'Paris.", "type": "ai"}], "reference_tool_calls": [{"name": "weather", "args": '
+        '{"city": "Paris"}}]}\n'
+        '{"user_input": [{"content": "Weather?", "type": "human"}, {"content": "18C", '
+        '"type": "tool"}, {"content": "It is 18C.", "type": "ai"}]}\n')
+    columns = source_columns(input_columns("ragas", {}))
+    calls, result = [to_case(raw, columns, source)
+                     for shard in plan_shards(str(tmp_path / "multi.jsonl"), columns)
+                     for source, raw in read_shard_rows(shard, columns)]
+    assert isinstance(calls, RowProblem) and calls.error_type == "wrong_type"
+    assert calls.message.startswith("question[1] calls a tool (weather); evalbeam reads "
+                                    "conversations of text turns"), calls.message
+    assert isinstance(result, RowProblem) and result.error_type == "wrong_type"
+    assert result.message.startswith("question[1] is a tool result (role 'tool'); evalbeam "
+                                     "reads conversations of text turns"), result.message
