@@ -468,3 +468,23 @@ def test_a_ragas_agent_sample_says_it_holds_tool_calls(tmp_path):
     assert isinstance(result, RowProblem) and result.error_type == "wrong_type"
     assert result.message.startswith("question[1] is a tool result (role 'tool'); evalbeam "
                                      "reads conversations of text turns"), result.message
+
+
+def test_the_promptfoo_guides_contains_check_reads_a_tests_metadata(tmp_path):
+    """docs/guides/migrating-promptfoo.md's `contains` check, as written: it
+    looked for every tag in the answer, and a promptfoo test's tags are its
+    metadata (`key:value`), so no answer ever passed (and promptfoo's preset
+    gave no other way to fill the tags)."""
+    import re
+    guide = open(os.path.join(ROOT, "docs", "guides", "migrating-promptfoo.md")).read()
+    (code,) = [c for c in re.findall(r"```python\n(.*?)```", guide, re.S) if "contains_all" in c]
+    scope: dict = {}
+    exec(code, scope)
+    (tmp_path / "t.yaml").write_text(
+        "tests:\n  - vars: {question: 'How long is the refund window?'}\n"
+        "    metadata: {category: returns, contains: ['30 days', 'refund']}\n")
+    (case,) = _pf_rows(tmp_path / "t.yaml")
+    sample = {"answer": "A refund is accepted within 30 days.", "tags": case.tags}
+    assert scope["contains_all"](sample)[0] == 1.0
+    value, details = scope["contains_all"](dict(sample, answer="Within a month."))
+    assert (value, details["missing"]) == (0.0, ["30 days", "refund"])
