@@ -288,6 +288,32 @@ class Var(str):
         found = value.get(self.key) if isinstance(value, Mapping) else None
         return one_passage(found) if self.passage else found
 
+    def check(self, raw: Mapping[str, Any]) -> None:
+        no_file_reference(self.shown, self.read(raw.get(self)))
+
+
+def no_file_reference(shown: str, value: Any) -> None:
+    """promptfoo loads a value written `file://path`; evalbeam would read the
+    reference itself as the text, so such a row is an errors/ row."""
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str) and item.startswith("file://"):
+            raise ValueError(f"{shown} is a file reference ({item[:120]!r}); evalbeam does "
+                             "not load files: write the text in the test")
+
+
+class Cell(str):
+    """A column of promptfoo's CSV of tests, read as it is (a `file://` value
+    is an errors/ row, as in a test's vars)."""
+
+    def __getnewargs__(self):
+        return (str(self),)
+
+    def read(self, value: Any) -> Any:
+        return value
+
+    def check(self, raw: Mapping[str, Any]) -> None:
+        no_file_reference(str(self), raw.get(self))
+
 
 class Passage(str):
     """A column whose plain string is one passage (a promptfoo CSV's `context`);
@@ -298,6 +324,9 @@ class Passage(str):
 
     def read(self, value: Any) -> Any:
         return one_passage(value)
+
+    def check(self, raw: Mapping[str, Any]) -> None:
+        no_file_reference(str(self), self.read(raw.get(self)))
 
 
 METADATA_COLUMN = "__metadata:"  # promptfoo's CSV: `__metadata:KEY`, `__metadata:KEY[]`
@@ -438,6 +467,9 @@ class Asserted(str):
                 return _as_text(item["value"])
         return None
 
+    def check(self, raw: Mapping[str, Any]) -> None:
+        no_file_reference(str(self), self.read(raw.get(self)))
+
 
 def _as_text(value: Any) -> Any:
     """A number or boolean as promptfoo compares it, as its text (`equals: 42`);
@@ -512,7 +544,7 @@ def pick(raw: Mapping[str, Any], src: Source) -> Any:
 def _value(raw: Mapping[str, Any], src: str) -> Any:
     if isinstance(src, Joined):
         return src.unjoined(raw.get(src))
-    if isinstance(src, (Var, Asserted, Passage, TurnContexts, Scenario)):
+    if isinstance(src, (Var, Asserted, Passage, Cell, TurnContexts, Scenario)):
         return src.read(raw.get(src))
     if isinstance(src, Metadata):
         return src.read_row(raw)

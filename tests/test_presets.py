@@ -488,3 +488,37 @@ def test_the_promptfoo_guides_contains_check_reads_a_tests_metadata(tmp_path):
     assert scope["contains_all"](sample)[0] == 1.0
     value, details = scope["contains_all"](dict(sample, answer="Within a month."))
     assert (value, details["missing"]) == (0.0, ["30 days", "refund"])
+
+
+def test_promptfoo_file_references_and_scenarios_are_not_read_silently(tmp_path):
+    """promptfoo loads a var or an assertion value written `file://path`; evalbeam
+    read the reference itself as the text (a question 'file://q.txt', a passage
+    'file://policy.md', a reference 'file://expected.txt'). Each is an errors/
+    row that names it. A config's scenarios: were ignored; they are refused."""
+    (tmp_path / "t.yaml").write_text(
+        "tests:\n"
+        "  - vars: {question: 'file://q.txt'}\n"
+        "  - vars: {question: 'Refunds?', context: 'file://policy.md'}\n"
+        "  - vars: {question: 'Refunds?'}\n"
+        "    assert: [{type: equals, value: 'file://expected.txt'}]\n"
+        "  - vars: {question: 'Refunds?', context: ['Within 30 days.']}\n")
+    (tmp_path / "t.csv").write_text("question,context,__expected\nfile://q.txt,,\n"
+                                    "Refunds?,file://policy.md,\nRefunds?,,file://expected.txt\n")
+    for name in ("t.yaml", "t.csv"):
+        *refs, ok = _pf_rows(tmp_path / name) + ([] if name == "t.yaml" else [None])
+        assert all(isinstance(r, RowProblem) for r in refs), refs
+        assert [r.message.split(";")[0] for r in refs] == [
+            f"{w} is a file reference ({f!r})" for w, f in (
+                ("vars.question" if name == "t.yaml" else "question", "file://q.txt"),
+                ("vars.context" if name == "t.yaml" else "context", "file://policy.md"),
+                ("assert" if name == "t.yaml" else "__expected", "file://expected.txt"))]
+        assert "evalbeam does not load files" in refs[0].message
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "tests:\n  - vars: {question: 'Refunds?'}\nscenarios:\n  - config: [{vars: {x: 1}}]\n"
+        "    tests: [{vars: {question: 'Plans?'}}]\n")
+    with pytest.raises(Exception, match=r"promptfooconfig\.yaml: scenarios: is not read"):
+        _pf_rows(tmp_path / "promptfooconfig.yaml")
+    (tmp_path / "promptfooconfig.yaml").write_text(  # scenarios alone, no tests:
+        "scenarios:\n  - config: [{vars: {x: 1}}]\n    tests: [{vars: {question: 'Plans?'}}]\n")
+    with pytest.raises(Exception, match=r"promptfooconfig\.yaml: scenarios: is not read"):
+        _pf_rows(tmp_path / "promptfooconfig.yaml")

@@ -281,7 +281,7 @@ def load_yaml_records(path: str) -> list:
     _check_aliases(path, data)
     if data is None:
         raise InputError(f"{path}: the YAML file holds no cases (it is empty)")
-    if isinstance(data, dict) and "tests" in data:
+    if isinstance(data, dict) and ("tests" in data or "scenarios" in data):
         return _promptfoo_tests(path, data)
     if not isinstance(data, list):
         raise InputError(f"{path}: a YAML input must be a list of cases (or a promptfoo "
@@ -335,12 +335,16 @@ def _yaml_problem(exc: Exception) -> str:
 
 
 def _promptfoo_tests(path: str, config: dict) -> list:
-    tests, default = config["tests"], config.get("defaultTest") or {}
+    tests, default = config.get("tests"), config.get("defaultTest") or {}
     refs = [t for t in (tests if isinstance(tests, list) else [tests]) if isinstance(t, str)]
     if refs:
         raise InputError(f"{path}: tests: refers to {refs[0]!r}; give that file as the "
                          "input (promptfoo's CSV, JSON Lines or YAML tests load with "
                          "input.preset: promptfoo)")
+    if config.get("scenarios"):
+        raise InputError(f"{path}: scenarios: is not read (promptfoo runs each scenario's "
+                         "config with its tests): write those cases under tests:, one per "
+                         "combination, or give them as their own tests file")
     if isinstance(default, str):
         raise InputError(f"{path}: defaultTest: refers to {default[:80]!r}; write its vars "
                          "and assert in the config (evalbeam does not load that file)")

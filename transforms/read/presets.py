@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import (METADATA_COLUMN, Asserted, Joined, Metadata, Passage, Scenario,
-                           TurnContexts, Var)
+from schemas.cases import (METADATA_COLUMN, Asserted, Cell, Joined, Metadata, Passage,
+                           Scenario, TurnContexts, Var)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -44,7 +44,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "promptfoo": {
         "case_id": ("description", "__description"),
         "tags": Metadata(("metadata",), METADATA_COLUMN),
-        "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS), *PROMPTFOO_QUESTION_VARS),
+        "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS),
+                     *(Cell(k) for k in PROMPTFOO_QUESTION_VARS)),
         "expected_answer": (Asserted("assert"), Asserted("__expected"),
                             *(Asserted(f"__expected{n}") for n in range(1, 10))),
         "contexts": (Var("context", passage=True), Var("contexts", passage=True),
@@ -73,11 +74,11 @@ def _promptfoo_var(column: str, src: Any) -> Any:
         return src
     if src.startswith("metadata."):
         key = src[len("metadata."):]
-        return Var(key, field="metadata"), METADATA_COLUMN + key
+        return Var(key, field="metadata"), Cell(METADATA_COLUMN + key)
     key = src[len("vars."):] if src.startswith("vars.") else src
     if column == "contexts":
         return Var(key, passage=True), Passage(key)
-    return Var(key), key
+    return Var(key), Cell(key)
 
 
 # Columns that give a tool's files away (any of them, beside the required ones).
