@@ -279,6 +279,10 @@ def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, s
         return str(cases), None, None
     import pyarrow as pa
     import pyarrow.parquet as pq
+    if isinstance(cases, list) and not cases:
+        from schemas.cases import InputError
+        raise InputError(f"{named} holds no cases (0 rows)" if named else
+                         "cases is an empty list (0 rows)")
     try:
         table, label = _as_arrow(cases, pa)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as exc:
@@ -361,9 +365,6 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     if kind == "datasets.Dataset":  # its rows as they are (indices of select/filter applied)
         return cases.with_format("arrow")[:], kind
     if isinstance(cases, list) and all(isinstance(r, Mapping) for r in cases):
-        if not cases:
-            from schemas.cases import InputError
-            raise InputError("cases is an empty list")
         # every row's keys: from_pylist takes the first row's alone and drops the
         # columns that only later rows have
         keys = dict.fromkeys(k for row in cases for k in row)

@@ -593,6 +593,18 @@ def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
     assert row["tags"] == ["tier:plus", "langs:en", "langs:fr"]
 
 
+def test_an_empty_tool_dataset_is_named_as_the_user_knows_it(tmp_path):
+    """An EvaluationDataset with no test case and no golden (a filter that
+    kept nothing) was refused as 'cases is an empty list'."""
+    for dataset, name in ((DeepEvalDataset(), "deepeval.EvaluationDataset"),
+                          (EvaluationDataset([]), "ragas.EvaluationDataset")):
+        with pytest.raises(InputError, match=f"^{name} holds no cases \\(0 rows\\)$"):
+            evalbeam.evaluate(dataset, output=tmp_path / "out", progress=False)
+    with pytest.raises(InputError, match=r"^cases is an empty list \(0 rows\)$"):
+        evalbeam.evaluate([], output=tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
     """evaluate(dataset) as Ragas' evaluate takes it: the samples in Ragas'
     columns, a multi-turn sample's last AI reply as its recorded answer. Before,
