@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -88,24 +88,32 @@ def too_deep(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
     return False
 
 
-def not_text(value: Any) -> bool:
-    """The value holds a str that is not text: a lone UTF-16 surrogate, which
-    JSON may spell (`"\\ud800"`) and Python parses, but which no UTF-8 file
-    can hold (walked without recursion, like too_deep)."""
+def strings_in(value: Any) -> Iterator[str]:
+    """Every str inside a value (lists, tuples, mappings), walked without
+    recursion (the walk itself must not overflow)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if item.isascii():  # most text: a check without a copy
-                continue
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
+            yield item
         elif isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+
+
+def not_text(value: Any) -> bool:
+    """The value holds a str that is not text: a lone UTF-16 surrogate, which
+    JSON may spell (`"\\ud800"`) and Python parses, but which no UTF-8 file
+    can hold."""
+    return any(not item.isascii() and _lone_surrogate(item) for item in strings_in(value))
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
     return False
 
 
@@ -117,17 +125,7 @@ def holds_image(value: Any) -> bool:
     """Whether a value holds DeepEval's image placeholder anywhere (a turn's
     content, a passage): evalbeam reads text, and a bot, a metric or a judge
     would read the placeholder as words."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if IMAGE_PLACEHOLDER in item:
-                return True
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return False
+    return any(IMAGE_PLACEHOLDER in item for item in strings_in(value))
 
 
 def _check_images(raw: Mapping[str, Any], row: Mapping[str, Any],

@@ -391,7 +391,7 @@ def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
     1 bot, 2 invalid rows'."""
     rows = [{"question": "q1", "answer": 42}, {"question": "q2", "answer": 7}]
     result = evalbeam.evaluate(rows, output=tmp_path / "out", metrics=["exact_match"],
-                               progress=False)
+                               progress=False, allow_empty=True)
     said = "0 cases × 1 bot, 2 invalid rows"
     assert f"{said};" in repr(result) and f"{said}." in result._repr_html_()
 

@@ -238,11 +238,16 @@ def test_precomputed_error_names_deepeval_and_candidate_columns():
         "no recorded answer in the 'answer' column"
 
 
-def _pf_rows(path):
-    columns = source_columns(input_columns("promptfoo", {}))
+def _rows(path, preset: str, mapping=None):
+    """Every row of a file read with a preset: an EvalCase or a RowProblem."""
+    columns = source_columns(input_columns(preset, mapping or {}))
     return [raw if isinstance(raw, RowProblem) else to_case(raw, columns, source)
             for shard in plan_shards(str(path), columns)
             for source, raw in read_shard_rows(shard, columns)]
+
+
+def _pf_rows(path):
+    return _rows(path, "promptfoo")
 
 
 def test_promptfoo_list_var_is_a_clear_errors_row(tmp_path):
@@ -383,14 +388,12 @@ def test_promptfoo_metadata_key_mapped_to_the_suite(tmp_path):
     """`columns: {suite: metadata.category}` reads the test's metadata.category
     and a CSV's `__metadata:category`; metadata that is not a mapping is an
     errors/ row that says so."""
-    columns = source_columns(input_columns("promptfoo", {"suite": "metadata.category"}))
     (tmp_path / "t.jsonl").write_text(
         '{"vars": {"question": "q1?"}, "metadata": {"category": "returns"}}\n'
         '{"vars": {"question": "q2?"}, "metadata": "returns"}\n')
     (tmp_path / "t.csv").write_text("question,__metadata:category\nq1?,returns\n")
     for name in ("t.csv", "t.jsonl"):
-        rows = [to_case(raw, columns, source) for shard in plan_shards(str(tmp_path / name), columns)
-                for source, raw in read_shard_rows(shard, columns)]
+        rows = _rows(tmp_path / name, "promptfoo", {"suite": "metadata.category"})
         assert rows[0].suite == "returns"
     problem = rows[1]
     assert isinstance(problem, RowProblem) and problem.error_type == "wrong_type"
@@ -401,10 +404,7 @@ DEEPEVAL_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "deepeval")
 
 
 def _deepeval_rows(path):
-    columns = source_columns(input_columns("deepeval", {}))
-    return [raw if isinstance(raw, RowProblem) else to_case(raw, columns, source)
-            for shard in plan_shards(str(path), columns)
-            for source, raw in read_shard_rows(shard, columns)]
+    return _rows(path, "deepeval")
 
 
 def test_deepeval_conversational_goldens_as_save_as_writes_them():
@@ -458,10 +458,7 @@ def test_a_ragas_agent_sample_says_it_holds_tool_calls(tmp_path):
         '{"city": "Paris"}}]}\n'
         '{"user_input": [{"content": "Weather?", "type": "human"}, {"content": "18C", '
         '"type": "tool"}, {"content": "It is 18C.", "type": "ai"}]}\n')
-    columns = source_columns(input_columns("ragas", {}))
-    calls, result = [to_case(raw, columns, source)
-                     for shard in plan_shards(str(tmp_path / "multi.jsonl"), columns)
-                     for source, raw in read_shard_rows(shard, columns)]
+    calls, result = _rows(tmp_path / "multi.jsonl", "ragas")
     assert isinstance(calls, RowProblem) and calls.error_type == "wrong_type"
     assert calls.message.startswith("question[1] calls a tool (weather); evalbeam reads "
                                     "conversations of text turns"), calls.message
