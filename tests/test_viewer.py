@@ -218,8 +218,8 @@ def test_a_run_that_evaluated_nothing_opens_with_no_cases(tmp_path):
     good = write_cases(str(tmp_path / "good.parquet"), _rows(False)[7:10])
     bad = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None},
                                                       {"case_id": "b", "question": ""}])
-    for run_id, cases in (("good", good), ("bad", bad)):
-        assert run_cli("--input", cases, "--output", out, "--run-id", run_id) == 0
+    for run_id, cases, code in (("good", good, 0), ("bad", bad, 6)):  # 6: evaluated nothing
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id) == code
     server = start_in_thread(out, 0)
     try:
         for path in ("/run/bad", "/run/bad?q=plan", "/run/bad?metric=exact_match&min=0",
