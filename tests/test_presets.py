@@ -519,3 +519,31 @@ def test_promptfoo_file_references_and_scenarios_are_not_read_silently(tmp_path)
         "scenarios:\n  - config: [{vars: {x: 1}}]\n    tests: [{vars: {question: 'Plans?'}}]\n")
     with pytest.raises(Exception, match=r"promptfooconfig\.yaml: scenarios: is not read"):
         _pf_rows(tmp_path / "promptfooconfig.yaml")
+
+
+def test_promptfoo_and_deepeval_names_and_tags_reach_the_tables_across_workers(tmp_path):
+    """The new preset columns (description, metadata, a conversation's passages)
+    pickle to the workers of a multi-process run and reach results/."""
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "defaultTest: {metadata: {owner: support}}\n"
+        "tests:\n  - description: refund window\n"
+        "    vars: {question: 'How long is the refund window?', answer: '30 days.'}\n"
+        "    metadata: {category: returns}\n")
+    (tmp_path / "pf.yaml").write_text("input: {preset: promptfoo, columns: {answer: answer, "
+                                      "suite: metadata.category}}\n")
+    (tmp_path / "de.yaml").write_text("input: {preset: deepeval}\n")
+    runs = [("pf", tmp_path / "promptfooconfig.yaml"),
+            ("de", os.path.join(DEEPEVAL_FIXTURES, "conversational_goldens.json"))]
+    for run_id, cases in runs:
+        out = str(tmp_path / run_id)
+        assert run_cli("--input", str(cases), "--output", out, "--run-id", run_id,
+                       "--config", str(tmp_path / f"{run_id}.yaml"), "--metrics", "exact_match",
+                       "--direct_running_mode=multi_processing", "--direct_num_workers=2") == 0
+        (row,) = read_rows(out, "results")
+        if run_id == "pf":
+            assert (row["case_id"], row["suite"], row["tags"]) == (
+                "refund window", "returns", ["owner:support", "category:returns"])
+        else:
+            assert row["case_id"] == "refund-chat" and row["tags"] == ["channel:web"]
+            assert row["contexts"] == ["Lamps carry a two-year warranty.",
+                                       "Refunds are accepted within 30 days of delivery."]
