@@ -244,7 +244,8 @@ def tool_dataset(cases: Any, cfg):
 
 def _deepeval_row(case: Any) -> dict[str, Any]:
     """A DeepEval test case or golden (pydantic) as the dict its preset reads;
-    a conversation's turns as {role, content, retrieval_context}. Passages are
+    a conversation's turns as {role, content, retrieval_context}, after its
+    chatbot_role as the system turn. Passages are
     read from the objects: model_dump() writes a RetrievedContextData as
     'source: context', the object has the context itself."""
     data = case.model_dump() if callable(getattr(case, "model_dump", None)) else vars(case)
@@ -253,9 +254,11 @@ def _deepeval_row(case: Any) -> dict[str, Any]:
         row["retrieval_context"] = _passages(getattr(case, "retrieval_context", None)
                                              or row["retrieval_context"])
     if "turns" in row:
-        row["turns"] = [{"role": _field(t, "role"), "content": _field(t, "content"),
-                         "retrieval_context": _passages(_field(t, "retrieval_context"))}
-                        for t in getattr(case, "turns", None) or row["turns"]]
+        role = data.get("chatbot_role")  # RoleAdherenceMetric's role: the system turn
+        row["turns"] = [{"role": "system", "content": role}] * bool(role) + [
+            {"role": _field(t, "role"), "content": _field(t, "content"),
+             "retrieval_context": _passages(_field(t, "retrieval_context"))}
+            for t in getattr(case, "turns", None) or row["turns"]]
     return row
 
 

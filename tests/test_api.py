@@ -593,6 +593,22 @@ def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
     assert row["tags"] == ["tier:plus", "langs:en", "langs:fr"]
 
 
+def test_a_deepeval_chatbot_role_is_the_conversations_system_turn(tmp_path):
+    """RoleAdherenceMetric reads a ConversationalTestCase's chatbot_role; it was
+    dropped, so evalbeam's role_adherence (the guide's equivalent) found no
+    role. It is the conversation's system turn, as role_adherence reads it."""
+    import json
+    dumps = json.load(open(os.path.join(ROOT, "tests", "fixtures", "deepeval",
+                                        "model_dumps.json")))
+    case = DeepEvalCase(**dict(dumps["conversational_test_case"],
+                               chatbot_role="a polite support agent for Lumenfold"))
+    result = evalbeam.evaluate(DeepEvalDataset(test_cases=[case]), output=tmp_path / "out",
+                               metrics=["exact_match"], progress=False)
+    (row,) = result.results().to_pylist()
+    assert json.loads(row["messages"])[0] == {"role": "system",
+                                              "content": "a polite support agent for Lumenfold"}
+
+
 def test_an_empty_tool_dataset_is_named_as_the_user_knows_it(tmp_path):
     """An EvaluationDataset with no test case and no golden (a filter that
     kept nothing) was refused as 'cases is an empty list'."""
