@@ -81,6 +81,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",
         5: "running",
+        EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
+                                "invalid, and the run was not started with --allow-empty",
     },
     "calibrate": {
         0: "calibrated: the summary and the suggested verdict rules are printed",

@@ -802,7 +802,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
                    sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
-                   charts_apart=options is not None and not runner_is_local(options))
+                   charts_apart=options is not None and not runner_is_local(options),
+                   allow_empty=bool(getattr(args, "allow_empty", False)))
     endpoints = used_endpoints(cfg, scorers, asked, classifier_metrics)
     if options is not None:
         check_dask_workers(options, cfg, endpoints, any(s.features for s, _ in scorers))

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import SAMPLE_ROWS, write_cases
+from pipeline.cli import run
 from tests.pipeline_helpers import manifest, read_rows, run_cli
 
 
@@ -90,8 +91,13 @@ def test_a_file_of_invalid_rows_only_exits_6_unless_allowed(tmp_path, capsys):
     err = capsys.readouterr().err
     assert said in m["notes"] and f"evalbeam: error: run i: {said}" in err
     assert len(read_rows(out, "errors")) == 2
+    # a scheduler that follows a detached run with `evalbeam status` sees it too
+    assert run(["status", "--output", out, "--run-id", "i"]) == 6
+    assert "it evaluated nothing" in capsys.readouterr().out
     assert run_cli("--input", path, "--output", out, "--run-id", "i", "--allow-empty") == 0
     assert f"evalbeam: note: {said}" in capsys.readouterr().err
+    assert manifest(out, "i")["allow_empty"] is True
+    assert run(["status", "--output", out, "--run-id", "i"]) == 0
 
 
 def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):

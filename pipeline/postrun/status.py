@@ -27,12 +27,12 @@ from transforms.publish.completed import (CompletedRun, CorruptManifest, RunUnre
                                           check_output, check_run_id, read_manifest)
 
 EXIT = {"finished": 0, "failed": 1, "unknown": 2, "corrupt": 2, "unreconciled": 3,
-        "running": 5}
+        "running": 5, "evaluated_nothing": 6}
 
 
 @dataclass(frozen=True)
 class RunStatus:
-    state: str               # running | finished | failed | unknown | corrupt | unreconciled
+    state: str  # running | finished | failed | unknown | corrupt | unreconciled | evaluated_nothing
     line: str                # the one-line answer
     details: list[str] = field(default_factory=list)
 
@@ -60,6 +60,10 @@ def _finished(output: str, run_id: str, manifest: dict, note: str = "") -> RunSt
     # the folder read, not the manifest's `output`: the folder may have been
     # copied, restored or mounted elsewhere since the run wrote it
     details.append(f"report:   {output}/runs/{run_id}/report.md")
+    if ok and c.get("valid_cases") == 0 and not manifest.get("allow_empty", True):
+        # as `evalbeam run` exits 6; a manifest from before allow_empty finished as it was
+        return RunStatus("evaluated_nothing", line + "; it evaluated nothing: no input row "
+                         "is a valid case (errors/ says why)", details)
     return RunStatus("finished" if ok else "unreconciled", line, details)
 
 

@@ -64,6 +64,8 @@ class RunInfo:
     # Finalize runs on a long-lived worker (Dask, a remote runner): the report's
     # charts are drawn in a child process that ends with the report
     charts_apart: bool = False
+    # --allow-empty: a run that evaluates nothing is a success (exit 0, status finished)
+    allow_empty: bool = False
 
 
 def remove_postrun_outputs(output: str, run_id: str) -> None:
@@ -163,6 +165,7 @@ class Finalize(beam.DoFn):
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "notes": list(info.notes) + outcome_notes(counts), "config": info.config,
+            "allow_empty": info.allow_empty,
             "versions": package_versions(),
             "usage": spend_summary(usage, unreported),
         }
