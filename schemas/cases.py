@@ -213,14 +213,18 @@ _SAVED_RETRIEVED = re.compile(r"deepeval_source=.*?,deepeval_context=(.*)", re.D
 
 
 def passages(value: Any) -> Any:
-    """DeepEval's retrieved passages as text: a RetrievedContextData (or its
-    saved text `deepeval_source=...,deepeval_context=...`) as its context."""
+    """DeepEval's retrieved passages as text: a RetrievedContextData (the object,
+    its dump {context, source}, or its saved text `deepeval_source=...,
+    deepeval_context=...`) as its context; anything else as it is (a wrong
+    type is its row's error, later)."""
     if not isinstance(value, list):
         return value
     out = []
     for item in value:
-        if not isinstance(item, str) and isinstance(getattr(item, "context", None), str):
-            item = item.context
+        found = item.get("context") if isinstance(item, Mapping) else getattr(item, "context",
+                                                                              None)
+        if not isinstance(item, str) and isinstance(found, str):
+            item = found
         saved = _SAVED_RETRIEVED.fullmatch(item) if isinstance(item, str) else None
         out.append(saved.group(1) if saved else item)
     return out
@@ -239,9 +243,15 @@ class TurnContexts(str):
             value = parse_text_list(value, str(self))
         if not isinstance(value, list):
             return None
-        found = [p for turn in value if isinstance(turn, Mapping)
-                 for p in passages(turn.get("retrieval_context")) or ()]
-        return list(dict.fromkeys(found)) or None
+        found: list[Any] = []
+        for turn in value:
+            given = turn.get("retrieval_context") if isinstance(turn, Mapping) else None
+            if given is None:
+                continue
+            for item in passages(given if isinstance(given, list) else [given]):
+                if not isinstance(item, str) or item not in found:  # each passage once
+                    found.append(item)
+        return found or None
 
 
 class Scenario(str):

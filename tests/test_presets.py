@@ -547,3 +547,20 @@ def test_promptfoo_and_deepeval_names_and_tags_reach_the_tables_across_workers(t
             assert row["case_id"] == "refund-chat" and row["tags"] == ["channel:web"]
             assert row["contexts"] == ["Lamps carry a two-year warranty.",
                                        "Refunds are accepted within 30 days of delivery."]
+
+
+def test_deepeval_turn_passages_in_any_shape_cost_at_most_their_row(tmp_path):
+    """A turn's retrieval_context as {context, source} objects (a dump of
+    RetrievedContextData), one string, or numbers: the reader crashed on an
+    unhashable passage (the read is not inside the row's error handling) and
+    read a string as its characters."""
+    import json
+    turns = [{"role": "user", "content": "Refund?"}, {"role": "assistant", "content": "30 days."}]
+    shapes = [[{"context": "Refunds within 30 days.", "source": "policy.md"}],
+              "Refunds within 30 days.", [3, 4], {"context": "Refunds within 30 days."}]
+    (tmp_path / "c.jsonl").write_text("".join(
+        json.dumps({"name": f"c{i}", "turns": [turns[0], dict(turns[1], retrieval_context=s)]})
+        + "\n" for i, s in enumerate(shapes)))
+    objects, text, numbers, one = _rows(tmp_path / "c.jsonl", "deepeval")
+    assert objects.contexts == text.contexts == one.contexts == ["Refunds within 30 days."]
+    assert isinstance(numbers, RowProblem) and numbers.error_type == "wrong_type"
