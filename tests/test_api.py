@@ -151,11 +151,13 @@ def test_bad_calls_raise_one_clear_error_and_write_nothing(tmp_path, monkeypatch
 
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
-            "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate))")
+            "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
+            "import evalbeam.api; assert evalbeam.NothingEvaluated is evalbeam.api.NothingEvaluated")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["['Result', 'evaluate', 'metric', 'read_run']", "True"]
+    assert out.stdout.split("\n")[:2] == [
+        "['NothingEvaluated', 'Result', 'evaluate', 'metric', 'read_run']", "True"]
     assert out.stderr == ""  # evalbeam.evaluate loaded the API's modules (and Beam) quietly
 
 
