@@ -119,8 +119,11 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
             if label is None or path not in str(exc):
                 raise
             raise type(exc)(str(exc).replace(path, label)) from None
-        if label is not None:  # the manifest names what was evaluated, not a temp file
-            plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label))
+        if label is not None:  # the manifest and errors/ name what was evaluated, not a
+            shown = label.rsplit(" (", 1)[0]  # temporary file ("list of dicts#3")
+            plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label),
+                                       shards=[dataclasses.replace(s, shown=shown)
+                                               for s in plan.shards])
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
         say_before(plan)
         started = True

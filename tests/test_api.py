@@ -583,6 +583,8 @@ def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
     assert got["free-plan"]["contexts"] == ["Plus costs $10 per month.", "Plans: Free, Plus."]
     (error,) = result.errors().to_pylist()
     assert (error["case_id"], error["error_type"]) == ("photo", "invalid_value")
+    # where it came from as the user knows it, not a temporary file removed since
+    assert error["source"] == "deepeval.EvaluationDataset#1"
     assert "holds an image (DeepEval's [DEEPEVAL:IMAGE:" in error["message"]
     assert result.manifest["reconciliation"]["ok"]
     goldens = [DeepEvalCase(**dumps["scenario_golden"]), DeepEvalCase(**dumps["golden"])]

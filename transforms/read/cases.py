@@ -38,6 +38,7 @@ class Shard:
     format: str = "parquet"  # parquet | jsonl | csv | arrow
     offset: int = 0          # jsonl, csv, arrow: byte offset where the unit starts
     end: int | None = None   # jsonl, csv: byte offset where it ends (None: end of file)
+    shown: str | None = None  # what errors/ sources name instead of the path (in-memory cases)
 
 
 def _walk(folder: str, fmt: str | None) -> list[str]:
@@ -345,7 +346,7 @@ def read_shard_rows(shard: Shard, columns: Mapping[str, Source]
         for i, record in enumerate(_shard_records(shard, columns)):
             if i >= shard.stop - shard.start:
                 return
-            source = f"{shard.path}#{shard.first_row + shard.start + i}"
+            source = f"{shard.shown or shard.path}#{shard.first_row + shard.start + i}"
             if isinstance(record, tuple):
                 yield source, RowProblem(source, None, *record)
             else:
@@ -360,7 +361,7 @@ def read_shard_rows(shard: Shard, columns: Mapping[str, Source]
                    f"{shard.first_row + shard.stop - 1} of {shard.path}: {exc}"
                    ).replace("\n", " ")[:500]
         for row in range(done, shard.stop):
-            yield (f"{shard.path}#{shard.first_row + row}",
+            yield (f"{shard.shown or shard.path}#{shard.first_row + row}",
                    {UNREADABLE: ("unreadable_rows", message)})
 
 
