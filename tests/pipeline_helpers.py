@@ -2,12 +2,15 @@
 (hive partitioning), and reach the loopback server through an AsyncRuntime."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import glob
+import html
 import json
 import os
 import subprocess
 import sys
+from urllib.parse import quote, quote_plus
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -97,6 +100,61 @@ def all_output_text(folder: str) -> str:
             with open(path, "rb") as fh:
                 chunks.append(fh.read().decode("utf-8", "replace"))
     return "\n".join(chunks)
+
+
+def secret_forms(secret: str) -> dict[str, str]:
+    """Every text encoding of a secret that must be written nowhere, by name."""
+    raw = secret.encode()
+    return {
+        "raw": secret, "upper": secret.upper(), "lower": secret.lower(),
+        "json": json.dumps(secret)[1:-1],
+        "quote": quote(secret, safe=""), "quote_plus": quote_plus(secret, safe=""),
+        "every byte %XX": "".join(f"%{b:02X}" for b in raw),
+        "every byte %xx": "".join(f"%{b:02x}" for b in raw),
+        "every char \\uXXXX": "".join(f"\\u{ord(c):04x}" for c in secret),
+        "hex": raw.hex(), "HEX": raw.hex().upper(),
+        "every byte \\xNN": "".join(f"\\x{b:02x}" for b in raw),
+        "html.escape": html.escape(secret),
+        "every char &#NNN;": "".join(f"&#{ord(c)};" for c in secret),
+        "every char &#xHH;": "".join(f"&#x{ord(c):x};" for c in secret),
+        "every char &#XHH;": "".join(f"&#X{ord(c):X};" for c in secret),
+        "quoted twice": quote(quote(secret, safe=""), safe=""),
+        "every byte %25XX": "".join(f"%25{b:02X}" for b in raw),
+    }
+
+
+def base64_cores(secret: str) -> dict[str, str]:
+    """The part of any base64 (and URL-safe base64) text that the secret alone
+    fixes, after 0, 1 or 2 other bytes (`Basic ...`, `Bearer ...` encoded whole)."""
+    out = {}
+    for shift in range(3):
+        for name, encode in (("base64", base64.b64encode),
+                             ("urlsafe base64", base64.urlsafe_b64encode)):
+            core = encode(b"\0" * shift + secret.encode()).decode()
+            end = len(core.rstrip("=")) - ((shift + len(secret.encode())) % 3 and 4)
+            out[f"{name} after {shift} bytes"] = core[4 if shift else 0:end]
+    return out
+
+
+def leaks(text: str, secret: str) -> list[str]:
+    """What of the secret the text holds: every encoded form (secret_forms, the
+    base64 cores), compared case-insensitively, and any run of 8 characters of
+    it (a prefix kept by a cut). [] when none: `assert leaks(everything, key) == []`."""
+    low = text.lower()
+    forms = list(secret_forms(secret).values()) + [
+        c for c in base64_cores(secret).values() if len(c) >= 8]
+    found = [f for f in dict.fromkeys(forms) if f.lower() in low]
+    return found + [secret[i:i + 8] for i in range(len(secret) - 7)
+                    if secret[i:i + 8].lower() in low]
+
+
+def everything_written(folder: str, *texts: str) -> str:
+    """Every channel a run writes to, as one text to grep: every file under
+    folder (Parquet decoded), each table's values one by one (a JSON dump of a
+    row escapes them), and the printed texts given."""
+    values = [str(v) for t in TABLE_NAMES if os.path.isdir(os.path.join(folder, t))
+              for row in read_rows(folder, t) for v in row.values()]
+    return "\n".join([all_output_text(folder), *texts, *values])
 
 
 @contextlib.contextmanager

@@ -30,7 +30,7 @@ from tests.conftest import EXAMPLE, ROOT
 from tests.dask_cluster import DaskCluster
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge
-from tests.pipeline_helpers import all_output_text, manifest, read_rows, run_cli
+from tests.pipeline_helpers import all_output_text, leaks, manifest, read_rows, run_cli
 from tests.table_equality import table_differences
 
 pytest.importorskip("distributed")
@@ -377,7 +377,6 @@ def test_no_secret_reaches_a_file_or_log_of_a_dask_run(cluster, tmp_path):
     launcher, re-raising the worker's BaseException, printed its traceback as
     it came. Nothing written, logged or printed anywhere may hold the key."""
     from tests.fake_server import ServerConfig
-    from tests.test_hostile_server import _leaks
     (tmp_path / "leaky_metrics.py").write_text(LEAKY_METRICS)
     cases = str(tmp_path / "cases.parquet")
     pq.write_table(pq.read_table(CASES).slice(0, 6), cases)
@@ -408,4 +407,4 @@ def test_no_secret_reaches_a_file_or_log_of_a_dask_run(cluster, tmp_path):
     assert "Bearer <redacted>" in "".join(logs.values())  # the crash was logged, scrubbed
     assert "UserWarning: retrying with key <redacted>" in "".join(logs.values())
     everything = "\n".join(outputs + list(logs.values()) + [all_output_text(cluster.folder)])
-    assert _leaks(everything, KEY) == []
+    assert leaks(everything, KEY) == []

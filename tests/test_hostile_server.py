@@ -9,14 +9,14 @@ import json
 import os
 import socket
 from contextlib import ExitStack
-from urllib.parse import quote
 
 import httpx
 
 from pipeline.config import DEFAULT_MAX_REPLY_BYTES
 from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
-from tests.pipeline_helpers import TABLE_NAMES, all_output_text, manifest, read_rows, run_cli
+from tests.pipeline_helpers import (all_output_text, everything_written, leaks, manifest,
+                                    read_rows, run_cli)
 from tests.test_remote_client import _cfg
 from transforms.progress.tally import Tally
 from transforms.remote.breaker import CircuitBreaker
@@ -277,23 +277,6 @@ KEY = "sk-q7Zx-KEY-0123456789abcdefXYZ"
 TOKEN = "tk-98765-QWERTY-zyxwv-5521"
 
 
-def _forms(secret: str) -> list[str]:
-    raw = secret.encode()
-    return [secret.lower(), quote(secret, safe="").lower(), base64.b64encode(raw).decode().lower(),
-            "".join(f"\\u{ord(c):04x}" for c in secret), raw.hex(),
-            "".join(f"%25{b:02x}" for b in raw), "".join(f"&#{ord(c)};" for c in secret),
-            "".join(f"&#x{ord(c):x};" for c in secret),
-            base64.b64encode(b"Bearer " + raw).decode().lower()[12:]]
-
-
-def _leaks(text: str, secret: str) -> list[str]:
-    """Every encoded form, or any 8-character run of the secret, found in text."""
-    low = text.lower()
-    found = [f for f in _forms(secret) if f in low]
-    found += [secret[i:i + 8] for i in range(len(secret) - 7) if secret[i:i + 8].lower() in low]
-    return found
-
-
 def test_secrets_echoed_in_every_encoding_are_scrubbed_everywhere(tmp_path, monkeypatch,
                                                                   capfd):
     monkeypatch.setenv("HOSTILE_KEY", KEY)
@@ -321,9 +304,8 @@ def test_secrets_echoed_in_every_encoding_are_scrubbed_everywhere(tmp_path, monk
     assert all(json.loads(r["bot_details"])["secrets_scrubbed"] is True for r in flagged)
     assert all("<redacted>" in r["error"] for r in results if r["bot"] == "errs")
     captured = capfd.readouterr()
-    everything = "\n".join([all_output_text(out), captured.out, captured.err] + [
-        str(v) for t in TABLE_NAMES for row in read_rows(out, t) for v in row.values()])
-    assert _leaks(everything, KEY) == [] and _leaks(everything, TOKEN) == []
+    everything = everything_written(out, captured.out, captured.err)
+    assert leaks(everything, KEY) == [] and leaks(everything, TOKEN) == []
     m = json.dumps(manifest(out, "s"))
     assert "HOSTILE_KEY" in m and "${TENANT_TOKEN}" in m  # names, never values
 
@@ -363,7 +345,7 @@ def test_credentials_inside_base_url_are_redacted_everywhere(tmp_path, capfd):
     captured = capfd.readouterr()
     everything = "\n".join([all_output_text(out), captured.out, captured.err])
     for secret in (URL_PASSWORD, URL_QUERY_KEY, basic, f"alice:{URL_PASSWORD}"):
-        assert _leaks(everything, secret) == [], secret
+        assert leaks(everything, secret) == [], secret
     m = json.dumps(manifest(out, "u"))
     assert "http://<redacted>@127.0.0.1" in m and "?key=<redacted>" in m
     page = open(os.path.join(out, "runs", "u", "report.html"), encoding="utf-8").read()
@@ -386,7 +368,7 @@ def test_error_text_is_scrubbed_before_it_is_cut():
             os.environ.pop("CUT_KEY", None)
     reply = asyncio.run(main())
     assert reply.error.startswith("HTTP 400: xxx") and "<redact" in reply.error
-    assert _leaks(reply.error, KEY) == []
+    assert leaks(reply.error, KEY) == []
 
 
 def test_request_logs_do_not_print_a_base_url_credential(caplog):
@@ -407,7 +389,7 @@ def test_request_logs_do_not_print_a_base_url_credential(caplog):
         reply = asyncio.run(main())
     assert reply.error is None
     for secret in (URL_PASSWORD, URL_QUERY_KEY):
-        assert _leaks(caplog.text, secret) == [], caplog.text
+        assert leaks(caplog.text, secret) == [], caplog.text
 
 
 def test_a_bot_reply_cut_off_before_any_text_is_an_error_not_an_empty_answer(tmp_path):
@@ -460,7 +442,7 @@ def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
     errors = read_rows(out, "errors")
     assert errors and all("Unknown route POST /key/<redacted>/v1" in r["message"] for r in errors)
     captured = capfd.readouterr()
-    everything = "\n".join([all_output_text(out), captured.out, captured.err] + [
-        str(v) for t in TABLE_NAMES for row in read_rows(out, t) for v in row.values()])
-    assert _leaks(everything, key) == [] and _leaks(everything, frag) == []
+    everything = everything_written(out, captured.out, captured.err)
+    assert leaks(everything, key) == [] and leaks(everything, frag) == []
     assert "/key/<redacted>/v1#token=<redacted>" in json.dumps(manifest(out, "p"))
+

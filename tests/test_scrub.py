@@ -17,6 +17,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from pipeline.config import EndpointConfig, load_config
+from tests.pipeline_helpers import base64_cores, secret_forms
 from transforms.remote.scrub import (MIN_RUN, REDACTED, Scrubber, configured_secrets,
                                      redact_url, url_secrets)
 
@@ -34,41 +35,15 @@ def random_secret(rng: random.Random, length: int | None = None) -> str:
     return "k" + text[1:-1] + "z"
 
 
-def plain_forms(secret: str) -> dict[str, str]:
-    """Every text encoding of the secret the scrubber must catch, whole."""
-    raw = secret.encode()
-    return {
-        "raw": secret, "upper": secret.upper(), "lower": secret.lower(),
-        "json": json.dumps(secret)[1:-1],
-        "quote": quote(secret, safe=""), "quote_plus": quote_plus(secret, safe=""),
-        "every byte %XX": "".join(f"%{b:02X}" for b in raw),
-        "every byte %xx": "".join(f"%{b:02x}" for b in raw),
-        "every char \\uXXXX": "".join(f"\\u{ord(c):04x}" for c in secret),
-        "hex": raw.hex(), "HEX": raw.hex().upper(),
-        "every byte \\xNN": "".join(f"\\x{b:02x}" for b in raw),
-        # round 4: echoed in an HTML error page, or percent-encoded twice by a proxy
-        "html.escape": html.escape(secret),
-        "every char &#NNN;": "".join(f"&#{ord(c)};" for c in secret),
-        "every char &#xHH;": "".join(f"&#x{ord(c):x};" for c in secret),
-        "every char &#XHH;": "".join(f"&#X{ord(c):X};" for c in secret),
-        "quoted twice": quote(quote(secret, safe=""), safe=""),
-        "every byte %25XX": "".join(f"%25{b:02X}" for b in raw),
-    }
-
-
 def base64_texts(secret: str) -> dict[str, tuple[str, str]]:
     """(encoded text, the part of it fixed by the secret) for base64 and URL-safe
     base64 of the secret after 0, 1 or 2 other bytes (e.g. inside `Basic ...` or
     `Bearer ...` encoded whole) and before more bytes."""
     out = {}
-    for shift in range(3):
-        for name, encode in (("base64", base64.b64encode),
-                             ("urlsafe base64", base64.urlsafe_b64encode)):
-            text = encode(b"P" * shift + secret.encode() + b"tail").decode()
-            core = encode(b"\0" * shift + secret.encode()).decode()
-            start = 4 if shift else 0
-            end = len(core.rstrip("=")) - ((shift + len(secret.encode())) % 3 and 4)
-            out[f"{name} after {shift} bytes"] = (text, core[start:end])
+    for name, core in base64_cores(secret).items():
+        shift = int(name.split(" after ")[1][0])
+        encode = base64.urlsafe_b64encode if name.startswith("urlsafe") else base64.b64encode
+        out[name] = (encode(b"P" * shift + secret.encode() + b"tail").decode(), core)
     return out
 
 
@@ -77,7 +52,7 @@ def test_every_encoded_form_of_a_random_secret_is_scrubbed_whole(seed):
     rng = random.Random(seed)
     secret = random_secret(rng)
     scrubber = Scrubber([secret])
-    for name, form in plain_forms(secret).items():
+    for name, form in secret_forms(secret).items():
         text = f"before «{form}» after"
         assert scrubber.scrub(text) == f"before «{REDACTED}» after", (name, secret, form)
 
@@ -342,3 +317,4 @@ def test_a_secret_encoded_in_part_or_three_times_over_is_scrubbed(seed):
         assert REDACTED in out and out.replace(REDACTED, "") == "error: «» end", (text, out)
     plain = "30% off &amp; R&amp;D, a%20b"  # nothing hidden: the text stays as it came
     assert scrubber.scrub(plain) == plain
+
