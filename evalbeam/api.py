@@ -83,8 +83,19 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     Raises ConfigError, InputError or UsageError (all ValueError) with the
     one-line message the command line prints, before anything is written
     (an input with no case among them); NothingEvaluated (a ValueError, with
-    the Result) when every input row was invalid.
+    the Result) when every input row was invalid. No exception it raises
+    quotes a configured secret (see scrub_exception).
     """
+    from transforms.remote.scrub import remember_config_secrets, scrub_exception
+    remember_config_secrets(config)  # before anything said can quote them
+    try:
+        return _evaluate(cases, config, output, run_id, **options)
+    except BaseException as exc:
+        raise scrub_exception(exc)
+
+
+def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id: str | None,
+              **options: Any) -> Result:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipeline.execute import beam_options, run_pipeline, say_before, take_lease

@@ -35,7 +35,7 @@ from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
-from transforms.remote.scrub import redact_url, shown
+from transforms.remote.scrub import configured_secrets, redact_url, remember, shown
 from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
@@ -723,6 +723,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     output_path = worker_path(args.output, "--output", elsewhere, shared)
     flag_metrics = getattr(args, "metrics", None)
     loaded = config if config is not None else load_config(args.config)
+    remember(configured_secrets(loaded.endpoints))  # what planning says is scrubbed of them
     check_config_paths(loaded, elsewhere, shared)
     cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
     workers = worker_count(options) if options is not None else 1

@@ -8,6 +8,7 @@ characters. Issue 22 item 3: credentials inside a URL."""
 from __future__ import annotations
 
 import base64
+import os
 import html
 import json
 import random
@@ -244,13 +245,15 @@ def test_an_error_while_planning_does_not_quote_a_configured_key(tmp_path, monke
     no scrubber is built before the pipeline runs."""
     from tests.conftest import write_cases
     from tests.pipeline_helpers import run_cli
-    key = "sk-plan-" + "Hq2Wm9Zr4Tn8Bv0x"
+    key, password = "sk-plan-" + "Hq2Wm9Zr4Tn8Bv0x", "cliPlanPassw0rd55"  # round 5: a URL's too
     monkeypatch.setenv("PLAN_KEY", key)
     (tmp_path / "plan_metrics.py").write_text(
         "import os\nraise RuntimeError('GET https://api.example/v1/models?key=' + "
-        "os.environ['PLAN_KEY'] + ' failed: 401')\ndef m(sample):\n    return 1.0\n")
+        "os.environ['PLAN_KEY'] + ' as alice:" + password + " failed: 401')\n"
+        "def m(sample):\n    return 1.0\n")
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', api_key_env: PLAN_KEY}\n"
+    cfg.write_text(f"endpoints:\n  llm: {{base_url: 'http://alice:{password}@127.0.0.1:9/v1', "
+                   "api_key_env: PLAN_KEY}\n"
                    "bots:\n  - {name: b, type: chat, endpoint: llm, model: m}\n"
                    "metrics: [exact_match, m]\n"
                    "custom_metrics:\n  - {name: m, function: 'plan_metrics:m'}\n")
@@ -258,7 +261,7 @@ def test_an_error_while_planning_does_not_quote_a_configured_key(tmp_path, monke
     assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(cfg)) == 2
     err = capsys.readouterr().err
     assert "importing module 'plan_metrics' failed" in err and REDACTED in err, err
-    assert key not in err and key[8:] not in err
+    assert key not in err and key[8:] not in err and password not in err
 
 
 def test_log_records_and_warnings_of_a_process_with_secrets_are_scrubbed():
@@ -318,3 +321,61 @@ def test_a_secret_encoded_in_part_or_three_times_over_is_scrubbed(seed):
     plain = "30% off &amp; R&amp;D, a%20b"  # nothing hidden: the text stays as it came
     assert scrubber.scrub(plain) == plain
 
+
+def _raised_text(excinfo) -> str:
+    """What a caller of the API sees of an exception: its message and the
+    traceback Python prints (the chain of causes included)."""
+    import traceback
+    return "".join(traceback.format_exception(excinfo.value))
+
+
+def test_evaluate_planning_errors_do_not_quote_a_key(tmp_path, monkeypatch):
+    """Round 5: evaluate() (the Python API) raised a planning error as it came:
+    a custom metric's module failing on import with a request that quotes the
+    endpoint's key (from the environment, named in a config dict), or a base_url's
+    literal credentials, was in the ConfigError's message. `evalbeam run` scrubs it."""
+    import evalbeam
+    from tests.pipeline_helpers import leaks
+    key, password = "sk-apiPlan-" + "Zr4Tn8Bv0xHq2Wm9", "apiPlanPassw0rd77"
+    monkeypatch.setenv("API_PLAN_KEY", key)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "api_plan_metrics.py").write_text(
+        "import os\nraise RuntimeError('GET https://api.example/v1/models?key=' + "
+        "os.environ['API_PLAN_KEY'] + ' as alice:" + password + " failed: 401')\n")
+    config = {"endpoints": {"llm": {"base_url": f"http://alice:{password}@127.0.0.1:9/v1",
+                                    "api_key_env": "API_PLAN_KEY"}},
+              "bots": [{"name": "b", "type": "chat", "endpoint": "llm", "model": "m"}],
+              "metrics": ["exact_match", "m"],
+              "custom_metrics": [{"name": "m", "function": "api_plan_metrics:m"}]}
+    with pytest.raises(ValueError) as err:
+        evalbeam.evaluate([{"question": "Q?"}], config=config, output=tmp_path / "out",
+                          runner="FnApiRunner", progress=False)
+    text = _raised_text(err)
+    assert "importing module 'api_plan_metrics' failed" in text and REDACTED in text, text
+    assert leaks(text, key) == [] and leaks(text, password) == [], text
+
+
+def test_evaluate_run_failures_do_not_quote_a_key(tmp_path, monkeypatch):
+    """Round 5: a run that failed inside evaluate() raised the worker's exception as
+    it came (the command line prints it scrubbed): its message quoted the key."""
+    import evalbeam
+    import pipeline.execute as ex
+    from tests.pipeline_helpers import leaks
+    key = "sk-apiRun-" + "Lm9Xw4Tn8Bv2q7Zr"
+    monkeypatch.setenv("API_RUN_KEY", key)
+
+    def boom(p, plan):
+        raise RuntimeError("POST http://127.0.0.1:9/v1 failed: Authorization: Bearer "
+                           + os.environ["API_RUN_KEY"])
+    monkeypatch.setattr(ex, "build_pipeline", boom)
+    config = {"endpoints": {"judge": {"base_url": "http://127.0.0.1:9/v1",
+                                      "api_key_env": "API_RUN_KEY"}},
+              "judge": {"endpoint": "judge", "model": "m"},
+              "bots": [{"name": "recorded", "type": "precomputed"}],
+              "metrics": ["faithfulness"]}
+    with pytest.raises(RuntimeError) as err:
+        evalbeam.evaluate([{"question": "Q?", "contexts": ["C."], "answer": "A."}],
+                          config=config, output=tmp_path / "out", runner="FnApiRunner",
+                          progress=False)
+    text = _raised_text(err)
+    assert "Bearer <redacted>" in text and leaks(text, key) == [], text

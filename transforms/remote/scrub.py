@@ -384,19 +384,48 @@ def remember(secrets: Iterable[str]) -> None:
 _NAMED_ENV = re.compile(r"""api_key_env["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
 
 
-def remember_config_secrets(path: str | None, environ: Mapping[str, str] | None = None) -> None:
-    """The values of the environment variables a config file names (api_key_env,
-    ${VAR}), remembered before the config is even parsed: an error while it is
-    read or the run planned (a custom metric's module that fails on import,
-    quoting a request) is scrubbed of them."""
+def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = None) -> None:
+    """The values of the environment variables a config names (api_key_env,
+    ${VAR}), remembered before it is even parsed: an error while it is read or
+    the run planned (a custom metric's module that fails on import, quoting a
+    request) is scrubbed of them. `config`: a YAML file's path, or a config as
+    data (evaluate()'s dict); anything else names nothing."""
     env = os.environ if environ is None else environ
-    try:
-        with open(path or "", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
-        return
+    if isinstance(config, Mapping):
+        text = json.dumps(config, default=str)
+    else:
+        try:
+            with open(config or "", encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except (OSError, TypeError, ValueError):
+            return
     names = set(_NAMED_ENV.findall(text)) | set(ENV_REF.findall(text))
     remember(env[n] for n in names if env.get(n))
+
+
+def scrub_exception(exc: BaseException, scrubber: Scrubber | None = None) -> BaseException:
+    """The exception, changed in place, with no secret in what a caller prints or
+    logs of it: the text arguments, notes and message attributes of it, of its
+    causes and of a group's exceptions (the process scrubber by default). For a
+    caller of the Python API, who gets the exception itself."""
+    scrubber = scrubber or _PROCESS[0]
+    pending, seen = [exc], set()
+    while pending:
+        e = pending.pop()
+        if e is None or id(e) in seen or not scrubber:
+            continue
+        seen.add(id(e))
+        try:
+            e.args = scrubber.scrub_value(tuple(e.args))
+            if isinstance(getattr(e, "__notes__", None), list):
+                e.__notes__ = scrubber.scrub_value(e.__notes__)
+            for name in ("msg", "message", "reason", "strerror", "filename", "filename2"):
+                if isinstance(getattr(e, name, None), str):
+                    setattr(e, name, scrubber.scrub(getattr(e, name)))
+        except (AttributeError, TypeError):  # a read-only attribute: the rest is done
+            pass
+        pending += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return exc
 
 
 def process_scrubber() -> Scrubber:
