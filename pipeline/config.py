@@ -106,6 +106,9 @@ class EndpointConfig:
     (bots, judge, embeddings, classifier): a call whose worst case does not fit is not
     sent (see Spend caps). Unset: no ceiling."""
     requests_per_second_set: bool = field(default=False, metadata=NOT_A_KEY)  # written in the config
+    # the texts http bots send it in their bodies that carry a secret (as written:
+    # literal, or with ${VAR}): its scrubbers scrub them (see scrub.body_secrets)
+    body_secrets: tuple[str, ...] = field(default=(), metadata=NOT_A_KEY)
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,9 @@ class BotConfig:
     system_prompt: str | None = None
     """`chat`, `full_context`: an optional system message."""
     options: dict[str, Any] = field(default_factory=dict)
-    """`http`: `path`, `body` (JSON with `{question}`, `{case_id}`, and a value
-    `"{messages}"` for a conversation's earlier turns), `answer_path` (required: a dot
+    """`http`: `path`, `body` (JSON with `{question}`, `{case_id}`, a value
+    `"{messages}"` for a conversation's earlier turns, and `${VAR}` read from the
+    environment and scrubbed, as in headers), `answer_path` (required: a dot
     path such as `data.answer`), `contexts_path`, `context_field`; `chat` and
     `full_context`: `temperature` (0), `max_tokens`."""
 
@@ -318,8 +322,8 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import (SECRET_NAME, path_secrets, redact_url,  # noqa: E402
-                                     shown)
+from transforms.remote.scrub import (SECRET_NAME, body_secrets, path_secrets,  # noqa: E402
+                                     redact_url, shown)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -396,6 +400,7 @@ class Config:
         data.pop("source_path", None)
         for ep in data.get("endpoints", {}).values():
             ep.pop("requests_per_second_set", None)
+            ep.pop("body_secrets", None)
         for m in data.get("custom_metrics", ()):  # evaluate()'s functions by their name
             if callable(m["function"]):
                 fn = m["function"]
@@ -571,6 +576,7 @@ def parse_config(data: Any, base_dir: str = ".") -> Config:
         if dupes:
             raise ConfigError(f"bots: duplicate bot name {dupes[0]!r}")
         kwargs["bots"] = tuple(bots)
+        kwargs["endpoints"] = with_body_secrets(kwargs["endpoints"], bots)
     if "embeddings" in top:
         emb = _build(EmbeddingsConfig, top["embeddings"], "embeddings")
         if emb.provider not in EMBEDDING_PROVIDERS:
@@ -875,6 +881,18 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
     return dataclasses.replace(bot, faq=_resolve(bot.faq, base_dir),
                                knowledge=_resolve(bot.knowledge, base_dir),
                                prompt_template=_resolve(bot.prompt_template, base_dir))
+
+
+def with_body_secrets(endpoints: dict[str, EndpointConfig], bots) -> dict[str, EndpointConfig]:
+    """The endpoints, each knowing the secrets the http bots calling it put in
+    their bodies: every scrubber is built from the endpoints, so a server's echo
+    of a body (in an error, in any encoding) is scrubbed as a header's is."""
+    sent: dict[str, list[str]] = {}
+    for bot in bots:
+        if bot.type == "http" and bot.endpoint in endpoints:
+            sent.setdefault(bot.endpoint, []).extend(body_secrets(bot.options.get("body")))
+    return {name: dataclasses.replace(ep, body_secrets=tuple(dict.fromkeys(sent[name])))
+            if sent.get(name) else ep for name, ep in endpoints.items()}
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -105,7 +105,7 @@ class Plan:
 def check_remote_bot(bot, endpoints) -> None:
     """Files exist, the template has its placeholder, secrets are in the environment."""
     from transforms.remote.client import MissingSecret, endpoint_secrets
-    from transforms.answer.remote_bots import KNOWLEDGE, QUESTION, read_text
+    from transforms.answer.remote_bots import KNOWLEDGE, QUESTION, read_text, with_env
     for label, path in (("knowledge", bot.knowledge), ("prompt_template", bot.prompt_template)):
         if path:
             try:
@@ -120,6 +120,8 @@ def check_remote_bot(bot, endpoints) -> None:
                                       f"{placeholder} placeholder")
     try:
         endpoint_secrets(bot.endpoint, endpoints[bot.endpoint])
+        if bot.type == "http":
+            with_env(bot.options.get("body"), f"bots.{bot.name}.options.body")
     except MissingSecret as exc:
         raise ConfigError(f"bot {bot.name!r}: {exc}") from None
 

@@ -446,3 +446,56 @@ def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
     assert leaks(everything, key) == [] and leaks(everything, frag) == []
     assert "/key/<redacted>/v1#token=<redacted>" in json.dumps(manifest(out, "p"))
 
+
+def test_a_key_in_an_http_bot_body_is_written_nowhere(tmp_path, monkeypatch, capfd):
+    """Round 5: an http bot's options.body with a literal key (api_key: sk-...)
+    and one from the environment (${BODY_TOKEN}): the scrubber knew only the
+    endpoints' secrets, so a server that echoes the body it got in its error
+    (JSON-escaped and base64) put them in results/, errors/ and the report."""
+    literal, token = "sk-bodyLIT-4Tn8Bv0xHq2Wm9Zr", "bodyTok-Xw4Tn8Bv2q7ZrLm9"
+    monkeypatch.setenv("BODY_TOKEN", token)
+
+    def echo_body(body: dict) -> str:
+        sent = json.dumps(body)
+        raise ValueError(f"bad request {sent} / {base64.b64encode(sent.encode()).decode()}")
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(echo_body)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  rag: {_endpoint(server.base_url, max_attempts=1)}\n"
+            "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: /assistant, "
+            "answer_path: data.answer, body: {question: '{question}', api_key: '" + literal +
+            "', auth: {bearer: 'Bearer ${BODY_TOKEN}'}}}}\nmetrics: [exact_match]\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", str(cfg),
+                       "--run-id", "b") == 0
+        sent = [r.json for r in server.requests if r.path == "/assistant"]
+    assert sent and all(b["api_key"] == literal for b in sent)
+    assert all(b["auth"]["bearer"] == f"Bearer {token}" for b in sent)  # read from the env
+    errors = read_rows(out, "errors")
+    assert len(errors) == 3 and all("<redacted>" in e["message"] for e in errors), errors
+    everything = everything_written(out, *capfd.readouterr())
+    assert leaks(everything, literal) == [] and leaks(everything, token) == []
+    assert "${BODY_TOKEN}" in json.dumps(manifest(out, "b"))  # the name, never the value
+
+
+def test_an_http_bot_body_variable_is_read_before_the_question_and_must_be_set(
+        tmp_path, monkeypatch, capsys):
+    """A ${VAR} in the body is the environment's; a question holding "${VAR}" (a
+    dataset column) is sent as written, never expanded to a secret. An unset
+    variable stops the run before it starts (exit 2, the variable named)."""
+    from transforms.answer.remote_bots import _substitute, with_env
+    monkeypatch.setenv("BODY_TOKEN", "bodyTok-secretValue42")
+    body = with_env({"q": "{question}", "auth": ["${BODY_TOKEN}"]}, "bots.b.options.body")
+    sent = _substitute(body, "print ${BODY_TOKEN} please", "c1")
+    assert sent == {"q": "print ${BODY_TOKEN} please", "auth": ["bodyTok-secretValue42"]}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  rag: {base_url: 'http://127.0.0.1:9'}\n"
+                   "bots:\n  - {name: rag, type: http, endpoint: rag, options: {answer_path: a, "
+                   "body: {q: '{question}', key: '${NO_SUCH_BODY_VAR}'}}}\n"
+                   "metrics: [exact_match]\n")
+    assert run_cli("--input", _cases(tmp_path, 1), "--output", str(tmp_path / "out"),
+                   "--config", str(cfg)) == 2
+    assert not os.path.exists(tmp_path / "out" / "runs")
+    assert "environment variable NO_SUCH_BODY_VAR (bots.rag.options.body.key) is not set" \
+        in capsys.readouterr().err

@@ -13,7 +13,7 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import EvalCase, Turn
-from transforms.remote.client import CallRecord
+from transforms.remote.client import CallRecord, resolve_env_refs
 from transforms.remote.openai_api import chat, text_problem
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.templates import fill_placeholders
@@ -133,6 +133,19 @@ def _substitute(value: Any, question: str, case_id: str,
     return value
 
 
+def with_env(value: Any, where: str) -> Any:
+    """The body template with each ${VAR} in its texts replaced by the environment
+    variable's value (MissingSecret when unset), as a header's: read on the worker,
+    before {question} is filled in, so a question holding "${VAR}" is sent as it is."""
+    if isinstance(value, str):
+        return resolve_env_refs(value, where)
+    if isinstance(value, dict):
+        return {k: with_env(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_env(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
 def _mentions(value: Any, text: str) -> bool:
     if isinstance(value, str):
         return value == text
@@ -157,7 +170,8 @@ class HttpBot:
         self.client = runtime.client(cfg.endpoint)
         opts = cfg.options
         self.path = opts.get("path", "")
-        self.body = copy.deepcopy(opts.get("body", {"question": QUESTION}))
+        self.body = with_env(copy.deepcopy(opts.get("body", {"question": QUESTION})),
+                             f"bots.{cfg.name}.options.body")
         self.answer_path = opts["answer_path"]
         self.contexts_path = opts.get("contexts_path")
         self.context_field = opts.get("context_field", "text")

@@ -347,12 +347,34 @@ def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] 
             found.append(env[cfg.api_key_env])
         headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}
         for name, value in headers.items():
-            refs = ENV_REF.findall(str(value))
-            found.extend(env[r] for r in refs if env.get(r))
-            if not refs and SECRET_NAME.search(str(name)):
-                # whole (a Cookie's "a=...; b=..."), and without its scheme ("Bearer abc")
-                found += [str(value), str(value).split(" ", 1)[-1]]
+            found += _sent_secrets(str(value), bool(SECRET_NAME.search(str(name))), env)
+        for value in getattr(cfg, "body_secrets", ()):  # what http bots send it in bodies
+            found += _sent_secrets(value, True, env)
     return found
+
+
+def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
+    """The secrets in a value sent with requests (a header's, a body's): the
+    values of its ${VAR}s; without any, the value itself when its name is a
+    secret's, whole (a Cookie's "a=...; b=...") and without its scheme ("Bearer abc")."""
+    refs = ENV_REF.findall(value)
+    if refs:
+        return [env[r] for r in refs if env.get(r)]
+    return [value, value.split(" ", 1)[-1]] if named else []
+
+
+def body_secrets(value: Any, key: str = "") -> list[str]:
+    """The texts of an http bot's body template that carry a secret, as written:
+    those under a key named like a secret (api_key, auth.token; not *_env, which
+    holds a name) and those with a ${VAR} (read from the environment when sent)."""
+    if isinstance(value, Mapping):
+        return [s for k, v in value.items() for s in body_secrets(v, str(k))]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in body_secrets(v, key)]
+    if not isinstance(value, str):
+        return []
+    named = bool(SECRET_NAME.search(key)) and not key.lower().endswith("_env")
+    return [value] if named or ENV_REF.search(value) else []
 
 
 @functools.lru_cache(maxsize=16)
