@@ -107,7 +107,7 @@ class EndpointConfig:
     sent (see Spend caps). Unset: no ceiling."""
     requests_per_second_set: bool = field(default=False, metadata=NOT_A_KEY)  # written in the config
     # the texts http bots send it in their bodies that carry a secret (as written:
-    # literal, or with ${VAR}): its scrubbers scrub them (see scrub.body_secrets)
+    # literal, or with ${VAR}): its scrubbers scrub them (see scrub.secret_texts)
     body_secrets: tuple[str, ...] = field(default=(), metadata=NOT_A_KEY)
 
 
@@ -322,7 +322,7 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import (SECRET_NAME, body_secrets, path_secrets,  # noqa: E402
+from transforms.remote.scrub import (SECRET_NAME, path_secrets, secret_texts,  # noqa: E402
                                      redact_url, shown)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
@@ -890,9 +890,17 @@ def with_body_secrets(endpoints: dict[str, EndpointConfig], bots) -> dict[str, E
     sent: dict[str, list[str]] = {}
     for bot in bots:
         if bot.type == "http" and bot.endpoint in endpoints:
-            sent.setdefault(bot.endpoint, []).extend(body_secrets(bot.options.get("body")))
+            sent.setdefault(bot.endpoint, []).extend(secret_texts(bot.options.get("body")))
     return {name: dataclasses.replace(ep, body_secrets=tuple(dict.fromkeys(sent[name])))
             if sent.get(name) else ep for name, ep in endpoints.items()}
+
+
+def option_secrets(cfg: Config) -> tuple[str, ...]:
+    """The texts of the metrics' options that carry a secret (secret_texts): a
+    custom metric's own key (options: {api_key_env: NAME}, {token: ...}), which
+    the writers' scrubbers must know as they know the endpoints'."""
+    return tuple(dict.fromkeys(
+        secret_texts([m.options for m in cfg.custom_metrics]) + secret_texts(cfg.metric_options)))
 
 
 class _StrictLoader(yaml.SafeLoader):

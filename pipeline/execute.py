@@ -187,7 +187,7 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         result.wait_until_finish()
     except BaseException as exc:
         from transforms.remote.scrub import scrubber_for
-        scrubber = scrubber_for(info.endpoints)
+        scrubber = scrubber_for(info.endpoints, info.secret_texts)
         why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
         leases.mark_failed(info.output, lease, why)
         if isinstance(exc, Exception):

@@ -248,7 +248,7 @@ class Publish(beam.PTransform):
         judged, cases, problems = inputs["judged"], inputs["cases"], inputs["problems"]
         p = judged.pipeline
         out = (info.output, info.run_id, info.run_date, info.attempt, info.endpoints,
-               info.lease_ttl_s)
+               info.lease_ttl_s, info.secret_texts)
         run_id = info.run_id
         bot_errors = judged | "BotErrors" >> beam.Filter(lambda t: t.error is not None)
         written = [

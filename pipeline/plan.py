@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config
+from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, option_secrets
 from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.decide.rules import UNDECIDED
@@ -35,7 +35,8 @@ from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
-from transforms.remote.scrub import configured_secrets, redact_url, remember, shown
+from transforms.remote.scrub import (configured_secrets, redact_url, remember, resolved_secrets,
+                                     shown)
 from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
@@ -725,7 +726,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     output_path = worker_path(args.output, "--output", elsewhere, shared)
     flag_metrics = getattr(args, "metrics", None)
     loaded = config if config is not None else load_config(args.config)
-    remember(configured_secrets(loaded.endpoints))  # what planning says is scrubbed of them
+    remember(configured_secrets(loaded.endpoints) + resolved_secrets(option_secrets(loaded)))
     check_config_paths(loaded, elsewhere, shared)
     cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
     workers = worker_count(options) if options is not None else 1
@@ -803,6 +804,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
+                   secret_texts=option_secrets(cfg),
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
                    sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
                    charts_apart=options is not None and not runner_is_local(options),

@@ -379,3 +379,34 @@ def test_evaluate_run_failures_do_not_quote_a_key(tmp_path, monkeypatch):
                           progress=False)
     text = _raised_text(err)
     assert "Bearer <redacted>" in text and leaks(text, key) == [], text
+
+
+def test_a_custom_metric_s_secrets_are_written_nowhere(tmp_path, monkeypatch, capsys):
+    """Round 5: a custom metric configured with its own key (options: {api_key_env:
+    METRIC_KEY, token: <literal>}) whose details or error quote them: the writers'
+    scrubbers knew only the endpoints' secrets, so scores/ (details, error), errors/
+    and the report had both (the manifest redacts the literal by its key's name)."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import everything_written, leaks, read_rows, run_cli
+    key, token = "sk-metricKEY-" + "Hq2Wm9Zr4Tn8", "metricTok-" + "Lm9Xw4Tn8Bv2q7"
+    monkeypatch.setenv("METRIC_KEY", key)
+    (tmp_path / "keyed_metrics.py").write_text(
+        "import os\n"
+        "def echo(sample, api_key_env, token):\n"
+        "    if sample['question'].startswith('Q1'):\n"
+        "        raise RuntimeError(f'401 for {os.environ[api_key_env]} / {token}')\n"
+        "    return 0.5, {'sent': os.environ[api_key_env], 'token': token}\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [echo]\n"
+                   "custom_metrics:\n  - {name: echo, function: 'keyed_metrics:echo', "
+                   "needs: [answer, question], options: {api_key_env: METRIC_KEY, "
+                   f"token: '{token}'}}}}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": f"c{i}", "question": f"Q{i}?", "answer": "A."} for i in range(3)])
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "m") == 0
+    scores = read_rows(out, "scores")
+    assert len(scores) == 3 and sum(s["error"] is not None for s in scores) == 1
+    everything = everything_written(out, *capsys.readouterr())
+    assert leaks(everything, key) == [] and leaks(everything, token) == []
+    assert "METRIC_KEY" in everything  # the variable's name is no secret

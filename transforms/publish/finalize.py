@@ -58,6 +58,9 @@ class RunInfo:
     started: float = field(default_factory=time.time)
     # endpoint configs (variable names, no values): whose secrets are scrubbed
     endpoints: Mapping[str, Any] = field(default_factory=dict)
+    # the config's other texts carrying a secret, as written (${VAR}, a literal):
+    # scrubbed as the endpoints' are (scrub.secret_texts)
+    secret_texts: tuple[str, ...] = ()
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
     caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
     sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
@@ -110,7 +113,7 @@ class Finalize(beam.DoFn):
 
     def setup(self):
         info = self._info
-        self._scrubber = scrubber_for(info.endpoints)
+        self._scrubber = scrubber_for(info.endpoints, info.secret_texts)
         if info.lease_ttl_s is not None:
             self._heartbeat = lease.Heartbeat.start(info.output, info.run_id, info.attempt,
                                                     info.lease_ttl_s)

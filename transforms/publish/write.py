@@ -130,10 +130,12 @@ class _PartWriter:
 
 class _WriteBundleFn(beam.DoFn):
     def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str,
-                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None):
+                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None,
+                 secret_texts: Sequence[str] = ()):
         self._spec, self._output, self._run_id, self._run_date = spec, output, run_id, run_date
         self._attempt = attempt
         self._endpoints = dict(endpoints or {})  # whose secrets are scrubbed from every row
+        self._secret_texts = tuple(secret_texts)  # ... and these (see scrub.secret_texts)
         self._lease_ttl_s = lease_ttl_s          # None: no heartbeat from here (unit tests)
         self._writers: dict[tuple, _PartWriter] = {}
         self._scrubber = Scrubber()
@@ -141,7 +143,8 @@ class _WriteBundleFn(beam.DoFn):
         self._progress = None
 
     def setup(self):
-        self._scrubber = scrubber_for(self._endpoints)  # secrets from this worker's environment
+        # secrets from this worker's environment
+        self._scrubber = scrubber_for(self._endpoints, self._secret_texts)
         if self._lease_ttl_s is not None:  # the attempt is alive while its workers are
             from transforms.publish.lease import Heartbeat
             self._heartbeat = Heartbeat.start(self._output, self._run_id, self._attempt,
@@ -188,9 +191,11 @@ class WriteRows(beam.PTransform):
     """Rows (dicts) -> WrittenFile records of temporary files for one table."""
 
     def __init__(self, spec: TableSpec, output: str, run_id: str, run_date: str, attempt: str,
-                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None):
+                 endpoints: Mapping | None = None, lease_ttl_s: float | None = None,
+                 secret_texts: Sequence[str] = ()):
         super().__init__()
-        self._args = (spec, output, run_id, run_date, attempt, endpoints, lease_ttl_s)
+        self._args = (spec, output, run_id, run_date, attempt, endpoints, lease_ttl_s,
+                      secret_texts)
 
     def expand(self, rows):
         return rows | beam.ParDo(_WriteBundleFn(*self._args))

@@ -348,9 +348,15 @@ def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] 
         headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}
         for name, value in headers.items():
             found += _sent_secrets(str(value), bool(SECRET_NAME.search(str(name))), env)
-        for value in getattr(cfg, "body_secrets", ()):  # what http bots send it in bodies
-            found += _sent_secrets(value, True, env)
+        found += resolved_secrets(getattr(cfg, "body_secrets", ()), env)  # in http bots' bodies
     return found
+
+
+def resolved_secrets(texts: Iterable[str], environ: Mapping[str, str] | None = None
+                     ) -> list[str]:
+    """The secrets in texts found by secret_texts, from this process's environment."""
+    env = os.environ if environ is None else environ
+    return [s for text in texts for s in _sent_secrets(text, True, env)]
 
 
 def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
@@ -363,18 +369,20 @@ def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
     return [value, value.split(" ", 1)[-1]] if named else []
 
 
-def body_secrets(value: Any, key: str = "") -> list[str]:
-    """The texts of an http bot's body template that carry a secret, as written:
-    those under a key named like a secret (api_key, auth.token; not *_env, which
-    holds a name) and those with a ${VAR} (read from the environment when sent)."""
+def secret_texts(value: Any, key: str = "") -> list[str]:
+    """The texts of config data (an http bot's body template, a metric's options)
+    that carry a secret, as written: those under a key named like a secret
+    (api_key, auth.token), those with a ${VAR}, and the variable a `*_env` key
+    names, as "${NAME}" (read from the environment where a scrubber is built)."""
     if isinstance(value, Mapping):
-        return [s for k, v in value.items() for s in body_secrets(v, str(k))]
+        return [s for k, v in value.items() for s in secret_texts(v, str(k))]
     if isinstance(value, (list, tuple)):
-        return [s for v in value for s in body_secrets(v, key)]
+        return [s for v in value for s in secret_texts(v, key)]
     if not isinstance(value, str):
         return []
-    named = bool(SECRET_NAME.search(key)) and not key.lower().endswith("_env")
-    return [value] if named or ENV_REF.search(value) else []
+    if key.lower().endswith("_env"):
+        return [f"${{{value}}}"] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value) else []
+    return [value] if SECRET_NAME.search(key) or ENV_REF.search(value) else []
 
 
 @functools.lru_cache(maxsize=16)
@@ -386,10 +394,11 @@ _SEEN: set[str] = set()  # every secret a scrubber_for call of this process foun
 _PROCESS = [Scrubber()]   # the scrubber of _SEEN, for every log record and warning
 
 
-def scrubber_for(endpoints: Mapping[str, Any]) -> Scrubber:
-    """The process's scrubber for these endpoints (built once per set of secrets);
-    from then on the process's log records and warnings are scrubbed too."""
-    secrets = tuple(sorted(set(configured_secrets(endpoints))))
+def scrubber_for(endpoints: Mapping[str, Any], texts: Iterable[str] = ()) -> Scrubber:
+    """The process's scrubber for these endpoints and the config's other texts
+    carrying a secret (secret_texts; built once per set of secrets); from then on
+    the process's log records and warnings are scrubbed too."""
+    secrets = tuple(sorted(set(configured_secrets(endpoints) + resolved_secrets(texts))))
     remember(secrets)
     return _cached(secrets)
 
