@@ -59,7 +59,9 @@ class EndpointConfig:
     api_key_env: str | None = None
     """The NAME of the environment variable that holds the key (sent as
     `Authorization: Bearer`, `api-key` on Azure); never the key itself. A missing
-    variable stops the run before it starts."""
+    variable stops the run before it starts. A token-like name (20+ characters mixing
+    cases and digits, as `hf_...` or `sk_live_...` keys are) is taken for a key pasted
+    in its place: it is scrubbed and redacted like one, never quoted (also in `${VAR}`)."""
     requests_per_second: float = 10.0
     """The request rate of the whole run (all workers together; each worker takes its
     `worker_share`). A 429 lowers it by itself and it recovers slowly."""
@@ -322,8 +324,8 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import (SECRET_NAME, path_secrets, secret_texts,  # noqa: E402
-                                     redact_url, shown)
+from transforms.remote.scrub import (SECRET_NAME, key_like_name, path_secrets,  # noqa: E402
+                                     redact_url, secret_texts, shown)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -415,7 +417,9 @@ def redact(value: Any, key: str = "") -> Any:
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, key) for v in value]
-    if isinstance(value, str) and SECRET_NAME.search(key) and not key.lower().endswith("_env"):
+    if isinstance(value, str) and key.lower().endswith("_env"):  # a name, unless a key
+        return "<redacted>" if key_like_name(value) else value   # was pasted in its place
+    if isinstance(value, str) and SECRET_NAME.search(key):
         return "<redacted>" if "${" not in value else value
     return redact_url(value)  # a URL's userinfo and query values
 

@@ -410,3 +410,42 @@ def test_a_custom_metric_s_secrets_are_written_nowhere(tmp_path, monkeypatch, ca
     everything = everything_written(out, *capsys.readouterr())
     assert leaks(everything, key) == [] and leaks(everything, token) == []
     assert "METRIC_KEY" in everything  # the variable's name is no secret
+
+
+HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQr1234567890stUv"  # a name by its characters: [A-Za-z0-9_]
+
+
+@pytest.mark.parametrize("where", [
+    "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', api_key_env: NAME}\n",
+    "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', headers: {X-Id: 'Bearer ${NAME}'}}\n"])
+def test_a_token_pasted_where_a_variable_s_name_goes_is_not_printed(tmp_path, capsys, where):
+    """Round 5: a Hugging Face token (or a Stripe sk_live_ key) is made of the
+    characters of a variable's name, so `api_key_env: hf_...` or `${hf_...}` in a
+    header passed the NAME check, and the run stopped with 'environment variable
+    hf_... (endpoints.llm.api_key_env) is not set': the token on stderr."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import leaks, run_cli
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(where.replace("NAME", HF_TOKEN) +
+                   "bots:\n  - {name: b, type: chat, endpoint: llm, model: m}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "Q?"}])
+    assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(cfg)) == 2
+    err = capsys.readouterr().err
+    assert "is not set" in err and leaks(err, HF_TOKEN) == [], err
+
+
+def test_a_token_in_a_metric_option_named_like_a_variable_is_not_in_the_manifest(tmp_path):
+    """Round 5: the manifest keeps the values of `*_env` keys (names, not keys); a
+    token pasted as a custom metric's options.api_key_env was written as it was."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import everything_written, leaks, run_cli
+    (tmp_path / "named_metrics.py").write_text(
+        "def m(sample, api_key_env):\n    return 1.0\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [m]\n"
+                   "custom_metrics:\n  - {name: m, function: 'named_metrics:m', "
+                   f"options: {{api_key_env: {HF_TOKEN}}}}}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "Q?", "answer": "A."}])
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "n") == 0
+    assert leaks(everything_written(out), HF_TOKEN) == []

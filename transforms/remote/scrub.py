@@ -235,6 +235,14 @@ def _token_like(segment: str, named: bool) -> bool:
             and any(c.isupper() for c in segment) and any(c.islower() for c in segment))
 
 
+def key_like_name(name: Any) -> bool:
+    """A variable's name that is a key pasted in its place: a Hugging Face token
+    (hf_...) or a Stripe key (sk_live_...) is made of a name's characters, but is
+    token-like (20+ characters mixing cases and digits; OPENAI_API_KEY is not).
+    Such a "name" is a secret itself: scrubbed, redacted, never quoted."""
+    return isinstance(name, str) and _token_like(name, named=False)
+
+
 def path_secrets(path: str) -> list[str]:
     """Credentials in a URL path: a segment after one that names it, a
     token-like segment, and the value of `name=value` (or `;name=value`)
@@ -345,6 +353,8 @@ def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] 
         found += url_secrets(getattr(cfg, "base_url", None))
         if cfg.api_key_env and env.get(cfg.api_key_env):
             found.append(env[cfg.api_key_env])
+        if cfg.api_key_env and key_like_name(cfg.api_key_env):
+            found.append(cfg.api_key_env)
         headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}
         for name, value in headers.items():
             found += _sent_secrets(str(value), bool(SECRET_NAME.search(str(name))), env)
@@ -365,7 +375,7 @@ def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
     secret's, whole (a Cookie's "a=...; b=...") and without its scheme ("Bearer abc")."""
     refs = ENV_REF.findall(value)
     if refs:
-        return [env[r] for r in refs if env.get(r)]
+        return [env[r] for r in refs if env.get(r)] + [r for r in refs if key_like_name(r)]
     return [value, value.split(" ", 1)[-1]] if named else []
 
 
@@ -431,7 +441,7 @@ def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = Non
         except (OSError, TypeError, ValueError):
             return
     names = set(_NAMED_ENV.findall(text)) | set(ENV_REF.findall(text))
-    remember(env[n] for n in names if env.get(n))
+    remember([env[n] for n in names if env.get(n)] + [n for n in names if key_like_name(n)])
 
 
 def scrub_exception(exc: BaseException, scrubber: Scrubber | None = None) -> BaseException:
