@@ -449,3 +449,17 @@ def test_a_token_in_a_metric_option_named_like_a_variable_is_not_in_the_manifest
     out = str(tmp_path / "out")
     assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "n") == 0
     assert leaks(everything_written(out), HF_TOKEN) == []
+
+
+def test_an_exception_that_prints_its_attributes_is_scrubbed_too():
+    """Round 5: scrub_exception scrubbed an exception's args, but one whose text is
+    made from its attributes (CalledProcessError prints .cmd, an HTTP error its
+    .request) kept them: evaluate() raised it with the key in its message."""
+    import subprocess
+    from transforms.remote import scrub
+    key = "sk-attrKEY-" + "Zr4Tn8Bv0xHq2Wm9"
+    scrub.remember([key])
+    exc = subprocess.CalledProcessError(7, ["curl", "-H", f"Authorization: Bearer {key}"],
+                                        output=f"echo {key}")
+    scrub.scrub_exception(exc)
+    assert key not in str(exc) and key not in str(exc.output) and "Bearer <redacted>" in str(exc)

@@ -456,15 +456,17 @@ def scrub_exception(exc: BaseException, scrubber: Scrubber | None = None) -> Bas
         if e is None or id(e) in seen or not scrubber:
             continue
         seen.add(id(e))
-        try:
-            e.args = scrubber.scrub_value(tuple(e.args))
-            if isinstance(getattr(e, "__notes__", None), list):
-                e.__notes__ = scrubber.scrub_value(e.__notes__)
-            for name in ("msg", "message", "reason", "strerror", "filename", "filename2"):
-                if isinstance(getattr(e, name, None), str):
-                    setattr(e, name, scrubber.scrub(getattr(e, name)))
-        except (AttributeError, TypeError):  # a read-only attribute: the rest is done
-            pass
+        # args, and what a __str__ may print instead: CalledProcessError's .cmd, an
+        # OSError's .strerror, a custom exception's .message; notes (in __dict__)
+        names = ["args", *getattr(e, "__dict__", {}), "msg", "message", "reason", "strerror",
+                 "filename", "filename2"]
+        for name in dict.fromkeys(names):
+            value = getattr(e, name, None)
+            if isinstance(value, (str, list, tuple, dict)):
+                try:
+                    setattr(e, name, scrubber.scrub_value(value))
+                except (AttributeError, TypeError):  # read-only: the others are done
+                    pass
         pending += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
     return exc
 
