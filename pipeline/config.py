@@ -325,7 +325,7 @@ class CacheConfig:
 
 from transforms.decide.presets import PRESETS  # noqa: E402
 from transforms.remote.scrub import (SECRET_NAME, key_like_name, path_secrets,  # noqa: E402
-                                     redact_url, secret_texts, shown)
+                                     redact_url, secret_texts, shown, url_secrets_in)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -899,12 +899,16 @@ def with_body_secrets(endpoints: dict[str, EndpointConfig], bots) -> dict[str, E
             if sent.get(name) else ep for name, ep in endpoints.items()}
 
 
-def option_secrets(cfg: Config) -> tuple[str, ...]:
-    """The texts of the metrics' options that carry a secret (secret_texts): a
-    custom metric's own key (options: {api_key_env: NAME}, {token: ...}), which
-    the writers' scrubbers must know as they know the endpoints'."""
+def other_secrets(cfg: Config) -> tuple[str, ...]:
+    """The config's texts carrying a secret outside its endpoints (whose
+    configured_secrets are known anyway), for every scrubber of the run: the
+    metrics' options' (secret_texts: a custom metric's own key, options:
+    {api_key_env: NAME} or {token: ...}) and the credentials of any URL it names
+    (a signed FAQ, knowledge or prompt file: what the manifest redacts)."""
+    data = dataclasses.asdict(dataclasses.replace(cfg, endpoints={}))
     return tuple(dict.fromkeys(
-        secret_texts([m.options for m in cfg.custom_metrics]) + secret_texts(cfg.metric_options)))
+        secret_texts([m.options for m in cfg.custom_metrics]) + secret_texts(cfg.metric_options)
+        + url_secrets_in(data)))
 
 
 class _StrictLoader(yaml.SafeLoader):

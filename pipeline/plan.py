@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, option_secrets
+from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, other_secrets
 from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.decide.rules import UNDECIDED
@@ -726,7 +726,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     output_path = worker_path(args.output, "--output", elsewhere, shared)
     flag_metrics = getattr(args, "metrics", None)
     loaded = config if config is not None else load_config(args.config)
-    remember(configured_secrets(loaded.endpoints) + resolved_secrets(option_secrets(loaded)))
+    remember(configured_secrets(loaded.endpoints) + resolved_secrets(other_secrets(loaded)))
     check_config_paths(loaded, elsewhere, shared)
     cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
     workers = worker_count(options) if options is not None else 1
@@ -804,7 +804,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    config=cfg.to_public_dict(),
                    prices={n: dict(e.price_per_million) for n, e in cfg.endpoints.items()},
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
-                   secret_texts=option_secrets(cfg),
+                   secret_texts=other_secrets(cfg),
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
                    sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
                    charts_apart=options is not None and not runner_is_local(options),

@@ -463,3 +463,28 @@ def test_an_exception_that_prints_its_attributes_is_scrubbed_too():
                                         output=f"echo {key}")
     scrub.scrub_exception(exc)
     assert key not in str(exc) and key not in str(exc.output) and "Bearer <redacted>" in str(exc)
+
+
+SIG, FILE_PASSWORD = "SigSecret" + "0123456789abc", "KnowPassw0rd" + "99"
+
+
+@pytest.mark.parametrize("config", [
+    "bots:\n  - {name: f, type: faq_match, faq: 'gs://bkt/faq.parquet?X-Goog-Signature=SIG'}\n",
+    "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1'}\nbots:\n  - {name: g, type: "
+    "full_context, endpoint: llm, model: m, knowledge: 'https://alice:PASSWORD@h/k.md?sig=SIG'}\n",
+    "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1'}\nbots:\n  - {name: r, type: "
+    "precomputed}\njudge: {endpoint: llm, model: m, prompts: {judge_relevance: "
+    "'https://h/p.txt?token=SIG'}}\n"])
+def test_a_file_url_s_credentials_are_not_printed(tmp_path, capsys, config):
+    """Round 5: a FAQ, knowledge or prompt file given as a URL with credentials (a
+    signed URL's signature, userinfo) was quoted whole in the one-line error when
+    it could not be read ('cannot read knowledge https://alice:<password>@...');
+    the manifest already redacted it, the scrubber knew only base_url's."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import leaks, run_cli
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(config.replace("SIG", SIG).replace("PASSWORD", FILE_PASSWORD))
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "Q?", "answer": "A."}])
+    assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(cfg)) == 2
+    err = capsys.readouterr().err
+    assert REDACTED in err and leaks(err, SIG) == [] and leaks(err, FILE_PASSWORD) == [], err

@@ -317,6 +317,15 @@ def url_secrets(url: Any) -> list[str]:
     return [f for f in dict.fromkeys(found) if f]
 
 
+def url_secrets_in(value: Any) -> list[str]:
+    """url_secrets of every text inside nested data (a config's)."""
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in url_secrets_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in url_secrets_in(v)]
+    return url_secrets(value)
+
+
 def redact_url(url: Any) -> Any:
     """The URL as it may be shown: userinfo, query values, the credentials in
     its path and its fragment's values replaced by <redacted> (the scheme,
