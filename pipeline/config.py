@@ -85,7 +85,8 @@ class EndpointConfig:
     """`{input, output}`: prices per million tokens, for the `cost` column of usage/."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
-    and scrubbed from everything written."""
+    and scrubbed from everything written, as are literal values of headers named like a
+    secret and tokens in any header (16+ letters and digits mixing cases)."""
     worker_share: float | None = None
     """A worker's share of both limits, in (0, 1]. Default (unset): 1 /
     `direct_num_workers` in multi-processing mode, 1 / `max_num_workers` or
@@ -325,7 +326,8 @@ class CacheConfig:
 
 from transforms.decide.presets import PRESETS  # noqa: E402
 from transforms.remote.scrub import (SECRET_NAME, key_like_name, path_secrets,  # noqa: E402
-                                     redact_url, secret_texts, shown, url_secrets_in)
+                                     redact_url, secret_texts, shown, token_words,
+                                     url_secrets_in)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -403,6 +405,8 @@ class Config:
         for ep in data.get("endpoints", {}).values():
             ep.pop("requests_per_second_set", None)
             ep.pop("body_secrets", None)
+            ep["headers"] = {k: "<redacted>" if token_words(str(v)) and "${" not in str(v) else v
+                             for k, v in ep.get("headers", {}).items()}  # X-Access: <token>
         for m in data.get("custom_metrics", ()):  # evaluate()'s functions by their name
             if callable(m["function"]):
                 fn = m["function"]

@@ -499,3 +499,21 @@ def test_an_http_bot_body_variable_is_read_before_the_question_and_must_be_set(
     assert not os.path.exists(tmp_path / "out" / "runs")
     assert "environment variable NO_SUCH_BODY_VAR (bots.rag.options.body.key) is not set" \
         in capsys.readouterr().err
+
+
+def test_a_token_in_a_header_not_named_like_a_secret_is_written_nowhere(tmp_path, capfd):
+    """Round 5: only headers named like a secret (key, token, auth, ...) had their
+    literal values scrubbed and redacted: a token in X-Access or X-Tenant (20+
+    characters mixing cases and digits) went to manifest.json as written and a
+    server's echo of it to results/ and the report. A plain value stays."""
+    token = "T0a1B2c3D4e5F6g7H8i9J0kL"
+    with FakeOpenAI(ServerConfig(hostile="echo_secrets", hostile_every=1)) as echo:
+        headers = {"X-Access": token, "X-Tenant": f"Tenant {token}", "X-Region": "eu-west-1",
+                   "X-Model": "Qwen2.5-72B-Instruct"}
+        out = _run_one_chat_bot(tmp_path, "x", _endpoint(echo.openai_base_url, headers=headers),
+                                2)
+        assert all(r.headers.get("x-access") == token for r in echo.requests)
+    everything = everything_written(out, *capfd.readouterr())
+    assert leaks(everything, token) == []
+    public = json.dumps(manifest(out, "x")["config"])
+    assert "eu-west-1" in public and "Qwen2.5-72B-Instruct" in public  # what names no key

@@ -235,6 +235,17 @@ def _token_like(segment: str, named: bool) -> bool:
             and any(c.isupper() for c in segment) and any(c.islower() for c in segment))
 
 
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+
+
+def token_words(value: str) -> list[str]:
+    """The words of a header's value that are tokens whatever the header's name
+    (X-Access: <token>): 16+ letters and digits in a row, mixing upper case, lower
+    case and digits (not eu-west-1, Qwen2.5-72B-Instruct or a User-Agent)."""
+    return [w for w in value.split() if _ALNUM_RUN.search(w) and any(c.isdigit() for c in w)
+            and any(c.isupper() for c in w) and any(c.islower() for c in w)]
+
+
 def key_like_name(name: Any) -> bool:
     """A variable's name that is a key pasted in its place: a Hugging Face token
     (hf_...) or a Stripe key (sk_live_...) is made of a name's characters, but is
@@ -366,7 +377,8 @@ def configured_secrets(endpoints: Mapping[str, Any], environ: Mapping[str, str] 
             found.append(cfg.api_key_env)
         headers = cfg.headers if isinstance(cfg.headers, Mapping) else {}
         for name, value in headers.items():
-            found += _sent_secrets(str(value), bool(SECRET_NAME.search(str(name))), env)
+            named = SECRET_NAME.search(str(name)) or token_words(str(value))
+            found += _sent_secrets(str(value), bool(named), env)
         found += resolved_secrets(getattr(cfg, "body_secrets", ()), env)  # in http bots' bodies
     return found
 
