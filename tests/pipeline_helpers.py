@@ -108,6 +108,7 @@ def secret_forms(secret: str) -> dict[str, str]:
     return {
         "raw": secret, "upper": secret.upper(), "lower": secret.lower(),
         "json": json.dumps(secret)[1:-1],
+        "json, / escaped (PHP)": json.dumps(secret)[1:-1].replace("/", "\\/"),
         "quote": quote(secret, safe=""), "quote_plus": quote_plus(secret, safe=""),
         "every byte %XX": "".join(f"%{b:02X}" for b in raw),
         "every byte %xx": "".join(f"%{b:02x}" for b in raw),

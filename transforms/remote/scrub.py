@@ -6,7 +6,8 @@ error text cut after 300 characters keeps a prefix). The scrubber is built
 from the secret values of the run's endpoints (API keys and `${VAR}` header
 values, read from the environment where it is built, i.e. on the worker: the
 values never travel inside the pipeline graph) and replaces every run of at
-least MIN_RUN characters of a secret, in each of these encodings (and in hex,
+least MIN_RUN characters of a secret, in each of these encodings (JSON with "/"
+escaped as PHP writes it, too; and in hex,
 every byte as %XX or \\xXX, every character as \\uXXXX, HTML-escaped, every
 character as an HTML entity &#NNN; or &#xHH;, percent-encoded twice), compared
 case-insensitively (ASCII), by `<redacted>`.
@@ -73,7 +74,9 @@ def encoded_forms(secret: str) -> list[tuple[str, int]]:
     """(form, shortest run that counts) for every encoding scrubbed, lower-cased."""
     raw = secret.encode("utf-8")
     run = min(MIN_RUN, len(secret))
-    forms = [(secret, run), (json.dumps(secret)[1:-1], run), (quote(secret, safe=""), run),
+    forms = [(secret, run), (json.dumps(secret)[1:-1], run),
+             (json.dumps(secret)[1:-1].replace("/", "\\/"), run),  # PHP's json_encode: \/
+             (quote(secret, safe=""), run),
              (quote_plus(secret, safe=""), run),
              _per_char(secret, lambda c: quote(quote(c, safe=""), safe=""), run),  # twice
              _per_char(secret, html.escape, run),                   # &quot; &amp; &lt; &#x27;
