@@ -535,6 +535,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     sys.stdout = _ReaderMayLeave(sys.stdout)
+    from transforms.remote.scrub import scrub_std_streams
+    scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
     try:
         code = run(argv)
     except KeyboardInterrupt:  # the traceback Python would print, scrubbed

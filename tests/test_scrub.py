@@ -488,3 +488,40 @@ def test_a_file_url_s_credentials_are_not_printed(tmp_path, capsys, config):
     assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(cfg)) == 2
     err = capsys.readouterr().err
     assert REDACTED in err and leaks(err, SIG) == [] and leaks(err, FILE_PASSWORD) == [], err
+
+
+def test_what_a_metric_prints_is_scrubbed_on_the_console_and_in_a_detached_run_s_log(tmp_path):
+    """Round 5: a custom metric that prints its key (print(), sys.stderr.write) put
+    it on the console as it was, and a --detach run wrote it to
+    runs/<id>/log.<attempt>.txt: only log records and warnings were scrubbed."""
+    import glob
+    import time
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import everything_written, leaks, run_cli_subprocess
+    key = "sk-printKEY-" + "Lm9Xw4Tn8Bv2q7Zr"
+    (tmp_path / "loud_metrics.py").write_text(
+        "import os, sys\n"
+        "def loud(sample, api_key_env):\n"
+        "    print('using key', os.environ[api_key_env])\n"
+        "    sys.stderr.write('raw ' + os.environ[api_key_env] + '\\n')\n"
+        "    return 1.0\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: r, type: precomputed}\nmetrics: [loud]\ncustom_metrics:\n"
+                   "  - {name: loud, function: 'loud_metrics:loud', options: {api_key_env: LOUD}}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"question": "Q?", "answer": "A."}])
+    env = {"LOUD": key}
+    fg = run_cli_subprocess("--input", cases, "--output", str(tmp_path / "fg"), "--config",
+                            str(cfg), "--run-id", "fg", env=env)
+    assert fg.returncode == 0 and "using key <redacted>" in fg.stdout + fg.stderr
+    assert leaks(fg.stdout + fg.stderr, key) == []
+    bg = run_cli_subprocess("--input", cases, "--output", str(tmp_path / "bg"), "--config",
+                            str(cfg), "--run-id", "bg", "--detach", env=env)
+    assert bg.returncode == 0
+    for _ in range(300):
+        if os.path.exists(tmp_path / "bg" / "runs" / "bg" / "manifest.json"):
+            break
+        time.sleep(0.5)
+    time.sleep(1)  # the child's last lines
+    log = "".join(open(p).read() for p in glob.glob(str(tmp_path / "bg" / "runs" / "bg" / "log.*")))
+    assert "using key <redacted>" in log, log[-2000:]
+    assert leaks(everything_written(str(tmp_path / "bg"), bg.stdout, bg.stderr), key) == []

@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import sys
 import warnings
 from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
@@ -530,15 +531,41 @@ def _scrubbed_warning(show):
     return showwarning
 
 
+class ScrubbedStream:
+    """A text stream (sys.stdout, sys.stderr) whose every write is scrubbed with
+    the process scrubber as it is then: what a custom metric prints (print(),
+    sys.stderr.write) reaches the console, a detached run's log file or a Dask
+    worker's log scrubbed. A secret cut over two writes is not recognised."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_PROCESS[0].scrub(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def scrub_std_streams() -> None:
+    """sys.stdout and sys.stderr of this process as ScrubbedStreams (once)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ScrubbedStream):
+            setattr(sys, name, ScrubbedStream(stream))
+
+
 _HOOKED: list[bool] = []
 
 
 def _scrub_logs_and_warnings() -> None:
-    """Every log record and warning of this process is scrubbed of the secrets it
-    knows: a Dask worker logs a failed task's exception ('Compute Failed ...
-    Exception: ...') and Beam's workers theirs, quoting what the exception
-    quotes, and warnings go to the worker's stderr."""
+    """Every log record, warning and print of this process is scrubbed of the
+    secrets it knows: a Dask worker logs a failed task's exception ('Compute
+    Failed ... Exception: ...') and Beam's workers theirs, quoting what the
+    exception quotes, and warnings and prints go to the worker's stderr."""
     if not _HOOKED:
         _HOOKED.append(True)
         logging.setLogRecordFactory(_scrubbed_record(logging.getLogRecordFactory()))
         warnings.showwarning = _scrubbed_warning(warnings.showwarning)
+        scrub_std_streams()
