@@ -23,6 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipeline.plan import UsageError
+from transforms.remote.scrub import SECRET_NAME
 
 # Beam's flag (its option name) -> (argparse keywords); values go to Beam as given.
 FILESYSTEM_FLAGS: dict[str, dict] = {
@@ -105,8 +106,22 @@ def check_command_line(argv: Sequence[str]) -> list[tuple[str, str]]:
                              f"({scheme}://user:password@...) is refused: it would show in every "
                              "output, log and manifest; give credentials through the "
                              "environment (and --hdfs_user for HDFS)")
+        if signed_query(rest):
+            raise UsageError(f"{flag}: a URL whose query carries a credential (a signed URL's "
+                             "?X-Goog-Signature=, ?X-Amz-Signature=, ?sig=, ?token=) is refused: "
+                             "it would show in every output, log and manifest; give "
+                             "credentials through the environment")
         urls.append((flag, value))
     return urls
+
+
+def signed_query(rest: str) -> bool:
+    """Whether the part of a URL after scheme:// has a query naming a credential
+    (?X-Goog-Signature=..., ?X-Amz-Credential=..., Azure's ?sig=...). A `?` alone
+    is a glob character (part-?.parquet), and part-?/run_date=... no query."""
+    names = [p.partition("=")[0] for query in rest.split("?")[1:] for p in query.split("&")
+             if "=" in p]
+    return any(SECRET_NAME.search(n) or n.lower() == "sig" for n in names if "/" not in n)
 
 
 def use_filesystems(options: PipelineOptions, urls: Iterable[tuple[str, str]]) -> None:

@@ -150,6 +150,10 @@ def test_no_command_echoes_a_credential(monkeypatch, tmp_path, capsys, name):
         # for status, calibrate, compare and view; handed to Beam by run)
         base + [f"--azure_connection_string=AccountName=a;AccountKey={SECRET}"],
         base + ["--azure_connection_string", f"AccountName=a;AccountKey={SECRET}"],
+        # round 5: a signed URL's query ('cannot list input gs://b/c?X-Goog-Signature=...')
+        [a.replace(str(tmp_path), f"gs://bucket/evals?X-Goog-Signature={SECRET}") for a in base],
+        [a.replace(str(tmp_path), f"s3://bucket/evals?X-Amz-Credential=AKIA&sig={SECRET}")
+         for a in base],
     ]
     for argv in attempts:
         code = run(argv)
