@@ -447,6 +447,9 @@ def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
     assert "/key/<redacted>/v1#token=<redacted>" in json.dumps(manifest(out, "p"))
 
 
+USER_TOKEN = "U0a1B2c3D4e5F6g7H8i9J0kL"
+
+
 def test_a_key_in_an_http_bot_body_is_written_nowhere(tmp_path, monkeypatch, capfd):
     """Round 5: an http bot's options.body with a literal key (api_key: sk-...)
     and one from the environment (${BODY_TOKEN}): the scrubber knew only the
@@ -465,7 +468,8 @@ def test_a_key_in_an_http_bot_body_is_written_nowhere(tmp_path, monkeypatch, cap
             f"endpoints:\n  rag: {_endpoint(server.base_url, max_attempts=1)}\n"
             "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: /assistant, "
             "answer_path: data.answer, body: {question: '{question}', api_key: '" + literal +
-            "', auth: {bearer: 'Bearer ${BODY_TOKEN}'}}}}\nmetrics: [exact_match]\n")
+            "', auth: {bearer: 'Bearer ${BODY_TOKEN}'}, user: '" + USER_TOKEN +
+            "', model: Qwen2.5-72B-Instruct}}}\nmetrics: [exact_match]\n")
         out = str(tmp_path / "out")
         assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", str(cfg),
                        "--run-id", "b") == 0
@@ -476,7 +480,9 @@ def test_a_key_in_an_http_bot_body_is_written_nowhere(tmp_path, monkeypatch, cap
     assert len(errors) == 3 and all("<redacted>" in e["message"] for e in errors), errors
     everything = everything_written(out, *capfd.readouterr())
     assert leaks(everything, literal) == [] and leaks(everything, token) == []
+    assert leaks(everything, USER_TOKEN) == []  # round 5b: a token under any key
     assert "${BODY_TOKEN}" in json.dumps(manifest(out, "b"))  # the name, never the value
+    assert "Qwen2.5-72B-Instruct" in json.dumps(manifest(out, "b"))  # no token
 
 
 def test_an_http_bot_body_variable_is_read_before_the_question_and_must_be_set(

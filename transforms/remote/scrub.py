@@ -407,8 +407,9 @@ def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
 def secret_texts(value: Any, key: str = "") -> list[str]:
     """The texts of config data (an http bot's body template, a metric's options)
     that carry a secret, as written: those under a key named like a secret
-    (api_key, auth.token), those with a ${VAR}, and the variable a `*_env` key
-    names, as "${NAME}" (read from the environment where a scrubber is built)."""
+    (api_key, auth.token), those with a ${VAR} or a token (token_words, under
+    any key), and the variable a `*_env` key names, as "${NAME}" (read from the
+    environment where a scrubber is built)."""
     if isinstance(value, Mapping):
         return [s for k, v in value.items() for s in secret_texts(v, str(k))]
     if isinstance(value, (list, tuple)):
@@ -417,7 +418,8 @@ def secret_texts(value: Any, key: str = "") -> list[str]:
         return []
     if key.lower().endswith("_env"):
         return [f"${{{value}}}"] if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value) else []
-    return [value] if SECRET_NAME.search(key) or ENV_REF.search(value) else []
+    return [value] if SECRET_NAME.search(key) or ENV_REF.search(value) or token_words(value) \
+        else []
 
 
 @functools.lru_cache(maxsize=16)
