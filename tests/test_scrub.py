@@ -525,3 +525,17 @@ def test_what_a_metric_prints_is_scrubbed_on_the_console_and_in_a_detached_run_s
     log = "".join(open(p).read() for p in glob.glob(str(tmp_path / "bg" / "runs" / "bg" / "log.*")))
     assert "using key <redacted>" in log, log[-2000:]
     assert leaks(everything_written(str(tmp_path / "bg"), bg.stdout, bg.stderr), key) == []
+
+
+def test_a_scrubbed_stream_scrubs_writelines_too():
+    """writelines went through __getattr__ to the raw stream: a list of lines
+    holding the key reached the console as it was."""
+    import io
+    from transforms.remote.scrub import ScrubbedStream, remember
+    key = "sk-linesKEY-" + "Qx7Lm2Wv9Tb4Rn8Z"
+    remember([key])
+    out = io.StringIO()
+    stream = ScrubbedStream(out)
+    stream.writelines([f"a {key}\n", "b\n"])
+    stream.write(f"c {key}\n")
+    assert key not in out.getvalue() and out.getvalue().count("<redacted>") == 2

@@ -546,6 +546,10 @@ class ScrubbedStream:
         self._stream.write(_PROCESS[0].scrub(text) if isinstance(text, str) else text)
         return len(text)
 
+    def writelines(self, lines) -> None:  # else __getattr__ would hand it the raw stream
+        for line in lines:
+            self.write(line)
+
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
