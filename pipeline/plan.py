@@ -280,17 +280,29 @@ def configured_caps(cfg) -> dict[str, float]:
     return caps
 
 
+def shared_file(output: str, run_id: str, attempt: str, name: str) -> str | None:
+    """A SQLite file every worker process of the attempt opens: in its temporary
+    folder (removed when the run is published) with a local or mounted output;
+    None with a URL output (gs://, s3://), where no file can be shared and locked."""
+    return None if "://" in output else os.path.join(temp_dir(output, run_id, attempt), name)
+
+
+def journal_path(output: str, run_id: str, attempt: str) -> str | None:
+    """The run's request journal (transforms/remote/journal.py), where there can be one."""
+    return shared_file(output, run_id, attempt, "requests.sqlite")
+
+
 def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> BudgetSpec | None:
     """The run's caps: judge.max_calls, judge.max_cost, each endpoint's
-    max_tokens_per_run. With a local output the workers share one tally in the
-    attempt's temporary folder (removed when the run is published); with a URL
-    output each worker holds 1 / workers of every cap (transforms/remote/budget.py)."""
+    max_tokens_per_run, and its request journal. With a local output the workers
+    share one tally in the attempt's temporary folder; with a URL output each
+    worker holds 1 / workers of every cap (transforms/remote/budget.py)."""
     caps = tuple(sorted((scope_of(name), cap) for name, cap in configured_caps(cfg).items()))
-    if not caps:
+    journal = journal_path(output, run_id, attempt)
+    if not caps and journal is None:
         return None
-    ledger = None if "://" in output else os.path.join(
-        temp_dir(output, run_id, attempt), "budget.sqlite")
-    return BudgetSpec(caps, ledger, 1.0 / max(1, workers), f"{run_id}-{attempt}")
+    return BudgetSpec(caps, shared_file(output, run_id, attempt, "budget.sqlite") if caps else None,
+                      1.0 / max(1, workers), f"{run_id}-{attempt}", journal)
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = None):
@@ -806,6 +818,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    notes=tuple(notes), attempt=attempt, endpoints=dict(cfg.endpoints),
                    secret_texts=other_secrets(cfg),
                    lease_ttl_s=float(ttl), caps=configured_caps(cfg),
+                   journal=journal_path(output, run_id, attempt),
                    sampled_metrics=frozenset(asked if cfg.judge.sample else ()),
                    charts_apart=options is not None and not runner_is_local(options),
                    allow_empty=bool(getattr(args, "allow_empty", False)))

@@ -22,6 +22,17 @@ import time
 HOST = "127.0.0.1"
 
 
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def with_checkout(env: dict) -> dict:
+    """env with this checkout first on PYTHONPATH: a process started in another
+    folder imports the code under test, not the venv's editable install (which
+    may point at another checkout: a git worktree's tests ran main's code)."""
+    rest = env.get("PYTHONPATH")
+    return {**env, "PYTHONPATH": CHECKOUT + (os.pathsep + rest if rest else "")}
+
+
 def _dask_cli() -> list[str]:
     """The `dask` command of this interpreter's environment."""
     return [os.path.join(os.path.dirname(sys.executable), "dask")]
@@ -36,7 +47,7 @@ class DaskCluster:
         self.n_workers, self.threads = workers, threads
         self._own_folder = folder is None
         self.folder = folder or tempfile.mkdtemp(prefix="evalbeam-dask-")
-        self.env = {**os.environ, **(env or {})}
+        self.env = with_checkout({**os.environ, **(env or {})})
         self.start_timeout = start_timeout
         self.scheduler: subprocess.Popen | None = None
         self.workers: list[subprocess.Popen] = []

@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import EXAMPLE, ROOT
-from tests.dask_cluster import DaskCluster
-from tests.fake_server import FakeOpenAI
+from tests.dask_cluster import DaskCluster, with_checkout
+from tests.fake_server import FakeOpenAI, ServerConfig
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import all_output_text, leaks, manifest, read_rows, run_cli
 from tests.table_equality import table_differences
@@ -60,7 +60,7 @@ def launch(*args: str, cluster: DaskCluster, cwd: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "pipeline", "run", *args, "--runner=dask",
            f"--dask_client_address={cluster.address}", "--shared-filesystem"]
     return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, **ENV})
+                            text=True, env=with_checkout({**os.environ, **ENV}))
 
 
 def status(out: str, run_id: str) -> tuple[int, str]:
@@ -136,13 +136,18 @@ def test_the_example_on_the_cluster_equals_the_fnapirunner(cluster, reference, t
     assert loaded and not any(loaded.values()), loaded
 
 
-def _judge_config(tmp_path, server) -> str:
-    """The bundled judge example, its endpoint the fake server."""
+CHAT_BOT = "  - {name: helper, type: chat, endpoint: llm, model: bot-model}\n"
+
+
+def _judge_config(tmp_path, server, more_bots: str = "") -> str:
+    """The bundled judge example, its endpoint the fake server (and more_bots)."""
     with open(os.path.join(EXAMPLE, "config_judge.yaml"), encoding="utf-8") as fh:
         text = fh.read()
     text = text.replace("https://api.openai.com/v1", server.openai_base_url)
     text = text.replace("requests_per_second: 5", "requests_per_second: 500")
     text = text.replace("faq: faq.parquet", f"faq: {os.path.join(EXAMPLE, 'faq.parquet')}")
+    text = text.replace("  - {name: recorded, type: precomputed}\n",
+                        "  - {name: recorded, type: precomputed}\n" + more_bots)
     path = tmp_path / "judge.yaml"
     path.write_text(text)
     return str(path)
@@ -225,6 +230,46 @@ def test_a_worker_killed_mid_run_ends_in_a_complete_run(reference, tmp_path):
     assert table_differences(out, "ex", reference, "ex") == []
     assert status(out, "ex")[0] == 0
     assert not [f for f in run_dir_files(out, "ex") if f.startswith(("lease", "heartbeat"))]
+
+
+def test_what_a_killed_worker_sent_is_counted_in_the_manifest_and_the_reports(tmp_path):
+    """A judged run with a chat bot; a worker SIGKILLed mid-bundle once the
+    server has answered 150 requests. Its usage tallies die with it, so usage/
+    counts fewer requests than the server received (before the request journal,
+    nothing said so: 1,841 received, 1,691 in usage/, 'counts reconcile: yes').
+    The manifest's `requests` counts every request the server received, those
+    usage/ has, and the lost worker's, with their tokens and cost; both reports
+    say it in one line."""
+    from distributed import Client
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
+                    api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _judge_config(tmp_path, server, CHAT_BOT)
+        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
+            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", "k",
+                          cluster=cluster, cwd=str(tmp_path))
+            victim, deadline = None, time.monotonic() + 600
+            while victim is None and proc.poll() is None and time.monotonic() < deadline:
+                if server.stats()["total"] >= 150:
+                    victim = _processing_worker_pid(client)
+                time.sleep(0.05)
+            assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
+            os.kill(victim, signal.SIGKILL)
+            seen = watch(proc, out, "k")
+            assert proc.returncode == 0, seen["output"][-3000:]
+        received = server.stats()["total"]
+    in_usage = sum(u["calls"] + u["retries"] for u in read_rows(out, "usage"))
+    requests = manifest(out, "k")["requests"]
+    llm = requests["by_endpoint"]["llm"]
+    assert llm["sent_requests"] == received and llm["usage_requests"] == in_usage
+    assert llm["lost"]["requests"] == requests["lost_requests"] == received - in_usage > 0
+    assert requests["ok"] and llm["lost"]["cost"] > 0
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", "k", name), encoding="utf-8") as fh:
+            assert f"Lost with a worker: {received - in_usage} requests" in fh.read()
 
 
 def test_a_scheduler_lost_mid_run_fails_in_one_line_and_a_rerun_completes(tmp_path):

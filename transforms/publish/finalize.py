@@ -29,6 +29,7 @@ from transforms.publish.report_html import write_html_report
 from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
+from transforms.remote.journal import requests_block
 from transforms.remote.scrub import Scrubber, scrubber_for
 from transforms.remote.usage import (refused_by_cap, unreported_by_endpoint,
                                      unreported_judge_cost, usage_rows)
@@ -63,6 +64,9 @@ class RunInfo:
     secret_texts: tuple[str, ...] = ()
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
     caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
+    # the request journal every worker process writes (transforms/remote/journal.py);
+    # None: an object-store output, where there is none
+    journal: str | None = None
     sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
     # Finalize runs on a long-lived worker (Dask, a remote runner): the report's
     # charts are drawn in a child process that ends with the report
@@ -143,6 +147,7 @@ class Finalize(beam.DoFn):
             if suite == ALL_SUITES:
                 rows_per_bot[bot] = rows_per_bot.get(bot, 0) + n
         usage = list(usage)
+        reported = frozenset().union(*(figures.get("tallies", ()) for _, figures in usage))
         refused = refused_by_cap(usage)
         unreported = unreported_by_endpoint(usage, info.prices)
         judge_cost = unreported_judge_cost(usage, info.prices)
@@ -172,6 +177,9 @@ class Finalize(beam.DoFn):
             "versions": package_versions(),
             "usage": spend_summary(usage, unreported),
         }
+        requests = requests_block(info.journal, reported, usage, info.prices)
+        if requests is not None:
+            manifest["requests"] = requests
         if info.caps:
             manifest["spend_caps"] = cap_report(info.caps, usage, refused, unreported,
                                                 judge_cost)

@@ -157,6 +157,28 @@ def cap_report(caps: Mapping[str, float], usage: Iterable[Mapping[str, Any]],
     return out
 
 
+def lost_request_lines(requests: Mapping[str, Any] | None) -> list[str]:
+    """One sentence when requests were sent by a worker process lost mid-run
+    (the manifest's `requests`, from the request journal): the endpoints billed
+    them, and usage/ does not count them."""
+    if not requests or not requests.get("journal"):
+        return []
+    lines = []
+    lost = {e: v["lost"] for e, v in requests["by_endpoint"].items() if v["lost"]["requests"]}
+    if lost:
+        where = ", ".join(f"{v['requests']} to {e}" for e, v in lost.items())
+        tokens = sum(v["prompt_tokens"] + v["estimated_prompt_tokens"] + v["completion_tokens"]
+                     for v in lost.values())
+        costs = [v["cost"] for v in lost.values() if v["cost"] is not None]
+        cost = f", cost ~{sum(costs):.4f}" if costs else ""
+        lines.append(f"Lost with a worker: {requests['lost_requests']} requests ({where}) were "
+                     f"sent by a worker process lost mid-run and are not in usage/ (~{tokens} "
+                     f"tokens{cost}); see the manifest's requests.")
+    if not requests.get("ok", True):
+        lines.append("The request journal and usage/ disagree: see the manifest's requests.")
+    return lines
+
+
 def cap_lines(caps: Mapping[str, Any], markdown: bool = True) -> list[str]:
     """One sentence per spend cap, for report.md (markdown) and report.html
     (plain text, escaped there): a capped run's null metrics say why on both."""
@@ -353,6 +375,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
               for stage, (key, noun) in CALL_ERROR_STAGES.items() if c.get(key)]
     lines += [f"Note: {md_cell(n, 2000)}" for n in manifest.get("notes", [])]
     lines += cap_lines(manifest.get("spend_caps") or {})
+    lines += lost_request_lines(manifest.get("requests"))
     lines += ["", "## Verdicts", "", "| bot | PASS | WARN | FAIL | ERROR | pass rate [95% CI] |",
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:

@@ -14,8 +14,8 @@ from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
-                                      cap_lines, metric_values, sampled_cell, sampled_note,
-                                      spend_tables, with_interval)
+                                      cap_lines, lost_request_lines, metric_values,
+                                      sampled_cell, sampled_note, spend_tables, with_interval)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
@@ -208,6 +208,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
             f"{'yes' if manifest['reconciliation']['ok'] else 'NO'}</span></p>"),
         *[tag("p", f"Note: {n}", "muted") for n in manifest.get("notes", [])],
         *[tag("p", line) for line in cap_lines(manifest.get("spend_caps") or {}, False)],
+        *[tag("p", line) for line in lost_request_lines(manifest.get("requests"))],
         tag("h2", "Verdicts"), _verdicts(overall),
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),

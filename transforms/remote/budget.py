@@ -40,7 +40,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from transforms.remote.sqlite_file import open_shared
+from transforms.remote.sqlite_file import PerThread
 
 JUDGE_CALLS, JUDGE_COST = "judge.calls", "judge.cost"
 BUDGET_REACHED = "budget reached"
@@ -92,11 +92,14 @@ def actual_use(endpoint: str, purpose: str, ok: bool, prompt_tokens: int,
 
 @dataclass(frozen=True)
 class BudgetSpec:
-    """The run's caps (decided by the planner, enforced on the workers)."""
+    """The run's caps (decided by the planner, enforced on the workers), and
+    where its workers journal the requests they send (transforms/remote/journal.py:
+    beside the ledger, in the attempt's temporary folder)."""
     caps: tuple[tuple[str, float], ...] = ()   # (scope, cap)
     ledger: str | None = None  # the SQLite file the run's workers share; None: per-worker share
     share: float = 1.0         # a worker's share of each cap without a shared ledger
     run: str = ""              # the run id and attempt (a new attempt starts a new tally)
+    journal: str | None = None  # the request journal's SQLite file; None: no journal
 
     @property
     def capped(self) -> frozenset[str]:
@@ -227,18 +230,14 @@ class SqliteLedger:
     def __init__(self, path: str, caps: Mapping[str, float], run: str):
         self.path, self._caps, self._run = path, dict(caps), run
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._local = threading.local()
+        self._file = PerThread(path, _SCHEMA)
         self.in_flight = InFlight()
         with self._transaction() as conn:
             conn.executemany("INSERT OR IGNORE INTO scopes (run, scope, cap) VALUES (?, ?, ?)",
                              [(run, s, c) for s, c in self._caps.items()])
 
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = open_shared(self.path, _SCHEMA)
-            self._local.conn = conn
-        return conn
+        return self._file.conn()
 
     def _transaction(self):
         ledger = self
@@ -283,10 +282,7 @@ class SqliteLedger:
         return dict(rows)
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._file.close()
 
 
 def open_ledger(spec: BudgetSpec | None):

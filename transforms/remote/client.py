@@ -86,6 +86,9 @@ class CallRecord:
     # usage, some proxies): its prompt tokens as estimated before sending, else None
     # (a GET, TEI's /info, uses no tokens)
     unreported_tokens: float | None = None
+    # the call's id (X-Client-Request-Id of its attempts) once a request went out:
+    # its row in the run's request journal (transforms/remote/journal.py)
+    request_id: str | None = None
 
     @property
     def sent(self) -> bool:
@@ -222,9 +225,10 @@ class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
                  backoff: BackoffWait | None = None,
                  cache: CallCache | TieredCache | None = None,
-                 scrubber: Scrubber | None = None, ledger=None):
+                 scrubber: Scrubber | None = None, ledger=None, journal=None):
         self.name, self.cfg, self.cache = name, cfg, cache
         self.ledger = ledger  # the run's spend caps (transforms/remote/budget.py), if any
+        self.journal = journal  # the run's request journal (transforms/remote/journal.py), if any
         self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
         headers, secrets = endpoint_secrets(name, cfg)
         # the run's scrubber knows every endpoint's secrets; alone, this one's
@@ -396,7 +400,7 @@ class EndpointClient:
             return self.refused(model, purpose, reservation)
         try:
             result = await self._send(path, body, model, purpose, estimated_tokens, method,
-                                      reject)
+                                      reject, completion_cap)
         except BaseException:  # cancelled: nothing was used that we know of
             if reservation is not None:
                 self.ledger.settle(reservation, {})
@@ -410,12 +414,14 @@ class EndpointClient:
 
     async def _send(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
                     estimated_tokens: float, method: str,
-                    reject: Callable[[Any], str | None] | None = None) -> CallResult:
+                    reject: Callable[[Any], str | None] | None = None,
+                    completion_cap: float = 0.0) -> CallResult:
         request_id = uuid.uuid4().hex
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
                  "method": method, "compute_tokens": None, "reject": reject,
-                 "unusable_tokens": (0, 0)}
+                 "unusable_tokens": (0, 0),
+                 "prompt_estimate": max(0.0, estimated_tokens - completion_cap)}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
         try:
@@ -442,7 +448,8 @@ class EndpointClient:
                             attempts=state["attempts"], latency_ms=state["latency"],
                             total_ms=(time.perf_counter() - start) * 1000.0,
                             prompt_tokens=prompt, completion_tokens=completion,
-                            rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed)
+                            rate_limited=state["rate_limited"], error=error, scrubbed=scrubbed,
+                            request_id=request_id if state["attempts"] else None)
         if data is not None and not prompt + completion and method != "GET" \
                 and not _reports_tokens(data, state["compute_tokens"]):  # as actual_use
             record.unreported_tokens = float(estimated_tokens)
@@ -455,6 +462,9 @@ class EndpointClient:
             raise RemoteCallError(refusal, retryable=False)
         await self.limiter.acquire(tokens)
         state["attempts"] += 1
+        if self.journal is not None:  # before it is on the wire: a lost process sent it
+            self.journal.attempted(request_id, self.name, state["attempts"],
+                                   state["prompt_estimate"])
         async with self._slots:
             t0 = time.perf_counter()
             replied = False

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Mapping
 from transforms.remote.budget import BudgetSpec, open_ledger
 from transforms.remote.cache import CacheSpec, open_cache
 from transforms.remote.client import CallRecord, EndpointClient
+from transforms.remote.journal import open_journal
 from transforms.progress.tally import count_call
 from transforms.remote.scrub import Scrubber, scrubber_for
 
@@ -26,6 +27,8 @@ class AsyncRuntime:
         self._configs = dict(endpoints)
         self.cache = open_cache(cache)
         self.ledger = open_ledger(budget)  # the run's spend caps, shared by every endpoint
+        # every request sent, for the calls of a process lost mid-run (journal.py)
+        self.journal = open_journal(budget.journal if budget is not None else None)
         self.scrubber: Scrubber = scrubber_for(self._configs)  # every endpoint's secrets
         self._clients: dict[str, EndpointClient] = {}
         self.loop = asyncio.new_event_loop()
@@ -48,14 +51,18 @@ class AsyncRuntime:
 
             async def make() -> EndpointClient:
                 return EndpointClient(name, self._configs[name], cache=self.cache,
-                                      scrubber=self.scrubber, ledger=self.ledger)
+                                      scrubber=self.scrubber, ledger=self.ledger,
+                                      journal=self.journal)
             client = self._clients.setdefault(name, self.run(make()))
         return client
 
     def record(self, rec: CallRecord, log) -> None:
-        """Count a finished call: in the caller's CallLog and in the run's progress."""
-        log.add(rec)
+        """Count a finished call: in the caller's CallLog, in the run's progress, and
+        in the request journal as counted in the log's current tally."""
+        tally = log.add(rec)
         count_call(rec)
+        if self.journal is not None and rec.request_id is not None:
+            self.journal.ended(rec.request_id, tally, rec.prompt_tokens, rec.completion_tokens)
 
     def close(self) -> None:
         async def close_all():
@@ -70,6 +77,8 @@ class AsyncRuntime:
                 self.cache.close()
             if self.ledger is not None:
                 self.ledger.close()
+            if self.journal is not None:
+                self.journal.close()
 
 
 _SHARED: dict[int, tuple[AsyncRuntime, int]] = {}

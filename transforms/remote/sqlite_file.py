@@ -4,6 +4,7 @@ all start at one moment."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 
 TIMEOUT_S = 60.0
@@ -40,3 +41,31 @@ def open_shared(path: str, schema: str, timeout_s: float | None = None) -> sqlit
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.25)
+
+
+class PerThread:
+    """A process's connections to one shared file, one per thread (a
+    transaction belongs to its connection: the asyncio loop's thread and a
+    DoFn's must not share one)."""
+
+    def __init__(self, path: str, schema: str):
+        self.path, self._schema = path, schema
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = open_shared(self.path, self._schema)
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every thread's connection (called once the threads are done)."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()

@@ -30,6 +30,7 @@ crosses a stage boundary.
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import apache_beam as beam
@@ -52,9 +53,15 @@ UNREPORTED = ("unreported_calls", "unreported_estimate")
 
 def new_usage() -> dict:
     """A tally; `refused_by` (cap name -> calls it refused) says which cap refused
-    what, for the manifest's spend_caps (usage/ has budget_refused only)."""
+    what, for the manifest's spend_caps (usage/ has budget_refused only);
+    `tallies`: the ids of the CallLog tallies merged into it, which Finalize
+    matches against the request journal (transforms/remote/journal.py)."""
     return {**{k: 0 for k in COUNTED}, "latency": MetricStats(), "refused_by": {},
-            **{k: 0 for k in UNREPORTED}}
+            **{k: 0 for k in UNREPORTED}, "tallies": set()}
+
+
+# figures of an accumulator that are not columns of usage/
+NOT_COLUMNS = ("refused_by", "tallies", *UNREPORTED)
 
 
 def add_call(acc: dict, rec: CallRecord) -> dict:
@@ -97,27 +104,36 @@ def merge_usage(into: dict, other: dict) -> dict:
     for k in UNREPORTED:
         into[k] += other.get(k, 0)
     into["latency"].merge(other["latency"])
+    into["tallies"] |= other.get("tallies", set())
     for cap, n in other["refused_by"].items():
         into["refused_by"][cap] = into["refused_by"].get(cap, 0) + n
     return into
 
 
 class CallLog:
-    """Thread-safe tally of one DoFn's calls (the calls run on the loop thread)."""
+    """Thread-safe tally of one DoFn's calls (the calls run on the loop thread).
+    Each tally (the calls between two drains) has an id of its own."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._accs: dict[tuple[str, str, str], dict] = {}
+        self._tally = uuid.uuid4().hex
 
-    def add(self, rec: CallRecord) -> None:
+    def add(self, rec: CallRecord) -> str:
+        """Count the call; the id of the tally that counts it."""
         bot = rec.bot or (rec.purpose[4:] if rec.purpose.startswith("bot:") else None)
         with self._lock:
             add_call(self._accs.setdefault(usage_key(rec.endpoint, rec.model, rec.purpose, bot,
                                                      rec.metrics), new_usage()), rec)
+            return self._tally
 
     def drain(self) -> list[tuple[tuple[str, str, str], dict]]:
+        """The tally's accumulators, each marked with its id; a new tally starts."""
         with self._lock:
             items, self._accs = list(self._accs.items()), {}
+            for _, acc in items:
+                acc["tallies"] = {self._tally}
+            self._tally = uuid.uuid4().hex
         return items
 
 
@@ -156,7 +172,7 @@ class MergeUsageFn(beam.CombineFn):
         latency = acc["latency"]
         return {**{k: acc[k] for k in COUNTED}, "latency_p50_ms": latency.percentile(50),
                 "latency_p95_ms": latency.percentile(95), "refused_by": dict(acc["refused_by"]),
-                **{k: acc[k] for k in UNREPORTED}}
+                **{k: acc[k] for k in UNREPORTED}, "tallies": frozenset(acc["tallies"])}
 
 
 def refused_by_cap(rolled: Iterable[tuple[UsageKey, dict]]) -> dict[str, int]:
@@ -216,8 +232,7 @@ def usage_rows(run_id: str, rolled: Iterable[tuple[UsageKey, dict]],
     its share; cost from each endpoint's price_per_million."""
     rows = []
     for (endpoint, model, purpose, bot, metrics), figures in rolled:
-        figures = {k: v for k, v in figures.items()
-                   if k != "refused_by" and k not in UNREPORTED}  # not columns
+        figures = {k: v for k, v in figures.items() if k not in NOT_COLUMNS}
         for metric, share in split_figures(figures, metrics):
             rows.append({"run_id": run_id, "endpoint": endpoint, "model": model,
                          "purpose": purpose, **share,

@@ -1,0 +1,177 @@
+"""The request journal (transforms/remote/journal.py): every request a run
+sends is in it, from every worker process, so that the manifest counts the
+calls of a process lost mid-run, whose usage tallies died with it. (A real
+Dask worker killed mid-run: tests/test_dask_cluster_e2e.py.)"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from pipeline.config import EndpointConfig
+from pipeline.plan import journal_path
+from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
+from tests.fake_server import FakeOpenAI, ServerConfig
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+from transforms.publish.report import lost_request_lines
+from transforms.remote.budget import BudgetSpec
+from transforms.remote.journal import NO_JOURNAL, read_journal, reconcile_requests, requests_block
+from transforms.remote.openai_api import chat
+from transforms.remote.runtime import AsyncRuntime
+from transforms.remote.usage import CallLog, MergeUsageFn, usage_rows
+
+KEY = "sk-journal-0123456789"
+PRICE = {"input": 1.0, "output": 2.0}
+
+
+def _runtime(base_url: str, journal: str) -> AsyncRuntime:
+    ep = EndpointConfig(base_url=base_url, requests_per_second=1000, max_attempts=6,
+                        backoff_initial_s=0.01, backoff_max_s=0.05, price_per_million=PRICE)
+    return AsyncRuntime({"llm": ep}, budget=BudgetSpec(journal=journal, run="r"))
+
+
+def _ask(runtime, log, n: int, tag: str) -> list:
+    """n chat calls at once, each counted in `log` as a DoFn counts its calls."""
+    import asyncio
+    client = runtime.client("llm")
+
+    async def ask_all():
+        return await asyncio.gather(*(chat(client, "m", [
+            {"role": "user", "content": f"{tag} question {i}: is the sky blue?"}],
+            purpose="bot:b", max_tokens=50) for i in range(n)))
+    replies = runtime.run(ask_all())
+    for reply in replies:
+        runtime.record(reply.record, log)
+    return replies
+
+
+CHILD = r'''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from tests.test_request_journal import _runtime, _ask
+from transforms.remote.usage import CallLog
+runtime = _runtime(sys.argv[2], sys.argv[3])
+log = CallLog()  # never drained: the process dies before its bundle ends
+replies = _ask(runtime, log, 3, "child")
+print(json.dumps([[r.record.prompt_tokens, r.record.completion_tokens] for r in replies]),
+      flush=True)
+sys.stdin.readline()
+_ask(runtime, log, 1, "last")  # in flight when the process is killed
+'''
+
+
+def _usage(items) -> list[dict]:
+    """usage/ rows from drained tallies, merged as the graph merges them."""
+    fn = MergeUsageFn()
+    return [(key, fn.extract_output(fn.add_input(fn.create_accumulator(), acc)))
+            for key, acc in items]
+
+
+def test_calls_of_a_process_killed_mid_bundle_are_counted_lost_with_their_tokens(tmp_path):
+    """Two processes journal into one file; the child is SIGKILLed with three
+    calls counted in a tally it never emitted and one call in flight. The
+    parent's tally reaches usage/. The reconciliation counts the child's four
+    calls lost: the tokens their replies reported, the prompt's estimate for
+    the one in flight, and every request the server received is accounted for."""
+    path = str(tmp_path / "requests.sqlite")
+    with FakeOpenAI(ServerConfig(fault_rate=0.3, faults=("500",), seed=5)) as server:
+        runtime = _runtime(server.openai_base_url, path)
+        try:
+            log = CallLog()
+            _ask(runtime, log, 5, "parent")
+            items = log.drain()
+        finally:
+            runtime.close()
+        child = subprocess.Popen([sys.executable, "-c", CHILD, ROOT, server.openai_base_url,
+                                  path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            used = json.loads(child.stdout.readline())
+            server.configure(latency_s=5.0, fault_rate=0.0)
+            before = server.stats()["total"]
+            child.stdin.write("\n")
+            child.stdin.flush()
+            deadline = time.monotonic() + 30
+            while server.stats()["total"] == before:
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.01)
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        sent = server.stats()["total"]
+    rolled = _usage(items)
+    reported = frozenset().union(*(f["tallies"] for _, f in rolled))
+    rows = usage_rows("r", rolled, {"llm": PRICE})
+    got = reconcile_requests(read_journal(path), reported, rows, {"llm": PRICE})["by_endpoint"]
+    llm = got["llm"]
+    assert llm["sent_calls"] == 9 and llm["sent_requests"] == sent  # the server's own count
+    assert llm["usage_calls"] == 5 and llm["ok"]
+    lost = llm["lost"]
+    assert (lost["calls"], lost["in_flight"]) == (4, 1)
+    assert lost["requests"] == sent - llm["usage_requests"]
+    assert lost["prompt_tokens"] == sum(p for p, _ in used) > 0
+    assert lost["completion_tokens"] == sum(c for _, c in used) > 0
+    assert lost["estimated_prompt_tokens"] > 0
+    assert lost["cost"] == (lost["prompt_tokens"] + lost["estimated_prompt_tokens"]
+                            + 2 * lost["completion_tokens"]) / 1e6
+
+
+def test_every_request_of_a_run_is_in_its_journal_and_none_is_lost(tmp_path, monkeypatch):
+    """A whole run (FnApiRunner, a chat bot, retried 500s): the manifest's
+    `requests` counts what the server received, usage/ counts the same, nothing
+    is lost, the reports say nothing of it, and the journal went with the
+    attempt's temporary folder."""
+    monkeypatch.setenv("JOURNAL_KEY", KEY)
+    ep = dict(base_url="", api_key_env="JOURNAL_KEY", requests_per_second=500,
+              max_attempts=6, backoff_initial_s=0.01, backoff_max_s=0.05,
+              price_per_million=PRICE)
+    with FakeOpenAI(ServerConfig(fault_rate=0.2, faults=("500",), seed=2),
+                    api_key=KEY) as server:
+        ep["base_url"] = server.openai_base_url
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\n"
+                       "bots:\n  - {name: plain, type: chat, endpoint: llm, model: small}\n")
+        out = str(tmp_path / "out")
+        cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", "j") == 0
+        stats = server.stats()
+    usage = read_rows(out, "usage")
+    requests = manifest(out, "j")["requests"]
+    llm = requests["by_endpoint"]["llm"]
+    assert stats["by_status"].get("500", stats["by_status"].get(500, 0)) > 0  # retried
+    assert llm["sent_requests"] == stats["total"] == sum(u["calls"] + u["retries"]
+                                                         for u in usage)
+    assert llm["sent_calls"] == llm["usage_calls"] == sum(u["calls"] for u in usage)
+    assert requests["ok"] and requests["lost_calls"] == requests["lost_requests"] == 0
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", "j", name), encoding="utf-8") as fh:
+            assert "Lost with a worker" not in fh.read()
+    assert not glob.glob(os.path.join(out, "**", "requests.sqlite*"), recursive=True)
+
+
+def test_an_object_store_output_has_no_journal_and_the_manifest_says_so():
+    assert journal_path("gs://bucket/evals", "r", "a1") is None
+    assert journal_path("/data/evals", "r", "a1") == os.path.join(
+        "/data/evals", "_tmp", "r-a1", "requests.sqlite")
+    said = requests_block(None, frozenset(), [{"endpoint": "llm", "calls": 1, "retries": 0}], {})
+    assert said == NO_JOURNAL and said["journal"] is False
+    assert requests_block(None, frozenset(), [], {}) is None  # a run without calls
+    assert lost_request_lines(said) == []
+
+
+def test_the_reports_say_in_one_line_what_a_lost_worker_sent():
+    lost = {"calls": 40, "requests": 52, "in_flight": 3, "prompt_tokens": 9000,
+            "completion_tokens": 1000, "estimated_prompt_tokens": 600, "cost": 0.0123}
+    block = {"journal": True, "lost_calls": 40, "lost_requests": 52, "ok": True,
+             "by_endpoint": {"llm": {"lost": lost}, "emb": {"lost": dict(lost, requests=0)}}}
+    assert lost_request_lines(block) == [
+        "Lost with a worker: 52 requests (52 to llm) were sent by a worker process lost "
+        "mid-run and are not in usage/ (~10600 tokens, cost ~0.0123); see the manifest's "
+        "requests."]
+    assert lost_request_lines({**block, "lost_requests": 0, "by_endpoint": {
+        "emb": {"lost": dict(lost, requests=0)}}}) == []
