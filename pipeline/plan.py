@@ -58,7 +58,7 @@ class Plan:
     rubric_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     cache: CacheSpec | None = None        # call cache of judge and embedding calls
     limits: tuple[str, ...] = ()          # one line per endpoint: its rate limits
-    budget: BudgetSpec | None = None      # the run's spend caps
+    budget: BudgetSpec | None = None      # the run's spend caps and request journal
     # judge.escalate: the metrics computed only for the rows the offline verdict
     # leaves undecided (the judge's and the classifier's); () without a cascade
     escalation_metrics: tuple[str, ...] = ()
