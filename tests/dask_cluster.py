@@ -26,11 +26,12 @@ CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def with_checkout(env: dict) -> dict:
-    """env with this checkout first on PYTHONPATH: a process started in another
-    folder imports the code under test, not the venv's editable install (which
-    may point at another checkout: a git worktree's tests ran main's code)."""
+    """env with this checkout on PYTHONPATH (after what it already names, which a
+    test may set on purpose): a process started in another folder imports the
+    code under test, not the venv's editable install (which may point at another
+    checkout: a git worktree's tests ran main's code)."""
     rest = env.get("PYTHONPATH")
-    return {**env, "PYTHONPATH": CHECKOUT + (os.pathsep + rest if rest else "")}
+    return {**env, "PYTHONPATH": (rest + os.pathsep if rest else "") + CHECKOUT}
 
 
 def _dask_cli() -> list[str]:
