@@ -33,7 +33,8 @@ from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_b
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import exit_code
-from pipeline.plan import DEFAULT_TTL_S, UsageError, driven_from_here, make_plan
+from pipeline.plan import (DEFAULT_TTL_S, NO_ANSWERING_BOT, UsageError, driven_from_here,
+                           make_plan)
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
 from transforms.publish import lease as leases
@@ -439,6 +440,11 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     nothing = not allow_empty and not c["valid_cases"]
     for note in outcome_notes(c):
         print(f"evalbeam: {'error: run ' + info.run_id if nothing else 'note'}: {note}",
+              file=sys.stderr)
+    if NO_ANSWERING_BOT in info.notes and c["bot_errors"]:
+        answers = c["valid_cases"] * len(manifest["bots"])
+        print(f"evalbeam: note: {c['bot_errors']} of {answers} answers "
+              f"{'is an' if c['bot_errors'] == 1 else 'are'} ERROR: {NO_ANSWERING_BOT}",
               file=sys.stderr)
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
     print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")

@@ -721,6 +721,22 @@ def with_flags(cfg: Config, preset: str | None = None, metrics: str | None = Non
 ALLOW_EMPTY = "--allow-empty (evaluate(..., allow_empty=True))"
 
 
+NO_ANSWERING_BOT = ("promptfoo tests hold no answers and no configured bot answers (only "
+                    "precomputed bots): every row without a recorded answer is an ERROR; add a "
+                    "bot to bots: (docs/guides/migrating-promptfoo.md)")
+
+
+def no_answering_bot(cfg: Config) -> str | None:
+    """The note of a promptfoo-preset run whose bots all read recorded answers
+    while the preset maps no answer. A note, not a refusal: a test whose var is
+    a recorded conversation (ending with the assistant's reply), or a CSV's
+    `answer` column, still gives an answer."""
+    if (cfg.input.preset != "promptfoo" or "answer" in cfg.input.columns
+            or any(b.type != "precomputed" for b in cfg.bots)):
+        return None
+    return NO_ANSWERING_BOT
+
+
 def no_cases_message(input_pattern: str) -> str:
     """An input without a record is refused: a nightly job whose upstream wrote
     an empty file would otherwise finish green having evaluated nothing."""
@@ -799,6 +815,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
         cfg.embeddings.provider == "endpoint" and any(s.features for s, _ in scorers))
     cache = call_cache(cfg, output_path, notes) if uses_cache else None
     cfg = applicable_rules(cfg, metrics, notes)
+    notes += filter(None, [no_answering_bot(cfg)])
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
     shards = plan_shards(input_pattern, columns, cfg.input.format, notes)

@@ -564,3 +564,27 @@ def test_deepeval_turn_passages_in_any_shape_cost_at_most_their_row(tmp_path):
     objects, text, numbers, one = _rows(tmp_path / "c.jsonl", "deepeval")
     assert objects.contexts == text.contexts == one.contexts == ["Refunds within 30 days."]
     assert isinstance(numbers, RowProblem) and numbers.error_type == "wrong_type"
+
+
+def test_promptfoo_tests_without_an_answering_bot_are_said_before_and_after(tmp_path, capsys):
+    """promptfoo's tests hold no answers: with only the `recorded` bot every row
+    was an ERROR and the run said nothing of why. Not a refusal (a test whose
+    var is a recorded conversation has its answer): a note before the run, and
+    a line in the summary naming what to add."""
+    (tmp_path / "tests.jsonl").write_text(
+        '{"vars": {"question": "Is there a free plan?"}}\n'
+        '{"vars": {"input": [{"role": "user", "content": "hi"},'
+        ' {"role": "assistant", "content": "hello"}]}}\n')
+    config = tmp_path / "pf.yaml"
+    config.write_text("input: {preset: promptfoo}\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", str(tmp_path / "tests.jsonl"), "--output", str(out), "--config",
+                   str(config), "--metrics", "exact_match", "--run-id", "pf") == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [i for i, line in enumerate(err) if "promptfoo tests hold no answers" in line]
+    assert len(said) == 2 and "add a bot to bots:" in err[said[0]], err
+    assert err[said[1]].startswith("evalbeam: note: 1 of 2 answers is an ERROR"), err
+    config.write_text("input: {preset: promptfoo, columns: {answer: reply}}\n")
+    assert run_cli("--input", str(tmp_path / "tests.jsonl"), "--output", str(out), "--config",
+                   str(config), "--metrics", "exact_match", "--run-id", "pf2") == 0
+    assert "hold no answers" not in capsys.readouterr().err
