@@ -337,7 +337,10 @@ class Passage(str):
         no_file_reference(str(self), self.read(raw.get(self)))
 
 
-METADATA_COLUMN = "__metadata:"  # promptfoo's CSV: `__metadata:KEY`, `__metadata:KEY[]`
+METADATA_COLUMN = "__metadata:"
+# a promptfoo test's own fields (JSON, YAML): a CSV row's other columns are its vars
+PROMPTFOO_TEST_KEYS = ("description", "vars", "assert", "options", "metadata", "provider",
+                       "providerOutput", "threshold")  # promptfoo's CSV: `__metadata:KEY`, `__metadata:KEY[]`
 
 
 class Metadata(str):
@@ -346,15 +349,30 @@ class Metadata(str):
     `additional_metadata`; JSON text in a CSV cell), lists of strings as they
     are (DeepEval's `tags`), and with `prefix` a CSV's `PREFIX<KEY>` columns
     (promptfoo's `__metadata:KEY`, `__metadata:KEY[]`: a list split on commas,
-    `\\,` keeping one). The column named is the first name."""
+    `\\,` keeping one). The column named is the first name. With `read_vars`
+    (promptfoo) the test's other vars too (`vars` but those keys; a CSV's
+    columns but those and the `__` ones)."""
 
-    def __new__(cls, names: tuple[str, ...], prefix: str | None = None):
+    def __new__(cls, names: tuple[str, ...], prefix: str | None = None,
+                read_vars: frozenset[str] | None = None):
         self = super().__new__(cls, names[0])
-        self.names, self.prefix = tuple(names), prefix
+        self.names, self.prefix, self.read_vars = tuple(names), prefix, read_vars
         return self
 
     def __getnewargs__(self):
-        return self.names, self.prefix
+        return self.names, self.prefix, self.read_vars
+
+    def other_vars(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The vars of a promptfoo test (or the cells of its CSV row) that no
+        column reads: `language`, used in a prompt template."""
+        if self.read_vars is None:
+            return {}
+        if "vars" in raw:
+            given = raw["vars"] if isinstance(raw["vars"], Mapping) else {}
+        else:
+            given = {k: v for k, v in raw.items() if isinstance(k, str)
+                     and not k.startswith("__") and k not in PROMPTFOO_TEST_KEYS}
+        return {k: v for k, v in given.items() if k not in self.read_vars and v != ""}
 
     def read_row(self, raw: Mapping[str, Any]) -> Any:
         tags: list[str] = []
@@ -367,7 +385,7 @@ class Metadata(str):
             elif value is not None:
                 return value  # check() makes the row an errors/ row
         found = csv_metadata(raw, self.prefix) if self.prefix else None
-        return tags + metadata_tags(found or {}) or None
+        return tags + metadata_tags(found or {}) + metadata_tags(self.other_vars(raw)) or None
 
     def check(self, raw: Mapping[str, Any]) -> None:
         for name in self.names:

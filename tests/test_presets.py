@@ -588,3 +588,26 @@ def test_promptfoo_tests_without_an_answering_bot_are_said_before_and_after(tmp_
     assert run_cli("--input", str(tmp_path / "tests.jsonl"), "--output", str(out), "--config",
                    str(config), "--metrics", "exact_match", "--run-id", "pf2") == 0
     assert "hold no answers" not in capsys.readouterr().err
+
+
+def test_promptfoo_vars_that_are_not_read_are_kept_as_tags(tmp_path):
+    """A test's vars other than the ones read (`language`, used in a prompt
+    template) were dropped without a word: they are `key:value` tags, after
+    the metadata's, in tests and in a CSV's columns alike; a mapped var
+    (`topic` as the question) is not a tag."""
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "defaultTest:\n  vars: {language: fr}\n"
+        "tests:\n"
+        "  - vars: {question: 'How long?', context: 'Thirty days.', tone: [dry, short]}\n"
+        "    metadata: {category: returns}\n"
+        "  - vars: {question: 'Ship to Canada?', language: en, empty: null}\n")
+    first, second = _pf_rows(tmp_path / "promptfooconfig.yaml")
+    assert first.tags == ["category:returns", "language:fr", "tone:dry", "tone:short"]
+    assert second.tags == ["language:en"]
+    (tmp_path / "tests.csv").write_text(
+        "question,language,context,answer,__expected,__metadata:category\n"
+        "How long?,fr,Thirty days.,30 days,30 days,returns\nShip?,,,,,\n")
+    first, second = _pf_rows(tmp_path / "tests.csv")
+    assert (first.tags, second.tags) == (["category:returns", "language:fr"], [])
+    row = _rows(tmp_path / "tests.csv", "promptfoo", {"question": "language"})[0]
+    assert row.question == "fr" and row.tags == ["category:returns", "question:How long?"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import (METADATA_COLUMN, Asserted, Cell, Joined, Metadata, Passage,
-                           Scenario, TurnContexts, Var)
+from schemas.cases import (CANONICAL_COLUMNS, METADATA_COLUMN, Asserted, Cell, Joined,
+                           Metadata, Passage, Scenario, TurnContexts, Var)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -66,7 +66,21 @@ def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, A
     mapped = dict(columns)
     if preset == "promptfoo":
         mapped = {col: _promptfoo_var(col, src) for col, src in mapped.items()}
-    return {**preset_columns(preset), **mapped}
+    merged = {**preset_columns(preset), **mapped}
+    if preset == "promptfoo" and merged["tags"] is PRESETS["promptfoo"]["tags"]:
+        merged["tags"] = _with_other_vars(merged)
+    return merged
+
+
+def _with_other_vars(mapping: Mapping[str, Any]) -> Metadata:
+    """promptfoo's tags: its metadata, and the vars no column reads (as
+    `key:value`, so a prompt template's `language` is not dropped unsaid)."""
+    read = {str(getattr(s, "key", s)) for src in mapping.values()
+            for s in (src if isinstance(src, tuple) else (src,))
+            if not isinstance(s, Var) or s.shown.startswith("vars.")}
+    read |= set(CANONICAL_COLUMNS) - set(mapping)  # read as they are named
+    tags = PRESETS["promptfoo"]["tags"]
+    return Metadata(tags.names, tags.prefix, frozenset(read))
 
 
 def _promptfoo_var(column: str, src: Any) -> Any:
