@@ -560,6 +560,14 @@ def source_names(columns: Mapping[str, Source]) -> set[str]:
             for name in getattr(column, "names", (column,))}
 
 
+def picked_name(raw: Mapping[str, Any], columns: Mapping[str, Source], col: str) -> str:
+    """The name, as the user's file has it (Ragas' `user_input`, promptfoo's
+    `vars.input`), of the candidate a column's value came from, for messages."""
+    src = columns.get(col, col)
+    found = next((s for s in candidates(src) if _value(raw, s) is not None), col)
+    return str(getattr(found, "shown", found))
+
+
 def pick(raw: Mapping[str, Any], src: Source) -> Any:
     """The row's value for a source: the first candidate that is not null."""
     if isinstance(src, str):
@@ -708,7 +716,7 @@ def _split(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]], str 
     return question, messages, "\n\n".join(replies) or None
 
 
-def _question(value: Any, messages: list[dict[str, str]] | None
+def _question(value: Any, messages: list[dict[str, str]] | None, name: str = "question"
               ) -> tuple[str, list[dict[str, str]] | None, str | None]:
     """(question, earlier turns, recorded reply); a question given as a whole
     conversation (a list of turns) is split into its last user turn and the
@@ -723,7 +731,7 @@ def _question(value: Any, messages: list[dict[str, str]] | None
     if isinstance(value, (list, tuple)):
         if messages is not None:
             raise ValueError("question is a conversation and messages is set too")
-        return _split(parse_messages(value, "question"))
+        return _split(parse_messages(value, name))
     if not isinstance(value, str):
         raise TypeError(f"question must be a string, got {type(value).__name__}")
     return value, messages, None
@@ -753,8 +761,13 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     try:
         _check_sources(raw, columns)
         _check_images(raw, row, columns)
-        question, messages, reply = _question(row["question"],
-                                              parse_messages(row.get("messages")))
+        # a conversation's problems name the field as the file has it (user_input[1])
+        named = {col: picked_name(raw, columns, col) if given else col for col, given in (
+            ("question", isinstance(row["question"], (list, tuple))),
+            ("messages", row.get("messages") is not None))}
+        question, messages, reply = _question(
+            row["question"], parse_messages(row.get("messages"), named["messages"]),
+            named["question"])
         answer = _optional_text(row.get("answer"), "answer")
         if not question.strip():
             raise ValueError("question is empty")

@@ -449,7 +449,8 @@ def test_a_ragas_agent_sample_says_it_holds_tool_calls(tmp_path):
     """Ragas 0.4.3's to_jsonl of an agent's MultiTurnSample: the AI turn that
     calls a tool has empty content, so the errors/ row said 'question[1].content
     is empty (assistant turn without text)', not what the docs promise (tool
-    messages are not read: wrong_type)."""
+    messages are not read: wrong_type). The row names Ragas' field
+    (user_input[1]), not evalbeam's column (question[1])."""
     (tmp_path / "multi.jsonl").write_text(
         '{"user_input": [{"content": "Weather in Paris?", "type": "human"}, {"content": "", '
         '"type": "ai", "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}]}, '
@@ -460,11 +461,16 @@ def test_a_ragas_agent_sample_says_it_holds_tool_calls(tmp_path):
         '"type": "tool"}, {"content": "It is 18C.", "type": "ai"}]}\n')
     calls, result = _rows(tmp_path / "multi.jsonl", "ragas")
     assert isinstance(calls, RowProblem) and calls.error_type == "wrong_type"
-    assert calls.message.startswith("question[1] calls a tool (weather); evalbeam reads "
+    assert calls.message.startswith("user_input[1] calls a tool (weather); evalbeam reads "
                                     "conversations of text turns"), calls.message
     assert isinstance(result, RowProblem) and result.error_type == "wrong_type"
-    assert result.message.startswith("question[1] is a tool result (role 'tool'); evalbeam "
+    assert result.message.startswith("user_input[1] is a tool result (role 'tool'); evalbeam "
                                      "reads conversations of text turns"), result.message
+    # the field as the user's file names it: Ragas' user_input above, question without a preset
+    (tmp_path / "plain.jsonl").write_text(
+        (tmp_path / "multi.jsonl").read_text().splitlines()[0].replace("user_input", "question"))
+    (plain,) = _rows(tmp_path / "plain.jsonl", None)
+    assert plain.message.startswith("question[1] calls a tool (weather)"), plain.message
 
 
 def test_the_promptfoo_guides_contains_check_reads_a_tests_metadata(tmp_path):
