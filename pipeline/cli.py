@@ -339,14 +339,14 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from pipeline.postrun.compare import CompareError, run_compare
     from pipeline.postrun.gate import GateError
     from pipeline.postrun.read import RunUnreadable
+    from transforms.remote.scrub import remember_config_secrets
     if extra:
-        print(f"evalbeam: error: unexpected argument {_named(extra[0])}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(f"unexpected argument {_named(extra[0])}")
+    remember_config_secrets(args.config)  # as run's: its errors are scrubbed of them
     try:
         failed = run_compare(args)
     except (CompareError, ConfigError, GateError, RunUnreadable) as exc:
-        print(f"evalbeam: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(str(exc))
     return EXIT_GATE_FAILED if failed else 0
 
 

@@ -166,3 +166,27 @@ def test_unpaired_csv_cells_cannot_run_as_formulas(tmp_path):
     got = sorted(r["case_id"] for r in rows)
     assert got == sorted(("'" + h if h != "plain" else h) for h in hostile), got
     assert all(r["kind"] == "only_in_baseline" and r["bot"] == "bot" for r in rows)
+
+
+def test_a_compare_error_quoting_a_configured_secret_does_not_print_it(tmp_path, capsys,
+                                                                         monkeypatch):
+    """compare printed its errors as they were, where run's go through the
+    process scrubber: a key pasted as a run id (or quoted by any compare
+    error) that the config names (api_key_env, ${VAR}) was printed whole."""
+    import secrets as _secrets
+    keys = {"EB_CMP_KEY": "sk-" + _secrets.token_hex(16),
+            "EB_CMP_BODY": "Tk" + _secrets.token_hex(16)}
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    cfg = _gate(tmp_path, "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', "
+                          "api_key_env: EB_CMP_KEY}\n"
+                          "bots:\n  - {name: web, type: http, endpoint: llm, "
+                          "options: {answer_path: a, body: {q: '{question}', "
+                          "token: '${EB_CMP_BODY}'}}}\n")
+    out = str(tmp_path / "out")
+    write_run(out, "c", "2026-01-02", "bot", IDS, SUITES, {"rougeL": _values()}, VERDICTS)
+    for value in keys.values():
+        assert run(["compare", "--output", out, "--baseline", value, "--candidate", "c",
+                    "--config", cfg]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("evalbeam: error: run ") and value not in err, err
