@@ -431,13 +431,19 @@ def dask_worker_threads(options: PipelineOptions) -> int:
 
 def what_this_process_lacks(cfg, endpoints: Sequence[str], embeds: bool) -> list[str]:
     """What the run's steps need from the process they run in that it lacks:
-    the secrets of the endpoints they call, the embedding model (run on each
-    Dask worker: the launcher's checks passed in the launcher's environment)."""
+    the secrets of the endpoints they call, the ${VAR}s of the http bots'
+    options.body, the embedding model (run on each Dask worker: the launcher's
+    checks passed in the launcher's environment)."""
+    from transforms.answer.remote_bots import with_env
     from transforms.remote.client import MissingSecret, endpoint_secrets
+    needs = [lambda name=name: endpoint_secrets(name, cfg.endpoints[name])
+             for name in sorted(endpoints)]
+    needs += [lambda bot=bot: with_env(bot.options.get("body"), f"bots.{bot.name}.options.body")
+              for bot in cfg.bots if bot.type == "http"]
     lacks = []
-    for name in sorted(endpoints):
+    for need in needs:
         try:
-            endpoint_secrets(name, cfg.endpoints[name])
+            need()
         except MissingSecret as exc:
             lacks.append(str(exc))
     if embeds:

@@ -453,3 +453,31 @@ def test_no_secret_reaches_a_file_or_log_of_a_dask_run(cluster, tmp_path):
     assert "UserWarning: retrying with key <redacted>" in "".join(logs.values())
     everything = "\n".join(outputs + list(logs.values()) + [all_output_text(cluster.folder)])
     assert leaks(everything, KEY) == []
+
+
+def test_workers_without_an_http_bots_body_variable_are_refused_up_front(tmp_path, capsys,
+                                                                        monkeypatch):
+    """An http bot's options.body `${VAR}` is read from the environment on the
+    worker that sends it; the up-front check asked the workers for the
+    endpoints' keys only, so workers without the variable failed the run with
+    a traceback once the first bundle was answered."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints:\n  svc: {base_url: 'http://127.0.0.1:9'}\n"
+                   "bots:\n  - {name: web, type: http, endpoint: svc, options: {answer_path: a, "
+                   "body: {q: '{question}', token: '${EB_DASK_BODY_TOKEN}'}}}\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    monkeypatch.delenv("EB_DASK_BODY_TOKEN", raising=False)
+    with DaskCluster(workers=1, env={"PYTHONPATH": ROOT}) as cluster:
+        monkeypatch.setenv("EB_DASK_BODY_TOKEN", "Tk" + "0123456789abcdefXYZ")
+        code = run_cli("--input", cases, "--config", str(cfg), "--output", out, "--run-id", "b",
+                       "--runner=dask", f"--dask_client_address={cluster.address}",
+                       "--shared-filesystem")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.startswith("evalbeam: error: the Dask workers lack what this run needs: "
+                          "on 1 of 1 workers (tcp://127.0.0.1:"), err
+    assert "EB_DASK_BODY_TOKEN" in err and "bots.web.options.body.token" in err, err
+    assert not os.path.exists(out)
