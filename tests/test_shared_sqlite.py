@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import threading
 
 import pytest
 
@@ -102,3 +103,20 @@ def _short_timeout(connect):
     def short(path, timeout=5.0, **kw):
         return connect(path, timeout=min(timeout, 0.2), **kw)
     return short
+
+
+def test_closing_the_call_cache_closes_the_connection_of_the_thread_that_used_it(tmp_path):
+    """The runtime's loop thread makes the lookups and the DoFn's thread closes the
+    cache once the loop has stopped: close() closed only the caller's connection,
+    so the loop's stayed open (and its WAL file on disk) until the process ended."""
+    path = str(tmp_path / "calls.sqlite")
+    cache = CallCache(path)
+    worker = threading.Thread(target=lambda: cache.put("k", {"v": 1}))
+    worker.start()
+    worker.join()
+    assert os.path.exists(path + "-wal")
+    cache.close()
+    assert not os.path.exists(path + "-wal")  # SQLite removes it when the last connection closes
+    again = CallCache(path)
+    assert again.get("k") == {"v": 1}
+    again.close()

@@ -24,13 +24,12 @@ import logging
 import os
 import sqlite3
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from transforms.remote.shared_cache import SharedCallCache
-from transforms.remote.sqlite_file import is_locked, open_shared
+from transforms.remote.sqlite_file import PerThread, is_locked
 
 log = logging.getLogger(__name__)
 LOCAL, SHARED = "local", "shared"  # the tier that answered a lookup
@@ -98,18 +97,16 @@ class CallCache:
     A file that turns out broken (not a database, malformed pages) never fails
     a call: at open it is set aside and rebuilt (a file locked past the timeout
     is sound and only turns the cache off); later, the cache turns itself off
-    for this process (every lookup
-    a miss), with one warning."""
+    for this process (every lookup a miss), with one warning."""
 
     def __init__(self, path: str):
         self.path = path
         self.broken: str | None = None  # why this process no longer uses the file
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._local = threading.local()
+        self._file = PerThread(path, SCHEMA)
         try:
-            self._conn()  # fail early (bad path, unwritable folder), not inside a call
+            self._file.conn()  # fail early (bad path, unwritable folder), not inside a call
         except sqlite3.DatabaseError as exc:
-            self._local.conn = None
             if is_locked(exc):  # busy past the timeout, not broken: never set it aside
                 self._off(exc)
                 return
@@ -117,16 +114,9 @@ class CallCache:
             log.warning("evalbeam: the call cache %s is corrupt (%s); set aside as %s, "
                         "starting a new one", path, exc, aside)
             try:
-                self._conn()
+                self._file.conn()
             except sqlite3.DatabaseError as again:
                 self._off(again)
-
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = open_shared(self.path, SCHEMA)
-            self._local.conn = conn
-        return conn
 
     def _off(self, exc: Exception) -> None:
         if self.broken is None:
@@ -138,8 +128,8 @@ class CallCache:
         if self.broken:
             return None
         try:
-            row = self._conn().execute("SELECT response FROM calls WHERE key = ?",
-                                       (key,)).fetchone()
+            row = self._file.conn().execute("SELECT response FROM calls WHERE key = ?",
+                                            (key,)).fetchone()
             return None if row is None else json.loads(row[0])
         except (sqlite3.DatabaseError, ValueError) as exc:  # a malformed page or row
             self._off(exc)
@@ -149,8 +139,9 @@ class CallCache:
         if self.broken:
             return
         try:
-            self._conn().execute("INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)",
-                                 (key, json.dumps(response, ensure_ascii=False)))
+            self._file.conn().execute(
+                "INSERT OR REPLACE INTO calls (key, response) VALUES (?, ?)",
+                (key, json.dumps(response, ensure_ascii=False)))
         except sqlite3.DatabaseError as exc:
             self._off(exc)
 
@@ -165,13 +156,13 @@ class CallCache:
     def __len__(self) -> int:
         if self.broken:
             return 0
-        return self._conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        return self._file.conn().execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close every thread's connection: the runtime calls it once its loop's
+        thread has stopped (the loop's thread made most of the lookups, and its
+        connection used to stay open until the process ended)."""
+        self._file.close()
 
 
 @dataclass(frozen=True)
