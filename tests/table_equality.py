@@ -69,12 +69,44 @@ def _rows(output: str, run_id: str, table: str) -> dict[tuple, dict]:
     return rows
 
 
+# usage/'s counts: what a run's requests added up to
+USAGE_COUNTS = ("calls", "retries", "failures", "cache_hits", "shared_cache_hits",
+                "prompt_tokens", "completion_tokens", "cost", "budget_refused",
+                "skipped_rows", "saved_calls")
+
+
+def _usage_over_bots(rows: dict[tuple, dict]) -> dict[tuple, dict]:
+    """usage/ summed over bots and the metrics a set of calls served, plus each
+    bot's asks (calls + cache hits) per purpose.
+
+    Two bots that gave the same answer ask the judge the same question: it is
+    sent once, for the bot whose row asked first, and the other's is a cache
+    hit. Which one is first is timing, so a call can move between bots from
+    one run to the next; and a tally's whole-number shares among its metrics
+    (3 calls between 2 metrics: 2 and 1) follow how the runner cut bundles.
+    The sums cannot move, nor what each bot asked."""
+    out: dict[tuple, dict] = {}
+    for (endpoint, model, purpose, bot, _metric, split_among), row in rows.items():
+        total = out.setdefault(("all", endpoint, model, purpose, split_among),
+                               dict.fromkeys(USAGE_COUNTS, 0))
+        for col in USAGE_COUNTS:
+            total[col] += row.get(col) or 0
+        asks = out.setdefault(("asks", endpoint, model, purpose, bot, split_among), {"asks": 0})
+        asks["asks"] += (row.get("calls") or 0) + (row.get("cache_hits") or 0)
+    return out
+
+
 def table_differences(out_a: str, run_a: str, out_b: str, run_b: str,
-                      tol: float = 1e-6) -> list[str]:
-    """What differs between two runs' tables and manifests' counts ([] when equal)."""
+                      tol: float = 1e-6, bots_share_calls: bool = False) -> list[str]:
+    """What differs between two runs' tables and manifests' counts ([] when equal).
+
+    bots_share_calls: usage/ is compared summed over bots (_usage_over_bots), for
+    runs whose bots give some equal answers and whose calls race."""
     diffs: list[str] = []
     for table in KEYS:
         a, b = _rows(out_a, run_a, table), _rows(out_b, run_b, table)
+        if table == "usage" and bots_share_calls:
+            a, b = _usage_over_bots(a), _usage_over_bots(b)
         for key in sorted(set(a) ^ set(b)):
             diffs.append(f"{table} {key}: only in {'a' if key in a else 'b'}")
         for key in sorted(set(a) & set(b)):

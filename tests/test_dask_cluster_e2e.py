@@ -144,7 +144,10 @@ def _judge_config(tmp_path, server, more_bots: str = "") -> str:
     with open(os.path.join(EXAMPLE, "config_judge.yaml"), encoding="utf-8") as fh:
         text = fh.read()
     text = text.replace("https://api.openai.com/v1", server.openai_base_url)
+    # the example's rate and token limits are a real account's; the fake server has
+    # none (at 200,000 tokens a minute these runs took 3 and 5 minutes)
     text = text.replace("requests_per_second: 5", "requests_per_second: 500")
+    text = text.replace("tokens_per_minute: 200000", "tokens_per_minute: 50000000")
     text = text.replace("faq: faq.parquet", f"faq: {os.path.join(EXAMPLE, 'faq.parquet')}")
     text = text.replace("  - {name: recorded, type: precomputed}\n",
                         "  - {name: recorded, type: precomputed}\n" + more_bots)
@@ -187,7 +190,9 @@ def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path
     # judge calls showed in the progress objects before any row was written (they
     # showed nothing until a shard was written: '0/24 cases · starting' for minutes)
     assert watched["calls_before_rows"] > 0
-    assert table_differences(outs["dask"], "j", outs["fnapi"], "j") == []
+    # the two bots give some equal answers: which of them pays for a question they
+    # share is a race (table_equality._usage_over_bots)
+    assert table_differences(outs["dask"], "j", outs["fnapi"], "j", bots_share_calls=True) == []
     assert sum(sent["dask"].values()) > 100
     assert sent["dask"] == sent["fnapi"]  # the same requests, each as often
     for name, out in outs.items():
