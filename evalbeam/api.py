@@ -226,11 +226,12 @@ def custom_metric(fn: Callable):
                               options=dict(spec.get("options", {})))
 
 
-DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "actual_output", "expected_output",
-                   "retrieval_context", "tags", "metadata", "additional_metadata")
+DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "expected_outcome", "actual_output",
+                   "expected_output", "retrieval_context", "tags", "metadata",
+                   "additional_metadata")
 """What the `deepeval` preset reads of a DeepEval test case or golden (its other
-fields, tools, costs, expected_outcome, are not evalbeam's inputs; an image is
-refused by its placeholder in the text)."""
+fields, tools, costs, are not evalbeam's inputs; an image is refused by its
+placeholder in the text)."""
 
 
 def tool_dataset(cases: Any, cfg):
@@ -258,10 +259,10 @@ def tool_dataset(cases: Any, cfg):
 
 def _deepeval_row(case: Any) -> dict[str, Any]:
     """A DeepEval test case or golden (pydantic) as the dict its preset reads;
-    a conversation's turns as {role, content, retrieval_context}, after its
-    chatbot_role as the system turn. Passages are
-    read from the objects: model_dump() writes a RetrievedContextData as
-    'source: context', the object has the context itself."""
+    a conversation's turns as {role, content, retrieval_context, metadata},
+    after its chatbot_role as the system turn. Passages are read from the
+    objects: model_dump() writes a RetrievedContextData as 'source: context',
+    which cannot be told from a passage; save_as's text keeps both apart."""
     data = case.model_dump() if callable(getattr(case, "model_dump", None)) else vars(case)
     row = {k: data[k] for k in DEEPEVAL_FIELDS if data.get(k) is not None}
     if "retrieval_context" in row:
@@ -271,7 +272,8 @@ def _deepeval_row(case: Any) -> dict[str, Any]:
         role = data.get("chatbot_role")  # RoleAdherenceMetric's role: the system turn
         row["turns"] = [{"role": "system", "content": role}] * bool(role) + [
             {"role": _field(t, "role"), "content": _field(t, "content"),
-             "retrieval_context": _passages(_field(t, "retrieval_context"))}
+             "retrieval_context": _passages(_field(t, "retrieval_context")),
+             "metadata": _field(t, "metadata")}
             for t in getattr(case, "turns", None) or row["turns"]]
     return row
 
@@ -281,10 +283,18 @@ def _field(item: Any, name: str) -> Any:
     return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
 
 
-def _passages(items: Any) -> list[str] | None:
-    """Retrieved passages as text (a RetrievedContextData as its context)."""
-    from schemas.cases import passages
-    return None if items is None else passages(list(items))
+def _passages(items: Any) -> list[Any] | None:
+    """Retrieved passages as text, a RetrievedContextData as save_as writes it
+    (`deepeval_source=…,deepeval_context=…`: the preset reads its context as
+    the passage and its source as a tag)."""
+    return None if items is None else [_saved_passage(item) for item in items]
+
+
+def _saved_passage(item: Any) -> Any:
+    context, source = _field(item, "context"), _field(item, "source")
+    if isinstance(item, str) or not isinstance(context, str) or not isinstance(source, str):
+        return item
+    return f"deepeval_source={source},deepeval_context={context}"
 
 
 def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, str | None]:

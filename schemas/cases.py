@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -239,9 +239,8 @@ class TurnContexts(str):
         return (str(self),)
 
     def read(self, value: Any) -> list[str] | None:
-        if isinstance(value, str) and is_text_list(value):
-            value = parse_text_list(value, str(self))
-        if not isinstance(value, list):
+        value = turn_list(value, str(self))
+        if value is None:
             return None
         found: list[Any] = []
         for turn in value:
@@ -252,6 +251,56 @@ class TurnContexts(str):
                 if not isinstance(item, str) or item not in found:  # each passage once
                     found.append(item)
         return found or None
+
+
+def turn_list(value: Any, name: str = "turns") -> list[Any] | None:
+    """A DeepEval conversation's turns: the list, or its JSON text (a CSV cell)."""
+    if isinstance(value, str) and is_text_list(value):
+        value = parse_text_list(value, name)
+    return value if isinstance(value, list) else None
+
+
+_SAVED_SOURCE = re.compile(r"deepeval_source=(.*?),deepeval_context=.*", re.DOTALL)
+
+
+def passage_sources(value: Any, separator: str = "|") -> list[str]:
+    """The `source` of each RetrievedContextData among DeepEval's passages (the
+    object, its dump, or the text save_as writes, joined with `separator` in
+    csv and jsonl): passages() keeps only their context."""
+    if isinstance(value, str):
+        value = parse_text_list(value, "retrieval_context") if is_text_list(value) \
+            else value.split(separator)
+    found = []
+    for item in value if isinstance(value, list) else []:
+        source = item.get("source") if isinstance(item, Mapping) else getattr(item, "source",
+                                                                              None)
+        saved = _SAVED_SOURCE.fullmatch(item) if isinstance(item, str) else None
+        source = saved.group(1) if saved else source
+        if isinstance(source, str) and source:
+            found.append(source)
+    return found
+
+
+DEEPEVAL_TAG_COLUMNS = ("scenario", "expected_outcome", "turns", "retrieval_context")
+
+
+def deepeval_tags(raw: Mapping[str, Any]) -> list[str]:
+    """What else a DeepEval case says, as key:value tags, so none of it is
+    dropped unsaid: a conversation's `scenario` and `expected_outcome` (a
+    golden with turns: evalbeam scores the turns, these describe them), each
+    turn's `metadata`, and the `source` of every retrieved passage (the
+    case's and its turns'), each tag once."""
+    turns = turn_list(raw.get("turns")) or []
+    tags = [f"{key}:{raw[key]}" for key in ("scenario", "expected_outcome")
+            if turns and isinstance(raw.get(key), str) and raw[key]]
+    for turn in turns:
+        found = turn.get("metadata") if isinstance(turn, Mapping) else None
+        tags += metadata_tags(found) if isinstance(found, Mapping) else []
+    sources = passage_sources(raw.get("retrieval_context")) + [
+        s for turn in turns if isinstance(turn, Mapping)
+        for s in passage_sources(turn.get("retrieval_context"))]
+    tags += [f"source:{s}" for s in sources]
+    return list(dict.fromkeys(tags))
 
 
 class Scenario(str):
@@ -351,16 +400,20 @@ class Metadata(str):
     (promptfoo's `__metadata:KEY`, `__metadata:KEY[]`: a list split on commas,
     `\\,` keeping one). The column named is the first name. With `read_vars`
     (promptfoo) the test's other vars too (`vars` but those keys; a CSV's
-    columns but those and the `__` ones)."""
+    columns but those and the `__` ones). `extra`: the row's other tags after
+    these (DeepEval's deepeval_tags), from the file's `extra_columns`."""
 
     def __new__(cls, names: tuple[str, ...], prefix: str | None = None,
-                read_vars: frozenset[str] | None = None):
+                read_vars: frozenset[str] | None = None,
+                extra: Callable[[Mapping[str, Any]], list[str]] | None = None,
+                extra_columns: tuple[str, ...] = ()):
         self = super().__new__(cls, names[0])
         self.names, self.prefix, self.read_vars = tuple(names), prefix, read_vars
+        self.extra, self.extra_columns = extra, tuple(extra_columns)
         return self
 
     def __getnewargs__(self):
-        return self.names, self.prefix, self.read_vars
+        return self.names, self.prefix, self.read_vars, self.extra, self.extra_columns
 
     def other_vars(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """The vars of a promptfoo test (or the cells of its CSV row) that no
@@ -385,7 +438,8 @@ class Metadata(str):
             elif value is not None:
                 return value  # check() makes the row an errors/ row
         found = csv_metadata(raw, self.prefix) if self.prefix else None
-        return tags + metadata_tags(found or {}) + metadata_tags(self.other_vars(raw)) or None
+        tags += metadata_tags(found or {}) + metadata_tags(self.other_vars(raw))
+        return tags + (self.extra(raw) if self.extra else []) or None
 
     def check(self, raw: Mapping[str, Any]) -> None:
         for name in self.names:
@@ -557,7 +611,8 @@ def shown_source(src: Source) -> str:
 def source_names(columns: Mapping[str, Source]) -> set[str]:
     """Every file column the mapping may read."""
     return {name for src in columns.values() for column in candidates(src)
-            for name in getattr(column, "names", (column,))}
+            for name in (*getattr(column, "names", (column,)),
+                         *getattr(column, "extra_columns", ()))}
 
 
 def picked_name(raw: Mapping[str, Any], columns: Mapping[str, Source], col: str) -> str:

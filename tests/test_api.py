@@ -579,7 +579,7 @@ def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
         "Lamps carry a two-year warranty.", "policy.md: Refunds are accepted within 30 days "
         "of delivery."]  # the dump's text of a RetrievedContextData
     assert got["refund-chat"]["tags"] == ["chat", "channel:web"]
-    assert got["free-plan"]["tags"] == ["pricing", "priority:1"]
+    assert got["free-plan"]["tags"] == ["pricing", "priority:1", "source:pricing.md"]
     assert got["free-plan"]["contexts"] == ["Plus costs $10 per month.", "Plans: Free, Plus."]
     (error,) = result.errors().to_pylist()
     assert (error["case_id"], error["error_type"]) == ("photo", "invalid_value")
@@ -595,6 +595,42 @@ def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
     assert error["message"].startswith("a ConversationalGolden with a scenario and no turns")
     (row,) = result.results().to_pylist()
     assert row["tags"] == ["tier:plus", "langs:en", "langs:fr"]
+
+
+def test_a_deepeval_conversations_scenario_turn_metadata_and_sources_are_tags(tmp_path):
+    """evaluate(dataset) of DeepEval objects: a ConversationalGolden's scenario
+    and expected_outcome beside its turns, a Turn's metadata and the source of
+    a RetrievedContextData (the case's or a turn's) were dropped without a
+    word. They reach results/ as key:value tags; the passages are the
+    contexts."""
+    class Retrieved:  # deepeval's RetrievedContextData: context and source
+        def __init__(self, context, source):
+            self.context, self.source = context, source
+
+    class Turn:  # deepeval's Turn: role, content, retrieval_context, metadata
+        def __init__(self, role, content, retrieval_context=None, metadata=None):
+            self.role, self.content = role, content
+            self.retrieval_context, self.metadata = retrieval_context, metadata
+
+    chat = DeepEvalCase(
+        name="late-refund", scenario="A refund 40 days after delivery.",
+        expected_outcome="A polite refusal.", turns=[
+            Turn("user", "Can I still return my lamp?", metadata={"channel": "web"}),
+            Turn("assistant", "Returns are accepted within 30 days.", retrieval_context=[
+                Retrieved("Refunds are accepted within 30 days.", "policy.md")]),
+            Turn("user", "It arrived 40 days ago.")])
+    golden = DeepEvalCase(name="plus", input="What does Plus cost?", retrieval_context=[
+        Retrieved("Plus costs $10 per month.", "pricing.md"), "Plans renew monthly."])
+    result = evalbeam.evaluate(DeepEvalDataset([chat, golden]), output=tmp_path / "out",
+                               metrics=["exact_match"], progress=False)
+    got = {r["case_id"]: r for r in result.results().to_pylist()}
+    assert got["late-refund"]["tags"] == [
+        "scenario:A refund 40 days after delivery.", "expected_outcome:A polite refusal.",
+        "channel:web", "source:policy.md"]
+    assert got["late-refund"]["contexts"] == ["Refunds are accepted within 30 days."]
+    assert got["plus"]["tags"] == ["source:pricing.md"]
+    assert got["plus"]["contexts"] == ["Plus costs $10 per month.", "Plans renew monthly."]
+    assert result.manifest["reconciliation"]["ok"]
 
 
 def test_a_deepeval_chatbot_role_is_the_conversations_system_turn(tmp_path):

@@ -423,7 +423,28 @@ def test_deepeval_conversational_goldens_as_save_as_writes_them():
     assert chat.answer == "Refunds are accepted within 30 days." and len(chat.messages) == 2
     assert chat.contexts == ["Lamps carry a two-year warranty.",
                              "Refunds are accepted within 30 days of delivery."]
-    assert chat.tags == ["channel:web"]
+    assert chat.tags == ["channel:web", "scenario:refund", "source:policy.md"]
+
+
+@pytest.mark.parametrize("file_type", ["json", "jsonl", "csv"])
+def test_what_a_deepeval_file_says_beyond_the_case_columns_is_kept_as_tags(file_type):
+    """Real save_as of deepeval 4.3.1 (tests/fixtures/deepeval/make.py): a
+    ConversationalGolden's scenario and expected_outcome beside its turns,
+    each Turn's metadata and a RetrievedContextData's source (its
+    `deepeval_source=`) were dropped without a word. They are key:value tags
+    after the golden's additional_metadata, each once; the passages stay its
+    context."""
+    (chat,) = _deepeval_rows(os.path.join(DEEPEVAL_FIXTURES, f"conversation_extras.{file_type}"))
+    assert (chat.case_id, chat.question) == ("late-refund", "It arrived 40 days ago.")
+    assert chat.contexts == ["Refunds are accepted within 30 days of delivery.",
+                             "Store credit is offered after 30 days."]
+    assert chat.tags == [
+        "team:support", "scenario:A customer asks for a refund 40 days after delivery.",
+        "expected_outcome:The assistant politely refuses and offers store credit.",
+        "channel:web", "locale:en", "source:policy.md"]
+    (golden,) = _deepeval_rows(os.path.join(DEEPEVAL_FIXTURES, f"sourced_golden.{file_type}"))
+    assert golden.contexts == ["Plus costs $10 per month.", "Plans renew monthly."]
+    assert golden.tags == ["source:pricing.md"]
 
 
 def test_deepeval_golden_csv_metadata_becomes_tags():
@@ -550,7 +571,8 @@ def test_promptfoo_and_deepeval_names_and_tags_reach_the_tables_across_workers(t
             assert (row["case_id"], row["suite"], row["tags"]) == (
                 "refund window", "returns", ["owner:support", "category:returns"])
         else:
-            assert row["case_id"] == "refund-chat" and row["tags"] == ["channel:web"]
+            assert row["case_id"] == "refund-chat"
+            assert row["tags"] == ["channel:web", "scenario:refund", "source:policy.md"]
             assert row["contexts"] == ["Lamps carry a two-year warranty.",
                                        "Refunds are accepted within 30 days of delivery."]
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from schemas.cases import (CANONICAL_COLUMNS, METADATA_COLUMN, Asserted, Cell, Joined,
-                           Metadata, Passage, Scenario, TurnContexts, Var)
+from schemas.cases import (CANONICAL_COLUMNS, DEEPEVAL_TAG_COLUMNS, METADATA_COLUMN, Asserted,
+                           Cell, Joined, Metadata, Passage, Scenario, TurnContexts, Var,
+                           deepeval_tags)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -27,13 +28,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # DeepEval goldens and test cases (EvaluationDataset.save_as json / jsonl / csv);
     # a ConversationalGolden's `turns` when there is no `input` (a `scenario` alone
     # is an errors/ row); its csv and jsonl join retrieval_context with '|', its
-    # json keeps the list; without one, the passages the turns retrieved; tags and
-    # metadata (a test case's) or additional_metadata (a golden's) as tags
+    # json keeps the list; without one, the passages the turns retrieved; tags,
+    # metadata (a test case's) or additional_metadata (a golden's), then a
+    # conversation's scenario and expected_outcome, its turns' metadata and the
+    # passages' sources as tags (deepeval_tags)
     "deepeval": {"question": ("input", "turns", Scenario("scenario")),
                  "answer": "actual_output", "expected_answer": "expected_output",
                  "contexts": (Joined("retrieval_context", "|"), TurnContexts("turns")),
                  "case_id": "name",
-                 "tags": Metadata(("tags", "metadata", "additional_metadata"))},
+                 "tags": Metadata(("tags", "metadata", "additional_metadata"),
+                                  extra=deepeval_tags,
+                                  extra_columns=DEEPEVAL_TAG_COLUMNS)},
     # OpenAI evals samples: {"input": [chat messages], "ideal": "..." or [...]}
     "openai_evals": {"question": "input", "expected_answer": "ideal"},
     # Inspect AI datasets: {"id", "input": text or chat messages, "target": text or [...]}
