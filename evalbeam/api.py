@@ -84,14 +84,18 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     one-line message the command line prints, before anything is written
     (an input with no case among them); NothingEvaluated (a ValueError, with
     the Result) when every input row was invalid. No exception it raises
-    quotes a configured secret (see scrub_exception).
+    quotes a configured secret (see scrub_exception). What is printed or logged
+    in this process during the call is scrubbed too; sys.stdout, sys.stderr,
+    the log record factory and warnings.showwarning are as they were after it.
     """
-    from transforms.remote.scrub import remember_config_secrets, scrub_exception
-    remember_config_secrets(config)  # before anything said can quote them
-    try:
-        return _evaluate(cases, config, output, run_id, **options)
-    except BaseException as exc:
-        raise scrub_exception(exc)
+    from transforms.remote.scrub import (remember_config_secrets, scrub_exception,
+                                         scrubbing_during)
+    with scrubbing_during():  # prints and logs of the call; the process as it was after
+        remember_config_secrets(config)  # before anything said can quote them
+        try:
+            return _evaluate(cases, config, output, run_id, **options)
+        except BaseException as exc:
+            raise scrub_exception(exc)
 
 
 def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id: str | None,

@@ -682,3 +682,82 @@ def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
         ("What does it cost?", "Plus costs $10 a month.", True)]
     assert result.manifest["input"] == "ragas.EvaluationDataset (2 rows, in memory)"
     assert result.manifest["reconciliation"]["ok"]
+
+
+HOOKS_SCRIPT = r'''
+import io, logging, os, sys, threading, warnings
+import evalbeam
+from tests.conftest import SAMPLE_ROWS
+
+KEY = os.environ["EB_API_HOOK_KEY"]
+hooks = lambda: (sys.stdout, sys.stderr, logging.getLogRecordFactory(), warnings.showwarning)
+before = hooks()
+
+
+@evalbeam.metric(needs=["answer"])
+def noisy(sample):
+    print("metric prints", os.environ["EB_API_HOOK_KEY"])
+    logging.getLogger("user").warning("metric logs %s", os.environ["EB_API_HOOK_KEY"])
+    return 1.0
+
+
+cfg = {"endpoints": {"llm": {"base_url": "http://127.0.0.1:9", "api_key_env": "EB_API_HOOK_KEY"}},
+       "bots": [{"name": "recorded", "type": "precomputed"}]}
+evalbeam.evaluate(SAMPLE_ROWS, cfg, output=sys.argv[1], metrics=["exact_match", noisy],
+                  progress=False)
+print("restored after a call:", hooks() == before)
+try:
+    evalbeam.evaluate(SAMPLE_ROWS, cfg, output=sys.argv[1], run_id="bad id")
+except ValueError:
+    pass
+print("restored after a raise:", hooks() == before)
+print("after the call", KEY)
+logging.getLogger("user").warning("after the call %s", KEY)
+from transforms.remote.scrub import scrubbing_during
+mine = io.StringIO()
+with scrubbing_during():
+    with scrubbing_during():  # nested
+        print("inner", KEY)
+    print("outer", KEY)
+    sys.stdout = mine  # the user's own stream during the call: it stays
+print("mine stays:", sys.stdout is mine, file=sys.stderr)
+sys.stdout = before[0]
+entered, leave = threading.Event(), threading.Event()
+
+def call():
+    with scrubbing_during():
+        entered.set()
+        leave.wait()
+
+t = threading.Thread(target=call)
+t.start()
+entered.wait()
+with scrubbing_during():
+    pass
+print("overlapping", KEY)  # the thread's call is under way
+leave.set()
+t.join()
+print("restored after overlapping calls:", hooks()[2:] == before[2:], sys.stdout is before[0])
+'''
+
+
+def test_evaluate_leaves_the_process_as_it_found_it(tmp_path):
+    """Once evaluate() had seen a secret, sys.stdout and sys.stderr stayed
+    wrapped and every log record and warning of the user's process (a
+    notebook's) went through the scrubber for good. Now what is printed and
+    logged during the call is scrubbed, and the streams and hooks are put
+    back when it returns or raises (nested and overlapping calls too; a
+    stream the user set meanwhile stays)."""
+    key = "hk-" + "Zq81Lw"  # a plain key, shorter than a token
+    proc = subprocess.run([sys.executable, "-c", HOOKS_SCRIPT, str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "EB_API_HOOK_KEY": key, "PYTHONPATH": ROOT})
+    out, err = proc.stdout, proc.stderr
+    assert "restored after a call: True" in out and "restored after a raise: True" in out, out
+    assert proc.returncode == 0, err[-3000:]
+    assert "metric prints <redacted>" in out and "metric logs <redacted>" in err, out + err
+    assert f"after the call {key}" in out and f"after the call {key}" in err, out + err
+    assert "inner <redacted>" in out and "outer <redacted>" in out, out
+    assert "mine stays: True" in err and "overlapping <redacted>" in out, out + err
+    assert "restored after overlapping calls: True True" in out, out
+    assert out.count(key) == 1 and err.count(key) == 1, out + err

@@ -18,7 +18,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from pipeline.config import EndpointConfig, load_config
-from tests.pipeline_helpers import base64_cores, secret_forms
+from tests.pipeline_helpers import base64_cores, leaks, secret_forms
 from transforms.remote.scrub import (MIN_RUN, REDACTED, Scrubber, configured_secrets,
                                      redact_url, url_secrets)
 
@@ -539,3 +539,32 @@ def test_a_scrubbed_stream_scrubs_writelines_too():
     stream.writelines([f"a {key}\n", "b\n"])
     stream.write(f"c {key}\n")
     assert key not in out.getvalue() and out.getvalue().count("<redacted>") == 2
+
+
+def test_a_secret_written_in_parts_is_scrubbed_whole():
+    """A stream scrubbed each write on its own: print(key[:5], end="") then
+    print(key[5:]) showed the first five characters (too few to be a run of
+    the key) and a key cut into 8 + 9 characters of its hex form. A tail that
+    may begin a secret now waits for the next write; ordinary text still goes
+    out at a newline or flush()."""
+    import io
+    from transforms.remote.scrub import ScrubbedStream, remember
+    key = "sk-partKEY-Qx7Lm2"
+    remember([key])
+    out = io.StringIO()
+    stream = ScrubbedStream(out)
+    print(key[:5], end="", file=stream)
+    print(key[5:], file=stream)
+    hexed = key.encode().hex()
+    stream.write("dump " + hexed[:7])
+    stream.write(hexed[7:] + "\n")
+    stream.write("header: " + key[:3])
+    stream.write(key[3:9])
+    stream.write(key[9:] + "\n")
+    assert leaks(out.getvalue(), key) == [] and key[:5] not in out.getvalue(), out.getvalue()
+    assert out.getvalue().count("<redacted>") == 3, out.getvalue()
+    stream.write("total: 3 rows\n")
+    assert out.getvalue().endswith("total: 3 rows\n")
+    stream.write("progress sk-p")  # may begin the key: held, until flush()
+    stream.flush()
+    assert out.getvalue().endswith("progress sk-p")

@@ -19,6 +19,7 @@ writer, so it becomes U+FFFD.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import html
 import html.entities
@@ -27,8 +28,9 @@ import logging
 import os
 import re
 import sys
+import threading
 import warnings
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
@@ -208,6 +210,16 @@ class Scrubber:
             pos = end
         out.append(text[pos:])
         return writable("".join(out))
+
+    def held(self, text: str) -> int:
+        """How many of the text's last characters (none before its last newline)
+        may begin a secret that the next write ends: the longest tail that is
+        part of a secret in one of its forms (a stream holds them back)."""
+        low, k = _lower(text), 0
+        limit = len(low) - (low.rfind("\n") + 1)
+        while k < limit and any(low[-k - 1:] in f.text for f in self._forms):
+            k += 1
+        return k
 
     def scrub_value(self, value: Any, hits: list | None = None) -> Any:
         """Every string value inside dicts, lists and tuples scrubbed (keys are
@@ -505,10 +517,19 @@ def process_scrubber() -> Scrubber:
     return _PROCESS[0]
 
 
+def _hooks_on() -> bool:
+    """Whether the process's hooks scrub: for good (a worker, the command line)
+    or during an evaluate() call (see scrubbing_during); left over, they pass
+    through."""
+    return bool(_HOOKED) or _SCOPE["depth"] > 0
+
+
 def _scrubbed_record(make):
     def factory(*args, **kwargs) -> logging.LogRecord:
         record = make(*args, **kwargs)
         scrubber = _PROCESS[0]
+        if not _hooks_on():
+            return record
         try:
             message = record.getMessage()
         except Exception:  # a bad format: logging says so itself when it emits
@@ -529,7 +550,9 @@ def _scrubbed_record(make):
 
 def _scrubbed_warning(show):
     def showwarning(message, category, filename, lineno, file=None, line=None):
-        show(_PROCESS[0].scrub(str(message)), category, filename, lineno, file, line)
+        if _hooks_on():
+            message = _PROCESS[0].scrub(str(message))
+        show(message, category, filename, lineno, file, line)
     return showwarning
 
 
@@ -537,18 +560,47 @@ class ScrubbedStream:
     """A text stream (sys.stdout, sys.stderr) whose every write is scrubbed with
     the process scrubber as it is then: what a custom metric prints (print(),
     sys.stderr.write) reaches the console, a detached run's log file or a Dask
-    worker's log scrubbed. A secret cut over two writes is not recognised."""
+    worker's log scrubbed. A tail that may begin a secret (Scrubber.held) waits
+    for the next write, so a secret printed in parts (print(key[:5], end=""))
+    is scrubbed whole; a newline, flush() or close() writes it out. What is
+    written to the file descriptor itself (os.write(1, ...), .buffer, a child
+    process) does not pass here."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
+        self._held = ""
+        self._lock = threading.RLock()
 
     def write(self, text: str) -> int:
-        self._stream.write(_PROCESS[0].scrub(text) if isinstance(text, str) else text)
+        if not isinstance(text, str):
+            self._stream.write(text)
+            return len(text)
+        with self._lock:
+            scrubber, pending = _PROCESS[0], self._held + text
+            cut = len(pending) - scrubber.held(pending)
+            self._held = pending[cut:]
+            if cut:
+                self._stream.write(scrubber.scrub(pending[:cut]))
         return len(text)
 
     def writelines(self, lines) -> None:  # else __getattr__ would hand it the raw stream
         for line in lines:
             self.write(line)
+
+    def release(self) -> None:
+        """Write out the held tail (scrubbed) without flushing the stream."""
+        with self._lock:
+            if self._held:
+                held, self._held = self._held, ""
+                self._stream.write(_PROCESS[0].scrub(held))
+
+    def flush(self) -> None:
+        self.release()
+        self._stream.flush()
+
+    def close(self) -> None:
+        self.release()
+        self._stream.close()
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -563,15 +615,71 @@ def scrub_std_streams() -> None:
 
 
 _HOOKED: list[bool] = []
+# evaluate()'s hooks: how many calls are under way, and what was there before
+_SCOPE: dict[str, Any] = {"depth": 0, "saved": None}
+_SCOPE_LOCK = threading.Lock()
+
+
+def _install_hooks() -> dict[str, tuple[Any, Any]]:
+    """Scrub every log record, warning and print; returns, for each hook, (what
+    was there, ours)."""
+    before = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
+              "stdout": sys.stdout, "stderr": sys.stderr}
+    logging.setLogRecordFactory(_scrubbed_record(before["factory"]))
+    warnings.showwarning = _scrubbed_warning(before["showwarning"])
+    scrub_std_streams()
+    now = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
+           "stdout": sys.stdout, "stderr": sys.stderr}
+    return {name: (before[name], now[name]) for name in before}
+
+
+def _remove_hooks(saved: dict[str, tuple[Any, Any]]) -> None:
+    """Put back what _install_hooks replaced where ours is still in place; one
+    set by someone else meanwhile (a user's sys.stdout) stays: a hook of ours
+    under it passes through, a stream of ours goes on scrubbing."""
+    current = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
+               "stdout": sys.stdout, "stderr": sys.stderr}
+    for name in ("stdout", "stderr"):
+        if isinstance(saved[name][1], ScrubbedStream) and saved[name][1] is not saved[name][0]:
+            saved[name][1].release()  # its held tail, wherever it now stands
+    restore = {name: before for name, (before, ours) in saved.items()
+               if current[name] is ours and ours is not before}
+    if "factory" in restore:
+        logging.setLogRecordFactory(restore.pop("factory"))
+    if "showwarning" in restore:
+        warnings.showwarning = restore.pop("showwarning")
+    for name, before in restore.items():
+        setattr(sys, name, before)
+
+
+@contextlib.contextmanager
+def scrubbing_during() -> Iterator[None]:
+    """Every log record, warning and print of this process scrubbed while the
+    block runs (evaluate()'s call), and the process left as it was found after:
+    the streams, the log record factory and warnings.showwarning put back. Calls
+    may nest or overlap (threads): the last one out puts them back. In a
+    process that scrubs for good (the command line, a worker), nothing changes."""
+    with _SCOPE_LOCK:
+        _SCOPE["depth"] += 1
+        if _SCOPE["depth"] == 1 and not _HOOKED:
+            _SCOPE["saved"] = _install_hooks()
+    try:
+        yield
+    finally:
+        with _SCOPE_LOCK:
+            _SCOPE["depth"] -= 1
+            if _SCOPE["depth"] == 0 and _SCOPE["saved"] is not None:
+                saved, _SCOPE["saved"] = _SCOPE["saved"], None
+                _remove_hooks(saved)
 
 
 def _scrub_logs_and_warnings() -> None:
     """Every log record, warning and print of this process is scrubbed of the
     secrets it knows: a Dask worker logs a failed task's exception ('Compute
     Failed ... Exception: ...') and Beam's workers theirs, quoting what the
-    exception quotes, and warnings and prints go to the worker's stderr."""
-    if not _HOOKED:
-        _HOOKED.append(True)
-        logging.setLogRecordFactory(_scrubbed_record(logging.getLogRecordFactory()))
-        warnings.showwarning = _scrubbed_warning(warnings.showwarning)
-        scrub_std_streams()
+    exception quotes, and warnings and prints go to the worker's stderr. During
+    an evaluate() call its own hooks do it, and go with it."""
+    with _SCOPE_LOCK:
+        if not _HOOKED and not _SCOPE["depth"]:
+            _HOOKED.append(True)
+            _install_hooks()
