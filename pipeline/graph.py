@@ -192,8 +192,9 @@ class Score(beam.PTransform):
         for scorer, options in scorers[n:]:  # custom metrics, rubrics
             side = sides.get(scorer.side_input)
             kwargs = {"side": side} if side is not None else {}
-            turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(ScoreWith(scorer, options),
-                                                                  **kwargs)
+            secrets = (self._plan.info.endpoints, self._plan.info.secret_texts)
+            turns = turns | f"Score[{scorer.name}]" >> beam.ParDo(
+                ScoreWith(scorer, options, secrets), **kwargs)
         return turns
 
 

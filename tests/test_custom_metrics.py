@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import textwrap
 
@@ -423,3 +424,73 @@ def test_evaluate_passes_the_declared_direction_on():
     assert scorer(metric(direction="none", name="free")(lambda s: 0.0)) == ({"free"}, set())
     assert scorer(metric(lower_is_better=True, name="low")(lambda s: 0.0)) == (set(), {"low"})
     assert scorer(metric(name="high")(lambda s: 0.0)) == (set(), set())
+
+
+NOISY_METRICS = '''import logging, os, sys, warnings
+
+
+def noisy(sample):
+    key = os.environ["EB_SCORE_ONLY_KEY"]
+    print("printed", key)
+    sys.stderr.write("wrote " + key + "\\n")
+    logging.getLogger("distributed.worker").warning("logged %s", key)
+    warnings.warn("warned " + key)
+    return 1.0
+'''
+
+SCORING_WORKER = r'''
+import sys
+import apache_beam as beam
+from apache_beam.internal import pickler
+from apache_beam.testing.test_pipeline import TestPipeline
+with open(sys.argv[1], "rb") as fh:
+    fn, turns = pickler.loads(fh.read())
+with TestPipeline(runner="FnApiRunner") as p:
+    p | beam.Create(turns) | beam.ParDo(fn)
+'''
+
+
+def test_a_worker_that_only_scores_scrubs_what_a_custom_metric_says(tmp_path, monkeypatch):
+    """A Dask worker scrubbed its prints, logs and warnings only once it had
+    built a scrubber (answering or writing a bundle): one given nothing but a
+    custom metric's Score step (the scheduler places each step's task) logged
+    the key the metric printed, logged and warned as it came. The step builds
+    the run's scrubber at setup; here a fresh process runs it alone, as such a
+    worker does."""
+    import subprocess
+    import apache_beam as beam
+    from apache_beam.internal import pickler
+    from pipeline.graph import Score
+    from tests.conftest import ROOT
+    from tests.pipeline_helpers import leaks
+    key = "sk-score-only-" + "Wq93Lm"
+    monkeypatch.setenv("EB_SCORE_ONLY_KEY", key)
+    (tmp_path / "noisy_metrics.py").write_text(NOISY_METRICS)
+    (tmp_path / "c.yaml").write_text(
+        "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9', api_key_env: EB_SCORE_ONLY_KEY}\n"
+        "metrics: [noisy]\ncustom_metrics:\n  - {name: noisy, function: 'noisy_metrics:noisy'}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": "a", "question": "q?", "answer": "x"}])
+    plan = make_plan(_parser().parse_args(["run", "--input", cases, "--output",
+                                           str(tmp_path / "out"), "--config",
+                                           str(tmp_path / "c.yaml")]))
+    p = beam.Pipeline()
+    _ = p | beam.Create([]) | Score(plan)
+    steps = []
+
+    class Steps(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node):
+            if node.full_label.endswith("Score[noisy]"):
+                steps.append(node.transform.fn)
+
+    p.visit(Steps())
+    turns = [Turn(EvalCase("a", "q?", answer="x"), "recorded", "x")]
+    (tmp_path / "step.pkl").write_bytes(pickler.dumps((steps[0], turns)))
+    proc = subprocess.run([sys.executable, "-c", SCORING_WORKER, str(tmp_path / "step.pkl")],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    assert "printed <redacted>" in said and "logged <redacted>" in said, said[-3000:]
+    assert "warned <redacted>" in said and "wrote <redacted>" in said, said[-3000:]
+    assert leaks(said, key) == [], said[-3000:]

@@ -23,7 +23,7 @@ from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over
 from transforms.enrich.classifier.score import score as classifier_score
-from transforms.remote.scrub import shown
+from transforms.remote.scrub import scrubber_for, shown
 from transforms.enrich.judge.keys import (CONVERSATION_METRICS, DEFAULT_SCALE, RUBRICS,
                                           SAFETY_CATEGORIES, SAFETY_METRICS)
 
@@ -360,9 +360,19 @@ class ScoreAll(beam.DoFn):
     tokenised once (a new Turn; inputs are not mutated). Side inputs come by
     their Scorer.side_input name."""
 
-    def __init__(self, scorers: Sequence[tuple[Scorer, Mapping[str, Any]]]):
+    def __init__(self, scorers: Sequence[tuple[Scorer, Mapping[str, Any]]],
+                 secrets: tuple[Mapping[str, Any], Sequence[str]] | None = None):
+        """secrets: the run's (endpoints, secret_texts), for a step that runs a
+        user's code (a custom metric)."""
         self._scorers = [(scorer, dict(options)) for scorer, options in scorers]
         self._nulls = {scorer.name: _null_counter(scorer) for scorer, _ in scorers}
+        self._secrets = secrets
+
+    def setup(self):
+        # a worker that runs no other step of the run (a Dask worker given only
+        # this one) still scrubs what the user's code prints, logs and warns
+        if self._secrets is not None:
+            scrubber_for(*self._secrets)
 
     def process(self, turn: Turn, idf=None, bert_idf=None):
         scores = dict(turn.scores)
@@ -377,8 +387,9 @@ class ScoreAll(beam.DoFn):
 class ScoreWith(ScoreAll):
     """Adds one scorer's metrics to each Turn; its side input, if any, is `side`."""
 
-    def __init__(self, scorer: Scorer, options: Mapping[str, Any]):
-        super().__init__([(scorer, options)])
+    def __init__(self, scorer: Scorer, options: Mapping[str, Any],
+                 secrets: tuple[Mapping[str, Any], Sequence[str]] | None = None):
+        super().__init__([(scorer, options)], secrets)
         self._side_name = scorer.side_input
 
     def process(self, turn: Turn, side=None):
