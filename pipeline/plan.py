@@ -35,8 +35,8 @@ from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
-from transforms.remote.scrub import (configured_secrets, redact_url, remember, resolved_secrets,
-                                     shown)
+from transforms.remote.scrub import (MIN_SECRET, configured_secrets, redact_url, remember,
+                                     resolved_secrets, short_variables, shown)
 from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
@@ -743,6 +743,14 @@ def no_answering_bot(cfg: Config) -> str | None:
     return NO_ANSWERING_BOT
 
 
+def short_secret_notes(cfg: Config) -> list[str]:
+    """A note naming the variables whose value is too short to be scrubbed."""
+    names = short_variables(cfg.endpoints, other_secrets(cfg))
+    return [f"environment variable {', '.join(names)}: fewer than {MIN_SECRET} characters, "
+            "too short to be told from ordinary words, so not scrubbed from outputs and logs "
+            "(is it a key?)"] if names else []
+
+
 def no_cases_message(input_pattern: str) -> str:
     """An input without a record is refused: a nightly job whose upstream wrote
     an empty file would otherwise finish green having evaluated nothing."""
@@ -763,6 +771,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     remember(configured_secrets(loaded.endpoints) + resolved_secrets(other_secrets(loaded)))
     check_config_paths(loaded, elsewhere, shared)
     cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
+    notes += short_secret_notes(loaded)
     workers = worker_count(options) if options is not None else 1
     cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \

@@ -568,3 +568,46 @@ def test_a_secret_written_in_parts_is_scrubbed_whole():
     stream.write("progress sk-p")  # may begin the key: held, until flush()
     stream.flush()
     assert out.getvalue().endswith("progress sk-p")
+
+
+def test_a_key_any_env_option_names_is_known_before_the_config_is_read(tmp_path):
+    """Before a config is parsed (remember_config_secrets: what an error while
+    it is read or planned may quote) only api_key_env's and ${VAR}s' values
+    were known, not those of another `*_env` option the config's scrubbers
+    take (a custom metric's token_env), in a YAML file or evaluate()'s dict."""
+    from transforms.remote.scrub import process_scrubber, remember_config_secrets
+    env = {"EB_YAML_TOKEN": "ty-" + "Pq71Zs", "EB_DICT_TOKEN": "td-" + "Wm52Kv"}
+    (tmp_path / "c.yaml").write_text(
+        "custom_metrics:\n  - {name: m, function: 'x:y', options: {token_env: EB_YAML_TOKEN}}\n")
+    remember_config_secrets(str(tmp_path / "c.yaml"), env)
+    remember_config_secrets({"custom_metrics": [{"name": "m", "function": "x:y",
+                                                 "options": {"Auth_Env": "EB_DICT_TOKEN"}}]}, env)
+    said = process_scrubber().scrub(f"login with {env['EB_YAML_TOKEN']} or {env['EB_DICT_TOKEN']}")
+    assert said == "login with <redacted> or <redacted>"
+
+
+def test_a_variable_too_short_to_scrub_is_named_in_a_note(tmp_path, monkeypatch):
+    """A value read from the environment shorter than MIN_SECRET was dropped by
+    the scrubber without a word. It still is (a 3-letter value would redact
+    ordinary words), but the run names the variable in a note (stderr and the
+    manifest); a longer value under any option name is scrubbed."""
+    from pipeline.cli import _parser
+    from pipeline.plan import make_plan
+    from tests.conftest import write_cases
+    monkeypatch.setenv("EB_SHORT_KEY", "ab1")
+    monkeypatch.setenv("EB_PLAIN_VALUE", "Zx91qa")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "c.yaml").write_text(
+        "endpoints:\n  llm: {base_url: 'http://127.0.0.1:9', api_key_env: EB_SHORT_KEY}\n"
+        "metrics: [exact_match, m]\ncustom_metrics:\n  - {name: m, function: 'plain_metric:score',"
+        " options: {region: '${EB_PLAIN_VALUE}'}}\n")
+    (tmp_path / "plain_metric.py").write_text("def score(sample, region):\n    return 1.0\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), [{"case_id": "a", "question": "q?"}])
+    plan = make_plan(_parser().parse_args(["run", "--input", cases, "--output",
+                                           str(tmp_path / "out"), "--config",
+                                           str(tmp_path / "c.yaml")]))
+    notes = [n for n in plan.info.notes if "EB_SHORT_KEY" in n]
+    assert notes and "not scrubbed" in notes[0] and "ab1" not in notes[0], plan.info.notes
+    assert not any("EB_PLAIN_VALUE" in n for n in plan.info.notes)
+    from transforms.remote.scrub import process_scrubber
+    assert process_scrubber().scrub("a Zx91qa b") == "a <redacted> b"

@@ -416,6 +416,20 @@ def _sent_secrets(value: str, named: bool, env: Mapping[str, str]) -> list[str]:
     return [value, value.split(" ", 1)[-1]] if named else []
 
 
+def short_variables(endpoints: Mapping[str, Any], texts: Iterable[str] = (),
+                    environ: Mapping[str, str] | None = None) -> list[str]:
+    """The variables the config reads (api_key_env, ${VAR} in headers, bodies and
+    `texts`) whose value is set but shorter than MIN_SECRET: no scrubber takes
+    it (it would redact ordinary words), so the run says so."""
+    env = os.environ if environ is None else environ
+    sent = [str(v) for cfg in endpoints.values() if isinstance(cfg.headers, Mapping)
+            for v in cfg.headers.values()]
+    sent += [t for cfg in endpoints.values() for t in getattr(cfg, "body_secrets", ())]
+    names = [cfg.api_key_env for cfg in endpoints.values() if cfg.api_key_env]
+    names += [n for text in [*sent, *texts] for n in ENV_REF.findall(text)]
+    return sorted({n for n in names if env.get(n) and len(env[n]) < MIN_SECRET})
+
+
 def secret_texts(value: Any, key: str = "") -> list[str]:
     """The texts of config data (an http bot's body template, a metric's options)
     that carry a secret, as written: those under a key named like a secret
@@ -461,12 +475,14 @@ def remember(secrets: Iterable[str]) -> None:
         _scrub_logs_and_warnings()
 
 
-_NAMED_ENV = re.compile(r"""api_key_env["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
+# a key naming a variable (api_key_env, a custom metric's token_env: secret_texts'
+# `*_env`) and the name it holds, in YAML or JSON
+_NAMED_ENV = re.compile(r"""\w*_env["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""", re.IGNORECASE)
 
 
 def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = None) -> None:
-    """The values of the environment variables a config names (api_key_env,
-    ${VAR}), remembered before it is even parsed: an error while it is read or
+    """The values of the environment variables a config names (api_key_env or
+    any other `*_env` key, ${VAR}), remembered before it is even parsed: an error while it is read or
     the run planned (a custom metric's module that fails on import, quoting a
     request) is scrubbed of them. `config`: a YAML file's path, or a config as
     data (evaluate()'s dict); anything else names nothing."""
