@@ -482,10 +482,11 @@ _NAMED_ENV = re.compile(r"""\w*_env["']?\s*:\s*["']?([A-Za-z_][A-Za-z0-9_]*)""",
 
 def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = None) -> None:
     """The values of the environment variables a config names (api_key_env or
-    any other `*_env` key, ${VAR}), remembered before it is even parsed: an error while it is read or
-    the run planned (a custom metric's module that fails on import, quoting a
-    request) is scrubbed of them. `config`: a YAML file's path, or a config as
-    data (evaluate()'s dict); anything else names nothing."""
+    any other `*_env` key, ${VAR}), remembered before it is even parsed: an
+    error while it is read or the run planned (a custom metric's module that
+    fails on import, quoting a request) is scrubbed of them. `config`: a YAML
+    file's path, or a config as data (evaluate()'s dict); anything else names
+    nothing."""
     env = os.environ if environ is None else environ
     if isinstance(config, Mapping):
         text = json.dumps(config, default=str)
