@@ -565,7 +565,10 @@ def test_a_secret_written_in_parts_is_scrubbed_whole():
     assert out.getvalue().count("<redacted>") == 3, out.getvalue()
     stream.write("total: 3 rows\n")
     assert out.getvalue().endswith("total: 3 rows\n")
+    stream.write("row Qx7.")  # no beginning of a secret: not held
+    assert out.getvalue().endswith("row Qx7.")
     stream.write("progress sk-p")  # may begin the key: held, until flush()
+    assert out.getvalue().endswith("row Qx7.progress ")
     stream.flush()
     assert out.getvalue().endswith("progress sk-p")
 
@@ -611,3 +614,14 @@ def test_a_variable_too_short_to_scrub_is_named_in_a_note(tmp_path, monkeypatch)
     assert not any("EB_PLAIN_VALUE" in n for n in plan.info.notes)
     from transforms.remote.scrub import process_scrubber
     assert process_scrubber().scrub("a Zx91qa b") == "a <redacted> b"
+
+
+def test_only_a_tail_that_may_begin_a_secret_is_held():
+    """A stream held back any tail found inside a secret, so text ending in a
+    letter of a key waited for the next newline; only a beginning waits."""
+    from transforms.remote.scrub import Scrubber
+    scrubber = Scrubber(["sk-partKEY-Qx7Lm2"])
+    assert scrubber.held("row Qx") == 0  # inside the key, not its beginning
+    assert scrubber.held("header: sk-pa") == len("sk-pa")
+    assert scrubber.held("dump " + "sk-partKEY".encode().hex()[:6]) == 6  # its hex form's
+    assert scrubber.held("sk-pa\nrow") == 0  # nothing before the last newline

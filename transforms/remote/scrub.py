@@ -213,13 +213,16 @@ class Scrubber:
 
     def held(self, text: str) -> int:
         """How many of the text's last characters (none before its last newline)
-        may begin a secret that the next write ends: the longest tail that is
-        part of a secret in one of its forms (a stream holds them back)."""
-        low, k = _lower(text), 0
+        may begin a secret that the next write ends: the longest tail that is a
+        beginning of a secret in one of its forms (a stream holds them back)."""
+        low, best = _lower(text), 0
         limit = len(low) - (low.rfind("\n") + 1)
-        while k < limit and any(low[-k - 1:] in f.text for f in self._forms):
-            k += 1
-        return k
+        for form in self._forms:
+            for k in range(min(limit, len(form.text) - 1), best, -1):
+                if low.endswith(form.text[:k]):
+                    best = k
+                    break
+        return best
 
     def scrub_value(self, value: Any, hits: list | None = None) -> Any:
         """Every string value inside dicts, lists and tuples scrubbed (keys are
