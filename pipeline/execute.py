@@ -170,9 +170,11 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
 
     def stopped(name: str) -> str:
         beat.stop()
-        leases.mark_failed(info.output, lease, f"stopped by {name}")
+        billed = billed_text(info)
+        leases.mark_failed(info.output, lease, f"stopped by {name}" + billed)
         return (f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) stopped by {name}; "
-                "its worker processes were ended; a new run of the id takes over and cleans up")
+                "its worker processes were ended; a new run of the id takes over and cleans up"
+                + (f"\nevalbeam: error: run {info.run_id}{billed}" if billed else ""))
     on_signals = (stop_on_signals(stopped) if signals and not detach and runner_is_local(options)
                   else contextlib.nullcontext())
     try:
@@ -189,10 +191,13 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         from transforms.remote.scrub import scrubber_for
         scrubber = scrubber_for(info.endpoints, info.secret_texts)
         why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
-        leases.mark_failed(info.output, lease, why)
+        billed = billed_text(info)
+        leases.mark_failed(info.output, lease, why + billed)
         if isinstance(exc, Exception):
             print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
                   "a new run of the id takes over and cleans up", file=sys.stderr)
+            if billed:
+                print(f"evalbeam: error: run {info.run_id}{billed}", file=sys.stderr)
         raise
     finally:
         if watching is not None:
@@ -202,6 +207,18 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     if counters:
         add_counters(info.output, info.run_id, info.attempt, counters)
     return result
+
+
+def billed_text(info: RunInfo) -> str:
+    """'; before it failed it sent N requests (per endpoint: tokens, cost) ...'
+    from the attempt's request journal, scrubbed ('' when it sent none): what a
+    failed attempt, which never commits a usage/ table, was billed for."""
+    from transforms.remote.journal import billed_line
+    from transforms.remote.runtime import flush_journals
+    from transforms.remote.scrub import scrubber_for
+    flush_journals()  # this process's batched events, if it ran the DoFns
+    line = billed_line(info.journal, info.prices)
+    return f"; {scrubber_for(info.endpoints, info.secret_texts).scrub(line)}" if line else ""
 
 
 # The last line of a traceback: the exception that ended it ("ModuleNotFoundError:

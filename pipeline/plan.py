@@ -287,20 +287,21 @@ def shared_file(output: str, run_id: str, attempt: str, name: str) -> str | None
     return None if "://" in output else os.path.join(temp_dir(output, run_id, attempt), name)
 
 
-def journal_path(output: str, run_id: str, attempt: str) -> str | None:
-    """The run's request journal (transforms/remote/journal.py), where there can be one."""
-    return shared_file(output, run_id, attempt, "requests.sqlite")
+def journal_path(output: str, run_id: str, attempt: str) -> str:
+    """The run's request journal (transforms/remote/journal.py): the SQLite file
+    every worker process locks with a local or mounted output; with a URL output
+    (gs://, s3://) the base name of each process's objects (requests.<process>-<n>.jsonl)."""
+    return (shared_file(output, run_id, attempt, "requests.sqlite")
+            or FileSystems.join(temp_dir(output, run_id, attempt), "requests"))
 
 
-def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> BudgetSpec | None:
+def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> BudgetSpec:
     """The run's caps: judge.max_calls, judge.max_cost, each endpoint's
     max_tokens_per_run, and its request journal. With a local output the workers
     share one tally in the attempt's temporary folder; with a URL output each
     worker holds 1 / workers of every cap (transforms/remote/budget.py)."""
     caps = tuple(sorted((scope_of(name), cap) for name, cap in configured_caps(cfg).items()))
     journal = journal_path(output, run_id, attempt)
-    if not caps and journal is None:
-        return None
     return BudgetSpec(caps, shared_file(output, run_id, attempt, "budget.sqlite") if caps else None,
                       1.0 / max(1, workers), f"{run_id}-{attempt}", journal)
 

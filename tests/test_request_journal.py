@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pipeline.config import EndpointConfig
 from pipeline.plan import journal_path
 from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
@@ -19,7 +21,8 @@ from tests.fake_server import FakeOpenAI, ServerConfig
 from tests.pipeline_helpers import manifest, read_rows, run_cli
 from transforms.publish.report import lost_request_lines
 from transforms.remote.budget import BudgetSpec
-from transforms.remote.journal import NO_JOURNAL, read_journal, reconcile_requests, requests_block
+from transforms.remote.journal import (FLUSH_S, IN_OBJECTS_NOTE, NO_JOURNAL, in_objects,
+                                       read_journal, reconcile_requests, requests_block)
 from transforms.remote.openai_api import chat
 from transforms.remote.runtime import AsyncRuntime
 from transforms.remote.usage import CallLog, MergeUsageFn, usage_rows
@@ -71,13 +74,16 @@ def _usage(items) -> list[dict]:
             for key, acc in items]
 
 
-def test_calls_of_a_process_killed_mid_bundle_are_counted_lost_with_their_tokens(tmp_path):
-    """Two processes journal into one file; the child is SIGKILLed with three
-    calls counted in a tally it never emitted and one call in flight. The
-    parent's tally reaches usage/. The reconciliation counts the child's four
-    calls lost: the tokens their replies reported, the prompt's estimate for
-    the one in flight, and every request the server received is accounted for."""
-    path = str(tmp_path / "requests.sqlite")
+@pytest.mark.parametrize("name", ["requests.sqlite", "requests"])
+def test_calls_of_a_process_killed_mid_bundle_are_counted_lost_with_their_tokens(tmp_path, name):
+    """Two processes journal into one file (or, as on an object store, each into
+    its own objects, as on gs://); the child is SIGKILLed with three calls
+    counted in a tally it never emitted and one call in flight (after its last
+    flush: FLUSH_S later). The parent's tally reaches usage/. The reconciliation
+    counts the child's four calls lost: the tokens their replies reported, the
+    prompt's estimate for the one in flight, and every request the server
+    received is accounted for."""
+    path = str(tmp_path / name)
     with FakeOpenAI(ServerConfig(fault_rate=0.3, faults=("500",), seed=5)) as server:
         runtime = _runtime(server.openai_base_url, path)
         try:
@@ -99,10 +105,14 @@ def test_calls_of_a_process_killed_mid_bundle_are_counted_lost_with_their_tokens
             while server.stats()["total"] == before:
                 assert time.monotonic() < deadline and child.poll() is None
                 time.sleep(0.01)
+            if in_objects(path):
+                time.sleep(FLUSH_S + 1.0)  # its timer's flush; the call is still in flight
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait(timeout=30)
         sent = server.stats()["total"]
+    assert os.path.isfile(path) == (name == "requests.sqlite")
+    assert bool(glob.glob(path + ".*.jsonl")) == (name == "requests")  # objects, as on gs://
     rolled = _usage(items)
     reported = frozenset().union(*(f["tallies"] for _, f in rolled))
     rows = usage_rows("r", rolled, {"llm": PRICE})
@@ -120,25 +130,30 @@ def test_calls_of_a_process_killed_mid_bundle_are_counted_lost_with_their_tokens
                             + 2 * lost["completion_tokens"]) / 1e6
 
 
+def _chat_run(tmp_path, base_url: str, more_yaml: str = "") -> tuple[str, str]:
+    """(cases, config) of a run whose chat bot calls `llm` at base_url with
+    the key in JOURNAL_KEY, retrying 500s; more_yaml: the config's other lines."""
+    ep = dict(base_url=base_url, api_key_env="JOURNAL_KEY", requests_per_second=500,
+              max_attempts=6, backoff_initial_s=0.01, backoff_max_s=0.05,
+              price_per_million=PRICE)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\n"
+                   "bots:\n  - {name: plain, type: chat, endpoint: llm, model: small}\n"
+                   + more_yaml)
+    return write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS), str(cfg)
+
+
 def test_every_request_of_a_run_is_in_its_journal_and_none_is_lost(tmp_path, monkeypatch):
     """A whole run (FnApiRunner, a chat bot, retried 500s): the manifest's
     `requests` counts what the server received, usage/ counts the same, nothing
     is lost, the reports say nothing of it, and the journal went with the
     attempt's temporary folder."""
     monkeypatch.setenv("JOURNAL_KEY", KEY)
-    ep = dict(base_url="", api_key_env="JOURNAL_KEY", requests_per_second=500,
-              max_attempts=6, backoff_initial_s=0.01, backoff_max_s=0.05,
-              price_per_million=PRICE)
     with FakeOpenAI(ServerConfig(fault_rate=0.2, faults=("500",), seed=2),
                     api_key=KEY) as server:
-        ep["base_url"] = server.openai_base_url
-        cfg = tmp_path / "c.yaml"
-        cfg.write_text(f"endpoints:\n  llm: {json.dumps(ep)}\n"
-                       "bots:\n  - {name: plain, type: chat, endpoint: llm, model: small}\n")
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url)
         out = str(tmp_path / "out")
-        cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
-        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
-                       "--run-id", "j") == 0
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "j") == 0
         stats = server.stats()
     usage = read_rows(out, "usage")
     requests = manifest(out, "j")["requests"]
@@ -154,8 +169,9 @@ def test_every_request_of_a_run_is_in_its_journal_and_none_is_lost(tmp_path, mon
     assert not glob.glob(os.path.join(out, "**", "requests.sqlite*"), recursive=True)
 
 
-def test_an_object_store_output_has_no_journal_and_the_manifest_says_so():
-    assert journal_path("gs://bucket/evals", "r", "a1") is None
+def test_the_journal_is_a_file_on_a_disk_and_objects_on_an_object_store():
+    from tests.test_shared_cache import MemFileSystem  # noqa: F401 (mem://, as gs:// looks)
+    assert journal_path("mem://bucket/evals", "r", "a1") == "mem://bucket/evals/_tmp/r-a1/requests"
     assert journal_path("/data/evals", "r", "a1") == os.path.join(
         "/data/evals", "_tmp", "r-a1", "requests.sqlite")
     said = requests_block(None, frozenset(), [{"endpoint": "llm", "calls": 1, "retries": 0}], {})
@@ -175,3 +191,130 @@ def test_the_reports_say_in_one_line_what_a_lost_worker_sent():
         "requests."]
     assert lost_request_lines({**block, "lost_requests": 0, "by_endpoint": {
         "emb": {"lost": dict(lost, requests=0)}}}) == []
+
+
+STEADY = r'''
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from tests.test_request_journal import _runtime, _ask
+from transforms.remote.usage import CallLog
+runtime = _runtime(sys.argv[2], sys.argv[3])
+log = CallLog()  # never drained: only the journal's timer flushes
+print("ready", flush=True)
+while True:
+    _ask(runtime, log, 1, f"steady {time.monotonic()}")
+'''
+
+
+def test_a_process_lost_on_an_object_store_leaves_at_most_its_last_flush_s_uncounted(tmp_path):
+    """The measured bound of an object journal: a process sending steadily
+    (~20 requests/s, one at a time) is SIGKILLed at a moment unrelated to its
+    timer. The requests the server received and the journal lacks are those
+    of its last FLUSH_S seconds at most, and the journal has all the others."""
+    base = str(tmp_path / "requests")
+    with FakeOpenAI(ServerConfig(latency_s=0.05)) as server:
+        child = subprocess.Popen([sys.executable, "-c", STEADY, ROOT, server.openai_base_url,
+                                  base], stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline().strip() == "ready"
+            started = time.monotonic()
+            time.sleep(3 * FLUSH_S + 0.7)
+            os.kill(child.pid, signal.SIGKILL)
+            elapsed = time.monotonic() - started
+        finally:
+            if child.poll() is None:
+                os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        sent = server.stats()["total"]
+    assert glob.glob(base + ".*.jsonl")  # batches of objects, as on gs://, not a SQLite file
+    journaled = sum(attempts for _, attempts, *_ in read_journal(base))
+    rate = sent / elapsed
+    uncounted = sent - journaled
+    print(f"sent {sent} at {rate:.1f}/s, journaled {journaled}, uncounted {uncounted} "
+          f"(bound {rate * FLUSH_S:.0f})")
+    assert sent > 20 and journaled > 0
+    assert 0 <= uncounted <= rate * FLUSH_S + 2
+
+
+def test_a_run_on_an_object_store_output_journals_every_request(tmp_path, monkeypatch):
+    """Before: with a URL output (here optfs://, a filesystem only Beam's
+    FileSystems reach, as gs:// and s3://) the manifest said `"journal":
+    false`. Each worker process now writes its journal objects in the
+    attempt's temporary folder: the manifest counts what the server received
+    (retried 500s too), nothing lost, and says how much a lost process could
+    leave uncounted; the objects went with the temporary folder."""
+    from tests.test_filesystem_options import FS_FLAGS, OptionsNeeded  # noqa: F401 (optfs://)
+    monkeypatch.setenv("JOURNAL_KEY", KEY)
+    with FakeOpenAI(ServerConfig(fault_rate=0.2, faults=("500",), seed=3),
+                    api_key=KEY) as server:
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", cases, "--output", "optfs://" + out, "--config", cfg,
+                       "--run-id", "o", *FS_FLAGS) == 0
+        stats = server.stats()
+    requests = manifest(out, "o")["requests"]
+    llm = requests["by_endpoint"]["llm"]
+    assert requests["journal"] is True and requests["note"] == IN_OBJECTS_NOTE
+    assert llm["sent_requests"] == stats["total"] == llm["usage_requests"]
+    assert llm["sent_calls"] == llm["usage_calls"] == len(SAMPLE_ROWS)
+    assert requests["ok"] and requests["lost_calls"] == requests["lost_requests"] == 0
+    assert not glob.glob(os.path.join(out, "_tmp", "**", "requests.*"), recursive=True)
+
+
+METRICS = """
+import os, signal
+
+class Crash(BaseException):
+    # not an Exception, so not a row's error: the run's end, as a worker's crash
+    pass
+
+def crash(sample):
+    raise Crash("the metric broke the run")
+
+def stop(sample):
+    os.kill(os.getpid(), signal.SIGTERM)  # a scheduler stopping the run once answers are in
+    return 1.0
+"""
+
+# `python -m pipeline` with optfs:// known (an object store only Beam's FileSystems reach)
+CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+       "import tests.test_filesystem_options; from pipeline.cli import main; main()")
+
+
+@pytest.mark.parametrize("metric, output, workers, said_first", [
+    ("crash", "{out}", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+     "failed: "),
+    ("stop", "optfs://{out}", [], "stopped by SIGTERM;"),
+])
+def test_a_failed_run_says_what_it_sent_and_status_says_it_too(tmp_path, monkeypatch, metric,
+                                                                output, workers, said_first):
+    """Before: a run that failed (a worker's crash) or was stopped after its
+    bot's requests were answered said only why: what it was billed for went
+    with its temporary folder (no manifest, no usage/). Its error lines and
+    its lease's reason (what `evalbeam status` prints) now say it, from its
+    journal (a SQLite file; objects with a URL output): the requests per
+    endpoint, their tokens and cost, and no key."""
+    from tests.test_filesystem_options import FS_FLAGS
+    monkeypatch.setenv("JOURNAL_KEY", KEY)
+    (tmp_path / "failing.py").write_text(METRICS, "utf-8")
+    output = output.format(out=str(tmp_path / "out"))
+    with FakeOpenAI(ServerConfig(), api_key=KEY) as server:
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url, (
+            f"metrics: [exact_match, {metric}]\n"
+            f"custom_metrics:\n  - {{name: {metric}, function: 'failing:{metric}'}}\n"))
+        done = subprocess.run([sys.executable, "-c", CLI, ROOT, "run", "--input", cases,
+                               "--output", output, "--config", cfg, "--run-id", "f",
+                               *FS_FLAGS, *workers], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+        sent = server.stats()["total"]
+    assert done.returncode in (1, 143) and sent > 0, done.stderr[-3000:]
+    said = [line for line in done.stderr.splitlines() if line.startswith("evalbeam: error:")]
+    billed = f"before it failed it sent {sent} requests (llm: {sent} requests, "
+    assert len(said) == 2 and said_first in said[0], done.stderr[-3000:]
+    assert said[1].startswith(f"evalbeam: error: run f; {billed}"), said
+    assert said[1].endswith("), billed and in no usage/ table") and "cost 0.000" in said[1]
+    status = subprocess.run([sys.executable, "-c", CLI, ROOT, "status", "--output", output,
+                             "--run-id", "f", *FS_FLAGS], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert status.returncode == 1 and billed in status.stdout, status
+    assert KEY not in done.stdout + done.stderr + status.stdout + status.stderr

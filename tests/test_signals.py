@@ -78,9 +78,11 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
         assert launcher.returncode == code, err
         lines = err.strip().splitlines()
         assert "Traceback" not in err, err[-3000:]
-        assert lines[-1].startswith("evalbeam: error: run sig (attempt "), err
-        assert f"stopped by {signal.Signals(signum).name};" in lines[-1]
-        assert "a new run of the id takes over" in lines[-1]
+        assert lines[-2].startswith("evalbeam: error: run sig (attempt "), err
+        assert f"stopped by {signal.Signals(signum).name};" in lines[-2]
+        assert "a new run of the id takes over" in lines[-2]
+        # what it was billed for, from its request journal (tests/test_request_journal.py)
+        assert lines[-1].startswith("evalbeam: error: run sig; before it failed it sent "), err
         status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
                                  "--run-id", "sig"], cwd=ROOT, capture_output=True, text=True)
         assert status.returncode == 1 and "failed" in status.stdout, status

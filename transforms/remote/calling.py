@@ -105,6 +105,8 @@ class CallingDoFn(beam.DoFn):
     def call_tallies(self):
         """((endpoint, model, purpose), usage accumulator) on the CALLS output, and counters."""
         tallies = self._log.drain()
+        if self._runtime is not None:  # a tally in usage/ never has calls the journal lacks
+            self._runtime.flush_journal()
         count_calls(tallies, self._counters)
         for item in tallies:
             yield beam.pvalue.TaggedOutput(self.CALLS, GlobalWindows.windowed_value(item))

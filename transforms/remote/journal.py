@@ -21,14 +21,33 @@ not among them, or that never ended, was sent by a process that was lost:
 or the prompt's estimate for a call still in flight) and cost.
 
 With an object-store output (gs://, s3://) there is no file every worker
-process can lock, and no journal: the limitation stays as documented.
+process can lock: each process writes its own journal objects instead
+(ObjectJournal: one writer per object, so no lock), a batch of events per
+object, `<attempt's temporary folder>/requests.<process>-<n>.jsonl` (beside
+the attempt's other files, not in a folder of their own: an object store's
+match and the commit's clean-up see one level), flushed when a bundle
+ends (before its tallies leave the DoFn, so a tally in usage/ never has calls
+the journal has not seen end) and every FLUSH_S seconds while requests are
+in flight. Finalize lists and merges them and reconciles as for the SQLite
+file. What a lost process can still leave uncounted is what it sent since
+its last flush: at most FLUSH_S seconds of its requests
+(tests/test_request_journal.py measures it).
+
+A failed attempt never reaches Finalize: `billed_line` says what its
+journal holds, for the failure's message and the lease's reason.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
+import threading
+import uuid
 from typing import Any, Iterable, Mapping
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from transforms.remote.budget import cost_of
 from transforms.remote.sqlite_file import PerThread
@@ -76,20 +95,128 @@ class RequestJournal:
         self._write("UPDATE requests SET tally = ?, prompt_tokens = ?, completion_tokens = ? "
                     "WHERE id = ?", (tally, prompt_tokens, completion_tokens, request_id))
 
+    def flush(self) -> None:
+        """Nothing to do: every event is written as it happens."""
+
     def close(self) -> None:
         self._file.close()
 
 
-def open_journal(path: str | None) -> RequestJournal | None:
-    return RequestJournal(path) if path else None
+FLUSH_S = 2.0  # an object journal's longest wait between flushes while events are pending
+
+
+class ObjectJournal:
+    """One process's journal on an object store: its events (as JSON lines)
+    buffered and written as a new object `<base>.<process>-<n>.jsonl` at each
+    flush, by this process only. A write that fails is logged once and its
+    events are kept for the next flush; it never fails a call."""
+
+    def __init__(self, base: str, flush_s: float = FLUSH_S):
+        self.base, self._flush_s = base.rstrip("/"), flush_s
+        self._name, self._seq = uuid.uuid4().hex, 0
+        self._pending: list[str] = []
+        # re-entrant: a stopped run's signal handler flushes on whatever thread it interrupted
+        self._lock, self._write_lock = threading.RLock(), threading.RLock()
+        self._warned = False
+        self._stop = threading.Event()
+        self._timer = threading.Thread(target=self._every_few_seconds, daemon=True,
+                                       name="evalbeam-journal")
+        self._timer.start()
+
+    def _add(self, event: list) -> None:
+        line = json.dumps(event, separators=(",", ":"))
+        with self._lock:
+            self._pending.append(line)
+
+    def attempted(self, request_id: str, endpoint: str, attempt: int,
+                  prompt_estimate: float) -> None:
+        self._add(["a", request_id, endpoint, attempt, prompt_estimate])
+
+    def ended(self, request_id: str, tally: str, prompt_tokens: int,
+              completion_tokens: int) -> None:
+        self._add(["e", request_id, tally, prompt_tokens, completion_tokens])
+
+    def flush(self) -> None:
+        """Write the pending events as one object (blocking: called at a bundle's
+        end before its tallies are emitted, and by the timer)."""
+        with self._write_lock:
+            with self._lock:
+                batch, self._pending = self._pending, []
+            if not batch:
+                return
+            path = f"{self.base}.{self._name}-{self._seq:06d}.jsonl"
+            try:
+                with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+                    fh.write(("\n".join(batch) + "\n").encode("utf-8"))
+                self._seq += 1
+            except Exception as exc:  # noqa: BLE001 - kept for the next flush
+                with self._lock:
+                    self._pending[:0] = batch
+                if not self._warned:
+                    self._warned = True
+                    _log.warning("evalbeam: request journal %s: cannot write: %s", path, exc)
+
+    def _every_few_seconds(self) -> None:
+        while not self._stop.wait(self._flush_s):
+            self.flush()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._timer.join(timeout=10)
+        self.flush()
+
+
+def in_objects(path: str) -> bool:
+    """A journal path is the base name of objects unless it is the SQLite file."""
+    return not path.endswith(".sqlite")
+
+
+def open_journal(path: str | None) -> RequestJournal | ObjectJournal | None:
+    if not path:
+        return None
+    return ObjectJournal(path) if in_objects(path) else RequestJournal(path)
 
 
 JournalRow = tuple[str, int, float, "str | None", "int | None", "int | None"]
 
 
+def merge_events(lines: Iterable[str]) -> list[JournalRow]:
+    """The rows an object journal's events describe, whatever their order (a
+    call's attempts: the most seen; its tally: the one it ended in). A line
+    that does not parse (a partial object) is skipped."""
+    calls: dict[str, list] = {}
+    for line in lines:
+        try:
+            kind, request_id, *rest = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        row = calls.setdefault(request_id, [None, 0, 0.0, None, None, None])
+        if kind == "a":
+            endpoint, attempt, estimate = rest
+            row[0], row[1] = endpoint, max(row[1], attempt)
+            row[2] = estimate if attempt == 1 else row[2]
+        elif kind == "e":
+            row[3:6] = rest
+    return [tuple(r) for r in calls.values() if r[0] is not None]
+
+
+def _object_lines(base: str) -> list[str]:
+    try:
+        found = FileSystems.match([f"{base.rstrip('/')}.*.jsonl"])[0].metadata_list
+    except Exception:  # noqa: BLE001 - nothing matched: no process wrote one
+        return []
+    lines: list[str] = []
+    for meta in found:
+        with FileSystems.open(meta.path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+            lines += fh.read().decode("utf-8", "replace").splitlines()
+    return lines
+
+
 def read_journal(path: str) -> list[JournalRow]:
     """Every row: (endpoint, attempts, prompt_estimate, tally, prompt_tokens,
     completion_tokens); [] when no process wrote one (a run without calls)."""
+    if in_objects(path):
+        return merge_events(_object_lines(path))
     if not os.path.exists(path):
         return []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
@@ -164,9 +291,15 @@ def reconcile_requests(rows: Iterable[JournalRow], reported: frozenset[str] | se
             "by_endpoint": by_endpoint}
 
 
-NO_JOURNAL = {"journal": False,
-              "note": "the output is not on a local or mounted disk: no request journal; "
+NO_JOURNAL = {"journal": False,  # a RunInfo made without a journal (not by the planner)
+              "note": "no request journal was kept: "
                       "calls sent by a worker process lost mid-run are not counted anywhere"}
+
+
+IN_OBJECTS_NOTE = (f"the output is an object store: each worker process writes its journal "
+                   f"in batches (when a bundle ends, and every {FLUSH_S:g} s while it sends); "
+                   f"a process lost mid-run leaves the requests it sent since its last batch, "
+                   f"at most its last {FLUSH_S:g} s of them, uncounted")
 
 
 def requests_block(path: str | None, reported: frozenset[str], usage: list[Mapping[str, Any]],
@@ -175,4 +308,29 @@ def requests_block(path: str | None, reported: frozenset[str], usage: list[Mappi
     if path is None:
         return dict(NO_JOURNAL) if usage else None
     rows = read_journal(path)
-    return reconcile_requests(rows, reported, usage, prices) if rows or usage else None
+    if not rows and not usage:
+        return None
+    block = reconcile_requests(rows, reported, usage, prices)
+    return {**block, "note": IN_OBJECTS_NOTE} if in_objects(path) else block
+
+
+def billed_line(path: str | None, prices: Mapping[str, Mapping[str, float]]) -> str | None:
+    """What a failed attempt's journal holds, in one line (None: it sent nothing,
+    or has no journal): its requests, per endpoint with their tokens and cost as
+    reconcile_requests counts them (none reached a usage/ table)."""
+    try:
+        rows = read_journal(path) if path else []
+    except Exception:  # noqa: BLE001 - the failure is what the user must read
+        return None
+    if not rows:
+        return None
+    block = reconcile_requests(rows, frozenset(), [], prices)
+    parts = []
+    for endpoint, e in block["by_endpoint"].items():
+        lost = e["lost"]
+        tokens = (lost["prompt_tokens"] + lost["estimated_prompt_tokens"]
+                  + lost["completion_tokens"])
+        cost = "cost unknown" if lost["cost"] is None else f"cost {lost['cost']:.4g}"
+        parts.append(f"{endpoint}: {lost['requests']} requests, {tokens:,} tokens, {cost}")
+    return (f"before it failed it sent {block['lost_requests']} requests ("
+            + "; ".join(parts) + "), billed and in no usage/ table")

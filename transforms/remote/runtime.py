@@ -64,6 +64,12 @@ class AsyncRuntime:
         if self.journal is not None and rec.request_id is not None:
             self.journal.ended(rec.request_id, tally, rec.prompt_tokens, rec.completion_tokens)
 
+    def flush_journal(self) -> None:
+        """Write what the request journal holds (an object journal batches its
+        events): before a bundle's tallies leave its DoFn."""
+        if self.journal is not None:
+            self.journal.flush()
+
     def close(self) -> None:
         async def close_all():
             for c in self._clients.values():
@@ -115,3 +121,16 @@ def release_runtime(endpoints: Mapping[str, Any], cache: CacheSpec | None = None
             runtime.close()
         else:
             _SHARED[key] = (runtime, refs - 1)
+
+
+def flush_journals() -> None:
+    """Flush the request journal of every runtime of this process (a failed
+    run reads the journal next)."""
+    if not _SHARED_LOCK.acquire(timeout=1):  # held by the thread a signal interrupted
+        return
+    try:
+        runtimes = [runtime for runtime, _ in _SHARED.values()]
+    finally:
+        _SHARED_LOCK.release()
+    for runtime in runtimes:
+        runtime.flush_journal()
