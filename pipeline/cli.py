@@ -56,7 +56,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
            "many), or it was started with --detach",
         1: "the pipeline itself failed (a traceback, or one line when a Dask job was lost "
            "with its scheduler; the run's lease is marked failed, so `evalbeam status` says "
-           "so at once)",
+           "so at once). When it had sent requests, a last line (and the lease's reason) says "
+           "how many, per endpoint, with their tokens and cost: they are billed and in no "
+           "usage/ table",
         EXIT_USAGE: "a bad invocation, config, input, output folder or FAQ file, a Dask "
                     "cluster whose workers lack an endpoint's key or the embedding model, or "
                     "the run id is being run by another process: one line `evalbeam: error: "
@@ -69,7 +71,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                                 "row at all is refused before the run (exit 2) unless "
                                 "--allow-empty",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "
-             "its lease is marked failed (a new run of the id takes over), one line on stderr",
+             "its lease is marked failed (a new run of the id takes over), one line on stderr "
+             "(and one more saying what it had sent, as for exit 1)",
         EXIT_SIGTERM: "stopped by SIGTERM during a local run, the same way",
     },
     "status": {

@@ -64,8 +64,8 @@ class RunInfo:
     secret_texts: tuple[str, ...] = ()
     lease_ttl_s: float | None = None  # None: no lease (unit tests of the graph)
     caps: dict[str, float] = field(default_factory=dict)  # spend caps: "judge.max_calls" -> cap
-    # the request journal every worker process writes (transforms/remote/journal.py);
-    # None: an object-store output, where there is none
+    # the request journal every worker process writes (transforms/remote/journal.py):
+    # a SQLite file, or the base name of objects with an object-store output; None: none
     journal: str | None = None
     sampled_metrics: frozenset[str] = frozenset()  # computed on judge.sample's rows only
     # Finalize runs on a long-lived worker (Dask, a remote runner): the report's

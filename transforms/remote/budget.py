@@ -99,7 +99,7 @@ class BudgetSpec:
     ledger: str | None = None  # the SQLite file the run's workers share; None: per-worker share
     share: float = 1.0         # a worker's share of each cap without a shared ledger
     run: str = ""              # the run id and attempt (a new attempt starts a new tally)
-    journal: str | None = None  # the request journal's SQLite file; None: no journal
+    journal: str | None = None  # the request journal's SQLite file (or objects' base); None: none
 
     @property
     def capped(self) -> frozenset[str]:
