@@ -44,6 +44,7 @@ import os
 import sqlite3
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Mapping
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -200,16 +201,22 @@ def merge_events(lines: Iterable[str]) -> list[JournalRow]:
     return [tuple(r) for r in calls.values() if r[0] is not None]
 
 
+READ_THREADS = 32  # journal objects read at once (a long run writes one per process every 2 s)
+
+
+def _read_object(path: str) -> list[str]:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+        return fh.read().decode("utf-8", "replace").splitlines()
+
+
 def _object_lines(base: str) -> list[str]:
     try:
         found = FileSystems.match([f"{base.rstrip('/')}.*.jsonl"])[0].metadata_list
     except Exception:  # noqa: BLE001 - nothing matched: no process wrote one
         return []
-    lines: list[str] = []
-    for meta in found:
-        with FileSystems.open(meta.path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-            lines += fh.read().decode("utf-8", "replace").splitlines()
-    return lines
+    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="evalbeam-journal-read") as pool:
+        return [line for lines in pool.map(_read_object, [m.path for m in found])
+                for line in lines]
 
 
 def read_journal(path: str) -> list[JournalRow]:
