@@ -24,7 +24,8 @@ from pipeline.stopping import stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import add_counters, clean_leftovers, committed_attempt
+from transforms.publish.commit import (add_counters, clean_leftovers, committed_attempt,
+                                       wait_for_commit)
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -158,8 +159,10 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     step commits the attempt and releases the lease. A failure marks the lease
     failed (and says so in one line), so `status` says so at once and the next
     run may take over. signals (the command line): SIGTERM or SIGINT during a
-    local run ends its worker processes, marks the lease failed and exits
-    (pipeline/stopping.py). Returns Beam's PipelineResult."""
+    local run ends its worker processes, marks the lease failed (or, once the
+    attempt is committed, says so) and exits (pipeline/stopping.py); during
+    the commit's critical section it waits for its end. Returns Beam's
+    PipelineResult."""
     info = plan.info
     if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
         from transforms.publish import chart_engine
@@ -170,12 +173,19 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
 
     def stopped(name: str) -> str:
         beat.stop()
+        if committed_attempt(info.output, info.run_id) == info.attempt:
+            leases.release(info.output, info.run_id, info.attempt)  # if its Finalize did not
+            return (f"evalbeam: run {info.run_id} (attempt {info.attempt}) stopped by {name} "
+                    "after its commit: it is complete (tables, report and manifest; evalbeam "
+                    "status says finished)")
         billed = billed_text(info)
         leases.mark_failed(info.output, lease, f"stopped by {name}" + billed)
         return (f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) stopped by {name}; "
                 "its worker processes were ended; a new run of the id takes over and cleans up"
                 + (f"\nevalbeam: error: run {info.run_id}{billed}" if billed else ""))
-    on_signals = (stop_on_signals(stopped) if signals and not detach and runner_is_local(options)
+    on_signals = (stop_on_signals(stopped, lambda s: wait_for_commit(info.output, info.run_id,
+                                                                     info.attempt, s))
+                  if signals and not detach and runner_is_local(options)
                   else contextlib.nullcontext())
     try:
         with _not_interactive(), on_signals:

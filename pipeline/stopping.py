@@ -9,6 +9,12 @@ launcher ends its child processes (SIGTERM, then SIGKILL after a grace
 period), marks the attempt failed (so `status` says so and a new run of the
 id takes over at once), prints one line and exits 128 + the signal's number
 (130 for SIGINT, 143 for SIGTERM), as shells do.
+
+A signal during the commit's critical section (the completion marker's write
+to the lease's release: transforms/publish/commit.critical_section) waits for
+its end, at most COMMIT_WAIT_S: in this process the stop runs when the section
+ends, and a worker process's section is waited for before the workers are
+ended. So a stopped run is committed whole (on_stop says so) or not at all.
 """
 from __future__ import annotations
 
@@ -21,8 +27,11 @@ import threading
 import time
 from typing import Callable, Iterator
 
+from transforms.publish.commit import defer_stop
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_S = 3.0  # how long children get to end after SIGTERM before SIGKILL
+COMMIT_WAIT_S = 60.0  # the longest a signal waits for a commit's critical section
 
 
 def exit_code(signum: int) -> int:
@@ -97,18 +106,34 @@ def end_children(grace_s: float = GRACE_S) -> list[int]:
 
 
 @contextlib.contextmanager
-def stop_on_signals(on_stop: Callable[[str], str]) -> Iterator[None]:
+def stop_on_signals(on_stop: Callable[[str], str],
+                    wait_for_commit: Callable[[float], object] = lambda _s: None
+                    ) -> Iterator[None]:
     """Within: SIGTERM or SIGINT ends this process's children, calls
-    on_stop(signal name) (it marks the run failed and returns the line to
-    print), prints that line on stderr and leaves with exit_code(signal).
+    on_stop(signal name) (it marks the run failed, or says it was committed,
+    and returns the line to print), prints that line on stderr and leaves with
+    exit_code(signal). A commit's critical section in this process is let end
+    first (defer_stop); wait_for_commit(seconds) waits for one in a child.
     Only in the main thread (elsewhere signals cannot be caught: a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    once = threading.Lock()  # a deferred stop and its time limit may both come
 
     def handler(signum, _frame):
         for s in STOP_SIGNALS:  # a second Ctrl-C does not interrupt the cleanup
             signal.signal(s, signal.SIG_IGN)
+        if defer_stop(lambda: stop(signum)):
+            limit = threading.Timer(COMMIT_WAIT_S, stop, (signum,))
+            limit.daemon = True
+            limit.start()
+            return
+        wait_for_commit(COMMIT_WAIT_S)
+        stop(signum)
+
+    def stop(signum: int) -> None:
+        if not once.acquire(blocking=False):
+            return
         # Beam's threads that talk to the workers raise as the workers end: their
         # tracebacks are not what the user needs to read
         threading.excepthook = lambda _args: None

@@ -4,6 +4,7 @@ with one line and the documented code, no traceback (a worker's either), and
 leaves the run id to the next run (its lease is marked failed)."""
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
@@ -15,6 +16,8 @@ import pytest
 
 from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
+from pipeline.stopping import exit_code
+from schemas.tables import RESULTS
 from tests.pipeline_helpers import ROOT, manifest, read_rows
 
 N = 24
@@ -92,3 +95,95 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
     assert again.returncode == 0, again.stderr
     assert manifest(out, "sig")["reconciliation"]["ok"]
     assert len([r for r in read_rows(out, "results") if r["run_id"] == "sig"]) == N
+
+
+# A signal while Finalize commits (tests/test_publish_protocol.py pauses it at a
+# named step with EVALBEAM_TEST_PAUSE_AT=step:seconds). Before the marker the
+# attempt ends not committed; from the marker to the lease's release (the
+# critical section) the signal waits for the section's end, so the attempt
+# ends committed and says so. Either way exactly one state, told apart by the
+# launcher's last line, `evalbeam status` and the next run.
+STEPS = [("publish", False), ("commit", False), ("supersede", True), ("release", True)]
+MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+
+
+@pytest.mark.parametrize("step, committed, mode, signum", [
+    *[(step, done, "in_memory", signal.SIGTERM) for step, done in STEPS],
+    ("supersede", True, "in_memory", signal.SIGINT),
+    ("commit", False, "multi_processing", signal.SIGTERM),
+    ("supersede", True, "multi_processing", signal.SIGTERM),
+])
+def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
+        tmp_path, step, committed, mode, signum):
+    from transforms.publish.commit import PAUSE_ENV
+    from transforms.publish.completed import NoCompletedAttempt, read_completed_run
+    from transforms.publish.lease import lease_path
+    rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
+             "expected_answer": "Refunds take 30 days.", "answer": f"Refunds take {i} days."}
+            for i in range(8)]
+    cases = write_cases(str(tmp_path / "cases.parquet"), rows)
+    out = str(tmp_path / "out")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n"
+                   "metrics: [exact_match]\n")
+    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+           "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+    extra = MULTI if mode == "multi_processing" else []
+    pause = 2.0
+    launcher = subprocess.Popen(cmd + extra, cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env={**os.environ, PAUSE_ENV: f"{step}:{pause}"})
+    try:
+        deadline = time.monotonic() + 180
+        pattern = os.path.join(out, "_tmp", "f-*", f"paused.{step}")
+        while not glob.glob(pattern):
+            assert launcher.poll() is None, launcher.communicate()
+            assert time.monotonic() < deadline, f"the run never reached {step}"
+            time.sleep(0.05)
+        signalled = time.monotonic()
+        launcher.send_signal(signum)
+        _, err = launcher.communicate(timeout=120)
+        took = time.monotonic() - signalled
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    name = signal.Signals(signum).name
+    last = err.strip().splitlines()[-1]
+    assert launcher.returncode == exit_code(signum), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    if committed:  # the section ran to its end before the signal took effect
+        assert took >= pause - 0.5, took
+        assert last.startswith("evalbeam: run f (attempt ") and \
+            f"stopped by {name} after its commit" in last, last
+        run = read_completed_run(out, "f")
+        run.check_files()
+        assert run.manifest["reconciliation"]["ok"] and run.manifest["tables"]["results"] == 8
+        assert run.read(RESULTS).num_rows == 8
+        assert not os.path.exists(lease_path(out, "f"))  # released, not left "failed"
+        assert status.returncode == 0, status
+        assert status.stdout.startswith("run f: finished (attempt ") and \
+            "still being released" not in status.stdout, status.stdout
+        assert os.listdir(os.path.join(out, "_tmp")) == []
+    else:
+        assert took < pause, took  # not held up: nothing is committed yet
+        assert last.startswith("evalbeam: error: run f (attempt ") and \
+            f"stopped by {name};" in last, last
+        with pytest.raises(NoCompletedAttempt):
+            read_completed_run(out, "f")
+        assert status.returncode == 1, status
+        assert status.stdout.startswith("run f: failed (") and f"stopped by {name}" in \
+            status.stdout, status.stdout
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert ("took over run id 'f'" in again.stderr) == (not committed), again.stderr
+    run = read_completed_run(out, "f")
+    assert run.manifest["reconciliation"]["ok"]
+    listed = {os.path.join(out, p) for p in run.manifest["files"]["results"]}
+    assert set(glob.glob(os.path.join(out, "results", "**", "part-f.*"), recursive=True)) \
+        == listed
+    assert os.listdir(os.path.join(out, "_tmp")) == []
+    assert sorted(os.listdir(os.path.join(out, "runs", "f"))) == [
+        "manifest.json", "report.html", "report.md"]

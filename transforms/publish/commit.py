@@ -15,23 +15,30 @@ The protocol (docs/concepts/publishing.md):
 
 A kill before 3 leaves the previous attempt committed and complete; a kill
 after 3 leaves the new one committed and complete (the next run of the id
-deletes what 4 did not). A reader of one run id reads the manifest and then
+deletes what 4 did not). From the marker to the lease's release is the
+commit's critical section (critical_section): a stop asked for meanwhile
+(SIGTERM, Ctrl-C: pipeline/stopping.py) waits for its end, so a stopped run
+ends committed and released, or not committed, never between. A reader of one run id reads the manifest and then
 the files it lists (transforms/publish/completed.py, the only way evalbeam
 reads a run), so it sees one attempt whole, never a gap or a mix.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
+import json
 import os
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import COMPARISONS, TableSpec
 from transforms.publish.completed import CorruptManifest, manifest_path, read_manifest
-from transforms.publish.lease import delete_quietly, run_dir, stale_files, write_atomic
+from transforms.publish.lease import (delete_quietly, local_process_gone, read_json, run_dir,
+                                      stale_files, write_atomic)
 from transforms.publish.rows import to_json
 from transforms.publish.write import WrittenFile, partition_dir, temp_dir
 
@@ -226,7 +233,67 @@ def checkpoint(output: str, run_id: str, attempt: str, step: str) -> None:
     wanted, _, seconds = os.environ.get(PAUSE_ENV, "").partition(":")
     if wanted != step:
         return
-    marker = FileSystems.join(temp_dir(output, run_id, attempt), f"paused.{step}")
+    folder = temp_dir(output, run_id, attempt)
+    marker = FileSystems.join(folder, f"paused.{step}")
     write_atomic(marker, b"")
     time.sleep(float(seconds) if seconds else 3600.0)
     delete_quietly([marker])
+    if "://" not in folder:  # after the temporary folders' removal it made one again
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
+def committing_path(output: str, run_id: str, attempt: str) -> str:
+    return FileSystems.join(run_dir(output, run_id), f"committing.{attempt}.json")
+
+
+class _Section:
+    """This process's commit under way, and the stop a signal put off to its end."""
+    depth = 0
+    deferred: Callable[[], None] | None = None
+
+
+@contextlib.contextmanager
+def critical_section(output: str, run_id: str, attempt: str) -> Iterator[None]:
+    """The marker's write to the lease's release. A stop asked for in this
+    process meanwhile (defer_stop) runs at its end; a launcher whose worker
+    process commits sees `committing.<attempt>.json` (naming that process) and
+    waits for it to go (wait_for_commit) before it ends its workers."""
+    path = committing_path(output, run_id, attempt)
+    write_atomic(path, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
+    _Section.depth += 1
+    try:
+        yield
+    finally:
+        _Section.depth -= 1
+        delete_quietly([path])
+        stop, _Section.deferred = _Section.deferred, None
+        if stop is not None:
+            stop()
+
+
+def defer_stop(stop: Callable[[], None]) -> bool:
+    """From a signal handler: True when a commit's critical section is under way
+    in this process (the handler may have interrupted it), and `stop` then runs
+    at its end; False (stop now) otherwise. Set first, then checked: a section
+    ending on another thread meanwhile runs it or leaves it to the caller."""
+    _Section.deferred = stop
+    if _Section.depth > 0:
+        return True
+    _Section.deferred = None
+    return False
+
+
+def wait_for_commit(output: str, run_id: str, attempt: str, timeout_s: float) -> bool:
+    """Wait (at most timeout_s) while another process of this host is in the
+    attempt's critical section; False when it was still there at the end."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        flag = read_json(committing_path(output, run_id, attempt)) or {}
+        pid = flag.get("pid")
+        if (not isinstance(pid, int) or pid == os.getpid()
+                or local_process_gone(str(flag.get("host")), pid)):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

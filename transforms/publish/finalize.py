@@ -19,8 +19,9 @@ from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES,
                             USAGE)
 from transforms.publish import chart_engine, lease
 from transforms.publish.commit import (attempt_temp_dirs, checkpoint, comparison_files,
-                                       install_report, move_into_place, relative, run_files,
-                                       staged_report_path, supersede, write_manifest)
+                                       critical_section, install_report, move_into_place,
+                                       relative, run_files, staged_report_path, supersede,
+                                       write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
 from transforms.publish.report import (cap_report, outcome_notes, package_versions,
@@ -210,12 +211,15 @@ class Finalize(beam.DoFn):
                               pairs)
         remove_postrun_outputs(info.output, info.run_id)
         self._step("commit")
-        write_manifest(info.output, info.run_id, manifest)  # the completion marker
-        install_report(info.output, info.run_id, info.attempt)
-        self._step("supersede")
-        supersede(info.output, info.run_id, TABLES.values(),
-                  {p for paths in files.values() for p in paths})
-        lease.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
-        self._step("release")
-        lease.release(info.output, info.run_id, info.attempt)
+        # a SIGTERM or Ctrl-C from here to the release waits for it: the run ends
+        # committed and released, never marked stopped with its marker in place
+        with critical_section(info.output, info.run_id, info.attempt):
+            write_manifest(info.output, info.run_id, manifest)  # the completion marker
+            install_report(info.output, info.run_id, info.attempt)
+            self._step("supersede")
+            supersede(info.output, info.run_id, TABLES.values(),
+                      {p for paths in files.values() for p in paths})
+            lease.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
+            self._step("release")
+            lease.release(info.output, info.run_id, info.attempt)
         yield manifest

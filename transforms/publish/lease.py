@@ -177,10 +177,15 @@ def last_heartbeat(output: str, lease: Lease) -> float:
 
 def _process_gone(lease: Lease) -> bool:
     """The owner was a local process on this host, and it no longer exists."""
-    if not lease.runner_local or lease.host != socket.gethostname():
+    return lease.runner_local and local_process_gone(lease.host, lease.pid)
+
+
+def local_process_gone(host: str, pid: int) -> bool:
+    """A process of this host that no longer exists (one of another host: False)."""
+    if host != socket.gethostname():
         return False
     try:
-        os.kill(lease.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:
@@ -343,10 +348,11 @@ def _matching(folder: str, pattern: str) -> list[str]:
 
 
 def stale_files(output: str, run_id: str, attempt: str) -> list[str]:
-    """Heartbeats and temporary files of other attempts of the run id."""
+    """Heartbeats, commit flags and temporary files of other attempts of the run id."""
     folder = run_dir(output, run_id)
     progress = FileSystems.join(folder, "progress")  # transforms/publish/progress_objects.py
     return [p for p in _matching(folder, "heartbeat.*.json") + _matching(folder, "*.tmp-*")
+            + _matching(folder, "committing.*.json")
             + _matching(folder, "log.*.txt") + _matching(folder, "report.*.md")
             + _matching(folder, "report.*.html")
             + _matching(progress, "*.json") + _matching(progress, "*.tmp-*")
