@@ -22,9 +22,11 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
+from types import ModuleType
 from typing import Callable, Iterator
 
 from transforms.publish.commit import defer_stop
@@ -165,14 +167,29 @@ class _OwnGroupSubprocess:
     of its own."""
 
     def __getattr__(self, name: str):
-        import subprocess
         return getattr(subprocess, name)
 
     @staticmethod
     def Popen(*args, **kwargs):  # noqa: N802 - subprocess's name
-        import subprocess
         kwargs.setdefault("process_group", 0)
         return subprocess.Popen(*args, **kwargs)
+
+
+def beam_worker_call_site() -> tuple[ModuleType | None, str]:
+    """Beam's local_job_service when it starts its worker processes as
+    _workers_in_their_own_group patches them (SubprocessSdkWorker.run calls its
+    module's subprocess.Popen: Beam 2.77), else (None, what differs)."""
+    try:
+        from apache_beam.runners.portability import local_job_service as service
+    except ImportError as exc:
+        return None, f"no local_job_service ({exc})"
+    run = getattr(getattr(service, "SubprocessSdkWorker", None), "run", None)
+    if getattr(service, "subprocess", None) is not subprocess:
+        return None, "local_job_service does not import subprocess"
+    if not {"subprocess", "Popen"} <= set(getattr(getattr(run, "__code__", None),
+                                                  "co_names", ())):
+        return None, "SubprocessSdkWorker.run does not call subprocess.Popen"
+    return service, ""
 
 
 @contextlib.contextmanager
@@ -182,15 +199,21 @@ def _workers_in_their_own_group() -> Iterator[None]:
     subprocess.Popen) got it too and each printed a KeyboardInterrupt
     traceback before the launcher's line. Started in groups of their own, they
     are ended by the launcher's handler instead (a killed launcher still ends
-    them: they stop when its control stream closes)."""
-    try:
-        from apache_beam.runners.portability import local_job_service
-    except ImportError:  # pragma: no cover - Beam without its portable runner
+    them: they stop when its control stream closes). A Beam that starts them
+    another way is said in one line and left as it is: end_children ends every
+    descendant whatever its group."""
+    service, why = beam_worker_call_site()
+    if service is None:
+        from apache_beam import __version__
+        print(f"evalbeam: note: apache-beam starts its worker processes in a way evalbeam "
+              f"does not know (apache-beam {__version__}: {why}); Ctrl-C reaches them too "
+              "(they may print tracebacks); stopping the run still ends them",
+              file=sys.stderr, flush=True)
         yield
         return
-    saved = local_job_service.subprocess
-    local_job_service.subprocess = _OwnGroupSubprocess()
+    saved = service.subprocess
+    service.subprocess = _OwnGroupSubprocess()
     try:
         yield
     finally:
-        local_job_service.subprocess = saved
+        service.subprocess = saved
