@@ -72,7 +72,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                                 "--allow-empty",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "
              "its lease is marked failed (a new run of the id takes over), one line on stderr "
-             "(and one more saying what it had sent, as for exit 1)",
+             "(and one more saying what it had sent, as for exit 1); during its commit the "
+             "stop waits for the commit's end (at most 60 s) and the line says the run is "
+             "complete",
         EXIT_SIGTERM: "stopped by SIGTERM during a local run, the same way",
     },
     "status": {

@@ -24,8 +24,8 @@ from pipeline.stopping import stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
-from transforms.publish.commit import (add_counters, clean_leftovers, committed_attempt,
-                                       wait_for_commit)
+from transforms.publish.commit import (add_counters, attempt_temp_dirs, checkpoint,
+                                       clean_leftovers, committed_attempt, wait_for_commit)
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -171,10 +171,18 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
     watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
 
+    def stop_beating() -> None:  # once: the heartbeat is shared with this process's DoFns
+        if not beating.is_set():
+            beating.set()
+            beat.stop()
+    beating = threading.Event()
+
     def stopped(name: str) -> str:
-        beat.stop()
+        stop_beating()
         if committed_attempt(info.output, info.run_id) == info.attempt:
-            leases.release(info.output, info.run_id, info.attempt)  # if its Finalize did not
+            # what its Finalize may not have done yet (a section cut short by its time limit)
+            leases.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
+            leases.release(info.output, info.run_id, info.attempt)
             return (f"evalbeam: run {info.run_id} (attempt {info.attempt}) stopped by {name} "
                     "after its commit: it is complete (tables, report and manifest; evalbeam "
                     "status says finished)")
@@ -187,35 +195,37 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                                                                      info.attempt, s))
                   if signals and not detach and runner_is_local(options)
                   else contextlib.nullcontext())
-    try:
-        with _not_interactive(), on_signals:
-            p = beam.Pipeline(options=options)
-            build_pipeline(p, plan)
-            result = p.run()
-        if detach:  # a remote job: its workers beat and its Finalize commits and releases
-            print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
-            _beat_until_workers_start(info, result)
-            return result
-        result.wait_until_finish()
-    except BaseException as exc:
-        from transforms.remote.scrub import scrubber_for
-        scrubber = scrubber_for(info.endpoints, info.secret_texts)
-        why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
-        billed = billed_text(info)
-        leases.mark_failed(info.output, lease, why + billed)
-        if isinstance(exc, Exception):
-            print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: {why}; "
-                  "a new run of the id takes over and cleans up", file=sys.stderr)
-            if billed:
-                print(f"evalbeam: error: run {info.run_id}{billed}", file=sys.stderr)
-        raise
-    finally:
-        if watching is not None:
-            watching.stop()
-        beat.stop()
-    counters = beam_counters(result)
-    if counters:
-        add_counters(info.output, info.run_id, info.attempt, counters)
+    with on_signals:  # to the end: a stop after the commit says the run is complete
+        try:
+            with _not_interactive():
+                p = beam.Pipeline(options=options)
+                build_pipeline(p, plan)
+                result = p.run()
+            if detach:  # a remote job: its workers beat and its Finalize commits and releases
+                print_submitted(info, f"job {getattr(result, 'job_id', lambda: '?')()}")
+                _beat_until_workers_start(info, result)
+                return result
+            result.wait_until_finish()
+        except BaseException as exc:
+            from transforms.remote.scrub import scrubber_for
+            scrubber = scrubber_for(info.endpoints, info.secret_texts)
+            why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
+            billed = billed_text(info)
+            leases.mark_failed(info.output, lease, why + billed)
+            if isinstance(exc, Exception):
+                print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: "
+                      f"{why}; a new run of the id takes over and cleans up", file=sys.stderr)
+                if billed:
+                    print(f"evalbeam: error: run {info.run_id}{billed}", file=sys.stderr)
+            raise
+        finally:
+            if watching is not None:
+                watching.stop()
+            stop_beating()
+        counters = beam_counters(result)
+        if counters:
+            checkpoint(info.output, info.run_id, info.attempt, "counters")
+            add_counters(info.output, info.run_id, info.attempt, counters)
     return result
 
 
