@@ -393,15 +393,17 @@ def run(argv: Sequence[str] | None = None) -> int:
     say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
+    outcome: list[int] = []  # printed within the run's signal handling: a stop says so
     try:
-        run_pipeline(plan, options, lease, detach, signals=True)
+        run_pipeline(plan, options, lease, detach, signals=True,
+                     then=lambda: outcome.append(_print_outcome(plan.info, args.allow_empty)))
     except Exception as exc:
         if getattr(exc, "one_line", False):  # run_pipeline's error line said it all
             return 1
         raise
     if detach:  # a remote job: its workers beat and its Finalize commits and releases
         return 0
-    return _print_outcome(plan.info, args.allow_empty)
+    return outcome[0]
 
 
 def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
@@ -423,8 +425,10 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 
 
 def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
+    from transforms.publish.commit import checkpoint
     from transforms.publish.completed import RunUnreadable, read_completed_run
     from transforms.publish.report import outcome_notes
+    checkpoint(info.output, info.run_id, info.attempt, "outcome")
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
         done = read_completed_run(info.output, info.run_id)
     except RunUnreadable as exc:

@@ -12,7 +12,7 @@ import re
 import shlex
 import sys
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -154,15 +154,17 @@ def print_submitted(info: RunInfo, where: str) -> None:
 
 
 def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
-                 detach: bool = False, watch: bool = True, signals: bool = False):
+                 detach: bool = False, watch: bool = True, signals: bool = False,
+                 then: Callable[[], object] | None = None):
     """Run (or, detached on a remote runner, submit) the pipeline; its Finalize
     step commits the attempt and releases the lease. A failure marks the lease
     failed (and says so in one line), so `status` says so at once and the next
     run may take over. signals (the command line): SIGTERM or SIGINT during a
     local run ends its worker processes, marks the lease failed (or, once the
     attempt is committed, says so) and exits (pipeline/stopping.py); during
-    the commit's critical section it waits for its end. Returns Beam's
-    PipelineResult."""
+    the commit's critical section it waits for its end. then: what follows a
+    finished run under the same signal handling (the command line's outcome
+    lines). Returns Beam's PipelineResult."""
     info = plan.info
     if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
         from transforms.publish import chart_engine
@@ -226,6 +228,8 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
         if counters:
             checkpoint(info.output, info.run_id, info.attempt, "counters")
             add_counters(info.output, info.run_id, info.attempt, counters)
+        if then is not None:
+            then()
     return result
 
 

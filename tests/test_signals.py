@@ -151,10 +151,10 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
 # attempt ends not committed; from the marker to the lease's release (the
 # critical section) the signal waits for the section's end, so the attempt
 # ends committed and says so. Either way exactly one state, told apart by the
-# launcher's last line, `evalbeam status` and the next run. `counters`: the
-# launcher adds Beam's counters to the committed manifest after the pipeline.
+# launcher's last line, `evalbeam status` and the next run. After the pipeline:
+# `counters` (added to the committed manifest), `outcome` (the run's last lines).
 STEPS = [("publish", False), ("commit", False), ("supersede", True), ("release", True),
-         ("counters", True)]
+         ("counters", True), ("outcome", True)]
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 
 
