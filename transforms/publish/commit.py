@@ -15,12 +15,14 @@ The protocol (docs/concepts/publishing.md):
 
 A kill before 3 leaves the previous attempt committed and complete; a kill
 after 3 leaves the new one committed and complete (the next run of the id
-deletes what 4 did not). From the marker to the lease's release is the
-commit's critical section (critical_section): a stop asked for meanwhile
-(SIGTERM, Ctrl-C: pipeline/stopping.py) waits for its end, so a stopped run
-ends committed and released, or not committed, never between. A reader of one run id reads the manifest and then
+deletes what 4 did not). A reader of one run id reads the manifest and then
 the files it lists (transforms/publish/completed.py, the only way evalbeam
 reads a run), so it sees one attempt whole, never a gap or a mix.
+
+From the marker to the lease's release is the commit's critical section
+(critical_section): a stop asked for meanwhile (SIGTERM, Ctrl-C:
+pipeline/stopping.py) waits for its end, so a stopped run ends committed and
+released, or not committed, never between.
 """
 from __future__ import annotations
 
