@@ -32,7 +32,7 @@ from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir
 from transforms.read.cases import Shard, list_input_files, plan_shards
-from transforms.read.presets import input_columns
+from transforms.read.presets import UNREAD, input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import (MIN_SECRET, configured_secrets, redact_url, remember,
@@ -834,7 +834,8 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     notes += filter(None, [no_answering_bot(cfg)])
     columns = source_columns(input_columns(cfg.input.preset, cfg.input.columns))
     check_inputs_outside(list_input_files(input_pattern, cfg.input.format), output)
-    shards = plan_shards(input_pattern, columns, cfg.input.format, notes)
+    shards = plan_shards(input_pattern, columns, cfg.input.format, notes,
+                         UNREAD.get(cfg.input.preset or ""))
     if not sum(s.stop - s.start for s in shards) and not getattr(args, "allow_empty", False):
         raise InputError(no_cases_message(input_pattern))
     from transforms.enrich.judge.keys import JUDGE_METRICS  # incl. context_entities_recall

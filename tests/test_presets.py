@@ -639,3 +639,69 @@ def test_promptfoo_vars_that_are_not_read_are_kept_as_tags(tmp_path):
     assert (first.tags, second.tags) == (["category:returns", "language:fr"], [])
     row = _rows(tmp_path / "tests.csv", "promptfoo", {"question": "language"})[0]
     assert row.question == "fr" and row.tags == ["category:returns", "question:How long?"]
+
+
+DE_UNREAD = "guides/migrating-deepeval.md#fields-evalbeam-does-not-read"
+
+
+@pytest.mark.parametrize("file_type", ["json", "jsonl", "csv"])
+def test_values_in_deepeval_fields_evalbeam_does_not_read_are_said_once(tmp_path, capsys,
+                                                                        file_type):
+    """deepeval's comments, context, expected tools or a turn's user_id were
+    dropped without a word. Each field with values is one line before the run,
+    in the manifest's notes and in report.md; save_as writes every column, so
+    columns that are there but empty say nothing."""
+    (tmp_path / "de.yaml").write_text("input: {preset: deepeval}\n")
+    said = {}
+    for run_id, name in [("noted", "unread_fields"), ("chat", "unread_conversation"),
+                         ("empty", "sourced_golden"), ("empty_chat", "conversation_extras")]:
+        out = str(tmp_path / "out")
+        assert run_cli("--input", os.path.join(DEEPEVAL_FIXTURES, f"{name}.{file_type}"),
+                       "--output", out, "--config", str(tmp_path / "de.yaml"), "--run-id", run_id,
+                       "--metrics", "exact_match") == 0
+        said[run_id] = [line for line in capsys.readouterr().err.splitlines()
+                        if "which evalbeam does not read" in line]
+        notes = [n for n in manifest(out, run_id)["notes"] if "does not read" in n]
+        assert ["evalbeam: note: " + n for n in notes] == said[run_id]
+        with open(os.path.join(out, "runs", run_id, "report.md"), encoding="utf-8") as fh:
+            report = fh.read()
+        assert all(f"Note: {n}" in report for n in notes), report
+    tail = f", which evalbeam does not read (see {DE_UNREAD})"
+    assert said["noted"] == ["evalbeam: note: " + n + tail for n in [
+        "1 of 3 rows has DeepEval `context`", "2 of 3 rows have DeepEval `comments`",
+        "1 of 3 rows has DeepEval `custom_column_key_values`",
+        "1 of 3 rows has DeepEval `expected_tools`"]]
+    persona = [] if file_type == "csv" else ["1 of 1 row has DeepEval `persona`"]  # no csv column
+    assert said["chat"] == ["evalbeam: note: " + n + tail for n in [
+        "1 of 1 row has DeepEval `user_description`", *persona,
+        "1 of 1 row has DeepEval `user_id` in a turn"]]
+    assert said["empty"] == said["empty_chat"] == []
+
+
+def test_values_in_ragas_fields_evalbeam_does_not_read_are_counted_not_their_columns(tmp_path):
+    """Ragas' reference_contexts or rubrics were dropped unsaid; a column that is
+    there with nothing in it (null, [], an empty csv cell) is not counted."""
+    import json
+
+    from transforms.read.presets import UNREAD
+    rows = [{"user_input": "Refund?", "response": "30 days.", "reference_contexts": ["30 days."],
+             "rubrics": None},
+            {"user_input": "Plans?", "response": "Two.", "reference_contexts": [], "rubrics": {}},
+            {"user_input": "Free?", "response": "No.", "reference_contexts": None,
+             "rubrics": {"score1": "wrong"}}]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "r.csv").write_text("user_input,response,reference_contexts,rubrics\n"
+                                    "Refund?,30 days.,,\nPlans?,Two.,[],\n")
+    columns = source_columns(input_columns("ragas", {}))
+    tail = (", which evalbeam does not read (see guides/migrating-ragas.md"
+            "#fields-evalbeam-does-not-read)")
+    notes: list[str] = []
+    plan_shards(str(tmp_path / "r.jsonl"), columns, None, notes, UNREAD["ragas"])
+    assert notes == ["1 of 3 rows has Ragas `reference_contexts`" + tail,
+                     "1 of 3 rows has Ragas `rubrics`" + tail]
+    notes = []
+    plan_shards(str(tmp_path / "r.csv"), columns, None, notes, UNREAD["ragas"])
+    assert notes == []
+    mapped = source_columns(input_columns("ragas", {"contexts": "reference_contexts"}))
+    plan_shards(str(tmp_path / "r.jsonl"), mapped, None, notes, UNREAD["ragas"])
+    assert notes == ["1 of 3 rows has Ragas `rubrics`" + tail]  # a mapped field is read

@@ -22,7 +22,7 @@ from schemas.cases import (UNREADABLE, InputError, RowProblem, Source, check_col
                           source_names, to_case)
 from schemas.records import EvalCase
 from transforms.read import formats
-from transforms.read.presets import suggest_preset
+from transforms.read.presets import Unread, UnreadTally, suggest_preset
 
 SHARD_ROWS = 5_000  # rows per shard: small enough to balance the workers
 BATCH_ROWS = 2_048   # rows decoded at a time
@@ -169,9 +169,12 @@ def _check(names, columns: Mapping[str, Source], path: str, notes: list[str] | N
         notes.append(hint)
 
 
-def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None,
+                  tally: UnreadTally | None = None) -> list[Shard]:
     pf = _open_parquet(path)
     _check(pf.schema_arrow.names, columns, path, notes)
+    if tally is not None:
+        _tally_parquet(pf, tally)
     shards, first = [], 0
     for rg in range(pf.metadata.num_row_groups):
         n = pf.metadata.row_group(rg).num_rows
@@ -180,12 +183,27 @@ def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None) -> list[
     return shards
 
 
-def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+def _tally_parquet(pf: pq.ParquetFile, tally: UnreadTally) -> None:
+    """The unread fields' columns only (Parquet reads by column): a file
+    without them costs its row count."""
+    u = tally.unread
+    names = set(u.fields) | ({"turns"} if u.turn_fields else set())
+    wanted = sorted(names & set(pf.schema_arrow.names))
+    if not wanted:
+        tally.rows += pf.metadata.num_rows
+        return
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted, use_threads=False):
+        for row in _decode_rows(batch):
+            tally.add(row)
+
+
+def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None,
+               tally: UnreadTally | None = None) -> list[Shard]:
     """JSONL or CSV: shards of SHARD_ROWS records between record boundaries."""
     try:
         formats.check_utf8_text(path, formats.FORMAT_NAMES[fmt])
         if fmt == "jsonl":
-            pieces, sample = formats.scan_jsonl(path, SHARD_ROWS)
+            pieces, sample = formats.scan_jsonl(path, SHARD_ROWS, tally and tally.add_line)
             if formats.holds_json_array(sample):
                 raise InputError(f"{path} holds a JSON array of cases, not JSON Lines (one "
                                  "object per line): name it .json, or set input.format: json")
@@ -196,7 +214,7 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -
             if sample:
                 _check(keys, columns, f"{path} (first {len(sample)} records)", notes)
         else:
-            header, pieces = formats.scan_csv(path, SHARD_ROWS)
+            header, pieces = formats.scan_csv(path, SHARD_ROWS, tally and tally.add)
             _check(header, columns, path, notes)
     except (OSError, ValueError) as exc:
         if isinstance(exc, InputError):
@@ -209,19 +227,24 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None) -
     return shards
 
 
-def _plan_json(path: str, fmt: str, columns: Mapping[str, Source], notes=None
-               ) -> list[Shard]:
+def _plan_json(path: str, fmt: str, columns: Mapping[str, Source], notes=None,
+               tally: UnreadTally | None = None) -> list[Shard]:
     records = formats.load_records(path, fmt)
+    for record in records if tally is not None else ():
+        tally.add(record)
     keys = {k for r in records[:formats.SCHEMA_SAMPLE] if isinstance(r, dict) for k in r}
     if records:
         _check(keys, columns, path, notes)
     return [Shard(path, 0, 0, 0, len(records), fmt)] if records else []
 
 
-def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None) -> list[Shard]:
+def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None,
+                tally: UnreadTally | None = None) -> list[Shard]:
     """Runs of consecutive record batches of about SHARD_ROWS rows."""
     schema, batches = formats.scan_arrow(path)
     _check(schema.names, columns, path, notes)
+    if tally is not None:  # a Hugging Face dataset: not a tool's file, but its rows count
+        tally.rows += sum(n for _, n in batches)
     shards, first, i = [], 0, 0
     while i < len(batches):
         j, rows = i + 1, batches[i][1]
@@ -234,21 +257,27 @@ def _plan_arrow(path: str, columns: Mapping[str, Source], notes=None) -> list[Sh
 
 
 def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = None,
-                notes: list[str] | None = None) -> list[Shard]:
+                notes: list[str] | None = None, unread: Unread | None = None) -> list[Shard]:
     """Check every file's columns and cut the files into shards: Parquet from its
     metadata, Arrow from its message headers, JSONL and CSV in one pass each.
-    Hints for the user (a preset that fits the columns) go to `notes`."""
+    Hints for the user (a preset that fits the columns; the rows with values
+    in the preset's `unread` fields, counted in that same pass, as a JSON file
+    is loaded whole for it anyway) go to `notes`."""
     shards: list[Shard] = []
+    tally = UnreadTally(unread.without(source_names(columns))) if unread and notes is not None \
+        else None
     for path in list_input_files(pattern, fmt):
         kind = file_format(path, fmt)
         if kind == "parquet":
-            shards += _plan_parquet(path, columns, notes)
+            shards += _plan_parquet(path, columns, notes, tally)
         elif kind == "arrow":
-            shards += _plan_arrow(path, columns, notes)
+            shards += _plan_arrow(path, columns, notes, tally)
         elif kind in formats.WHOLE_FILE_FORMATS:
-            shards += _plan_json(path, kind, columns, notes)
+            shards += _plan_json(path, kind, columns, notes, tally)
         else:
-            shards += _plan_text(path, kind, columns, notes)
+            shards += _plan_text(path, kind, columns, notes, tally)
+    if tally is not None:
+        notes += [n for n in tally.notes() if n not in notes]
     return shards
 
 

@@ -27,7 +27,7 @@ import codecs
 import csv
 import json
 import os
-from typing import IO, Any, Iterator, Mapping
+from typing import IO, Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -179,9 +179,10 @@ def check_utf8_text(path: str, what: str) -> None:
                          f"convert it (e.g. iconv -f {encoding} -t UTF-8)")
 
 
-def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, int]], list]:
+def scan_jsonl(path: str, shard_rows: int, each: Callable[[bytes], None] | None = None
+               ) -> tuple[list[tuple[int, int | None, int]], list]:
     """One pass: ([(offset, end, records)] cut every shard_rows records, the
-    first parsed records for the schema check)."""
+    first parsed records for the schema check); `each` sees every record."""
     can_split = splittable(path)
     pieces, start, count, pos, sample = [], 0, 0, 0, []
     with _open(path) as fh:
@@ -193,6 +194,8 @@ def scan_jsonl(path: str, shard_rows: int) -> tuple[list[tuple[int, int | None, 
                 count += 1
                 if len(sample) < SCHEMA_SAMPLE:
                     sample.append(_record(line))
+                if each is not None:
+                    each(_record(line))
             pos += len(line)
     pieces.append((start, None, count))
     return [p for p in pieces if p[2]], sample
@@ -431,9 +434,11 @@ def csv_header(path: str) -> list[str]:
         return _header(_csv_reader(_TrackedLines(_lines(fh))), path)
 
 
-def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int | None, int]]]:
+def scan_csv(path: str, shard_rows: int, each: Callable[[dict], None] | None = None
+             ) -> tuple[list[str], list[tuple[int, int | None, int]]]:
     """One parse of the file: (header, [(offset, end, records)]). The first
-    piece starts at 0 (its reader skips the header)."""
+    piece starts at 0 (its reader skips the header); `each` sees every record
+    as a dict."""
     can_split = splittable(path)
     pieces, start, count = [], 0, 0
     with _open(path) as fh:
@@ -454,6 +459,8 @@ def scan_csv(path: str, shard_rows: int) -> tuple[list[str], list[tuple[int, int
                 pieces.append((start, before, count))
                 start, count = before, 0
             count += 1
+            if each is not None:
+                each(dict(zip(header, record)))
     pieces.append((start, None, count))
     return header, [p for p in pieces if p[2]]
 

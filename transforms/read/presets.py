@@ -10,6 +10,11 @@ conversation's last user turn with the turns before it as `messages`.
 """
 from __future__ import annotations
 
+import functools
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from schemas.cases import (CANONICAL_COLUMNS, DEEPEVAL_TAG_COLUMNS, METADATA_COLUMN, Asserted,
@@ -123,3 +128,115 @@ def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
             return (f"the columns {', '.join(every + tuple(found))} look like the "
                     f"'{preset}' preset's: set input.preset: {preset}")
     return None
+
+
+# ------------------------------------------------------------- unread fields
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """Fields of a tool's files that its preset knows it does not read, and
+    where its guide says so: a run with values in them says so, rather than
+    dropping them unsaid."""
+    tool: str
+    guide: str
+    fields: tuple[str, ...]
+    turn_fields: tuple[str, ...] = ()  # fields of each of a row's `turns`
+
+    def without(self, read) -> "Unread":
+        """Less the columns `input.columns` maps (those are read)."""
+        return replace(self, fields=tuple(f for f in self.fields if f not in read))
+
+
+UNREAD: dict[str, Unread] = {
+    # deepeval 4.3.1's Golden, ConversationalGolden, LLMTestCase and Turn
+    "deepeval": Unread(
+        "DeepEval", "guides/migrating-deepeval.md#fields-evalbeam-does-not-read",
+        ("context", "user_description", "persona", "comments", "custom_column_key_values",
+         "expectations", "expected_labels", "tools_called", "expected_tools", "token_cost",
+         "input_token_count", "output_token_count", "completion_time"),
+        ("user_id", "audio", "latency_ms", "interrupted", "provider_transcript",
+         "tools_called", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called")),
+    # Ragas >= 0.2's SingleTurnSample and testset columns
+    "ragas": Unread(
+        "Ragas", "guides/migrating-ragas.md#fields-evalbeam-does-not-read",
+        ("reference_contexts", "reference_tool_calls", "multi_responses", "rubrics",
+         "persona_name", "query_style", "query_length")),
+}
+
+_EMPTY_TEXT = ("", "null", "none", "[]", "{}")  # how csv files write an empty value
+
+
+def filled(value: Any) -> bool:
+    """Does the value say something? DeepEval's save_as writes every column,
+    empty ones as null, "" or [] (csv: an empty cell), so a column's presence
+    says nothing."""
+    if isinstance(value, str):
+        return value.strip().lower() not in _EMPTY_TEXT
+    if isinstance(value, (list, tuple, dict)):
+        return any(filled(v) for v in (value.values() if isinstance(value, dict) else value))
+    return value is not None and value is not False
+
+
+@functools.lru_cache(maxsize=None)
+def _maybe_filled(names: tuple[str, ...]) -> re.Pattern:
+    """A key among `names` whose value is not plainly empty (null, "", [], {},
+    false): a record without one needs no parse."""
+    keys = "|".join(re.escape(n) for n in names)
+    return re.compile(rf'"(?:{keys})"\s*:\s*(?!null\b|false\b|""|\[\s*\]|\{{\s*\}})')
+
+
+def _turns(value: Any) -> list:
+    """A row's turns: a list, or a csv cell holding one as JSON."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return [t for t in value if isinstance(t, dict)] if isinstance(value, list) else []
+
+
+def unread_in(unread: Unread, row: Mapping[str, Any]) -> list[str]:
+    """The unread fields the row has a value in, as a note names them."""
+    found = [f"`{f}`" for f in unread.fields if filled(row.get(f))]
+    turns = row.get("turns")
+    if unread.turn_fields and isinstance(turns, str) and not _maybe_filled(
+            unread.turn_fields).search(turns):
+        return found
+    turns = _turns(turns) if unread.turn_fields else []
+    return found + [f"`{f}` in a turn" for f in unread.turn_fields
+                    if any(filled(t.get(f)) for t in turns)]
+
+
+@dataclass
+class UnreadTally:
+    """The rows with values in a preset's unread fields, counted while the
+    planner reads the input (one note per field, once per run)."""
+    unread: Unread
+    rows: int = 0
+    found: Counter = field(default_factory=Counter)
+
+    def add(self, row: Any) -> None:
+        self.rows += 1
+        if isinstance(row, Mapping):
+            self.found.update(unread_in(self.unread, row))
+
+    def add_line(self, line: bytes) -> None:
+        """A JSON Lines record, parsed only when it may hold a value."""
+        names = self.unread.fields + self.unread.turn_fields
+        text = line.decode("utf-8", "replace")
+        if not _maybe_filled(names).search(text):
+            self.rows += 1
+            return
+        try:
+            self.add(json.loads(text))
+        except ValueError:
+            self.rows += 1
+
+    def notes(self) -> list[str]:
+        """One line per field with values, in the preset's order (the same
+        input gives the same lines)."""
+        u = self.unread
+        names = [f"`{f}`" for f in u.fields] + [f"`{f}` in a turn" for f in u.turn_fields]
+        return [f"{self.found[name]} of {self.rows} row{'s' * (self.rows != 1)} "
+                f"{'has' if self.found[name] == 1 else 'have'} {u.tool} {name}, which "
+                f"evalbeam does not read (see {u.guide})" for name in names if self.found[name]]
