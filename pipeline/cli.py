@@ -162,7 +162,9 @@ def _parser() -> argparse.ArgumentParser:
         "over verdict.preset and verdict.rules, --metrics over metrics.",
         "Any other --option is a Beam pipeline option (e.g. --runner, --direct_running_mode="
         "multi_processing, --direct_num_workers, --project, --region, --temp_location); "
-        "without --runner the run uses FnApiRunner in this process (nothing is downloaded).")
+        "without --runner the run uses FnApiRunner in this process (nothing is downloaded). "
+        "One that Beam does not declare and that is close to a flag above (--run_id, "
+        "--metrcs=...) is a typo: exit 2, not an option Beam would keep and ignore.")
     run.add_argument("--input", required=True, metavar="PATH_OR_GLOB", help=_input_help())
     run.add_argument("--output", required=True, metavar="DIR",
                      help="the folder of the output tables (local, or a gs://, s3://, hdfs:// "
@@ -339,6 +341,31 @@ def _named(token: str) -> str:
     return shown(token)
 
 
+def _flags(parser: argparse.ArgumentParser, command: str) -> list[str]:
+    """The flags a command of the parser declares."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [flag for action in sub.choices[command]._actions for flag in action.option_strings
+            if action.help != argparse.SUPPRESS]
+
+
+def misspelt_flag(beam_args: Sequence[str], flags: Sequence[str]) -> str | None:
+    """Why a flag `run` passes on to Beam is one of its own misspelt
+    (`--run_id=x`, `--metrcs=bleu`, `--allow_empty`), or None. Beam keeps a
+    flag it does not know as an option of its own (a warning in the log), so
+    the run would go on without it: a random run id, every metric."""
+    import difflib
+    from pipeline.execute import beam_flags
+    known = beam_flags()
+    for arg in beam_args:
+        name = arg.partition("=")[0]
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name.replace("_", "-"), flags, n=1, cutoff=0.8)
+        if close:
+            return f"unknown flag {name!r}: did you mean {close[0]}?"
+    return None
+
+
 def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     """`evalbeam compare`: 0, EXIT_GATE_FAILED, or EXIT_USAGE with one line."""
     from pipeline.postrun.compare import CompareError, run_compare
@@ -373,6 +400,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
     if unknown:
         return _usage_error(f"unexpected argument {_named(unknown[0])}")
+    misspelt = misspelt_flag(beam_args, _flags(_parser(), "run"))
+    if misspelt:
+        return _usage_error(misspelt)
     if args.command == "calibrate":
         return calibrate(args)
     if args.command == "view":

@@ -34,6 +34,25 @@ def _runner(value: str) -> str:
     return DASK_RUNNER if value.lower() in DASK_NAMES else value
 
 
+def beam_flags() -> set[str]:
+    """Every flag Beam's pipeline options declare (those of its option classes
+    imported so far), so that a flag of evalbeam's own misspelt is not taken
+    for one of Beam's."""
+    import argparse
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    for cls in set(subclasses(PipelineOptions)):
+        try:
+            cls._add_argparse_args(parser)
+        except argparse.ArgumentError:  # a flag two option classes declare
+            pass
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
 def known_runner(name: str) -> bool:
     """Would Beam find a runner by this name (its lookup: case-insensitive, with or
     without 'Runner'; or a class path, which only importing can check)?"""

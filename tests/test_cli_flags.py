@@ -116,3 +116,26 @@ def test_the_bot_line_shows_the_chosen_metrics_when_it_has_none_of_its_usual_fiv
     assert code == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("  recorded: "))
     assert "| exact_match 0." in line and "| keyword_recall 0." in line, line
+
+
+@pytest.mark.parametrize("flag, meant", [
+    ("--run_id=nightly", "--run-id"), ("--metrcs=bleu", "--metrics"),
+    ("--allow_empty", "--allow-empty"), ("--detatch", "--detach")])
+def test_a_misspelt_flag_of_run_is_an_error_not_a_beam_option(tmp_path, capsys, flag, meant):
+    """Beam keeps a flag it does not know as an option of its own, so a typo of
+    one of run's flags ran without it (a random run id, every metric)."""
+    from pipeline.cli import run
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = tmp_path / "out"
+    assert run(["run", "--input", cases, "--output", str(out), flag]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"evalbeam: error: unknown flag {flag.partition('=')[0]!r}: did you mean {meant}?")
+    assert not out.exists()
+
+
+def test_beams_own_flags_pass_on_to_beam(tmp_path):
+    """Beam's flags, even those near one of run's (--runner, --region), are not typos."""
+    from pipeline.cli import _flags, _parser, misspelt_flag
+    assert misspelt_flag(["--runner=FnApiRunner", "--direct_num_workers=2", "--region=eu",
+                          "--direct_running_mode=multi_processing", "--project=p"],
+                         _flags(_parser(), "run")) is None
