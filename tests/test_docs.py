@@ -117,14 +117,18 @@ def _doc_pages() -> list[str]:
             *sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))]
 
 
-def _yaml_blocks(text: str) -> list[tuple[int, str]]:
-    """(line, body) of every ```yaml block, indented ones (in a list or an
-    admonition) included."""
+def code_blocks(text: str, languages: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(line, body) of every fenced block in one of `languages` ("" for a bare
+    ```), indented ones (in a list or an admonition) included."""
     import re
     import textwrap
-    fence = re.compile(r"^( *)```ya?ml[ \t]*\n(.*?)^\1```", re.S | re.M)
-    return [(text[:m.start()].count("\n") + 1, textwrap.dedent(m.group(2)))
-            for m in fence.finditer(text)]
+    fence = re.compile(r"^( *)```([a-z]*)[ \t]*\n(.*?)^\1```", re.S | re.M)
+    return [(text[:m.start()].count("\n") + 1, textwrap.dedent(m.group(3)))
+            for m in fence.finditer(text) if m.group(2) in languages]
+
+
+def _yaml_blocks(text: str) -> list[tuple[int, str]]:
+    return code_blocks(text, ("yaml", "yml"))
 
 
 def config_block_problem(body: str) -> str | None:
