@@ -57,13 +57,33 @@ def example(tmp_path_factory) -> str:
     with open(folder / "cases.jsonl", "w", encoding="utf-8") as fh:  # the Python API's
         fh.writelines(json.dumps(row) + "\n" for row in table.to_pylist())
     shutil.copy(os.path.join(EXAMPLE, "faq.parquet"), folder / "faq.parquet")
-    out = str(folder / "out" / "example")
-    for run_id in ("example", "example-2"):
-        assert run(["run", "--input", cases, "--output", out, "--run-id", run_id,
-                    "--config", os.path.join(EXAMPLE, "config.yaml")]) == 0
-    assert run(["compare", "--output", out, "--baseline", "example",
-                "--candidate", "example-2"]) == 0
+    printed = io.StringIO()
+    with contextlib.chdir(folder), contextlib.redirect_stdout(printed):
+        for run_id in ("example", "example-2"):
+            assert run(["run", "--input", cases, "--output", "out/example", "--run-id", run_id,
+                        "--config", os.path.join(EXAMPLE, "config.yaml")]) == 0
+        assert run(["compare", "--output", "out/example", "--baseline", "example",
+                    "--candidate", "example-2"]) == 0
+    (folder / "printed.txt").write_text(printed.getvalue(), "utf-8")
     return str(folder)
+
+
+def shown_as(shown: str) -> re.Pattern:
+    """A pattern of the output a page shows: its `…` stands for anything, its
+    figures and dates for any others."""
+    pattern = re.sub(r"\d+(?:\\\.\d+)?", r"\\d+(?:\\.\\d+)?", re.escape(shown))
+    return re.compile(pattern.replace("…", ".*").replace("YYYY\\-MM\\-DD", r"\d{4}-\d\d-\d\d"))
+
+
+def test_getting_started_shows_what_the_example_prints(example):
+    """Its summary of the bundled example's run, line by line (the figures are
+    the full example's; this run has its first cases)."""
+    with open(os.path.join(ROOT, "docs", "getting-started.md"), encoding="utf-8") as fh:
+        (_, shown), = [b for b in code_blocks(fh.read(), ("",)) if b[1].startswith("run example:")]
+    printed = open(os.path.join(example, "printed.txt"), encoding="utf-8").read().splitlines()
+    first = printed[:len(shown.splitlines())]
+    assert [bool(shown_as(line).fullmatch(got)) for line, got in zip(shown.splitlines(), first)
+            ] == [True] * len(shown.splitlines()), "\n".join(first)
 
 
 def _for_the_example(body: str, example: str) -> str:
