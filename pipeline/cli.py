@@ -353,6 +353,8 @@ def misspelt_flag(beam_args: Sequence[str], flags: Sequence[str]) -> str | None:
     (`--run_id=x`, `--metrcs=bleu`, `--allow_empty`), or None. Beam keeps a
     flag it does not know as an option of its own (a warning in the log), so
     the run would go on without it: a random run id, every metric."""
+    if not beam_args:  # no Beam import for the commands that pass none
+        return None
     import difflib
     from pipeline.execute import beam_flags
     known = beam_flags()
