@@ -116,7 +116,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
     staging, started = None, False
     try:
-        path, label, staging = cases_path(cases, named)
+        path, label, staging = cases_path(cases, named, bool(run_options.get("allow_empty")))
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
@@ -301,16 +301,20 @@ def _saved_passage(item: Any) -> Any:
     return f"deepeval_source={source},deepeval_context={context}"
 
 
-def cases_path(cases: Any, named: str | None = None) -> tuple[str, str | None, str | None]:
+def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
+               ) -> tuple[str, str | None, str | None]:
     """(a path the run reads, what the manifest calls the input (None: the
     path), a temporary folder to remove afterwards (None: nothing written));
     `named`: what in-memory cases were, when not their own type (a Ragas
-    dataset given as its list of dicts)."""
+    dataset given as its list of dicts). An empty list is refused, or with
+    allow_empty an empty JSON Lines file, as the command line runs one."""
     if isinstance(cases, (str, os.PathLike)):
         return str(cases), None, None
     import pyarrow as pa
     import pyarrow.parquet as pq
     if isinstance(cases, list) and not cases:
+        if allow_empty:
+            return _as_jsonl(cases, ValueError("no cases"), named)
         from schemas.cases import InputError
         raise InputError(f"{named} holds no cases (0 rows)" if named else
                          "cases is an empty list (0 rows)")

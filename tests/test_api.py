@@ -661,6 +661,17 @@ def test_an_empty_tool_dataset_is_named_as_the_user_knows_it(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_allow_empty_runs_an_empty_list_as_it_runs_an_empty_frame(tmp_path):
+    """The guide says allow_empty=True accepts an empty input; an empty
+    DataFrame ran, an empty list (a filter that kept nothing) still raised
+    'cases is an empty list'. It runs: no rows, a committed run."""
+    for cases, name in (([], "list"), (DeepEvalDataset(), "deepeval")):
+        result = evalbeam.evaluate(cases, output=tmp_path / name, allow_empty=True,
+                                   metrics=["exact_match"], progress=False)
+        assert result.counts["input_rows"] == 0 and result.results().num_rows == 0
+        assert (tmp_path / name / "runs" / result.run_id / "manifest.json").exists()
+
+
 def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
     """evaluate(dataset) as Ragas' evaluate takes it: the samples in Ragas'
     columns, a multi-turn sample's last AI reply as its recorded answer. Before,
