@@ -264,11 +264,6 @@ def billed_text(info: RunInfo) -> str:
     return f"; {scrubber_for(info.endpoints, info.secret_texts).scrub(line)}" if line else ""
 
 
-# The last line of a traceback: the exception that ended it ("ModuleNotFoundError:
-# No module named 'x' [while running 'Score/ScoreAll']").
-_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b.*")
-
-
 def failure_text(exc: BaseException) -> str:
     """What a failed run says in one line. A worker's failure reaches here as a
     message holding the worker's whole traceback, whose first 300 characters
@@ -277,9 +272,23 @@ def failure_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "Traceback (most recent call last)" not in text:
         return text
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    raised = next((line for line in reversed(lines) if _RAISED.match(line)), None)
-    return f"{raised} (from: {lines[0]})" if raised and raised != lines[0] else text
+    raised = raised_line(text)
+    first = next(line.strip() for line in text.splitlines() if line.strip())
+    return f"{raised} (from: {first})" if raised and raised != first else text
+
+
+def raised_line(traceback_text: str) -> str | None:
+    """The line of the exception that ended a formatted traceback, whatever its
+    class is called ("Boom: ... [while running 'Score/ScoreAll']", as Beam
+    tags a DoFn's exception): the first line at the margin after its last
+    frame (frames and their source lines are indented)."""
+    lines = traceback_text.splitlines()
+    last_frame = max((i for i, line in enumerate(lines) if line.startswith("  File ")),
+                     default=None)
+    if last_frame is None:
+        return None
+    return next((line.strip() for line in lines[last_frame + 1:]
+                 if line.strip() and not line[:1].isspace()), None)
 
 
 @contextlib.contextmanager

@@ -332,3 +332,30 @@ def test_a_workers_failure_is_said_by_the_exception_that_ended_it():
                            "[while running 'Score/ScoreAll']")
     assert len(" ".join(said.split())[:300]) <= 300 and "mymetrics" in said[:300]
     assert failure_text(ValueError("plain")) == "ValueError: plain"
+
+
+def test_a_failure_is_said_by_its_raising_line_whatever_its_class_is_called():
+    """Before: only a class named ...Error/Exception/Exit/Interrupt/Failure was
+    found, so a custom metric's `class Boom(Exception)` showed the top of the
+    worker's traceback. The raising line is now the first at the margin after
+    the last frame, as Python formats it (a real traceback here, tagged as
+    Beam tags a DoFn's exception, with a message of two lines)."""
+    import traceback
+
+    from pipeline.execute import failure_text
+
+    class Boom(Exception):
+        pass
+
+    def metric():
+        raise Boom("the metric broke\nsecond line [while running 'Score/ScoreAll']")
+    try:
+        metric()
+    except Boom as exc:
+        worker = "".join(traceback.format_exception(exc))
+    said = failure_text(RuntimeError(worker))
+    assert said.endswith("Boom: the metric broke (from: RuntimeError: Traceback (most recent "
+                         "call last):)"), said
+    assert failure_text(RuntimeError("Traceback (most recent call last):\n  File \"x.py\", "
+                                     "line 1, in f\n    f()\nCrash: gone\n")).startswith(
+        "Crash: gone (from:")
