@@ -83,7 +83,9 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     Raises ConfigError, InputError or UsageError (all ValueError) with the
     one-line message the command line prints, before anything is written
     (an input with no case among them); NothingEvaluated (a ValueError, with
-    the Result) when every input row was invalid. No exception it raises
+    the Result) when every input row was invalid. A run that fails after
+    sending requests raises its exception with what they were at the end of its
+    message (with_billed), as `evalbeam run` says them. No exception it raises
     quotes a configured secret (see scrub_exception). What is printed or logged
     in this process during the call is scrubbed too; sys.stdout, sys.stderr,
     the log record factory and warnings.showwarning are as they were after it.
@@ -143,9 +145,12 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         say_before(plan)
         started = True
         run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
-    except BaseException:
+    except BaseException as exc:
         if made and not started:
             shutil.rmtree(output, ignore_errors=True)
+        if started:  # what `evalbeam run`'s last error line says, from its journal
+            from pipeline.execute import billed_text
+            with_billed(exc, billed_text(plan.info))
         raise
     finally:
         if staging is not None:
@@ -156,6 +161,21 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
                                "pass allow_empty=True to accept it", result)
     return result
+
+
+def with_billed(exc: BaseException, billed: str) -> BaseException:
+    """The exception of a run that failed after sending requests, its message
+    ending with what they were ("; before it failed it sent N requests (...),
+    billed and in no usage/ table"), as Beam tags a DoFn's exception with its
+    step: in place, so that its class (what a caller catches) stays. No text
+    argument to end: a note (shown with its traceback)."""
+    if not billed:
+        return exc
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (exc.args[0] + billed, *exc.args[1:])
+    else:
+        exc.add_note(billed.removeprefix("; "))
+    return exc
 
 
 def _beam_args(options: Mapping[str, Any], known: Mapping[str, Any]) -> list[str]:

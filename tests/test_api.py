@@ -772,3 +772,35 @@ def test_evaluate_leaves_the_process_as_it_found_it(tmp_path):
     assert "mine stays: True" in err and "overlapping <redacted>" in out, out + err
     assert "restored after overlapping calls: True True" in out, out
     assert out.count(key) == 1 and err.count(key) == 1, out + err
+
+
+class Crash(BaseException):
+    """Not an Exception, so not a row's error: the run's end, as a worker's crash."""
+
+
+@evalbeam.metric(needs=["answer"])
+def crash_after_answers(sample):
+    raise Crash("the metric broke the run")
+
+
+def test_a_run_that_failed_after_sending_requests_says_what_they_were(tmp_path, monkeypatch):
+    """Before: `evalbeam run` said in a second line what a failed run had sent
+    (billed, in no usage/ table), but the exception evaluate() raised said
+    only why it failed. Its message now ends with that line, scrubbed (the
+    endpoint's key is configured, never quoted), and its class stays."""
+    from tests.fake_server import FakeOpenAI, ServerConfig
+    from tests.test_request_journal import KEY, _chat_run
+    import yaml
+    monkeypatch.setenv("JOURNAL_KEY", KEY)
+    with FakeOpenAI(ServerConfig(), api_key=KEY) as server:
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url)
+        config = yaml.safe_load(open(cfg, encoding="utf-8"))
+        with pytest.raises(Crash) as raised:
+            evalbeam.evaluate(cases, config, output=str(tmp_path / "out"), run_id="f",
+                              metrics=["exact_match", crash_after_answers], progress=False)
+        sent = server.stats()["total"]
+    said = str(raised.value)
+    assert sent > 0 and said.startswith("the metric broke the run"), said
+    assert (f"; before it failed it sent {sent} requests (llm: {sent} requests, " in said
+            and said.endswith("), billed and in no usage/ table")), said
+    assert KEY not in said
