@@ -29,15 +29,16 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipeline.config import ConfigError
 from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_before,
-                              take_lease)
+                              stopped_before_start, take_lease)
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
-from pipeline.stopping import exit_code
+from pipeline.stopping import exit_code, stop_on_signals
 from pipeline.plan import (DEFAULT_TTL_S, NO_ANSWERING_BOT, UsageError, driven_from_here,
                            make_plan)
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
 from transforms.publish import lease as leases
+from transforms.publish.commit import checkpoint
 from transforms.publish.finalize import RunInfo
 from transforms.publish.lease import LeaseHeld
 
@@ -74,8 +75,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
              "its lease is marked failed (a new run of the id takes over), one line on stderr "
              "(and one more saying what it had sent, as for exit 1); during its commit the "
              "stop waits for the commit's end (at most 60 s) and the line says the run is "
-             "complete",
-        EXIT_SIGTERM: "stopped by SIGTERM during a local run, the same way",
+             "complete; before the pipeline starts (planning, taking the lease) the lease is "
+             "given up, nothing ran, and a new run of the id starts at once",
+        EXIT_SIGTERM: "stopped by SIGTERM, the same way",
     },
     "status": {
         0: "finished",
@@ -414,15 +416,21 @@ def run(argv: Sequence[str] | None = None) -> int:
         return print_status(args.output, args.run_id)
     from transforms.remote.scrub import remember_config_secrets
     remember_config_secrets(args.config)  # before anything it says can quote them
-    try:
-        options = beam_options(beam_args + fs_args, urls)
-        detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
-        local = driven_from_here(options)
-        plan = make_plan(args, options)
-        lease = take_lease(plan.info, local, adopt=args.attempt is not None)
-    except (ConfigError, InputError, UsageError, LeaseHeld) as exc:
-        return _usage_error(str(exc))
-    say_before(plan)
+    planned: list[RunInfo] = []  # a stop before the pipeline gives up the lease it took
+    with stop_on_signals(lambda name: stopped_before_start(planned[0] if planned else None,
+                                                           name), workers=False):
+        try:
+            options = beam_options(beam_args + fs_args, urls)
+            detach = args.detach or options.view_as(StandardOptions).no_wait_until_finish
+            local = driven_from_here(options)
+            plan = make_plan(args, options)
+            planned.append(plan.info)
+            checkpoint(plan.info.output, plan.info.run_id, plan.info.attempt, "planned")
+            lease = take_lease(plan.info, local, adopt=args.attempt is not None)
+            checkpoint(plan.info.output, plan.info.run_id, plan.info.attempt, "leased")
+        except (ConfigError, InputError, UsageError, LeaseHeld) as exc:
+            return _usage_error(str(exc))
+        say_before(plan)
     if detach and local and args.attempt is None:
         return _start_detached(argv, plan.info, lease)
     outcome: list[int] = []  # printed within the run's signal handling: a stop says so

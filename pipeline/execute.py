@@ -27,6 +27,7 @@ from transforms.publish import lease as leases
 from transforms.publish.commit import (add_counters, attempt_temp_dirs, checkpoint,
                                        clean_leftovers, committed_attempt, wait_for_commit)
 from transforms.publish.finalize import RunInfo
+from transforms.publish.write import temp_dir
 from transforms.publish.lease import LeaseHeld
 
 def _runner(value: str) -> str:
@@ -126,6 +127,18 @@ def take_lease(info: RunInfo, runner_local: bool, adopt: bool) -> leases.Lease:
         print(f"evalbeam: note: took over run id {info.run_id!r} from {taken}", file=sys.stderr)
     clean_leftovers(info.output, info.run_id, info.attempt, list(TABLES.values()))
     return lease
+
+
+def stopped_before_start(info: RunInfo | None, name: str) -> str:
+    """A stop (SIGTERM, Ctrl-C) while `evalbeam run` planned or took the lease:
+    nothing ran, so the lease this attempt holds is given up (not left running
+    until its TTL, refusing a re-run) with its temporary folder; the line said."""
+    if info is None:
+        return f"evalbeam: error: stopped by {name} while planning the run; nothing was written"
+    leases.release(info.output, info.run_id, info.attempt)  # when it holds it
+    leases.delete_quietly([temp_dir(info.output, info.run_id, info.attempt)])
+    return (f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) stopped by {name} "
+            "before its pipeline started; nothing ran and a new run of the id starts at once")
 
 
 def say_before(plan: Plan) -> None:

@@ -109,13 +109,15 @@ def end_children(grace_s: float = GRACE_S) -> list[int]:
 
 @contextlib.contextmanager
 def stop_on_signals(on_stop: Callable[[str], str],
-                    wait_for_commit: Callable[[float], object] = lambda _s: None
-                    ) -> Iterator[None]:
+                    wait_for_commit: Callable[[float], object] = lambda _s: None,
+                    workers: bool = True) -> Iterator[None]:
     """Within: SIGTERM or SIGINT ends this process's children, calls
     on_stop(signal name) (it marks the run failed, or says it was committed,
     and returns the line to print), prints that line on stderr and leaves with
     exit_code(signal). A commit's critical section in this process is let end
     first (defer_stop); wait_for_commit(seconds) waits for one in a child.
+    workers=False: no Beam worker is started within (planning), so Beam's
+    call that starts them is left as it is.
     Only in the main thread (elsewhere signals cannot be caught: a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -154,7 +156,7 @@ def stop_on_signals(on_stop: Callable[[str], str],
 
     saved = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
-        with _workers_in_their_own_group():
+        with _workers_in_their_own_group() if workers else contextlib.nullcontext():
             yield
     finally:
         for s, previous in saved.items():

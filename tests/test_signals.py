@@ -146,6 +146,32 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
     assert len([r for r in read_rows(out, "results") if r["run_id"] == "sig"]) == N
 
 
+def _signal_when_paused(cmd: list[str], out: str, pause: str, signum: int,
+                        check=lambda: None) -> tuple[int, str, float]:
+    """Run `cmd` (run id f) paused at a step (EVALBEAM_TEST_PAUSE_AT=pause), run
+    check() there, signal it: (exit code, stderr, seconds from the signal to its end)."""
+    from transforms.publish.commit import PAUSE_ENV
+    step = pause.split(":")[0]
+    launcher = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True,
+                                env={**os.environ, PAUSE_ENV: pause})
+    try:
+        deadline = time.monotonic() + 180
+        while not glob.glob(os.path.join(out, "_tmp", "f-*", f"paused.{step}")):
+            assert launcher.poll() is None, launcher.communicate()
+            assert time.monotonic() < deadline, f"the run never reached {step}"
+            time.sleep(0.05)
+        check()
+        signalled = time.monotonic()
+        launcher.send_signal(signum)
+        _, err = launcher.communicate(timeout=120)
+        return launcher.returncode, err, time.monotonic() - signalled
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+
+
 # A signal while Finalize commits (tests/test_publish_protocol.py pauses it at a
 # named step with EVALBEAM_TEST_PAUSE_AT=step:seconds). Before the marker the
 # attempt ends not committed; from the marker to the lease's release (the
@@ -166,7 +192,6 @@ MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 ])
 def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
         tmp_path, step, committed, mode, signum):
-    from transforms.publish.commit import PAUSE_ENV
     from transforms.publish.completed import NoCompletedAttempt, read_completed_run
     from transforms.publish.lease import lease_path
     rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
@@ -181,27 +206,10 @@ def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
            "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
     extra = MULTI if mode == "multi_processing" else []
     pause = 2.0
-    launcher = subprocess.Popen(cmd + extra, cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                env={**os.environ, PAUSE_ENV: f"{step}:{pause}"})
-    try:
-        deadline = time.monotonic() + 180
-        pattern = os.path.join(out, "_tmp", "f-*", f"paused.{step}")
-        while not glob.glob(pattern):
-            assert launcher.poll() is None, launcher.communicate()
-            assert time.monotonic() < deadline, f"the run never reached {step}"
-            time.sleep(0.05)
-        signalled = time.monotonic()
-        launcher.send_signal(signum)
-        _, err = launcher.communicate(timeout=120)
-        took = time.monotonic() - signalled
-    finally:
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait()
+    returncode, err, took = _signal_when_paused(cmd + extra, out, f"{step}:{pause}", signum)
     name = signal.Signals(signum).name
     last = err.strip().splitlines()[-1]
-    assert launcher.returncode == exit_code(signum), err[-3000:]
+    assert returncode == exit_code(signum), err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
                              "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
@@ -238,3 +246,40 @@ def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
     assert os.listdir(os.path.join(out, "_tmp")) == []
     assert sorted(os.listdir(os.path.join(out, "runs", "f"))) == [
         "manifest.json", "report.html", "report.md"]
+
+
+@pytest.mark.parametrize("step, signum", [("planned", signal.SIGTERM), ("leased", signal.SIGTERM),
+                                          ("leased", signal.SIGINT)])
+def test_a_signal_before_the_pipeline_gives_the_run_id_up_at_once(tmp_path, step, signum):
+    """Before: a stop while `evalbeam run` planned or took its lease ended it
+    with exit -15 and nothing said (SIGTERM) or a KeyboardInterrupt traceback
+    (Ctrl-C), and the lease it had taken stayed `running` until its TTL: status
+    said running and a re-run was refused. Now one line, exit 143/130, the
+    lease given up: a re-run of the id starts at once, taking over nothing."""
+    from transforms.publish.lease import lease_path
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
+         "answer": "Yes."} for i in range(4)])
+    out = str(tmp_path / "out")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+           "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+
+    def leased_when_paused():  # the lease is taken at `leased`, not yet at `planned`
+        assert os.path.exists(lease_path(out, "f")) == (step == "leased")
+    returncode, err, _ = _signal_when_paused(cmd, out, step, signum, leased_when_paused)
+    assert returncode == exit_code(signum), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    said = [line for line in err.splitlines() if line.startswith("evalbeam: error:")]
+    name = signal.Signals(signum).name
+    assert said == err.strip().splitlines()[-1:], err[-3000:]  # one line, the last
+    assert said[0].startswith("evalbeam: error: run f (attempt ") and \
+        f"stopped by {name} before its pipeline started" in said[0], said
+    assert not os.path.exists(lease_path(out, "f"))
+    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    assert "running" not in status.stdout, status.stdout
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
+    assert os.listdir(os.path.join(out, "_tmp")) == []
