@@ -311,6 +311,9 @@ def test_a_failed_run_says_what_it_sent_and_status_says_it_too(tmp_path, monkeyp
     said = [line for line in done.stderr.splitlines() if line.startswith("evalbeam: error:")]
     billed = f"before it failed it sent {sent} requests (llm: {sent} requests, "
     assert len(said) == 2 and said_first in said[0], done.stderr[-3000:]
+    if metric == "crash":  # a worker's traceback: its raising line, whatever the class's name
+        assert "failed: failing.Crash: the metric broke the run" in said[0] \
+            or "failed: Crash: the metric broke the run" in said[0], said[0]
     assert said[1].startswith(f"evalbeam: error: run f; {billed}"), said
     assert said[1].endswith("), billed and in no usage/ table") and "cost 0.000" in said[1]
     status = subprocess.run([sys.executable, "-c", CLI, ROOT, "status", "--output", output,
