@@ -198,12 +198,8 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     finished run under the same signal handling (the command line's outcome
     lines). Returns Beam's PipelineResult."""
     info = plan.info
-    if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
-        from transforms.publish import chart_engine
-        chart_engine.start_for_run(plan.info.planned_rows * max(1, len(plan.info.bots)))
-        preload_local_model(plan)
     beat = leases.Heartbeat.start(info.output, info.run_id, info.attempt, info.lease_ttl_s)
-    watching = Watch(info).start() if watch and not detach else None  # p.run() runs it here
+    watching: Watch | None = None
 
     def stop_beating() -> None:  # once: the heartbeat is shared with this process's DoFns
         if not beating.is_set():
@@ -229,8 +225,16 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                                                                      info.attempt, s))
                   if signals and not detach and runner_is_local(options)
                   else contextlib.nullcontext())
-    with on_signals:  # to the end: a stop after the commit says the run is complete
+    # from the start (the chart engine and the model take seconds to load) to the
+    # end: a stop after the commit says the run is complete
+    with on_signals:
         try:
+            checkpoint(info.output, info.run_id, info.attempt, "starting")
+            if runs_in_this_process(options):  # a larger run's chart engine boots meanwhile
+                from transforms.publish import chart_engine
+                chart_engine.start_for_run(info.planned_rows * max(1, len(info.bots)))
+                preload_local_model(plan)
+            watching = Watch(info).start() if watch and not detach else None  # p.run() runs it
             with _not_interactive():
                 p = beam.Pipeline(options=options)
                 build_pipeline(p, plan)

@@ -283,3 +283,30 @@ def test_a_signal_before_the_pipeline_gives_the_run_id_up_at_once(tmp_path, step
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
     assert os.listdir(os.path.join(out, "_tmp")) == []
+
+
+def test_a_signal_while_the_run_starts_marks_it_stopped_and_a_rerun_takes_over(tmp_path):
+    """Between the lease and the pipeline (the report's chart engine and the
+    local model load: seconds) no handler was installed: SIGTERM ended `evalbeam
+    run` with exit -15 and nothing said, its lease `running` until its TTL. Now
+    the run's own handling covers it: one line, exit 143, the lease marked
+    failed, and a re-run of the id takes over at once."""
+    from transforms.publish.lease import read_lease
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
+         "answer": "Yes."} for i in range(4)])
+    out = str(tmp_path / "out")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+           "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+    returncode, err, _ = _signal_when_paused(cmd, out, "starting", signal.SIGTERM)
+    assert returncode == exit_code(signal.SIGTERM), err[-3000:]
+    said = [line for line in err.splitlines() if line.startswith("evalbeam: error:")]
+    assert len(said) == 1 and "stopped by SIGTERM;" in said[0], err[-3000:]
+    assert read_lease(out, "f").state == "failed"
+    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    assert "running" not in status.stdout, status.stdout
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
