@@ -248,6 +248,18 @@ def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
         "manifest.json", "report.html", "report.md"]
 
 
+def _small_run(tmp_path) -> tuple[str, list[str]]:
+    """(output, the command) of a 4-case run id f, in this process (FnApiRunner)."""
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
+         "answer": "Yes."} for i in range(4)])
+    out = str(tmp_path / "out")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    return out, [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
+                 "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+
+
 @pytest.mark.parametrize("step, signum", [("planned", signal.SIGTERM), ("leased", signal.SIGTERM),
                                           ("leased", signal.SIGINT)])
 def test_a_signal_before_the_pipeline_gives_the_run_id_up_at_once(tmp_path, step, signum):
@@ -257,14 +269,7 @@ def test_a_signal_before_the_pipeline_gives_the_run_id_up_at_once(tmp_path, step
     said running and a re-run was refused. Now one line, exit 143/130, the
     lease given up: a re-run of the id starts at once, taking over nothing."""
     from transforms.publish.lease import lease_path
-    cases = write_cases(str(tmp_path / "cases.parquet"), [
-        {"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
-         "answer": "Yes."} for i in range(4)])
-    out = str(tmp_path / "out")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
-    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
-           "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+    out, cmd = _small_run(tmp_path)
 
     def leased_when_paused():  # the lease is taken at `leased`, not yet at `planned`
         assert os.path.exists(lease_path(out, "f")) == (step == "leased")
@@ -292,14 +297,7 @@ def test_a_signal_while_the_run_starts_marks_it_stopped_and_a_rerun_takes_over(t
     the run's own handling covers it: one line, exit 143, the lease marked
     failed, and a re-run of the id takes over at once."""
     from transforms.publish.lease import read_lease
-    cases = write_cases(str(tmp_path / "cases.parquet"), [
-        {"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
-         "answer": "Yes."} for i in range(4)])
-    out = str(tmp_path / "out")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
-    cmd = [sys.executable, "-m", "pipeline", "run", "--input", cases, "--output", out,
-           "--config", str(cfg), "--run-id", "f", "--runner=FnApiRunner"]
+    out, cmd = _small_run(tmp_path)
     returncode, err, _ = _signal_when_paused(cmd, out, "starting", signal.SIGTERM)
     assert returncode == exit_code(signal.SIGTERM), err[-3000:]
     said = [line for line in err.splitlines() if line.startswith("evalbeam: error:")]
