@@ -36,22 +36,13 @@ def _runner(value: str) -> str:
 
 
 def beam_flags() -> set[str]:
-    """Every flag Beam's pipeline options declare (those of its option classes
-    imported so far), so that a flag of evalbeam's own misspelt is not taken
-    for one of Beam's."""
-    import argparse
-
-    def subclasses(cls):
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
-    parser = argparse.ArgumentParser(allow_abbrev=False)
-    for cls in set(subclasses(PipelineOptions)):
-        try:
-            cls._add_argparse_args(parser)
-        except argparse.ArgumentError:  # a flag two option classes declare
-            pass
-    return {flag for action in parser._actions for flag in action.option_strings}
+    """Every flag Beam's pipeline options declare (its own parser, as Beam builds
+    it to read the options), so that a flag of evalbeam's own misspelt is not
+    taken for one of Beam's."""
+    flags: set[str] = set()
+    PipelineOptions([]).get_all_options(add_extra_args_fn=lambda parser: flags.update(
+        flag for action in parser._actions for flag in action.option_strings))
+    return flags
 
 
 def known_runner(name: str) -> bool:

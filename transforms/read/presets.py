@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from schemas.cases import (CANONICAL_COLUMNS, DEEPEVAL_TAG_COLUMNS, METADATA_COLUMN, Asserted,
                            Cell, Joined, Metadata, Passage, Scenario, TurnContexts, Var,
-                           deepeval_tags)
+                           deepeval_tags, turn_list)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 
@@ -185,16 +185,6 @@ def _maybe_filled(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf'"(?:{keys})"\s*:\s*(?!null\b|false\b|""|\[\s*\]|\{{\s*\}})')
 
 
-def _turns(value: Any) -> list:
-    """A row's turns: a list, or a csv cell holding one as JSON."""
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return []
-    return [t for t in value if isinstance(t, dict)] if isinstance(value, list) else []
-
-
 def unread_in(unread: Unread, row: Mapping[str, Any]) -> list[str]:
     """The unread fields the row has a value in, as a note names them."""
     found = [f"`{f}`" for f in unread.fields if filled(row.get(f))]
@@ -202,7 +192,8 @@ def unread_in(unread: Unread, row: Mapping[str, Any]) -> list[str]:
     if unread.turn_fields and isinstance(turns, str) and not _maybe_filled(
             unread.turn_fields).search(turns):
         return found
-    turns = _turns(turns) if unread.turn_fields else []
+    turns = [t for t in turn_list(turns) or () if isinstance(t, dict)] \
+        if unread.turn_fields else []
     return found + [f"`{f}` in a turn" for f in unread.turn_fields
                     if any(filled(t.get(f)) for t in turns)]
 

@@ -643,22 +643,25 @@ _SCOPE_LOCK = threading.Lock()
 def _install_hooks() -> dict[str, tuple[Any, Any]]:
     """Scrub every log record, warning and print; returns, for each hook, (what
     was there, ours)."""
-    before = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
-              "stdout": sys.stdout, "stderr": sys.stderr}
+    before = _current_hooks()
     logging.setLogRecordFactory(_scrubbed_record(before["factory"]))
     warnings.showwarning = _scrubbed_warning(before["showwarning"])
     scrub_std_streams()
-    now = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
-           "stdout": sys.stdout, "stderr": sys.stderr}
+    now = _current_hooks()
     return {name: (before[name], now[name]) for name in before}
+
+
+def _current_hooks() -> dict[str, Any]:
+    """What the process has in place of each hook _install_hooks replaces."""
+    return {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
+            "stdout": sys.stdout, "stderr": sys.stderr}
 
 
 def _remove_hooks(saved: dict[str, tuple[Any, Any]]) -> None:
     """Put back what _install_hooks replaced where ours is still in place; one
     set by someone else meanwhile (a user's sys.stdout) stays: a hook of ours
     under it passes through, a stream of ours goes on scrubbing."""
-    current = {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
-               "stdout": sys.stdout, "stderr": sys.stderr}
+    current = _current_hooks()
     for name in ("stdout", "stderr"):
         if isinstance(saved[name][1], ScrubbedStream) and saved[name][1] is not saved[name][0]:
             saved[name][1].release()  # its held tail, wherever it now stands
