@@ -3,8 +3,10 @@ Getting started, the Python API, warehouse, CI gate, Ragas and watching-runs
 guides) work as written: the Python and DuckDB SQL blocks run against a real
 run of the bundled example (its first cases, so the test stays short), and
 every `evalbeam ...` command line of the docs parses with the CLI's own
-parser, its Beam flags included. A renamed column, Result attribute or flag
-fails here with the page and line of the snippet."""
+parser, its Beam flags included, and so does every command written inline in
+a sentence; the Dask launchers' `dask scheduler` / `dask worker` lines use
+only flags of the installed Dask CLI. A renamed column, Result attribute or
+flag fails here with the page and line of the snippet."""
 from __future__ import annotations
 
 import ast
@@ -15,9 +17,11 @@ import os
 import re
 import shlex
 import shutil
+from importlib.metadata import entry_points
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from pipeline.cli import _parser, run
 from pipeline.execute import beam_flags
@@ -164,7 +168,8 @@ def test_the_ragas_guide_reads_the_scores_in_ragas_layout(example):
         assert scope["wide"].shape == (2 * CASES, scope["scores"]["metric"].nunique())
 
 
-COMMAND = re.compile(r"^(?:\$ )?(?:\.venv/bin/)?evalbeam (?=run|status|compare|calibrate|view)")
+SUBCOMMANDS = "run|status|compare|calibrate|view"
+COMMAND = re.compile(rf"^(?:\$ )?(?:\.venv/bin/)?evalbeam (?={SUBCOMMANDS})")
 
 
 def command_lines(text: str) -> list[tuple[int, str]]:
@@ -185,6 +190,21 @@ def command_lines(text: str) -> list[tuple[int, str]]:
     return found
 
 
+def launched_commands(text: str) -> list[tuple[int, str]]:
+    """(line, command) of the Python blocks' `run([...])` calls (a Dask
+    launcher's `from pipeline.cli import run`), an f-string's fields as X."""
+    found = []
+    for line, body in code_blocks(text, ("python",)):
+        for node in ast.walk(ast.parse(body)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run"
+                    and node.args and isinstance(node.args[0], ast.List)):
+                argv = ["".join(part.value if isinstance(part, ast.Constant) else "X"
+                                for part in getattr(arg, "values", [arg]))
+                        for arg in node.args[0].elts]
+                found.append((line + node.lineno, shlex.join(argv)))
+    return found
+
+
 def _beam_flags() -> set[str]:
     """Every flag of Beam's pipeline options (the Dask runner's included)."""
     import apache_beam.runners.dask.dask_runner  # noqa: F401 (registers DaskOptions)
@@ -193,8 +213,10 @@ def _beam_flags() -> set[str]:
 
 def command_problem(command: str, known: set[str]) -> str | None:
     """Why a documented command line would not parse (None: it does). A
-    synopsis's [--flag VALUE] and a CI expression ${{ ... }} are placeholders."""
+    synopsis's [--flag VALUE], compare's metavar D and a CI expression ${{ ... }}
+    are placeholders."""
     command = re.sub(r"\$\{\{[^}]*\}\}", "X", re.sub(r"\[(--[^\]]*)\]", r"\1", command))
+    command = command.replace("--min-difference D", "--min-difference 0.01")
     argv = shlex.split(command, comments=True)
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # argparse's usage text
@@ -207,15 +229,61 @@ def command_problem(command: str, known: set[str]) -> str | None:
     return None
 
 
+PROSE = re.compile(
+    rf"^(?:\.venv/bin/)?(?:evalbeam|python3? -m pipeline) (?=(?:{SUBCOMMANDS})\s+\S)")
+ELIDED = ("...", "…")
+
+
+def code_spans(text: str) -> list[tuple[int, str]]:
+    """(line, text) of a page's inline code spans, outside its fenced blocks;
+    a span broken across lines is joined with a space."""
+    fence = re.compile(r"^( *)```([a-z]*)[ \t]*\n(.*?)^\1```", re.S | re.M)
+    prose = fence.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(prose[:m.start()].count("\n") + 1, " ".join(m.group(2).split()))
+            for m in re.finditer(r"(`+)(.+?)\1", prose, re.S)]
+
+
+def prose_commands(text: str) -> list[tuple[int, str]]:
+    """(line, command) of the `evalbeam COMMAND ...` and `python -m pipeline
+    COMMAND ...` spans of a page's sentences that pass anything to the command
+    (a bare `evalbeam run` names it); a pipe's reader is cut off."""
+    return [(line, PROSE.sub("", span).partition(" | ")[0])
+            for line, span in code_spans(text) if PROSE.match(span)]
+
+
+def _filled_in(command: str) -> str:
+    """An elided command (its `...` stands for what a sentence leaves out) with
+    its required flags given placeholders when it left them out, so that the
+    parser judges the flags it does show."""
+    argv = [arg for arg in shlex.split(command, comments=True) if arg not in ELIDED]
+    sub = _parser()._subparsers._group_actions[0].choices[argv[0]]
+    given = {arg.partition("=")[0] for arg in argv}
+    for action in sub._actions:
+        if action.required and not given & set(action.option_strings):
+            argv += [action.option_strings[0], "X"]
+    return shlex.join(argv)
+
+
+def doc_command_problem(command: str, known: set[str]) -> str | None:
+    """Why a command of the docs would not parse (None: it does). One that
+    leaves something out says so with `...` (a sentence's `evalbeam run ...
+    --detach`); one that does not is whole."""
+    if any(mark in shlex.split(command, comments=True) for mark in ELIDED):
+        command = _filled_in(command)
+    return command_problem(command, known)
+
+
 def test_every_command_line_of_the_docs_parses():
+    """The shell, text and CI blocks' command lines, the Python launchers'
+    run([...]) and the commands written in sentences."""
     beam_flags, checked, problems = _beam_flags(), 0, []
     for path in _doc_pages():
         with open(path, encoding="utf-8") as fh:
-            for line, command in command_lines(fh.read()):
+            text = fh.read()
+            commands = command_lines(text) + launched_commands(text) + prose_commands(text)
+            for line, command in commands:
                 checked += 1
-                if "--min-difference D" in command:  # the synopsis of compare
-                    command = command.replace("--min-difference D", "--min-difference 0.01")
-                problem = command_problem(command, beam_flags)
+                problem = doc_command_problem(command, beam_flags)
                 if problem:
                     problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {problem}")
     assert checked >= 30
@@ -231,3 +299,107 @@ def test_every_command_line_of_the_docs_parses():
 ])
 def test_the_command_check_finds_a_misspelt_flag(command, problem):
     assert command_problem(command, _beam_flags()) == problem
+
+
+@pytest.mark.parametrize("span, problem", [
+    ("evalbeam run --detach", "the parser refuses it"),  # no --input, --output and no ...
+    ("evalbeam run ... --detach", None),
+    ("evalbeam compare --min-difference", "the parser refuses it"),
+    ("evalbeam run ... --runner=dask --dask_adress=tcp://h:1",
+     "unknown argument '--dask_adress=tcp://h:1'"),
+    ("python -m pipeline status --output DIR --run-id ID", None),
+    ("evalbeam status ... --run_id ID | head -1", "unknown argument '--run_id'"),
+])
+def test_the_prose_check_finds_a_command_that_would_not_parse(span, problem):
+    (_, command), = prose_commands(f"Run `{span}` first.")
+    assert doc_command_problem(command, _beam_flags()) == problem
+
+
+DASK = re.compile(r"^(?:\w+=\S*\s+)*dask (scheduler|worker)\b")
+
+
+def _dask_argv(command: str) -> list[str]:
+    return shlex.split(DASK.sub(r"\1", command).rstrip("& "))
+
+
+def dask_commands(text: str) -> list[tuple[int, list[str]]]:
+    """(line, argv after `dask`) of a page's Dask launchers: the shell blocks'
+    `dask scheduler` / `dask worker` lines (continuations joined, environment
+    assignments dropped), the YAML blocks' `args: [dask, worker, ...]`
+    (a Kubernetes container's) and the sentences' `dask worker ...` spans."""
+    found = []
+    for line, body in code_blocks(text, ("bash", "sh", "console", "")):
+        rows = [row.strip() for row in body.splitlines()]
+        for i, row in enumerate(rows):
+            start = i
+            while row.endswith("\\") and i + 1 < len(rows):  # a continuation
+                i += 1
+                row = row[:-1] + " " + rows[i]
+            if DASK.match(row) and (start == 0 or not rows[start - 1].endswith("\\")):
+                found.append((line + 1 + start, _dask_argv(row)))
+    for line, body in code_blocks(text, ("yaml", "yml")):
+        rows = body.splitlines()
+        for doc in yaml.safe_load_all(body):
+            for args in _yaml_lists(doc):
+                if args[:1] == ["dask"] and args[1:2] in (["scheduler"], ["worker"]):
+                    at = next(i for i, row in enumerate(rows) if f"dask, {args[1]}" in row)
+                    found.append((line + 1 + at, args[1:]))
+    found += [(line, _dask_argv(span)) for line, span in code_spans(text) if DASK.match(span)]
+    return found
+
+
+def _yaml_lists(node) -> list[list]:
+    """Every list of strings in a YAML document, however deep."""
+    if isinstance(node, dict):
+        return [found for value in node.values() for found in _yaml_lists(value)]
+    if isinstance(node, list):
+        inner = [found for value in node for found in _yaml_lists(value)]
+        strings = all(isinstance(v, (str, int)) for v in node)
+        return inner + ([[str(v) for v in node]] if strings else [])
+    return []
+
+
+def dask_command_problem(argv: list[str]) -> str | None:
+    """Why `dask SUB ARGS` would be refused by the installed Dask CLI (None:
+    it would not): a flag the command does not have, or one without its value.
+    The command is the one `dask SUB` runs (its dask_cli entry point), read
+    through click, as its --help is."""
+    command = {ep.name: ep for ep in entry_points(group="dask_cli")}[argv[0]].load()
+    options = {name: param for param in command.params if param.param_type_name == "option"
+               for name in (*param.opts, *param.secondary_opts)}
+    for i, arg in enumerate(argv[1:], 1):
+        name, has_value, _ = arg.partition("=")
+        if not arg.startswith("-"):
+            continue
+        if name not in options:
+            return f"dask {argv[0]} has no option {name}"
+        needs_value = not options[name].is_flag and not has_value
+        if needs_value and (i + 1 == len(argv) or argv[i + 1].startswith("--")):
+            return f"dask {argv[0]} {name} needs a value"
+    return None
+
+
+def test_every_dask_launcher_of_the_docs_uses_flags_dask_has():
+    checked, problems = 0, []
+    for path in _doc_pages():
+        with open(path, encoding="utf-8") as fh:
+            for line, argv in dask_commands(fh.read()):
+                checked += 1
+                problem = dask_command_problem(argv)
+                if problem:
+                    problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {problem}")
+    assert checked >= 8  # the guide's shell, Kubernetes and memory launchers, upstream's
+    assert problems == []
+
+
+@pytest.mark.parametrize("launcher, problem", [
+    ("dask worker tcp://h:8786 --nthreads 1 --preload pipeline.dask_worker_trim", None),
+    ("dask worker tcp://h:8786 --nthread 1", "dask worker has no option --nthread"),
+    ("dask worker tcp://h:8786 --no-nanny --memory-limit",
+     "dask worker --memory-limit needs a value"),
+    ("dask scheduler --host 127.0.0.1 --nthreads 1", "dask scheduler has no option --nthreads"),
+    ("PYTHONMALLOC=malloc dask scheduler --port=8786 --no-dashboard &", None),
+])
+def test_the_dask_check_finds_a_flag_dask_does_not_have(launcher, problem):
+    (_, argv), = dask_commands(f"```bash\n{launcher}\n```\n")
+    assert dask_command_problem(argv) == problem
