@@ -281,9 +281,11 @@ CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
        "import tests.test_filesystem_options; from pipeline.cli import main; main()")
 
 
+WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
+
+
 @pytest.mark.parametrize("metric, output, workers, said_first", [
-    ("crash", "{out}", ["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
-     "failed: "),
+    ("crash", "{out}", WORKERS, "failed: "),
     ("stop", "optfs://{out}", [], "stopped by SIGTERM;"),
 ])
 def test_a_failed_run_says_what_it_sent_and_status_says_it_too(tmp_path, monkeypatch, metric,
@@ -359,3 +361,42 @@ def test_finalize_reads_a_long_runs_journal_objects_at_once(tmp_path):
     took = time.monotonic() - started
     assert sorted(rows) == [("llm", 1, 10.0, "t1", 7, 3)] * 200
     assert took < 2.0, took
+
+
+def test_a_detached_run_that_fails_says_what_it_sent_in_its_lease_and_log(tmp_path, monkeypatch):
+    """`evalbeam run --detach` returns at once and its own process runs the
+    pipeline: when that process fails after its bot's requests were answered,
+    `evalbeam status` (the lease's reason) and the run's log say what it was
+    billed for, as a run in the foreground does (its worker's crash, as the
+    foreground test's, is an Exception in the process that ran the pipeline)."""
+    monkeypatch.setenv("JOURNAL_KEY", KEY)  # the detached process inherits it
+    (tmp_path / "failing.py").write_text(METRICS, "utf-8")
+    out = str(tmp_path / "out")
+    with FakeOpenAI(ServerConfig(), api_key=KEY) as server:
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url, (
+            "metrics: [exact_match, crash]\n"
+            "custom_metrics:\n  - {name: crash, function: 'failing:crash'}\n"))
+        launched = subprocess.run([sys.executable, "-m", "pipeline", "run", "--input", cases,
+                                   "--output", out, "--config", cfg, "--run-id", "d",
+                                   "--detach", *WORKERS], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=120)
+        assert launched.returncode == 0 and "run d: started" in launched.stdout, launched
+        deadline, status = time.monotonic() + 300, None
+        while time.monotonic() < deadline:
+            status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output",
+                                     out, "--run-id", "d"], cwd=ROOT, capture_output=True,
+                                    text=True, timeout=120)
+            if status.returncode != 5:  # 5: still running
+                break
+            time.sleep(0.5)
+        sent = server.stats()["total"]
+    billed = f"before it failed it sent {sent} requests (llm: {sent} requests, "
+    assert status.returncode == 1 and sent > 0, status
+    assert "Crash: the metric broke the run" in status.stdout, status
+    assert billed in status.stdout and "cost 0.000" in status.stdout, status
+    log, = glob.glob(os.path.join(out, "runs", "d", "log.*.txt"))
+    said = [line for line in open(log, encoding="utf-8").read().splitlines()
+            if line.startswith("evalbeam: error:")]
+    assert len(said) == 2 and "failed: " in said[0], said
+    assert said[1].startswith(f"evalbeam: error: run d; {billed}"), said
+    assert KEY not in launched.stdout + launched.stderr + status.stdout + open(log).read()
