@@ -308,3 +308,41 @@ def test_a_signal_while_the_run_starts_marks_it_stopped_and_a_rerun_takes_over(t
     assert "running" not in status.stdout, status.stdout
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
+
+
+# `python -m pipeline` with the commit's wait limit (pipeline.stopping.COMMIT_WAIT_S,
+# 60 s) set to argv[1] seconds
+SHORT_WAIT = ("import sys; import pipeline.stopping as stopping; "
+              "stopping.COMMIT_WAIT_S = float(sys.argv.pop(1)); "
+              "from pipeline.cli import main; main()")
+
+
+@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+def test_a_signal_during_a_commit_that_never_ends_stops_the_run_at_the_limit(tmp_path, mode):
+    """A stop during the commit's critical section waits for its end at most
+    COMMIT_WAIT_S (60 s; a few seconds here): a section that hangs (paused at
+    `supersede`, after the marker, until killed) does not keep the run from
+    stopping. In this process (in_memory) the deferred stop's timer ends it;
+    with worker processes the launcher stops waiting for the worker's section
+    and ends it. Either way the marker is in place: the line says the run is
+    complete, status says finished and a re-run takes nothing over."""
+    from transforms.publish.completed import read_completed_run
+    from transforms.publish.lease import lease_path
+    limit = 3.0
+    out, cmd = _small_run(tmp_path)
+    cmd = [sys.executable, "-c", SHORT_WAIT, str(limit), *cmd[3:]]  # in place of -m pipeline
+    returncode, err, took = _signal_when_paused(
+        cmd + (MULTI if mode == "multi_processing" else []), out, "supersede", signal.SIGTERM)
+    assert returncode == exit_code(signal.SIGTERM), err[-3000:]
+    assert limit - 0.5 <= took < limit + 30, took  # waited for the section, then not forever
+    assert "Traceback" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("evalbeam: run f (attempt ") and \
+        "stopped by SIGTERM after its commit: it is complete" in last, last
+    read_completed_run(out, "f").check_files()
+    assert not os.path.exists(lease_path(out, "f"))
+    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    assert status.returncode == 0 and status.stdout.startswith("run f: finished"), status
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
