@@ -95,14 +95,16 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "calibrate": {
         0: "calibrated: the summary and the suggested verdict rules are printed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
-                    "manifest, a missing table, an unknown --bot, a run without labels, an "
+                    "manifest, a table file it lists missing or not Parquet (cut short), an "
+                    "unknown --bot, a run without labels, an "
                     "--output with glob characters, or a bad invocation: one line "
                     "`evalbeam: error: ...`",
     },
     "compare": {
         0: "compared, and no gate: rule failed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
-                    "manifest, no case paired, an --output with glob characters, an unknown "
+                    "manifest, a table file it lists missing or not Parquet (cut short), no "
+                    "case paired, an --output with glob characters, an unknown "
                     "bot, a bot on one side only, an invalid config, a gate "
                     "rule that matches nothing compared, or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",

@@ -1,6 +1,7 @@
 """A run folder whose completion marker lists table files that are gone
-(deleted, an incomplete copy or restore): every command that reads the run
-says so in one line and exits non-zero; none reads it as finished."""
+(deleted, an incomplete copy or restore) or cut short: every command that
+reads the run's rows says so in one line and exits non-zero; none reads it
+as finished."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,9 @@ from tests.pipeline_helpers import manifest, run_cli
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    """Runs a (whole) and d (its marker lists results/ files that are gone)."""
+    """Runs a (whole), d (its marker lists results/ files that are gone) and
+    t (the last of its two results/ files, one per bot, is cut short: an
+    interrupted copy; a reader opens the first one whole)."""
     tmp = str(tmp_path_factory.mktemp("lost"))
     rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
              "expected_answer": "Refunds take 30 days.",
@@ -22,11 +25,19 @@ def folder(tmp_path_factory):
              "label": "PASS" if i % 2 else "FAIL"} for i in range(6)]
     cases = write_cases(os.path.join(tmp, "cases.parquet"), rows)
     out = os.path.join(tmp, "out")
-    for run_id in ("a", "d"):
+    config = os.path.join(tmp, "two_bots.yaml")
+    with open(config, "w", encoding="utf-8") as fh:
+        fh.write("bots:\n  - {name: recorded, type: precomputed}\n"
+                 "  - {name: again, type: precomputed}\n")
+    for run_id in ("a", "d", "t"):
         assert run_cli("--input", cases, "--output", out, "--run-id", run_id,
-                       "--run-date", "2026-11-27") == 0
+                       "--run-date", "2026-11-27", "--config", config) == 0
     for rel in manifest(out, "d")["files"]["results"]:
         os.remove(os.path.join(out, rel))
+    listed = manifest(out, "t")["files"]["results"]
+    assert len(listed) == 2
+    with open(os.path.join(out, listed[-1]), "r+b") as fh:
+        fh.truncate(100)
     return out
 
 
@@ -53,6 +64,21 @@ def test_every_command_refuses_a_run_whose_listed_tables_are_gone(folder, capsys
     assert "run 'd'" in err and "results/" in err and "missing" in err, err
 
 
+@pytest.mark.parametrize("argv", [
+    ["calibrate", "--run-id", "t"],
+    ["compare", "--baseline", "a", "--candidate", "t"],
+    ["compare", "--baseline", "t", "--candidate", "a"],
+])
+def test_commands_refuse_a_run_whose_listed_tables_are_cut_short(folder, capsys, argv):
+    """Before: calibrate and compare crashed with a traceback and exit 1
+    (pyarrow's 'Parquet magic bytes not found in footer', DuckDB's
+    InvalidInputException 'No magic bytes found at end of file'), which
+    cli.md documents for neither."""
+    assert run([*argv, "--output", folder]) == 2
+    err = _one_line(capsys)
+    assert "part-t." in err and "results/" in err, err
+
+
 def test_the_viewer_says_so_for_such_a_run(folder):
     """Before: opening run d in the viewer failed with DuckDB's IOException
     (a 500 page) instead of the readers' RunUnreadable (a page that says why)."""
@@ -72,3 +98,5 @@ def test_the_python_api_says_so(folder):
     from transforms.publish.completed import RunUnreadable
     with pytest.raises(RunUnreadable, match="missing"):
         evalbeam.read_run(folder, "d").results()
+    with pytest.raises(RunUnreadable, match="run 't': cannot read its results/ files"):
+        evalbeam.read_run(folder, "t").results()

@@ -135,7 +135,8 @@ class Tables:
             rel = self.con.sql(query)
             # DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader
             return (getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader)(_BATCH_ROWS)
-        except duckdb.IOException as exc:
+        except (duckdb.IOException, duckdb.InvalidInputException) as exc:
+            # a listed file gone, or there but not Parquet (cut short by a copy)
             raise CompareError(f"cannot read the tables under {self.output}: "
                                f"{str(exc).splitlines()[0]}") from None
 

@@ -285,9 +285,14 @@ class CompletedRun:
             return ds.dataset(paths, format="parquet", partitioning=partitioning,
                               partition_base_dir=base, filesystem=filesystem)
         except (OSError, pa.ArrowInvalid) as exc:  # a listed file gone or not Parquet
-            self.check_files(spec.name)
-            raise RunUnreadable(f"run {self.run_id!r}: cannot read its {spec.name}/ files: "
-                                f"{str(exc).splitlines()[0][:200]}") from None
+            raise self.unreadable(spec.name, exc) from None
+
+    def unreadable(self, table: str, exc: Exception) -> RunUnreadable:
+        """The one line for a listed file that cannot be read: missing (said
+        so), or there but not Parquet (cut short by a copy, overwritten)."""
+        self.check_files(table)
+        return RunUnreadable(f"run {self.run_id!r}: cannot read its {table}/ files: "
+                             f"{str(exc).splitlines()[0][:200]}")
 
     def read(self, spec: TableSpec, columns: Sequence[str] | None = None,
              where: ds.Expression | None = None) -> pa.Table:
@@ -302,7 +307,10 @@ class CompletedRun:
         condition = ds.field("run_id") == self.run_id
         if where is not None:
             condition = condition & where
-        return dataset.to_table(columns=columns, filter=condition)
+        try:  # the dataset opened its first file only; the others open here
+            return dataset.to_table(columns=columns, filter=condition)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise self.unreadable(spec.name, exc) from None
 
 
 class _BeamFiles(pafs.FileSystemHandler):
