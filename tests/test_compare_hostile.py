@@ -190,3 +190,36 @@ def test_a_compare_error_quoting_a_configured_secret_does_not_print_it(tmp_path,
                     "--config", cfg]) == 2
         err = capsys.readouterr().err
         assert err.startswith("evalbeam: error: run ") and value not in err, err
+
+
+def test_what_differs_between_two_real_runs_is_said_on_the_console(tmp_path, capsys):
+    """Before: comparing a run of the default preset with one of `--preset seed
+    --metrics rouge,exact_match` printed only the pass rates (0.667 → 0.000,
+    'significantly worse'), nothing about the 15 metrics compared on one side
+    only (the pages said it, the CI log did not) nor about the verdicts
+    coming from other rules, so the drop read as the bot's."""
+    from tests.conftest import write_cases
+    rows = [{"case_id": f"k{i}", "question": f"How long does refund {i} take?",
+             "contexts": [f"Refund {i} takes {i + 3} days."],
+             "expected_answer": f"Refund {i} takes {i + 3} days.",
+             "answer": f"Refund {i} takes {i + 3 if i % 3 else 99} days."} for i in range(6)]
+    cases = write_cases(str(tmp_path / "cases.parquet"), rows)
+    out = str(tmp_path / "out")
+    for run_id, extra in (("b", ()), ("same", ()),
+                          ("c", ("--preset", "seed", "--metrics", "rouge,exact_match"))):
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id, *extra) == 0
+    capsys.readouterr()
+    assert _compare(out) == 0
+    lines = capsys.readouterr().out.splitlines()
+    only = next(x for x in lines if x.startswith("not compared: "))
+    assert only.startswith("not compared: metrics only in the baseline: ") and \
+        "hallucination" in only and "rougeL" not in only, lines
+    note = next(x for x in lines if x.startswith("note: "))
+    assert note.startswith("note: the runs' verdicts come from different rules (baseline: "
+                           "preset default, "), note
+    assert "candidate: preset seed, " in note and "not only the answers" in note, note
+    page = open(os.path.join(out, "runs", "c", "compare", "b.md"), encoding="utf-8").read()
+    assert "different rules" in page
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "same"]) == 0
+    said = capsys.readouterr().out
+    assert "not compared" not in said and "note:" not in said, said

@@ -406,6 +406,27 @@ def regressed_cases(tables: Tables, pairs: Pairs, bot: str) -> list[dict]:
     return out
 
 
+def _rules_text(verdict: dict) -> str:
+    """A run's verdict rules in a few words: where they came from, how many."""
+    source = "config rules" if verdict.get("explicit") else f"preset {verdict.get('preset')}"
+    n = len(verdict.get("rules") or [])
+    return f"{source}, {n} rule{'s' * (n != 1)}, otherwise {verdict.get('otherwise')}"
+
+
+def verdict_note(baseline: dict, candidate: dict) -> str | None:
+    """What to say when the two manifests' verdict rules differ: a pass_rate
+    change is then the rules' as much as the answers' (None: same rules, or a
+    manifest without its config)."""
+    vb, vc = ((m.get("config") or {}).get("verdict") for m in (baseline, candidate))
+    if not isinstance(vb, dict) or not isinstance(vc, dict):
+        return None
+    if all(vb.get(k) == vc.get(k) for k in ("rules", "otherwise")):
+        return None
+    return (f"the runs' verdicts come from different rules (baseline: {_rules_text(vb)}; "
+            f"candidate: {_rules_text(vc)}): a pass_rate change measures the rules, not "
+            "only the answers")
+
+
 def pages_dir(output: str, candidate: Side) -> str:
     return FileSystems.join(output, "runs", candidate.run_id, "compare")
 
@@ -463,6 +484,8 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
                 "unpaired": overall, "unpaired_listed": tables.unpaired_listed(),
                 "unpaired_csv": csv, "not_compared": only, "min_difference": min_difference,
+                "notes": [n for n in [verdict_note(*(tables.runs[s.run_id].manifest
+                                                     for s in (baseline, candidate)))] if n],
                 "unpaired_bots": {b: n["only_in_baseline"] for b, n in overall.items()
                                   if b not in bots and n.get("only_in_baseline")},
             }
@@ -524,7 +547,11 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
         lines.append(f"{text} | significantly worse: {', '.join(worse) or 'none'} | "
                      f"better: {', '.join(better) or 'none'}"
                      + (f" | changed (no direction): {', '.join(moved)}" if moved else ""))
-    return lines
+    only = [f"metrics {side.replace('_in_', ' in the ')}: {', '.join(names)}"
+            for side, names in c["not_compared"].items() if names]
+    if only:
+        lines.append(f"not compared: {'; '.join(only)}")
+    return lines + [f"note: {note}" for note in c.get("notes", ())]
 
 
 LISTED_FAILURES = 10  # failed gate checks printed (all of them are on the pages)

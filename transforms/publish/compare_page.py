@@ -87,7 +87,7 @@ def headline(c: Mapping[str, Any]) -> list[str]:
     for side, names in nc.items():
         if names:
             lines.append(f"Metrics {side.replace('_', ' ')} (not compared): {', '.join(names)}.")
-    return lines
+    return lines + [f"Note: {note}." for note in c.get("notes", ())]
 
 
 # ------------------------------------------------------------------ markdown
