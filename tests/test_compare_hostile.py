@@ -223,3 +223,35 @@ def test_what_differs_between_two_real_runs_is_said_on_the_console(tmp_path, cap
     assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "same"]) == 0
     said = capsys.readouterr().out
     assert "not compared" not in said and "note:" not in said, said
+
+
+def test_a_gate_finding_prints_p_so_that_its_comparison_with_alpha_reads_true(tmp_path, capsys):
+    """Before: with `alpha: A` between the real p_holm and its two-digit rounding the
+    build failed with 'gate: FAILED ... (drop 0.333 > 0.01, p_holm 0.012 < 0.0117188)':
+    the line gave as its reason a comparison that is false as printed."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+    from tests.conftest import ROOT
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(os.path.join(ROOT, "examples", "support", "cases.parquet"))
+                   .slice(0, 30), cases)
+    cfg = tmp_path / "faq.yaml"
+    cfg.write_text("bots:\n  - {name: faq, type: faq_match, faq: "
+                   f"{os.path.join(ROOT, 'examples', 'support', 'faq.parquet')}}}\n")
+    out = str(tmp_path / "out")
+    for run_id, extra in (("b", ()), ("c", ("--metrics", "rouge,bleu,exact_match"))):
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", run_id, *extra) == 0
+    assert _compare(out) == 0
+    table = ds.dataset(os.path.join(out, "comparisons"), partitioning="hive").to_table()
+    p = next(r["p_adjusted"] for r in table.to_pylist()
+             if r["metric"] == "pass_rate" and r["suite"] == "*")
+    shown = float(f"{p:.2g}")
+    assert shown > p  # the case this is about: two digits round p up
+    alpha = (p + shown) / 2
+    capsys.readouterr()
+    assert _compare(out, "--config", _gate(tmp_path, "gate:\n  - {metric: pass_rate, "
+                                                     f"max_drop: 0.01, alpha: {alpha!r}}}\n")) == 4
+    first = capsys.readouterr().out.splitlines()[0]
+    printed_p, printed_alpha = first.rsplit("p_holm ", 1)[1].rstrip(")").split(" < ")
+    assert float(printed_p) < float(printed_alpha) == alpha, first

@@ -42,13 +42,24 @@ class GateCheck:
         if r.get("delta") is None:
             return f"{where} {r['metric']}: no pairs with values"
         p = r.get("p_adjusted")
-        p_text = "p_holm –" if p is None else f"p_holm {p:.2g}"
+        p_text = "p_holm –" if p is None else f"p_holm {p_shown(p, self.rule.alpha)}"
         moved = "drop" if r.get("higher_is_better", True) is not None else "change"
         verdict = (f"{moved} {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} < "
-                   f"{self.rule.alpha:g}" if self.failed else
+                   f"{self.rule.alpha!r}" if self.failed else
                    f"{moved} {self.drop:.3g} (max {self.rule.max_drop:g}), {p_text}")
         return (f"{where} {r['metric']} {r['baseline_mean']:.3f} → {r['candidate_mean']:.3f} "
                 f"({verdict})")
+
+
+def p_shown(p: float, alpha: float) -> str:
+    """p in two significant digits, or as many more as it takes for the
+    printed p to fall on the same side of alpha as p does: a finding must not
+    read 'p_holm 0.012 < 0.0117188'."""
+    for digits in range(2, 17):
+        text = f"{p:.{digits}g}"
+        if (float(text) < alpha) == (p < alpha):
+            return text
+    return repr(p)
 
 
 def describe_rule(index: int, rule: GateRule) -> str:
