@@ -192,18 +192,23 @@ def test_a_compare_error_quoting_a_configured_secret_does_not_print_it(tmp_path,
         assert err.startswith("evalbeam: error: run ") and value not in err, err
 
 
+def _refund_cases(tmp_path) -> str:
+    """Six cases with recorded answers, two of them wrong."""
+    from tests.conftest import write_cases
+    rows = [{"case_id": f"k{i}", "question": f"How long does refund {i} take?",
+             "contexts": [f"Refund {i} takes {i + 3} days."],
+             "expected_answer": f"Refund {i} takes {i + 3} days.",
+             "answer": f"Refund {i} takes {i + 3 if i % 3 else 99} days."} for i in range(6)]
+    return write_cases(str(tmp_path / "cases.parquet"), rows)
+
+
 def test_what_differs_between_two_real_runs_is_said_on_the_console(tmp_path, capsys):
     """Before: comparing a run of the default preset with one of `--preset seed
     --metrics rouge,exact_match` printed only the pass rates (0.667 → 0.000,
     'significantly worse'), nothing about the 15 metrics compared on one side
     only (the pages said it, the CI log did not) nor about the verdicts
     coming from other rules, so the drop read as the bot's."""
-    from tests.conftest import write_cases
-    rows = [{"case_id": f"k{i}", "question": f"How long does refund {i} take?",
-             "contexts": [f"Refund {i} takes {i + 3} days."],
-             "expected_answer": f"Refund {i} takes {i + 3} days.",
-             "answer": f"Refund {i} takes {i + 3 if i % 3 else 99} days."} for i in range(6)]
-    cases = write_cases(str(tmp_path / "cases.parquet"), rows)
+    cases = _refund_cases(tmp_path)
     out = str(tmp_path / "out")
     for run_id, extra in (("b", ()), ("same", ()),
                           ("c", ("--preset", "seed", "--metrics", "rouge,exact_match"))):
@@ -255,3 +260,23 @@ def test_a_gate_finding_prints_p_so_that_its_comparison_with_alpha_reads_true(tm
     first = capsys.readouterr().out.splitlines()[0]
     printed_p, printed_alpha = first.rsplit("p_holm ", 1)[1].rstrip(")").split(" < ")
     assert float(printed_p) < float(printed_alpha) == alpha, first
+
+
+def test_a_bot_renamed_between_two_real_runs_is_named_on_the_console(tmp_path, capsys):
+    """Before: 'compare c vs b: 6 paired cases over 1 bot; 6 only in baseline, 6
+    only in candidate' and exit 0: which bot went uncompared (renamed
+    `recorded` -> `recorded_v2`) was only in the unpaired CSV."""
+    cases = _refund_cases(tmp_path)
+    out = str(tmp_path / "out")
+    for run_id, bot in (("b", "recorded"), ("c", "recorded_v2")):
+        cfg = tmp_path / f"{run_id}.yaml"
+        cfg.write_text(f"bots:\n  - {{name: {bot}, type: precomputed}}\n"
+                       "  - {name: kept, type: precomputed}\n")
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", run_id) == 0
+    capsys.readouterr()
+    assert _compare(out) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "6 paired cases over 1 bot; 6 only in baseline, 6 only in candidate" in lines[0]
+    assert ("not compared: bots only in the baseline: recorded (6 cases); bots only in the "
+            "candidate: recorded_v2 (6 cases)") in lines, lines

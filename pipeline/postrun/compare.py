@@ -547,8 +547,11 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
         lines.append(f"{text} | significantly worse: {', '.join(worse) or 'none'} | "
                      f"better: {', '.join(better) or 'none'}"
                      + (f" | changed (no direction): {', '.join(moved)}" if moved else ""))
-    only = [f"metrics {side.replace('_in_', ' in the ')}: {', '.join(names)}"
-            for side, names in c["not_compared"].items() if names]
+    lone = {side: [f"{bot} ({n[side]:,} cases)" for bot, n in sorted(c["unpaired"].items())
+                   if bot not in c["bots"] and n.get(side)] for side in UNPAIRED_KINDS[:2]}
+    only = [f"{what} {side.replace('_in_', ' in the ')}: {', '.join(names)}"
+            for what, sides in (("bots", lone), ("metrics", c["not_compared"]))
+            for side, names in sides.items() if names]
     if only:
         lines.append(f"not compared: {'; '.join(only)}")
     return lines + [f"note: {note}" for note in c.get("notes", ())]
