@@ -84,7 +84,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         1: "failed: the attempt was marked failed, or its heartbeat is older than its ttl, or "
            "its local process is gone, and it wrote no completion marker",
         EXIT_USAGE: "no such run id under --output, a corrupt manifest (unless an attempt is "
-                    "running), a manifest whose listed table files are missing, an invalid "
+                    "running), a manifest whose listed table files are missing or cut short "
+                    "(not ending as Parquet does), an invalid "
                     "run id, an --output with glob characters or whose filesystem is not "
                     "installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",

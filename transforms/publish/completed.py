@@ -37,6 +37,7 @@ from transforms.publish.lease import run_dir
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters
 
 MANIFEST = "manifest.json"
+PARQUET_MAGIC = b"PAR1"             # how a whole Parquet file ends
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is small; a bigger file is not one
 _ATTEMPT = re.compile(r"^[0-9a-f]{12}$")
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -252,14 +253,18 @@ class CompletedRun:
 
     def check_files(self, *tables: str) -> None:
         """RunUnreadable when a file the marker lists (of `tables`; default: of
-        every table) is not there: the folder lost files after the commit."""
+        every table) is not there, or does not end as a Parquet file does: the
+        folder lost files after the commit, or a copy cut one short."""
         for table in tables or list(self.manifest["files"]):
             for path in self.files(table):
                 if not FileSystems.exists(path):
-                    raise RunUnreadable(
-                        f"run {self.run_id!r}: its completion marker lists the {table}/ file "
-                        f"{path}, which is missing (deleted, or not copied with the folder?); "
-                        "run it again to replace it")
+                    why = "which is missing (deleted, or not copied with the folder?)"
+                elif not _ends_as_parquet(path):
+                    why = "which is not a whole Parquet file (cut short by a copy?)"
+                else:
+                    continue
+                raise RunUnreadable(f"run {self.run_id!r}: its completion marker lists the "
+                                    f"{table}/ file {path}, {why}; run it again to replace it")
 
     def no_files(self, table: str) -> str:
         """Why the attempt lists no file of a table: it evaluated nothing (every
@@ -311,6 +316,18 @@ class CompletedRun:
             return dataset.to_table(columns=columns, filter=condition)
         except (OSError, pa.ArrowInvalid) as exc:
             raise self.unreadable(spec.name, exc) from None
+
+
+def _ends_as_parquet(path: str) -> bool:
+    """Whether the file ends with Parquet's footer magic: its last 4 bytes,
+    read through Beam's FileSystems (a seek, not the whole file)."""
+    try:
+        with FileSystems.open(path, "application/octet-stream",
+                              CompressionTypes.UNCOMPRESSED) as fh:
+            fh.seek(-len(PARQUET_MAGIC), os.SEEK_END)
+            return fh.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
+    except (OSError, ValueError):  # shorter than the magic itself
+        return False
 
 
 class _BeamFiles(pafs.FileSystemHandler):
