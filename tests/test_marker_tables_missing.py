@@ -90,6 +90,8 @@ def test_the_viewer_says_so_for_such_a_run(folder):
     try:
         with pytest.raises(RunUnreadable, match="run 'd'.*results/.*missing"):
             catalog.run("d")
+        with pytest.raises(RunUnreadable, match="run 't'.*results/.*not a whole Parquet file"):
+            catalog.run("t")  # before: DuckDB's InvalidInputException, a 500 page
         assert catalog.run("a").run.run_id == "a"
     finally:
         catalog.close()
