@@ -105,9 +105,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         0: "compared, and no gate: rule failed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
-                    "case paired, an --output with glob characters, an unknown "
-                    "bot, a bot on one side only, an invalid config, a gate "
-                    "rule that matches nothing compared, or a bad invocation: one line "
+                    "case paired, the same run (or RUN:BOT) on both sides, an --output "
+                    "with glob characters, an unknown bot, a bot on one side only, an "
+                    "invalid config, a gate rule that matches nothing compared (or whose "
+                    "bot: only the candidate has), or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_GATE_FAILED: "a gate: rule of --config found a significant drop larger than it "
                           "allows, or its metric could not be compared (null on a side, "

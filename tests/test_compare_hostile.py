@@ -280,3 +280,9 @@ def test_a_bot_renamed_between_two_real_runs_is_named_on_the_console(tmp_path, c
     assert "6 paired cases over 1 bot; 6 only in baseline, 6 only in candidate" in lines[0]
     assert ("not compared: bots only in the baseline: recorded (6 cases); bots only in the "
             "candidate: recorded_v2 (6 cases)") in lines, lines
+    # before: 'gate[0] {...} matches nothing compared (bots: kept; metrics: ...)', as for a typo
+    gate = _gate(tmp_path, "gate: [{metric: pass_rate, max_drop: 0.1, bot: recorded_v2}]\n")
+    assert _compare(out, "--config", gate) == 2
+    assert capsys.readouterr().err.strip() == (
+        "evalbeam: error: gate[0] {metric: pass_rate, max_drop: 0.1, bot: recorded_v2} names a "
+        "bot only the candidate run has (6 cases): nothing to compare it with")

@@ -486,8 +486,9 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "unpaired_csv": csv, "not_compared": only, "min_difference": min_difference,
                 "notes": [n for n in [verdict_note(*(tables.runs[s.run_id].manifest
                                                      for s in (baseline, candidate)))] if n],
-                "unpaired_bots": {b: n["only_in_baseline"] for b, n in overall.items()
-                                  if b not in bots and n.get("only_in_baseline")},
+                **{key: {b: n[kind] for b, n in overall.items() if b not in bots and n.get(kind)}
+                   for key, kind in (("unpaired_bots", "only_in_baseline"),
+                                     ("new_bots", "only_in_candidate"))},
             }
         finally:
             con.close()
@@ -547,8 +548,9 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
         lines.append(f"{text} | significantly worse: {', '.join(worse) or 'none'} | "
                      f"better: {', '.join(better) or 'none'}"
                      + (f" | changed (no direction): {', '.join(moved)}" if moved else ""))
-    lone = {side: [f"{bot} ({n[side]:,} cases)" for bot, n in sorted(c["unpaired"].items())
-                   if bot not in c["bots"] and n.get(side)] for side in UNPAIRED_KINDS[:2]}
+    lone = {side: [f"{bot} ({n:,} cases)" for bot, n in sorted(c[key].items())]
+            for side, key in (("only_in_baseline", "unpaired_bots"),
+                              ("only_in_candidate", "new_bots"))}
     only = [f"{what} {side.replace('_in_', ' in the ')}: {', '.join(names)}"
             for what, sides in (("bots", lone), ("metrics", c["not_compared"]))
             for side, names in sides.items() if names]
@@ -590,7 +592,8 @@ def run_compare(args) -> bool:
     min_difference = getattr(args, "min_difference", None)
     c = compare(args.output, baseline, candidate,
                 MIN_DIFFERENCE if min_difference is None else min_difference)
-    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"]),
+    checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"],
+                               c["new_bots"]),
                     key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]

@@ -109,12 +109,14 @@ def compared(rows: Sequence[Mapping[str, Any]], with_suites: bool) -> str:
 
 def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
                not_compared: Mapping[str, Sequence[str]] | None = None,
-               unpaired_bots: Mapping[str, int] | None = None) -> list[GateCheck]:
+               unpaired_bots: Mapping[str, int] | None = None,
+               new_bots: Mapping[str, int] | None = None) -> list[GateCheck]:
     """Every (rule, matching row) check. A rule whose metric only one run has,
     or that is null on a side, is a failed check, and so is one that applies
     to a baseline bot with no paired case (unpaired_bots: bot -> its cases only
     in the baseline; renamed or dropped in the candidate); a rule matching
-    nothing at all (a typo) raises GateError."""
+    nothing at all (a typo, or a bot only in the candidate: new_bots) raises
+    GateError."""
     checks = []
     only = {metric: side for side, metrics in (not_compared or {}).items() for metric in metrics}
     for i, rule in enumerate(rules):
@@ -134,6 +136,9 @@ def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
             checks.append(GateCheck(i, rule, row, None, True,
                                     f"not computed in the {absent} run"))
             continue
+        if not matched and rule.bot in (new_bots or {}):
+            raise GateError(f"{describe_rule(i, rule)} names a bot only the candidate run has "
+                            f"({new_bots[rule.bot]:,} cases): nothing to compare it with")
         if not matched:
             raise GateError(f"{describe_rule(i, rule)} matches nothing compared "
                             f"({compared(rows, rule.suite != ALL_SUITES)})")
