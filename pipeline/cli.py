@@ -85,7 +85,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
            "its local process is gone, and it wrote no completion marker",
         EXIT_USAGE: "no such run id under --output, a corrupt manifest (unless an attempt is "
                     "running), a manifest whose listed table files are missing or cut short "
-                    "(not ending as Parquet does), an invalid "
+                    "(not ending as Parquet does), an unreadable lease file and no manifest, "
+                    "an invalid "
                     "run id, an --output with glob characters or whose filesystem is not "
                     "installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",

@@ -289,10 +289,17 @@ def test_the_status_command_a_detached_run_prints_can_be_pasted(capsys):
         "evalbeam", "status", "--output", out, "--run-id", "d"]
 
 
-def test_a_lease_file_left_empty_by_a_kill_is_taken_over(tmp_path):
+def test_a_lease_file_left_empty_by_a_kill_is_taken_over(tmp_path, capsys):
+    """Before, status said "no run 'e' under OUT (no lease, no manifest)" of a
+    folder whose lease file is there but unreadable, which a re-run takes over."""
     out = str(tmp_path / "out")
     os.makedirs(os.path.join(out, "runs", "e"))
     open(leases.lease_path(out, "e"), "w").close()  # killed between create and write
+    code, said = _status(out, "e", capsys)
+    assert code == 2 and said.strip() == (
+        f"evalbeam: error: run e: its lease {leases.lease_path(out, 'e')} is unreadable (cut "
+        "short, or not written by this evalbeam) and it has no completion marker: no attempt "
+        "can be followed; a new run of the id takes over"), said
     lease, taken = leases.acquire(out, leases.new_lease("e", "a" * 12, 300, True), lambda: None)
     assert "the lease file is unreadable" in taken
     assert leases.read_lease(out, "e") == lease

@@ -10,7 +10,8 @@ started in the background or on a cluster, from any machine that sees DIR.
                      its ttl, or its local process is gone, with no marker
     unknown    2     neither a lease nor a manifest (or a bad invocation)
     corrupt    2     the manifest is there but unreadable or not this run's, and
-                     no attempt is running; or a file it lists is missing
+                     no attempt is running; or a file it lists is missing; or the
+                     lease file is unreadable and there is no manifest
     finished   3     ... but the manifest says the counts do not reconcile
     running    5     the lease's attempt is alive (fresh heartbeat)
 """
@@ -19,6 +20,8 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+
+from apache_beam.io.filesystems import FileSystems
 
 from transforms.publish.progress_objects import read_totals
 from transforms.progress.text import figures, progress_line
@@ -91,6 +94,12 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
     if lease is None:
         if corrupt:
             return RunStatus("corrupt", f"evalbeam: error: {corrupt}")
+        if manifest is None and FileSystems.exists(leases.lease_path(output, run_id)):
+            return RunStatus("corrupt", f"evalbeam: error: run {run_id}: its lease "
+                             f"{leases.lease_path(output, run_id)} is unreadable (cut short, "
+                             "or not written by this evalbeam) and it has no completion "
+                             "marker: no attempt can be followed; a new run of the id "
+                             "takes over")
         if manifest is None:
             return RunStatus("unknown", f"evalbeam: error: no run {run_id!r} under {output} "
                                         "(no lease, no manifest)")
