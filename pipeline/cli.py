@@ -28,8 +28,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import ConfigError
-from pipeline.execute import (beam_options, print_submitted, run_pipeline, say_before,
-                              stopped_before_start, take_lease)
+from pipeline.execute import (beam_flags, beam_options, print_submitted, run_pipeline, say_before,
+                              stopped_before_start, stray_arguments, take_lease)
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import exit_code, stop_on_signals
@@ -168,8 +168,8 @@ def _parser() -> argparse.ArgumentParser:
         "run's manifest are written under --output. Flags win over the config file: --preset "
         "over verdict.preset and verdict.rules, --metrics over metrics.",
         "Any other --option is a Beam pipeline option (e.g. --runner, --direct_running_mode="
-        "multi_processing, --direct_num_workers, --project, --region, --temp_location); "
-        "without --runner the run uses FnApiRunner in this process (nothing is downloaded). "
+        "multi_processing, --direct_num_workers, --project, --region, --temp_location), its "
+        "value after = or a space (--runner DataflowRunner); without --runner the run uses FnApiRunner in this process (nothing is downloaded). "
         "One that Beam does not declare and that is close to a flag above (--run_id, "
         "--metrcs=...) is a typo: exit 2, not an option Beam would keep and ignore.")
     run.add_argument("--input", required=True, metavar="PATH_OR_GLOB", help=_input_help())
@@ -363,10 +363,11 @@ def misspelt_flag(beam_args: Sequence[str], flags: Sequence[str]) -> str | None:
     if not beam_args:  # no Beam import for the commands that pass none
         return None
     import difflib
-    from pipeline.execute import beam_flags
     known = beam_flags()
     for arg in beam_args:
         name = arg.partition("=")[0]
+        if not arg.startswith("--"):  # a value (stray ones are refused before)
+            continue
         if name in known:
             continue
         close = difflib.get_close_matches(name.replace("_", "-"), flags, n=1, cutoff=0.8)
@@ -406,7 +407,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _usage_error(str(exc))
     if args.command == "compare":
         return compare(args, beam_args)
-    unknown = [a for a in beam_args if args.command != "run" or not a.startswith("--")]
+    unknown = (stray_arguments(beam_args, beam_flags()) if args.command == "run" and beam_args
+               else beam_args)
     if unknown:
         return _usage_error(f"unexpected argument {_named(unknown[0])}")
     misspelt = misspelt_flag(beam_args, _flags(_parser(), "run"))

@@ -35,14 +35,23 @@ def _runner(value: str) -> str:
     return DASK_RUNNER if value.lower() in DASK_NAMES else value
 
 
-def beam_flags() -> set[str]:
+def beam_flags() -> dict[str, bool]:
     """Every flag Beam's pipeline options declare (its own parser, as Beam builds
-    it to read the options), so that a flag of evalbeam's own misspelt is not
-    taken for one of Beam's."""
-    flags: set[str] = set()
+    it to read the options), each with whether it takes a value: a flag of
+    evalbeam's own misspelt is not taken for one of Beam's, and the word after
+    `--runner` (written with a space, as Dataflow's guides do) is its value."""
+    flags: dict[str, bool] = {}
     PipelineOptions([]).get_all_options(add_extra_args_fn=lambda parser: flags.update(
-        flag for action in parser._actions for flag in action.option_strings))
+        (flag, action.nargs != 0) for action in parser._actions
+        for flag in action.option_strings))
     return flags
+
+
+def stray_arguments(beam_args: Sequence[str], flags: dict[str, bool]) -> list[str]:
+    """The arguments left over for Beam that are neither a flag nor the value of
+    the Beam flag before them (`--runner FnApiRunner`, `--project p`)."""
+    return [arg for i, arg in enumerate(beam_args) if not arg.startswith("--")
+            and not (i and flags.get(beam_args[i - 1], False))]
 
 
 def known_runner(name: str) -> bool:
@@ -241,7 +250,7 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
             why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
             billed = billed_text(info)
             leases.mark_failed(info.output, lease, why + billed)
-            if isinstance(exc, Exception):
+            if not isinstance(exc, (KeyboardInterrupt, SystemExit)):  # a metric's Crash too
                 print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: "
                       f"{why}; a new run of the id takes over and cleans up", file=sys.stderr)
                 if billed:

@@ -139,3 +139,22 @@ def test_beams_own_flags_pass_on_to_beam(tmp_path):
     assert misspelt_flag(["--runner=FnApiRunner", "--direct_num_workers=2", "--region=eu",
                           "--direct_running_mode=multi_processing", "--project=p"],
                          _flags(_parser(), "run")) is None
+
+
+def test_beams_flags_written_with_a_space_run_and_a_stray_word_is_refused(tmp_path, capsys):
+    """Dataflow's guides write `--runner DataflowRunner --project p`: a Beam
+    flag's value after a space was refused as "unexpected argument a text of
+    11 characters (not shown)". A word that follows no Beam flag taking a
+    value still is."""
+    from pipeline.cli import run
+    from tests.pipeline_helpers import read_table
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    assert run(["run", "--input", cases, "--output", out, "--run-id", "s", "--metrics", "bleu",
+                "--runner", "FnApiRunner", "--direct_num_workers", "1"]) == 0
+    assert read_table(out, "results").num_rows == len(SAMPLE_ROWS)
+    capsys.readouterr()
+    for stray in (["--direct_num_workers", "1", "nightly"], ["--save_main_session", "x"]):
+        assert run(["run", "--input", cases, "--output", str(tmp_path / "o2"), *stray]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"evalbeam: error: unexpected argument {stray[-1]!r}")

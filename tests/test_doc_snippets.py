@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from pipeline.cli import _parser, run
-from pipeline.execute import beam_flags
+from pipeline.execute import beam_flags, stray_arguments
 from tests.conftest import EXAMPLE, ROOT
 from tests.test_docs import _doc_pages, code_blocks
 
@@ -205,13 +205,13 @@ def launched_commands(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _beam_flags() -> set[str]:
+def _beam_flags() -> dict[str, bool]:
     """Every flag of Beam's pipeline options (the Dask runner's included)."""
     import apache_beam.runners.dask.dask_runner  # noqa: F401 (registers DaskOptions)
     return beam_flags()
 
 
-def command_problem(command: str, known: set[str]) -> str | None:
+def command_problem(command: str, known: dict[str, bool]) -> str | None:
     """Why a documented command line would not parse (None: it does). A
     synopsis's [--flag VALUE], compare's metavar D and a CI expression ${{ ... }}
     are placeholders."""
@@ -223,8 +223,9 @@ def command_problem(command: str, known: set[str]) -> str | None:
             args, extra = _parser().parse_known_args(argv)
     except SystemExit:
         return "the parser refuses it"
-    for arg in extra:
-        if args.command != "run" or arg.partition("=")[0] not in known:
+    strays = set(stray_arguments(extra, known)) if args.command == "run" else set(extra)
+    for arg in extra:  # a Beam flag's value after a space is its own, as run takes it
+        if arg in strays or (arg.startswith("--") and arg.partition("=")[0] not in known):
             return f"unknown argument {arg!r}"
     return None
 
@@ -264,7 +265,7 @@ def _filled_in(command: str) -> str:
     return shlex.join(argv)
 
 
-def doc_command_problem(command: str, known: set[str]) -> str | None:
+def doc_command_problem(command: str, known: dict[str, bool]) -> str | None:
     """Why a command of the docs would not parse (None: it does). One that
     leaves something out says so with `...` (a sentence's `evalbeam run ...
     --detach`); one that does not is whole."""
@@ -296,6 +297,8 @@ def test_every_command_line_of_the_docs_parses():
     ("compare --output out --baseline a", "the parser refuses it"),
     ("status --output out --run-id r --verbose", "unknown argument '--verbose'"),
     ("run --input c.jsonl --output out --runner=dask --dask_client_address=tcp://h:1", None),
+    ("run --input c.jsonl --output out --runner DataflowRunner --project p", None),
+    ("run --input c.jsonl --output out --runner=dask nightly", "unknown argument 'nightly'"),
 ])
 def test_the_command_check_finds_a_misspelt_flag(command, problem):
     assert command_problem(command, _beam_flags()) == problem

@@ -286,8 +286,9 @@ WORKERS = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
 
 @pytest.mark.parametrize("metric, output, workers, said_first", [
     ("crash", "{out}", WORKERS, "failed: "),
+    ("crash", "{out}", [], "failed: "),  # in this process: the Crash itself, not a RuntimeError
     ("stop", "optfs://{out}", [], "stopped by SIGTERM;"),
-])
+], ids=["crash-workers", "crash-in-process", "stop"])
 def test_a_failed_run_says_what_it_sent_and_status_says_it_too(tmp_path, monkeypatch, metric,
                                                                 output, workers, said_first):
     """Before: a run that failed (a worker's crash) or was stopped after its
@@ -295,7 +296,9 @@ def test_a_failed_run_says_what_it_sent_and_status_says_it_too(tmp_path, monkeyp
     with its temporary folder (no manifest, no usage/). Its error lines and
     its lease's reason (what `evalbeam status` prints) now say it, from its
     journal (a SQLite file; objects with a URL output): the requests per
-    endpoint, their tokens and cost, and no key."""
+    endpoint, their tokens and cost, and no key. A crash that is not an
+    Exception, raised in this process, printed no error line at all (only
+    its traceback)."""
     from tests.test_filesystem_options import FS_FLAGS
     monkeypatch.setenv("JOURNAL_KEY", KEY)
     (tmp_path / "failing.py").write_text(METRICS, "utf-8")
