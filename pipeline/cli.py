@@ -597,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     sys.stdout = _ReaderMayLeave(sys.stdout)
-    from transforms.remote.scrub import scrub_std_streams
+    from transforms.remote.scrub import release_streams, scrub_std_streams
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
     try:
         code = run(argv)
@@ -607,8 +607,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if isinstance(exc, SystemExit):  # (a worker's BaseException, re-raised here, too)
             raise
         code = _print_crash()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    release_streams()  # a held tail too, a possible beginning of a key masked
     logging.shutdown()
     os._exit(code)
 

@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Callable, Iterator
 
 from transforms.publish.commit import defer_stop
+from transforms.remote.scrub import release_streams
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_S = 3.0  # how long children get to end after SIGTERM before SIGKILL
@@ -148,10 +149,9 @@ def stop_on_signals(on_stop: Callable[[str], str],
             line = on_stop(name)
         except Exception as exc:  # noqa: BLE001 - the process ends either way
             line = f"evalbeam: error: stopped by {name} ({type(exc).__name__} on the way out)"
+        held = release_streams()  # what was held back first (a key's start masked)
         with contextlib.suppress(Exception):
-            sys.stdout.flush()
-        with contextlib.suppress(Exception):
-            print(line, file=sys.stderr, flush=True)
+            print("\n" * held + line, file=sys.stderr, flush=True)
         os._exit(exit_code(signum))
 
     saved = {s: signal.signal(s, handler) for s in STOP_SIGNALS}

@@ -701,7 +701,8 @@ import evalbeam
 from tests.conftest import SAMPLE_ROWS
 
 KEY = os.environ["EB_API_HOOK_KEY"]
-hooks = lambda: (sys.stdout, sys.stderr, logging.getLogRecordFactory(), warnings.showwarning)
+hooks = lambda: (sys.stdout, sys.stderr, logging.getLogRecordFactory(), warnings.showwarning,
+                 os._exit)
 before = hooks()
 
 

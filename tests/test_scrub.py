@@ -625,3 +625,36 @@ def test_only_a_tail_that_may_begin_a_secret_is_held():
     assert scrubber.held("header: sk-pa") == len("sk-pa")
     assert scrubber.held("dump " + "sk-partKEY".encode().hex()[:6]) == 6  # its hex form's
     assert scrubber.held("sk-pa\nrow") == 0  # nothing before the last newline
+
+
+_EXITING_CHILD = """
+import os, sys
+from transforms.remote.scrub import remember
+remember([os.environ["EB_TAIL_KEY"]])  # a process that scrubs for good (a worker's)
+sys.stdout.write("rows done")  # ordinary text, no newline: the user must see it
+sys.stdout.flush()
+sys.stdout.write(" | key " + os.environ["EB_TAIL_KEY"][:5])  # a key's beginning: held
+sys.stderr.write("note " + os.environ["EB_TAIL_KEY"][:6])
+if sys.argv[1] == "os._exit":
+    os._exit(3)
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("how", ["os._exit", "sys.exit"])
+def test_a_held_tail_is_written_masked_when_the_process_ends(tmp_path, how):
+    """A ScrubbedStream's held tail (it may begin a key) was lost when the
+    process left through os._exit (our command line and stopping's exits, a
+    Dask worker's) with the text before it, and written as it was when Python
+    flushed at a normal exit: the key's first characters. Now the tail is
+    written with what may begin a key <redacted>, before any exit."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    key = "sk-tailKEY-" + "Zq8Wm3Lx7Vb2"
+    proc = subprocess.run([sys.executable, "-c", _EXITING_CHILD, how], cwd=ROOT, text=True,
+                          capture_output=True, env={**os.environ, "EB_TAIL_KEY": key},
+                          timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "rows done | key <redacted>", proc.stdout
+    assert proc.stderr == "note <redacted>", proc.stderr

@@ -346,3 +346,44 @@ def test_a_signal_during_a_commit_that_never_ends_stops_the_run_at_the_limit(tmp
     assert status.returncode == 0 and status.stdout.startswith("run f: finished"), status
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
+
+
+def test_a_signal_writes_what_a_metric_left_unfinished_with_a_key_s_start_masked(tmp_path):
+    """A custom metric that wrote a key's first characters without a newline
+    (its stream holds such a tail back, to scrub the key whole when the rest
+    comes), then a SIGTERM: the stop's line was printed after the tail,
+    which went out as it was ("... sk-sig evalbeam: error: ..."). Now the
+    tail is written with the possible key <redacted>, and the line on its own."""
+    key = "sk-sigKEY-" + "Vb7Qx2Lm9Wt4"
+    out, cmd = _small_run(tmp_path)
+    (tmp_path / "slow_metrics.py").write_text(
+        "import os, sys, time\n"
+        "def slow(sample, api_key_env, flag):\n"
+        "    sys.stderr.write('metric uses ' + os.environ[api_key_env][:6])\n"
+        "    open(flag, 'w').close()\n"
+        "    time.sleep(120)\n"
+        "    return 1.0\n")
+    flag = tmp_path / "started"
+    cfg = cmd[cmd.index("--config") + 1]
+    with open(cfg, "w") as fh:
+        fh.write("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [slow]\n"
+                 "custom_metrics:\n  - {name: slow, function: 'slow_metrics:slow', options: "
+                 f"{{api_key_env: EB_SIG_KEY, flag: '{flag}'}}}}\n")
+    launcher = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True,
+                                env={**os.environ, "EB_SIG_KEY": key,
+                                     "PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    try:
+        deadline = time.monotonic() + 180
+        while not flag.exists():
+            assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate()
+            time.sleep(0.05)
+        launcher.send_signal(signal.SIGTERM)
+        _, err = launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    assert launcher.returncode == exit_code(signal.SIGTERM), err[-3000:]
+    assert "metric uses <redacted>\n" in err and key[:6] not in err, err[-3000:]
+    assert err.strip().splitlines()[-1].startswith("evalbeam: error: run f"), err[-3000:]

@@ -18,6 +18,7 @@ writer, so it becomes U+FFFD.
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import functools
@@ -30,6 +31,7 @@ import re
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
@@ -223,6 +225,13 @@ class Scrubber:
                     best = k
                     break
         return best
+
+    def last_words(self, text: str) -> str:
+        """The text scrubbed as the last a stream writes (nothing follows it to
+        end a secret it begins): a tail that may begin a secret (held) is
+        <redacted>, as a beginning of a key too short to be a run is still one."""
+        keep = len(text) - self.held(text)
+        return self.scrub(text[:keep]) + (REDACTED if keep < len(text) else "")
 
     def scrub_value(self, value: Any, hits: list | None = None) -> Any:
         """Every string value inside dicts, lists and tuples scrubbed (keys are
@@ -576,6 +585,9 @@ def _scrubbed_warning(show):
     return showwarning
 
 
+_STREAMS: "weakref.WeakSet[ScrubbedStream]" = weakref.WeakSet()  # every one made
+
+
 class ScrubbedStream:
     """A text stream (sys.stdout, sys.stderr) whose every write is scrubbed with
     the process scrubber as it is then: what a custom metric prints (print(),
@@ -584,12 +596,15 @@ class ScrubbedStream:
     for the next write, so a secret printed in parts (print(key[:5], end=""))
     is scrubbed whole; a newline, flush() or close() writes it out. What is
     written to the file descriptor itself (os.write(1, ...), .buffer, a child
-    process) does not pass here."""
+    process) does not pass here. When the process ends (atexit, os._exit:
+    release_streams) a held tail is written with its possible beginning of a
+    secret masked (Scrubber.last_words)."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
         self._held = ""
         self._lock = threading.RLock()
+        _STREAMS.add(self)
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
@@ -607,12 +622,16 @@ class ScrubbedStream:
         for line in lines:
             self.write(line)
 
-    def release(self) -> None:
-        """Write out the held tail (scrubbed) without flushing the stream."""
+    def release(self, last: bool = False) -> bool:
+        """Write out the held tail (scrubbed) without flushing the stream; last:
+        nothing will follow it (the process ends), so a possible beginning of a
+        secret in it is masked. Whether there was one."""
         with self._lock:
-            if self._held:
-                held, self._held = self._held, ""
-                self._stream.write(_PROCESS[0].scrub(held))
+            held, self._held = self._held, ""
+            if held:
+                scrubber = _PROCESS[0]
+                self._stream.write(scrubber.last_words(held) if last else scrubber.scrub(held))
+            return bool(held)
 
     def flush(self) -> None:
         self.release()
@@ -626,12 +645,45 @@ class ScrubbedStream:
         return getattr(self._stream, name)
 
 
+def release_streams() -> bool:
+    """Every ScrubbedStream's held tail written (Scrubber.last_words) and its
+    stream flushed: the process is ending and nothing follows. Else a tail
+    that was held (text the user should see) vanished with os._exit (our
+    command line's exit, stopping's, a Dask worker's), and an exit that
+    flushes would write a key's first characters as they are. Whether a
+    tail was written (a line said next starts a line of its own)."""
+    wrote = False
+    for stream in list(_STREAMS):
+        with contextlib.suppress(Exception):  # a closed stream: nothing to say there
+            wrote = stream.release(last=True) or wrote
+            stream._stream.flush()
+    return wrote
+
+
+def _releasing_exit(exit_now):
+    """os._exit that releases the streams first (it flushes nothing itself)."""
+    def _exit(code: int) -> None:
+        release_streams()
+        exit_now(code)
+    _exit.releases = True
+    return _exit
+
+
 def scrub_std_streams() -> None:
-    """sys.stdout and sys.stderr of this process as ScrubbedStreams (once)."""
+    """sys.stdout and sys.stderr of this process as ScrubbedStreams, their held
+    tails written when the process ends, by os._exit too (once)."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, ScrubbedStream):
             setattr(sys, name, ScrubbedStream(stream))
+    if not getattr(os._exit, "releases", False):
+        os._exit = _releasing_exit(os._exit)
+    if not _AT_EXIT:
+        _AT_EXIT.append(True)
+        atexit.register(release_streams)
+
+
+_AT_EXIT: list[bool] = []
 
 
 _HOOKED: list[bool] = []
@@ -654,7 +706,7 @@ def _install_hooks() -> dict[str, tuple[Any, Any]]:
 def _current_hooks() -> dict[str, Any]:
     """What the process has in place of each hook _install_hooks replaces."""
     return {"factory": logging.getLogRecordFactory(), "showwarning": warnings.showwarning,
-            "stdout": sys.stdout, "stderr": sys.stderr}
+            "stdout": sys.stdout, "stderr": sys.stderr, "_exit": os._exit}
 
 
 def _remove_hooks(saved: dict[str, tuple[Any, Any]]) -> None:
@@ -664,13 +716,15 @@ def _remove_hooks(saved: dict[str, tuple[Any, Any]]) -> None:
     current = _current_hooks()
     for name in ("stdout", "stderr"):
         if isinstance(saved[name][1], ScrubbedStream) and saved[name][1] is not saved[name][0]:
-            saved[name][1].release()  # its held tail, wherever it now stands
+            saved[name][1].release(last=True)  # its held tail: what follows is not scrubbed
     restore = {name: before for name, (before, ours) in saved.items()
                if current[name] is ours and ours is not before}
     if "factory" in restore:
         logging.setLogRecordFactory(restore.pop("factory"))
     if "showwarning" in restore:
         warnings.showwarning = restore.pop("showwarning")
+    if "_exit" in restore:
+        os._exit = restore.pop("_exit")
     for name, before in restore.items():
         setattr(sys, name, before)
 
