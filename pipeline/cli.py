@@ -20,7 +20,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import textwrap
 from typing import Mapping, Sequence
 
@@ -28,8 +27,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.config import ConfigError
-from pipeline.execute import (beam_flags, beam_options, print_submitted, run_pipeline, say_before,
-                              stopped_before_start, stray_arguments, take_lease)
+from pipeline.execute import (beam_flags, beam_options, print_submitted, run_log, run_pipeline,
+                              say_before, stopped_before_start, stray_arguments, take_lease)
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import exit_code, stop_on_signals
@@ -457,9 +456,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
     """A local runner runs in this process: run the same command in a process
     of its own (new session, output to a log beside the manifest) and return."""
     import subprocess
-    log = FileSystems.join(leases.run_dir(info.output, info.run_id), f"log.{info.attempt}.txt")
-    if "://" in log:  # the process writes its output locally
-        log = os.path.join(tempfile.gettempdir(), f"evalbeam-{info.run_id}-{info.attempt}.log")
+    log = run_log(info)
     child = [a for a in argv if a not in ("--detach", "--no_wait_until_finish")] + [
         "--run-id", info.run_id, "--run-date", info.run_date, "--attempt", info.attempt]
     with open(log, "ab") as fh:

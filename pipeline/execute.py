@@ -11,10 +11,12 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 import threading
 from typing import Callable, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipeline.filesystems import use_filesystems
@@ -178,6 +180,17 @@ def preload_local_model(plan: Plan) -> threading.Thread | None:
     return thread
 
 
+def run_log(info: RunInfo) -> str:
+    """The local file a run's process output goes to (a --detach run's, the
+    worker processes' of a Beam that evalbeam cannot put in their own process
+    groups): beside the manifest, or in the temporary folder when the output
+    is an object store."""
+    log = FileSystems.join(leases.run_dir(info.output, info.run_id), f"log.{info.attempt}.txt")
+    if "://" in log:  # the process writes its output locally
+        log = os.path.join(tempfile.gettempdir(), f"evalbeam-{info.run_id}-{info.attempt}.log")
+    return log
+
+
 def print_submitted(info: RunInfo, where: str) -> None:
     print(f"run {info.run_id}: started (attempt {info.attempt}, {where})")
     # quoted, so that it can be pasted into a shell whatever the folder's name
@@ -222,7 +235,8 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                 "its worker processes were ended; a new run of the id takes over and cleans up"
                 + (f"\nevalbeam: error: run {info.run_id}{billed}" if billed else ""))
     on_signals = (stop_on_signals(stopped, lambda s: wait_for_commit(info.output, info.run_id,
-                                                                     info.attempt, s))
+                                                                     info.attempt, s),
+                                  worker_log=run_log(info))
                   if signals and not detach and runner_is_local(options)
                   else contextlib.nullcontext())
     # from the start (the chart engine and the model take seconds to load) to the

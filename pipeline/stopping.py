@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Callable, Iterator
 
 from transforms.publish.commit import defer_stop
-from transforms.remote.scrub import release_streams
+from transforms.remote.scrub import ScrubbedStream, release_streams
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 GRACE_S = 3.0  # how long children get to end after SIGTERM before SIGKILL
@@ -111,14 +111,15 @@ def end_children(grace_s: float = GRACE_S) -> list[int]:
 @contextlib.contextmanager
 def stop_on_signals(on_stop: Callable[[str], str],
                     wait_for_commit: Callable[[float], object] = lambda _s: None,
-                    workers: bool = True) -> Iterator[None]:
+                    workers: bool = True, worker_log: str | None = None) -> Iterator[None]:
     """Within: SIGTERM or SIGINT ends this process's children, calls
     on_stop(signal name) (it marks the run failed, or says it was committed,
     and returns the line to print), prints that line on stderr and leaves with
     exit_code(signal). A commit's critical section in this process is let end
     first (defer_stop); wait_for_commit(seconds) waits for one in a child.
     workers=False: no Beam worker is started within (planning), so Beam's
-    call that starts them is left as it is.
+    call that starts them is left as it is. worker_log: where the workers'
+    output goes when they cannot be put in process groups of their own.
     Only in the main thread (elsewhere signals cannot be caught: a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -156,7 +157,7 @@ def stop_on_signals(on_stop: Callable[[str], str],
 
     saved = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
-        with _workers_in_their_own_group() if workers else contextlib.nullcontext():
+        with _workers_in_their_own_group(worker_log) if workers else contextlib.nullcontext():
             yield
     finally:
         for s, previous in saved.items():
@@ -195,7 +196,7 @@ def beam_worker_call_site() -> tuple[ModuleType | None, str]:
 
 
 @contextlib.contextmanager
-def _workers_in_their_own_group() -> Iterator[None]:
+def _workers_in_their_own_group(worker_log: str | None = None) -> Iterator[None]:
     """Ctrl-C in a terminal sends SIGINT to the foreground process group: Beam's
     worker processes (started by local_job_service.SubprocessSdkWorker with
     subprocess.Popen) got it too and each printed a KeyboardInterrupt
@@ -203,15 +204,18 @@ def _workers_in_their_own_group() -> Iterator[None]:
     are ended by the launcher's handler instead (a killed launcher still ends
     them: they stop when its control stream closes). A Beam that starts them
     another way is said in one line and left as it is: end_children ends every
-    descendant whatever its group."""
+    descendant whatever its group; their output (their tracebacks of a Ctrl-C)
+    goes to worker_log, not to the terminal the line is read on."""
     service, why = beam_worker_call_site()
     if service is None:
         from apache_beam import __version__
+        where = (f"what they print (a traceback of Ctrl-C) goes to {worker_log}" if worker_log
+                 else "they may print tracebacks")
         print(f"evalbeam: note: apache-beam starts its worker processes in a way evalbeam "
               f"does not know (apache-beam {__version__}: {why}); Ctrl-C reaches them too "
-              "(they may print tracebacks); stopping the run still ends them",
-              file=sys.stderr, flush=True)
-        yield
+              f"({where}); stopping the run still ends them", file=sys.stderr, flush=True)
+        with _children_write_to(worker_log) if worker_log else contextlib.nullcontext():
+            yield
         return
     saved = service.subprocess
     service.subprocess = _OwnGroupSubprocess()
@@ -219,3 +223,26 @@ def _workers_in_their_own_group() -> Iterator[None]:
         yield
     finally:
         service.subprocess = saved
+
+
+@contextlib.contextmanager
+def _children_write_to(log: str) -> Iterator[None]:
+    """File descriptor 2 on `log` while the block runs, so that the processes
+    started within (Beam's workers) write their output there; this process's
+    sys.stderr goes on writing where it did, through a copy of the descriptor."""
+    os.makedirs(os.path.dirname(log) or ".", exist_ok=True)
+    saved = sys.stderr
+    saved.flush()
+    before = os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = ScrubbedStream(open(before, "w", buffering=1, errors="backslashreplace",
+                                     closefd=False))
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr = saved
+        os.dup2(before, 2)
+        os.close(before)
