@@ -658,3 +658,49 @@ def test_a_held_tail_is_written_masked_when_the_process_ends(tmp_path, how):
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout == "rows done | key <redacted>", proc.stdout
     assert proc.stderr == "note <redacted>", proc.stderr
+
+
+def test_a_key_printed_a_few_characters_per_flush_is_cut_at_its_8th():
+    """flush() wrote a held tail (a key's first 7 characters: too few to be a
+    run of it) as it was, and the next write began afresh: a key printed 7
+    characters at a time, flushed after each (print(part, end="", flush=True)),
+    reached the console whole. What flush() wrote so is read again with the
+    next write: the key is <redacted> from its 8th character on."""
+    import io
+    from transforms.remote.scrub import ScrubbedStream, remember
+    key = "sk-flushKEY-" + "Rt5Wn8Qz3Lv6Hc1"
+    remember([key])
+    out = io.StringIO()
+    stream = ScrubbedStream(out)
+    stream.write("key: ")
+    for i in range(0, len(key), 7):
+        print(key[i:i + 7], end="", file=stream, flush=True)
+    print(" done", file=stream)
+    assert leaks(out.getvalue(), key) == [] and out.getvalue().endswith("<redacted> done\n"), \
+        out.getvalue()
+    print("row 1", end="", file=stream, flush=True)  # ordinary text still goes out at flush()
+    assert out.getvalue().endswith("row 1")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_key_written_in_random_parts_and_flushes_never_shows_a_run(seed):
+    """The same, for random cuts and flushes: never a run of 8 characters of
+    the key, and the text after it always written."""
+    import io
+    from transforms.remote.scrub import ScrubbedStream, remember
+    key = "sk-fuzzKEY-" + "Rt5Wn8Qz3Lv6Hc1"
+    remember([key])
+    rng = random.Random(seed)
+    for _ in range(50):
+        text = rng.choice(["a ", "sk-", ""]) + key + rng.choice([" done\n", "", " sk-fu"]) + "end\n"
+        out = io.StringIO()
+        stream = ScrubbedStream(out)
+        at = 0
+        while at < len(text):
+            step = rng.randint(1, 9)
+            stream.write(text[at:at + step])
+            at += step
+            if rng.random() < 0.5:
+                stream.flush()
+        assert leaks(out.getvalue(), key) == [] and out.getvalue().endswith("end\n"), \
+            (text, out.getvalue())

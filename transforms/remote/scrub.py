@@ -588,13 +588,26 @@ def _scrubbed_warning(show):
 _STREAMS: "weakref.WeakSet[ScrubbedStream]" = weakref.WeakSet()  # every one made
 
 
+def _after(clean: str, shown: str) -> str:
+    """What is left to write of `clean` (a text, scrubbed, whose beginning was
+    written already as `shown`): from where the two differ on (a run of a
+    secret that began in what was shown: <redacted> from there, once)."""
+    same = len(os.path.commonprefix([clean, shown]))
+    rest = clean[same:]
+    if same < len(shown) and shown.endswith(REDACTED) and rest.startswith(REDACTED):
+        return rest[len(REDACTED):]  # the same run, redacted already
+    return rest
+
+
 class ScrubbedStream:
     """A text stream (sys.stdout, sys.stderr) whose every write is scrubbed with
     the process scrubber as it is then: what a custom metric prints (print(),
     sys.stderr.write) reaches the console, a detached run's log file or a Dask
     worker's log scrubbed. A tail that may begin a secret (Scrubber.held) waits
     for the next write, so a secret printed in parts (print(key[:5], end=""))
-    is scrubbed whole; a newline, flush() or close() writes it out. What is
+    is scrubbed whole; a newline, flush() or close() writes it out, and what
+    flush() wrote so is read again with the next write (_flushed), so that a
+    key printed a few characters per flush is still cut at its 8th. What is
     written to the file descriptor itself (os.write(1, ...), .buffer, a child
     process) does not pass here. When the process ends (atexit, os._exit:
     release_streams) a held tail is written with its possible beginning of a
@@ -603,6 +616,8 @@ class ScrubbedStream:
     def __init__(self, stream) -> None:
         self._stream = stream
         self._held = ""
+        # held tails flush() wrote since the last write went out: as they were, as written
+        self._flushed, self._flushed_out = "", ""
         self._lock = threading.RLock()
         _STREAMS.add(self)
 
@@ -611,11 +626,13 @@ class ScrubbedStream:
             self._stream.write(text)
             return len(text)
         with self._lock:
-            scrubber, pending = _PROCESS[0], self._held + text
-            cut = len(pending) - scrubber.held(pending)
+            scrubber, shown = _PROCESS[0], self._flushed
+            pending = shown + self._held + text
+            cut = max(len(pending) - scrubber.held(pending), len(shown))
             self._held = pending[cut:]
-            if cut:
-                self._stream.write(scrubber.scrub(pending[:cut]))
+            if cut > len(shown):
+                self._stream.write(_after(scrubber.scrub(pending[:cut]), self._flushed_out))
+                self._flushed, self._flushed_out = "", ""
         return len(text)
 
     def writelines(self, lines) -> None:  # else __getattr__ would hand it the raw stream
@@ -629,8 +646,12 @@ class ScrubbedStream:
         with self._lock:
             held, self._held = self._held, ""
             if held:
-                scrubber = _PROCESS[0]
-                self._stream.write(scrubber.last_words(held) if last else scrubber.scrub(held))
+                scrubber, text = _PROCESS[0], self._flushed + held
+                out = _after(scrubber.last_words(text) if last else scrubber.scrub(text),
+                             self._flushed_out)
+                self._stream.write(out)
+                self._flushed, self._flushed_out = ((text, self._flushed_out + out) if not last
+                                                    else ("", ""))
             return bool(held)
 
     def flush(self) -> None:
