@@ -704,3 +704,34 @@ def test_a_key_written_in_random_parts_and_flushes_never_shows_a_run(seed):
                 stream.flush()
         assert leaks(out.getvalue(), key) == [] and out.getvalue().endswith("end\n"), \
             (text, out.getvalue())
+
+
+def test_an_exception_that_keeps_a_reply_as_bytes_is_scrubbed_too(tmp_path, monkeypatch):
+    """A custom metric's client error that keeps the server's reply as bytes
+    (as HTTP clients keep a response's content) and prints it in __str__:
+    evaluate()'s exception said <redacted>, but the traceback a caller prints
+    (its chain of causes) decoded the bytes and showed the key: scrub_exception
+    scrubbed text attributes only."""
+    import evalbeam
+    key = "sk-bytesKEY-" + "Jd7Wq2Nx5Rb8Tc4"
+    monkeypatch.setenv("EB_BYTES_KEY", key)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "bytes_metric.py").write_text(
+        "import os\n"
+        "class ReplyError(BaseException):\n"
+        "    def __init__(self, content):\n"
+        "        super().__init__()\n"
+        "        self.content = content\n"
+        "    def __str__(self):\n"
+        "        return 'server said ' + self.content.decode()\n"
+        "def score(sample, api_key_env):\n"
+        "    reply = b'{\"error\": \"bad key ' + os.environ[api_key_env].encode() + b'\"}'\n"
+        "    raise ReplyError(reply) from ValueError(reply)\n")
+    config = {"bots": [{"name": "recorded", "type": "precomputed"}], "metrics": ["m"],
+              "custom_metrics": [{"name": "m", "function": "bytes_metric:score",
+                                  "options": {"api_key_env": "EB_BYTES_KEY"}}]}
+    with pytest.raises(BaseException) as err:
+        evalbeam.evaluate([{"question": "Q?", "answer": "A."}], config=config,
+                          output=tmp_path / "out", runner="FnApiRunner", progress=False)
+    text = _raised_text(err)
+    assert "bad key <redacted>" in text and leaks(text, key) == [], text

@@ -235,9 +235,17 @@ class Scrubber:
 
     def scrub_value(self, value: Any, hits: list | None = None) -> Any:
         """Every string value inside dicts, lists and tuples scrubbed (keys are
-        names of fields, not data: they stay, so a reply still parses)."""
+        names of fields, not data: they stay, so a reply still parses); bytes
+        as UTF-8 (an exception keeps a server's reply so and prints it
+        decoded), changed only when they held a secret."""
         if isinstance(value, str):
             return self.scrub(value, hits)
+        if isinstance(value, bytes):
+            found: list = []
+            clean = self.scrub(value.decode("utf-8", "replace"), found)
+            if hits is not None:
+                hits += found
+            return clean.encode("utf-8") if found else value
         if isinstance(value, Mapping):
             return {k: self.scrub_value(v, hits) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
@@ -514,7 +522,7 @@ def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = Non
 
 def scrub_exception(exc: BaseException, scrubber: Scrubber | None = None) -> BaseException:
     """The exception, changed in place, with no secret in what a caller prints or
-    logs of it: the text arguments, notes and message attributes of it, of its
+    logs of it: the text (and bytes) arguments, notes and message attributes of it, of its
     causes and of a group's exceptions (the process scrubber by default). For a
     caller of the Python API, who gets the exception itself."""
     scrubber = scrubber or _PROCESS[0]
@@ -530,7 +538,7 @@ def scrub_exception(exc: BaseException, scrubber: Scrubber | None = None) -> Bas
                  "filename", "filename2"]
         for name in dict.fromkeys(names):
             value = getattr(e, name, None)
-            if isinstance(value, (str, list, tuple, dict)):
+            if isinstance(value, (str, list, tuple, dict, bytes)):
                 try:
                     setattr(e, name, scrubber.scrub_value(value))
                 except (AttributeError, TypeError):  # read-only: the others are done
