@@ -546,7 +546,7 @@ def test_a_secret_written_in_parts_is_scrubbed_whole():
     print(key[5:]) showed the first five characters (too few to be a run of
     the key) and a key cut into 8 + 9 characters of its hex form. A tail that
     may begin a secret now waits for the next write; ordinary text still goes
-    out at a newline or flush()."""
+    out at once."""
     import io
     from transforms.remote.scrub import ScrubbedStream, remember
     key = "sk-partKEY-Qx7Lm2"
@@ -567,10 +567,11 @@ def test_a_secret_written_in_parts_is_scrubbed_whole():
     assert out.getvalue().endswith("total: 3 rows\n")
     stream.write("row Qx7.")  # no beginning of a secret: not held
     assert out.getvalue().endswith("row Qx7.")
-    stream.write("progress sk-p")  # may begin the key: held, until flush()
-    assert out.getvalue().endswith("row Qx7.progress ")
+    stream.write("progress sk-p")  # may begin the key: held, flush() too
     stream.flush()
-    assert out.getvalue().endswith("progress sk-p")
+    assert out.getvalue().endswith("row Qx7.progress ")
+    stream.write("ress: 40%\n")  # ... until what follows shows it is no key
+    assert out.getvalue().endswith("progress sk-press: 40%\n")
 
 
 def test_a_key_any_env_option_names_is_known_before_the_config_is_read(tmp_path):
@@ -628,25 +629,35 @@ def test_only_a_tail_that_may_begin_a_secret_is_held():
 
 
 _EXITING_CHILD = """
-import os, sys
+import multiprocessing, os, sys
 from transforms.remote.scrub import remember
 remember([os.environ["EB_TAIL_KEY"]])  # a process that scrubs for good (a worker's)
-sys.stdout.write("rows done")  # ordinary text, no newline: the user must see it
-sys.stdout.flush()
-sys.stdout.write(" | key " + os.environ["EB_TAIL_KEY"][:5])  # a key's beginning: held
-sys.stderr.write("note " + os.environ["EB_TAIL_KEY"][:6])
+
+def work():
+    sys.stdout.write("rows done")  # ordinary text, no newline: the user must see it
+    sys.stdout.flush()
+    sys.stdout.write(" | key " + os.environ["EB_TAIL_KEY"][:5])  # a key's beginning: held
+    sys.stderr.write("note " + os.environ["EB_TAIL_KEY"][:6])
+
+if sys.argv[1] == "multiprocessing":  # as a Dask nanny's worker: flushed, then os._exit
+    child = multiprocessing.get_context("fork").Process(target=work)
+    child.start()
+    child.join()
+    os._exit(3)
+work()
 if sys.argv[1] == "os._exit":
     os._exit(3)
 sys.exit(3)
 """
 
 
-@pytest.mark.parametrize("how", ["os._exit", "sys.exit"])
+@pytest.mark.parametrize("how", ["os._exit", "sys.exit", "multiprocessing"])
 def test_a_held_tail_is_written_masked_when_the_process_ends(tmp_path, how):
     """A ScrubbedStream's held tail (it may begin a key) was lost when the
     process left through os._exit (our command line and stopping's exits, a
     Dask worker's) with the text before it, and written as it was when Python
-    flushed at a normal exit: the key's first characters. Now the tail is
+    flushed at a normal exit or multiprocessing flushed a worker process's
+    streams before its os._exit: the key's first characters. Now the tail is
     written with what may begin a key <redacted>, before any exit."""
     import subprocess
     import sys
@@ -664,8 +675,8 @@ def test_a_key_printed_a_few_characters_per_flush_is_cut_at_its_8th():
     """flush() wrote a held tail (a key's first 7 characters: too few to be a
     run of it) as it was, and the next write began afresh: a key printed 7
     characters at a time, flushed after each (print(part, end="", flush=True)),
-    reached the console whole. What flush() wrote so is read again with the
-    next write: the key is <redacted> from its 8th character on."""
+    reached the console whole. flush() now writes all but the held tail
+    (it stays held until the key is whole): <redacted>."""
     import io
     from transforms.remote.scrub import ScrubbedStream, remember
     key = "sk-flushKEY-" + "Rt5Wn8Qz3Lv6Hc1"
@@ -676,7 +687,7 @@ def test_a_key_printed_a_few_characters_per_flush_is_cut_at_its_8th():
     for i in range(0, len(key), 7):
         print(key[i:i + 7], end="", file=stream, flush=True)
     print(" done", file=stream)
-    assert leaks(out.getvalue(), key) == [] and out.getvalue().endswith("<redacted> done\n"), \
+    assert leaks(out.getvalue(), key) == [] and out.getvalue().endswith("key: <redacted> done\n"), \
         out.getvalue()
     print("row 1", end="", file=stream, flush=True)  # ordinary text still goes out at flush()
     assert out.getvalue().endswith("row 1")

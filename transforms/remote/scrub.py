@@ -596,36 +596,22 @@ def _scrubbed_warning(show):
 _STREAMS: "weakref.WeakSet[ScrubbedStream]" = weakref.WeakSet()  # every one made
 
 
-def _after(clean: str, shown: str) -> str:
-    """What is left to write of `clean` (a text, scrubbed, whose beginning was
-    written already as `shown`): from where the two differ on (a run of a
-    secret that began in what was shown: <redacted> from there, once)."""
-    same = len(os.path.commonprefix([clean, shown]))
-    rest = clean[same:]
-    if same < len(shown) and shown.endswith(REDACTED) and rest.startswith(REDACTED):
-        return rest[len(REDACTED):]  # the same run, redacted already
-    return rest
-
-
 class ScrubbedStream:
     """A text stream (sys.stdout, sys.stderr) whose every write is scrubbed with
     the process scrubber as it is then: what a custom metric prints (print(),
     sys.stderr.write) reaches the console, a detached run's log file or a Dask
     worker's log scrubbed. A tail that may begin a secret (Scrubber.held) waits
-    for the next write, so a secret printed in parts (print(key[:5], end=""))
-    is scrubbed whole; a newline, flush() or close() writes it out, and what
-    flush() wrote so is read again with the next write (_flushed), so that a
-    key printed a few characters per flush is still cut at its 8th. What is
-    written to the file descriptor itself (os.write(1, ...), .buffer, a child
-    process) does not pass here. When the process ends (atexit, os._exit:
-    release_streams) a held tail is written with its possible beginning of a
-    secret masked (Scrubber.last_words)."""
+    for the next write, so a secret printed in parts (print(key[:5], end=""),
+    or a few characters per flush) is scrubbed whole: flush() writes all but
+    it. It goes out with the next write that shows it begins no secret (a
+    newline), or when nothing follows (close(); the process's end: atexit,
+    os._exit, release_streams) with what may begin a secret <redacted>
+    (Scrubber.last_words). What is written to the file descriptor itself
+    (os.write(1, ...), .buffer, a child process) does not pass here."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
         self._held = ""
-        # held tails flush() wrote since the last write went out: as they were, as written
-        self._flushed, self._flushed_out = "", ""
         self._lock = threading.RLock()
         _STREAMS.add(self)
 
@@ -634,36 +620,28 @@ class ScrubbedStream:
             self._stream.write(text)
             return len(text)
         with self._lock:
-            scrubber, shown = _PROCESS[0], self._flushed
-            pending = shown + self._held + text
-            cut = max(len(pending) - scrubber.held(pending), len(shown))
+            scrubber, pending = _PROCESS[0], self._held + text
+            cut = len(pending) - scrubber.held(pending)
             self._held = pending[cut:]
-            if cut > len(shown):
-                self._stream.write(_after(scrubber.scrub(pending[:cut]), self._flushed_out))
-                self._flushed, self._flushed_out = "", ""
+            if cut:
+                self._stream.write(scrubber.scrub(pending[:cut]))
         return len(text)
 
     def writelines(self, lines) -> None:  # else __getattr__ would hand it the raw stream
         for line in lines:
             self.write(line)
 
-    def release(self, last: bool = False) -> bool:
-        """Write out the held tail (scrubbed) without flushing the stream; last:
-        nothing will follow it (the process ends), so a possible beginning of a
-        secret in it is masked. Whether there was one."""
+    def release(self) -> bool:
+        """Write out the held tail as the last words (nothing follows it: a
+        possible beginning of a secret is masked), without flushing the
+        stream. Whether there was one."""
         with self._lock:
             held, self._held = self._held, ""
             if held:
-                scrubber, text = _PROCESS[0], self._flushed + held
-                out = _after(scrubber.last_words(text) if last else scrubber.scrub(text),
-                             self._flushed_out)
-                self._stream.write(out)
-                self._flushed, self._flushed_out = ((text, self._flushed_out + out) if not last
-                                                    else ("", ""))
+                self._stream.write(_PROCESS[0].last_words(held))
             return bool(held)
 
     def flush(self) -> None:
-        self.release()
         self._stream.flush()
 
     def close(self) -> None:
@@ -677,14 +655,13 @@ class ScrubbedStream:
 def release_streams() -> bool:
     """Every ScrubbedStream's held tail written (Scrubber.last_words) and its
     stream flushed: the process is ending and nothing follows. Else a tail
-    that was held (text the user should see) vanished with os._exit (our
-    command line's exit, stopping's, a Dask worker's), and an exit that
-    flushes would write a key's first characters as they are. Whether a
-    tail was written (a line said next starts a line of its own)."""
+    that was held (text the user should see) vanished with the process (our
+    command line's os._exit, stopping's, a Dask worker's). Whether a tail
+    was written (a line said next starts a line of its own)."""
     wrote = False
     for stream in list(_STREAMS):
         with contextlib.suppress(Exception):  # a closed stream: nothing to say there
-            wrote = stream.release(last=True) or wrote
+            wrote = stream.release() or wrote
             stream._stream.flush()
     return wrote
 
@@ -745,7 +722,7 @@ def _remove_hooks(saved: dict[str, tuple[Any, Any]]) -> None:
     current = _current_hooks()
     for name in ("stdout", "stderr"):
         if isinstance(saved[name][1], ScrubbedStream) and saved[name][1] is not saved[name][0]:
-            saved[name][1].release(last=True)  # its held tail: what follows is not scrubbed
+            saved[name][1].release()  # its held tail: what follows is not scrubbed
     restore = {name: before for name, (before, ours) in saved.items()
                if current[name] is ours and ours is not before}
     if "factory" in restore:
