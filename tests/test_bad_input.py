@@ -306,3 +306,23 @@ def test_an_arrow_ipc_file_is_told_apart_from_a_stream(tmp_path, capsys):
     assert err == (f"evalbeam: error: {path} is an Arrow IPC file; .arrow inputs are read as "
                    "the IPC streams Dataset.save_to_disk writes: write the cases as Parquet "
                    "(pyarrow.parquet.write_table) or as a stream (pyarrow.ipc.new_stream)")
+
+
+def test_a_csv_quote_never_closed_is_an_error_row_not_a_cell(tmp_path):
+    """A quote left open in b's last cell made the rest of the file that cell: b
+    was a valid case whose reference held c's and d's lines, and c and d were
+    gone without a word (an open quote in another cell said only "the record
+    has 3 fields, the header 4")."""
+    path = tmp_path / "cases.csv"
+    path.write_text('case_id,question,answer,expected_answer\na,q1,a1,e1\n'
+                    'b,q2,a2,"e2 never closed\nc,q3,a3,e3\nd,q4,a4,e4\n', encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "q") == 0
+    assert [r["case_id"] for r in read_rows(out, "results")] == ["a"]
+    (error,) = read_rows(out, "errors")
+    assert (error["error_type"], error["source"]) == ("invalid_csv", f"{path}#1")
+    assert error["message"].startswith("a quoted field in this record is never closed, so the "
+                                       "rest of the file (2 lines) was read into it")
+    m = manifest(out, "q")
+    assert (m["counts"]["input_rows"], m["counts"]["invalid_rows"]) == (2, 1)
+    assert m["reconciliation"]["ok"]

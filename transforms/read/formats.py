@@ -399,16 +399,21 @@ def read_json(path: str, fmt: str = "json") -> Iterator[dict | tuple[str, str]]:
 class _TrackedLines:
     """Decoded lines for csv.reader, counting the bytes consumed; the reader
     pulls exactly the lines of one record per next(), so `pos` is where the
-    next record starts."""
+    next record starts, and it pulls past the last line only for a record whose
+    quoted field is still open there (`ended`)."""
 
     def __init__(self, lines: Iterator[bytes], pos: int = 0):
-        self._lines, self.pos = lines, pos
+        self._lines, self.pos, self.ended = lines, pos, False
 
     def __iter__(self):
         return self
 
     def __next__(self) -> str:
-        line = next(self._lines)
+        try:
+            line = next(self._lines)
+        except StopIteration:
+            self.ended = True
+            raise
         self.pos += len(line)
         return line.decode("utf-8", "surrogateescape")
 
@@ -500,6 +505,17 @@ def csv_record(header: list[str], record: list[str], canonical: Mapping[str, str
     return row
 
 
+def unclosed_quote(record: list[str]) -> tuple[str, str]:
+    """The record that a quote never closed made of the rest of the file (the
+    open field is its last): its lines would otherwise be one cell, of a valid
+    row when the field count happens to fit, without a word."""
+    after = record[-1].rstrip("\r\n").count("\n")
+    return "invalid_csv", (f"a quoted field in this record is never closed, so the rest of "
+                           f"the file ({after} line{'' if after == 1 else 's'}) was read into "
+                           'it: close the quote (a quote inside a quoted cell is written '
+                           'twice: "")')
+
+
 def read_csv(path: str, offset: int, end: int | None, columns: Mapping[str, Source]
              ) -> Iterator[dict | tuple[str, str]]:
     header = csv_header(path)
@@ -508,12 +524,14 @@ def read_csv(path: str, offset: int, end: int | None, columns: Mapping[str, Sour
         for name in candidates(src):
             canonical.setdefault(name, col)
     with _open(path) as fh:
-        reader = _csv_reader(_TrackedLines(_lines(fh, offset, end)))
+        lines = _TrackedLines(_lines(fh, offset, end))
+        reader = _csv_reader(lines)
         if offset == 0:
             next(reader, None)  # the header
         for record in reader:
             if record:
-                yield csv_record(header, record, canonical)
+                yield unclosed_quote(record) if lines.ended else csv_record(
+                    header, record, canonical)
 
 
 # ------------------------------------------------------ Hugging Face (Arrow IPC)
