@@ -326,3 +326,32 @@ def test_a_csv_quote_never_closed_is_an_error_row_not_a_cell(tmp_path):
     m = manifest(out, "q")
     assert (m["counts"]["input_rows"], m["counts"]["invalid_rows"]) == (2, 1)
     assert m["reconciliation"]["ok"]
+
+
+def test_a_column_spelt_otherwise_is_named_not_left_out(tmp_path, capsys):
+    """`Expected Answer` and `Contexts` (a spreadsheet's headers) were not read and
+    nothing said so: the run went on without references or passages, and a
+    `QUESTION` header was refused without a word about the spelling."""
+    path = tmp_path / "cases.csv"
+    path.write_text('question,Expected Answer,Contexts\nHow long do refunds take?,30 days,'
+                    '"[""Refunds take 30 days.""]"\n', encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "s") == 0
+    said = ("the column 'Expected Answer' is not read (names are matched exactly; the run "
+            "reads 'expected_answer'): rename it, or set input.columns: "
+            "{expected_answer: Expected Answer}")
+    assert said in capsys.readouterr().err
+    assert said in manifest(out, "s")["notes"]
+    assert any("the column 'Contexts' is not read" in n for n in manifest(out, "s")["notes"])
+    (row,) = read_rows(out, "results")
+    assert row["expected_answer"] is None and row["contexts"] is None  # as the note says
+    path.write_text("QUESTION,answer\nhi,there\n", encoding="utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out2"), "--input", str(path))
+    assert "missing required column 'question'" in err
+    assert "the column 'QUESTION' is not read (names are matched exactly" in err
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("input: {columns: {question: QUESTION}}\n", encoding="utf-8")
+    mapped = str(tmp_path / "mapped")
+    assert run_cli("--input", str(path), "--output", mapped, "--run-id", "m",
+                   "--config", str(cfg)) == 0
+    assert [r["question"] for r in read_rows(mapped, "results")] == ["hi"]

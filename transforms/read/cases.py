@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -18,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.cases import (UNREADABLE, InputError, RowProblem, Source, check_columns,
-                          source_names, to_case)
+from schemas.cases import (UNREADABLE, InputError, RowProblem, Source, candidates,
+                          check_columns, shown_source, source_names, to_case)
 from schemas.records import EvalCase
 from transforms.read import formats
 from transforms.read.presets import Unread, UnreadTally, suggest_preset
@@ -152,21 +153,45 @@ def repeated_column(names, columns: Mapping[str, Source]) -> tuple[str, int] | N
     return None
 
 
+def _squashed(name: str) -> str:
+    """A column name less the ways people vary it: case, spaces, `_`, `-`, `.`."""
+    return re.sub(r"[\s_.-]+", "", name.casefold())
+
+
+def misnamed_columns(names, columns: Mapping[str, Source]) -> list[str]:
+    """Hints for columns the run reads that the file has only under another
+    spelling (`QUESTION`, `Expected Answer`): names are matched exactly, so an
+    optional one would be left out without a word."""
+    listed = [n for n in names if isinstance(n, str)]
+    hints = []
+    for col, src in columns.items():
+        wanted = {_squashed(c) for c in candidates(src) if type(c) is str}
+        if not wanted or set(listed) & set(candidates(src)):
+            continue
+        found = next((n for n in listed if _squashed(n) in wanted), None)
+        if found is not None:
+            reads = shown_source(src) if src == col else f"{col} from {shown_source(src)}"
+            hints.append(f"the column {found!r} is not read (names are matched exactly; the run "
+                         f"reads {reads}): rename it, or set input.columns: {{{col}: {found}}}")
+    return hints
+
+
 def _check(names, columns: Mapping[str, Source], path: str, notes: list[str] | None) -> None:
     """The required columns are there, and none the run reads is there twice;
-    columns that look like another tool's get a hint (in the error, or as a note
-    of the run)."""
+    columns that look like another tool's, or like a column the run reads
+    spelt otherwise, get a hint (in the error, or as a note of the run)."""
     repeated = repeated_column(names, columns)
     if repeated:
         raise InputError(f"{path}: column {repeated[0]!r} appears {repeated[1]} times; "
                          "rename or remove all but one")
-    hint = suggest_preset(names, columns)
+    hints = [*filter(None, [suggest_preset(names, columns)]), *misnamed_columns(names, columns)]
     try:
         check_columns(names, columns, path)
     except InputError as exc:
-        raise InputError(f"{exc}; {hint}" if hint else str(exc)) from None
-    if hint and notes is not None and hint not in notes:
-        notes.append(hint)
+        raise InputError("; ".join([str(exc), *hints])) from None
+    for hint in hints if notes is not None else ():
+        if hint not in notes:
+            notes.append(hint)
 
 
 def _plan_parquet(path: str, columns: Mapping[str, Source], notes=None,
