@@ -355,3 +355,23 @@ def test_a_column_spelt_otherwise_is_named_not_left_out(tmp_path, capsys):
     assert run_cli("--input", str(path), "--output", mapped, "--run-id", "m",
                    "--config", str(cfg)) == 0
     assert [r["question"] for r in read_rows(mapped, "results")] == ["hi"]
+
+
+def test_a_folders_files_that_are_not_read_are_named(tmp_path, capsys):
+    """A folder of cases with one saved as .tsv (and one whose name starts with
+    '_') ran on the others alone and said nothing of the rows left behind."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write_cases(str(folder / "a.parquet"), SAMPLE_ROWS[:2])
+    (folder / "b.tsv").write_text("question\tanswer\nhi\tthere\n", encoding="utf-8")
+    (folder / "_c.jsonl").write_text('{"question": "hi"}\n', encoding="utf-8")
+    for quiet in ("_SUCCESS", ".DS_Store", "_metadata"):  # Spark's, macOS's, Dask's
+        (folder / quiet).write_bytes(b"")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(folder), "--output", out, "--run-id", "f") == 0
+    said = (f"2 files in the input folder are not read (a folder is read by its files' "
+            f"extensions, and skips names that start with '.' or '_'): {folder / '_c.jsonl'}, "
+            f"{folder / 'b.tsv'}")
+    assert said in capsys.readouterr().err
+    assert said in manifest(out, "f")["notes"]
+    assert len(read_rows(out, "results")) == 2

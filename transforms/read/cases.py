@@ -42,9 +42,11 @@ class Shard:
     shown: str | None = None  # what errors/ sources name instead of the path (in-memory cases)
 
 
-def _walk(folder: str, fmt: str | None) -> list[str]:
+def _walk(folder: str, fmt: str | None, left_out: list[str] | None = None) -> list[str]:
     """Files of a folder in the format (or any known format); a Hugging Face
-    dataset folder met on the way counts as its Arrow files."""
+    dataset folder met on the way counts as its Arrow files. The files not
+    read go to `left_out`, less the quiet ones (`_SUCCESS`, `.DS_Store`: a name
+    starting with '.' or '_' and no case file's extension)."""
     found = []
     for root, dirs, names in os.walk(folder):
         if formats.is_hf_dataset(root) and fmt in (None, "hf"):
@@ -52,19 +54,24 @@ def _walk(folder: str, fmt: str | None) -> list[str]:
             dirs[:] = []
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        found += [os.path.join(root, n) for n in names if not n.startswith((".", "_"))
-                  and formats.format_of(n) not in (None, "arrow")
-                  and (fmt is None or formats.format_of(n) == fmt)]
+        for name in sorted(names):
+            kind, hidden = formats.format_of(name), name.startswith((".", "_"))
+            if not hidden and kind not in (None, "arrow") and fmt in (None, kind):
+                found.append(os.path.join(root, name))
+            elif left_out is not None and (kind is not None or not hidden):
+                left_out.append(os.path.join(root, name))
     return found
 
 
-def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
+def list_input_files(pattern: str, fmt: str | None = None,
+                     left_out: list[str] | None = None) -> list[str]:
     """A file, a folder (every case file under it; a Hugging Face dataset
-    folder) or a glob; sorted (a dataset's Arrow files in their order); never empty."""
+    folder) or a glob; sorted (a dataset's Arrow files in their order); never
+    empty. A folder's files that are not read go to `left_out`."""
     if os.path.isdir(pattern):
         if _is_dataset(pattern):
             return formats.hf_dataset_files(pattern)
-        found = _walk(pattern, fmt)
+        found = _walk(pattern, fmt, left_out)
         if not found:
             raise InputError(_no_case_files(pattern, fmt))
     elif os.path.isfile(pattern):  # a file named like a glob ("b[1].parquet") is that file
@@ -75,16 +82,27 @@ def list_input_files(pattern: str, fmt: str | None = None) -> list[str]:
         except Exception as exc:  # Beam raises BeamIOError with the details inside
             raise InputError(f"cannot list input {pattern}: {exc}") from None
         found = [m.path for m in results]
-        found += [f for folder in _matched_folders(pattern) for f in _folder_files(folder, fmt)]
+        found += [f for folder in _matched_folders(pattern)
+                  for f in _folder_files(folder, fmt, left_out)]
     if not found:
         raise InputError(f"no input files match {pattern}")
     return sorted(set(found))
 
 
-def _folder_files(folder: str, fmt: str | None) -> list[str]:
+def _folder_files(folder: str, fmt: str | None, left_out: list[str] | None = None) -> list[str]:
     """A folder's case files: a dataset's Arrow files in their order, or every case
     file below it (possibly none)."""
-    return formats.hf_dataset_files(folder) if _is_dataset(folder) else _walk(folder, fmt)
+    return (formats.hf_dataset_files(folder) if _is_dataset(folder)
+            else _walk(folder, fmt, left_out))
+
+
+def left_out_note(files: list[str]) -> str:
+    """The note that names a folder's files the run does not read (a case file
+    saved as .tsv or .xlsx beside the others would be left out without a word)."""
+    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return (f"{len(files)} file{'' if len(files) == 1 else 's'} in the input folder "
+            f"{'is' if len(files) == 1 else 'are'} not read (a folder is read by its files' "
+            f"extensions, and skips names that start with '.' or '_'): {shown}")
 
 
 def _is_dataset(folder: str) -> bool:
@@ -291,7 +309,8 @@ def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = N
     shards: list[Shard] = []
     tally = UnreadTally(unread.without(source_names(columns))) if unread and notes is not None \
         else None
-    for path in list_input_files(pattern, fmt):
+    left_out: list[str] = []
+    for path in list_input_files(pattern, fmt, left_out):
         kind = file_format(path, fmt)
         if kind == "parquet":
             shards += _plan_parquet(path, columns, notes, tally)
@@ -303,6 +322,8 @@ def plan_shards(pattern: str, columns: Mapping[str, Source], fmt: str | None = N
             shards += _plan_text(path, kind, columns, notes, tally)
     if tally is not None:
         notes += [n for n in tally.notes() if n not in notes]
+    if left_out and notes is not None:
+        notes.append(left_out_note(left_out))
     return shards
 
 
