@@ -375,3 +375,29 @@ def test_a_folders_files_that_are_not_read_are_named(tmp_path, capsys):
     assert said in capsys.readouterr().err
     assert said in manifest(out, "f")["notes"]
     assert len(read_rows(out, "results")) == 2
+
+
+def test_a_lone_carriage_return_costs_its_row_not_the_run(tmp_path, capsys, monkeypatch):
+    """A bare CR in one unquoted cell (text pasted from an old Mac tool) stopped
+    the whole run: "cannot read ... as CSV near byte 24: new-line character seen
+    in unquoted field - do you need to open the file in universal-newline
+    mode?". A file whose lines all end in a CR (Excel for Mac's "CSV
+    (Macintosh)") is refused saying so."""
+    from transforms.read import cases as read_mod
+    monkeypatch.setattr(read_mod, "SHARD_ROWS", 2)  # the rows after it in other shards
+    path = tmp_path / "cases.csv"
+    path.write_bytes(b"case_id,question,answer\na,q0,x\nb,q1\rpasted,x\nc,q2,x\nd,q3,x\ne,q4,x\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "r") == 0
+    assert sorted(r["case_id"] for r in read_rows(out, "results")) == ["a", "c", "d", "e"]
+    (error,) = read_rows(out, "errors")
+    assert (error["error_type"], error["source"], error["message"]) == (
+        "invalid_csv", f"{path}#1", "an unquoted cell holds a carriage return (CR) without a "
+        "line feed: a cell with a line break must be quoted")
+    m = manifest(out, "r")
+    assert (m["counts"]["input_rows"], m["counts"]["invalid_rows"]) == (5, 1)
+    assert m["reconciliation"]["ok"]
+    path.write_bytes(b"case_id,question\ra,q0\rb,q1\r")
+    capsys.readouterr()
+    err = _fails_cleanly(capsys, str(tmp_path / "out2"), "--input", str(path))
+    assert 'its header ends in a carriage return (CR) without a line feed' in err

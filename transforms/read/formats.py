@@ -422,12 +422,42 @@ def _csv_reader(lines: _TrackedLines):
     return csv.reader(lines, strict=False)
 
 
+_LONE_CR = "new-line character seen in unquoted field"  # csv's words for a lone CR
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """What csv's error means to the file's author (its own words speak of
+    Python's universal-newline mode)."""
+    if _LONE_CR in str(exc):
+        return ("an unquoted cell holds a carriage return (CR) without a line feed: a cell "
+                "with a line break must be quoted")
+    return str(exc)
+
+
+def _records(reader) -> Iterator[list[str] | tuple[str, str]]:
+    """The reader's records; a line csv cannot read (a lone CR in an unquoted
+    cell) is one (error type, message) record, and the reader goes on with the
+    next line: a row's problem, not the run's."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield "invalid_csv", _csv_problem(exc)
+
+
 def _header(reader, path: str) -> list[str]:
     try:
         header = next(reader)
     except StopIteration:
         raise InputError(f"{path}: empty CSV file (no header)") from None
     except csv.Error as exc:
+        if _LONE_CR in str(exc):
+            raise InputError(f"cannot read {path} as CSV: its header ends in a carriage return "
+                             "(CR) without a line feed, as Excel for Mac's \"CSV (Macintosh)\" "
+                             "writes: save it as \"CSV UTF-8\", or with LF or CRLF line endings"
+                             ) from None
         raise InputError(f"cannot read {path} as CSV: {exc}") from None
     if header and header[0].startswith("\ufeff"):
         header[0] = header[0][1:]  # a UTF-8 byte-order mark
@@ -450,21 +480,19 @@ def scan_csv(path: str, shard_rows: int, each: Callable[[dict], None] | None = N
         lines = _TrackedLines(_lines(fh))
         reader = _csv_reader(lines)
         header = _header(reader, path)
+        records = _records(reader)
         while True:
             before = lines.pos
-            try:
-                record = next(reader)
-            except StopIteration:
+            record = next(records, None)
+            if record is None:
                 break
-            except csv.Error as exc:
-                raise InputError(f"cannot read {path} as CSV near byte {before}: {exc}") from None
             if not record:
                 continue  # a blank line
             if count == shard_rows and can_split:
                 pieces.append((start, before, count))
                 start, count = before, 0
             count += 1
-            if each is not None:
+            if each is not None and isinstance(record, list):
                 each(dict(zip(header, record)))
     pieces.append((start, None, count))
     return header, [p for p in pieces if p[2]]
@@ -528,8 +556,10 @@ def read_csv(path: str, offset: int, end: int | None, columns: Mapping[str, Sour
         reader = _csv_reader(lines)
         if offset == 0:
             next(reader, None)  # the header
-        for record in reader:
-            if record:
+        for record in _records(reader):
+            if isinstance(record, tuple):
+                yield record
+            elif record:
                 yield unclosed_quote(record) if lines.ended else csv_record(
                     header, record, canonical)
 
