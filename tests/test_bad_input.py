@@ -401,3 +401,24 @@ def test_a_lone_carriage_return_costs_its_row_not_the_run(tmp_path, capsys, monk
     capsys.readouterr()
     err = _fails_cleanly(capsys, str(tmp_path / "out2"), "--input", str(path))
     assert 'its header ends in a carriage return (CR) without a line feed' in err
+
+
+@pytest.mark.parametrize("name,header,line", [
+    ("cases.jsonl.gz", "", '{{"case_id": "c{i}", "question": "q{i}", "answer": "a"}}\n'),
+    ("cases.csv.gz", "case_id,question,answer\n", "c{i},q{i},a\n")])
+def test_a_truncated_gzip_file_is_refused_not_cut_short(tmp_path, capsys, name, header, line):
+    """A .gz file cut short (an interrupted download) ran on the rows before the
+    cut, its last half-row an invalid_json row, and the rest were gone without
+    a word (the counts reconciled over what was read)."""
+    import gzip
+    text = header + "".join(line.format(i=i) for i in range(500))
+    packed = gzip.compress(text.encode())
+    path = tmp_path / name
+    path.write_bytes(packed[:len(packed) // 2])
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err.endswith(f"{path} as {'JSONL' if 'jsonl' in name else 'CSV'}: the file is "
+                        "truncated: its gzip stream ends early")
+    path.write_bytes(packed + gzip.compress(line.format(i=500).encode()))  # two members: `cat`
+    out = str(tmp_path / "whole")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "g") == 0
+    assert manifest(out, "g")["counts"]["valid_cases"] == 501

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gzip
 import json
 import os
 from typing import IO, Any, Callable, Iterator, Mapping
@@ -114,8 +115,39 @@ def hf_dataset_files(folder: str) -> list[str]:
 
 # ------------------------------------------------------------------ JSON Lines
 
+class _Gunzip(gzip.GzipFile):
+    """A .gz file's bytes that say when its stream ends early (a download or copy
+    cut short): Beam's decompression stops there without a word, and the rows
+    after it were gone unsaid. Closes the file it reads."""
+
+    def __init__(self, raw: IO[bytes]):
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def read(self, size: int = -1) -> bytes:
+        return self._whole(super().read, size)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._whole(super().readline, size)
+
+    @staticmethod
+    def _whole(read: Callable[[int], bytes], size: int) -> bytes:
+        try:
+            return read(size)
+        except EOFError:
+            raise OSError("the file is truncated: its gzip stream ends early") from None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def _open(path: str) -> IO[bytes]:
     """The file's bytes (decompressed for .gz), through Beam's filesystems."""
+    if CompressionTypes.detect_compression_type(path) == CompressionTypes.GZIP:
+        return _Gunzip(FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
     return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
 
 
