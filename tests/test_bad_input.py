@@ -422,3 +422,17 @@ def test_a_truncated_gzip_file_is_refused_not_cut_short(tmp_path, capsys, name, 
     out = str(tmp_path / "whole")
     assert run_cli("--input", str(path), "--output", out, "--run-id", "g") == 0
     assert manifest(out, "g")["counts"]["valid_cases"] == 501
+
+
+def test_a_json_line_that_is_no_object_is_named_in_json_words(tmp_path):
+    """A line `null` was dead-lettered as "the line is a JSON NoneType, not an
+    object" (and `42`, `"text"`, `[...]` as int, str, list): Python's names."""
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"question": "q", "answer": "a"}\nnull\n42\n"text"\n[1]\ntrue\n',
+                    encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "j") == 0
+    said = {e["source"].rsplit("#")[1]: e["message"] for e in read_rows(out, "errors")}
+    assert said == {str(i): f"the line is a JSON {kind}, not an object" for i, kind in
+                    enumerate(["null", "number", "string", "array", "boolean"], start=1)}
+    assert manifest(out, "j")["reconciliation"]["ok"]

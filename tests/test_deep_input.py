@@ -98,7 +98,7 @@ def test_each_deep_value_is_an_errors_row_of_its_case(deep_run):
     repro = [r for r in errors.values() if r["source"].endswith("late.jsonl#120")]
     assert len(repro) == 1 and repro[0]["case_id"].startswith("h-")  # derived, from its inputs
     whole = [r for r in errors.values() if r["source"].endswith("array.json#2")]
-    assert len(whole) == 1 and "is a JSON list, not an object" in whole[0]["message"]
+    assert len(whole) == 1 and "is a JSON array, not an object" in whole[0]["message"]
 
 
 def test_the_other_rows_are_scored(deep_run):

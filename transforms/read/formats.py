@@ -261,6 +261,15 @@ def jsonl_keys(sample: list[bytes]) -> set[str]:
     return keys
 
 
+_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+               bool: "boolean", type(None): "null"}
+
+
+def json_kind(value: Any) -> str:
+    """A parsed value's JSON name, for messages (Python's said 'NoneType', 'dict')."""
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
 def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
     """A record's object, or (error_type, message)."""
     try:
@@ -274,7 +283,7 @@ def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
     if isinstance(obj, TooDeep):
         return "invalid_json", "the line nests too deeply to read as JSON"
     if not isinstance(obj, dict):
-        return "invalid_json", f"the line is a JSON {type(obj).__name__}, not an object"
+        return "invalid_json", f"the line is a JSON {json_kind(obj)}, not an object"
     return obj
 
 
@@ -297,7 +306,7 @@ def load_json_records(path: str) -> list:
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"cannot read {path} as JSON: {exc}"[:300]) from None
     if not isinstance(data, list):
-        what = "JSON nested too deeply" if isinstance(data, TooDeep) else type(data).__name__
+        what = "JSON nested too deeply" if isinstance(data, TooDeep) else f"a JSON {json_kind(data)}"
         raise InputError(f"{path}: a JSON input must be an array of objects (one per case), "
                          f"got {what}")
     return data
@@ -423,7 +432,7 @@ def read_json(path: str, fmt: str = "json") -> Iterator[dict | tuple[str, str]]:
             yield "invalid_json", "the record nests too deeply to read as JSON"
         else:
             yield item if isinstance(item, dict) else (
-                "invalid_json", f"the record is a JSON {type(item).__name__}, not an object")
+                "invalid_json", f"the record is a JSON {json_kind(item)}, not an object")
 
 
 # ------------------------------------------------------------------------ CSV
