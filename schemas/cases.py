@@ -655,7 +655,11 @@ def check_columns(names, columns: Mapping[str, Source], path: str) -> None:
 
 def _separator_hint(names: set) -> str:
     """A header read as one column that another separator would split: a CSV
-    written with ';' or tabs (spreadsheets in many locales do)."""
+    written with ';' or tabs (spreadsheets in many locales do); Excel's `sep=`
+    line above the header."""
+    if any(str(name).startswith("sep=") for name in names):
+        return (" (the first line is Excel's 'sep=' line, not the header: delete it, so "
+                "that the header is the first line)")
     if len(names) != 1:
         return ""
     (name,) = names

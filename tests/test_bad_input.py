@@ -436,3 +436,15 @@ def test_a_json_line_that_is_no_object_is_named_in_json_words(tmp_path):
     assert said == {str(i): f"the line is a JSON {kind}, not an object" for i, kind in
                     enumerate(["null", "number", "string", "array", "boolean"], start=1)}
     assert manifest(out, "j")["reconciliation"]["ok"]
+
+
+@pytest.mark.parametrize("first", ["sep=,", "sep=;"])
+def test_excels_sep_line_is_named(tmp_path, capsys, first):
+    """A CSV saved for Excel with a `sep=,` line above its header was refused as
+    "missing required column 'question'; columns present: ['', 'sep=']" (and
+    `sep=;` was told its header looked separated by ';')."""
+    path = tmp_path / "cases.csv"
+    path.write_text(f"{first}\nquestion,answer\nq1,a1\n", encoding="utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err.endswith("(the first line is Excel's 'sep=' line, not the header: delete it, "
+                        "so that the header is the first line)")
