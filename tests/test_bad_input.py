@@ -448,3 +448,21 @@ def test_excels_sep_line_is_named(tmp_path, capsys, first):
     err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
     assert err.endswith("(the first line is Excel's 'sep=' line, not the header: delete it, "
                         "so that the header is the first line)")
+
+
+def test_a_json_line_giving_a_read_key_twice_is_an_error_row(tmp_path):
+    """`{"question": "first?", "question": "second?"}` ran on the second question
+    and dropped the first without a word (a CSV header naming `question` twice
+    is refused); a key the run does not read may repeat."""
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"case_id": "a", "question": "first?", "question": "second?", '
+                    '"answer": "x"}\n{"case_id": "b", "question": "q", "answer": "x", '
+                    '"note": 1, "note": 2}\n', encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "k") == 0
+    assert [r["case_id"] for r in read_rows(out, "results")] == ["b"]
+    (error,) = read_rows(out, "errors")
+    assert (error["source"], error["error_type"], error["message"]) == (
+        f"{path}#0", "invalid_json",
+        "the key 'question' appears 2 times in the line, and only one can be read: keep one")
+    assert manifest(out, "k")["reconciliation"]["ok"]

@@ -406,7 +406,7 @@ def _shard_records(shard: Shard, columns: Mapping[str, Source]) -> Iterator[Any]
     if shard.format == "arrow":
         return _sliced(formats.read_arrow(shard.path, shard.offset, sorted(names)), shard)
     if shard.format == "jsonl":
-        return formats.read_jsonl(shard.path, shard.offset, shard.end)
+        return formats.read_jsonl(shard.path, shard.offset, shard.end, names)
     if shard.format in formats.WHOLE_FILE_FORMATS:
         return formats.read_json(shard.path, shard.format)
     return formats.read_csv(shard.path, shard.offset, shard.end, columns)

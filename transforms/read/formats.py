@@ -28,7 +28,7 @@ import csv
 import gzip
 import json
 import os
-from typing import IO, Any, Callable, Iterator, Mapping
+from typing import IO, Any, Callable, Collection, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -270,7 +270,23 @@ def json_kind(value: Any) -> str:
     return _JSON_KINDS.get(type(value), type(value).__name__)
 
 
-def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
+def repeated_key(text: str, keys: Mapping[str, str]) -> tuple[str, int] | None:
+    """(key, times) of a key the run reads that the line's object gives more than
+    once: json keeps the last without a word (a header naming a read column
+    twice is refused for the same reason). `keys`: each name and its JSON text;
+    the line is parsed again only when one's text is there twice."""
+    if not any(text.count(quoted) > 1 for quoted in keys.values()):
+        return None
+    try:
+        pairs = json.loads(text, object_pairs_hook=lambda p: p)
+    except RecursionError:  # too deep to parse again: its keys are not checked
+        return None
+    given = [k for k, _ in pairs]
+    return next(((n, given.count(n)) for n in sorted(keys) if given.count(n) > 1), None)
+
+
+def parse_jsonl_record(line: bytes, keys: Mapping[str, str] | None = None
+                       ) -> dict | tuple[str, str]:
     """A record's object, or (error_type, message)."""
     try:
         text = line.decode("utf-8")
@@ -284,14 +300,22 @@ def parse_jsonl_record(line: bytes) -> dict | tuple[str, str]:
         return "invalid_json", "the line nests too deeply to read as JSON"
     if not isinstance(obj, dict):
         return "invalid_json", f"the line is a JSON {json_kind(obj)}, not an object"
+    repeated = repeated_key(text, keys or {})
+    if repeated:
+        return "invalid_json", (f"the key {repeated[0]!r} appears {repeated[1]} times in the "
+                                "line, and only one can be read: keep one")
     return obj
 
 
-def read_jsonl(path: str, offset: int, end: int | None) -> Iterator[dict | tuple[str, str]]:
+def read_jsonl(path: str, offset: int, end: int | None, names: Collection[str] = ()
+               ) -> Iterator[dict | tuple[str, str]]:
+    """The records of [offset, end); `names`: the keys the run reads (checked
+    for repeats)."""
+    keys = {n: json.dumps(n, ensure_ascii=False) for n in names}
     with _open(path) as fh:
         for line in _lines(fh, offset, end):
             if _record(line).strip():
-                yield parse_jsonl_record(_record(line))
+                yield parse_jsonl_record(_record(line), keys)
 
 
 # ------------------------------------------------------------- JSON (an array)
