@@ -108,6 +108,9 @@ class ServerConfig:
     rate_limit_rps: float | None = None  # token bucket, capacity max(1, rps); over it -> 429
     retry_after_s: float | None = 1.0  # Retry-After on 429 (and 503); None: omit the header
     retry_after_http_date: bool = False  # send Retry-After as an HTTP-date instead of seconds
+    # a rate-limited 429 also says, as OpenAI does, x-ratelimit-remaining-requests: 0 and
+    # x-ratelimit-reset-requests: this many seconds as a Go duration ("1.5s"); None: not
+    ratelimit_reset_s: float | None = None
     fault_rate: float = 0.0           # probability that a request gets a fault (never /_admin)
     faults: tuple[str, ...] = FAULT_KINDS  # chosen uniformly among these
     timeout_sleep_s: float = 5.0      # how long a "timeout" fault sleeps before answering
@@ -720,8 +723,10 @@ class FakeOpenAI:
                       "x-ratelimit-remaining-requests": str(remaining)} if cfg.rate_limit_rps else {}
         if not allowed:
             rec.fault = "429"
+            reset = ({"x-ratelimit-reset-requests": f"{cfg.ratelimit_reset_s:g}s"}
+                     if cfg.ratelimit_reset_s is not None else {})
             error(429, "Rate limit reached for requests. Please retry later.",
-                  {**self._retry_after(cfg), **rl_headers})
+                  {**self._retry_after(cfg), **rl_headers, **reset})
             return None
 
         # status override and faults

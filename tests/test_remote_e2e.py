@@ -113,6 +113,30 @@ def test_400_and_401_are_not_retried(tmp_path, key_env, status):
                for r in results)
 
 
+def test_a_429_with_openai_reset_headers_is_retried_after_the_reset(tmp_path, key_env):
+    """A 429 with OpenAI's x-ratelimit-reset-requests and no Retry-After was
+    retried after the backoff's few ms: each retry spent a request on another
+    429. The same call's next attempt now waits the reset (1 s); usage/ counts
+    what the server received."""
+    server_cfg = ServerConfig(rate_limit_rps=2, retry_after_s=None, ratelimit_reset_s=1.0)
+    with FakeOpenAI(server_cfg, api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT, max_attempts=8)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 6), "--output", out, "--config", cfg,
+                       "--run-id", "reset") == 0
+        stats, requests = server.stats(), list(server.requests)
+    assert stats["by_status"].get("429"), "the server must have rate-limited some requests"
+    by_call: dict[str, list] = {}
+    for r in sorted(requests, key=lambda r: r.ts):
+        by_call.setdefault(r.request_id, []).append(r)
+    gaps = [b.ts - a.ts for attempts in by_call.values()
+            for a, b in zip(attempts, attempts[1:]) if a.status == 429]
+    assert gaps and min(gaps) >= 0.9, sorted(gaps)[:5]
+    assert all(r["error"] is None for r in read_rows(out, "results"))
+    u = read_rows(out, "usage")[0]
+    assert (u["calls"], u["calls"] + u["retries"]) == (6, stats["total"])
+
+
 def test_api_key_never_leaks(tmp_path, key_env):
     """A server that echoes the credential in its errors; the key is in no output or log."""
     bots = FULL_CONTEXT + ("  - {name: rag, type: http, endpoint: llm, "

@@ -2,13 +2,16 @@
 
 Retried: 429, 5xx, timeouts, connection errors, a 2xx whose body is not the
 JSON it should be (truncated or malformed). Never retried: any other 4xx (a
-bad request or a bad key does not get better by asking again).
+bad request or a bad key does not get better by asking again). A 429 without
+Retry-After is waited out by OpenAI's x-ratelimit-reset-* headers when it has
+them: asking again before then is a request spent on another 429.
 """
 from __future__ import annotations
 
 import datetime as dt
 import email.utils
 import random
+import re
 from typing import Callable
 
 import httpx
@@ -53,10 +56,40 @@ def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> floa
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_reset_duration(value: str | None) -> float | None:
+    """Seconds from an x-ratelimit-reset-* value, a Go duration as OpenAI sends
+    it ("1s", "6m0s", "20ms", "1h2m3.5s"); None otherwise (a bare number may be
+    an epoch time elsewhere: not guessed at)."""
+    text = (value or "").strip()
+    parts = list(_DURATION_PART.finditer(text))
+    if not parts or "".join(p.group(0) for p in parts) != text:
+        return None
+    return sum(float(p.group(1)) * _UNIT_S[p.group(2)] for p in parts)
+
+
+def ratelimit_reset(headers: httpx.Headers) -> float | None:
+    """Seconds until OpenAI's x-ratelimit-reset-requests / -tokens say the limit
+    that was hit resets: the longest of those whose x-ratelimit-remaining-* is 0,
+    else (none says which) the soonest of them; capped as Retry-After."""
+    resets = {kind: parse_reset_duration(headers.get(f"x-ratelimit-reset-{kind}"))
+              for kind in ("requests", "tokens")}
+    resets = {k: v for k, v in resets.items() if v is not None}
+    spent = [v for k, v in resets.items()
+             if headers.get(f"x-ratelimit-remaining-{k}", "").strip() == "0"]
+    wait = max(spent) if spent else min(resets.values(), default=None)
+    return None if wait is None else min(wait, MAX_RETRY_AFTER_S)
+
+
 def error_for_status(response: httpx.Response, detail: str) -> RemoteCallError:
     status = response.status_code
     retryable = status == 429 or status >= 500
     retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+    if retry_after is None and status == 429:
+        retry_after = ratelimit_reset(response.headers)
     return RemoteCallError(f"HTTP {status}: {detail}", status=status, retryable=retryable,
                            retry_after=retry_after)
 
