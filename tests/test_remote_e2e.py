@@ -99,8 +99,8 @@ def test_1000_cases_with_20_percent_faults_lose_nothing(tmp_path, key_env, monke
     assert done == sorted(done) and done[-1] > 0  # cases done of the total, never backwards
 
 
-@pytest.mark.parametrize("status", [400, 401])
-def test_400_and_401_are_not_retried(tmp_path, key_env, status):
+@pytest.mark.parametrize("status", [400, 404])
+def test_400_and_404_are_not_retried(tmp_path, key_env, status):
     with FakeOpenAI(ServerConfig(status_override=status), api_key=KEY) as server:
         cfg = _config(tmp_path, server, FULL_CONTEXT)
         out = str(tmp_path / "out")
@@ -135,6 +135,36 @@ def test_a_429_with_openai_reset_headers_is_retried_after_the_reset(tmp_path, ke
     assert all(r["error"] is None for r in read_rows(out, "results"))
     u = read_rows(out, "usage")[0]
     assert (u["calls"], u["calls"] + u["retries"]) == (6, stats["total"])
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_stops_the_endpoints_calls_after_the_first_replies(tmp_path, key_env,
+                                                                         status, caplog):
+    """A wrong key cost every row a request (60 rows: 60 401s). The first 401/403
+    stops the endpoint: the calls already on the wire (max_concurrency) are the
+    only requests; every other row fails unsent with one reason, the run says so
+    once, and usage/ and the journal count what the server received."""
+    with FakeOpenAI(ServerConfig(status_override=status, echo_auth_in_errors=True),
+                    api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT, max_concurrency=4)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", _cases(tmp_path, 60), "--output", out, "--config", cfg,
+                       "--run-id", "key") == 0
+        stats = server.stats()
+    assert 1 <= stats["total"] <= 4 and stats["max_attempts_per_request_id"] == 1
+    results = read_rows(out, "results")
+    reasons = Counter(r["error"].split(" (")[0] for r in results)
+    assert all(r["verdict"] == "ERROR" for r in results) and len(results) == 60
+    assert reasons == {f"HTTP {status}: Injected status {status}.": stats["total"],
+                       "not sent: endpoint llm refused the credentials earlier in this run":
+                       60 - stats["total"]}, reasons
+    u = read_rows(out, "usage")[0]
+    assert (u["calls"], u["retries"], u["failures"]) == (stats["total"], 0, 60)
+    sent = manifest(out, "key")["requests"]["by_endpoint"]["llm"]
+    assert (sent["sent_requests"], sent["usage_requests"]) == (stats["total"],) * 2
+    said = [r.getMessage() for r in caplog.records if "refused the credentials" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("evalbeam: endpoint llm refused")
+    assert KEY not in all_output_text(out) + "\n".join(said)
 
 
 def test_api_key_never_leaks(tmp_path, key_env):

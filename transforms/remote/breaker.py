@@ -7,6 +7,10 @@ reply at all within the timeout: a wedged server whose port still accepts
 connections) the breaker opens: every attempt fails at once with the reason. After
 `cooldown_s` one probe attempt goes through (half-open); a response of any
 status closes the breaker, another connection failure opens it again.
+
+A 401 or 403 (the key refused) opens it for good, whatever
+`circuit_failures`: a wrong key does not get better by asking again, and
+every row would otherwise spend a request to be told so.
 Runs on the endpoint's event loop (one thread), so it needs no lock.
 """
 from __future__ import annotations
@@ -24,9 +28,13 @@ class CircuitBreaker:
         self.open_until: float | None = None
         self.probing = False
         self.last_error = ""
+        self.credentials_refused: str | None = None  # the 401/403 that opened it for good
 
     def refusal(self) -> str | None:
         """Why this attempt must not be made (None: go ahead; maybe as the probe)."""
+        if self.credentials_refused is not None:
+            return (f"not sent: endpoint {self.endpoint} refused the credentials earlier in "
+                    f"this run ({self.credentials_refused}); fix its key and run again")
         if self.open_until is None:
             return None
         if self._clock() >= self.open_until and not self.probing:
@@ -39,6 +47,13 @@ class CircuitBreaker:
     def on_response(self) -> None:
         """The server answered (any status): it is reachable."""
         self.consecutive, self.open_until, self.probing = 0, None, False
+
+    def on_credentials_refused(self, error: str) -> bool:
+        """A 401/403: no further attempt. True the first time (to say so once)."""
+        first = self.credentials_refused is None
+        if first:
+            self.credentials_refused = error
+        return first
 
     def on_connection_failure(self, error: str) -> None:
         self.consecutive += 1

@@ -40,6 +40,7 @@ REQUEST_ID_HEADER = "X-Client-Request-Id"
 CALL_FOR: ContextVar[tuple[str | None, tuple[str, ...]]] = ContextVar(
     "evalbeam_call_for", default=(None, ()))
 POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
+_log = logging.getLogger(__name__)
 
 
 class _RedactURLs(logging.Filter):
@@ -461,11 +462,13 @@ class EndpointClient:
         if refusal:  # the endpoint is unreachable: fail at once, with the reason
             raise RemoteCallError(refusal, retryable=False)
         await self.limiter.acquire(tokens)
-        state["attempts"] += 1
-        if self.journal is not None:  # before it is on the wire: a lost process sent it
-            self.journal.attempted(request_id, self.name, state["attempts"],
-                                   state["prompt_estimate"])
         async with self._slots:
+            if self.breaker.credentials_refused is not None:  # refused while this one queued
+                raise RemoteCallError(self.breaker.refusal(), retryable=False)
+            state["attempts"] += 1
+            if self.journal is not None:  # before it is on the wire: a lost process sent it
+                self.journal.attempted(request_id, self.name, state["attempts"],
+                                       state["prompt_estimate"])
             t0 = time.perf_counter()
             replied = False
             try:
@@ -506,6 +509,10 @@ class EndpointClient:
             err = error_for_status(response, self.scrub(_error_detail(body))[:300])
             if response.status_code == 429:
                 self.limiter.on_rate_limited(err.retry_after)
+            if response.status_code in (401, 403) and self.breaker.on_credentials_refused(
+                    str(err)):
+                _log.warning("evalbeam: endpoint %s refused the credentials (%s): its other "
+                             "calls in this process fail without being sent", self.name, err)
             raise err
         try:
             data = json.loads(body)
