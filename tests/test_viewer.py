@@ -363,3 +363,50 @@ def test_breaking_long_words_leaves_an_ordinary_run_as_it_was(viewer, monkeypatc
     for (path, markup, sizes, png), (_, markup0, sizes0, png0) in zip(now, before):
         assert "<wbr>" not in markup and markup == markup0, path
         assert sizes == sizes0 and png == png0, path
+
+
+def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
+    """A run with an invalid input row and a bot that cannot be reached: its
+    page showed 2 cases × 2 bots and the verdict counts only; the invalid row
+    and every errors/ row, with its reason, were on no page of the viewer. Now
+    the first screen says when the run finished, the input rows (valid,
+    invalid), the errors/ rows (a link to them) and that the counts reconcile,
+    and the errors/ rows follow the cases, each with its stage and message."""
+    _need_chromium()
+    rows = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])]
+    rows.append({"case_id": "bad", "question": None, "answer": "x"})
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("endpoints: {down: {base_url: 'http://127.0.0.1:9/v1', max_attempts: 1}}\n"
+                   "bots: [{name: recorded, type: precomputed},"
+                   " {name: down, type: chat, endpoint: down, model: m}]\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
+                   "r") == 0
+    server = start_in_thread(out, 0)
+    try:
+        with browser.Browser(width=1280, loopback=True) as b:
+            page = b.open(server.url + "run/r")
+            (tmp_path / "run.png").write_bytes(page.png)
+            first_screen = page.evaluate(
+                "Array.from(document.querySelectorAll('body > :not(style)')).filter(e =>"
+                " e.getBoundingClientRect().bottom <= 800).map(e => e.innerText).join('\\n')")
+            errors = page.evaluate(
+                "Array.from(document.querySelectorAll('table.errors tbody tr')).map(tr =>"
+                " Array.from(tr.children).map(td => td.innerText))")
+            target = page.evaluate("(a => a && document.querySelector(a.getAttribute('href'))"
+                                   ".textContent)(document.querySelector('a[href=\"#errors\"]'))")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "finished 20" in first_screen and " UTC" in first_screen, first_screen
+    assert "3 input rows: 2 valid, 1 invalid" in first_screen, first_screen
+    assert "2 cases × 2 bots = 4 results rows" in first_screen, first_screen
+    assert "3 rows in errors/" in first_screen and "counts reconcile: yes" in first_screen
+    assert target == "errors/ (3 rows)"
+    assert ["read", "bad", "–", "invalid_value", "question is null"] in errors, errors
+    bot_errors = [e for e in errors if e[0] == "bot"]
+    assert [(e[1], e[2], e[3]) for e in bot_errors] == [("c0", "down", "bot_error"),
+                                                        ("c1", "down", "bot_error")]
+    assert all("connect" in e[4].lower() for e in bot_errors), bot_errors

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.postrun.status import run_status
-from schemas.tables import RESULTS, SCORES, VERDICT_ORDER
+from schemas.tables import ERRORS, RESULTS, SCORES, VERDICT_ORDER
 from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
                                           check_run_id, read_completed_run, unreachable)
 
@@ -328,6 +328,22 @@ class Catalog:
         ).fetchall():
             out.setdefault(bot, dict.fromkeys(VERDICT_ORDER, 0))[verdict or "ERROR"] = n
         return out
+
+    def errors(self, loaded: LoadedRun, cur, limit: int = PAGE_SIZE
+               ) -> tuple[list[dict[str, Any]], int]:
+        """The run's first `limit` errors/ rows (by stage, case id, bot) and how
+        many it has: what the verdict counts leave out (an invalid input row
+        is in no results row)."""
+        run = loaded.run
+        if not run.files(ERRORS.name):
+            return [], 0
+        scan = self._scan(run, ERRORS.name)
+        total = cur.execute(f"SELECT count(*) FROM {scan} WHERE run_id = ?",
+                            [run.run_id]).fetchone()[0]
+        rows = _rows(cur.execute(f"""SELECT stage, case_id, bot, error_type, message
+            FROM {scan} WHERE run_id = ? ORDER BY stage, case_id, bot, message LIMIT ?""",
+                                 [run.run_id, limit]))
+        return rows, total
 
     # ------------------------------------------------------------- one case
 

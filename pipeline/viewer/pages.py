@@ -197,7 +197,39 @@ def runs_list(runs: list[dict], problems: list[str], output: str) -> bytes:
     return viewer_page("Runs", parts)
 
 
-def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: int) -> bytes:
+def run_counts(run) -> Raw:
+    """What the run read and wrote, as the report's first lines say it: input
+    rows, valid and invalid, the rows listed below, the errors/ rows, and
+    whether the counts reconcile (an invalid input row is in no verdict count)."""
+    c, bots = run.counts, len(run.bots)
+    n = c.get("errors_rows", 0)
+    errors = (f'<a href="#errors">{n:,} row{"s" * (n != 1)} in errors/</a>' if n
+              else "no row in errors/")
+    ok = (run.manifest.get("reconciliation") or {}).get("ok")
+    badge = ("" if ok is None else f' · counts reconcile: <span class="badge '
+             f'{"pass" if ok else "fail"}">{"yes" if ok else "NO"}</span>')
+    return Raw(f"<p>{c.get('input_rows', 0):,} input rows: {c.get('valid_cases', 0):,} valid, "
+               f"{c.get('invalid_rows', 0):,} invalid · {c.get('valid_cases', 0):,} cases × "
+               f"{bots} bot{'s' * (bots != 1)} = {c.get('results_rows', 0):,} results rows · "
+               f"{errors}{badge}</p>")
+
+
+def errors_section(rid: str, rows: Sequence[Mapping[str, Any]], total: int) -> list[Any]:
+    """The run's errors/ rows with their reasons (the first ones when there are many)."""
+    if not total:
+        return []
+    shown = [[r["stage"], link(url("run", rid, "case", r["case_id"]), r["case_id"])
+              if r.get("bot") and r.get("case_id") is not None else r.get("case_id"),
+              r.get("bot"), r.get("error_type"), r.get("message")] for r in rows]
+    more = (f'<p class="muted small">The first {len(rows):,} of {total:,}; all of them are '
+            "in the errors/ table.</p>" if total > len(rows) else "")
+    return [Raw(f"<h2 id=\"errors\">errors/ ({total:,} row{'s' * (total != 1)})</h2>"),
+            grid(["stage", "case", "bot", "error type", "message"], shown, "errors",
+                 stack=True), Raw(more)]
+
+
+def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: int,
+             errors: tuple[Sequence[Mapping[str, Any]], int] = ((), 0)) -> bytes:
     run = loaded.run
     rid = run.run_id
     path = url("run", rid)
@@ -215,15 +247,18 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
     headers = ["case", "bot", "suite", "verdict", "reason", "question", "answer"]
     if f.metric:
         headers.append(f.metric)
+    finished = str(run.manifest.get("finished_at") or "–").replace("T", " ").replace("Z", " UTC")
     parts = [Raw(f"<h1>Run {text(rid)}</h1>"),
-             Raw(f'<p class="muted">{text(run.run_date)} · {run.counts.get("valid_cases", 0):,} '
-                 f'cases × {len(run.bots)} bot{"s" * (len(run.bots) != 1)} · input {text(run.manifest.get("input"))} · '
+             Raw(f'<p class="muted">run date {text(run.run_date)} · finished {text(finished)} · '
+                 f'bots {text(", ".join(run.bots))} · input {text(run.manifest.get("input"))} · '
                  f'{link(url("run", rid, "report.html"), "report")}</p>'),
+             run_counts(run),
              summary,
              filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics),
              pager(path, f.params(), result.page, result.pages, result.total, size),
              grid(headers, rows, "cases", stack=True),
-             pager(path, f.params(), result.page, result.pages, result.total, size)]
+             pager(path, f.params(), result.page, result.pages, result.total, size),
+             *errors_section(rid, *errors)]
     return viewer_page(f"Run {rid}", parts)
 
 

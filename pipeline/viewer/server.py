@@ -147,7 +147,7 @@ class Handler(BaseHTTPRequestHandler):
             cur = catalog.cursor()
             result = catalog.cases(loaded, f, cur)
             return 200, pages.explorer(loaded, f, result, catalog.verdict_counts(loaded, cur),
-                                       PAGE_SIZE), None
+                                       PAGE_SIZE, catalog.errors(loaded, cur)), None
         if parts[0] == "run" and len(parts) == 4 and parts[2] == "case":
             loaded = catalog.run(parts[1])
             case = catalog.case(loaded, parts[3], catalog.cursor())
