@@ -410,3 +410,72 @@ def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
     assert [(e[1], e[2], e[3]) for e in bot_errors] == [("c0", "down", "bot_error"),
                                                         ("c1", "down", "bot_error")]
     assert all("connect" in e[4].lower() for e in bot_errors), bot_errors
+
+
+ARABIC = "يمكن استرداد المبلغ خلال 30 يومًا من التسليم."
+# For each element matched whose text holds Arabic and a full stop: [x of the
+# text's first letter's left edge, x of its final full stop's left edge, the
+# element's right edge minus its text's right edge] (text nodes walked in order)
+FULL_STOP = """(sel => Array.from(document.querySelectorAll(sel))
+  .filter(e => /[\\u0600-\\u06ff]/.test(e.textContent) && e.textContent.includes('.'))
+  .map(e => {
+    const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), nodes = [];
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) nodes.push(n);
+    const box = (n, i) => { const r = document.createRange(); r.setStart(n, i);
+                            r.setEnd(n, i + 1); return r.getBoundingClientRect(); };
+    const first = nodes.find(n => /[\\u0600-\\u06ff]/.test(n.data));
+    const last = nodes.filter(n => n.data.includes('.')).pop();
+    const a = box(first, first.data.search(/[\\u0600-\\u06ff]/));
+    const b = box(last, last.data.lastIndexOf('.'));
+    const all = document.createRange(); all.selectNodeContents(e);
+    return [a.left, b.left, e.getBoundingClientRect().right - all.getBoundingClientRect().right];
+  }))"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_arabic_text_reads_right_to_left(tmp_path, width):
+    """An Arabic question, reference, context and answer: shown in a
+    left-to-right paragraph, the sentence's full stop stood at its right end,
+    beside its first word (where an Arabic reader starts), and the case page's
+    boxes were aligned left. Now a text that starts with right-to-left letters
+    is laid out right to left: its full stop ends it on the left, and its box
+    starts on the right. English text is laid out as before."""
+    _need_chromium()
+    rows = [{"case_id": "ar", "question": "ما هي مدة الاسترداد؟", "suite": "i18n",
+             "expected_answer": ARABIC, "contexts": [ARABIC], "answer": ARABIC},
+            {"case_id": "en", "question": "How long is the refund window?",
+             "expected_answer": "Thirty days.", "answer": "Thirty days."}]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
+                   "r") == 0
+    server = start_in_thread(out, 0)
+    try:
+        with browser.Browser(width=width, loopback=True, mobile=width < 640) as b:
+            explorer = b.open(server.url + "run/r")
+            (tmp_path / "explorer.png").write_bytes(explorer.png)
+            listed = explorer.evaluate(FULL_STOP + "('table.cases td')")
+            label_gap = explorer.evaluate(  # a phone's card: its heading's space beside the text
+                "(td => getComputedStyle(td, '::before')[td.matches('[dir=auto]') ? 'marginLeft'"
+                " : 'marginRight'])(Array.from(document.querySelectorAll('table.cases td'))"
+                ".find(td => td.textContent.startsWith('ما هي')))")
+            case = b.open(server.url + "run/r/case/ar")
+            (tmp_path / "case.png").write_bytes(case.png)
+            boxes = case.evaluate(FULL_STOP + "('div.answer')")
+            english = case.evaluate("getComputedStyle(document.querySelector('h1')).direction")
+            en_case = b.open(server.url + "run/r/case/en")
+            en_box = en_case.evaluate("getComputedStyle(document.querySelector('div.answer'))"
+                                      ".direction")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(listed) == 1 and len(boxes) == 3, (listed, boxes)  # answer; ref, context, answer
+    for first, stop, _ in listed + boxes:
+        assert stop < first, (listed, boxes)  # the full stop ends the sentence, on the left
+    for _, _, gap in boxes:
+        assert gap < 16, boxes  # the box's text starts at its right edge (its padding)
+    assert english == en_box == "ltr"
+    if width < 640:  # on the left of a right-to-left text, between the heading and it
+        assert label_gap not in ("0px", None), label_gap

@@ -14,7 +14,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from schemas.tables import VERDICT_ORDER
-from transforms.publish.html import STACK, Raw, breakable, cell, esc, page, scrolling
+from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
+                                     scrolling)
 from transforms.publish.report import escape_controls
 
 STYLE = """
@@ -154,13 +155,18 @@ def details_block(value: Any) -> Raw:
                f'<pre class="details">{text(full)}</pre></details>')
 
 
+def box(inner: str) -> Raw:
+    """A text (HTML already escaped) in a box, right to left when it starts so."""
+    return Raw(f'<div class="answer"{direction(inner)}>{inner}</div>')
+
+
 def answer_box(value: Any, limit: int | None = None) -> Raw:
     """A bot's answer in a box; an empty or missing one says so."""
     if value is None or str(value).strip() == "":
         label = "(no answer)" if value is None else "(empty answer)"
         return Raw(f'<div class="answer empty">{label}</div>')
     shown = clip(value, limit) if limit else value
-    return Raw(f'<div class="answer">{text(shown)}</div>')
+    return box(text(shown))
 
 
 def number(x: Any) -> str:
@@ -273,15 +279,15 @@ def _case_inputs(case: Mapping[str, Any]) -> list[Any]:
         parts.append(Raw("<h2>Conversation before the question</h2>"))
         parts.append(grid(["role", "content"], [[m.get("role"), m.get("content")]
                                                 for m in messages if isinstance(m, dict)]))
-    parts += [Raw("<h2>Question</h2>"), Raw(f'<div class="answer">{text(case["question"])}</div>')]
+    parts += [Raw("<h2>Question</h2>"), box(text(case["question"]))]
     refs = case.get("references") or ([case["expected_answer"]]
                                       if case.get("expected_answer") is not None else [])
     parts.append(Raw("<h2>Reference</h2>"))
-    parts += [Raw(f'<div class="answer">{text(r)}</div>') for r in refs] or [
+    parts += [box(text(r)) for r in refs] or [
         Raw("<p>None given.</p>")]
     contexts = case.get("contexts") or []
     parts.append(Raw(f"<h2>Contexts ({len(contexts)})</h2>"))
-    parts += [Raw(f'<div class="answer"><b>[{i}]</b> {text(c)}</div>')
+    parts += [box(f"<b>[{i}]</b> {text(c)}")
               for i, c in enumerate(contexts, 1)] or [Raw("<p>None.</p>")]
     return parts
 

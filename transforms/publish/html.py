@@ -22,6 +22,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px s
 padding-bottom:.3rem}h3{margin-top:1.4rem}.muted{color:#57606a}.small{font-size:.85rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;vertical-align:top;text-align:left}
+td{text-align:start}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.text{max-width:28rem;min-width:7rem;white-space:pre-wrap;word-break:break-word}
 td details{margin:.2rem 0 0}
@@ -36,8 +37,8 @@ table.stack,table.stack tbody,table.stack tr{display:block;border:0}
 table.stack thead{display:none}
 table.stack tr{border:1px solid #d0d7de;border-radius:6px;margin:0 0 .6rem;padding:.3rem .5rem}
 table.stack td:nth-child(n){display:block;border:0;padding:.1rem 0;min-width:0;max-width:none;
-text-align:left}
-table.stack td::before{content:attr(data-label);margin-right:.5rem;font-size:.8rem;
+text-align:start}
+table.stack td::before{content:attr(data-label);margin-inline-end:.5rem;font-size:.8rem;
 font-weight:600;color:#57606a}
 figure .wide img.chart{max-width:none}
 }
@@ -92,6 +93,15 @@ def breakable(value: Any) -> str:
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 
+def direction(content: str) -> str:
+    """' dir="auto"' for an element whose text holds right-to-left letters (an
+    Arabic answer): the browser then lays it out right to left when its first
+    letter is, so its full stop ends it on the left and it starts on the right;
+    in a left-to-right paragraph the stop stood beside its first word. Other
+    text gets nothing (its markup stays as it was)."""
+    return ' dir="auto"' if _RTL.search(content) else ""
+
+
 def isolated(text: str, names: Iterable[str]) -> str:
     """The text with each right-to-left name set apart (Unicode's first-strong
     isolate ... pop isolate, invisible): without it the browser's bidi rules
@@ -140,7 +150,7 @@ def cell(content: str, label: str | None = None, cls: str = "") -> str:
     """A <td> of HTML content; label (escaped): its column's heading, shown
     beside it when the table is stacked (STACK) on a phone."""
     attrs = (f' class="{cls}"' if cls else "") + (
-        f' data-label="{label}"' if label is not None else "")
+        f' data-label="{label}"' if label is not None else "") + direction(content)
     return f"<td{attrs}>{content}</td>"
 
 
