@@ -16,7 +16,7 @@ from pipeline.viewer.data import PAGE_SIZE
 from pipeline.viewer.server import start_in_thread
 from tests import browser
 from tests.conftest import write_cases
-from tests.pipeline_helpers import run_cli
+from tests.pipeline_helpers import run_cli, run_sample
 
 PAYLOAD = "<script>window.__pwned = 1; document.title = 'PWNED'</script>"
 HOSTILE_IDS = [f"{PAYLOAD}id", 'q"onmouseover="window.__pwned=2', "a/b?c=1#d", "../../etc/passwd",
@@ -479,3 +479,38 @@ def test_arabic_text_reads_right_to_left(tmp_path, width):
     assert english == en_box == "ltr"
     if width < 640:  # on the left of a right-to-left text, between the heading and it
         assert label_gap not in ("0px", None), label_gap
+
+
+def test_a_case_of_a_cascade_run_says_which_stage_decided(tmp_path):
+    """judge.escalate: undecided: a case page showed "no rule matched" for a row
+    the offline rules decided (the judge never asked), as for any row of a run
+    without a cascade; results/ decided_by was on no page. Now the reason says
+    which stage of the cascade decided; a run without one says nothing more."""
+    _need_chromium()
+    from tests.fake_server import FakeOpenAI
+    from tests.judge_script import ScriptedJudge
+    from tests.test_cascade import ROWS, _by_digit, _config
+    with FakeOpenAI() as fake:
+        fake.set_chat_handler(ScriptedJudge(overrides={"judge_relevance": _by_digit}))
+        code, out = run_sample(tmp_path, _config(fake), "cas", ROWS)
+    assert code == 0
+    plain = write_cases(str(tmp_path / "plain.parquet"), ROWS[:1])
+    assert run_cli("--input", plain, "--output", out, "--run-id", "plain") == 0
+    server = start_in_thread(out, 0)
+    try:
+        with browser.Browser(width=1280, loopback=True) as b:
+            said = {}
+            for path in ("cas/case/e0", "cas/case/w0", "plain/case/e0"):
+                page = b.open(server.url + "run/" + path)
+                (tmp_path / (path.replace("/", "-") + ".png")).write_bytes(page.png)
+                said[path] = page.evaluate(
+                    "Array.from(document.querySelectorAll('h2 + p')).map(p => p.innerText)")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert said["cas/case/e0"] == [
+        "no rule matched · decided by the offline rules (the cascade's first stage)"]
+    assert said["cas/case/w0"] == [
+        "escalated: judge_relevance 0 < 0.5 · decided by the escalation rules on the judge's "
+        "and classifier's metrics (the cascade's second stage)"]
+    assert said["plain/case/e0"] == ["no rule matched"]

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from schemas.tables import VERDICT_ORDER
+from transforms.decide.cascade import BY_ESCALATION, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
                                      scrolling)
 from transforms.publish.report import escape_controls
@@ -300,6 +301,17 @@ def _json_list(value: str) -> list | None:
     return out if isinstance(out, list) else None
 
 
+# results/ decided_by (judge.escalate: undecided): which stage of the cascade decided
+DECIDED_BY = {OFFLINE: "the offline rules (the cascade's first stage)",
+              BY_ESCALATION: "the escalation rules on the judge's and classifier's metrics "
+                             "(the cascade's second stage)"}
+
+
+def decided_by(value: Any) -> str:
+    """' · decided by ...' for a row of a cascade run; '' without one."""
+    return "" if value is None else " · decided by " + text(DECIDED_BY.get(value, value))
+
+
 _INPUT_FIELDS = ("question", "expected_answer", "references", "contexts", "messages")
 
 
@@ -327,7 +339,8 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
                              f"{per_bot[a['bot']]}: its inputs</h2>"))
             parts += _case_inputs(a)
         parts.append(Raw(f"<h2>{text(a['bot'])}: {verdict(a['verdict'])}</h2>"))
-        parts.append(Raw(f"<p>{text(a.get('verdict_reason'))}</p>"))
+        parts.append(Raw(f"<p>{text(a.get('verdict_reason'))}{decided_by(a.get('decided_by'))}"
+                         "</p>"))
         if a.get("error"):
             parts.append(Raw(f"<p><b>Error:</b> {text(a['error'])}</p>"))
         parts.append(answer_box(a.get("answer")))
