@@ -514,3 +514,27 @@ def test_a_case_of_a_cascade_run_says_which_stage_decided(tmp_path):
         "escalated: judge_relevance 0 < 0.5 · decided by the escalation rules on the judge's "
         "and classifier's metrics (the cascade's second stage)"]
     assert said["plain/case/e0"] == ["no rule matched"]
+
+
+def test_an_empty_answer_says_so_in_the_list(tmp_path):
+    """A bot that answered with an empty text (a FAQ bot with no match, a
+    recorded ''): its row's answer cell in the explorer was blank, as if the
+    page had not filled it in; the case page said "(empty answer)". The cell
+    now says so too; a missing answer (a bot error) still shows the error."""
+    _need_chromium()
+    rows = [{"case_id": "blank", "question": "Anything?", "answer": "  "},
+            {"case_id": "full", "question": "Anything?", "answer": "Yes."}]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--run-id", "r") == 0
+    server = start_in_thread(out, 0)
+    try:
+        with browser.Browser(width=1280, loopback=True) as b:
+            page = b.open(server.url + "run/r")
+            (tmp_path / "run.png").write_bytes(page.png)
+            cells = page.evaluate("Array.from(document.querySelectorAll('table.cases tbody tr'))"
+                                  ".map(tr => [tr.children[0].innerText, tr.children[6].innerText])")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert cells == [["blank", "(empty answer)"], ["full", "Yes."]], cells

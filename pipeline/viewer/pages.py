@@ -161,9 +161,14 @@ def box(inner: str) -> Raw:
     return Raw(f'<div class="answer"{direction(inner)}>{inner}</div>')
 
 
+def empty_answer(value: Any) -> bool:
+    """An answer that is there but shows nothing (blank: a cell would look unfilled)."""
+    return value is not None and str(value).strip() == ""
+
+
 def answer_box(value: Any, limit: int | None = None) -> Raw:
     """A bot's answer in a box; an empty or missing one says so."""
-    if value is None or str(value).strip() == "":
+    if value is None or empty_answer(value):
         label = "(no answer)" if value is None else "(empty answer)"
         return Raw(f'<div class="answer empty">{label}</div>')
     shown = clip(value, limit) if limit else value
@@ -247,7 +252,8 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
         row = [Raw(f'<span class="case">{link(url("run", rid, "case", r["case_id"]), r["case_id"])}'
                    "</span>"), r["bot"], r["suite"], verdict(r["verdict"]),
                clip(r["verdict_reason"], 160), clip(r["question"], 160),
-               clip(r["answer"], 200)]
+               Raw('<span class="empty">(empty answer)</span>') if empty_answer(r["answer"])
+               else clip(r["answer"], 200)]
         if f.metric:
             row.append(number(r["value"]))
         rows.append(row)
