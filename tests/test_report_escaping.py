@@ -33,3 +33,42 @@ def test_report_md_escapes_case_ids_and_the_input_path(tmp_path):
     assert len(worst) == 3
     for line in worst:  # 7 cells: 8 unescaped pipes, whatever the case id holds
         assert len(re.findall(r"(?<!\\)\|", line)) == 8, line
+
+
+def test_markdown_in_an_answer_is_shown_as_written_when_report_md_is_rendered(tmp_path):
+    """report.md opened where markdown is rendered (a repository's file view, a
+    docs site): an answer's `**bold**`, `_stress_`, `` `code` `` and
+    `[link](javascript:...)` / `![pixel](http://...)` became bold text, code, a
+    link and an image that loads from elsewhere, in the worst cases table. Now
+    they are backslash-escaped: rendered (Python-Markdown, in Chromium) the
+    cell reads as the bot wrote it, with no link, image or emphasis."""
+    import markdown
+
+    from tests import browser
+    from tests.test_viewer import _need_chromium
+    _need_chromium()
+    answer = ("**bold** _stress_ `code` [link](javascript:alert(1)) "
+              "![pixel](http://127.0.0.1:9/p.png) a\\*b")
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": "md_case", "question": "Say *it*?", "expected_answer": "Thirty days.",
+         "answer": answer}])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "x") == 0
+    with open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8") as fh:
+        rendered = markdown.markdown(fh.read(), extensions=["tables"])
+    page_file = tmp_path / "report_md.html"
+    page_file.write_text(f"<!doctype html><meta charset=utf-8><body>{rendered}</body>",
+                         encoding="utf-8")
+    with browser.Browser(width=1280) as b:
+        page = b.open(page_file.as_uri())
+        (tmp_path / "report_md.png").write_bytes(page.png)
+        row = page.evaluate("Array.from(document.querySelectorAll('tr')).map(tr =>"
+                            " Array.from(tr.children).map(td => td.innerText))"
+                            ".find(r => r[0] === 'md_case')")
+        inside = page.evaluate("Array.from(document.querySelectorAll('td a, td img, td strong,"
+                               " td em, td code')).map(e => e.outerHTML)")
+    assert row is not None and row[3] == "Say *it*?" and row[5] == answer, row
+    assert inside == [], inside
+    assert not [u for u in page.requests if u.startswith("http")], page.requests

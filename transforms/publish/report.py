@@ -307,6 +307,19 @@ def md_cell(text: Any, limit: int) -> str:
     return text.translate(_MD_ESCAPES)
 
 
+# markdown's inline marks, and a `]` that would close a link's or an image's text
+_MD_INLINE = re.compile(r"[\\`*_]|\](?=[(\[])")
+
+
+def md_text(text: str) -> str:
+    """Data (an answer, a question, a case id) as written when report.md is
+    rendered: a backslash before \\ ` * _ and before the `]` of `[x](...)`, so
+    `**bold**` is not bold and `[x](javascript:...)`, `![x](http://...)` are
+    neither a link nor an image loaded from elsewhere (other brackets, as in
+    `\\x1b[31m`, stay as they are). Then md_cell, as for any text."""
+    return _MD_INLINE.sub(lambda m: "\\" + m.group(), text)
+
+
 def metric_values(case: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """A worst case's metric values as 'name 0.00': those its verdict reason
     names, and the others (each in name order)."""
@@ -414,9 +427,11 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         lines += [f"### {md_cell(bot, 80)}", ""]
         lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
                            "metrics"],
-                          [[w["case_id"], w["verdict"], clip(w["reason"], 160),
-                            clip(w["question"], 80), clip(w.get("reference"), 120),
-                            clip(w["answer"], 120), metrics_text(w)] for w in worst[bot]],
+                          [[md_text(w["case_id"]), w["verdict"], clip(w["reason"], 160),
+                            md_text(clip(w["question"], 80)),
+                            md_text(clip(w.get("reference"), 120)),
+                            md_text(clip(w["answer"], 120)), metrics_text(w)]
+                           for w in worst[bot]],
                           limit=1000)
     lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
               ""]
