@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import urllib.parse
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -538,3 +539,39 @@ def test_an_empty_answer_says_so_in_the_list(tmp_path):
         server.shutdown()
         server.server_close()
     assert cells == [["blank", "(empty answer)"], ["full", "Yes."]], cells
+
+
+def test_the_cases_sort_by_a_metric(viewer):
+    """The explorer listed its rows in case order only: to find the lowest
+    rougeL, a person paged through all of them. With a metric chosen, "sort by
+    the metric" lists them lowest or highest first (a row without a value last),
+    the menu keeps the choice, and paging keeps the order; a sort without a
+    metric is refused."""
+    _need_chromium()
+    server, out = viewer
+    con = duckdb.connect()
+    values = [v for (v,) in con.execute(
+        f"SELECT value FROM read_parquet('{out}/scores/**/*.parquet', hive_partitioning=true) "
+        "WHERE run_id = 'r2' AND metric = 'rougeL'").fetchall()]
+    base = server.url + "run/r2?metric=rougeL&sort="
+    with browser.Browser(width=1280, loopback=True) as b:
+        shown = {}
+        for sort in ("asc", "desc"):
+            listed = []
+            for page_no in (1, 2):
+                page = b.open(f"{base}{sort}&page={page_no}")
+                (Path(str(out)).parent / f"sort-{sort}-{page_no}.png").write_bytes(page.png)
+                listed += page.evaluate(
+                    "Array.from(document.querySelectorAll('table.cases tbody tr'))"
+                    ".map(tr => tr.children[7].innerText)")
+                chosen = page.evaluate("document.querySelector('select[name=sort]').value")
+                assert chosen == sort
+            shown[sort] = [None if v == "–" else float(v) for v in listed]
+    have = sum(v is not None for v in values)
+    assert len(values) == 70
+    for sort, listed in shown.items():
+        assert len(listed) == 70 and None not in listed[:have], sort
+        assert listed[have:] == [None] * (70 - have), sort  # no value: last
+        assert listed[:have] == sorted(listed[:have], reverse=sort == "desc"), sort
+    assert _get(server, "/run/r2?sort=asc")[0] == 400  # no metric to sort by
+    assert _get(server, "/run/r2?metric=rougeL&sort=sideways")[0] == 400

@@ -35,6 +35,7 @@ PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
 LISTED_TEXT = 240    # characters of a question or answer in a list
 SIDE_TEXT = 600      # characters of each answer side by side
+SORTS = {"asc": "lowest first", "desc": "highest first"}  # the explorer's sort by a value
 
 
 def why_not_finished(output: str, run_id: str, fallback: str) -> str:
@@ -58,6 +59,7 @@ class Filters:
     high: float | None = None     # metric value at most
     text: str | None = None       # in the case id, question, reference or answer
     changed: bool = False         # side by side: only cases whose verdict or answer differs
+    sort: str | None = None       # the explorer: by the metric's value, "asc" or "desc"
     page: int = 1
 
     def params(self) -> dict[str, str]:
@@ -65,7 +67,8 @@ class Filters:
         out = {k: str(v) for k, v in (("bot", self.bot), ("suite", self.suite),
                                       ("verdict", self.verdict), ("metric", self.metric),
                                       ("min", self.low), ("max", self.high),
-                                      ("q", self.text)) if v not in (None, "")}
+                                      ("q", self.text), ("sort", self.sort))
+               if v not in (None, "")}
         if self.changed:
             out["changed"] = "1"
         return out
@@ -107,12 +110,12 @@ class LoadedRun:
         return f"{self.name}_m{self.metrics.index(metric)}"
 
 
-def _paged(cur, select: str, params: list, wanted: int
+def _paged(cur, select: str, params: list, wanted: int, order: str = "rn"
            ) -> tuple[list[dict[str, Any]], int, int, int]:
-    """One page of a query's rows in rn order, and how many rows it has: the
-    filters are evaluated once (the total rides along as a window count); a
-    page past the end is the last page."""
-    query = (f"SELECT *, count(*) OVER () AS _total FROM ({select}) ORDER BY rn "
+    """One page of a query's rows in `order` (rn: case order), and how many rows
+    it has: the filters are evaluated once (the total rides along as a window
+    count); a page past the end is the last page."""
+    query = (f"SELECT *, count(*) OVER () AS _total FROM ({select}) ORDER BY {order} "
              f"LIMIT {PAGE_SIZE} OFFSET ?")
     rows = _rows(cur.execute(query, [*params, (max(1, wanted) - 1) * PAGE_SIZE]))
     if rows:
@@ -306,8 +309,9 @@ class Catalog:
             r["question"], r["answer"] = texts.get(r["rn"], (None, None))
 
     def cases(self, loaded: LoadedRun, f: Filters, cur) -> Page:
-        """A page of the run's case × bot rows matching the filters, in case order;
-        with a metric chosen, its value on each row."""
+        """A page of the run's case × bot rows matching the filters, in case order
+        or by the chosen metric's value (f.sort; nulls last); with a metric
+        chosen, its value on each row."""
         where, params = self._where(loaded, f, cur)
         value, join = "NULL", ""
         if f.metric:
@@ -316,7 +320,9 @@ class Catalog:
         select = f"""SELECT r.rn, r.case_id, r.bot, r.suite, r.verdict, r.verdict_reason,
                             {value} AS value
                      FROM {loaded.name}_r r {join} WHERE {where}"""
-        rows, total, page, pages = _paged(cur, select, params, f.page)
+        order = (f"value {'DESC' if f.sort == 'desc' else 'ASC'} NULLS LAST, rn"
+                 if f.metric and f.sort else "rn")
+        rows, total, page, pages = _paged(cur, select, params, f.page, order)
         self._texts(loaded, rows, cur)
         return Page(rows, total, page, pages)
 

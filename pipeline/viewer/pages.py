@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
+from pipeline.viewer.data import SORTS
 from schemas.tables import VERDICT_ORDER
 from transforms.decide.cascade import BY_ESCALATION, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
@@ -93,11 +94,13 @@ def viewer_page(title: str, parts: Sequence[Any]) -> bytes:
     return html.encode("utf-8")
 
 
-def _select(name: str, label: str, options: Sequence[str], chosen: str | None,
-            empty: str = "any") -> str:
+def _select(name: str, label: str, options: Sequence[str] | Mapping[str, str],
+            chosen: str | None, empty: str = "any") -> str:
+    """A menu; options: the values, or value -> what it shows."""
+    shown = options if isinstance(options, Mapping) else {o: o for o in options}
     opts = [f'<option value="">{esc(empty)}</option>'] + [
-        f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{text(o)}</option>'
-        for o in options]
+        f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{text(t)}</option>'
+        for o, t in shown.items()]
     return f'<label>{esc(label)}<select name="{esc(name)}">{"".join(opts)}</select></label>'
 
 
@@ -110,8 +113,9 @@ def _input(name: str, label: str, value: Any, cls: str, kind: str = "text") -> s
 
 def filter_form(action: str, f, bots: Sequence[str], suites: Sequence[str],
                 metrics: Sequence[str], hidden: Mapping[str, str] | None = None,
-                changed: bool | None = None) -> Raw:
-    """The explorer's filters as a GET form (bookmarkable URLs)."""
+                changed: bool | None = None, sorts: Mapping[str, str] | None = None) -> Raw:
+    """The explorer's filters as a GET form (bookmarkable URLs); sorts: the
+    orders of the chosen metric's value the rows may be listed in."""
     fields = [f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">'
               for k, v in (hidden or {}).items()]
     fields += [_select("bot", "bot", bots, f.bot), _select("suite", "suite", suites, f.suite),
@@ -120,6 +124,8 @@ def filter_form(action: str, f, bots: Sequence[str], suites: Sequence[str],
                _input("min", "value ≥", f.low, "num", "number"),
                _input("max", "value ≤", f.high, "num", "number"),
                _input("q", "text (case id, question, reference, answer)", f.text, "search")]
+    if sorts:
+        fields.append(_select("sort", "sort by the metric", sorts, f.sort, "case order"))
     if changed is not None:
         fields.append(f'<label>verdict or answer changed<input type="checkbox" name="changed" '
                       f'value="1"{" checked" if changed else ""}></label>')
@@ -267,7 +273,7 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
                  f'{link(url("run", rid, "report.html"), "report")}</p>'),
              run_counts(run),
              summary,
-             filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics),
+             filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics, sorts=SORTS),
              pager(path, f.params(), result.page, result.pages, result.total, size),
              grid(headers, rows, "cases", stack=True),
              pager(path, f.params(), result.page, result.pages, result.total, size),

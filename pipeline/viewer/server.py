@@ -27,7 +27,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.viewer import pages
-from pipeline.viewer.data import PAGE_SIZE, Catalog, Filters, report_file
+from pipeline.viewer.data import PAGE_SIZE, SORTS, Catalog, Filters, report_file
 from schemas.tables import VERDICT_ORDER
 from transforms.publish.completed import NoCompletedAttempt, RunUnreadable
 
@@ -67,13 +67,18 @@ def parse_filters(query: dict[str, list[str]]) -> Filters:
     verdict = _one(query, "verdict")
     if verdict is not None and verdict not in VERDICT_ORDER:
         raise BadRequest(f"verdict must be one of {', '.join(VERDICT_ORDER)}")
+    sort = _one(query, "sort")
+    if sort is not None and sort not in SORTS:
+        raise BadRequest(f"sort must be one of {', '.join(SORTS)}")
+    if sort is not None and _one(query, "metric") is None:
+        raise BadRequest("choose a metric to sort by its value")
     page = _one(query, "page") or "1"
     if not page.isdigit() or not 0 < int(page) < 10**9:
         raise BadRequest("page must be a positive whole number")
     return Filters(bot=_one(query, "bot"), suite=_one(query, "suite"), verdict=verdict,
                    metric=_one(query, "metric"), low=_number(query, "min"),
                    high=_number(query, "max"), text=_one(query, "q"),
-                   changed=_one(query, "changed") == "1", page=int(page))
+                   changed=_one(query, "changed") == "1", sort=sort, page=int(page))
 
 
 class Handler(BaseHTTPRequestHandler):
