@@ -25,7 +25,7 @@ def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
 def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
     """Stacked PASS/WARN/FAIL/ERROR counts per bot (rows: bot, verdict, n)."""
     return alt.Chart(alt.Data(values=list(verdicts))).mark_bar().encode(
-        x=alt.X("n:Q", title="cases", stack="zero"),
+        x=alt.X("n:Q", title="cases", stack="zero", axis=alt.Axis(format=",d", tickMinStep=1)),
         y=alt.Y("bot:N", title=None),
         color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICTS),
                                                       range=list(VERDICT_COLOURS)),
@@ -142,3 +142,20 @@ def test_row_facet_names_are_written_across_above_their_panels(name):
     titles = _row_titles(chart_engine.to_svg(getattr(charts, name)(rows)))
     assert set(titles) == {r["bot"] for r in rows}
     assert not [t for t in titles.values() if "rotate" in t], titles
+
+
+def test_verdict_counts_are_whole_cases_on_the_axis():
+    """A run of 6 cases: the verdict bars' axis read 0.0, 0.5, 1.0, ... 6.0
+    cases (report.html of a small run), as if half a case could pass. Its
+    ticks are whole numbers now, a large run's with thousands separators."""
+    def ticks(rows):
+        svg = chart_engine.to_svg(charts.verdict_bars(rows))
+        axis = svg[svg.index("X-axis"):svg.index(">cases<")]
+        return re.findall(r"<text[^>]*>([^<]*)</text>", axis)
+    small = ticks([{"bot": "recorded", "verdict": "PASS", "n": 2},
+                   {"bot": "recorded", "verdict": "WARN", "n": 4},
+                   {"bot": "down", "verdict": "ERROR", "n": 6}])
+    assert small and all(t.isdigit() for t in small), small
+    assert small[0] == "0" and small[-1] == "6", small
+    large = ticks([{"bot": "a", "verdict": "PASS", "n": 100_000}])
+    assert large[-1] == "100,000" and all(t.replace(",", "").isdigit() for t in large), large

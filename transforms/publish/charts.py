@@ -63,6 +63,10 @@ def render(spec: Spec, description: str) -> tuple[str | None, str]:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode(), description
 
 
+# an axis of counts: whole-number ticks (a 6-case run's axis read 0.0, 0.5, ... 6.0)
+WHOLE = {"format": ",d", "tickMinStep": 1}
+
+
 def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> Spec:
     """Stacked PASS/WARN/FAIL/ERROR counts per bot (rows: bot, verdict, n)."""
     colour = _field("verdict", "nominal", legend={"orient": "bottom", "title": None},
@@ -70,7 +74,8 @@ def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> Spec:
     return _top_level(verdicts, {
         "mark": {"type": "bar"},
         "encoding": _encoding(color=colour, order=_field("order", "quantitative"),
-                              x=_field("n", "quantitative", stack="zero", title="cases"),
+                              x=_field("n", "quantitative", axis=WHOLE, stack="zero",
+                                       title="cases"),
                               y=_field("bot", "nominal", title=None)),
         "height": {"step": 26},
         "transform": [{"calculate": f"indexof({list(VERDICTS)!r}, datum.verdict)",
