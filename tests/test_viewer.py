@@ -4,6 +4,7 @@ hostile text (HTML, script, control and bidi characters, '/', '?', '#' and
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import socket
@@ -575,3 +576,20 @@ def test_the_cases_sort_by_a_metric(viewer):
         assert listed[:have] == sorted(listed[:have], reverse=sort == "desc"), sort
     assert _get(server, "/run/r2?sort=asc")[0] == 400  # no metric to sort by
     assert _get(server, "/run/r2?metric=rougeL&sort=sideways")[0] == 400
+
+
+def test_the_report_says_when_the_run_finished(viewer):
+    """report.html's first lines said the run date, input and counts, not when
+    the run finished (report.md says it; a re-run on the same date has the same
+    run date). They say it now, as the viewer's run page does."""
+    _need_chromium()
+    server, out = viewer
+    with open(os.path.join(out, "runs", "r1", "manifest.json"), encoding="utf-8") as fh:
+        finished = json.load(fh)["finished_at"]  # 2026-11-28T04:42:27Z
+    with browser.Browser(width=1280, loopback=True) as b:
+        first = {}
+        for path in ("run/r1/report.html", "run/r1"):
+            page = b.open(server.url + path)
+            first[path] = page.evaluate("document.querySelector('h1 + p').innerText")
+    want = f"finished {finished[:10]} {finished[11:19]} UTC"
+    assert all(want in line for line in first.values()), (want, first)

@@ -18,7 +18,7 @@ from schemas.tables import VERDICT_ORDER
 from transforms.decide.cascade import BY_ESCALATION, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
                                      scrolling)
-from transforms.publish.report import escape_controls
+from transforms.publish.report import escape_controls, finished_text
 
 STYLE = """
 nav{margin-bottom:1rem;font-size:.9rem}nav a{margin-right:1rem}
@@ -266,9 +266,9 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
     headers = ["case", "bot", "suite", "verdict", "reason", "question", "answer"]
     if f.metric:
         headers.append(f.metric)
-    finished = str(run.manifest.get("finished_at") or "–").replace("T", " ").replace("Z", " UTC")
     parts = [Raw(f"<h1>Run {text(rid)}</h1>"),
-             Raw(f'<p class="muted">run date {text(run.run_date)} · finished {text(finished)} · '
+             Raw(f'<p class="muted">run date {text(run.run_date)} · '
+                 f'finished {text(finished_text(run.manifest))} · '
                  f'bots {text(", ".join(run.bots))} · input {text(run.manifest.get("input"))} · '
                  f'{link(url("run", rid, "report.html"), "report")}</p>'),
              run_counts(run),

@@ -265,6 +265,11 @@ def escape_controls(text: str) -> str:
                         else f"\\u{ord(m.group()):04x}", text)
 
 
+def finished_text(manifest: Mapping[str, Any]) -> str:
+    """When the run finished, for a reader: '2026-11-28 04:42:27 UTC' ('–' unknown)."""
+    return str(manifest.get("finished_at") or "–").replace("T", " ").replace("Z", " UTC")
+
+
 def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
     """`mean [ci_low, ci_high]`, the interval left out where there is none."""
     if row.get("ci_low") is None or row.get("ci_high") is None:

@@ -14,8 +14,9 @@ from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
-                                      cap_lines, lost_request_lines, metric_values,
-                                      sampled_cell, sampled_note, spend_tables, with_interval)
+                                      cap_lines, finished_text, lost_request_lines,
+                                      metric_values, sampled_cell, sampled_note, spend_tables,
+                                      with_interval)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
@@ -199,7 +200,8 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
     c = manifest["counts"]
     parts: list[Any] = [
         tag("h1", f"evalbeam run {manifest['run_id']}"),
-        tag("p", f"{manifest['run_date']} · input {manifest['input']} · {c['input_rows']} rows, "
+        tag("p", f"{manifest['run_date']} · finished {finished_text(manifest)} · "
+                 f"input {manifest['input']} · {c['input_rows']} rows, "
                  f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
                  f"{c['duplicate_case_ids']} duplicate case ids · bots: "
                  f"{', '.join(manifest['bots'])} · bot errors: {c['bot_errors']}", "muted"),
