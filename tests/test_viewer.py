@@ -593,3 +593,32 @@ def test_the_report_says_when_the_run_finished(viewer):
             first[path] = page.evaluate("document.querySelector('h1 + p').innerText")
     want = f"finished {finished[:10]} {finished[11:19]} UTC"
     assert all(want in line for line in first.values()), (want, first)
+
+
+def test_a_list_with_no_rows_says_why(viewer, tmp_path):
+    """A search that matches nothing, and a run that evaluated nothing, showed
+    a table of headings only, which reads as a page that failed to load. The
+    page now says "No row matches these filters." or, for a run without
+    results rows, that its reasons are in errors/."""
+    _need_chromium()
+    server, _ = viewer
+    bad = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None}])
+    assert run_cli("--input", bad, "--output", str(tmp_path / "out"), "--run-id", "none") == 6
+    empty = start_in_thread(str(tmp_path / "out"), 0)
+    said = {}
+    try:
+        with browser.Browser(width=1280, loopback=True) as b:
+            for at, path in ((server, "run/r1?q=no+such+words"), (empty, "run/none"),
+                             (server, "compare?a=r1&b=r2&q=no+such+words")):
+                page = b.open(at.url + path)
+                (tmp_path / (path.split("?")[0].replace("/", "-") + ".png")).write_bytes(page.png)
+                said[path] = page.evaluate(
+                    "[document.querySelectorAll('table.cases, table.side').length,"
+                    " Array.from(document.querySelectorAll('p.empty')).map(p => p.innerText)]")
+    finally:
+        empty.shutdown()
+        empty.server_close()
+    assert said["run/r1?q=no+such+words"] == [0, ["No row matches these filters."]], said
+    assert said["compare?a=r1&b=r2&q=no+such+words"] == [0, ["No row matches these filters."]]
+    assert said["run/none"] == [0, ["No rows: this run has no results rows (nothing was "
+                                    "evaluated: the reasons are in errors/)."]], said

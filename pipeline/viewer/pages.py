@@ -88,6 +88,16 @@ def grid(headers: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "",
                      f"<tbody>{body}</tbody></table>")
 
 
+def listed(headers: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, f,
+           nothing: str) -> Raw:
+    """A page's rows as a table, or, when there are none, a sentence that says
+    why (a table of headings only read as a page that failed to load)."""
+    if rows:
+        return grid(headers, rows, cls, stack=True)
+    why = "No row matches these filters." if f.params() else f"No rows: {nothing}."
+    return Raw(f'<p class="empty {esc(cls)}-none">{text(why)}</p>')
+
+
 def viewer_page(title: str, parts: Sequence[Any]) -> bytes:
     nav = Raw('<nav><a href="/">All runs</a></nav>')
     html = page(f"{title} · evalbeam view", [Raw(f"<style>{STYLE}</style>"), nav, *parts])
@@ -275,7 +285,8 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
              summary,
              filter_form(path, f, loaded.bots, loaded.suites, loaded.metrics, sorts=SORTS),
              pager(path, f.params(), result.page, result.pages, result.total, size),
-             grid(headers, rows, "cases", stack=True),
+             listed(headers, rows, "cases", f, "this run has no results rows "
+                    "(nothing was evaluated: the reasons are in errors/)"),
              pager(path, f.params(), result.page, result.pages, result.total, size),
              *errors_section(rid, *errors)]
     return viewer_page(f"Run {rid}", parts)
@@ -392,8 +403,8 @@ def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: S
              filter_form("/compare", f, bots, suites, metrics, hidden={"a": ra, "b": rb},
                          changed=f.changed),
              pager("/compare", params, result.page, result.pages, result.total, size),
-             grid(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side",
-                  stack=True),
+             listed(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side", f,
+                    "the two runs have no case × bot in common"),
              pager("/compare", params, result.page, result.pages, result.total, size)]
     return viewer_page(f"{ra} and {rb}", parts)
 
