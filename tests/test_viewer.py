@@ -622,3 +622,31 @@ def test_a_list_with_no_rows_says_why(viewer, tmp_path):
     assert said["compare?a=r1&b=r2&q=no+such+words"] == [0, ["No row matches these filters."]]
     assert said["run/none"] == [0, ["No rows: this run has no results rows (nothing was "
                                     "evaluated: the reasons are in errors/)."]], said
+
+
+def test_the_runs_list_says_each_runs_errors_and_whether_it_reconciles(tmp_path):
+    """The first page, the folder's runs, gave each run's cases and invalid
+    rows, and its finish as 2026-11-28T04:42:27Z: not how many rows are in
+    errors/ (bot failures, failed judge questions) nor whether the counts
+    reconcile, which the run's report leads with. Both are columns now, and the
+    finish reads as on the run page."""
+    _need_chromium()
+    rows = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])]
+    rows.append({"case_id": "bad", "question": None, "answer": "x"})
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--run-id", "r") == 0
+    server = start_in_thread(out, 0)
+    try:
+        with browser.Browser(width=1280, loopback=True) as b:
+            page = b.open(server.url)
+            (tmp_path / "runs.png").write_bytes(page.png)
+            table = page.evaluate("Array.from(document.querySelectorAll('table tr')).map(tr =>"
+                                  " Array.from(tr.children).map(c => c.innerText))")
+    finally:
+        server.shutdown()
+        server.server_close()
+    row = dict(zip(table[0], table[1]))
+    assert (row["cases"], row["invalid rows"], row["errors/ rows"], row["counts reconcile"]) \
+        == ("2", "1", "1", "yes"), row
+    assert re.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", row["finished"]), row

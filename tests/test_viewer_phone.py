@@ -78,7 +78,8 @@ def _in_view(page, selector: str) -> bool:
 
 
 STACKED = {  # the pages whose table is a card per row on a phone: the cells' headings
-    "runs": ["run", "run date", "finished", "bots", "cases", "invalid rows", "metrics", "report"],
+    "runs": ["run", "run date", "finished", "bots", "cases", "invalid rows", "errors/ rows",
+             "counts reconcile", "metrics", "report"],
     "explorer": ["case", "bot", "suite", "verdict", "reason", "question", "answer"],
     "explorer-metric": ["case", "bot", "suite", "verdict", "reason", "question", "answer",
                         "rougeL"],

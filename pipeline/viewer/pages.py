@@ -200,14 +200,17 @@ def runs_list(runs: list[dict], problems: list[str], output: str) -> bytes:
     for m in runs:
         c = m.get("counts", {})
         rid = m["run_id"]
-        rows.append([link(url("run", rid), rid), m.get("run_date"), m.get("finished_at"),
+        ok = (m.get("reconciliation") or {}).get("ok")
+        rows.append([link(url("run", rid), rid), m.get("run_date"), finished_text(m),
                      ", ".join(m.get("bots", [])), f"{c.get('valid_cases', 0):,}",
-                     f"{c.get('invalid_rows', 0):,}", len(m.get("metrics", [])),
+                     f"{c.get('invalid_rows', 0):,}", f"{c.get('errors_rows', 0):,}",
+                     None if ok is None else "yes" if ok else "NO", len(m.get("metrics", [])),
                      link(url("run", rid, "report.html"), "report")])
     parts: list[Any] = [Raw(f"<h1>Runs in {text(output)}</h1>")]
     if rows:
         parts.append(grid(["run", "run date", "finished", "bots", "cases", "invalid rows",
-                           "metrics", "report"], rows, stack=True))
+                           "errors/ rows", "counts reconcile", "metrics", "report"], rows,
+                          stack=True))
         ids = [m["run_id"] for m in runs]
         options = "".join(f'<option value="{esc(i)}">{text(i)}</option>' for i in ids)
         second = "".join(f'<option value="{esc(i)}"{" selected" if n == 1 else ""}>'
