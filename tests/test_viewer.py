@@ -3,6 +3,7 @@ hostile text (HTML, script, control and bidi characters, '/', '?', '#' and
 '..' in case ids), over HTTP and in headless Chromium."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -367,6 +368,35 @@ def test_breaking_long_words_leaves_an_ordinary_run_as_it_was(viewer, monkeypatc
         assert sizes == sizes0 and png == png0, path
 
 
+def _run(tmp_path, rows: list[dict], config: str | None = None, run_id: str = "r",
+         code: int = 0) -> str:
+    """A real run of these rows (with a config's text) in tmp_path/out: the folder."""
+    out = str(tmp_path / "out")
+    args = ["--input", write_cases(str(tmp_path / f"{run_id}.parquet"), rows),
+            "--output", out, "--run-id", run_id]
+    if config is not None:
+        (tmp_path / f"{run_id}.yaml").write_text(config)
+        args += ["--config", str(tmp_path / f"{run_id}.yaml")]
+    assert run_cli(*args) == code
+    return out
+
+
+@contextlib.contextmanager
+def _serving(out: str):
+    """The viewer over a folder, on a thread, for the with block."""
+    server = start_in_thread(out, 0)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# two cases and an invalid row
+WITH_AN_INVALID_ROW = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])] + [
+    {"case_id": "bad", "question": None, "answer": "x"}]
+
+
 def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
     """A run with an invalid input row and a bot that cannot be reached: its
     page showed 2 cases × 2 bots and the verdict counts only; the invalid row
@@ -375,19 +405,11 @@ def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
     invalid), the errors/ rows (a link to them) and that the counts reconcile,
     and the errors/ rows follow the cases, each with its stage and message."""
     _need_chromium()
-    rows = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])]
-    rows.append({"case_id": "bad", "question": None, "answer": "x"})
-    cases = write_cases(str(tmp_path / "c.parquet"), rows)
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("endpoints: {down: {base_url: 'http://127.0.0.1:9/v1', max_attempts: 1}}\n"
-                   "bots: [{name: recorded, type: precomputed},"
-                   " {name: down, type: chat, endpoint: down, model: m}]\n"
-                   "metrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
-                   "r") == 0
-    server = start_in_thread(out, 0)
-    try:
+    out = _run(tmp_path, WITH_AN_INVALID_ROW,
+               "endpoints: {down: {base_url: 'http://127.0.0.1:9/v1', max_attempts: 1}}\n"
+               "bots: [{name: recorded, type: precomputed},"
+               " {name: down, type: chat, endpoint: down, model: m}]\nmetrics: [exact_match]\n")
+    with _serving(out) as server:
         with browser.Browser(width=1280, loopback=True) as b:
             page = b.open(server.url + "run/r")
             (tmp_path / "run.png").write_bytes(page.png)
@@ -399,9 +421,6 @@ def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
                 " Array.from(tr.children).map(td => td.innerText))")
             target = page.evaluate("(a => a && document.querySelector(a.getAttribute('href'))"
                                    ".textContent)(document.querySelector('a[href=\"#errors\"]'))")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "finished 20" in first_screen and " UTC" in first_screen, first_screen
     assert "3 input rows: 2 valid, 1 invalid" in first_screen, first_screen
     assert "2 cases × 2 bots = 4 results rows" in first_screen, first_screen
@@ -447,14 +466,7 @@ def test_arabic_text_reads_right_to_left(tmp_path, width):
              "expected_answer": ARABIC, "contexts": [ARABIC], "answer": ARABIC},
             {"case_id": "en", "question": "How long is the refund window?",
              "expected_answer": "Thirty days.", "answer": "Thirty days."}]
-    cases = write_cases(str(tmp_path / "c.parquet"), rows)
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("metrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id",
-                   "r") == 0
-    server = start_in_thread(out, 0)
-    try:
+    with _serving(_run(tmp_path, rows, "metrics: [exact_match]\n")) as server:
         with browser.Browser(width=width, loopback=True, mobile=width < 640) as b:
             explorer = b.open(server.url + "run/r")
             (tmp_path / "explorer.png").write_bytes(explorer.png)
@@ -470,9 +482,6 @@ def test_arabic_text_reads_right_to_left(tmp_path, width):
             en_case = b.open(server.url + "run/r/case/en")
             en_box = en_case.evaluate("getComputedStyle(document.querySelector('div.answer'))"
                                       ".direction")
-    finally:
-        server.shutdown()
-        server.server_close()
     assert len(listed) == 1 and len(boxes) == 3, (listed, boxes)  # answer; ref, context, answer
     for first, stop, _ in listed + boxes:
         assert stop < first, (listed, boxes)  # the full stop ends the sentence, on the left
@@ -526,19 +535,13 @@ def test_an_empty_answer_says_so_in_the_list(tmp_path):
     _need_chromium()
     rows = [{"case_id": "blank", "question": "Anything?", "answer": "  "},
             {"case_id": "full", "question": "Anything?", "answer": "Yes."}]
-    cases = write_cases(str(tmp_path / "c.parquet"), rows)
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--run-id", "r") == 0
-    server = start_in_thread(out, 0)
-    try:
+    with _serving(_run(tmp_path, rows)) as server:
         with browser.Browser(width=1280, loopback=True) as b:
             page = b.open(server.url + "run/r")
             (tmp_path / "run.png").write_bytes(page.png)
-            cells = page.evaluate("Array.from(document.querySelectorAll('table.cases tbody tr'))"
-                                  ".map(tr => [tr.children[0].innerText, tr.children[6].innerText])")
-    finally:
-        server.shutdown()
-        server.server_close()
+            cells = page.evaluate(
+                "Array.from(document.querySelectorAll('table.cases tbody tr'))"
+                ".map(tr => [tr.children[0].innerText, tr.children[6].innerText])")
     assert cells == [["blank", "(empty answer)"], ["full", "Yes."]], cells
 
 
@@ -602,11 +605,9 @@ def test_a_list_with_no_rows_says_why(viewer, tmp_path):
     results rows, that its reasons are in errors/."""
     _need_chromium()
     server, _ = viewer
-    bad = write_cases(str(tmp_path / "bad.parquet"), [{"case_id": "a", "question": None}])
-    assert run_cli("--input", bad, "--output", str(tmp_path / "out"), "--run-id", "none") == 6
-    empty = start_in_thread(str(tmp_path / "out"), 0)
     said = {}
-    try:
+    with _serving(_run(tmp_path, [{"case_id": "a", "question": None}], run_id="none",
+                       code=6)) as empty:
         with browser.Browser(width=1280, loopback=True) as b:
             for at, path in ((server, "run/r1?q=no+such+words"), (empty, "run/none"),
                              (server, "compare?a=r1&b=r2&q=no+such+words")):
@@ -615,9 +616,6 @@ def test_a_list_with_no_rows_says_why(viewer, tmp_path):
                 said[path] = page.evaluate(
                     "[document.querySelectorAll('table.cases, table.side').length,"
                     " Array.from(document.querySelectorAll('p.empty')).map(p => p.innerText)]")
-    finally:
-        empty.shutdown()
-        empty.server_close()
     assert said["run/r1?q=no+such+words"] == [0, ["No row matches these filters."]], said
     assert said["compare?a=r1&b=r2&q=no+such+words"] == [0, ["No row matches these filters."]]
     assert said["run/none"] == [0, ["No rows: this run has no results rows (nothing was "
@@ -631,21 +629,12 @@ def test_the_runs_list_says_each_runs_errors_and_whether_it_reconciles(tmp_path)
     reconcile, which the run's report leads with. Both are columns now, and the
     finish reads as on the run page."""
     _need_chromium()
-    rows = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])]
-    rows.append({"case_id": "bad", "question": None, "answer": "x"})
-    cases = write_cases(str(tmp_path / "c.parquet"), rows)
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--run-id", "r") == 0
-    server = start_in_thread(out, 0)
-    try:
+    with _serving(_run(tmp_path, WITH_AN_INVALID_ROW)) as server:
         with browser.Browser(width=1280, loopback=True) as b:
             page = b.open(server.url)
             (tmp_path / "runs.png").write_bytes(page.png)
             table = page.evaluate("Array.from(document.querySelectorAll('table tr')).map(tr =>"
                                   " Array.from(tr.children).map(c => c.innerText))")
-    finally:
-        server.shutdown()
-        server.server_close()
     row = dict(zip(table[0], table[1]))
     assert (row["cases"], row["invalid rows"], row["errors/ rows"], row["counts reconcile"]) \
         == ("2", "1", "1", "yes"), row
