@@ -639,3 +639,29 @@ def test_the_runs_list_says_each_runs_errors_and_whether_it_reconciles(tmp_path)
     assert (row["cases"], row["invalid rows"], row["errors/ rows"], row["counts reconcile"]) \
         == ("2", "1", "1", "yes"), row
     assert re.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", row["finished"]), row
+
+
+def test_an_unknown_case_says_why_and_leads_back_to_its_run(tmp_path):
+    """/run/r/case/<id> for an id without a results row was a 404 that said
+    "run r has no case 'bad'" and linked to all runs only, even when the id was
+    an input row that errors/ says was invalid ("question is null"). It now
+    says what errors/ has for the id, and links back to the run and to a
+    search of it for the id."""
+    _need_chromium()
+    with _serving(_run(tmp_path, WITH_AN_INVALID_ROW)) as server:
+        assert _get(server, "/run/r/case/bad")[0] == _get(server, "/run/r/case/nope")[0] == 404
+        with browser.Browser(width=1280, loopback=True) as b:
+            seen = {}
+            for case_id in ("bad", "nope"):
+                page = b.open(server.url + "run/r/case/" + case_id)
+                (tmp_path / f"{case_id}.png").write_bytes(page.png)
+                seen[case_id] = (page.evaluate("document.body.innerText"), page.evaluate(
+                    "Array.from(document.querySelectorAll('a')).map(a =>"
+                    " [a.innerText, a.getAttribute('href')])"))
+    text, links = seen["bad"]
+    assert "run r has no case 'bad'" in text and "errors/ has 1 row for this case id" in text
+    assert "invalid_value" in text and "question is null" in text, text
+    for case_id, (text, links) in seen.items():
+        assert ["Back to run r", "/run/r"] in links, links
+        assert ["search the run for it", f"/run/r?q={case_id}"] in links, links
+    assert "errors/" not in seen["nope"][0]

@@ -335,20 +335,22 @@ class Catalog:
             out.setdefault(bot, dict.fromkeys(VERDICT_ORDER, 0))[verdict or "ERROR"] = n
         return out
 
-    def errors(self, loaded: LoadedRun, cur, limit: int = PAGE_SIZE
-               ) -> tuple[list[dict[str, Any]], int]:
-        """The run's first `limit` errors/ rows (by stage, case id, bot) and how
-        many it has: what the verdict counts leave out (an invalid input row
-        is in no results row)."""
+    def errors(self, loaded: LoadedRun, cur, limit: int = PAGE_SIZE,
+               case_id: str | None = None) -> tuple[list[dict[str, Any]], int]:
+        """The run's first `limit` errors/ rows (by stage, case id, bot; of one
+        case id when given) and how many there are: what the verdict counts
+        leave out (an invalid input row is in no results row)."""
         run = loaded.run
         if not run.files(ERRORS.name):
             return [], 0
+        where, params = "run_id = ?", [run.run_id]
+        if case_id is not None:
+            where, params = where + " AND case_id = ?", params + [case_id]
         scan = self._scan(run, ERRORS.name)
-        total = cur.execute(f"SELECT count(*) FROM {scan} WHERE run_id = ?",
-                            [run.run_id]).fetchone()[0]
+        total = cur.execute(f"SELECT count(*) FROM {scan} WHERE {where}", params).fetchone()[0]
         rows = _rows(cur.execute(f"""SELECT stage, case_id, bot, error_type, message
-            FROM {scan} WHERE run_id = ? ORDER BY stage, case_id, bot, message LIMIT ?""",
-                                 [run.run_id, limit]))
+            FROM {scan} WHERE {where} ORDER BY stage, case_id, bot, message LIMIT ?""",
+                                 [*params, limit]))
         return rows, total
 
     # ------------------------------------------------------------- one case

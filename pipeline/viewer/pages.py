@@ -412,5 +412,23 @@ def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: S
     return viewer_page(f"{ra} and {rb}", parts)
 
 
+def no_case_page(rid: str, case_id: str, errors: Sequence[Mapping[str, Any]],
+                 total: int) -> bytes:
+    """The 404 of a case id the run has no results row for: why, when errors/
+    says it (an invalid input row), and the way back to the run."""
+    parts: list[Any] = [Raw(f"<h1>404</h1><p>run {text(rid)} has no case "
+                            f"{text(repr(case_id[:200]))}</p>")]
+    if total:
+        parts.append(Raw(f"<p>errors/ has {total:,} row{'s' * (total != 1)} for this "
+                         "case id:</p>"))
+        parts.append(grid(["stage", "bot", "error type", "message"],
+                          [[r["stage"], r.get("bot"), r.get("error_type"), r.get("message")]
+                           for r in errors], "errors", stack=True))
+    parts.append(Raw(f"<p>{link(url('run', rid), f'Back to run {rid}')} · "
+                     f"{link(url('run', rid), 'search the run for it', {'q': case_id[:200]})}"
+                     "</p>"))
+    return viewer_page("404", parts)
+
+
 def error_page(status: int, message: str) -> bytes:
     return viewer_page(f"{status}", [Raw(f"<h1>{status}</h1><p>{text(message)}</p>")])

@@ -157,8 +157,8 @@ class Handler(BaseHTTPRequestHandler):
             loaded = catalog.run(parts[1])
             case = catalog.case(loaded, parts[3], catalog.cursor())
             if case is None:
-                return 404, pages.error_page(404, f"run {parts[1]} has no case "
-                                                  f"{parts[3][:200]!r}"), None
+                found = catalog.errors(loaded, catalog.cursor(), case_id=parts[3])
+                return 404, pages.no_case_page(parts[1], parts[3], *found), None
             return 200, pages.case_page(loaded, case), None
         if parts[0] == "run" and len(parts) == 3 and parts[2] == "report.html":
             catalog.run(parts[1])  # only a finished run's report
