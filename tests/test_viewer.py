@@ -392,6 +392,15 @@ def _serving(out: str):
         server.server_close()
 
 
+def _shown(out: str, path: str, png, *expressions: str) -> list:
+    """One page of the viewer over a folder, as Chromium shows it at 1,280 px:
+    its screenshot saved to png, then what each expression evaluates to."""
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        page = b.open(server.url + path)
+        png.write_bytes(page.png)
+        return [page.evaluate(e) for e in expressions]
+
+
 # two cases and an invalid row
 WITH_AN_INVALID_ROW = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[7:9])] + [
     {"case_id": "bad", "question": None, "answer": "x"}]
@@ -409,18 +418,14 @@ def test_the_run_page_says_what_was_read_and_shows_the_errors_rows(tmp_path):
                "endpoints: {down: {base_url: 'http://127.0.0.1:9/v1', max_attempts: 1}}\n"
                "bots: [{name: recorded, type: precomputed},"
                " {name: down, type: chat, endpoint: down, model: m}]\nmetrics: [exact_match]\n")
-    with _serving(out) as server:
-        with browser.Browser(width=1280, loopback=True) as b:
-            page = b.open(server.url + "run/r")
-            (tmp_path / "run.png").write_bytes(page.png)
-            first_screen = page.evaluate(
-                "Array.from(document.querySelectorAll('body > :not(style)')).filter(e =>"
-                " e.getBoundingClientRect().bottom <= 800).map(e => e.innerText).join('\\n')")
-            errors = page.evaluate(
-                "Array.from(document.querySelectorAll('table.errors tbody tr')).map(tr =>"
-                " Array.from(tr.children).map(td => td.innerText))")
-            target = page.evaluate("(a => a && document.querySelector(a.getAttribute('href'))"
-                                   ".textContent)(document.querySelector('a[href=\"#errors\"]'))")
+    first_screen, errors, target = _shown(
+        out, "run/r", tmp_path / "run.png",
+        "Array.from(document.querySelectorAll('body > :not(style)')).filter(e =>"
+        " e.getBoundingClientRect().bottom <= 800).map(e => e.innerText).join('\\n')",
+        "Array.from(document.querySelectorAll('table.errors tbody tr')).map(tr =>"
+        " Array.from(tr.children).map(td => td.innerText))",
+        "(a => a && document.querySelector(a.getAttribute('href')).textContent)"
+        "(document.querySelector('a[href=\"#errors\"]'))")
     assert "finished 20" in first_screen and " UTC" in first_screen, first_screen
     assert "3 input rows: 2 valid, 1 invalid" in first_screen, first_screen
     assert "2 cases × 2 bots = 4 results rows" in first_screen, first_screen
@@ -535,13 +540,9 @@ def test_an_empty_answer_says_so_in_the_list(tmp_path):
     _need_chromium()
     rows = [{"case_id": "blank", "question": "Anything?", "answer": "  "},
             {"case_id": "full", "question": "Anything?", "answer": "Yes."}]
-    with _serving(_run(tmp_path, rows)) as server:
-        with browser.Browser(width=1280, loopback=True) as b:
-            page = b.open(server.url + "run/r")
-            (tmp_path / "run.png").write_bytes(page.png)
-            cells = page.evaluate(
-                "Array.from(document.querySelectorAll('table.cases tbody tr'))"
-                ".map(tr => [tr.children[0].innerText, tr.children[6].innerText])")
+    [cells] = _shown(_run(tmp_path, rows), "run/r", tmp_path / "run.png",
+                     "Array.from(document.querySelectorAll('table.cases tbody tr'))"
+                     ".map(tr => [tr.children[0].innerText, tr.children[6].innerText])")
     assert cells == [["blank", "(empty answer)"], ["full", "Yes."]], cells
 
 
@@ -629,12 +630,9 @@ def test_the_runs_list_says_each_runs_errors_and_whether_it_reconciles(tmp_path)
     reconcile, which the run's report leads with. Both are columns now, and the
     finish reads as on the run page."""
     _need_chromium()
-    with _serving(_run(tmp_path, WITH_AN_INVALID_ROW)) as server:
-        with browser.Browser(width=1280, loopback=True) as b:
-            page = b.open(server.url)
-            (tmp_path / "runs.png").write_bytes(page.png)
-            table = page.evaluate("Array.from(document.querySelectorAll('table tr')).map(tr =>"
-                                  " Array.from(tr.children).map(c => c.innerText))")
+    [table] = _shown(_run(tmp_path, WITH_AN_INVALID_ROW), "", tmp_path / "runs.png",
+                     "Array.from(document.querySelectorAll('table tr')).map(tr =>"
+                     " Array.from(tr.children).map(c => c.innerText))")
     row = dict(zip(table[0], table[1]))
     assert (row["cases"], row["invalid rows"], row["errors/ rows"], row["counts reconcile"]) \
         == ("2", "1", "1", "yes"), row
