@@ -85,7 +85,9 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     (an input with no case among them); NothingEvaluated (a ValueError, with
     the Result) when every input row was invalid. A run that fails after
     sending requests raises its exception with what they were at the end of its
-    message (with_billed), as `evalbeam run` says them. No exception it raises
+    message (with_billed), as `evalbeam run` says them: a started run that fails
+    or is stopped raises RunFailed (run id, attempt, reason, billed, output,
+    signal), of its own exception's class too. No exception it raises
     quotes a configured secret (see scrub_exception). What is printed or logged
     in this process during the call is scrubbed too; sys.stdout, sys.stderr,
     the log record factory and warnings.showwarning are as they were after it.
@@ -148,19 +150,89 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     except BaseException as exc:
         if made and not started:
             shutil.rmtree(output, ignore_errors=True)
-        if started:  # what `evalbeam run`'s last error line says, from its journal
-            from pipeline.execute import billed_text
-            with_billed(exc, billed_text(plan.info))
-        raise
+        if not started:
+            raise
+        failed = run_failed(exc, plan.info)
+    else:
+        failed = None
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+    if failed is not None:  # raised here, not in the except: not "during handling of" itself
+        raise failed
     result = read_run(plan.info.output, plan.info.run_id)
     if not result.counts["valid_cases"] and not run_options.get("allow_empty"):
         from transforms.publish.report import outcome_notes
         raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
                                "pass allow_empty=True to accept it", result)
     return result
+
+
+class RunFailed(BaseException):
+    """A run that started and failed or was stopped, as evaluate() raises it: an
+    instance of the class the failure raised (a custom metric's exception, a
+    worker's RuntimeError, KeyboardInterrupt for Ctrl-C) and of RunFailed, so
+    that `except` clauses written for the first keep working (Ctrl-C: a
+    KeyboardInterrupt, also when it interrupted a step, which Beam re-raises
+    as a RuntimeError). Its message is the failure's, ending with what the run
+    was billed for (with_billed).
+
+    run_id, attempt, output: the run (`evalbeam status --output OUTPUT
+    --run-id RUN_ID` says the same; a new run of the id takes over).
+    reason: why, in the one line `evalbeam run` prints and the lease records.
+    billed: the requests, tokens and cost it sent before it failed (a
+    transforms.remote.journal.Billed: calls, requests, tokens, cost (None
+    without a price), by_endpoint), in no usage/ table; None when it sent none.
+    signal: "SIGINT" when Ctrl-C stopped it, else None."""
+    run_id: str
+    attempt: int
+    reason: str
+    billed: Any
+    output: str
+    signal: str | None
+
+
+_RUN_FAILED: dict[type, type] = {}
+
+
+def run_failed(exc: BaseException, info) -> BaseException:
+    """The failure of a started run as a RunFailed of its own class, its
+    message ending with what it was billed for. A class that cannot be
+    subclassed (or built from its args) stays itself, with the fields set."""
+    from pipeline.execute import billed_text, failure_reason, run_spend, stopped_by
+    reason, spent, signal_name = failure_reason(info, exc), run_spend(info), stopped_by(exc)
+    with_billed(exc, billed_text(info, spent))
+    fields = {"run_id": info.run_id, "attempt": info.attempt, "reason": reason,
+              "billed": spent, "output": info.output, "signal": signal_name}
+    # Ctrl-C is a KeyboardInterrupt, also when Beam re-raised it as a RuntimeError
+    cls = KeyboardInterrupt if signal_name else type(exc)
+    try:
+        failed = _rebuilt(cls, exc.args, {**vars(exc), **fields})
+    except TypeError:  # a final class, or one whose __new__ wants other arguments
+        failed = exc
+        vars(failed).update(fields)
+        return failed
+    failed.__cause__, failed.__context__ = exc.__cause__, exc.__context__
+    failed.__suppress_context__ = exc.__suppress_context__
+    return failed.with_traceback(exc.__traceback__)
+
+
+def _run_failed_class(cls: type) -> type:
+    """RunFailed and `cls` (one class per failure class)."""
+    if cls not in _RUN_FAILED:
+        _RUN_FAILED[cls] = type("RunFailed", (RunFailed, cls), {
+            "__module__": "evalbeam", "__qualname__": f"RunFailed[{cls.__qualname__}]",
+            "__reduce__": lambda self: (_rebuilt, (cls, self.args, dict(vars(self))))})
+    return _RUN_FAILED[cls]
+
+
+def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
+    """A RunFailed of `cls` with these args and attributes (how one is unpickled)."""
+    failed_class = _run_failed_class(cls)
+    failed = failed_class.__new__(failed_class, *args)
+    failed.args = args
+    vars(failed).update(state)
+    return failed
 
 
 def with_billed(exc: BaseException, billed: str) -> BaseException:

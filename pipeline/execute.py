@@ -31,6 +31,8 @@ from transforms.publish.commit import (add_counters, attempt_temp_dirs, checkpoi
 from transforms.publish.finalize import RunInfo
 from transforms.publish.write import temp_dir
 from transforms.publish.lease import LeaseHeld
+from transforms.remote.journal import Billed
+
 
 def _runner(value: str) -> str:
     """The runner a --runner value names (evalbeam's Dask runner for Beam's)."""
@@ -259,10 +261,7 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                 return result
             result.wait_until_finish()
         except BaseException as exc:
-            from transforms.remote.scrub import scrubber_for
-            scrubber = scrubber_for(info.endpoints, info.secret_texts)
-            why = " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
-            billed = billed_text(info)
+            why, billed = failure_reason(info, exc), billed_text(info)
             leases.mark_failed(info.output, lease, why + billed)
             if not isinstance(exc, (KeyboardInterrupt, SystemExit)):  # a metric's Crash too
                 print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: "
@@ -283,16 +282,46 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
     return result
 
 
-def billed_text(info: RunInfo) -> str:
-    """'; before it failed it sent N requests (per endpoint: tokens, cost) ...'
-    from the attempt's request journal, scrubbed ('' when it sent none): what a
+def run_spend(info: RunInfo) -> Billed | None:
+    """What the attempt's request journal says it sent (None: nothing): what a
     failed attempt, which never commits a usage/ table, was billed for."""
-    from transforms.remote.journal import billed_line
+    from transforms.remote.journal import billed
     from transforms.remote.runtime import flush_journals
-    from transforms.remote.scrub import scrubber_for
     flush_journals()  # this process's batched events, if it ran the DoFns
-    line = billed_line(info.journal, info.prices)
-    return f"; {scrubber_for(info.endpoints, info.secret_texts).scrub(line)}" if line else ""
+    return billed(info.journal, info.prices)
+
+
+def billed_text(info: RunInfo, spent: Billed | None = None) -> str:
+    """'; before it failed it sent N requests (per endpoint: tokens, cost) ...',
+    scrubbed ('' when it sent none), of `spent` or else of the journal."""
+    from transforms.remote.scrub import scrubber_for
+    spent = spent or run_spend(info)
+    return (f"; {scrubber_for(info.endpoints, info.secret_texts).scrub(spent.line())}"
+            if spent else "")
+
+
+def stopped_by(exc: BaseException) -> str | None:
+    """"SIGINT" when Ctrl-C ended the run: a KeyboardInterrupt (what SIGINT
+    raises in a process that does not handle it: a Python API call), or one
+    Beam re-raised as the RuntimeError of the step it interrupted."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return "SIGINT"
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def failure_reason(info: RunInfo, exc: BaseException) -> str:
+    """Why a run failed, in the one line its error and its lease say (scrubbed,
+    at most 300 characters)."""
+    signal_name = stopped_by(exc)
+    if signal_name:
+        return f"stopped by {signal_name}"
+    from transforms.remote.scrub import scrubber_for
+    scrubber = scrubber_for(info.endpoints, info.secret_texts)
+    return " ".join(scrubber.scrub(failure_text(exc)).split())[:300]
 
 
 def failure_text(exc: BaseException) -> str:

@@ -152,12 +152,13 @@ def test_bad_calls_raise_one_clear_error_and_write_nothing(tmp_path, monkeypatch
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
             "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
-            "import evalbeam.api; assert evalbeam.NothingEvaluated is evalbeam.api.NothingEvaluated")
+            "import evalbeam.api; assert evalbeam.NothingEvaluated is evalbeam.api.NothingEvaluated; "
+            "assert evalbeam.RunFailed is evalbeam.api.RunFailed")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == [
-        "['NothingEvaluated', 'Result', 'evaluate', 'metric', 'read_run']", "True"]
+        "['NothingEvaluated', 'Result', 'RunFailed', 'evaluate', 'metric', 'read_run']", "True"]
     assert out.stderr == ""  # evalbeam.evaluate loaded the API's modules (and Beam) quietly
 
 
@@ -784,11 +785,16 @@ def crash_after_answers(sample):
     raise Crash("the metric broke the run")
 
 
-def test_a_run_that_failed_after_sending_requests_says_what_they_were(tmp_path, monkeypatch):
+def test_a_run_that_failed_after_sending_requests_raises_run_failed_saying_what(tmp_path,
+                                                                              monkeypatch):
     """Before: `evalbeam run` said in a second line what a failed run had sent
     (billed, in no usage/ table), but the exception evaluate() raised said
     only why it failed. Its message now ends with that line, scrubbed (the
-    endpoint's key is configured, never quoted), and its class stays."""
+    endpoint's key is configured, never quoted), and its class stays; it is
+    an evalbeam.RunFailed too, whose fields say the run, why in one line and
+    what it was billed for (before: a bare Crash, none of them)."""
+    import pickle
+
     from tests.fake_server import FakeOpenAI, ServerConfig
     from tests.test_request_journal import KEY, _chat_run
     import yaml
@@ -805,3 +811,100 @@ def test_a_run_that_failed_after_sending_requests_says_what_they_were(tmp_path, 
     assert (f"; before it failed it sent {sent} requests (llm: {sent} requests, " in said
             and said.endswith("), billed and in no usage/ table")), said
     assert KEY not in said
+    failed = raised.value
+    assert isinstance(failed, evalbeam.RunFailed)
+    assert (failed.run_id, failed.output, failed.signal) == ("f", str(tmp_path / "out"), None)
+    assert failed.reason == ("Crash: the metric broke the run "
+                             "[while running 'Score/Score[crash_after_answers]']")
+    assert _lease(str(tmp_path / "out"), "f")["attempt"] == failed.attempt
+    spent = failed.billed
+    assert (spent.calls, spent.requests) == (sent, sent) and spent.tokens > 0
+    assert spent.cost > 0 and spent.by_endpoint["llm"]["requests"] == sent
+    assert f"{spent.tokens:,} tokens, cost {spent.cost:.4g})" in said
+    again = pickle.loads(pickle.dumps(failed))  # joblib, multiprocessing
+    assert isinstance(again, Crash) and isinstance(again, evalbeam.RunFailed)
+    assert (str(again), again.reason, again.billed) == (said, failed.reason, spent)
+
+
+def _lease(output: str, run_id: str) -> dict:
+    """The run's lease as `evalbeam status` reads it."""
+    import dataclasses
+
+    from transforms.publish.lease import read_lease
+    return dataclasses.asdict(read_lease(output, run_id))
+
+
+CRASH_MODULE = """
+import evalbeam
+
+
+class Crash(BaseException):
+    pass
+
+
+@evalbeam.metric(needs=["answer"])
+def crash(sample):
+    raise Crash("the metric broke the run")
+"""
+
+
+def test_a_worker_process_failure_is_a_run_failed_runtime_error(tmp_path, monkeypatch):
+    """A multi-process run whose custom metric ends it raised a RuntimeError
+    holding the worker's whole traceback, the one line `evalbeam run` prints
+    nowhere in it. It is still a RuntimeError (an `except RuntimeError`
+    catches it) and a RunFailed: reason is that line, billed None (it sent no
+    request), and the lease says the same."""
+    (tmp_path / "crashing.py").write_text(CRASH_MODULE, "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), ROOT]))
+    from crashing import crash
+    out = str(tmp_path / "out")
+    with pytest.raises(RuntimeError) as raised:
+        evalbeam.evaluate(SAMPLE_ROWS[:2], output=out, run_id="w", metrics=[crash],
+                          progress=False, direct_running_mode="multi_processing",
+                          direct_num_workers=2)
+    failed = raised.value
+    assert isinstance(failed, evalbeam.RunFailed) and "Traceback" in str(failed)
+    assert failed.reason.startswith("crashing.Crash: the metric broke the run"), failed.reason
+    assert "\n" not in failed.reason and len(failed.reason) <= 300
+    assert (failed.run_id, failed.output, failed.billed, failed.signal) == ("w", out, None, None)
+    lease = _lease(out, "w")
+    assert (lease["attempt"], lease["state"]) == (failed.attempt, "failed")
+    assert lease["reason"] == failed.reason
+
+
+SIGINT_SCRIPT = r"""
+import os, signal, sys, time
+import evalbeam
+
+
+@evalbeam.metric(needs=["answer"])
+def ctrl_c(sample):
+    os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C in the terminal or a notebook's stop
+    time.sleep(2)
+    return 1.0
+
+
+try:
+    evalbeam.evaluate([{"question": "Q?", "answer": "A"}], output=sys.argv[1], run_id="c",
+                      metrics=[ctrl_c], progress=False)
+except KeyboardInterrupt as failed:
+    print("RunFailed:", isinstance(failed, evalbeam.RunFailed))
+    print("fields:", failed.run_id, failed.reason, failed.signal, failed.billed)
+"""
+
+
+def test_a_run_stopped_by_ctrl_c_is_a_run_failed_keyboard_interrupt(tmp_path):
+    """Ctrl-C during evaluate() raised a bare KeyboardInterrupt and the lease
+    said "KeyboardInterrupt: "; now it is a RunFailed too (an `except
+    KeyboardInterrupt` still catches it), signal "SIGINT", reason "stopped by
+    SIGINT", as the lease says."""
+    out = str(tmp_path / "out")
+    proc = subprocess.run([sys.executable, "-c", SIGINT_SCRIPT, out], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RunFailed: True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "fields: c stopped by SIGINT SIGINT None" in proc.stdout, proc.stdout
+    lease = _lease(out, "c")
+    assert (lease["state"], lease["reason"]) == ("failed", "stopped by SIGINT")

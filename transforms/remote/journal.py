@@ -33,7 +33,7 @@ file. What a lost process can still leave uncounted is what it sent since
 its last flush: at most FLUSH_S seconds of its requests
 (tests/test_request_journal.py measures it).
 
-A failed attempt never reaches Finalize: `billed_line` says what its
+A failed attempt never reaches Finalize: `billed` says what its
 journal holds, for the failure's message and the lease's reason.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ import sqlite3
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -321,9 +322,30 @@ def requests_block(path: str | None, reported: frozenset[str], usage: list[Mappi
     return {**block, "note": IN_OBJECTS_NOTE} if in_objects(path) else block
 
 
-def billed_line(path: str | None, prices: Mapping[str, Mapping[str, float]]) -> str | None:
-    """What a failed attempt's journal holds, in one line (None: it sent nothing,
-    or has no journal): its requests, per endpoint with their tokens and cost as
+@dataclass(frozen=True)
+class Billed:
+    """What a failed attempt sent, as its journal holds it: requests that no
+    usage/ table counts (it never commits one) but the endpoints billed.
+    cost: None when an endpoint has no price. by_endpoint: per endpoint, the
+    same four."""
+    calls: int
+    requests: int
+    tokens: int
+    cost: float | None
+    by_endpoint: Mapping[str, Mapping[str, Any]]
+
+    def line(self) -> str:
+        """'before it failed it sent N requests (llm: N requests, T tokens, cost C), ...'"""
+        parts = [f"{endpoint}: {e['requests']} requests, {e['tokens']:,} tokens, "
+                 + ("cost unknown" if e["cost"] is None else f"cost {e['cost']:.4g}")
+                 for endpoint, e in self.by_endpoint.items()]
+        return (f"before it failed it sent {self.requests} requests (" + "; ".join(parts)
+                + "), billed and in no usage/ table")
+
+
+def billed(path: str | None, prices: Mapping[str, Mapping[str, float]]) -> Billed | None:
+    """What a failed attempt's journal holds (None: it sent nothing, or has no
+    journal): its requests, per endpoint with their tokens and cost as
     reconcile_requests counts them (none reached a usage/ table)."""
     try:
         rows = read_journal(path) if path else []
@@ -332,12 +354,12 @@ def billed_line(path: str | None, prices: Mapping[str, Mapping[str, float]]) -> 
     if not rows:
         return None
     block = reconcile_requests(rows, frozenset(), [], prices)
-    parts = []
-    for endpoint, e in block["by_endpoint"].items():
-        lost = e["lost"]
-        tokens = (lost["prompt_tokens"] + lost["estimated_prompt_tokens"]
-                  + lost["completion_tokens"])
-        cost = "cost unknown" if lost["cost"] is None else f"cost {lost['cost']:.4g}"
-        parts.append(f"{endpoint}: {lost['requests']} requests, {tokens:,} tokens, {cost}")
-    return (f"before it failed it sent {block['lost_requests']} requests ("
-            + "; ".join(parts) + "), billed and in no usage/ table")
+    per = {endpoint: {"calls": e["lost"]["calls"], "requests": e["lost"]["requests"],
+                      "tokens": (e["lost"]["prompt_tokens"] + e["lost"]["estimated_prompt_tokens"]
+                                 + e["lost"]["completion_tokens"]),
+                      "cost": e["lost"]["cost"]}
+           for endpoint, e in block["by_endpoint"].items()}
+    costs = [e["cost"] for e in per.values()]
+    return Billed(calls=block["lost_calls"], requests=block["lost_requests"],
+                  tokens=sum(e["tokens"] for e in per.values()),
+                  cost=None if None in costs else sum(costs), by_endpoint=per)
