@@ -61,8 +61,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     """Evaluate `cases` with every bot and metric of `config`; returns the Result.
 
     cases:   a pandas DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset,
-             a Ragas or DeepEval EvaluationDataset (read with that tool's
-             preset), a list of dicts, or a path (Parquet, JSON Lines, CSV, a
+             a Ragas or DeepEval EvaluationDataset or a list of its samples or
+             test cases (read with that tool's preset), a list of dicts, or a path (Parquet, JSON Lines, CSV, a
              folder, a glob or a dataset saved with save_to_disk) - the columns
              of `evalbeam run`.
     config:  a dict (the YAML file's content), a path to the YAML file, or None
@@ -326,8 +326,15 @@ DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "expected_outcome", "ac
                    "expected_output", "retrieval_context", "tags", "metadata",
                    "additional_metadata")
 """What the `deepeval` preset reads of a DeepEval test case or golden (its other
-fields, tools, costs, are not evalbeam's inputs; an image is refused by its
+fields, tools, costs, are not evalbeam's inputs, but those its preset lists as
+unread are kept for the run's note on them; an image is refused by its
 placeholder in the text)."""
+
+TOOL_ITEMS = {"deepeval": ("LLMTestCase", "ConversationalTestCase", "Golden",
+                           "ConversationalGolden"),
+              "ragas": ("SingleTurnSample", "MultiTurnSample")}
+"""The classes of another tool's cases that a list given to evaluate() may
+hold (read as that tool's EvaluationDataset of them)."""
 
 
 def tool_dataset(cases: Any, cfg):
@@ -340,17 +347,59 @@ def tool_dataset(cases: Any, cfg):
     - A DeepEval EvaluationDataset: its test cases (LLMTestCase or
       ConversationalTestCase), or its goldens when it has no test case (the
       bots then answer them): input or turns, actual_output, expected_output,
-      retrieval_context, name."""
+      retrieval_context, name.
+    - A list of one tool's cases (TOOL_ITEMS: DeepEval's test cases or
+      goldens, Ragas' samples): as that tool's dataset of them."""
     kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
+    tools = {_tool_of(c) for c in cases} if isinstance(cases, list) and cases else set()
     if kind == "ragas.EvaluationDataset" and callable(getattr(cases, "to_list", None)):
         rows, preset = cases.to_list(), "ragas"
     elif kind == "deepeval.EvaluationDataset" and hasattr(cases, "goldens"):
         rows, preset = [_deepeval_row(c) for c in (cases.test_cases or cases.goldens)], "deepeval"
+    elif len(tools) == 1 and None not in tools:  # a list of one tool's cases
+        preset = tools.pop()
+        rows = [(_deepeval_row if preset == "deepeval" else _ragas_row)(c) for c in cases]
+        kind = "list of " + " and ".join(dict.fromkeys(
+            f"{preset}.{type(c).__name__}" for c in cases))
     else:
         return cases, cfg, None
     if not cfg.input.preset and not cfg.input.columns:
         cfg = dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, preset=preset))
     return rows, cfg, kind
+
+
+def _tool_of(item: Any) -> str | None:
+    """The tool (a TOOL_ITEMS key) whose case `item` is, or None."""
+    tool = type(item).__module__.split(".")[0]
+    return tool if type(item).__name__ in TOOL_ITEMS.get(tool, ()) else None
+
+
+def _ragas_row(sample: Any) -> dict[str, Any]:
+    """A Ragas sample as its EvaluationDataset's to_list() gives it (to_dict():
+    its fields with a value)."""
+    if callable(getattr(sample, "to_dict", None)):
+        return sample.to_dict()
+    return sample.model_dump(exclude_none=True)
+
+
+def _unread(data: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The fields among `names` (ones the deepeval preset does not read) that
+    hold a value, as the staged file can keep them (as text when JSON cannot):
+    the planner's tally notes them as it does a file's; a column mapped to one
+    reads it."""
+    import json
+
+    from transforms.read.presets import filled
+    kept = {}
+    for name in names:
+        value = _field(data, name)
+        if filled(value):
+            try:
+                json.dumps(value, default=_plain)
+            except (TypeError, ValueError):
+                value = str(value)
+            kept[name] = value
+    return kept
 
 
 def _deepeval_row(case: Any) -> dict[str, Any]:
@@ -360,7 +409,10 @@ def _deepeval_row(case: Any) -> dict[str, Any]:
     objects: model_dump() writes a RetrievedContextData as 'source: context',
     which cannot be told from a passage; save_as's text keeps both apart."""
     data = case.model_dump() if callable(getattr(case, "model_dump", None)) else vars(case)
-    row = {k: data[k] for k in DEEPEVAL_FIELDS if data.get(k) is not None}
+    from transforms.read.presets import UNREAD
+    unread = UNREAD["deepeval"]
+    row = {**{k: data[k] for k in DEEPEVAL_FIELDS if data.get(k) is not None},
+           **_unread(data, unread.fields)}
     if "retrieval_context" in row:
         row["retrieval_context"] = _passages(getattr(case, "retrieval_context", None)
                                              or row["retrieval_context"])
@@ -369,7 +421,7 @@ def _deepeval_row(case: Any) -> dict[str, Any]:
         row["turns"] = [{"role": "system", "content": role}] * bool(role) + [
             {"role": _field(t, "role"), "content": _field(t, "content"),
              "retrieval_context": _passages(_field(t, "retrieval_context")),
-             "metadata": _field(t, "metadata")}
+             "metadata": _field(t, "metadata"), **_unread(t, unread.turn_fields)}
             for t in getattr(case, "turns", None) or row["turns"]]
     return row
 

@@ -696,6 +696,94 @@ def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
     assert result.manifest["reconciliation"]["ok"]
 
 
+class LLMTestCase(DeepEvalCase):
+    """A DeepEval LLMTestCase as evalbeam tells it: its module and class name."""
+    __module__ = "deepeval.test_case.llm_test_case"
+
+
+class ConversationalTestCase(LLMTestCase):
+    __module__ = "deepeval.test_case.conversational_test_case"
+
+
+class Turn:
+    """A DeepEval Turn: attributes, one evalbeam does not read (user_id)."""
+
+    def __init__(self, role, content, user_id=None):
+        self.role, self.content, self.user_id = role, content, user_id
+        self.retrieval_context = self.metadata = None
+
+
+class SingleTurnSample:
+    """A Ragas SingleTurnSample: its to_dict() gives the fields with a value."""
+    __module__ = "ragas.dataset_schema"
+
+    def __init__(self, **fields):
+        self._fields = fields
+
+    def to_dict(self):
+        return {k: v for k, v in self._fields.items() if v is not None}
+
+
+RAGAS_TAIL = (", which evalbeam does not read (see guides/migrating-ragas.md"
+              "#fields-evalbeam-does-not-read)")
+DEEPEVAL_TAIL = (", which evalbeam does not read (see guides/migrating-deepeval.md"
+                 "#fields-evalbeam-does-not-read)")
+
+
+def _unread_notes(result) -> list[str]:
+    return [n for n in result.manifest["notes"] if "which evalbeam does not read" in n]
+
+
+def test_values_in_fields_of_deepeval_objects_evalbeam_does_not_read_are_noted(tmp_path, capsys):
+    """A DeepEval dataset's comments, context or a turn's user_id were dropped
+    before the run read its cases, without the note a file of the same cases
+    gets ("1 of 2 rows has DeepEval `comments`, which evalbeam does not
+    read ..."); now the same note, from the same tally, once per field."""
+    cases = [DeepEvalCase(name="refund", input="Refund window?", actual_output="30 days.",
+                          expected_output="30 days.", context=["Refunds: 30 days."]),
+             DeepEvalCase(name="chat", comments=None, turns=[
+                 Turn("user", "What does Plus cost?", user_id="u-17"),
+                 Turn("assistant", "$10 a month.")])]
+    result = evalbeam.evaluate(DeepEvalDataset(test_cases=cases), output=tmp_path / "ds",
+                               metrics=["exact_match"], progress=False)
+    notes = ["1 of 2 rows has DeepEval `context`" + DEEPEVAL_TAIL,
+             "1 of 2 rows has DeepEval `comments`" + DEEPEVAL_TAIL,
+             "1 of 2 rows has DeepEval `user_id` in a turn" + DEEPEVAL_TAIL]
+    assert _unread_notes(result) == notes
+    assert ["evalbeam: note: " + n for n in notes] == [
+        line for line in capsys.readouterr().err.splitlines() if "does not read" in line]
+    assert sorted(result.to_pandas()["case_id"]) == ["chat", "refund"]
+
+
+def test_a_list_of_deepeval_or_ragas_cases_is_read_as_their_dataset(tmp_path):
+    """evaluate([LLMTestCase(...), ...]) as deepeval.evaluate(test_cases=...)
+    takes them, or a list of Ragas samples, was refused with "cases must be
+    ..., got builtins.list"; now read with the tool's preset, named as given,
+    and their unread fields noted."""
+    cases = [LLMTestCase(name="refund", input="Refund window?", actual_output="30 days.",
+                         expected_output="30 days.", tools_called=[{"name": "lookup"}]),
+             ConversationalTestCase(name="chat", turns=[Turn("user", "Plus?"),
+                                                        Turn("assistant", "$10.")])]
+    result = evalbeam.evaluate(cases, output=tmp_path / "de", metrics=["exact_match"],
+                               progress=False)
+    assert result.manifest["input"] == ("list of deepeval.LLMTestCase and "
+                                        "deepeval.ConversationalTestCase (2 rows, in memory)")
+    assert sorted(result.to_pandas()["case_id"]) == ["chat", "refund"]
+    assert _unread_notes(result) == [
+        "2 of 2 rows have DeepEval `comments`" + DEEPEVAL_TAIL,
+        "1 of 2 rows has DeepEval `tools_called`" + DEEPEVAL_TAIL]
+    samples = [SingleTurnSample(user_input="Refund window?", response="30 days.",
+                                reference="30 days.", rubrics={"score1": "wrong"},
+                                reference_contexts=["Refunds: 30 days."]),
+               SingleTurnSample(user_input="Free plan?", response="No.", reference="No.")]
+    result = evalbeam.evaluate(samples, output=tmp_path / "ragas", metrics=["exact_match"],
+                               progress=False)
+    assert result.manifest["input"] == "list of ragas.SingleTurnSample (2 rows, in memory)"
+    assert sorted(result.to_pandas()["question"]) == ["Free plan?", "Refund window?"]
+    assert _unread_notes(result) == ["1 of 2 rows has Ragas `reference_contexts`" + RAGAS_TAIL,
+                                     "1 of 2 rows has Ragas `rubrics`" + RAGAS_TAIL]
+
+
 HOOKS_SCRIPT = r'''
 import io, logging, os, sys, threading, warnings
 import evalbeam
