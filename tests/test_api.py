@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -965,6 +966,10 @@ SIGINT_SCRIPT = r"""
 import os, signal, sys, time
 import evalbeam
 
+# Ctrl-C's KeyboardInterrupt, as in a terminal or a notebook: a process started
+# in the background (CI's) inherits SIGINT ignored, and Python keeps it so
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @evalbeam.metric(needs=["answer"])
 def ctrl_c(sample):
@@ -990,7 +995,8 @@ def test_a_run_stopped_by_ctrl_c_is_a_run_failed_keyboard_interrupt(tmp_path):
     out = str(tmp_path / "out")
     proc = subprocess.run([sys.executable, "-c", SIGINT_SCRIPT, out], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": ROOT})
+                          env={**os.environ, "PYTHONPATH": ROOT},  # as CI starts it:
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RunFailed: True" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     assert "fields: c stopped by SIGINT SIGINT None" in proc.stdout, proc.stdout
