@@ -62,9 +62,11 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
 
     cases:   a pandas DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset,
              a Ragas or DeepEval EvaluationDataset or a list of its samples or
-             test cases (read with that tool's preset), a list of dicts, or a path (Parquet, JSON Lines, CSV, a
-             folder, a glob or a dataset saved with save_to_disk) - the columns
-             of `evalbeam run`.
+             test cases (read with that tool's preset), a list (tuple,
+             iterator) of dicts, a dict of column lists, a table with the
+             Arrow stream interface (polars), or a path (Parquet, JSON Lines,
+             CSV, a folder, a glob or a dataset saved with save_to_disk) - the
+             columns of `evalbeam run`.
     config:  a dict (the YAML file's content), a path to the YAML file, or None
              (the defaults: the recorded answers, every offline metric).
     output:  the folder for the tables and the report (a new temporary folder
@@ -115,7 +117,9 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
     cfg = _with_metrics(load_any_config(config), run_options.get("metrics"),
                         run_options.get("custom_metrics", ()))
+    cases, listed = as_list(cases)
     cases, cfg, named = tool_dataset(cases, cfg)
+    named = named or listed
     made = output is None  # a temporary folder of ours: removed if the run never starts
     output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
     staging, started = None, False
@@ -337,6 +341,66 @@ TOOL_ITEMS = {"deepeval": ("LLMTestCase", "ConversationalTestCase", "Golden",
 hold (read as that tool's EvaluationDataset of them)."""
 
 
+def as_list(cases: Any) -> tuple[Any, str | None]:
+    """(cases, what they were) with the shapes pandas and DeepEval take for
+    rows read as a list: a tuple, generator or other iterator, a 1-D numpy
+    array or a pandas Series of dicts (or of another tool's cases), and a dict
+    of columns (equal-length lists, as pd.DataFrame(dict) takes). One case's
+    dict is refused (which fields are columns is unknowable); anything else is
+    returned as it is (None: named by its own type)."""
+    from collections.abc import Iterator, Mapping as MappingABC
+    from collections.abc import ValuesView
+    from types import GeneratorType
+
+    from schemas.cases import InputError
+    kind = _kind(cases)
+    if kind == "datasets.DatasetDict":
+        raise InputError(f"cases is a datasets.DatasetDict of splits ({', '.join(cases)}); "
+                         "pass one split, e.g. cases[\"test\"]")
+    if isinstance(cases, MappingABC):
+        return _dict_of_columns(cases), "dict of columns"
+    if kind == "numpy.ndarray" and getattr(cases, "ndim", 1) != 1:
+        raise InputError(f"cases is a {cases.ndim}-D numpy array, which has no column names; "
+                         "pass pandas.DataFrame(array, columns=[...]) or a list of dicts")
+    if hasattr(cases, "__arrow_c_stream__") or not (
+            isinstance(cases, (tuple, Iterator, ValuesView))
+            or kind in ("numpy.ndarray", "pandas.Series")):
+        return cases, None  # a table (a RecordBatchReader is an iterator too)
+    rows = list(cases)
+    name = next((n for n, t in (("tuple", tuple), ("generator", GeneratorType),
+                                ("iterator", Iterator), ("dict values", ValuesView))
+                 if isinstance(cases, t)), kind)
+    if rows and all(isinstance(r, MappingABC) for r in rows):
+        name += " of dicts"
+    return rows, name
+
+
+def _dict_of_columns(columns: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A dict of columns (each a list, tuple, numpy array or Series of one
+    length) as its rows."""
+    from schemas.cases import InputError
+    listed = {str(k): v for k, v in columns.items()
+              if isinstance(v, (list, tuple)) or _kind(v) in ("numpy.ndarray", "pandas.Series")}
+    if not columns:
+        raise InputError("cases is an empty dict (0 rows)")
+    if len(listed) < len(columns):
+        one = next(str(k) for k in columns if str(k) not in listed)
+        raise InputError(f"cases is a dict whose {one!r} is not a list: a dict is read as "
+                         "columns ({'question': [...], 'answer': [...]}, as pandas.DataFrame "
+                         "takes it); pass one case as a list of it, [case]")
+    lengths = {k: len(v) for k, v in listed.items()}
+    if len(set(lengths.values())) > 1:
+        said = ", ".join(f"{k!r} has {n}" for k, n in lengths.items())
+        raise InputError(f"cases is a dict of columns of different lengths ({said}); every "
+                         "column needs one value per case")
+    return [dict(zip(listed, values)) for values in zip(*(list(v) for v in listed.values()))]
+
+
+def _kind(value: Any) -> str:
+    """A value's type as a user knows it: pandas.DataFrame, builtins.tuple."""
+    return f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
+
+
 def tool_dataset(cases: Any, cfg):
     """(cases, config, what they were): another tool's dataset object becomes
     its rows as dicts in that tool's columns, read with the tool's preset unless
@@ -457,11 +521,7 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
     import pyarrow as pa
     import pyarrow.parquet as pq
     if isinstance(cases, list) and not cases:
-        if allow_empty:
-            return _as_jsonl(cases, ValueError("no cases"), named)
-        from schemas.cases import InputError
-        raise InputError(f"{named} holds no cases (0 rows)" if named else
-                         "cases is an empty list (0 rows)")
+        return _no_rows(named, allow_empty)
     try:
         table, label = _as_arrow(cases, pa)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as exc:
@@ -469,10 +529,25 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
         # the next, a lone surrogate): JSON Lines, whose reader makes such rows
         # errors/ rows as it does for any file
         return _as_jsonl(cases, exc, named)
+    if not (table.num_columns or table.num_rows or isinstance(cases, list)):
+        # pd.DataFrame(): as an empty list
+        return _no_rows(named or label, allow_empty)
+    # [{}] is a row without columns, which Arrow (and Parquet) count as none
+    rows = len(cases) if isinstance(cases, list) else table.num_rows
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.parquet")
     pq.write_table(table, path)
-    return path, f"{named or label} ({table.num_rows} rows, in memory)", staging
+    return path, f"{named or label} ({rows} rows, in memory)", staging
+
+
+def _no_rows(named: str | None, allow_empty: bool) -> tuple[str, str, str]:
+    """An input without rows: refused as the command line refuses one, or with
+    allow_empty an empty JSON Lines file."""
+    if allow_empty:
+        return _as_jsonl([], ValueError("no cases"), named)
+    from schemas.cases import InputError
+    raise InputError(f"{named} holds no cases (0 rows)" if named else
+                     "cases is an empty list (0 rows)")
 
 
 def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str, str, str]:
@@ -549,7 +624,24 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
         keys = dict.fromkeys(k for row in cases for k in row)
         return pa.Table.from_pylist([{k: row.get(k) for k in keys} for row in cases]
                                     ), "list of dicts"
+    if hasattr(cases, "__arrow_c_stream__"):  # a polars DataFrame, a DuckDB relation, ...
+        return pa.table(cases), kind
     from schemas.cases import InputError
-    raise InputError(f"cases must be a pandas DataFrame, a pyarrow Table, a Hugging Face "
-                     f"datasets.Dataset, a Ragas or DeepEval EvaluationDataset, a list of dicts or a "
-                     f"path, got {kind}")
+    raise InputError(f"cases must be {ACCEPTED}; got {what_it_is(cases)}")
+
+
+ACCEPTED = ("a pandas or polars DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset, "
+            "a Ragas or DeepEval EvaluationDataset, a list (tuple, iterator) of dicts or of "
+            "DeepEval test cases or Ragas samples, a dict of column lists, or a path")
+"""What evaluate() reads as cases, as its refusal says it."""
+
+
+def what_it_is(cases: Any) -> str:
+    """What a refused `cases` is, as its refusal names it: None, a
+    list of str (its first item that is no case), a module's class."""
+    if cases is None:
+        return "None"
+    if isinstance(cases, list):
+        odd = next(item for item in cases if not isinstance(item, Mapping))
+        return f"a list whose item {cases.index(odd)} is {_kind(odd)}"
+    return _kind(cases)

@@ -135,7 +135,8 @@ def test_bad_calls_raise_one_clear_error_and_write_nothing(tmp_path, monkeypatch
         evalbeam.evaluate(SAMPLE_ROWS, config={"botz": []}, output=out)
     with pytest.raises(TypeError, match="unexpected keyword argument 'run_dat'"):
         evalbeam.evaluate(SAMPLE_ROWS, output=out, run_dat="2026-01-01")
-    with pytest.raises(InputError, match="cases must be a pandas DataFrame.*got builtins.int"):
+    with pytest.raises(InputError, match="cases must be a pandas or polars DataFrame.*got "
+                                         "builtins.int"):
         evalbeam.evaluate(42, output=out)
     with pytest.raises(InputError, match="required column"):
         evalbeam.evaluate([{"prompt": "hi"}], output=out)
@@ -783,6 +784,45 @@ def test_a_list_of_deepeval_or_ragas_cases_is_read_as_their_dataset(tmp_path):
     assert sorted(result.to_pandas()["question"]) == ["Free plan?", "Refund window?"]
     assert _unread_notes(result) == ["1 of 2 rows has Ragas `reference_contexts`" + RAGAS_TAIL,
                                      "1 of 2 rows has Ragas `rubrics`" + RAGAS_TAIL]
+
+
+def test_tuples_generators_arrays_and_dicts_of_columns_are_read_or_refused_in_one_line(
+        tmp_path):
+    """A tuple, a generator or a numpy array of dicts, a dict of column lists
+    (as pandas.DataFrame takes it) and an Arrow stream (a polars DataFrame's
+    interface) were refused with "cases must be ..., got builtins.tuple"; [{}]
+    said "(0 rows)". Now the first are read as the rows they hold, named as
+    given, and what cannot be cases says why in one line, naming what can."""
+    import numpy as np
+    rows = SAMPLE_ROWS[:2]
+    columns = {k: [r.get(k) for r in rows] for k in rows[0]}
+    table = pa.Table.from_pylist(rows)
+    for cases, name in [
+            (tuple(rows), "tuple of dicts"), ((r for r in rows), "generator of dicts"),
+            (np.array(rows), "numpy.ndarray of dicts"), (columns, "dict of columns"),
+            (pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
+             "pyarrow.RecordBatchReader")]:
+        result = evalbeam.evaluate(cases, output=tmp_path / name.split()[0], progress=False,
+                                   metrics=["exact_match"])
+        assert result.manifest["input"] == f"{name} (2 rows, in memory)"
+        assert sorted(result.to_pandas()["case_id"]) == ["c1", "c2"]
+        assert result.to_pandas().set_index("case_id")["exact_match"].to_dict() == {
+            "c1": 1.0, "c2": 0.0}
+    refused = [
+        ([{}], r"^list of dicts \(1 rows, in memory\): missing required column 'question'"),
+        (rows[0], r"^cases is a dict whose 'case_id' is not a list: a dict is read as columns"),
+        ({"question": ["a", "b"], "answer": ["x"]},
+         r"^cases is a dict of columns of different lengths \('question' has 2, 'answer' has 1\)"),
+        ({}, r"^cases is an empty dict \(0 rows\)$"),
+        (iter([]), r"^iterator holds no cases \(0 rows\)$"),
+        (np.array([["q", "a"]]), r"^cases is a 2-D numpy array, which has no column names"),
+        (None, r"^cases must be a pandas or polars DataFrame, .*, a dict of column lists, or a "
+               r"path; got None$"),
+        (["q1", "q2"], r"; got a list whose item 0 is builtins.str$")]
+    for cases, said in refused:
+        with pytest.raises(InputError, match=said):
+            evalbeam.evaluate(cases, output=tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
 
 
 HOOKS_SCRIPT = r'''
