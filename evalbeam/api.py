@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import os
 import shutil
+import signal
 import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
@@ -112,6 +113,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     from pipeline.filesystems import check_command_line
     from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
                                workers_elsewhere)
+    from pipeline.stopping import raising_on_sigterm
 
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
@@ -150,7 +152,8 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
         say_before(plan)
         started = True
-        run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
+        with raising_on_sigterm():  # a scheduler's stop: RunFailed, the lease marked
+            run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
     except BaseException as exc:
         if made and not started:
             shutil.rmtree(output, ignore_errors=True)
@@ -175,7 +178,8 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
 class RunFailed(BaseException):
     """A run that started and failed or was stopped, as evaluate() raises it: an
     instance of the class the failure raised (a custom metric's exception, a
-    worker's RuntimeError, KeyboardInterrupt for Ctrl-C) and of RunFailed, so
+    worker's RuntimeError, KeyboardInterrupt for Ctrl-C, SystemExit(143) for
+    SIGTERM) and of RunFailed, so
     that `except` clauses written for the first keep working (Ctrl-C: a
     KeyboardInterrupt, also when it interrupted a step, which Beam re-raises
     as a RuntimeError). Its message is the failure's, ending with what the run
@@ -187,7 +191,9 @@ class RunFailed(BaseException):
     billed: the requests, tokens and cost it sent before it failed (a
     transforms.remote.journal.Billed: calls, requests, tokens, cost (None
     without a price), by_endpoint), in no usage/ table; None when it sent none.
-    signal: "SIGINT" when Ctrl-C stopped it, else None."""
+    signal: "SIGINT" when Ctrl-C stopped it, "SIGTERM" when SIGTERM did (then a
+    SystemExit of 143: uncaught, the script ends as the signal ends it), else
+    None."""
     run_id: str
     attempt: int
     reason: str
@@ -204,18 +210,22 @@ def run_failed(exc: BaseException, info) -> BaseException:
     message ending with what it was billed for. A class that cannot be
     subclassed (or built from its args) stays itself, with the fields set."""
     from pipeline.execute import billed_text, failure_reason, run_spend, stopped_by
+    from pipeline.stopping import exit_code
     reason, spent, signal_name = failure_reason(info, exc), run_spend(info), stopped_by(exc)
-    with_billed(exc, billed_text(info, spent))
     fields = {"run_id": info.run_id, "attempt": info.attempt, "reason": reason,
               "billed": spent, "output": info.output, "signal": signal_name}
-    # Ctrl-C is a KeyboardInterrupt, also when Beam re-raised it as a RuntimeError
-    cls = KeyboardInterrupt if signal_name else type(exc)
+    # Ctrl-C is a KeyboardInterrupt, also when Beam re-raised it as a RuntimeError;
+    # SIGTERM a SystemExit of 143: uncaught, the script ends as the signal ends it
+    cls, args = {"SIGINT": (KeyboardInterrupt, exc.args),
+                 "SIGTERM": (SystemExit, (exit_code(signal.SIGTERM),))
+                 }.get(signal_name, (type(exc), exc.args))
     try:
-        failed = _rebuilt(cls, exc.args, {**vars(exc), **fields})
+        failed = _rebuilt(cls, args, {**vars(exc), **fields})
     except TypeError:  # a final class, or one whose __new__ wants other arguments
-        failed = exc
+        failed = with_billed(exc, billed_text(info, spent))
         vars(failed).update(fields)
         return failed
+    with_billed(failed, billed_text(info, spent))
     failed.__cause__, failed.__context__ = exc.__cause__, exc.__context__
     failed.__suppress_context__ = exc.__suppress_context__
     return failed.with_traceback(exc.__traceback__)
@@ -235,6 +245,8 @@ def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
     failed_class = _run_failed_class(cls)
     failed = failed_class.__new__(failed_class, *args)
     failed.args = args
+    if isinstance(failed, SystemExit):  # its exit status, which __init__ sets
+        failed.code = args[0] if len(args) == 1 else (args or None)
     vars(failed).update(state)
     return failed
 

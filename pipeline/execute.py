@@ -22,7 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.filesystems import use_filesystems
 from pipeline.graph import build_pipeline
 from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, UsageError, runner_is_local
-from pipeline.stopping import stop_on_signals
+from pipeline.stopping import Terminated, stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
 from transforms.publish import lease as leases
@@ -264,8 +264,9 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
             why, billed = failure_reason(info, exc), billed_text(info)
             leases.mark_failed(info.output, lease, why + billed)
             if not isinstance(exc, (KeyboardInterrupt, SystemExit)):  # a metric's Crash too
-                print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) failed: "
-                      f"{why}; a new run of the id takes over and cleans up", file=sys.stderr)
+                said = why if stopped_by(exc) else f"failed: {why}"  # an API run's SIGTERM
+                print(f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) {said}; "
+                      "a new run of the id takes over and cleans up", file=sys.stderr)
                 if billed:
                     print(f"evalbeam: error: run {info.run_id}{billed}", file=sys.stderr)
             raise
@@ -303,11 +304,14 @@ def billed_text(info: RunInfo, spent: Billed | None = None) -> str:
 def stopped_by(exc: BaseException) -> str | None:
     """"SIGINT" when Ctrl-C ended the run: a KeyboardInterrupt (what SIGINT
     raises in a process that does not handle it: a Python API call), or one
-    Beam re-raised as the RuntimeError of the step it interrupted."""
+    Beam re-raised as the RuntimeError of the step it interrupted; "SIGTERM"
+    for the Terminated an API call's SIGTERM raises (stopping.raising_on_sigterm)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):
             return "SIGINT"
+        if isinstance(exc, Terminated):
+            return "SIGTERM"
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None

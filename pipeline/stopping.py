@@ -164,6 +164,40 @@ def stop_on_signals(on_stop: Callable[[str], str],
             signal.signal(s, previous)
 
 
+class Terminated(BaseException):
+    """SIGTERM (a job scheduler's stop, `kill`) during an evalbeam.evaluate()
+    call, raised in the main thread as Ctrl-C raises KeyboardInterrupt: the
+    run is marked failed and the caller is told, where the signal's default
+    ended the process at once and left the lease "running". Neither an
+    Exception nor a SystemExit, which a custom metric's failure would absorb
+    as a row's error (transforms/score/custom.USER_CODE_FAILURES)."""
+
+
+@contextlib.contextmanager
+def raising_on_sigterm() -> Iterator[None]:
+    """Within: SIGTERM raises Terminated (the Python API's run; the command
+    line has stop_on_signals). Only in the main thread, where signals can be
+    caught, and only over the signal's default: a handler the process set
+    (or an ignored SIGTERM) stays as it is."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    logs = logging.root.manager.disable
+
+    def handler(_signum, _frame):
+        # Beam logs the DoFn it interrupts with its traceback: the run's one line says it
+        logging.disable(logging.CRITICAL)
+        raise Terminated("SIGTERM")
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        logging.disable(logs)
+
+
 class _OwnGroupSubprocess:
     """The `subprocess` module as Beam's local job service sees it within
     _workers_in_their_own_group: Popen starts each process in a process group

@@ -1042,3 +1042,56 @@ def test_a_run_stopped_by_ctrl_c_is_a_run_failed_keyboard_interrupt(tmp_path):
     assert "fields: c stopped by SIGINT SIGINT None" in proc.stdout, proc.stdout
     lease = _lease(out, "c")
     assert (lease["state"], lease["reason"]) == ("failed", "stopped by SIGINT")
+
+
+SIGTERM_SCRIPT = r"""
+import os, signal, sys, yaml
+import evalbeam
+
+
+@evalbeam.metric(needs=["answer"])
+def sigterm(sample):  # after the chat bot's answers: as a job scheduler's stop
+    os.kill(os.getpid(), signal.SIGTERM)
+    return 1.0
+
+
+cases, config, out = sys.argv[1:]
+try:
+    evalbeam.evaluate(cases, yaml.safe_load(open(config)), output=out, run_id="t",
+                      metrics=["exact_match", sigterm], progress=False)
+except evalbeam.RunFailed as failed:
+    print("SystemExit:", isinstance(failed, SystemExit), failed.code)
+    print("fields:", failed.run_id, failed.reason, failed.signal, failed.billed.requests)
+    print("SIGTERM's handler back:", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    raise  # uncaught: the script ends as SIGTERM ends it, 143
+"""
+
+
+def test_a_run_stopped_by_sigterm_is_a_run_failed_and_its_lease_says_so(tmp_path, monkeypatch):
+    """SIGTERM (a job scheduler stopping the script) during evaluate() ended
+    the process at once: no exception to catch, nothing said, the lease left
+    "running" (a re-run refused until it went stale) and what the run had
+    sent untold. Now it is a RunFailed (a SystemExit of 143: uncaught, the
+    script ends as the signal ends it), signal "SIGTERM", reason "stopped by
+    SIGTERM" as the lease says, billed filled, the one line `evalbeam run`
+    prints on stderr, and SIGTERM's handler put back."""
+    from tests.fake_server import FakeOpenAI, ServerConfig
+    from tests.test_request_journal import KEY, _chat_run
+    monkeypatch.setenv("JOURNAL_KEY", KEY)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(ServerConfig(), api_key=KEY) as server:
+        cases, cfg = _chat_run(tmp_path, server.openai_base_url)
+        proc = subprocess.run([sys.executable, "-c", SIGTERM_SCRIPT, cases, cfg, out], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+        sent = server.stats()["total"]
+    assert proc.returncode == 143, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == [
+        "SystemExit: True 143", f"fields: t stopped by SIGTERM SIGTERM {sent}",
+        "SIGTERM's handler back: True"], proc.stdout + proc.stderr[-3000:]
+    lease = _lease(out, "t")
+    assert lease["state"] == "failed" and lease["reason"].startswith("stopped by SIGTERM; ")
+    said = [line for line in proc.stderr.splitlines() if "SIGTERM" in line]
+    assert said[0] == (f"evalbeam: error: run t (attempt {lease['attempt']}) stopped by SIGTERM; "
+                       "a new run of the id takes over and cleans up"), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and KEY not in proc.stderr, proc.stderr[-3000:]
