@@ -113,7 +113,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     from pipeline.filesystems import check_command_line
     from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
                                workers_elsewhere)
-    from pipeline.stopping import raising_on_sigterm
+    from pipeline.stopping import raising_on_stop
 
     run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
@@ -152,7 +152,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
         say_before(plan)
         started = True
-        with raising_on_sigterm():  # a scheduler's stop: RunFailed, the lease marked
+        with raising_on_stop():  # SIGTERM, Ctrl-C: a RunFailed, the lease marked
             run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
     except BaseException as exc:
         if made and not started:

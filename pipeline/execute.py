@@ -305,7 +305,7 @@ def stopped_by(exc: BaseException) -> str | None:
     """"SIGINT" when Ctrl-C ended the run: a KeyboardInterrupt (what SIGINT
     raises in a process that does not handle it: a Python API call), or one
     Beam re-raised as the RuntimeError of the step it interrupted; "SIGTERM"
-    for the Terminated an API call's SIGTERM raises (stopping.raising_on_sigterm)."""
+    for the Terminated an API call's SIGTERM raises (stopping.raising_on_stop)."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, KeyboardInterrupt):

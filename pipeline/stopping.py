@@ -174,27 +174,33 @@ class Terminated(BaseException):
 
 
 @contextlib.contextmanager
-def raising_on_sigterm() -> Iterator[None]:
-    """Within: SIGTERM raises Terminated (the Python API's run; the command
-    line has stop_on_signals). Only in the main thread, where signals can be
-    caught, and only over the signal's default: a handler the process set
-    (or an ignored SIGTERM) stays as it is."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+def raising_on_stop() -> Iterator[None]:
+    """Within (the Python API's run; the command line has stop_on_signals):
+    SIGTERM raises Terminated, SIGINT KeyboardInterrupt as it did, and Beam's
+    log of the step either interrupted (a second traceback) is held back: the
+    run's one line says it. Only in the main thread, where signals can be
+    caught, and only over each signal's default (SIG_DFL, Python's
+    default_int_handler): a handler the process set (or an ignored signal)
+    stays as it is."""
+    raised = {signal.SIGTERM: (signal.SIG_DFL, lambda: Terminated("SIGTERM")),
+              signal.SIGINT: (signal.default_int_handler, KeyboardInterrupt)}
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-
     logs = logging.root.manager.disable
 
-    def handler(_signum, _frame):
-        # Beam logs the DoFn it interrupts with its traceback: the run's one line says it
+    def handler(signum, _frame):
         logging.disable(logging.CRITICAL)
-        raise Terminated("SIGTERM")
-    previous = signal.signal(signal.SIGTERM, handler)
+        raise raised[signum][1]()
+    saved = {s: signal.getsignal(s) for s in raised}
+    for s, (default, _) in raised.items():
+        if saved[s] is default:
+            signal.signal(s, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, previous in saved.items():
+            signal.signal(s, previous)
         logging.disable(logs)
 
 

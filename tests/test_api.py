@@ -1031,7 +1031,9 @@ def test_a_run_stopped_by_ctrl_c_is_a_run_failed_keyboard_interrupt(tmp_path):
     """Ctrl-C during evaluate() raised a bare KeyboardInterrupt and the lease
     said "KeyboardInterrupt: "; now it is a RunFailed too (an `except
     KeyboardInterrupt` still catches it), signal "SIGINT", reason "stopped by
-    SIGINT", as the lease says."""
+    SIGINT", as the lease says. Beam logged the step it interrupted with its
+    traceback before the run's line ("failed: stopped by SIGINT"); now the
+    line alone, as for SIGTERM."""
     out = str(tmp_path / "out")
     proc = subprocess.run([sys.executable, "-c", SIGINT_SCRIPT, out], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
@@ -1042,6 +1044,10 @@ def test_a_run_stopped_by_ctrl_c_is_a_run_failed_keyboard_interrupt(tmp_path):
     assert "fields: c stopped by SIGINT SIGINT None" in proc.stdout, proc.stdout
     lease = _lease(out, "c")
     assert (lease["state"], lease["reason"]) == ("failed", "stopped by SIGINT")
+    # one line, not Beam's log of the step it interrupted with its traceback
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (f"evalbeam: error: run c (attempt {lease['attempt']}) stopped by SIGINT; a new run "
+            "of the id takes over and cleans up") in proc.stderr.splitlines(), proc.stderr
 
 
 SIGTERM_SCRIPT = r"""
