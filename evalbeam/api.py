@@ -606,7 +606,11 @@ def with_named_index(frame: Any) -> Any:
     """The frame with its named index levels as columns (df.set_index('case_id')
     keeps its ids); an unnamed index (0..n, or what a filter left) is not data.
     Two columns of one name (a join, a concat) are an InputError: which is the
-    answer is unknowable, and neither Arrow nor JSON can hold both."""
+    answer is unknowable, and neither Arrow nor JSON can hold both. A level
+    that repeats its column (set_index('case_id', drop=False)) is that column."""
+    repeated = [n for n in frame.index.names if n is not None and _repeats_column(frame, n)]
+    if repeated:
+        frame = frame.reset_index(level=repeated, drop=True)
     named = [n for n in frame.index.names if n is not None]
     names = [str(c) for c in [*named, *frame.columns]]
     twice = next((n for n in names if names.count(n) > 1), None)
@@ -616,6 +620,17 @@ def with_named_index(frame: Any) -> Any:
                          f"{twice!r} occurs {names.count(twice)} times; every column needs its "
                          "own name")
     return frame.reset_index(level=named) if named else frame
+
+
+def _repeats_column(frame: Any, level: Any) -> bool:
+    """Whether the index level `level` holds what the column of its name holds,
+    row by row (missing values alike)."""
+    if list(frame.columns).count(level) != 1 or list(frame.index.names).count(level) != 1:
+        return False
+    import pandas as pd
+    index, column = pd.Series(frame.index.get_level_values(level)), frame[level].reset_index(
+        drop=True)
+    return bool(index.equals(column))
 
 
 def _as_arrow(cases: Any, pa) -> tuple[Any, str]:

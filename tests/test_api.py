@@ -465,6 +465,24 @@ def test_a_frame_indexed_by_case_id_keeps_its_ids(tmp_path):
     assert all(r["case_id"].startswith("h-") for r in result.results().to_pylist())
 
 
+def test_a_frame_indexed_by_a_column_it_kept_is_read(tmp_path):
+    """df.set_index("case_id", drop=False) (the ids both as the index and as a
+    column, for df.loc[id] in the notebook) was refused: "the column name
+    'case_id' occurs 2 times". The level that repeats its column is that
+    column; one whose values differ from the column is still refused."""
+    import pandas as pd
+    frame = pd.DataFrame(SAMPLE_ROWS[:2]).set_index(["suite", "case_id"], drop=False)
+    result = evalbeam.evaluate(frame.iloc[[1, 0]], output=tmp_path / "out",
+                               metrics=["exact_match"], progress=False)
+    rows = {r["case_id"]: r for r in result.results().to_pylist()}
+    assert {k: r["suite"] for k, r in rows.items()} == {"c1": "returns", "c2": "billing"}
+    assert result.to_pandas().set_index("case_id")["exact_match"].to_dict() == {
+        "c1": 1.0, "c2": 0.0}
+    differs = frame.assign(case_id=["x1", "x2"])
+    with pytest.raises(InputError, match="the column name 'case_id' occurs 2 times"):
+        evalbeam.evaluate(differs, output=tmp_path / "differs")
+
+
 def test_a_column_only_later_dicts_have_is_read(tmp_path):
     """A list of dicts whose first row lacks a key the others have (contexts
     only where there were any, a case_id only on some rows): every row's keys
