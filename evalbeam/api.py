@@ -50,6 +50,8 @@ def read_run(output: str, run_id: str, **filesystem_options: Any) -> Result:
     if unknown:
         raise TypeError(f"read_run() got an unexpected keyword argument {unknown[0]!r} (the "
                         f"filesystem options are {', '.join(FILESYSTEM_FLAGS)})")
+    from transforms.publish.completed import check_run_id
+    check_run_id(run_id, "read_run(): run_id")
     urls = check_command_line([f"--output={output}"])  # no credential in the URL
     if filesystem_options:  # else those set before (by evaluate(), say) stay
         use_filesystems(PipelineOptions(_beam_args(filesystem_options, FILESYSTEM_FLAGS)),
@@ -140,10 +142,13 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
                              "(gs://, s3://, ...) and pass that path")
         try:
             plan = make_plan(args, pipeline_options, config=cfg)
-        except ValueError as exc:  # in-memory cases: named as the user knows them
-            if label is None or path not in str(exc):
+        except ValueError as exc:  # named as the user knows them: keywords, in-memory cases
+            said = as_keywords(str(exc))
+            if label is not None:
+                said = said.replace(path, label)
+            if said == str(exc):
                 raise
-            raise type(exc)(str(exc).replace(path, label)) from None
+            raise type(exc)(said) from None
         if label is not None:  # the manifest and errors/ name what was evaluated, not a
             shown = label.rsplit(" (", 1)[0]  # temporary file ("list of dicts#3")
             plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label),
@@ -173,6 +178,18 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
                                "pass allow_empty=True to accept it", result)
     return result
+
+
+KEYWORDS = {"--run-id": "run_id", "--run-date": "run_date", "--preset": "preset",
+            "--lease-ttl": "lease_ttl"}
+"""The command line's flags that are evaluate()'s keywords."""
+
+
+def as_keywords(message: str) -> str:
+    """A planner's refusal that begins with a flag ("--run-id 'a b' must be
+    ..."), as evaluate()'s keyword (run_id='a b' must be ...)."""
+    flag, _, rest = message.partition(" ")
+    return f"{KEYWORDS[flag]}={rest}" if flag in KEYWORDS and rest else message
 
 
 class RunFailed(BaseException):

@@ -151,6 +151,23 @@ def test_bad_calls_raise_one_clear_error_and_write_nothing(tmp_path, monkeypatch
         result.to_pandas()
 
 
+def test_a_bad_keyword_value_is_named_as_the_keyword_not_the_flag(tmp_path):
+    """evaluate(run_id="nightly run") said "--run-id 'nightly run' must be ...",
+    a flag the notebook never passed (and read_run(out, None) "--run-id None");
+    now the keyword, as it was given."""
+    for keyword, value, said in [
+            ("run_id", "nightly run", "run_id='nightly run' must be 1-128 letters"),
+            ("run_date", "2026-13-01", "run_date='2026-13-01' is not a date YYYY-MM-DD"),
+            ("preset", "strict", "preset='strict' is not a verdict preset"),
+            ("lease_ttl", -1, "lease_ttl=-1 must be a positive number of seconds")]:
+        with pytest.raises(ValueError) as raised:
+            evalbeam.evaluate(SAMPLE_ROWS, output=tmp_path / "out", **{keyword: value})
+        assert str(raised.value).startswith(said), raised.value
+    with pytest.raises(ValueError, match=r"^read_run\(\): run_id None must be 1-128 letters"):
+        evalbeam.read_run(tmp_path / "out", None)
+    assert not (tmp_path / "out").exists()
+
+
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
             "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
