@@ -990,6 +990,23 @@ def test_a_run_that_failed_after_sending_requests_raises_run_failed_saying_what(
     assert (str(again), again.reason, again.billed) == (said, failed.reason, spent)
 
 
+def test_reading_a_run_that_failed_says_why(tmp_path):
+    """read_run() of a run id whose run raised RunFailed said only "has no
+    completed attempt ... (no runs/f/manifest.json; see evalbeam status)": a
+    notebook that caught the failure and read the run back learnt nothing.
+    Now it says what the lease says (the attempt, failed, its reason)."""
+    out = str(tmp_path / "out")
+    with pytest.raises(Crash) as raised:
+        evalbeam.evaluate(SAMPLE_ROWS[:1], output=out, run_id="f",
+                          metrics=["exact_match", crash_after_answers], progress=False)
+    failed = raised.value
+    with pytest.raises(ValueError) as unread:
+        evalbeam.read_run(out, "f")
+    assert str(unread.value) == (
+        f"run f has no completed attempt under {out} (no runs/f/manifest.json; attempt "
+        f"{failed.attempt} failed: {failed.reason}; see evalbeam status)")
+
+
 def _lease(output: str, run_id: str) -> dict:
     """The run's lease as `evalbeam status` reads it."""
     import dataclasses

@@ -385,6 +385,22 @@ def _arrow_paths(paths: Sequence[str], base: str) -> tuple[pafs.FileSystem | Non
     return filesystem, [p.partition("://")[2] for p in paths], base_path
 
 
+def _why_not(output: str, run_id: str) -> str:
+    """What the run id's lease says of an attempt that did not commit ("; attempt
+    A failed: stopped by SIGTERM", "; attempt A is running"), so that a caller
+    who reads a run that failed learns why ('' without a lease)."""
+    from transforms.publish.lease import read_lease
+    try:
+        lease = read_lease(output, run_id)
+    except (OSError, ValueError):
+        return ""
+    if lease is None:
+        return ""
+    if lease.state == "failed":
+        return f"; attempt {lease.attempt} failed: {lease.reason or 'no reason recorded'}"
+    return f"; attempt {lease.attempt} has its lease ({lease.state}, {lease.owner()})"
+
+
 def read_completed_run(output: str, run_id: str) -> CompletedRun:
     """The run's committed attempt; NoCompletedAttempt when it has none (unknown,
     running, or killed before its commit), CorruptManifest, or RunUnreadable."""
@@ -392,5 +408,6 @@ def read_completed_run(output: str, run_id: str) -> CompletedRun:
     manifest = read_manifest(output, run_id)
     if manifest is None:
         raise NoCompletedAttempt(f"run {run_id} has no completed attempt under {output} (no "
-                                 f"runs/{run_id}/{MANIFEST}; see evalbeam status)")
+                                 f"runs/{run_id}/{MANIFEST}{_why_not(output, run_id)}; see "
+                                 "evalbeam status)")
     return CompletedRun(output, run_id, manifest)
