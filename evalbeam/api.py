@@ -75,7 +75,7 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     output:  the folder for the tables and the report (a new temporary folder
              when omitted; it is kept).
     run_id:  the run's id (default: a UTC timestamp and a random suffix).
-    options: run_date="YYYY-MM-DD"; metrics=[names or @evalbeam.metric functions]
+    options: run_date="YYYY-MM-DD" (or a datetime.date); metrics=[names or @evalbeam.metric functions]
              (as the config's `metrics:`, the functions added as custom metrics);
              preset="NAME" (a verdict preset, as `evalbeam run --preset`);
              custom_metrics=[functions] (added to the metrics that would run);
@@ -117,7 +117,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
                                workers_elsewhere)
     from pipeline.stopping import raising_on_stop
 
-    run_options = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
+    run_options = checked_run_options({k: options.pop(k) for k in RUN_OPTIONS if k in options})
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
     cfg = _with_metrics(load_any_config(config), run_options.get("metrics"),
                         run_options.get("custom_metrics", ()))
@@ -178,6 +178,22 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
         raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
                                "pass allow_empty=True to accept it", result)
     return result
+
+
+def checked_run_options(run_options: dict[str, Any]) -> dict[str, Any]:
+    """evaluate()'s own options as the planner takes them: a run_date given as
+    a datetime.date (date.today()) as its YYYY-MM-DD; allow_empty= and
+    progress= must be True or False ("no" is a true value); None is the default."""
+    import datetime as dt
+    from pipeline.plan import UsageError
+    run_options = {k: v for k, v in run_options.items() if v is not None}  # None: the default
+    for flag in ("allow_empty", "progress"):
+        if not isinstance(run_options.get(flag, False), bool):
+            raise UsageError(f"{flag} must be True or False, got {run_options[flag]!r}")
+    day = run_options.get("run_date")
+    if isinstance(day, dt.date):  # a datetime too: its day, as written
+        run_options["run_date"] = (day.date() if isinstance(day, dt.datetime) else day).isoformat()
+    return run_options
 
 
 KEYWORDS = {"--run-id": "run_id", "--run-date": "run_date", "--preset": "preset",

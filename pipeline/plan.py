@@ -642,6 +642,8 @@ _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 def check_run_date(run_date: str) -> None:
     """A calendar date written YYYY-MM-DD (Python 3.11 also accepts 20240101 and
     2024-W01-1, which would make odd partition names)."""
+    if not isinstance(run_date, str):  # evalbeam.evaluate(run_date=20260101)
+        raise UsageError(f"--run-date {run_date!r} is not a date YYYY-MM-DD")
     try:
         ok = bool(_DATE.match(run_date)) and dt.date.fromisoformat(run_date) is not None
     except ValueError:
@@ -777,7 +779,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \
         dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(2)
-    if not RUN_ID_PATTERN.match(run_id):
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):  # 42 from Python
         raise UsageError(f"--run-id {run_id!r} must be 1-128 letters, digits, '-' or '_'")
     run_date = args.run_date if args.run_date is not None else \
         dt.datetime.now(dt.timezone.utc).date().isoformat()

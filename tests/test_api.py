@@ -168,6 +168,28 @@ def test_a_bad_keyword_value_is_named_as_the_keyword_not_the_flag(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_python_values_of_keywords_are_taken_or_refused_in_one_line(tmp_path):
+    """run_date=date.today() and run_id=42 raised a bare "TypeError: expected
+    string or bytes-like object, got 'datetime.date'" from the planner's
+    regex, and allow_empty="no" was taken as True. A date (or a datetime) is
+    now its YYYY-MM-DD; a run id or run date that is not text, and an
+    allow_empty or progress that is not a bool, is a UsageError naming it."""
+    import datetime as dt
+    result = evalbeam.evaluate(SAMPLE_ROWS[:1], output=tmp_path / "out", progress=False,
+                               run_date=dt.date(2026, 1, 2), metrics=["exact_match"])
+    assert result.manifest["run_date"] == "2026-01-02"
+    assert glob.glob(str(tmp_path / "out" / "results" / "run_date=2026-01-02" / "*"))
+    for keyword, value, said in [
+            ("run_id", 42, "run_id=42 must be 1-128 letters, digits, '-' or '_'"),
+            ("run_date", 20260102, "run_date=20260102 is not a date YYYY-MM-DD"),
+            ("allow_empty", "no", "allow_empty must be True or False, got 'no'"),
+            ("progress", "no", "progress must be True or False, got 'no'")]:
+        with pytest.raises(ValueError) as raised:
+            evalbeam.evaluate(SAMPLE_ROWS, output=tmp_path / "refused", **{keyword: value})
+        assert str(raised.value) == said
+    assert not (tmp_path / "refused").exists()
+
+
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
             "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
