@@ -17,6 +17,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
@@ -97,9 +98,12 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
     in this process during the call is scrubbed too; sys.stdout, sys.stderr,
     the log record factory and warnings.showwarning are as they were after it.
     """
+    from pipeline.stopping import raising_on_stop
     from transforms.remote.scrub import (remember_config_secrets, scrub_exception,
                                          scrubbing_during)
-    with scrubbing_during():  # prints and logs of the call; the process as it was after
+    # prints and logs of the call scrubbed, SIGTERM an exception (a RunFailed once the
+    # run started); the process as it was after
+    with scrubbing_during(), raising_on_stop():
         remember_config_secrets(config)  # before anything said can quote them
         try:
             return _evaluate(cases, config, output, run_id, **options)
@@ -111,11 +115,12 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
               **options: Any) -> Result:
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipeline.execute import beam_options, run_pipeline, say_before, take_lease
+    from pipeline.execute import (beam_options, run_pipeline, say_before,
+                                  stopped_before_start, stopped_by, take_lease)
     from pipeline.filesystems import check_command_line
     from pipeline.plan import (DEFAULT_TTL_S, UsageError, driven_from_here, make_plan,
                                workers_elsewhere)
-    from pipeline.stopping import raising_on_stop
+    from pipeline.stopping import exit_code
 
     run_options = checked_run_options({k: options.pop(k) for k in RUN_OPTIONS if k in options})
     beam_args = _beam_args(options, PipelineOptions([]).get_all_options())
@@ -126,7 +131,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     named = named or listed
     made = output is None  # a temporary folder of ours: removed if the run never starts
     output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
-    staging, started = None, False
+    staging, started, leased = None, False, None
     try:
         path, label, staging = cases_path(cases, named, bool(run_options.get("allow_empty")))
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
@@ -155,13 +160,18 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
                                        shards=[dataclasses.replace(s, shown=shown)
                                                for s in plan.shards])
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
+        leased = plan.info
         say_before(plan)
         started = True
-        with raising_on_stop():  # SIGTERM, Ctrl-C: a RunFailed, the lease marked
-            run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
+        run_pipeline(plan, pipeline_options, lease, watch=run_options.get("progress", True))
     except BaseException as exc:
         if made and not started:
             shutil.rmtree(output, ignore_errors=True)
+        stop = None if started else stopped_by(exc)
+        if stop:  # SIGTERM or Ctrl-C before the run: the lease given up, as `evalbeam run`
+            print(stopped_before_start(leased, stop), file=sys.stderr)
+            if stop == "SIGTERM":  # no run to fail: the script ends as the signal ends it
+                raise SystemExit(exit_code(signal.SIGTERM)) from None
         if not started:
             raise
         failed = run_failed(exc, plan.info)

@@ -1175,3 +1175,40 @@ def test_a_run_stopped_by_sigterm_is_a_run_failed_and_its_lease_says_so(tmp_path
     assert said[0] == (f"evalbeam: error: run t (attempt {lease['attempt']}) stopped by SIGTERM; "
                        "a new run of the id takes over and cleans up"), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and KEY not in proc.stderr, proc.stderr[-3000:]
+
+
+PLANNING_SIGTERM_SCRIPT = r"""
+import os, signal, sys, tempfile
+import evalbeam
+from tests.conftest import SAMPLE_ROWS
+
+# its module is imported while the run is planned: a scheduler's stop then
+cfg = {"metrics": ["mine"], "custom_metrics": [{"name": "mine", "function": "stops:score"}]}
+try:
+    evalbeam.evaluate(SAMPLE_ROWS, cfg, progress=False)
+except SystemExit as stopped:
+    print("SystemExit:", stopped.code, isinstance(stopped, evalbeam.RunFailed))
+    print("left:", os.listdir(tempfile.gettempdir()))
+    raise
+"""
+
+
+def test_sigterm_while_a_run_is_planned_leaves_nothing_and_says_so(tmp_path):
+    """SIGTERM while evaluate() planned the run (staging a DataFrame, importing
+    a custom metric's module) ended the process at once and left the staged
+    cases and the temporary output folder behind, nothing said. Now the
+    call cleans up, prints `evalbeam run`'s line and raises SystemExit(143)
+    (no run started: no RunFailed)."""
+    (tmp_path / "stops.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n\n\n"
+        "def score(sample):\n    return 1.0\n", "utf-8")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.run([sys.executable, "-c", PLANNING_SIGTERM_SCRIPT], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(temp)})
+    assert proc.returncode == 143, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["SystemExit: 143 False", "left: []"], proc.stdout
+    assert proc.stderr.splitlines()[-1] == ("evalbeam: error: stopped by SIGTERM while planning "
+                                            "the run; nothing was written"), proc.stderr
+    assert not os.listdir(temp)
