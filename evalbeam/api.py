@@ -339,7 +339,8 @@ def load_any_config(config: Any):
 
 def _with_metrics(cfg, metrics: Sequence[Any] | None, custom: Sequence[Callable]):
     """The config with `metrics` (names; functions become custom metrics and are
-    selected by name) and extra custom metric functions."""
+    selected by name) and extra custom metric functions, which run besides the
+    metrics chosen (the config's list, `metrics`) or every default."""
     if metrics is None and not custom:
         return cfg
     from pipeline.config import ConfigError
@@ -359,6 +360,9 @@ def _with_metrics(cfg, metrics: Sequence[Any] | None, custom: Sequence[Callable]
         if bad:
             raise ConfigError(f"metrics: {bad[0]!r} is neither a metric name nor a function")
         cfg = dataclasses.replace(cfg, metrics=tuple(dict.fromkeys(chosen)))
+    if custom and cfg.metrics is not None:  # a list of metrics (the config's, metrics=):
+        added = [custom_metric(fn).name for fn in custom]  # the functions run besides
+        cfg = dataclasses.replace(cfg, metrics=tuple(dict.fromkeys((*cfg.metrics, *added))))
     return cfg
 
 

@@ -190,6 +190,19 @@ def test_python_values_of_keywords_are_taken_or_refused_in_one_line(tmp_path):
     assert not (tmp_path / "refused").exists()
 
 
+def test_custom_metrics_run_besides_a_chosen_list_of_metrics(tmp_path):
+    """custom_metrics=[fn] is documented as added to the metrics that would
+    run, but with a config that lists its `metrics:` (or with metrics=[...])
+    the function was registered and never run: no column, no score, nothing
+    said. It now runs besides the list."""
+    cfg = {"bots": [{"name": "recorded", "type": "precomputed"}], "metrics": ["exact_match"]}
+    for out, options in [("config", {}), ("keyword", {"metrics": ["answer_length"]})]:
+        result = evalbeam.evaluate(SAMPLE_ROWS[:2], cfg, output=tmp_path / out, progress=False,
+                                   custom_metrics=[length_gap], **options)
+        assert result.metrics == [options.get("metrics", ["exact_match"])[0], "length_gap"]
+        assert result.to_pandas().set_index("case_id")["length_gap"].to_dict()["c1"] == 0.0
+
+
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
             "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
