@@ -143,9 +143,15 @@ class Result:
         """Per bot and metric: count, missing, mean with its 95% interval,
         percentiles; the row with metric 'verdict' counts PASS/WARN/FAIL/ERROR
         and its mean is the pass rate. suite='*' (default) all suites
-        together, a suite's name for that suite, None every row."""
+        together, a suite's name for that suite (a ValueError naming the
+        run's suites when it has no such suite), None every row."""
         table = self.table("summary")
         if suite is not None:
+            suites = sorted(set(table["suite"].to_pylist()) - {None})
+            if suites and suite not in suites:  # a typo, not a suite without rows
+                raise ValueError(f"run {self.run_id} has no suite {suite!r}; its suites: "
+                                 f"{', '.join(map(repr, suites))} ({ALL_SUITES!r}: all "
+                                 "together, None: every row)")
             table = table.filter(pc.equal(table["suite"], suite))
         keep = ["bot", "suite", "metric", "count", "missing", "mean", "ci_low", "ci_high",
                 "p50", "p90", "min", "max", "higher_is_better", "pass_count", "warn_count",

@@ -203,6 +203,19 @@ def test_custom_metrics_run_besides_a_chosen_list_of_metrics(tmp_path):
         assert result.to_pandas().set_index("case_id")["length_gap"].to_dict()["c1"] == 0.0
 
 
+def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
+    """result.summary(suite="biling") (a typo) returned an empty table, read as
+    "no scores" in a notebook; now a ValueError naming the run's suites. A
+    suite that is there gives its rows."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", progress=False,
+                               metrics=["exact_match"])
+    assert set(result.summary(suite="billing")["suite"].to_pylist()) == {"billing"}
+    with pytest.raises(ValueError) as raised:
+        result.summary(suite="biling")
+    assert str(raised.value) == (f"run {result.run_id} has no suite 'biling'; its suites: "
+                                 "'*', 'billing', 'returns' ('*': all together, None: every row)")
+
+
 def test_import_is_cheap_and_the_names_are_there():
     code = ("import sys, evalbeam; assert 'apache_beam' not in sys.modules; "
             "print(sorted(evalbeam.__all__)); evalbeam.metric; print(callable(evalbeam.evaluate)); "
