@@ -34,7 +34,7 @@ from transforms.remote.usage import MergeUsageFn
 from transforms.enrich.judge.sample import NOT_SAMPLED, OUTSIDE_SAMPLE, SampleCases
 from transforms.publish.tallies import TallyAll
 from transforms.publish.summary import MetricStatsFn, metric_values, summary_keys
-from transforms.decide.cascade import ESCALATED, mark_undecided
+from transforms.decide.cascade import ESCALATED, ESCALATION_FAILED, mark_undecided
 from transforms.publish.savings import skipped_keys
 from transforms.decide.verdict import ESCALATION, OFFLINE, SINGLE, ApplyVerdict
 from transforms.publish.write import WriteRows
@@ -290,6 +290,8 @@ class Publish(beam.PTransform):
         if plan.escalates:
             tallied["escalated_rows"] = judged | "EscalatedRows" >> beam.Filter(
                 lambda t: bool(t.features.get(ESCALATED)))
+            tallied["escalation_failed_rows"] = judged | "EscalationFailedRows" >> beam.Filter(
+                lambda t: t.decided_by == ESCALATION_FAILED)
         counted = list(tallied)
         if call_errors is not None:  # counted per stage: judge_errors, embedding_errors, ...
             tallied["call_errors"] = call_errors

@@ -17,6 +17,7 @@ column raises the version, so a reader written for version N reads N + k.
    `label`, `references` and `messages`; summary/ gains `ci_low` and `ci_high`;
    the calibration/ and comparisons/ tables are new.
 4: summary/ gains `sampled` and `population` (judge metrics computed on a sample);
-   results/ gains `decided_by` (judge.escalate: "offline" or "escalated"); usage/
+   results/ gains `decided_by` (judge.escalate: "offline", "escalated" or
+   "escalation_failed"); usage/
    gains `skipped_rows` and `saved_calls` (what the cascade and the sample saved).
 """

@@ -70,8 +70,10 @@ RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot."
     ("references", _L, "every reference when the case has several, else null"),
     ("messages", _S, "the conversation's earlier turns (JSON), null for a single turn"),
     ("decided_by", _S, "with `judge.escalate`: `offline` when the offline rules' verdict "
-                       "stands, `escalated` when the judge's and classifier's rules decided; "
-                       "null without a cascade (schema 4)"),
+                       "stands, `escalated` when the judge's and classifier's rules decided, "
+                       "`escalation_failed` when the row was escalated but none of their "
+                       "metrics could be computed (a failed call, a cap, an open breaker, not "
+                       "sampled: its offline WARN stands); null without a cascade (schema 4)"),
 ], ("run_date", "bot"))
 
 SCORES = table("scores", "Written by `evalbeam run`: one row per case × bot × metric.", [

@@ -45,7 +45,7 @@ def test_escalated_rows_follow_the_escalation_rules():
     assert escalated_decision(scores(None, 0.2), RULES, "PASS", "WARN", "x")[0] == "WARN"
     verdict, reason, by = escalated_decision(scores(None, None), RULES, "PASS", "WARN",
                                              "exact_match 0 < 1")
-    assert (verdict, by) == ("WARN", "offline")  # nothing to decide with: offline stands
+    assert (verdict, by) == ("WARN", "escalation_failed")  # nothing to decide with: WARN stands
     assert "judge call failed: HTTP 500" in reason and "budget reached" in reason \
         and reason.endswith("offline: exact_match 0 < 1")
     two = (Rule("judge_relevance", "FAIL", below=0.3), Rule("judge_relevance", "WARN", below=0.6))
@@ -110,6 +110,7 @@ def test_the_cascade_judges_only_the_undecided_rows(tmp_path):
 
     c = m["cascade"]
     assert (c["rows"], c["escalated_rows"], c["decided_offline_rows"]) == (10, 4, 6)
+    assert c["escalation_failed_rows"] == 0
     assert c["escalated_share"] == pytest.approx(0.4)
     asked = c["calls"]
     assert c["calls_per_1000_rows"] == pytest.approx(asked / 10 * 1000)
@@ -161,3 +162,32 @@ def test_escalation_needs_offline_rules_that_can_leave_a_row_undecided(tmp_path,
         assert code == 0
     assert {r["decided_by"] for r in read_rows(out, "results")
             if r["run_id"] == "w"} == {"escalated"}
+
+
+def test_a_row_whose_escalation_failed_says_so_in_decided_by(tmp_path):
+    """A cap that stops the escalation's calls: the rows it left unjudged keep
+    their offline WARN, but results/ must not say the offline rules decided
+    them (decided_by "offline" is for rows the cascade chose not to escalate)."""
+    with FakeOpenAI() as server:
+        config = _config(server, OFFLINE_RULES + "    - {metric: judge_relevance, below: 0.5, "
+                         "verdict: FAIL}\n").replace(
+            "escalate: undecided}", "escalate: undecided, max_calls: 2}").replace(
+            "metrics: [exact_match, judge_relevance, grounding_classifier]",
+            "metrics: [exact_match, judge_relevance]")
+        server.set_chat_handler(ScriptedJudge(overrides={"judge_relevance": _by_digit}))
+        code, out = run_sample(tmp_path, config, "cap", ROWS)
+        sent = server.stats()["by_path"].get("/v1/chat/completions", 0)
+    assert code == 0 and sent == 2
+    results = {r["case_id"]: r for r in read_rows(out, "results")}
+    assert {results[f"e{i}"]["decided_by"] for i in range(6)} == {"offline"}
+    unjudged = [results[f"w{i}"] for i in range(4)
+                if results[f"w{i}"]["decided_by"] != "escalated"]
+    assert len(unjudged) == 2
+    for r in unjudged:
+        assert (r["verdict"], r["decided_by"]) == ("WARN", "escalation_failed")
+        assert r["verdict_reason"].startswith(
+            "escalated, but no escalation metric could be computed: judge_relevance "
+            "(budget reached")
+    assert manifest(out, "cap")["cascade"]["escalation_failed_rows"] == 2
+    with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
+        assert "2 escalated rows got no judge or classifier metric" in fh.read()

@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 
 from pipeline.viewer.data import SORTS
 from schemas.tables import VERDICT_ORDER
-from transforms.decide.cascade import BY_ESCALATION, OFFLINE
+from transforms.decide.cascade import BY_ESCALATION, ESCALATION_FAILED, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
                                      scrolling)
 from transforms.publish.report import escape_controls, finished_text
@@ -330,7 +330,10 @@ def _json_list(value: str) -> list | None:
 # results/ decided_by (judge.escalate: undecided): which stage of the cascade decided
 DECIDED_BY = {OFFLINE: "the offline rules (the cascade's first stage)",
               BY_ESCALATION: "the escalation rules on the judge's and classifier's metrics "
-                             "(the cascade's second stage)"}
+                             "(the cascade's second stage)",
+              ESCALATION_FAILED: "neither stage: it was escalated, but none of the judge's or "
+                                 "classifier's metrics could be computed, so its offline WARN "
+                                 "stands (the reason says why)"}
 
 
 def decided_by(value: Any) -> str:

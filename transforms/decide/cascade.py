@@ -11,7 +11,9 @@ them through without a call and their metrics are null with the reason
 gets the verdict of the escalation rules (the verdict rules on the judge's
 and the classifier's metrics, in their order; `otherwise` when none
 matches); when none of those metrics could be computed (a failed call, a
-spend cap, not sampled) the offline WARN stands and the reason says why.
+spend cap, an open breaker, not sampled) the offline WARN stands, decided_by
+says "escalation_failed" (not "offline": the offline rules had left it
+undecided) and the reason says why.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
 from transforms.enrich.judge.keys import JUDGE_SKIP
 
 ESCALATED = "cascade:escalated"  # feature: the row was sent to the judge and classifier
-OFFLINE, BY_ESCALATION = "offline", "escalated"  # results/ decided_by
+# results/ decided_by: the offline rules decided; the escalation rules did; the
+# row was escalated but no escalation metric could be computed (its WARN stands)
+OFFLINE, BY_ESCALATION, ESCALATION_FAILED = "offline", "escalated", "escalation_failed"
 
 
 DECIDED_OFFLINE = "decided offline"
@@ -53,4 +57,4 @@ def escalated_decision(scores: Mapping[str, MetricResult], rules: Sequence, othe
     why = skipped_text([(r.metric, scores[r.metric].error if r.metric in scores
                          else "not computed") for r in rules])
     return (offline_verdict, f"escalated, but no escalation metric could be computed: {why}; "
-            f"offline: {offline_reason}", OFFLINE)
+            f"offline: {offline_reason}", ESCALATION_FAILED)

@@ -50,6 +50,7 @@ def cascade_report(counts: Mapping[str, int], usage: Iterable[Mapping[str, Any]]
     asked = sum(u["calls"] + u["cache_hits"] for u in remote)
     per_row = asked / escalated if escalated else None
     return {"rows": rows, "escalated_rows": escalated,
+            "escalation_failed_rows": counts.get("escalation_failed_rows", 0),
             "escalated_share": escalated / answered if answered else None,
             "decided_offline_rows": answered - escalated,
             "calls": asked, "requests": sum(u["calls"] for u in remote),
@@ -71,6 +72,10 @@ def cascade_sentences(c: Mapping[str, Any], code=lambda s: f"`{s}`") -> list[str
             f"undecided offline (WARN) and escalated to the judge and the classifier; "
             f"{c['decided_offline_rows']} were decided offline and kept their verdict "
             f"(results/ {code('decided_by')}).",
+            *([f"{c['escalation_failed_rows']} escalated rows got no judge or classifier "
+               f"metric (a failed call, a spend cap, an open breaker, not sampled) and kept "
+               f"their WARN ({code('decided_by')} = escalation_failed; the reason says why)."]
+              if c.get("escalation_failed_rows") else []),
             f"Judge and classifier calls: {c['calls']} ({c['requests']} requests, the rest "
             f"from the call cache), {num(c['calls_per_1000_rows'])} per 1,000 rows; judging "
             f"every row: ≈ {num(c['every_row_calls_per_1000_rows'])} per 1,000 rows (at the "
