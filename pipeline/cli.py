@@ -471,7 +471,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     from transforms.publish.commit import checkpoint
     from transforms.publish.completed import RunUnreadable, read_completed_run
-    from transforms.publish.report import outcome_notes
+    from transforms.publish.report import cap_lines, outcome_notes
     checkpoint(info.output, info.run_id, info.attempt, "outcome")
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
         done = read_completed_run(info.output, info.run_id)
@@ -494,6 +494,9 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     for note in outcome_notes(c):
         print(f"evalbeam: {'error: run ' + info.run_id if nothing else 'note'}: {note}",
               file=sys.stderr)
+    reached = {n: cap for n, cap in manifest.get("spend_caps", {}).items() if cap["reached"]}
+    for line in cap_lines(reached, markdown=False):  # null metrics that are no failure
+        print(f"evalbeam: note: {line}", file=sys.stderr)
     if NO_ANSWERING_BOT in info.notes and c["bot_errors"]:
         answers = c["valid_cases"] * len(manifest["bots"])
         print(f"evalbeam: note: {c['bot_errors']} of {answers} answers "

@@ -320,3 +320,20 @@ def test_judge_replies_without_token_counts_count_against_the_cost_cap(tmp_path)
     assert estimated > 0
     # input price 1 per token: the cap's use is the prompts' estimate, as the ledger counted
     assert m["spend_caps"]["judge.max_cost"]["used"] == pytest.approx(estimated, abs=1)
+
+
+def test_a_cost_cap_below_one_call_sends_nothing_and_the_console_says_so(tmp_path, capsys):
+    """judge.max_cost smaller than one call's cost: every judge call is refused
+    and the run exits 0; the console said nothing about it, so a user who did
+    not open report.md saw only WARN rows and thought the judge had run."""
+    out, requests = _run_capped(tmp_path, JUDGE_EP + ", price_per_million: {input: 1, output: 2}}\n"
+                                "judge: {endpoint: judge, model: j, max_cost: 0.0000001}\n"
+                                "metrics: [judge_relevance, bleu]\n")
+    assert requests == 0
+    caps = manifest(out, "cap")["spend_caps"]
+    assert caps["judge.max_cost"]["reached"] and caps["judge.max_cost"]["refused_calls"] == 3
+    assert "budget reached: judge.max_cost (1e-07 per run)" in {
+        s["error"] for s in read_rows(out, "scores") if s["metric"] == "judge_relevance"}
+    err = capsys.readouterr().err
+    assert "evalbeam: note: Spend cap judge.max_cost = 1e-07: used 0.0000, reached: 3 calls " \
+           "not sent; their rows' metrics are null with budget reached." in err
