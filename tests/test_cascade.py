@@ -191,3 +191,24 @@ def test_a_row_whose_escalation_failed_says_so_in_decided_by(tmp_path):
     assert manifest(out, "cap")["cascade"]["escalation_failed_rows"] == 2
     with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
         assert "2 escalated rows got no judge or classifier metric" in fh.read()
+
+
+def test_an_or_null_escalation_rule_matches_a_failed_judge_call(tmp_path):
+    """`or_null: true` matches a judge call that could not tell (docs/concepts/
+    verdicts.md); as an escalation rule it was ignored: a judge that refused
+    every escalated row left them WARN where the user's rule says FAIL."""
+    with FakeOpenAI() as server:
+        server.set_chat_handler(lambda request: "I'm sorry, I can't help with that.")
+        config = _config(server, OFFLINE_RULES + "    - {metric: judge_relevance, below: 0.5, "
+                         "or_null: true, verdict: FAIL}\n").replace(
+            "metrics: [exact_match, judge_relevance, grounding_classifier]",
+            "metrics: [exact_match, judge_relevance]")
+        code, out = run_sample(tmp_path, config, "on", ROWS)
+    assert code == 0
+    results = {r["case_id"]: r for r in read_rows(out, "results")}
+    for i in range(4):
+        r = results[f"w{i}"]
+        assert (r["verdict"], r["decided_by"]) == ("FAIL", "escalated")
+        assert r["verdict_reason"].startswith(
+            "escalated: judge_relevance null: judge reply unusable after one repair")
+    assert manifest(out, "on")["cascade"]["escalation_failed_rows"] == 0

@@ -10,7 +10,8 @@ them through without a call and their metrics are null with the reason
 ("decided offline (PASS)"); their offline verdict stands. An escalated row
 gets the verdict of the escalation rules (the verdict rules on the judge's
 and the classifier's metrics, in their order; `otherwise` when none
-matches); when none of those metrics could be computed (a failed call, a
+matches; an `or_null` rule matches a failed call, as it does without the
+cascade); when none of those metrics could be computed (a failed call, a
 spend cap, an open breaker, not sampled) the offline WARN stands, decided_by
 says "escalation_failed" (not "offline": the offline rules had left it
 undecided) and the reason says why.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from schemas.records import MetricResult, Turn
-from transforms.decide.rules import UNDECIDED, decide, skipped_text
+from transforms.decide.rules import UNDECIDED, decide, matches_null, skipped_text
 from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
 from transforms.enrich.judge.keys import JUDGE_SKIP
 
@@ -51,7 +52,7 @@ def escalated_decision(scores: Mapping[str, MetricResult], rules: Sequence, othe
                        offline_verdict: str, offline_reason: str) -> tuple[str, str, str]:
     """(verdict, reason, decided_by) of an escalated row."""
     if any(scores.get(r.metric) is not None and scores[r.metric].value is not None
-           for r in rules):
+           or matches_null(r, scores.get(r.metric)) for r in rules):
         verdict, reason = decide(scores, rules, otherwise)
         return verdict, f"escalated: {reason}", BY_ESCALATION
     why = skipped_text([(r.metric, scores[r.metric].error if r.metric in scores

@@ -45,6 +45,13 @@ def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+def matches_null(rule, result: MetricResult | None) -> bool:
+    """An `or_null` rule matches a null the metric gave where it was asked and
+    could not tell (a failed judge call), not one of a row it was not asked for."""
+    return (getattr(rule, "or_null", False) and result is not None and result.value is None
+            and result.error not in _NO_INPUT)
+
+
 def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
            bot_error: str | None = None) -> tuple[str, str]:
     """(verdict, reason) for one turn."""
@@ -59,8 +66,7 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
             if other is not None and other.value is not None:
                 continue  # set aside on purpose: a better metric has a value
         result = scores.get(rule.metric)
-        if (getattr(rule, "or_null", False) and result is not None and result.value is None
-                and result.error not in _NO_INPUT):
+        if matches_null(rule, result):
             return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}"
         if result is None or result.value is None:
             why = "not computed" if result is None else (result.error or "null")
