@@ -6,6 +6,7 @@ because a misspelt key silently ignored is a nightly job evaluated wrongly.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ class EndpointConfig:
     api_key_env: str | None = None
     """The NAME of the environment variable that holds the key (sent as
     `Authorization: Bearer`, `api-key` on Azure); never the key itself. A missing
-    variable stops the run before it starts. A token-like name (20+ characters mixing
+    or empty variable stops the run before it starts. A token-like name (20+ characters mixing
     cases and digits, as `hf_...` or `sk_live_...` keys are) is taken for a key pasted
     in its place: it is scrubbed and redacted like one, never quoted (also in `${VAR}`)."""
     requests_per_second: float = 10.0
@@ -85,8 +86,9 @@ class EndpointConfig:
     """`{input, output}`: prices per million tokens, for the `cost` column of usage/."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
-    and scrubbed from everything written, as are literal values of headers named like a
-    secret and tokens in any header (16+ letters and digits mixing cases)."""
+    (unset or empty: the run stops before it starts) and scrubbed from everything
+    written, as are literal values of headers named like a secret and tokens in any
+    header (16+ letters and digits mixing cases)."""
     worker_share: float | None = None
     """A worker's share of both limits, in (0, 1]. Default (unset): 1 /
     `direct_num_workers` in multi-processing mode, 1 / `max_num_workers` or
@@ -389,7 +391,8 @@ class Config:
     run says so)."""
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-metric options, by the metric's (or its group's) name: see the metrics
-    reference. An unknown option, or a value of the wrong kind, is an error."""
+    reference. An unknown option (also of a metric the run leaves out), or a value of the
+    wrong kind, is an error."""
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
     """How rows get PASS, WARN or FAIL."""
     custom_metrics: tuple[CustomMetricConfig, ...] = ()
@@ -415,6 +418,14 @@ class Config:
         return redact(data)
 
 
+# where each section's keys are written, for the hint of a key at the wrong level
+SECTIONS: dict[str, type] = {
+    "input": InputConfig, "endpoints.<name>": EndpointConfig, "bots[]": BotConfig,
+    "embeddings": EmbeddingsConfig, "judge": JudgeConfig, "judge.sample": SampleConfig,
+    "judge.safety": SafetyConfig, "classifier": ClassifierConfig, "cache": CacheConfig,
+    "verdict": VerdictConfig, "verdict.rules[]": VerdictRule, "gate[]": GateRule,
+    "custom_metrics[]": CustomMetricConfig}
+
 def redact(value: Any, key: str = "") -> Any:
     """Replace values under secret-looking keys (`*_env` keys hold names, kept)
     and the credentials inside URLs."""
@@ -439,8 +450,20 @@ def _check_keys(data: Any, allowed: set[str], where: str) -> dict[str, Any]:
     unknown = sorted(set(map(str, data)) - allowed)
     if unknown:
         path = f"{where}.{unknown[0]}" if where else unknown[0]
-        raise ConfigError(f"unknown key '{path}' (allowed here: {', '.join(sorted(allowed))})")
+        raise ConfigError(f"unknown key '{path}'{key_hint(unknown[0], allowed, where)} "
+                          f"(allowed here: {', '.join(sorted(allowed))})")
     return dict(data)
+
+
+def key_hint(key: str, allowed: set[str], where: str) -> str:
+    """'; did you mean ...?' for a misspelt key, or the section a key written at
+    the wrong level belongs to: the list of allowed keys alone leaves the reader
+    to spot `max_cals` among twelve."""
+    close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    homes = [name for name, cls in SECTIONS.items() if key in _keys(cls) and name != where]
+    return f"; it is a key of {' / '.join(homes)}" if homes and len(homes) <= 3 else ""
 
 
 def key_fields(cls: type) -> list[dataclasses.Field]:
@@ -946,6 +969,11 @@ def load_config(path: str | None) -> Config:
             data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:  # a file saved as Latin-1 or UTF-16 by an editor
+        with open(path, "rb") as fh:
+            line = fh.read(exc.start).count(b"\n") + 1
+        raise ConfigError(f"config {path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} "
+                          f"at line {line}; save it as UTF-8") from None
     except ConfigError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -73,6 +73,21 @@ def _fails_cleanly(capsys, *args) -> str:
     (_EP + "judge:\n  endpoint: llm\n  model: m\n"
      "  rubrics: {tone: {criteria: polite, scale: [1, .inf]}}\n",
      "judge.rubrics.tone.scale must be [low, high], finite numbers"),
+    # a misspelt key says what was meant; a key at the wrong level, where it goes
+    ("metircs: [bleu]\n", "unknown key 'metircs'; did you mean 'metrics'?"),
+    (_EP + "judge: {endpoint: llm, model: m, max_cals: 5}\n",
+     "unknown key 'judge.max_cals'; did you mean 'max_calls'?"),
+    ("embeddings: {provider: local, precison: int8}\n",
+     "unknown key 'embeddings.precison'; did you mean 'precision'?"),
+    ("verdict:\n  preset: seed\n  rules:\n    - {metirc: bleu, above: 0.5, verdict: FAIL}\n",
+     "unknown key 'verdict.rules[0].metirc'; did you mean 'metric'?"),
+    (_EP + "bots:\n  - {name: a, type: chat, endpont: llm, model: m}\n",
+     "unknown key 'bots[0].endpont'; did you mean 'endpoint'?"),
+    (_EP + "judge: {endpoint: llm, model: m}\nmax_calls: 5\n",
+     "unknown key 'max_calls'; it is a key of judge (allowed here:"),
+    # an option of a metric this run leaves out was not checked at all
+    ("metrics: [bleu]\nmetric_options:\n  rouge: {use_stemer: true}\n",
+     "unknown option metric_options.rouge.use_stemer"),
 ])
 def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
     path = tmp_path / "c.yaml"
@@ -280,3 +295,46 @@ def test_a_full_context_template_needs_both_placeholders(tmp_path, capsys, templ
     out = str(tmp_path / "out")
     err = _fails_cleanly(capsys, "--input", cases, "--output", out, "--config", str(path))
     assert f"has no {missing} placeholder" in err and not os.path.exists(out)
+
+
+def test_a_config_that_is_not_utf8_is_one_line_naming_its_line(tmp_path, capsys):
+    """A config saved as Latin-1 crashed with a UnicodeDecodeError traceback."""
+    path = tmp_path / "c.yaml"
+    path.write_bytes("metrics: [bleu]\nbots:\n  - {name: caf\xe9, type: precomputed}\n"
+                     .encode("latin-1"))
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    err = _fails_cleanly(capsys, "--input", cases, "--output", out, "--config", str(path))
+    assert f"config {path} is not UTF-8 text: byte 0xe9 at line 3" in err
+    assert not os.path.exists(out)
+
+
+_HTTP_BOT = ("bots:\n  - name: a\n    type: http\n    endpoint: llm\n"
+             "    options: {answer_path: a, body: {q: '{question}', k: '${QA_SECRET}'}}\n")
+_CHAT_BOT = "bots:\n  - {name: a, type: chat, endpoint: llm, model: m}\n"
+
+
+@pytest.mark.parametrize("text, where", [
+    (_EP + "    api_key_env: QA_SECRET\n" + _CHAT_BOT, "endpoints.llm.api_key_env"),
+    (_EP + "    headers: {X-Api-Key: '${QA_SECRET}'}\n" + _CHAT_BOT,
+     "endpoints.llm.headers.X-Api-Key"),
+    (_EP + _HTTP_BOT, "bots.a.options.body.k"),
+])
+@pytest.mark.parametrize("value, said", [(None, "is not set"), ("", "is empty"),
+                                         ("  ", "is empty")])
+def test_an_unset_or_empty_secret_variable_is_refused_up_front(tmp_path, capsys, monkeypatch,
+                                                               text, where, value, said):
+    """An empty ${VAR} in a header or body was sent as it is (every call refused);
+    an empty api_key_env was said to be "not set"."""
+    if value is None:
+        monkeypatch.delenv("QA_SECRET", raising=False)
+    else:
+        monkeypatch.setenv("QA_SECRET", value)
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    err = _fails_cleanly(capsys, "--input", cases, "--output", out, "--config", str(path),
+                         "--metrics", "bleu")
+    assert f"environment variable QA_SECRET ({where}) {said}" in err
+    assert not os.path.exists(out)

@@ -122,12 +122,20 @@ def _for_whom(rec: CallRecord) -> CallRecord:
     return rec
 
 
+def env_secret(name: str, where: str) -> str:
+    """The value of a variable the config names; unset or empty is refused before the
+    run (an empty key or header was sent as it is: every call refused, 401)."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        said = "is not set" if value is None else "is empty"
+        raise MissingSecret(f"environment variable {name} ({where}) {said}")
+    return value
+
+
 def resolve_env_refs(value: str, where: str) -> str:
     """Replace ${VAR} by the environment variable's value (secrets stay out of configs)."""
     def sub(m: re.Match) -> str:
-        if m.group(1) not in os.environ:
-            raise MissingSecret(f"environment variable {m.group(1)} ({where}) is not set")
-        return os.environ[m.group(1)]
+        return env_secret(m.group(1), where)
     return ENV_REF.sub(sub, value)
 
 
@@ -145,10 +153,7 @@ def endpoint_secrets(name: str, cfg) -> tuple[dict[str, str], list[str]]:
     """(auth/extra headers, secret values to scrub) for an endpoint config."""
     headers: dict[str, str] = {}
     if cfg.api_key_env:
-        key = os.environ.get(cfg.api_key_env)
-        if not key:
-            raise MissingSecret(f"environment variable {cfg.api_key_env} "
-                                f"(endpoints.{name}.api_key_env) is not set")
+        key = env_secret(cfg.api_key_env, f"endpoints.{name}.api_key_env")
         if cfg.api_version:  # Azure OpenAI
             headers["api-key"] = key
         else:

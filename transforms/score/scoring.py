@@ -287,14 +287,15 @@ def select_scorers(metrics: tuple[str, ...] | None,
                          f"(groups: {', '.join(GROUPS)})")
     for group in wanted & set(GROUPS):
         wanted |= set(GROUPS[group])
+    for scorer in scorers:  # every metric's, run or not: a typo shows in the run that has it
+        extra = sorted(set(options.get(scorer.name, {})) - set(scorer.option_defaults))
+        if extra:
+            raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
     chosen = []
     for scorer in scorers:
         if scorer.name in wanted or wanted & set(scorer.metrics):
             opts = dict(scorer.option_defaults)
             given = dict(options.get(scorer.name, {}))
-            extra = sorted(set(given) - set(opts))
-            if extra:
-                raise ValueError(f"unknown option metric_options.{scorer.name}.{extra[0]}")
             for key, value in given.items():
                 problem = option_problem(opts[key], value)
                 if problem:
