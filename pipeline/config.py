@@ -9,6 +9,7 @@ import dataclasses
 import difflib
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
@@ -181,7 +182,7 @@ class SafetyConfig:
     votes: int = 3
     """Independent votes per critic; the majority (⌊votes/2⌋+1) decides."""
     temperature: float = 0.7
-    """Votes are sampled, so that they can differ."""
+    """Votes are sampled, so that they can differ (≥ 0)."""
     mode: str = "calls"
     """`calls`: one request per vote; `n`: one request asking for `votes` choices (where
     the server supports `n`)."""
@@ -236,7 +237,7 @@ class JudgeConfig:
     model: str | None = None
     """The judge model."""
     temperature: float = 0.0
-    """Temperature of every judge question except the safety votes."""
+    """Temperature of every judge question except the safety votes (≥ 0)."""
     max_tokens: int = 1024
     """Completion limit per judge call."""
     keep_trace: bool = False
@@ -725,8 +726,10 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
         raise ConfigError(f"judge.endpoint {judge.endpoint!r} is not a configured endpoint")
     if bool(judge.endpoint) != bool(judge.model):
         raise ConfigError("judge needs both 'endpoint' and 'model' (or neither)")
-    _number(judge.temperature, "judge.temperature", positive=False)
-    _number(safety.temperature, "judge.safety.temperature", positive=False)
+    for where, value in (("judge.temperature", judge.temperature),
+                         ("judge.safety.temperature", safety.temperature)):
+        if _number(value, where, positive=False) < 0:  # every judge call refused, a 400
+            raise ConfigError(f"{where} must be >= 0, got {value!r}")
     _integer(judge.max_tokens, "judge.max_tokens", 1)
     _integer(safety.votes, "judge.safety.votes", 1)
     if safety.mode not in SAFETY_MODES:
@@ -958,6 +961,15 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: PyYAML reports it
                 pass
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.1 (PyYAML) reads `2e5` and `1.5e6` as text: a float needs a dot and a
+# signed exponent (`2.0e+5`), so `tokens_per_minute: 2e5` was "must be a number,
+# got '2e5'". YAML 1.2 and JSON read them as numbers; so does this loader.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def load_config(path: str | None) -> Config:

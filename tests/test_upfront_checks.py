@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.config import MAX_CONCURRENCY, load_config
+from pipeline.config import MAX_CONCURRENCY, ConfigError, load_config
 from tests.conftest import SAMPLE_ROWS, write_cases
 from schemas.cases import source_columns
 from tests.pipeline_helpers import manifest, read_rows, run_cli
@@ -88,6 +88,13 @@ def _fails_cleanly(capsys, *args) -> str:
     # an option of a metric this run leaves out was not checked at all
     ("metrics: [bleu]\nmetric_options:\n  rouge: {use_stemer: true}\n",
      "unknown option metric_options.rouge.use_stemer"),
+    # a number written with an exponent was text to YAML 1.1 ("got '2e5'")
+    (_EP + "    requests_per_second: 1e400\n", "requests_per_second must be a finite number"),
+    # a negative temperature passed, and every judge call was refused with a 400
+    (_EP + "judge: {endpoint: llm, model: m, temperature: -1}\n",
+     "judge.temperature must be >= 0, got -1"),
+    (_EP + "judge: {endpoint: llm, model: m, safety: {temperature: -0.5}}\n",
+     "judge.safety.temperature must be >= 0, got -0.5"),
 ])
 def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
     path = tmp_path / "c.yaml"
@@ -107,8 +114,17 @@ def test_good_header_and_option_values_still_load(tmp_path):
         metric_options:
           politeness: {markers: [please]}
           hallucination: {window: 3}
-        """))
+        judge: {endpoint: llm, model: m, max_cost: 1.5e1, temperature: 0}
+        """).replace("headers:", "tokens_per_minute: 2e5, requests_per_second: -.5E+1, "
+                     "price_per_million: {input: 1.5e-1, output: 6E-1}, headers:"))
+    with pytest.raises(ConfigError, match=r"requests_per_second must be > 0, got -5\.0"):
+        load_config(str(path))  # exponent numbers, YAML 1.2's, are numbers
+    path.write_text(path.read_text().replace("-.5E+1", "1_0e0"))
     cfg = load_config(str(path))
+    llm = cfg.endpoints["llm"]
+    assert (llm.tokens_per_minute, llm.requests_per_second) == (200000.0, 10.0)
+    assert llm.price_per_million == {"input": 0.15, "output": 0.6}
+    assert cfg.judge.max_cost == 15.0
     assert cfg.endpoints["llm"].headers == {"X-Key": "abc", "X-Num": 5}
     assert cfg.metric_options["hallucination"]["window"] == 3
 
