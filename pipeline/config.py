@@ -972,6 +972,19 @@ _StrictLoader.add_implicit_resolver(
     list("-+0123456789."))
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """' at line L, column C: what the parser found', the line alone leaving the
+    reader to guess (a tab, an unclosed bracket). PyYAML's problem quotes one
+    character or token, never a value."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return ""
+    problem = " ".join(str(getattr(exc, "problem", "") or "").split())[:120]
+    tab = " (indent with spaces)" if "'\\t'" in problem else ""
+    return f" at line {mark.line + 1}, column {mark.column + 1}" + (
+        f": {problem}{tab}" if problem else "")
+
+
 def load_config(path: str | None) -> Config:
     """Load and validate a YAML file; None gives the defaults."""
     if path is None:
@@ -989,8 +1002,6 @@ def load_config(path: str | None) -> Config:
     except ConfigError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"config {path} is not valid YAML{where}") from None
+        raise ConfigError(f"config {path} is not valid YAML{yaml_problem(exc)}") from None
     cfg = parse_config(data, os.path.dirname(os.path.abspath(path)))
     return dataclasses.replace(cfg, source_path=path)

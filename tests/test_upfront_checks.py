@@ -90,6 +90,10 @@ def _fails_cleanly(capsys, *args) -> str:
      "unknown option metric_options.rouge.use_stemer"),
     # a number written with an exponent was text to YAML 1.1 ("got '2e5'")
     (_EP + "    requests_per_second: 1e400\n", "requests_per_second must be a finite number"),
+    # YAML's own errors gave the line only: now the column and what the parser found
+    ("bots:\n\t- {name: a, type: precomputed}\n", "is not valid YAML at line 2, column 1: "
+     "found character '\\t' that cannot start any token (indent with spaces)"),
+    ("metrics: [bleu, rouge\n", "is not valid YAML at line 2, column 1: expected ',' or ']'"),
     # a negative temperature passed, and every judge call was refused with a 400
     (_EP + "judge: {endpoint: llm, model: m, temperature: -1}\n",
      "judge.temperature must be >= 0, got -1"),
