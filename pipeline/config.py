@@ -59,8 +59,9 @@ class EndpointConfig:
     `http://host:8000/v1`, Ollama `http://host:11434/v1`, an Azure resource URL, or any
     JSON HTTP service for an `http` bot."""
     api_key_env: str | None = None
-    """The NAME of the environment variable that holds the key (sent as
-    `Authorization: Bearer`, `api-key` on Azure); never the key itself. A missing
+    """The NAME of the environment variable that holds the key (`OPENAI_API_KEY`, not
+    `${OPENAI_API_KEY}`: refused, saying so), sent as
+    `Authorization: Bearer` (`api-key` on Azure); never the key itself. A missing
     or empty variable stops the run before it starts. A token-like name (20+ characters mixing
     cases and digits, as `hf_...` or `sk_live_...` keys are) is taken for a key pasted
     in its place: it is scrubbed and redacted like one, never quoted (also in `${VAR}`)."""
@@ -557,6 +558,11 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
         raise ConfigError(f"{where}.api_version must be a text, got {shown(ep.api_version)}")
     if ep.api_key_env is not None and (not isinstance(ep.api_key_env, str)
                                        or not ep.api_key_env.replace("_", "").isalnum()):
+        ref = isinstance(ep.api_key_env, str) and re.fullmatch(  # `${OPENAI_API_KEY}`, as in
+            r"\$\{?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}?", ep.api_key_env)  # headers
+        if ref and not key_like_name(ref.group(1)):
+            raise ConfigError(f"{where}.api_key_env takes the variable's name alone: write "
+                              f"api_key_env: {ref.group(1)} (without $ or ${{}})")
         raise ConfigError(f"{where}.api_key_env must be an environment variable's NAME, "
                           "not a key")
     return ep

@@ -94,6 +94,13 @@ def _fails_cleanly(capsys, *args) -> str:
     ("bots:\n\t- {name: a, type: precomputed}\n", "is not valid YAML at line 2, column 1: "
      "found character '\\t' that cannot start any token (indent with spaces)"),
     ("metrics: [bleu, rouge\n", "is not valid YAML at line 2, column 1: expected ',' or ']'"),
+    # api_key_env written as a reference, as headers take it, said "not a key"
+    (_EP + "    api_key_env: ${OPENAI_API_KEY}\n",
+     "endpoints.llm.api_key_env takes the variable's name alone: write "
+     "api_key_env: OPENAI_API_KEY (without $ or ${})"),
+    (_EP + "    api_key_env: $OPENAI_API_KEY\n", "write api_key_env: OPENAI_API_KEY"),
+    (_EP + "    api_key_env: ${sk_live_abcdefABCDEF1234567890xyz}\n",
+     "endpoints.llm.api_key_env must be an environment variable's NAME, not a key"),
     # a negative temperature passed, and every judge call was refused with a 400
     (_EP + "judge: {endpoint: llm, model: m, temperature: -1}\n",
      "judge.temperature must be >= 0, got -1"),
