@@ -85,7 +85,8 @@ class EndpointConfig:
     backoff_max_s: float = 30.0
     """The longest wait between two attempts, seconds."""
     price_per_million: dict[str, float] = field(default_factory=dict)
-    """`{input, output}`: prices per million tokens, for the `cost` column of usage/."""
+    """`{input, output}`: prices per million tokens (≥ 0), for the `cost` column of
+    usage/."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
     (unset or empty: the run stops before it starts) and scrubbed from everything
@@ -492,13 +493,16 @@ def _build(cls: type, data: Any, where: str, **overrides: Any) -> Any:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _number(value: Any, where: str, positive: bool = True) -> float:
+def _number(value: Any, where: str, positive: bool = True, negative: bool = False) -> float:
+    """A finite number: > 0 (positive), else >= 0, or any (negative: a bound of a rule)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where} must be a number, got {shown(value)}")
     if not math.isfinite(value):
         raise ConfigError(f"{where} must be a finite number, got {value!r}")
     if positive and value <= 0:
         raise ConfigError(f"{where} must be > 0, got {value!r}")
+    if not negative and value < 0:
+        raise ConfigError(f"{where} must be >= 0, got {value!r}")
     return float(value)
 
 
@@ -573,7 +577,7 @@ def _rule(data: Any, where: str) -> VerdictRule:
     if (rule.above is None) == (rule.below is None):
         raise ConfigError(f"{where} needs exactly one of 'above' or 'below'")
     bound = "above" if rule.above is not None else "below"
-    _number(getattr(rule, bound), f"{where}.{bound}", positive=False)
+    _number(getattr(rule, bound), f"{where}.{bound}", positive=False, negative=True)
     if rule.verdict not in VERDICTS:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
     if rule.unless is not None and not isinstance(rule.unless, str):
@@ -706,8 +710,6 @@ def _gate(data: Any) -> tuple[GateRule, ...]:
             if value is not None and (not isinstance(value, str) or not value):
                 raise ConfigError(f"{where}.{key} must be a name, got {value!r}")
         _number(rule.max_drop, f"{where}.max_drop", positive=False)
-        if rule.max_drop < 0:
-            raise ConfigError(f"{where}.max_drop must be >= 0, got {rule.max_drop!r}")
         if not 0 < _number(rule.alpha, f"{where}.alpha") < 1:
             raise ConfigError(f"{where}.alpha must be in (0, 1)")
         rules.append(dataclasses.replace(rule, max_drop=float(rule.max_drop),
@@ -734,8 +736,7 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
         raise ConfigError("judge needs both 'endpoint' and 'model' (or neither)")
     for where, value in (("judge.temperature", judge.temperature),
                          ("judge.safety.temperature", safety.temperature)):
-        if _number(value, where, positive=False) < 0:  # every judge call refused, a 400
-            raise ConfigError(f"{where} must be >= 0, got {value!r}")
+        _number(value, where, positive=False)  # < 0: every judge call refused, a 400
     _integer(judge.max_tokens, "judge.max_tokens", 1)
     _integer(safety.votes, "judge.safety.votes", 1)
     if safety.mode not in SAFETY_MODES:

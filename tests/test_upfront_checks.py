@@ -101,6 +101,9 @@ def _fails_cleanly(capsys, *args) -> str:
     (_EP + "    api_key_env: $OPENAI_API_KEY\n", "write api_key_env: OPENAI_API_KEY"),
     (_EP + "    api_key_env: ${sk_live_abcdefABCDEF1234567890xyz}\n",
      "endpoints.llm.api_key_env must be an environment variable's NAME, not a key"),
+    # a negative price passed, and usage/ and the spend caps counted a negative cost
+    (_EP + "    price_per_million: {input: 0.15, output: -0.6}\n",
+     "endpoints.llm.price_per_million.output must be >= 0, got -0.6"),
     # a negative temperature passed, and every judge call was refused with a 400
     (_EP + "judge: {endpoint: llm, model: m, temperature: -1}\n",
      "judge.temperature must be >= 0, got -1"),
