@@ -873,17 +873,25 @@ def is_bot_name(name: Any) -> bool:
             and name.replace("_", "").replace("-", "").isalnum())
 
 
+def yaml_bool_hint(value: Any) -> str:
+    """Why a text came out as a boolean: YAML 1.1 reads unquoted yes/no/on/off
+    (a bot named `no`, Norwegian's code) as true/false."""
+    return (" (YAML reads an unquoted yes/no/on/off/true/false as a boolean: quote the text)"
+            if isinstance(value, bool) else "")
+
+
 def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig],
                   base_dir: str) -> BotConfig:
     where = f"bots[{i}]"
     if not is_bot_name(bot.name):
         raise ConfigError(f"{where}.name must be 1-{MAX_NAME_LENGTH} letters, digits, '-' or "
-                          f"'_', got {str(bot.name)[:80]!r}")
+                          f"'_', got {str(bot.name)[:80]!r}{yaml_bool_hint(bot.name)}")
     if not isinstance(bot.type, str) or bot.type not in BOT_TYPES:
         raise ConfigError(f"{where}.type must be one of {BOT_TYPES}, got {bot.type!r}")
     for key in ("faq", "endpoint", "model", "knowledge", "prompt_template", "system_prompt"):
         if getattr(bot, key) is not None and not isinstance(getattr(bot, key), str):
-            raise ConfigError(f"{where}.{key} must be a text, got {shown(getattr(bot, key))}")
+            raise ConfigError(f"{where}.{key} must be a text, got {shown(getattr(bot, key))}"
+                              f"{yaml_bool_hint(getattr(bot, key))}")
     if not isinstance(bot.options, Mapping):
         raise ConfigError(f"{where}.options must be a mapping, got {shown(bot.options)}")
     if bot.type == "faq_match" and not bot.faq:

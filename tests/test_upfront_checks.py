@@ -101,7 +101,13 @@ def _fails_cleanly(capsys, *args) -> str:
     (_EP + "    api_key_env: $OPENAI_API_KEY\n", "write api_key_env: OPENAI_API_KEY"),
     (_EP + "    api_key_env: ${sk_live_abcdefABCDEF1234567890xyz}\n",
      "endpoints.llm.api_key_env must be an environment variable's NAME, not a key"),
-    # a negative price passed, and usage/ and the spend caps counted a negative cost
+    # `name: no` was "got 'False'", the user having written no
+    ("bots:\n  - {name: no, type: precomputed}\n", "bots[0].name must be 1-64 letters, digits, "
+     "'-' or '_', got 'False' (YAML reads an unquoted yes/no/on/off/true/false as a boolean: "
+     "quote the text)"),
+    (_EP + "bots:\n  - {name: a, type: chat, endpoint: llm, model: m, system_prompt: off}\n",
+     "bots[0].system_prompt must be a text, got False (YAML reads an unquoted"),
+    # a negative price passed: usage/ and the max_cost tally would count a negative cost
     (_EP + "    price_per_million: {input: 0.15, output: -0.6}\n",
      "endpoints.llm.price_per_million.output must be >= 0, got -0.6"),
     # a negative temperature passed, and every judge call was refused with a 400
