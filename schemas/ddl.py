@@ -18,7 +18,7 @@ import sys
 import pyarrow as pa
 
 from schemas import SCHEMA_VERSION
-from schemas.tables import EVERY_TABLE, TableSpec
+from schemas.tables import EVERY_TABLE, TABLES, TableSpec
 
 ENGINES = ("bigquery", "athena", "spark", "duckdb")
 PARTITION_TYPES = {"run_date": "date", "bot": "string"}
@@ -46,14 +46,32 @@ def duckdb_hive_types(spec: TableSpec) -> str:
                      for p in spec.partitions)
 
 
+def duckdb_view(spec: TableSpec, location: str) -> str:
+    """A view over a table's files; a run's own tables keep only the files of
+    committed attempts (named part-<run_id>.<attempt>.*, the attempt that
+    runs/<run_id>/manifest.json names), as a killed or failed attempt's files
+    stay in the Hive folders until its run id runs again, which a nightly run
+    with a new id each night never does."""
+    where = f"{location}/{spec.name}"
+    committed = spec.name in TABLES
+    read = (f"read_parquet(\n  '{where}/**/*.parquet', hive_partitioning = true, "
+            f"union_by_name = true,{' filename = true,' if committed else ''}\n"
+            f"  hive_types = {{{duckdb_hive_types(spec)}}})")
+    if not committed:
+        return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM {read};"
+    return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT t.* EXCLUDE (filename) FROM {read} t\n"
+            f"SEMI JOIN read_json('{location}/runs/*/manifest.json',\n"
+            f"  columns = {{run_id: 'VARCHAR', attempt: 'VARCHAR'}}) m\n"
+            f"  ON t.run_id = m.run_id AND starts_with(parse_filename(t.filename),\n"
+            f"    'part-' || m.run_id || '.' || m.attempt || '.');")
+
+
 def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals") -> str:
     """One table's statement(s) for engine; location is the run's --output."""
     where = f"{location.rstrip('/')}/{spec.name}"
     name = f"{dataset}.{spec.name}"
     if engine == "duckdb":
-        return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM read_parquet(\n"
-                f"  '{where}/**/*.parquet', hive_partitioning = true, union_by_name = true,\n"
-                f"  hive_types = {{{duckdb_hive_types(spec)}}});")
+        return duckdb_view(spec, location.rstrip("/"))
     if engine == "bigquery":
         parts = ", ".join(f"{p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
         return (f"CREATE OR REPLACE EXTERNAL TABLE `{name}` (\n{_columns(spec, engine)}\n)\n"

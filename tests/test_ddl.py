@@ -14,9 +14,9 @@ import pytest
 
 from schemas.ddl import ENGINES, all_ddl, main, table_ddl
 from pipeline.cli import run
-from schemas.tables import EVERY_TABLE, SCORES, USAGE
+from schemas.tables import EVERY_TABLE, RESULTS, SCORES, USAGE
 from tests.conftest import ROOT, SAMPLE_ROWS
-from tests.pipeline_helpers import manifest, read_table, run_sample
+from tests.pipeline_helpers import TABLE_NAMES, manifest, read_table, run_sample, write_marker
 
 
 def doc(page: str) -> str:
@@ -38,7 +38,8 @@ def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
     folder = tmp_path / "out" / "usage" / "run_date=2000-01-01"
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist([{"run_id": "old", "endpoint": "llm", "calls": 3}],
-                                        schema=old), str(folder / "part-old.0.parquet"))
+                                        schema=old), str(folder / "part-old.000000000000.0.parquet"))
+    write_marker(out, "old", "2000-01-01")  # a committed run of schema 1
     con = duckdb.connect()
     con.execute(all_ddl("duckdb", out))
     counts = dict(manifest(out, "w")["tables"])
@@ -119,15 +120,12 @@ def test_every_beam_counter_in_the_code_is_in_the_docs():
     assert {"evalbeam.verdict", "evalbeam.metrics"} <= computed <= set(documented)
 
 
-def test_the_guides_committed_attempts_query_leaves_out_a_killed_attempts_rows(tmp_path):
+def test_the_duckdb_views_leave_out_a_killed_re_runs_rows(tmp_path):
     """A re-run killed after moving its files in leaves them beside the
-    committed attempt's under the same run id: the guide's query reads only
+    committed attempt's under the same run id: the guide's views read only
     the attempts the manifests name."""
     code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "k")
     assert code == 0
-    page = doc("guides/warehouse.md")
-    query = re.search(r"```sql\n\s*(select r\.\* from .*?);\n\s*```", page, re.S).group(1)
-    query = query.replace("out/example", out).replace("\n  ", "\n")
     marker = manifest(out, "k")
     [committed] = marker["files"]["results"]  # one bot: one file
     path = os.path.join(out, committed)
@@ -135,7 +133,29 @@ def test_the_guides_committed_attempts_query_leaves_out_a_killed_attempts_rows(t
     with open(path, "rb") as src, open(killed, "wb") as dst:
         dst.write(src.read())
     con = duckdb.connect()
+    con.execute(table_ddl(RESULTS, "duckdb", out))
     glob = f"read_parquet('{out}/results/**/*.parquet', hive_partitioning = true)"
     [(everything,)] = con.execute(f"SELECT count(*) FROM {glob}").fetchall()
-    [(rows,)] = con.execute(f"SELECT count(*) FROM ({query})").fetchall()
+    [(rows,)] = con.execute("SELECT count(*) FROM results").fetchall()
     assert rows == marker["counts"]["results_rows"] and everything == 2 * rows
+
+
+def test_duckdb_views_leave_out_runs_that_never_committed(tmp_path):
+    """A nightly run killed after moving its files in, before its manifest,
+    leaves them in the Hive folders until its run id runs again (for a new
+    id each night: never). The guide's views count only committed attempts."""
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "ok")
+    assert code == 0
+    code, _ = run_sample(tmp_path, "embeddings: {provider: hashing}\n", "killed")
+    assert code == 0
+    os.remove(os.path.join(out, "runs", "killed", "manifest.json"))  # as a kill before step 4
+    con = duckdb.connect()
+    for name in TABLE_NAMES:
+        con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))
+    counts = manifest(out, "ok")["tables"]
+    for name in TABLE_NAMES:
+        assert read_table(out, name).num_rows == 2 * counts[name], name  # both runs' files are there
+        got = dict(con.execute(f"SELECT run_id, count(*) FROM {name} GROUP BY ALL").fetchall())
+        assert got == ({"ok": counts[name]} if counts[name] else {}), name
+    assert sorted(r[0] for r in con.execute("DESCRIBE results").fetchall()) == sorted(
+        RESULTS.schema.names + list(RESULTS.partitions))  # no `filename` column
