@@ -17,6 +17,7 @@ from schemas.ddl import ENGINES, all_ddl, main, table_ddl
 from pipeline.cli import run
 from schemas.tables import EVERY_TABLE, RESULTS, SCORES, USAGE
 from tests.conftest import ROOT, SAMPLE_ROWS
+from tests.test_docs import code_blocks
 from tests.pipeline_helpers import TABLE_NAMES, manifest, read_table, run_sample, write_marker
 
 
@@ -178,3 +179,22 @@ def test_duckdb_views_leave_out_runs_that_never_committed(tmp_path):
         assert got == ({"ok": counts[name]} if counts[name] else {}), name
     assert sorted(r[0] for r in con.execute("DESCRIBE results").fetchall()) == sorted(
         RESULTS.schema.names + list(RESULTS.partitions))  # no `filename` column
+
+
+def test_the_guides_pyarrow_recipe_reads_committed_runs_with_text_bots(tmp_path):
+    """pyarrow.dataset over results/ reads a killed run's files and guesses
+    bot=2024 as int32: the guide's recipe reads the manifests' files, bot as
+    text and run_date as a date."""
+    config = "embeddings: {provider: hashing}\nbots: [{name: '2024', type: precomputed}]\n"
+    assert run_sample(tmp_path, config, "ok")[0] == 0
+    code, out = run_sample(tmp_path, config, "killed")
+    assert code == 0
+    os.remove(os.path.join(out, "runs", "killed", "manifest.json"))  # as a kill before step 4
+    [(_, block)] = [b for b in code_blocks(doc("guides/warehouse.md"), ("python",))]
+    scope: dict = {}
+    exec(block.replace('"out/example"', repr(out)), scope)
+    results = scope["results"]
+    assert results.schema.field("bot").type == pa.string()
+    assert results.schema.field("run_date").type == pa.date32()
+    assert sorted(set(results.column("run_id").to_pylist())) == ["ok"]
+    assert results.num_rows == manifest(out, "ok")["tables"]["results"]
