@@ -486,3 +486,53 @@ def test_workers_without_an_http_bots_body_variable_are_refused_up_front(tmp_pat
                           "on 1 of 1 workers (tcp://127.0.0.1:"), err
     assert "EB_DASK_BODY_TOKEN" in err and "bots.web.options.body.token" in err, err
     assert not os.path.exists(out)
+
+
+def test_a_call_cap_holds_across_workers_and_counts_what_a_killed_worker_sent(tmp_path):
+    """judge.max_calls on two worker processes sharing the ledger (a local
+    output), one worker SIGKILLed mid-bundle while it calls the judge: the
+    server never receives more judge requests than the cap, results/ has each
+    case × bot once, and the manifest's `spend_caps` says what the endpoint
+    served. (It counted usage/ only: the killed worker's calls, which the
+    ledger had counted and the server had answered, were missing from `used`:
+    "used 0" of a cap of 60 the server had received 32 requests of.) The killed
+    worker's reservations of calls it had not sent stay taken, so the run stops
+    below the cap (docs/guides/cost-control.md)."""
+    from distributed import Client
+    cap = 60
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
+                    api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _judge_config(tmp_path, server)
+        text = open(cfg, encoding="utf-8").read()
+        with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then its cap
+            fh.write(text.replace("  model: gpt-4o-mini\n",
+                                  f"  model: gpt-4o-mini\n  max_calls: {cap}\n", 1))
+        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
+            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", "cap",
+                          cluster=cluster, cwd=str(tmp_path))
+            victim, deadline = None, time.monotonic() + 600
+            while victim is None and proc.poll() is None and time.monotonic() < deadline:
+                if server.stats()["total"] >= cap // 3:
+                    victim = _processing_worker_pid(client)
+                time.sleep(0.05)
+            assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
+            os.kill(victim, signal.SIGKILL)
+            seen = watch(proc, out, "cap")
+            assert proc.returncode == 0, seen["output"][-3000:]
+        received = server.stats()["total"]
+    assert received <= cap  # the cap held across the processes and the redo
+    results = read_rows(out, "results")
+    keys = [(r["case_id"], r["bot"]) for r in results]
+    assert len(keys) == len(set(keys)) == 40 * 2
+    m = manifest(out, "cap")
+    assert m["reconciliation"]["ok"] and m["requests"]["ok"]
+    assert m["requests"]["lost_calls"] > 0, "the killed worker had sent nothing"
+    # what the journal saw go out: what the server received, and the calls the killed
+    # worker had journaled but not yet put on the wire
+    capped, sent = m["spend_caps"]["judge.max_calls"], m["requests"]["by_endpoint"]["llm"]
+    assert capped["reached"] and received <= capped["used"] == sent["sent_calls"] <= cap, (
+        capped, received)

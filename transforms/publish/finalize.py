@@ -30,7 +30,7 @@ from transforms.publish.report_html import write_html_report
 from transforms.publish.savings import cascade_report, with_savings
 from transforms.publish.summary import summary_rows
 from transforms.publish.write import WrittenFile, temp_dir, write_table_file
-from transforms.remote.journal import requests_block
+from transforms.remote.journal import lost_usage, read_journal, requests_block
 from transforms.remote.scrub import Scrubber, scrubber_for
 from transforms.remote.usage import (refused_by_cap, unreported_by_endpoint,
                                      unreported_judge_cost, usage_rows)
@@ -178,12 +178,14 @@ class Finalize(beam.DoFn):
             "versions": package_versions(),
             "usage": spend_summary(usage, unreported),
         }
-        requests = requests_block(info.journal, reported, usage, info.prices)
+        journal = read_journal(info.journal) if info.journal else []
+        requests = requests_block(info.journal, reported, usage, info.prices, journal)
         if requests is not None:
             manifest["requests"] = requests
-        if info.caps:
-            manifest["spend_caps"] = cap_report(info.caps, usage, refused, unreported,
-                                                judge_cost)
+        if info.caps:  # what the endpoints served: usage/ and the calls lost with a worker
+            manifest["spend_caps"] = cap_report(
+                info.caps, usage + lost_usage(journal, reported, info.prices), refused,
+                unreported, judge_cost)
         if "escalated_rows" in self._counted:
             manifest["cascade"] = cascade_report(counts, usage)
         worst_by_bot = {bot: sorted(items, key=lambda w: w["severity"], reverse=True)

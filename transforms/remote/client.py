@@ -426,7 +426,7 @@ class EndpointClient:
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
                  "method": method, "compute_tokens": None, "reject": reject,
-                 "unusable_tokens": (0, 0),
+                 "unusable_tokens": (0, 0), "purpose": purpose,
                  "prompt_estimate": max(0.0, estimated_tokens - completion_cap)}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
@@ -473,7 +473,7 @@ class EndpointClient:
             state["attempts"] += 1
             if self.journal is not None:  # before it is on the wire: a lost process sent it
                 self.journal.attempted(request_id, self.name, state["attempts"],
-                                       state["prompt_estimate"])
+                                       state["prompt_estimate"], state["purpose"])
             t0 = time.perf_counter()
             replied = False
             try:

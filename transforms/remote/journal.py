@@ -58,7 +58,7 @@ _log = logging.getLogger(__name__)
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, "
           "attempts INTEGER NOT NULL, prompt_estimate REAL NOT NULL, tally TEXT, "
-          "prompt_tokens INTEGER, completion_tokens INTEGER)")
+          "prompt_tokens INTEGER, completion_tokens INTEGER, purpose TEXT)")
 
 
 class RequestJournal:
@@ -82,12 +82,14 @@ class RequestJournal:
                              self._file.path, exc)
 
     def attempted(self, request_id: str, endpoint: str, attempt: int,
-                  prompt_estimate: float) -> None:
+                  prompt_estimate: float, purpose: str = "") -> None:
         """Written before a request goes on the wire: the call's row on its first
-        attempt, its count of attempts on a retry."""
+        attempt (with its purpose, which the spend caps count by), its count of
+        attempts on a retry."""
         if attempt == 1:
-            self._write("INSERT OR IGNORE INTO requests (id, endpoint, attempts, prompt_estimate)"
-                        " VALUES (?, ?, 1, ?)", (request_id, endpoint, prompt_estimate))
+            self._write("INSERT OR IGNORE INTO requests (id, endpoint, attempts, prompt_estimate,"
+                        " purpose) VALUES (?, ?, 1, ?, ?)",
+                        (request_id, endpoint, prompt_estimate, purpose))
         else:
             self._write("UPDATE requests SET attempts = ? WHERE id = ?", (attempt, request_id))
 
@@ -131,8 +133,8 @@ class ObjectJournal:
             self._pending.append(line)
 
     def attempted(self, request_id: str, endpoint: str, attempt: int,
-                  prompt_estimate: float) -> None:
-        self._add(["a", request_id, endpoint, attempt, prompt_estimate])
+                  prompt_estimate: float, purpose: str = "") -> None:
+        self._add(["a", request_id, endpoint, attempt, prompt_estimate, purpose])
 
     def ended(self, request_id: str, tally: str, prompt_tokens: int,
               completion_tokens: int) -> None:
@@ -179,7 +181,8 @@ def open_journal(path: str | None) -> RequestJournal | ObjectJournal | None:
     return ObjectJournal(path) if in_objects(path) else RequestJournal(path)
 
 
-JournalRow = tuple[str, int, float, "str | None", "int | None", "int | None"]
+# endpoint, attempts, prompt_estimate, tally, prompt_tokens, completion_tokens, purpose
+JournalRow = tuple[str, int, float, "str | None", "int | None", "int | None", str]
 
 
 def merge_events(lines: Iterable[str]) -> list[JournalRow]:
@@ -192,11 +195,12 @@ def merge_events(lines: Iterable[str]) -> list[JournalRow]:
             kind, request_id, *rest = json.loads(line)
         except (ValueError, TypeError):
             continue
-        row = calls.setdefault(request_id, [None, 0, 0.0, None, None, None])
+        row = calls.setdefault(request_id, [None, 0, 0.0, None, None, None, ""])
         if kind == "a":
-            endpoint, attempt, estimate = rest
+            endpoint, attempt, estimate, *purpose = rest
             row[0], row[1] = endpoint, max(row[1], attempt)
             row[2] = estimate if attempt == 1 else row[2]
+            row[6] = purpose[0] if purpose and attempt == 1 else row[6]
         elif kind == "e":
             row[3:6] = rest
     return [tuple(r) for r in calls.values() if r[0] is not None]
@@ -222,7 +226,7 @@ def _object_lines(base: str) -> list[str]:
 
 def read_journal(path: str) -> list[JournalRow]:
     """Every row: (endpoint, attempts, prompt_estimate, tally, prompt_tokens,
-    completion_tokens); [] when no process wrote one (a run without calls)."""
+    completion_tokens, purpose); [] when no process wrote one (a run without calls)."""
     if in_objects(path):
         return merge_events(_object_lines(path))
     if not os.path.exists(path):
@@ -230,7 +234,7 @@ def read_journal(path: str) -> list[JournalRow]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
     try:
         return conn.execute("SELECT endpoint, attempts, prompt_estimate, tally, prompt_tokens, "
-                            "completion_tokens FROM requests").fetchall()
+                            "completion_tokens, COALESCE(purpose, '') FROM requests").fetchall()
     finally:
         conn.close()
 
@@ -251,7 +255,7 @@ def _new_lost() -> dict[str, Any]:
 
 
 def _add_lost(lost: dict[str, Any], row: JournalRow) -> None:
-    _, attempts, estimate, tally, prompt, completion = row
+    _, attempts, estimate, tally, prompt, completion, _ = row
     lost["calls"] += 1
     lost["requests"] += attempts
     if tally is None:  # in flight when its process was lost: its prompt, estimated
@@ -299,6 +303,23 @@ def reconcile_requests(rows: Iterable[JournalRow], reported: frozenset[str] | se
             "by_endpoint": by_endpoint}
 
 
+def lost_usage(rows: Iterable[JournalRow], reported: frozenset[str] | set[str],
+               prices: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+    """The calls lost with a worker process as usage/-like rows (endpoint,
+    purpose, calls, tokens, cost; a call in flight at its prompt's estimate), so
+    that the manifest's `spend_caps` counts what the endpoints served, as the
+    ledger that enforced the caps did, not only what usage/ counts."""
+    out = []
+    for endpoint, _, estimate, tally, prompt, completion, purpose in rows:
+        if tally is not None and tally in reported:
+            continue
+        prompt_tokens = round(estimate) if tally is None else prompt or 0
+        out.append({"endpoint": endpoint, "purpose": purpose, "calls": 1,
+                    "prompt_tokens": prompt_tokens, "completion_tokens": completion or 0,
+                    "cost": cost_of(prompt_tokens, completion or 0, prices.get(endpoint))})
+    return out
+
+
 NO_JOURNAL = {"journal": False,  # a RunInfo made without a journal (not by the planner)
               "note": "no request journal was kept: "
                       "calls sent by a worker process lost mid-run are not counted anywhere"}
@@ -311,11 +332,13 @@ IN_OBJECTS_NOTE = (f"the output is an object store: each worker process writes i
 
 
 def requests_block(path: str | None, reported: frozenset[str], usage: list[Mapping[str, Any]],
-                   prices: Mapping[str, Mapping[str, float]]) -> dict[str, Any] | None:
-    """The manifest's `requests` (None: a run that sent nothing and has no usage/ row)."""
+                   prices: Mapping[str, Mapping[str, float]],
+                   rows: list[JournalRow] | None = None) -> dict[str, Any] | None:
+    """The manifest's `requests` (None: a run that sent nothing and has no usage/ row);
+    rows: the journal, when the caller has read it already."""
     if path is None:
         return dict(NO_JOURNAL) if usage else None
-    rows = read_journal(path)
+    rows = read_journal(path) if rows is None else rows
     if not rows and not usage:
         return None
     block = reconcile_requests(rows, reported, usage, prices)
