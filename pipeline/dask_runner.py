@@ -79,6 +79,8 @@ from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.counters import CounterFactory
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.remote.scrub import scrub_exception
+
 _LOGGER = logging.getLogger(__name__)
 
 MAX_CREATE_PARTITIONS = 4096
@@ -664,17 +666,33 @@ _NOTE_TAIL = " (evalbeam's Dask runner)"
 def _bundle_instance(step: _Step, side_values: Sequence[list]) -> Iterator[_DoFnInstance]:
     """A set-up instance of the step for one bundle: back to the pool when the
     bundle ends well, torn down when it fails or is abandoned midway (a later
-    step of a streaming task failed); an error names its step once."""
-    pool, instance = _acquire(step, side_values)
+    step of a streaming task failed); an error names its step once and leaves
+    scrubbed (_shipped)."""
+    try:
+        pool, instance = _acquire(step, side_values)
+    except BaseException as exc:
+        raise _shipped(exc, step)
     ok = False
     try:
         yield instance
         ok = True
-    except Exception as exc:
-        _note_step(exc, step)
+    except GeneratorExit:  # abandoned, not failed
         raise
+    except BaseException as exc:
+        raise _shipped(exc, step)
     finally:
         _release(pool, instance, ok)
+
+
+def _shipped(exc: BaseException, step: _Step) -> BaseException:
+    """The error as it may leave the worker: Dask sends its text to the
+    scheduler, which keeps it for the dashboard's exceptions page
+    (/info/main/exceptions.html) and its task pages, and to the launcher;
+    a secret it quotes (a custom metric's Crash with the key) is scrubbed in
+    place, as the worker's logs are."""
+    if isinstance(exc, Exception):
+        _note_step(exc, step)
+    return scrub_exception(exc)
 
 
 def _process_bundle(items, step: _Step, *side_values):

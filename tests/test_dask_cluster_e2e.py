@@ -536,3 +536,39 @@ def test_a_call_cap_holds_across_workers_and_counts_what_a_killed_worker_sent(tm
     capped, sent = m["spend_caps"]["judge.max_calls"], m["requests"]["by_endpoint"]["llm"]
     assert capped["reached"] and received <= capped["used"] == sent["sent_calls"] <= cap, (
         capped, received)
+
+
+def _erred_on_scheduler(dask_scheduler) -> str:
+    """The scheduler's record of failed tasks, as its dashboard's exceptions page
+    (/info/main/exceptions.html) shows them: exception and traceback texts."""
+    return "\n".join(f"{e.key} {e.exception_text} {e.traceback_text}"
+                     for e in dask_scheduler.erred_tasks)
+
+
+def test_a_failed_tasks_exception_kept_by_the_scheduler_holds_no_secret(tmp_path):
+    """A custom metric that crashes with the key in its message, on the
+    cluster: the launcher's line and the logs are scrubbed
+    (test_no_secret_reaches_a_file_or_log_of_a_dask_run), and so must be the
+    exception the worker ships to the scheduler, which keeps its text for the
+    dashboard's exceptions page."""
+    from distributed import Client
+    (tmp_path / "leaky_metrics.py").write_text(LEAKY_METRICS)
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 4), cases)
+    cfg = tmp_path / "crash.yaml"
+    cfg.write_text("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9/v1', "
+                   "api_key_env: OPENAI_API_KEY}\n"
+                   "bots:\n  - {name: recorded, type: precomputed}\n"
+                   "metrics: [exact_match, crash]\n"
+                   "custom_metrics:\n  - {name: crash, function: 'leaky_metrics:crash'}\n")
+    out = str(tmp_path / "out")
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        proc = launch("--input", cases, "--config", str(cfg), "--output", out,
+                      "--run-id", "crash", cluster=cluster, cwd=str(tmp_path))
+        output = proc.communicate(timeout=300)[0]
+        with Client(cluster.address) as client:
+            erred = client.run_on_scheduler(_erred_on_scheduler)
+    assert proc.returncode == 1, output[-3000:]
+    assert "Crash" in erred, erred[-2000:]  # the failed task is on record
+    assert leaks(output, KEY) == [], output[-2000:]
+    assert leaks(erred, KEY) == [], erred[-2000:]
