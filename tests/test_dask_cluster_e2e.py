@@ -237,6 +237,43 @@ def test_a_worker_killed_mid_run_ends_in_a_complete_run(reference, tmp_path):
     assert not [f for f in run_dir_files(out, "ex") if f.startswith(("lease", "heartbeat"))]
 
 
+def _kill_a_busy_worker(client, cluster, proc, server, after: int) -> None:
+    """SIGKILL a worker busy with a ParDo bundle once the server has received
+    `after` requests."""
+    victim, deadline = None, time.monotonic() + 600
+    while victim is None and proc.poll() is None and time.monotonic() < deadline:
+        if server.stats()["total"] >= after:
+            victim = _processing_worker_pid(client)
+        time.sleep(0.05)
+    assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
+    os.kill(victim, signal.SIGKILL)
+
+
+def _judged_run_killing_a_worker(tmp_path, run_id: str, after: int, more_bots: str = "",
+                                 judge: str = "") -> tuple[str, int]:
+    """The judge config (more_bots; judge: more keys of judge:) over 40 cases on
+    two workers, one SIGKILLed mid-bundle after `after` requests; the run must
+    complete. Its output and the requests the server received."""
+    from distributed import Client
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
+                    api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _judge_config(tmp_path, server, more_bots)
+        text = open(cfg, encoding="utf-8").read()
+        with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then the keys
+            fh.write(text.replace("  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n" + judge, 1))
+        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
+            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", run_id,
+                          cluster=cluster, cwd=str(tmp_path))
+            _kill_a_busy_worker(client, cluster, proc, server, after=after)
+            seen = watch(proc, out, run_id)
+            assert proc.returncode == 0, seen["output"][-3000:]
+        return out, server.stats()["total"]
+
+
 def test_what_a_killed_worker_sent_is_counted_in_the_manifest_and_the_reports(tmp_path):
     """A judged run with a chat bot; a worker SIGKILLed mid-bundle once the
     server has answered 150 requests. Its usage tallies die with it, so usage/
@@ -245,27 +282,7 @@ def test_what_a_killed_worker_sent_is_counted_in_the_manifest_and_the_reports(tm
     The manifest's `requests` counts every request the server received, those
     usage/ has, and the lost worker's, with their tokens and cost; both reports
     say it in one line."""
-    from distributed import Client
-    cases = str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    out = str(tmp_path / "out")
-    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
-                    api_key=KEY) as server:
-        server.set_chat_handler(ScriptedJudge())
-        cfg = _judge_config(tmp_path, server, CHAT_BOT)
-        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
-            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", "k",
-                          cluster=cluster, cwd=str(tmp_path))
-            victim, deadline = None, time.monotonic() + 600
-            while victim is None and proc.poll() is None and time.monotonic() < deadline:
-                if server.stats()["total"] >= 150:
-                    victim = _processing_worker_pid(client)
-                time.sleep(0.05)
-            assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
-            os.kill(victim, signal.SIGKILL)
-            seen = watch(proc, out, "k")
-            assert proc.returncode == 0, seen["output"][-3000:]
-        received = server.stats()["total"]
+    out, received = _judged_run_killing_a_worker(tmp_path, "k", after=150, more_bots=CHAT_BOT)
     in_usage = sum(u["calls"] + u["retries"] for u in read_rows(out, "usage"))
     requests = manifest(out, "k")["requests"]
     llm = requests["by_endpoint"]["llm"]
@@ -498,32 +515,9 @@ def test_a_call_cap_holds_across_workers_and_counts_what_a_killed_worker_sent(tm
     "used 0" of a cap of 60 the server had received 32 requests of.) The killed
     worker's reservations of calls it had not sent stay taken, so the run stops
     below the cap (docs/guides/cost-control.md)."""
-    from distributed import Client
     cap = 60
-    cases = str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    out = str(tmp_path / "out")
-    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
-                    api_key=KEY) as server:
-        server.set_chat_handler(ScriptedJudge())
-        cfg = _judge_config(tmp_path, server)
-        text = open(cfg, encoding="utf-8").read()
-        with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then its cap
-            fh.write(text.replace("  model: gpt-4o-mini\n",
-                                  f"  model: gpt-4o-mini\n  max_calls: {cap}\n", 1))
-        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
-            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", "cap",
-                          cluster=cluster, cwd=str(tmp_path))
-            victim, deadline = None, time.monotonic() + 600
-            while victim is None and proc.poll() is None and time.monotonic() < deadline:
-                if server.stats()["total"] >= cap // 3:
-                    victim = _processing_worker_pid(client)
-                time.sleep(0.05)
-            assert victim in cluster.worker_pids(), "no ParDo bundle was seen running"
-            os.kill(victim, signal.SIGKILL)
-            seen = watch(proc, out, "cap")
-            assert proc.returncode == 0, seen["output"][-3000:]
-        received = server.stats()["total"]
+    out, received = _judged_run_killing_a_worker(tmp_path, "cap", after=cap // 3,
+                                                 judge=f"  max_calls: {cap}\n")
     assert received <= cap  # the cap held across the processes and the redo
     results = read_rows(out, "results")
     keys = [(r["case_id"], r["bot"]) for r in results]
