@@ -663,3 +663,83 @@ def test_an_unknown_case_says_why_and_leads_back_to_its_run(tmp_path):
         assert ["Back to run r", "/run/r"] in links, links
         assert ["search the run for it", f"/run/r?q={case_id}"] in links, links
     assert "errors/" not in seen["nope"][0]
+
+
+def test_every_errors_row_can_be_paged_to(tmp_path):
+    """A run's page showed its first 50 errors/ rows and said "all of them are
+    in the errors/ table": a person with 61 invalid input rows could not see the
+    other 11 in the viewer. The errors/ rows now page on their own (errors_page=,
+    keeping the explorer's filters and page), each link back at the errors, and
+    every row is on some page once; a page past the end is the last."""
+    _need_chromium()
+    rows = [dict(r, case_id=f"c{i}") for i, r in enumerate(_rows(False)[:2])] + [
+        {"case_id": f"bad-{i:02d}", "question": None, "answer": "x"} for i in range(61)]
+    out = _run(tmp_path, rows, "metrics: [exact_match]\n")
+    expected = sorted(c for (c,) in duckdb.connect().execute(
+        f"SELECT case_id FROM read_parquet('{out}/errors/**/*.parquet', hive_partitioning=true)"
+    ).fetchall())
+    assert len(expected) == 61
+    seen, pagers = [], []
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        path = "run/r?verdict=FAIL"
+        for number in (1, 2):
+            page = b.open(server.url + path)
+            (tmp_path / f"errors-{number}.png").write_bytes(page.png)
+            seen += page.evaluate("Array.from(document.querySelectorAll('table.errors tbody tr'))"
+                                  ".map(tr => tr.children[1].innerText)")
+            pagers.append(page.evaluate(
+                "Array.from(document.querySelectorAll('#errors ~ .pager')).map(p => p.innerText)"))
+            nxt = page.evaluate("(a => a && a.getAttribute('href'))(Array.from(document"
+                                ".querySelectorAll('#errors ~ .pager a')).find(a =>"
+                                " a.innerText.startsWith('next')))")
+            if number == 1:
+                assert nxt == "/run/r?verdict=FAIL&errors_page=2#errors", nxt
+                path = nxt.lstrip("/")
+            else:
+                assert nxt is None
+    assert sorted(seen) == expected and len(seen) == len(set(seen))
+    assert "1–50 of 61" in pagers[0][0] and "51–61 of 61" in pagers[1][0], pagers
+    with _serving(out) as server:
+        status, _, body = _get(server, "/run/r?errors_page=9")
+        assert status == 200 and "51–61 of 61" in body  # past the end: the last page
+        assert _get(server, "/run/r?errors_page=0")[0] == 400
+
+
+def test_the_compare_page_sorts_by_a_metric_and_shows_both_runs_values(viewer):
+    """/compare took sort= and listed its rows in case order anyway, with no
+    sort menu and no metric values: to find where run B scores lowest a person
+    paged through all of it. With a metric chosen, it now lists B's value (and
+    A's beside it) lowest or highest first, a row without a value last, as the
+    run page does."""
+    _need_chromium()
+    server, out = viewer
+    con = duckdb.connect()
+    value = {(run, case): v for run, case, v in con.execute(
+        f"SELECT run_id, case_id, value FROM read_parquet('{out}/scores/**/*.parquet', "
+        "hive_partitioning=true) WHERE metric = 'rougeL'").fetchall()}
+    base = server.url + "compare?a=r1&b=r2&metric=rougeL&sort="
+    number = (lambda v: None if v == "–" else float(v))
+    with browser.Browser(width=1280, loopback=True) as b:
+        for sort in ("asc", "desc"):
+            listed = []
+            for page_no in (1, 2):
+                page = b.open(f"{base}{sort}&page={page_no}")
+                (Path(str(out)).parent / f"compare-{sort}-{page_no}.png").write_bytes(page.png)
+                listed += page.evaluate(
+                    "Array.from(document.querySelectorAll('table.side tbody tr'))"
+                    ".map(tr => [decodeURIComponent(tr.children[0].querySelector('a')"
+                    ".getAttribute('href').split('/').pop()), tr.children[6].innerText,"
+                    " tr.children[7].innerText])")
+                assert page.evaluate("document.querySelector('select[name=sort]').value") == sort
+            assert len(listed) == 70
+            b_values = [number(v) for _, _, v in listed]
+            have = sum(v is not None for v in b_values)
+            assert b_values[:have] == sorted(b_values[:have], reverse=sort == "desc"), sort
+            assert b_values[have:] == [None] * (70 - have)
+            for case, a_shown, b_shown in listed:
+                for run, shown in (("r1", a_shown), ("r2", b_shown)):
+                    want = value.get((run, case))
+                    assert (number(shown) is None) == (want is None), (run, case, shown)
+                    if want is not None:
+                        assert abs(number(shown) - want) < 0.0051, (run, case, shown, want)
+    assert _get(server, "/compare?a=r1&b=r2&sort=asc")[0] == 400  # no metric to sort by

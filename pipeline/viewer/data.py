@@ -131,6 +131,14 @@ def _paged(cur, select: str, params: list, wanted: int, order: str = "rn"
     return rows, total, page, max(1, -(-total // PAGE_SIZE))
 
 
+def _order(f: Filters, value: str = "value") -> str:
+    """The ORDER BY of a page: by the chosen metric's value when a sort is
+    asked (nulls last, then case order), else case order (rn)."""
+    if not (f.metric and f.sort):
+        return "rn"
+    return f"{value} {'DESC' if f.sort == 'desc' else 'ASC'} NULLS LAST, rn"
+
+
 def _rows(cursor) -> list[dict[str, Any]]:
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r)) for r in cursor.fetchall()]
@@ -320,9 +328,7 @@ class Catalog:
         select = f"""SELECT r.rn, r.case_id, r.bot, r.suite, r.verdict, r.verdict_reason,
                             {value} AS value
                      FROM {loaded.name}_r r {join} WHERE {where}"""
-        order = (f"value {'DESC' if f.sort == 'desc' else 'ASC'} NULLS LAST, rn"
-                 if f.metric and f.sort else "rn")
-        rows, total, page, pages = _paged(cur, select, params, f.page, order)
+        rows, total, page, pages = _paged(cur, select, params, f.page, _order(f))
         self._texts(loaded, rows, cur)
         return Page(rows, total, page, pages)
 
@@ -336,22 +342,25 @@ class Catalog:
         return out
 
     def errors(self, loaded: LoadedRun, cur, limit: int = PAGE_SIZE,
-               case_id: str | None = None) -> tuple[list[dict[str, Any]], int]:
-        """The run's first `limit` errors/ rows (by stage, case id, bot; of one
-        case id when given) and how many there are: what the verdict counts
-        leave out (an invalid input row is in no results row)."""
+               case_id: str | None = None, page: int = 1) -> Page:
+        """Page `page` of the run's errors/ rows, `limit` a page (by stage, case
+        id, bot; of one case id when given; a page past the end is the last),
+        and how many there are: what the verdict counts leave out (an invalid
+        input row is in no results row)."""
         run = loaded.run
         if not run.files(ERRORS.name):
-            return [], 0
+            return Page([], 0, 1, 1)
         where, params = "run_id = ?", [run.run_id]
         if case_id is not None:
             where, params = where + " AND case_id = ?", params + [case_id]
         scan = self._scan(run, ERRORS.name)
         total = cur.execute(f"SELECT count(*) FROM {scan} WHERE {where}", params).fetchone()[0]
+        pages = max(1, -(-total // limit))
+        page = min(max(1, page), pages)
         rows = _rows(cur.execute(f"""SELECT stage, case_id, bot, error_type, message
-            FROM {scan} WHERE {where} ORDER BY stage, case_id, bot, message LIMIT ?""",
-                                 [*params, limit]))
-        return rows, total
+            FROM {scan} WHERE {where} ORDER BY stage, case_id, bot, message LIMIT ? OFFSET ?""",
+                                 [*params, limit, (page - 1) * limit]))
+        return Page(rows, total, page, pages)
 
     # ------------------------------------------------------------- one case
 
@@ -417,10 +426,18 @@ class Catalog:
         where, params = self._where(b, f, cur, alias="y")
         if f.changed:
             where += (" AND (p.verdict_a IS DISTINCT FROM y.verdict OR p.answer_changed)")
+        values, joins = "NULL AS value_a, NULL AS value_b", ""
+        if f.metric:  # the chosen metric's value in each run (B's orders the rows)
+            joins = (f"LEFT JOIN {self._ensure_metric(b, f.metric, cur)} mb ON mb.rn = y.rn")
+            value_a = "NULL"
+            if f.metric in a.metrics:
+                joins += f" LEFT JOIN {self._ensure_metric(a, f.metric, cur)} ma ON ma.rn = p.rn_a"
+                value_a = "ma.value"
+            values = f"{value_a} AS value_a, mb.value AS value_b"
         select = f"""SELECT y.rn, p.rn_a, y.case_id, y.bot, y.suite, p.verdict_a, p.reason_a,
-                            y.verdict AS verdict_b, y.verdict_reason AS reason_b
-                     FROM {pair} p JOIN {b.name}_r y ON y.rn = p.rn WHERE {where}"""
-        rows, total, page, pages = _paged(cur, select, params, f.page)
+                            y.verdict AS verdict_b, y.verdict_reason AS reason_b, {values}
+                     FROM {pair} p JOIN {b.name}_r y ON y.rn = p.rn {joins} WHERE {where}"""
+        rows, total, page, pages = _paged(cur, select, params, f.page, _order(f, "value_b"))
         self._texts(b, rows, cur, SIDE_TEXT)
         for r in rows:
             r["answer_b"] = r.pop("answer")

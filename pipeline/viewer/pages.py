@@ -58,9 +58,10 @@ def clip(value: Any, limit: int) -> str:
     return s if len(s) <= limit else s[:limit - 1] + "…"
 
 
-def link(path: str, label: Any, params: Mapping[str, Any] | None = None) -> Raw:
+def link(path: str, label: Any, params: Mapping[str, Any] | None = None,
+         anchor: str | None = None) -> Raw:
     """A link to one of the viewer's paths (parts already quoted by url())."""
-    href = path + ("?" + urlencode(params) if params else "")
+    href = path + ("?" + urlencode(params) if params else "") + (f"#{anchor}" if anchor else "")
     return Raw(f'<a href="{esc(href)}">{text(label)}</a>')
 
 
@@ -146,14 +147,16 @@ def filter_form(action: str, f, bots: Sequence[str], suites: Sequence[str],
 
 
 def pager(path: str, params: Mapping[str, str], page_: int, pages: int, total: int,
-          size: int) -> Raw:
+          size: int, key: str = "page", anchor: str | None = None) -> Raw:
+    """Where a page is in its rows, with links to the pages before and after
+    (key: the page's parameter; anchor: the part of the page the links go to)."""
     first = (page_ - 1) * size + 1 if total else 0
     last = min(total, page_ * size)
     parts = [f"<span>{first:,}–{last:,} of {total:,}</span>"]
     if page_ > 1:
-        parts.append(link(path, "← previous", {**params, "page": page_ - 1}))
+        parts.append(link(path, "← previous", {**params, key: page_ - 1}, anchor))
     if page_ < pages:
-        parts.append(link(path, "next →", {**params, "page": page_ + 1}))
+        parts.append(link(path, "next →", {**params, key: page_ + 1}, anchor))
     parts.append(f"<span>page {page_:,} of {pages:,}</span>")
     return Raw('<div class="pager">' + "".join(parts) + "</div>")
 
@@ -245,22 +248,28 @@ def run_counts(run) -> Raw:
                f"{errors}{badge}</p>")
 
 
-def errors_section(rid: str, rows: Sequence[Mapping[str, Any]], total: int) -> list[Any]:
-    """The run's errors/ rows with their reasons (the first ones when there are many)."""
-    if not total:
+def errors_section(rid: str, errors, params: Mapping[str, str], size: int) -> list[Any]:
+    """The run's errors/ rows with their reasons, a page at a time (its own
+    page number, errors_page=, beside the explorer's filters)."""
+    if not errors.total:
         return []
     shown = [[r["stage"], link(url("run", rid, "case", r["case_id"]), r["case_id"])
               if r.get("bot") and r.get("case_id") is not None else r.get("case_id"),
-              r.get("bot"), r.get("error_type"), r.get("message")] for r in rows]
-    more = (f'<p class="muted small">The first {len(rows):,} of {total:,}; all of them are '
-            "in the errors/ table.</p>" if total > len(rows) else "")
-    return [Raw(f"<h2 id=\"errors\">errors/ ({total:,} row{'s' * (total != 1)})</h2>"),
-            grid(["stage", "case", "bot", "error type", "message"], shown, "errors",
-                 stack=True), Raw(more)]
+              r.get("bot"), r.get("error_type"), r.get("message")] for r in errors.rows]
+    parts = [Raw(f"<h2 id=\"errors\">errors/ ({errors.total:,} row{'s' * (errors.total != 1)})"
+                 "</h2>"),
+             grid(["stage", "case", "bot", "error type", "message"], shown, "errors", stack=True)]
+    if errors.pages > 1:
+        parts.insert(1, pager(url("run", rid), params, errors.page, errors.pages, errors.total,
+                              size, key="errors_page", anchor="errors"))
+        parts.append(pager(url("run", rid), params, errors.page, errors.pages, errors.total,
+                           size, key="errors_page", anchor="errors"))
+    return parts
 
 
 def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: int,
-             errors: tuple[Sequence[Mapping[str, Any]], int] = ((), 0)) -> bytes:
+             errors=None) -> bytes:
+    """One run's case explorer; errors: the page of its errors/ rows shown."""
     run = loaded.run
     rid = run.run_id
     path = url("run", rid)
@@ -291,7 +300,9 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
              listed(headers, rows, "cases", f, "this run has no results rows "
                     "(nothing was evaluated: the reasons are in errors/)"),
              pager(path, f.params(), result.page, result.pages, result.total, size),
-             *errors_section(rid, *errors)]
+             *(errors_section(rid, errors, {**f.params(), **({"page": str(result.page)}
+                                                             if result.page > 1 else {})}, size)
+               if errors is not None else [])]
     return viewer_page(f"Run {rid}", parts)
 
 
@@ -396,31 +407,37 @@ def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: S
     params = {"a": ra, "b": rb, **f.params()}
     rows = []
     for r in result.rows:
-        rows.append([Raw(f'{link(url("run", ra, "case", r["case_id"]), r["case_id"])}'),
-                     r["bot"], r["suite"], clip(r["question"], 160),
-                     Raw(f'{verdict(r["verdict_a"])}<br>{text(clip(r["reason_a"], 120))}'
-                         f'{answer_box(r["answer_a"], 600)}'),
-                     Raw(f'{verdict(r["verdict_b"])}<br>{text(clip(r["reason_b"], 120))}'
-                         f'{answer_box(r["answer_b"], 600)}')])
+        row = [Raw(f'{link(url("run", ra, "case", r["case_id"]), r["case_id"])}'),
+               r["bot"], r["suite"], clip(r["question"], 160),
+               Raw(f'{verdict(r["verdict_a"])}<br>{text(clip(r["reason_a"], 120))}'
+                   f'{answer_box(r["answer_a"], 600)}'),
+               Raw(f'{verdict(r["verdict_b"])}<br>{text(clip(r["reason_b"], 120))}'
+                   f'{answer_box(r["answer_b"], 600)}')]
+        if f.metric:
+            row += [number(r["value_a"]), number(r["value_b"])]
+        rows.append(row)
+    headers = ["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"]
+    if f.metric:
+        headers += [f"{f.metric} A", f"{f.metric} B"]
     parts = [Raw(f"<h1>{text(ra)} and {text(rb)} side by side</h1>"),
              Raw(f'<p class="muted">cases × bots both runs answered · A: '
                  f'{link(url("run", ra), ra)} · B: {link(url("run", rb), rb)} · the filters '
-                 "(and a metric's range) apply to B</p>"),
+                 "(and a metric's range and order) apply to B</p>"),
              filter_form("/compare", f, bots, suites, metrics, hidden={"a": ra, "b": rb},
-                         changed=f.changed),
+                         changed=f.changed, sorts=SORTS),
              pager("/compare", params, result.page, result.pages, result.total, size),
-             listed(["case", "bot", "suite", "question", f"A: {ra}", f"B: {rb}"], rows, "side", f,
+             listed(headers, rows, "side", f,
                     "the two runs have no case × bot in common"),
              pager("/compare", params, result.page, result.pages, result.total, size)]
     return viewer_page(f"{ra} and {rb}", parts)
 
 
-def no_case_page(rid: str, case_id: str, errors: Sequence[Mapping[str, Any]],
-                 total: int) -> bytes:
+def no_case_page(rid: str, case_id: str, found) -> bytes:
     """The 404 of a case id the run has no results row for: why, when errors/
     says it (an invalid input row), and the way back to the run."""
     parts: list[Any] = [Raw(f"<h1>404</h1><p>run {text(rid)} has no case "
                             f"{text(repr(case_id[:200]))}</p>")]
+    errors, total = found.rows, found.total
     if total:
         parts.append(Raw(f"<p>errors/ has {total:,} row{'s' * (total != 1)} for this "
                          "case id:</p>"))

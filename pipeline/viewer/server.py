@@ -2,7 +2,7 @@
 127.0.0.1 only, GET and HEAD only, nothing written anywhere.
 
     /                               the folder's finished runs
-    /run/<run_id>?bot=&suite=&verdict=&metric=&min=&max=&q=&page=
+    /run/<run_id>?bot=&suite=&verdict=&metric=&min=&max=&q=&sort=&page=&errors_page=
                                     the case explorer of one run
     /run/<run_id>/case/<case_id>    one case: question, contexts, reference,
                                     every bot's answer, every metric
@@ -62,6 +62,14 @@ def _number(query: dict[str, list[str]], key: str) -> float | None:
     return x
 
 
+def _page(query: dict[str, list[str]], key: str) -> int:
+    """A page number of the query (1 when absent; a bad one is a BadRequest)."""
+    page = _one(query, key) or "1"
+    if not page.isdigit() or not 0 < int(page) < 10**9:
+        raise BadRequest(f"{key} must be a positive whole number")
+    return int(page)
+
+
 def parse_filters(query: dict[str, list[str]]) -> Filters:
     """The explorer's filters from a query string (a bad value is a BadRequest)."""
     verdict = _one(query, "verdict")
@@ -72,13 +80,10 @@ def parse_filters(query: dict[str, list[str]]) -> Filters:
         raise BadRequest(f"sort must be one of {', '.join(SORTS)}")
     if sort is not None and _one(query, "metric") is None:
         raise BadRequest("choose a metric to sort by its value")
-    page = _one(query, "page") or "1"
-    if not page.isdigit() or not 0 < int(page) < 10**9:
-        raise BadRequest("page must be a positive whole number")
     return Filters(bot=_one(query, "bot"), suite=_one(query, "suite"), verdict=verdict,
                    metric=_one(query, "metric"), low=_number(query, "min"),
                    high=_number(query, "max"), text=_one(query, "q"),
-                   changed=_one(query, "changed") == "1", sort=sort, page=int(page))
+                   changed=_one(query, "changed") == "1", sort=sort, page=_page(query, "page"))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -151,14 +156,15 @@ class Handler(BaseHTTPRequestHandler):
                 raise BadRequest(f"run {parts[1]} has no metric {f.metric[:80]!r}")
             cur = catalog.cursor()
             result = catalog.cases(loaded, f, cur)
+            errors = catalog.errors(loaded, cur, page=_page(query, "errors_page"))
             return 200, pages.explorer(loaded, f, result, catalog.verdict_counts(loaded, cur),
-                                       PAGE_SIZE, catalog.errors(loaded, cur)), None
+                                       PAGE_SIZE, errors), None
         if parts[0] == "run" and len(parts) == 4 and parts[2] == "case":
             loaded = catalog.run(parts[1])
             case = catalog.case(loaded, parts[3], catalog.cursor())
             if case is None:
                 found = catalog.errors(loaded, catalog.cursor(), case_id=parts[3])
-                return 404, pages.no_case_page(parts[1], parts[3], *found), None
+                return 404, pages.no_case_page(parts[1], parts[3], found), None
             return 200, pages.case_page(loaded, case), None
         if parts[0] == "run" and len(parts) == 3 and parts[2] == "report.html":
             catalog.run(parts[1])  # only a finished run's report
