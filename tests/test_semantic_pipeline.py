@@ -63,9 +63,9 @@ def test_endpoint_embedder_retries_then_reports_failure():
 
 
 def test_endpoint_embeddings_in_the_pipeline_with_usage(tmp_path, monkeypatch):
-    monkeypatch.setenv("EMB_KEY", "sk-embedding-key")
+    monkeypatch.setenv("EMB_KEY", "sk-emb-test-4f9a2c")
     cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
-    with FakeOpenAI(api_key="sk-embedding-key") as server:
+    with FakeOpenAI(api_key="sk-emb-test-4f9a2c") as server:
         cfg = tmp_path / "c.yaml"
         cfg.write_text(
             f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}', api_key_env: EMB_KEY,"
