@@ -546,6 +546,24 @@ def test_an_empty_answer_says_so_in_the_list(tmp_path):
     assert cells == [["blank", "(empty answer)"], ["full", "Yes."]], cells
 
 
+def _number(shown: str) -> float | None:
+    """A metric's value as a page shows it ('–': none)."""
+    return None if shown == "–" else float(shown)
+
+
+def _sorted_pages(b, address: str, sort: str, png_stem: Path, rows: str) -> list:
+    """Pages 1 and 2 of address sorted by sort, as Chromium shows them: what
+    rows evaluates to on each, in order (screenshots at png_stem-<sort>-<n>.png);
+    the sort menu keeps the choice on both."""
+    listed: list = []
+    for page_no in (1, 2):
+        page = b.open(f"{address}&sort={sort}&page={page_no}")
+        png_stem.with_name(f"{png_stem.name}-{sort}-{page_no}.png").write_bytes(page.png)
+        listed += page.evaluate(rows)
+        assert page.evaluate("document.querySelector('select[name=sort]').value") == sort
+    return listed
+
+
 def test_the_cases_sort_by_a_metric(viewer):
     """The explorer listed its rows in case order only: to find the lowest
     rougeL, a person paged through all of them. With a metric chosen, "sort by
@@ -558,20 +576,11 @@ def test_the_cases_sort_by_a_metric(viewer):
     values = [v for (v,) in con.execute(
         f"SELECT value FROM read_parquet('{out}/scores/**/*.parquet', hive_partitioning=true) "
         "WHERE run_id = 'r2' AND metric = 'rougeL'").fetchall()]
-    base = server.url + "run/r2?metric=rougeL&sort="
     with browser.Browser(width=1280, loopback=True) as b:
-        shown = {}
-        for sort in ("asc", "desc"):
-            listed = []
-            for page_no in (1, 2):
-                page = b.open(f"{base}{sort}&page={page_no}")
-                (Path(str(out)).parent / f"sort-{sort}-{page_no}.png").write_bytes(page.png)
-                listed += page.evaluate(
-                    "Array.from(document.querySelectorAll('table.cases tbody tr'))"
-                    ".map(tr => tr.children[7].innerText)")
-                chosen = page.evaluate("document.querySelector('select[name=sort]').value")
-                assert chosen == sort
-            shown[sort] = [None if v == "–" else float(v) for v in listed]
+        shown = {sort: [_number(v) for v in _sorted_pages(
+            b, server.url + "run/r2?metric=rougeL", sort, Path(str(out)).parent / "sort",
+            "Array.from(document.querySelectorAll('table.cases tbody tr'))"
+            ".map(tr => tr.children[7].innerText)")] for sort in ("asc", "desc")}
     have = sum(v is not None for v in values)
     assert len(values) == 70
     for sort, listed in shown.items():
@@ -717,20 +726,16 @@ def test_the_compare_page_sorts_by_a_metric_and_shows_both_runs_values(viewer):
     value = {(run, case): v for run, case, v in con.execute(
         f"SELECT run_id, case_id, value FROM read_parquet('{out}/scores/**/*.parquet', "
         "hive_partitioning=true) WHERE metric = 'rougeL'").fetchall()}
-    base = server.url + "compare?a=r1&b=r2&metric=rougeL&sort="
-    number = (lambda v: None if v == "–" else float(v))
+    number = _number
     with browser.Browser(width=1280, loopback=True) as b:
         for sort in ("asc", "desc"):
-            listed = []
-            for page_no in (1, 2):
-                page = b.open(f"{base}{sort}&page={page_no}")
-                (Path(str(out)).parent / f"compare-{sort}-{page_no}.png").write_bytes(page.png)
-                listed += page.evaluate(
-                    "Array.from(document.querySelectorAll('table.side tbody tr'))"
-                    ".map(tr => [decodeURIComponent(tr.children[0].querySelector('a')"
-                    ".getAttribute('href').split('/').pop()), tr.children[6].innerText,"
-                    " tr.children[7].innerText])")
-                assert page.evaluate("document.querySelector('select[name=sort]').value") == sort
+            listed = _sorted_pages(
+                b, server.url + "compare?a=r1&b=r2&metric=rougeL", sort,
+                Path(str(out)).parent / "compare",
+                "Array.from(document.querySelectorAll('table.side tbody tr'))"
+                ".map(tr => [decodeURIComponent(tr.children[0].querySelector('a')"
+                ".getAttribute('href').split('/').pop()), tr.children[6].innerText,"
+                " tr.children[7].innerText])")
             assert len(listed) == 70
             b_values = [number(v) for _, _, v in listed]
             have = sum(v is not None for v in b_values)
