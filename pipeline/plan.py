@@ -754,6 +754,16 @@ def short_secret_notes(cfg: Config) -> list[str]:
             "(is it a key?)"] if names else []
 
 
+def empty_config_notes(cfg: Config) -> list[str]:
+    """A note for a config file that sets nothing (empty, comments only, or
+    every key at its default): a run of the defaults is then what the user
+    asked for only by accident, e.g. a config saved before it was written."""
+    if cfg.source_path is None or dataclasses.replace(cfg, source_path=None) != Config():
+        return []
+    return [f"config {cfg.source_path} sets nothing the defaults do not (empty, or comments "
+            "only): the run uses the defaults"]
+
+
 def no_cases_message(input_pattern: str) -> str:
     """An input without a record is refused: a nightly job whose upstream wrote
     an empty file would otherwise finish green having evaluated nothing."""
@@ -774,7 +784,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
     remember(configured_secrets(loaded.endpoints) + resolved_secrets(other_secrets(loaded)))
     check_config_paths(loaded, elsewhere, shared)
     cfg, notes = with_flags(loaded, getattr(args, "preset", None), flag_metrics)
-    notes += short_secret_notes(loaded)
+    notes += short_secret_notes(loaded) + empty_config_notes(loaded)
     workers = worker_count(options) if options is not None else 1
     cfg = share_limits(cfg, workers)
     run_id = args.run_id if args.run_id is not None else \

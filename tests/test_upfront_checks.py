@@ -374,3 +374,22 @@ def test_an_unset_or_empty_secret_variable_is_refused_up_front(tmp_path, capsys,
                          "--metrics", "bleu")
     assert f"environment variable QA_SECRET ({where}) {said}" in err
     assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("text, noted", [("", True), ("# to do: the judge\n\n", True),
+                                         ("verdict: {preset: default}\n", True),
+                                         ("metrics: [bleu]\n", False)])
+def test_a_config_that_sets_nothing_is_noted(tmp_path, capsys, text, noted):
+    """An empty config file (saved before it was written, or comments only) ran
+    every default and said nothing, so the user believed their settings were
+    in use. The run still goes ahead with the defaults, and a note says so; a
+    config that sets something gets no note."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    assert run_cli("--input", cases, "--output", str(tmp_path / "out"), "--config", str(path),
+                   "--metrics", "bleu", "--run-id", "r") == 0
+    err = capsys.readouterr().err
+    said = f"config {path} sets nothing the defaults do not"
+    assert (f"evalbeam: note: {said}" in err) == noted, err
+    assert (said in " ".join(manifest(str(tmp_path / "out"), "r").get("notes", []))) == noted
