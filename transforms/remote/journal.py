@@ -254,6 +254,12 @@ def _new_lost() -> dict[str, Any]:
             "completion_tokens": 0, "estimated_prompt_tokens": 0.0}
 
 
+def _is_lost(row: JournalRow, reported: frozenset[str] | set[str]) -> bool:
+    """A call whose tally never reached usage/: its worker process was lost
+    (in flight, no tally; or ended, its tally not among the reported)."""
+    return row[3] is None or row[3] not in reported
+
+
 def _add_lost(lost: dict[str, Any], row: JournalRow) -> None:
     _, attempts, estimate, tally, prompt, completion, _ = row
     lost["calls"] += 1
@@ -280,7 +286,7 @@ def reconcile_requests(rows: Iterable[JournalRow], reported: frozenset[str] | se
         s = sent.setdefault(row[0], {"calls": 0, "requests": 0})
         s["calls"] += 1
         s["requests"] += row[1]
-        if row[3] is None or row[3] not in reported:
+        if _is_lost(row, reported):
             _add_lost(lost.setdefault(row[0], _new_lost()), row)
     in_usage = _endpoint_usage(usage)
     by_endpoint = {}
@@ -310,9 +316,8 @@ def lost_usage(rows: Iterable[JournalRow], reported: frozenset[str] | set[str],
     that the manifest's `spend_caps` counts what the endpoints served, as the
     ledger that enforced the caps did, not only what usage/ counts."""
     out = []
-    for endpoint, _, estimate, tally, prompt, completion, purpose in rows:
-        if tally is not None and tally in reported:
-            continue
+    for endpoint, _, estimate, tally, prompt, completion, purpose in (
+            row for row in rows if _is_lost(row, reported)):
         prompt_tokens = round(estimate) if tally is None else prompt or 0
         out.append({"endpoint": endpoint, "purpose": purpose, "calls": 1,
                     "prompt_tokens": prompt_tokens, "completion_tokens": completion or 0,
