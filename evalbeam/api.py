@@ -473,7 +473,7 @@ def tool_dataset(cases: Any, cfg):
       retrieval_context, name.
     - A list of one tool's cases (TOOL_ITEMS: DeepEval's test cases or
       goldens, Ragas' samples): as that tool's dataset of them."""
-    kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
+    kind = _kind(cases)
     tools = {_tool_of(c) for c in cases} if isinstance(cases, list) and cases else set()
     if kind == "ragas.EvaluationDataset" and callable(getattr(cases, "to_list", None)):
         rows, preset = cases.to_list(), "ragas"
@@ -682,7 +682,7 @@ def _repeats_column(frame: Any, level: Any) -> bool:
 
 def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     """An in-memory table of cases as a pyarrow Table, and what it was."""
-    kind = f"{type(cases).__module__.split('.')[0]}.{type(cases).__name__}"
+    kind = _kind(cases)
     if isinstance(cases, pa.Table):
         return cases, "pyarrow.Table"
     if isinstance(cases, pa.RecordBatch):
