@@ -105,8 +105,9 @@ class EndpointConfig:
     circuit_failures: int = 10
     """After this many consecutive connection failures (refused, connect timeout, no
     reply at all within `timeout_s`), every call to the endpoint fails at once with
-    the reason; 0 turns the breaker off. A 401/403 (the key refused) stops the
-    endpoint's calls whatever this is."""
+    the reason; 0 turns the breaker off. A 401 (the key refused) stops the
+    endpoint's calls whatever this is, as do 5 403s before any accepted reply; a 403
+    after one is that request's refusal only (a gateway blocking one prompt)."""
     circuit_cooldown_s: float = 30.0
     """While the breaker is open, one probe call goes through every this many seconds;
     any response closes it again."""

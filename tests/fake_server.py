@@ -39,7 +39,8 @@ Labels come from a predict handler (``set_predict_handler``: (premise,
 hypothesis) -> one logit per label) or, by default, from word overlap.
 
 Order of checks for a non-admin request: record it -> auth (401) -> route/validation
-(404/405/400) -> rate limit (429) -> status_override -> fault -> latency -> answer.
+(404/405/400) -> rate limit (429) -> block_containing (403) -> status_override -> fault
+-> latency -> answer.
 401/400/404/405/429 answers come back at once; latency applies to everything else
 (status_override answers and the 500/503/drop/malformed/truncated faults included);
 a "timeout" fault sleeps timeout_sleep_s instead of the latency.
@@ -115,6 +116,7 @@ class ServerConfig:
     faults: tuple[str, ...] = FAULT_KINDS  # chosen uniformly among these
     timeout_sleep_s: float = 5.0      # how long a "timeout" fault sleeps before answering
     status_override: int | None = None  # answer every request with this status + error JSON
+    block_containing: str | None = None  # a request whose body has this text: 403, as a guardrail
     seed: int | None = 0
     echo_auth_in_errors: bool = False  # put the received Authorization/api-key into error bodies
     embedding_dim: int = 16
@@ -732,6 +734,10 @@ class FakeOpenAI:
         # status override and faults
         latency = cfg.latency_s + jitter
         tag: str | None = None  # by_status tag when not the status code
+        if cfg.block_containing is not None and cfg.block_containing.encode() in rec.raw:
+            self._sleep(latency)
+            error(403, "Request blocked by content policy.", rl_headers)
+            return None
         if cfg.status_override is not None:
             self._sleep(latency)
             extra = self._retry_after(cfg) if cfg.status_override in (429, 503) else {}

@@ -6,10 +6,12 @@ import os
 import re
 from collections import Counter
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import EXAMPLE, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
+from transforms.remote.breaker import FORBIDDEN_BEFORE_ACCEPTED, CircuitBreaker
 from tests.pipeline_helpers import all_output_text, manifest, read_rows, run_cli, run_cli_subprocess
 
 KEY = "sk-e2e-THIS-KEY-MUST-NOT-LEAK-7f3a9c"
@@ -140,8 +142,9 @@ def test_a_429_with_openai_reset_headers_is_retried_after_the_reset(tmp_path, ke
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_key_stops_the_endpoints_calls_after_the_first_replies(tmp_path, key_env,
                                                                          status, caplog):
-    """A wrong key cost every row a request (60 rows: 60 401s). The first 401/403
-    stops the endpoint: the calls already on the wire (max_concurrency) are the
+    """A wrong key cost every row a request (60 rows: 60 401s). The first 401 (the
+    fifth 403 with nothing accepted: FORBIDDEN_BEFORE_ACCEPTED) stops the
+    endpoint: those and the calls already on the wire (max_concurrency) are the
     only requests; every other row fails unsent with one reason, the run says so
     once, and usage/ and the journal count what the server received."""
     with FakeOpenAI(ServerConfig(status_override=status, echo_auth_in_errors=True),
@@ -151,7 +154,8 @@ def test_a_refused_key_stops_the_endpoints_calls_after_the_first_replies(tmp_pat
         assert run_cli("--input", _cases(tmp_path, 60), "--output", out, "--config", cfg,
                        "--run-id", "key") == 0
         stats = server.stats()
-    assert 1 <= stats["total"] <= 4 and stats["max_attempts_per_request_id"] == 1
+    needed = 1 if status == 401 else FORBIDDEN_BEFORE_ACCEPTED
+    assert needed <= stats["total"] <= needed + 3 and stats["max_attempts_per_request_id"] == 1
     results = read_rows(out, "results")
     reasons = Counter(r["error"].split(" (")[0] for r in results)
     assert all(r["verdict"] == "ERROR" for r in results) and len(results) == 60
@@ -165,6 +169,50 @@ def test_a_refused_key_stops_the_endpoints_calls_after_the_first_replies(tmp_pat
     said = [r.getMessage() for r in caplog.records if "refused the credentials" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("evalbeam: endpoint llm refused")
     assert KEY not in all_output_text(out) + "\n".join(said)
+
+
+def test_a_403_for_one_prompt_fails_that_row_only(tmp_path, key_env, caplog):
+    """A bot behind a gateway that blocks some prompts with 403 (a red-team
+    suite, a WAF, a guardrail): the first 403 stopped the whole endpoint as a
+    refused key, so every later row of the bot failed unsent with "refused the
+    credentials". Once the endpoint has accepted a request, a 403 fails its own
+    row only, with the server's reason; the other rows are answered."""
+    cases = _cases(tmp_path, 40)
+    table = pq.read_table(cases).to_pylist()
+    for i, row in enumerate(table):
+        if i % 4 == 3:
+            row["question"] += " BLOCKME"
+    cases = write_cases(str(tmp_path / "blocked.parquet"), table)
+    with FakeOpenAI(ServerConfig(block_containing="BLOCKME"), api_key=KEY) as server:
+        cfg = _config(tmp_path, server, FULL_CONTEXT, max_concurrency=4)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg,
+                       "--run-id", "blocked") == 0
+        stats = server.stats()
+    results = read_rows(out, "results")
+    errors = Counter(r["error"] for r in results)
+    assert errors == {None: 30, "HTTP 403: Request blocked by content policy.": 10}, errors
+    blocked = {r["case_id"] for r in results if r["error"]}
+    assert blocked == {f"r{i:04d}" for i in range(3, 40, 4)}
+    assert stats["total"] == 40 and stats["by_status"] == {"200": 30, "403": 10}
+    assert not [r for r in caplog.records if "refused the credentials" in r.getMessage()]
+
+
+def test_403s_before_any_accepted_reply_stop_the_endpoint_and_after_one_never():
+    """The rule the two tests above see end to end, on the breaker alone."""
+    b = CircuitBreaker("llm", failures=3, cooldown_s=30)
+    for _ in range(FORBIDDEN_BEFORE_ACCEPTED - 1):
+        assert not b.on_credentials_refused(403, "HTTP 403: no")
+    assert b.refusal() is None
+    assert b.on_credentials_refused(403, "HTTP 403: no")
+    assert b.refusal() == ("not sent: endpoint llm refused the credentials earlier in this run "
+                           f"(HTTP 403: no; {FORBIDDEN_BEFORE_ACCEPTED} requests refused with "
+                           "403, none accepted); fix its key and run again")
+    b = CircuitBreaker("llm", failures=3, cooldown_s=30)
+    b.on_accepted()
+    assert not any(b.on_credentials_refused(403, "HTTP 403: blocked") for _ in range(100))
+    assert b.refusal() is None
+    assert b.on_credentials_refused(401, "HTTP 401: bad key") and b.refusal() is not None
 
 
 def test_api_key_never_leaks(tmp_path, key_env):

@@ -8,15 +8,22 @@ connections) the breaker opens: every attempt fails at once with the reason. Aft
 `cooldown_s` one probe attempt goes through (half-open); a response of any
 status closes the breaker, another connection failure opens it again.
 
-A 401 or 403 (the key refused) opens it for good, whatever
-`circuit_failures`: a wrong key does not get better by asking again, and
-every row would otherwise spend a request to be told so.
+A 401 (the key refused) opens it for good, whatever `circuit_failures`: a
+wrong key does not get better by asking again, and every row would otherwise
+spend a request to be told so. A 403 does the same only while the endpoint has
+accepted no request of this process, once FORBIDDEN_BEFORE_ACCEPTED of them have
+come back: a key or account refused everything (OpenAI's unsupported region, a
+project without the model). After one accepted reply a 403 is that request's
+refusal, not the key's: a gateway or guardrail in front of a bot under test
+blocking one prompt (a red-team suite), and only that row fails.
 Runs on the endpoint's event loop (one thread), so it needs no lock.
 """
 from __future__ import annotations
 
 import time
 from typing import Callable
+
+FORBIDDEN_BEFORE_ACCEPTED = 5  # 403s, with no reply accepted before them, that stop the endpoint
 
 
 class CircuitBreaker:
@@ -29,6 +36,8 @@ class CircuitBreaker:
         self.probing = False
         self.last_error = ""
         self.credentials_refused: str | None = None  # the 401/403 that opened it for good
+        self.accepted = False  # a reply got past the credentials (status < 400)
+        self.forbidden = 0  # 403s before any accepted reply
 
     def refusal(self) -> str | None:
         """Why this attempt must not be made (None: go ahead; maybe as the probe)."""
@@ -48,8 +57,21 @@ class CircuitBreaker:
         """The server answered (any status): it is reachable."""
         self.consecutive, self.open_until, self.probing = 0, None, False
 
-    def on_credentials_refused(self, error: str) -> bool:
-        """A 401/403: no further attempt. True the first time (to say so once)."""
+    def on_accepted(self) -> None:
+        """A reply below 400: the credentials are good, so a later 403 refuses
+        its own request only."""
+        self.accepted = True
+
+    def on_credentials_refused(self, status: int, error: str) -> bool:
+        """A 401, or a 403 that is the key's and not one request's: no further
+        attempt. True the first time (to say so once)."""
+        if status == 403:
+            if self.accepted:
+                return False
+            self.forbidden += 1
+            if self.forbidden < FORBIDDEN_BEFORE_ACCEPTED:
+                return False
+            error = f"{error}; {self.forbidden} requests refused with 403, none accepted"
         first = self.credentials_refused is None
         if first:
             self.credentials_refused = error

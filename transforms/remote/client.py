@@ -515,10 +515,11 @@ class EndpointClient:
             if response.status_code == 429:
                 self.limiter.on_rate_limited(err.retry_after)
             if response.status_code in (401, 403) and self.breaker.on_credentials_refused(
-                    str(err)):
+                    response.status_code, str(err)):
                 _log.warning("evalbeam: endpoint %s refused the credentials (%s): its other "
                              "calls in this process fail without being sent", self.name, err)
             raise err
+        self.breaker.on_accepted()
         try:
             data = json.loads(body)
         except ValueError:
