@@ -74,10 +74,14 @@ def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals
         return duckdb_view(spec, location.rstrip("/"))
     if engine == "bigquery":
         parts = ", ".join(f"{p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
+        # without it BigQuery reads a Parquet LIST as STRUCT<list ARRAY<STRUCT<element>>>,
+        # which the ARRAY<STRING> declared here does not match
+        lists = any(pa.types.is_list(f.type) for f in spec.schema)
         return (f"CREATE OR REPLACE EXTERNAL TABLE `{name}` (\n{_columns(spec, engine)}\n)\n"
                 f"WITH PARTITION COLUMNS ({parts})\n"
                 f"OPTIONS (format = 'PARQUET', uris = ['{where}/*'],\n"
-                f"         hive_partition_uri_prefix = '{where}');")
+                f"         hive_partition_uri_prefix = '{where}'"
+                + (",\n         enable_list_inference = true" if lists else "") + ");")
     if engine == "athena":
         parts = ", ".join(f"{p} {PARTITION_TYPES[p]}" for p in spec.partitions)
         return (f"CREATE EXTERNAL TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)}\n)\n"

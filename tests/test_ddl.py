@@ -63,6 +63,31 @@ def test_duckdb_views_read_every_table_and_older_files_by_column_name(tmp_path):
             written = pq.read_schema(path)
             assert written.remove_metadata().equals(spec.schema.remove_metadata()), path
             assert not [f.name for f in written if refused_by_warehouses(f.type)], path
+            assert list_paths(path) == {f.name: f"{f.name}.list.element" for f in written
+                                        if pa.types.is_list(f.type)}, path
+
+
+def list_paths(path: str) -> dict[str, str]:
+    """Each list column's leaf in the file's Parquet schema: the three-level LIST
+    (`<name>.list.element`) is what BigQuery's enable_list_inference, Athena and
+    Spark read as an array of strings; the legacy two-level form (`<name>.item`,
+    or `<name>.array`) is not."""
+    schema = pq.ParquetFile(path).schema
+    leaves = [schema.column(i).path for i in range(len(schema))]
+    return {p.split(".")[0]: p for p in leaves if "." in p}
+
+
+def test_bigquery_reads_the_list_columns_as_arrays():
+    """BigQuery's external table declared contexts ARRAY<STRING> without
+    enable_list_inference, which reads a Parquet LIST as a STRUCT instead: the
+    declared schema does not match the files. Tables with a list column get the
+    option; the others do not need it."""
+    for name, spec in EVERY_TABLE.items():
+        ddl = table_ddl(spec, "bigquery", "gs://b/e")
+        has_list = any(pa.types.is_list(f.type) for f in spec.schema)
+        assert ("enable_list_inference = true" in ddl) == has_list, name
+        assert ("ARRAY<STRING>" in ddl) == has_list, name
+    assert "enable_list_inference" in table_ddl(RESULTS, "bigquery", "gs://b/e")
 
 
 def refused_by_warehouses(t: pa.DataType) -> bool:
