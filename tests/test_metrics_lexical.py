@@ -1,6 +1,8 @@
 """Surface metrics: exact match, keyword recall, answer length, politeness."""
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from transforms.score.metrics.lexical import (
@@ -23,6 +25,16 @@ from transforms.score.metrics.lexical import (
 ])
 def test_exact_match_ignores_case_and_whitespace(answer, expected):
     assert exact_match(answer, expected).value == 1.0
+
+
+def test_exact_match_reads_canonically_equal_texts_as_equal():
+    """The same words typed on two keyboards: "café" as one code point (NFC) or
+    as "e" and a combining accent (NFD, as macOS text and many copy-pastes give
+    it) look identical, and keyword_recall already reads them as one token."""
+    nfc, nfd = "Café résumé", unicodedata.normalize("NFD", "café résumé")
+    assert nfc != nfd
+    assert exact_match(nfc, nfd).value == 1.0
+    assert exact_match(nfd, nfc).value == 1.0
 
 
 @pytest.mark.parametrize("answer, expected", [

@@ -28,7 +28,8 @@ _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
 
 METRIC_DOCS: dict[str, MetricDoc] = {
     "exact_match": MetricDoc(
-        "1 if N(answer) = N(expected) else 0, N lower-cases, trims and collapses whitespace; "
+        "1 if N(answer) = N(expected) else 0, N lower-cases, trims and collapses whitespace "
+        "and composes accents (NFC: a combining accent and its precomposed letter are one); "
         "with several references 1 when the answer equals any", (_EMPTY_REF,)),
     "keyword_recall": MetricDoc(
         "|E ∩ G| / |E|, E and G the token sets of the expected answer and the answer; the "

@@ -21,8 +21,10 @@ _WORD = re.compile(r"[^\W_]+(?:['’\-.,][^\W_]+)*", re.UNICODE)
 
 
 def normalize(text: str) -> str:
-    """Lower-case, trim and collapse whitespace (the exact-match normal form)."""
-    return _WHITESPACE.sub(" ", text).strip().lower()
+    """Lower-case, trim and collapse whitespace (the exact-match normal form), in
+    Unicode's canonical composition (NFC): "café" typed as one code point or as
+    "e" and a combining accent is one text."""
+    return unicodedata.normalize("NFC", _WHITESPACE.sub(" ", text).strip().lower())
 
 
 # Arabic-Indic and Persian digits (and Arabic separators) read as ASCII ones:
