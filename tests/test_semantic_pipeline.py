@@ -3,6 +3,7 @@ signal they give on the bundled example."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections import defaultdict
 
@@ -188,3 +189,33 @@ def test_example_paraphrases_beat_wrong_and_off_topic_answers(tmp_path):
         assert m["exact"] > m["paraphrase"] > m["off_topic"], (metric, m)
         assert m["paraphrase"] > m["empty"] and m["paraphrase"] > m["off_topic"] + 0.3
         assert m["missing_facts"] > m["off_topic"]
+
+
+
+def test_a_blank_reference_makes_answer_similarity_null_not_a_score(tmp_path):
+    """An expected answer of "" or spaces has no meaning to compare with, so
+    answer_similarity is null with the reason, as bleu, exact_match and
+    bertscore are; a blank one among several references is passed over. It was
+    the cosine with the embedding of the blank text (0.05 with MiniLM)."""
+    base = {"question": "What is the capital of China?", "answer": "Beijing is the capital.",
+            "contexts": ["Beijing is the capital of China."]}
+    rows = [dict(base, case_id="empty", expected_answer=""),
+            dict(base, case_id="spaces", expected_answer="  \n\t "),
+            dict(base, case_id="one_blank", expected_answer=[" ", "Beijing is the capital."])]
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("embeddings: {provider: hashing}\n"
+                   "metrics: [answer_similarity, bertscore, bleu]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(cases), "--output", out, "--config", str(cfg),
+                   "--run-id", "b") == 0
+    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    for case in ("empty", "spaces"):
+        sim = scores[case, "answer_similarity"]
+        assert sim["value"] is None and sim["error"] == "empty expected answer", sim
+        assert scores[case, "bleu"]["value"] is None and scores[case, "bertscore"]["value"] is None
+    best = scores["one_blank", "answer_similarity"]
+    assert best["value"] == pytest.approx(1.0), best
+    assert json.loads(best["details"])["reference"] == 2
+    assert manifest(out, "b")["reconciliation"]["ok"]

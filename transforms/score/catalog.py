@@ -99,7 +99,8 @@ METRIC_DOCS: dict[str, MetricDoc] = {
          "the answer is in …, the contexts in …: word overlap says nothing across languages")),
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
-        "several references; raw cosine in details; an empty answer scores 0"),
+        "several references (a blank one passed over); raw cosine in details; an empty "
+        "answer scores 0", (_EMPTY_REF,)),
     "bertscore": MetricDoc(
         "greedy matching of token vectors as bert_score does: R = Σ_r w_r · max_c cos(r, c) / "
         "Σ w_r over reference tokens, P the converse over answer tokens, value F1 = 2PR/(P+R), "

@@ -21,7 +21,7 @@ from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_
                                         TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
                                         VEC_REFERENCES)
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
-from transforms.score.metrics.references import best_over
+from transforms.score.metrics.references import best_over, best_result
 from transforms.enrich.classifier.score import score as classifier_score
 from transforms.remote.scrub import scrubber_for, shown
 from transforms.enrich.judge.keys import (CONVERSATION_METRICS, DEFAULT_SCALE, RUBRICS,
@@ -115,12 +115,22 @@ SCORERS += (
 )
 
 
+EMPTY_REFERENCE = "empty expected answer"
+
+
 def _similarity(t: Turn, o, side) -> MetricResult:
-    if not t.answer.strip():  # an empty text's embedding means nothing: nothing said, 0
+    """The best over the references; a blank one is null (its embedding means
+    nothing, as an empty answer's: that one says nothing, 0)."""
+    texts = t.case.all_references
+    if not any(r.strip() for r in texts):
+        return MetricResult.null(EMPTY_REFERENCE)
+    if not t.answer.strip():
         return MetricResult(0.0, {"note": "empty answer"})
     refs = t.features.get(VEC_REFERENCES) or [t.features[VEC_EXPECTED]]
     answer = t.features[VEC_ANSWER]
-    return best_over(refs, lambda ref: semantic.answer_similarity(ref, answer))
+    return best_result([semantic.answer_similarity(ref, answer) if text.strip()
+                        else MetricResult.null(EMPTY_REFERENCE)
+                        for text, ref in zip(texts, refs)])
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
