@@ -713,6 +713,9 @@ def _references(value: Any) -> list[str] | None:
     """expected_answer: one reference (a string) or several (a list of strings)."""
     if value is None or isinstance(value, str):
         return None if value is None else [value]
+    if not isinstance(value, (list, tuple)):  # a number, a boolean, an object
+        raise TypeError("expected_answer must be a string or a list of strings, got "
+                        f"{type(value).__name__}")
     refs = _string_list(value, "expected_answer")
     if not refs:
         raise ValueError("expected_answer is an empty list of references")

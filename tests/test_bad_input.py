@@ -1,6 +1,7 @@
 """Bad input: a clear one-line error and nothing written, or error rows and nothing lost."""
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -466,3 +467,25 @@ def test_a_json_line_giving_a_read_key_twice_is_an_error_row(tmp_path):
         f"{path}#0", "invalid_json",
         "the key 'question' appears 2 times in the line, and only one can be read: keep one")
     assert manifest(out, "k")["reconciliation"]["ok"]
+
+
+def test_a_reference_of_another_type_is_told_both_shapes_it_may_take(tmp_path):
+    """expected_answer may be a string or a list of strings, but `42`, `true`
+    or an object was dead-lettered as 'expected_answer must be a list of
+    strings, got int': a user fixing the row was sent to wrap one reference in
+    a list. Every such row is an errors/ row and the counts reconcile."""
+    path = tmp_path / "cases.jsonl"
+    values = {"int": 42, "float": 3.5, "bool": True, "obj": {"text": "30 days"}}
+    path.write_text("".join(json.dumps({"case_id": k, "question": "How long?", "answer": "30 days",
+                                        "expected_answer": v}) + "\n"
+                            for k, v in values.items())
+                    + json.dumps({"case_id": "ok", "question": "How long?", "answer": "30 days",
+                                  "expected_answer": "30 days"}) + "\n", encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "t") == 0
+    said = {e["case_id"]: e["message"] for e in read_rows(out, "errors")}
+    assert said == {k: f"expected_answer must be a string or a list of strings, got {kind}"
+                    for k, kind in [("int", "int"), ("float", "float"), ("bool", "bool"),
+                                    ("obj", "dict")]}
+    assert [r["case_id"] for r in read_rows(out, "results")] == ["ok"]
+    assert manifest(out, "t")["reconciliation"]["ok"]
