@@ -23,16 +23,26 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
     role = item.get("role", item.get("type"))
     role = _ALIASES.get(role, role) if isinstance(role, str) else role
     _no_tools(item, role, name, i)
+    if "role" not in item and "type" not in item:
+        raise TypeError(f"{name}[{i}] has no role ({', '.join(ROLES[:-1])} or {ROLES[-1]})")
     if role not in ROLES:
         raise TypeError(f"{name}[{i}].role must be one of {', '.join(ROLES)} "
-                        f"(or human/ai), got {str(role)[:20]!r}")
-    content = item.get("content")
+                        f"(or human/ai), got {_shown(role)}")
+    if "content" not in item:
+        raise TypeError(f"{name}[{i}] has no content")
+    content = item["content"]
     if not isinstance(content, str):
-        raise TypeError(f"{name}[{i}].content must be a string, got {type(content).__name__}")
+        got = "null" if content is None else type(content).__name__
+        raise TypeError(f"{name}[{i}].content must be a string, got {got}")
     if not content.strip():
         # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
         raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
     return {"role": role, "content": content}
+
+
+def _shown(role: Any) -> str:
+    """A role as the row gave it: JSON's null by its name, else quoted, cut short."""
+    return "null" if role is None else repr(str(role)[:20])
 
 
 _TEXT_ONLY = ("evalbeam reads conversations of text turns (an agent's tool calls and tool "

@@ -366,3 +366,28 @@ def test_a_file_in_openai_chat_format_is_read_as_whole_conversations(tmp_path):
     errors = read_rows(out, "errors")
     assert len(errors) == 1 and "no user turn" in errors[0]["message"]
     assert manifest(out, "r")["reconciliation"]["ok"]
+
+
+def test_a_turn_missing_its_role_or_content_is_told_so_in_json_words(tmp_path):
+    """A turn without `content` (or with `"content": null`, as OpenAI writes an
+    assistant turn that only calls tools) was dead-lettered as 'content must be a
+    string, got NoneType', and one without a role as "role must be one of …, got
+    'None'": Python's names for JSON's null. Each is still an errors/ row and the
+    counts reconcile."""
+    turns = {"no_content": [{"role": "user"}], "null_content": [{"role": "user", "content": None}],
+             "no_role": [{"content": "hi"}], "null_role": [{"role": None, "content": "hi"}],
+             "ok": [{"role": "user", "content": "hi"}]}
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps({"case_id": k, "question": "And now?", "answer": "Yes.",
+                                        "messages": v}) + "\n" for k, v in turns.items()),
+                    encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "m") == 0
+    said = {e["case_id"]: e["message"] for e in read_rows(out, "errors")}
+    assert said == {"no_content": "messages[0] has no content",
+                    "null_content": "messages[0].content must be a string, got null",
+                    "no_role": "messages[0] has no role (system, user or assistant)",
+                    "null_role": "messages[0].role must be one of system, user, assistant "
+                                 "(or human/ai), got null"}
+    assert [r["case_id"] for r in read_rows(out, "results")] == ["ok"]
+    assert manifest(out, "m")["reconciliation"]["ok"]
