@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from schemas.messages import parse_messages, split_conversation
+from schemas.messages import parse_messages, split_conversation, type_name
 from schemas.records import EvalCase
 
 REQUIRED_COLUMNS = ("question",)
@@ -703,7 +703,7 @@ def _string_list(value: Any, name: str) -> list[str] | None:
         value = parse_text_list(value, name)
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list of strings, got {type(value).__name__}")
-    bad = [type(v).__name__ for v in value if not isinstance(v, str)]
+    bad = [type_name(v) for v in value if not isinstance(v, str)]
     if bad:
         raise TypeError(f"{name} must be a list of strings, found element(s) of type {bad[0]}")
     return list(value)

@@ -32,12 +32,17 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
         raise TypeError(f"{name}[{i}] has no content")
     content = item["content"]
     if not isinstance(content, str):
-        got = "null" if content is None else type(content).__name__
-        raise TypeError(f"{name}[{i}].content must be a string, got {got}")
+        raise TypeError(f"{name}[{i}].content must be a string, got {type_name(content)}")
     if not content.strip():
         # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
         raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
     return {"role": role, "content": content}
+
+
+def type_name(value: Any) -> str:
+    """A value's type for a row's error message: JSON's null by its name (not
+    Python's NoneType), else the Python type (int, dict, list, ...)."""
+    return "null" if value is None else type(value).__name__
 
 
 def _shown(role: Any) -> str:

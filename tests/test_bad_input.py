@@ -489,3 +489,21 @@ def test_a_reference_of_another_type_is_told_both_shapes_it_may_take(tmp_path):
                                     ("obj", "dict")]}
     assert [r["case_id"] for r in read_rows(out, "results")] == ["ok"]
     assert manifest(out, "t")["reconciliation"]["ok"]
+
+
+def test_a_null_inside_a_list_is_named_null(tmp_path):
+    """`"contexts": [null, "..."]` (a passage the retriever lost) was dead-lettered
+    as 'contexts must be a list of strings, found element(s) of type NoneType':
+    Python's name for JSON's null. The row is still an errors/ row."""
+    path = tmp_path / "cases.jsonl"
+    rows = [{"case_id": "ctx", "question": "q", "answer": "a", "contexts": [None, "30 days"]},
+            {"case_id": "ref", "question": "q", "answer": "a", "expected_answer": ["x", None]},
+            {"case_id": "ok", "question": "q", "answer": "a"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "n") == 0
+    said = {e["case_id"]: e["message"] for e in read_rows(out, "errors")}
+    assert said == {"ctx": "contexts must be a list of strings, found element(s) of type null",
+                    "ref": "expected_answer must be a list of strings, found element(s) of "
+                           "type null"}
+    assert manifest(out, "n")["reconciliation"]["ok"]
