@@ -13,6 +13,10 @@ columns) read the newer columns as NULL.
 from __future__ import annotations
 
 import argparse
+import glob
+import json
+import os
+import re
 import sys
 
 import pyarrow as pa
@@ -46,6 +50,58 @@ def duckdb_hive_types(spec: TableSpec) -> str:
                      for p in spec.partitions)
 
 
+_ATTEMPT = re.compile(r"[0-9a-f]{12}")
+
+
+def duckdb_manifests(location: str) -> str:
+    """The committed attempts, one row (run_id, attempt) per readable manifest.
+    The manifests are read as bytes and parsed with try/json_valid, so one
+    truncated, empty or non-UTF-8 marker leaves out its own run (as `evalbeam
+    status` and the viewer do) instead of failing every view, as read_json
+    does; a marker naming another run than its folder's counts for none."""
+    return (f"(SELECT run_id, attempt FROM (SELECT parse_filename(parse_dirpath(filename)) "
+            f"AS folder,\n    json_extract_string(j, '$.run_id') AS run_id, "
+            f"json_extract_string(j, '$.attempt') AS attempt\n"
+            f"  FROM (SELECT filename, try(decode(content)) AS j FROM read_blob(\n"
+            f"    '{location}/runs/*/manifest.json')) WHERE json_valid(j))\n"
+            f"  WHERE run_id = folder AND regexp_full_match(attempt, '{_ATTEMPT.pattern}'))")
+
+
+def unreadable_manifest(path: str, run_id: str) -> str | None:
+    """Why the views leave out the run whose manifest is at `path` (None: they
+    read it); the same test as duckdb_manifests, in Python."""
+    try:
+        with open(path, "rb") as fh:
+            marker = json.loads(fh.read().decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({str(exc).splitlines()[0][:120]})"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if not isinstance(marker, dict):
+        return f"a JSON {type(marker).__name__}, not an object"
+    if marker.get("run_id") != run_id:
+        return f"it names run {str(marker.get('run_id'))[:130]!r}"
+    if not isinstance(marker.get("attempt"), str) or not _ATTEMPT.fullmatch(marker["attempt"]):
+        return "no attempt id"
+    return None
+
+
+def left_out_runs(location: str) -> list[str]:
+    """One warning per run of a local output whose manifest the views cannot
+    read, so the user knows which nightly run's rows are missing from them."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(location), "runs", "*",
+                                              "manifest.json"))):
+        run_id = os.path.basename(os.path.dirname(path))
+        why = unreadable_manifest(path, run_id)
+        if why:
+            lines.append(f"warning: run {run_id}: corrupt manifest {path}: {why}; its files "
+                         "are left out of the views until the run is run again")
+    return lines
+
+
 def duckdb_view(spec: TableSpec, location: str) -> str:
     """A view over a table's files; a run's own tables keep only the files of
     committed attempts (named part-<run_id>.<attempt>.*, the attempt that
@@ -60,8 +116,7 @@ def duckdb_view(spec: TableSpec, location: str) -> str:
     if not committed:
         return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM {read};"
     return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT t.* EXCLUDE (filename) FROM {read} t\n"
-            f"SEMI JOIN read_json('{location}/runs/*/manifest.json',\n"
-            f"  columns = {{run_id: 'VARCHAR', attempt: 'VARCHAR'}}) m\n"
+            f"SEMI JOIN {duckdb_manifests(location)} m\n"
             f"  ON t.run_id = m.run_id AND starts_with(parse_filename(t.filename),\n"
             f"    'part-' || m.run_id || '.' || m.attempt || '.');")
 
@@ -108,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default="evals", help="dataset / database (not duckdb)")
     args = parser.parse_args(argv)
     sys.stdout.write(all_ddl(args.engine, args.location, args.dataset))
+    if args.engine == "duckdb" and "://" not in args.location:
+        for line in left_out_runs(args.location.rstrip("/")):
+            print(line, file=sys.stderr)
     return 0
 
 

@@ -223,3 +223,45 @@ def test_the_guides_pyarrow_recipe_reads_committed_runs_with_text_bots(tmp_path)
     assert results.schema.field("run_date").type == pa.date32()
     assert sorted(set(results.column("run_id").to_pylist())) == ["ok"]
     assert results.num_rows == manifest(out, "ok")["tables"]["results"]
+
+
+def test_a_corrupt_manifest_leaves_out_its_run_with_a_warning_not_every_view(tmp_path, capsys):
+    """A nightly folder where one run's manifest is truncated, empty, not an
+    object or not UTF-8: the views read the other runs (as `evalbeam status`
+    and the viewer read them, that run being unreadable), and the command
+    that prints them names the runs left out."""
+    config = "embeddings: {provider: hashing}\n"
+    bad = {"cut": None, "empty": b"", "array": b"[]\n", "utf16": "{}".encode("utf-16"),
+           "other": None}
+    for run_id in ("ok", *bad):
+        code, out = run_sample(tmp_path, config, run_id)
+        assert code == 0
+    for run_id, data in bad.items():
+        path = os.path.join(out, "runs", run_id, "manifest.json")
+        with open(path, "rb") as fh:
+            text = fh.read()
+        if run_id == "cut":
+            data = text[:len(text) // 2]  # a copy cut short
+        elif run_id == "other":  # run ok's marker copied over
+            data = open(os.path.join(out, "runs", "ok", "manifest.json"), "rb").read()
+        with open(path, "wb") as fh:
+            fh.write(data)
+    capsys.readouterr()  # the runs' own lines
+    assert main(["duckdb", out]) == 0
+    printed = capsys.readouterr()
+    con = duckdb.connect()
+    for view in printed.out.split("\n\n")[1:len(TABLE_NAMES) + 1]:  # the run's five
+        con.execute(view)
+    counts = manifest(out, "ok")["tables"]
+    for name in TABLE_NAMES:
+        got = dict(con.execute(f"SELECT run_id, count(*) FROM {name} GROUP BY ALL").fetchall())
+        assert got == ({"ok": counts[name]} if counts[name] else {}), name
+    warned = printed.err.splitlines()
+    assert len(warned) == len(bad), printed.err
+    for run_id, line in zip(sorted(bad), warned):
+        assert line.startswith(f"warning: run {run_id}: ") and "left out of the views" in line
+    [(_, block)] = [b for b in code_blocks(doc("guides/warehouse.md"), ("python",))]
+    scope: dict = {}
+    exec(block.replace('"out/example"', repr(out)), scope)  # the guide's pyarrow recipe
+    assert scope["results"].column("run_id").to_pylist() == ["ok"] * counts["results"]
+    assert capsys.readouterr().out.count("its run is left out") == len(bad)
