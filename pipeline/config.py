@@ -89,7 +89,8 @@ class EndpointConfig:
     usage/."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
-    (unset or empty: the run stops before it starts) and scrubbed from everything
+    (unset or empty: the run stops before it starts; `$VAR` without braces, which
+    would be sent as it is, is refused, saying to write `${VAR}`) and scrubbed from everything
     written, as are literal values of headers named like a secret and tokens in any
     header (16+ letters and digits mixing cases)."""
     worker_share: float | None = None
@@ -556,6 +557,7 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
         if not isinstance(k, str) or not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise ConfigError(f"{where}.headers must be a mapping of header name to text: "
                               f"{str(k)[:60]!r} has a {type(v).__name__} value")
+        _no_bare_reference(str(v), f"{where}.headers.{k}")
     prices = _check_keys(ep.price_per_million, {"input", "output"}, f"{where}.price_per_million")
     for k, v in prices.items():
         _number(v, f"{where}.price_per_million.{k}", positive=False)
@@ -571,6 +573,21 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
         raise ConfigError(f"{where}.api_key_env must be an environment variable's NAME, "
                           "not a key")
     return ep
+
+
+_BARE_REF = re.compile(r"(?:^|\s)\$([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _no_bare_reference(value: str, where: str) -> None:
+    """A header's `$VAR` (at its start or after a space, as in `Bearer $KEY`)
+    would be sent as it is, and every call refused: headers read `${VAR}`. The
+    name is quoted only when it cannot be a key pasted in its place."""
+    ref = _BARE_REF.search(value)
+    if ref:
+        name = ref.group(1)
+        said = ("a $ and a name as they are: write ${NAME}" if key_like_name(name)
+                else f"${name} as it is: write ${{{name}}}")
+        raise ConfigError(f"{where} sends {said} to read the variable")
 
 
 def _rule(data: Any, where: str) -> VerdictRule:

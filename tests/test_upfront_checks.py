@@ -99,6 +99,13 @@ def _fails_cleanly(capsys, *args) -> str:
      "endpoints.llm.api_key_env takes the variable's name alone: write "
      "api_key_env: OPENAI_API_KEY (without $ or ${})"),
     (_EP + "    api_key_env: $OPENAI_API_KEY\n", "write api_key_env: OPENAI_API_KEY"),
+    # a header's $VAR (no braces) was sent as it is: every call refused (401)
+    (_EP + "    headers: {Authorization: Bearer $OPENAI_API_KEY}\n",
+     "endpoints.llm.headers.Authorization sends $OPENAI_API_KEY as it is: write "
+     "${OPENAI_API_KEY} to read the variable"),
+    (_EP + "    headers: {X-Key: $ASSISTANT_KEY}\n", "write ${ASSISTANT_KEY}"),
+    (_EP + "    headers: {X-Key: $sk_live_abcdefABCDEF1234567890xyz}\n",
+     "endpoints.llm.headers.X-Key sends a $ and a name as they are: write ${NAME}"),
     (_EP + "    api_key_env: ${sk_live_abcdefABCDEF1234567890xyz}\n",
      "endpoints.llm.api_key_env must be an environment variable's NAME, not a key"),
     # `name: no` was "got 'False'", the user having written no
