@@ -23,6 +23,9 @@ EMBEDDING_PROVIDERS = ("local", "endpoint", "hashing")
 EMBEDDING_PRECISIONS = ("float32", "int8")
 SAFETY_MODES = ("calls", "n")  # one request per vote | one request with n choices
 MAX_CONCURRENCY = 512  # requests in flight per worker process (64 connection pools of 8)
+# a call's attempts and a critic's safety votes: beyond these a down endpoint is
+# retried for ever, or a row's billion vote requests are built before one is sent
+MAX_ATTEMPTS = MAX_VOTES = 100
 MAX_NAME_LENGTH = 64   # bot names become Hive folder names (bot=<name>)
 DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
 
@@ -78,7 +81,8 @@ class EndpointConfig:
     """Read, write and pool timeout of one attempt, seconds (connect: min(10,
     timeout_s))."""
     max_attempts: int = 6
-    """Attempts per call, retries included; then the row carries the error."""
+    """Attempts per call, retries included, at most 100; then the row carries the
+    error."""
     backoff_initial_s: float = 0.5
     """Retry waits are uniform in [initial/2, initial·2^(n-1)], capped at
     `backoff_max_s`, never shorter than a Retry-After; initial ≤ max."""
@@ -184,7 +188,7 @@ class SampleConfig:
 @dataclass(frozen=True)
 class SafetyConfig:
     votes: int = 3
-    """Independent votes per critic; the majority (⌊votes/2⌋+1) decides."""
+    """Independent votes per critic, at most 100; the majority (⌊votes/2⌋+1) decides."""
     temperature: float = 0.7
     """Votes are sampled, so that they can differ (≥ 0)."""
     mode: str = "calls"
@@ -543,7 +547,7 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
         raise ConfigError(f"{where}.worker_share must be in (0, 1]")
     if ep.tokens_per_minute is not None:
         _number(ep.tokens_per_minute, f"{where}.tokens_per_minute")
-    _integer(ep.max_attempts, f"{where}.max_attempts", 1)
+    _integer(ep.max_attempts, f"{where}.max_attempts", 1, MAX_ATTEMPTS)
     _integer(ep.max_concurrency, f"{where}.max_concurrency", 1, MAX_CONCURRENCY)
     _integer(ep.max_reply_bytes, f"{where}.max_reply_bytes", 1024)
     _integer(ep.circuit_failures, f"{where}.circuit_failures", 0)
@@ -756,7 +760,7 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
                          ("judge.safety.temperature", safety.temperature)):
         _number(value, where, positive=False)  # < 0: every judge call refused, a 400
     _integer(judge.max_tokens, "judge.max_tokens", 1)
-    _integer(safety.votes, "judge.safety.votes", 1)
+    _integer(safety.votes, "judge.safety.votes", 1, MAX_VOTES)
     if safety.mode not in SAFETY_MODES:
         raise ConfigError(f"judge.safety.mode must be one of {SAFETY_MODES}, got {safety.mode!r}")
     for key in ("keep_trace",):

@@ -133,6 +133,26 @@ def test_bad_config_values_are_one_line_errors(tmp_path, capsys, text, words):
     assert not os.path.exists(out)
 
 
+@pytest.mark.parametrize("text, words", [
+    # 10**9 safety votes built a billion judge requests per row before sending
+    # one (no request in 90 s, memory climbing); 10**9 attempts retried a down
+    # endpoint for ever: each was a run that never ended, not an error
+    ("  llm: {base_url: 'http://x/v1'}\njudge: {endpoint: llm, model: m, safety: {votes: "
+     "1000000000}}\n", "judge.safety.votes must be an integer between 1 and 100, "
+     "got 1000000000"),
+    ("  llm: {base_url: 'http://x/v1', max_attempts: 1000000000}\n",
+     "endpoints.llm.max_attempts must be an integer between 1 and 100, got 1000000000"),
+])
+def test_counts_that_would_never_end_a_run_are_bounded(tmp_path, text, words):
+    path = tmp_path / "c.yaml"
+    path.write_text("endpoints:\n" + text)
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert str(err.value) == words
+    path.write_text("endpoints:\n" + text.replace("1000000000", "100"))
+    load_config(str(path))  # the bound itself is allowed
+
+
 def test_good_header_and_option_values_still_load(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(textwrap.dedent("""
