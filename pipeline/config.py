@@ -45,7 +45,9 @@ class InputConfig:
     columns: dict[str, Any] = field(default_factory=dict)
     """Your file's column for each input column (`question: user_input`), or a list of
     candidates of which the first non-null one in a row is used. Entries override the
-    preset's. Default: the input columns' own names."""
+    preset's. Names are text: quote one YAML would read as a number or a boolean
+    (`question: '3'`; unquoted, it is refused, saying so). Default: the input
+    columns' own names."""
     format: str | None = None
     """The format of every input file. Default (unset): from each file's extension
     (`.parquet`, `.jsonl`, `.ndjson`, `.csv`, `.json`, each also `.gz` where it can be;
@@ -713,6 +715,13 @@ def _input(data: Any) -> InputConfig:
     inp = _build(InputConfig, data, "input")
     if not isinstance(inp.columns, Mapping):
         raise ConfigError("input.columns must be a mapping of canonical column -> file column")
+    for col, src in inp.columns.items():
+        names = src if isinstance(src, (list, tuple)) and src else [src]
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                at = f"[{i}]" if names is src else ""
+                raise ConfigError(f"input.columns.{col}{at} must be a column name (text), "
+                                  f"got {shown(name if at else src)}{_yaml_text_hint(name)}")
     if inp.format is not None and inp.format not in FORMATS:
         raise ConfigError(f"input.format must be one of {', '.join(FORMATS)}, got {inp.format!r}")
     if inp.preset is not None and (not isinstance(inp.preset, str) or inp.preset not in PRESETS):
@@ -893,6 +902,14 @@ def is_bot_name(name: Any) -> bool:
     folder (bot=<name>) and a part of comparison file names (no '.', no '/')."""
     return (isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH
             and name.replace("_", "").replace("-", "").isalnum())
+
+
+def _yaml_text_hint(value: Any) -> str:
+    """Why a name came out as a number or a boolean (YAML reads `3`, `1.5`, `yes`
+    unquoted so), with the quoted name to write."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f" (YAML reads an unquoted number as a number: quote the name, '{value}')"
+    return yaml_bool_hint(value)
 
 
 def yaml_bool_hint(value: Any) -> str:

@@ -99,6 +99,22 @@ def _fails_cleanly(capsys, *args) -> str:
      "endpoints.llm.api_key_env takes the variable's name alone: write "
      "api_key_env: OPENAI_API_KEY (without $ or ${})"),
     (_EP + "    api_key_env: $OPENAI_API_KEY\n", "write api_key_env: OPENAI_API_KEY"),
+    # input.columns values YAML reads as numbers or booleans: in a list, the
+    # candidate was read as its text ('3', 'True', '1.5') or never found, unsaid
+    ("input: {columns: {question: 3}}\n",
+     "input.columns.question must be a column name (text), got 3 (YAML reads an "
+     "unquoted number as a number: quote the name, '3')"),
+    ("input: {columns: {question: [3]}}\n", "input.columns.question[0] must be a column "
+     "name (text), got 3 (YAML reads an unquoted number as a number: quote the name, '3')"),
+    ("input: {columns: {question: [yes, question]}}\n", "input.columns.question[0] must "
+     "be a column name (text), got True (YAML reads an unquoted yes/no/on/off/true/false "
+     "as a boolean: quote the text)"),
+    ("input: {columns: {contexts: [1.5]}}\n", "input.columns.contexts[0] must be a column "
+     "name (text), got 1.5"),
+    ("input: {columns: {question: []}}\n",
+     "input.columns.question must be a column name (text), got a list of 0 items"),
+    ("input: {columns: {answer: ''}}\n",
+     "input.columns.answer must be a column name (text), got ''"),
     # a header's $VAR (no braces) was sent as it is: every call refused (401)
     (_EP + "    headers: {Authorization: Bearer $OPENAI_API_KEY}\n",
      "endpoints.llm.headers.Authorization sends $OPENAI_API_KEY as it is: write "
