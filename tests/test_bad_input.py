@@ -294,6 +294,25 @@ def test_a_json_array_named_jsonl_is_told_to_be_json(tmp_path, capsys, text):
     assert manifest(str(tmp_path / "o"), "a")["counts"]["valid_cases"] == 2
 
 
+@pytest.mark.parametrize("text", ['{"question": "a?"}\n{"question": "b?"}\n',
+                                  '{"question": "a?"}\n'])
+def test_json_lines_named_json_is_told_to_be_jsonl(tmp_path, capsys, text):
+    """JSON Lines saved as .json, as Hugging Face datasets' to_json, Spark's
+    write.json and pandas' to_json(lines=True) write it: two lines said 'cannot
+    read X as JSON: Extra data: line 2 column 1 (char 19)', one line 'must be an
+    array of objects, got a JSON object', neither what to do."""
+    path = tmp_path / "cases.json"
+    path.write_text(text, "utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err == (f"evalbeam: error: {path} holds JSON Lines (one object per line), not a "
+                   "JSON array of cases: name it .jsonl, or set input.format: jsonl")
+    config = tmp_path / "c.yaml"  # as it says: every line a case
+    config.write_text("input: {format: jsonl}\n")
+    assert run_cli("--input", str(path), "--output", str(tmp_path / "o"), "--config",
+                   str(config), "--run-id", "a") == 0
+    assert manifest(str(tmp_path / "o"), "a")["counts"]["valid_cases"] == text.count("\n")
+
+
 def test_an_arrow_ipc_file_is_told_apart_from_a_stream(tmp_path, capsys):
     """An Arrow IPC *file* (pyarrow.ipc.new_file, Feather v2) named .arrow was
     'cannot read X as an Arrow stream: Expected to read 1330795073 metadata bytes,

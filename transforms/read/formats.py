@@ -320,15 +320,35 @@ def read_jsonl(path: str, offset: int, end: int | None, names: Collection[str] =
 
 # ------------------------------------------------------------- JSON (an array)
 
+def holds_json_lines(text: str) -> bool:
+    """Does a .json file hold JSON Lines (its first line one whole object), as
+    datasets' to_json, Spark's write.json and pandas' to_json(lines=True) write
+    it? Read whole, it is 'Extra data' or one object, not an array of cases."""
+    first = text.lstrip("\ufeff \t\r\n").split("\n", 1)[0].strip()
+    if not first.startswith("{"):
+        return False
+    try:
+        return isinstance(json_records.loads(first), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
 def load_json_records(path: str) -> list:
     """A .json file holding an array of objects (DeepEval's save_as("json")):
     read whole, so one shard per file; JSON Lines is the splittable form."""
+    text = ""
     try:
         with _open(path) as fh:
             raw = fh.read()
-        data = json_records.loads(raw.decode(json.detect_encoding(raw)), levels=2)
+        text = raw.decode(json.detect_encoding(raw))
+        data = json_records.loads(text, levels=2)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read {path} as JSON: {exc}"[:300]) from None
+        data = exc
+    if not isinstance(data, list) and holds_json_lines(text):
+        raise InputError(f"{path} holds JSON Lines (one object per line), not a JSON array "
+                         "of cases: name it .jsonl, or set input.format: jsonl")
+    if isinstance(data, Exception):
+        raise InputError(f"cannot read {path} as JSON: {data}"[:300]) from None
     if not isinstance(data, list):
         what = "JSON nested too deeply" if isinstance(data, TooDeep) else f"a JSON {json_kind(data)}"
         raise InputError(f"{path}: a JSON input must be an array of objects (one per case), "
