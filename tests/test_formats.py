@@ -283,6 +283,18 @@ def test_jsonl_with_a_byte_order_mark_loses_no_record(tmp_path):
     assert [raw["question"] for _, raw in got] == ["a?", "b?"]
 
 
+def test_a_csv_with_a_byte_order_mark_and_a_quoted_header_is_read(tmp_path):
+    """Excel's "CSV UTF-8" starts with a byte-order mark, and R's write.csv and
+    pandas' QUOTE_ALL quote the header: the mark made the first name's quotes
+    part of it, so the file was refused with "missing required column
+    'question'; columns present: ['"question"', 'answer']"."""
+    path = tmp_path / "cases.csv"
+    path.write_bytes(b'\xef\xbb\xbf"question","answer"\r\n"a, b?","x"\r\n"c?","y"\r\n')
+    (shard,) = plan_shards(str(path), COLS)
+    assert [(c.question, c.answer) for c in read_valid_cases(shard, COLS)] == [
+        ("a, b?", "x"), ("c?", "y")]
+
+
 def test_a_glob_reads_the_folders_it_matches_as_folders(tmp_path):
     """`--input 'data/*'` matched only files (Beam's match lists files): a Hugging
     Face dataset folder or a folder of case files beside them was passed over

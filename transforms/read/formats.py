@@ -488,7 +488,7 @@ class _TrackedLines:
     quoted field is still open there (`ended`)."""
 
     def __init__(self, lines: Iterator[bytes], pos: int = 0):
-        self._lines, self.pos, self.ended = lines, pos, False
+        self._lines, self.pos, self.ended, self._first = lines, pos, False, True
 
     def __iter__(self):
         return self
@@ -500,6 +500,8 @@ class _TrackedLines:
             self.ended = True
             raise
         self.pos += len(line)
+        if self._first:  # a UTF-8 byte-order mark goes before csv sees the line: after
+            self._first, line = False, _record(line)  # it, a quoted header is not quoted
         return line.decode("utf-8", "surrogateescape")
 
 
@@ -544,8 +546,6 @@ def _header(reader, path: str) -> list[str]:
                              "writes: save it as \"CSV UTF-8\", or with LF or CRLF line endings"
                              ) from None
         raise InputError(f"cannot read {path} as CSV: {exc}") from None
-    if header and header[0].startswith("\ufeff"):
-        header[0] = header[0][1:]  # a UTF-8 byte-order mark
     return [h.strip() for h in header]
 
 
