@@ -265,3 +265,19 @@ def test_a_corrupt_manifest_leaves_out_its_run_with_a_warning_not_every_view(tmp
     exec(block.replace('"out/example"', repr(out)), scope)  # the guide's pyarrow recipe
     assert scope["results"].column("run_id").to_pylist() == ["ok"] * counts["results"]
     assert capsys.readouterr().out.count("its run is left out") == len(bad)
+
+
+def test_the_guides_pyarrow_recipe_reads_beside_a_run_without_results(tmp_path, capsys):
+    """A committed run none of whose rows was a valid case lists no results/
+    files (its manifest's files have no 'results' key): the recipe stopped on
+    a KeyError, so no run of the folder could be read."""
+    config = "embeddings: {provider: hashing}\n"
+    assert run_sample(tmp_path, config, "ok")[0] == 0
+    _, out = run_sample(tmp_path, config, "none", [{"question": None}])
+    assert "results" not in manifest(out, "none")["files"]
+    capsys.readouterr()
+    [(_, block)] = [b for b in code_blocks(doc("guides/warehouse.md"), ("python",))]
+    scope: dict = {}
+    exec(block.replace('"out/example"', repr(out)), scope)
+    assert scope["results"].num_rows == manifest(out, "ok")["tables"]["results"]
+    assert "warning" not in capsys.readouterr().out
