@@ -328,6 +328,21 @@ def test_an_arrow_ipc_file_is_told_apart_from_a_stream(tmp_path, capsys):
                    "(pyarrow.parquet.write_table) or as a stream (pyarrow.ipc.new_stream)")
 
 
+@pytest.mark.parametrize("data", [b"", b"\xff\xff\xff\xff\x00\x00\x00\x00"])
+def test_an_empty_arrow_file_of_a_dataset_folder_is_one_line(tmp_path, capsys, data):
+    """A Hugging Face dataset whose data-*.arrow is 0 bytes (a copy or a disk
+    that filled up) or only the stream's end marker stopped the run with a
+    StopIteration traceback (exit 1)."""
+    from examples.formats.make_formats import write_hf_dataset
+    folder = tmp_path / "ds"
+    write_hf_dataset(folder, pa.table({"question": ["a?", "b?"]}))
+    [path] = folder.glob("data-*.arrow")
+    path.write_bytes(data)
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(folder))
+    assert err == (f"evalbeam: error: cannot read {path} as an Arrow stream: it holds no "
+                   "schema (empty, or cut short)")
+
+
 def test_a_csv_quote_never_closed_is_an_error_row_not_a_cell(tmp_path):
     """A quote left open in b's last cell made the rest of the file that cell: b
     was a valid case whose reference held c's and d's lines, and c and d were

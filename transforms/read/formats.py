@@ -668,7 +668,11 @@ def scan_arrow(path: str) -> tuple[pa.Schema, list[tuple[int, int]]]:
                     "(pyarrow.parquet.write_table) or as a stream (pyarrow.ipc.new_stream)")
             src.seek(0)
             reader = ipc.MessageReader.open_stream(src)
-            schema = ipc.read_schema(reader.read_next_message())
+            try:
+                schema = ipc.read_schema(reader.read_next_message())
+            except StopIteration:  # 0 bytes, or the end marker alone
+                raise InputError(f"cannot read {path} as an Arrow stream: it holds no schema "
+                                 "(empty, or cut short)") from None
             batches = []
             while True:
                 pos = src.tell()
