@@ -51,19 +51,30 @@ def duckdb_hive_types(spec: TableSpec) -> str:
 
 
 _ATTEMPT = re.compile(r"[0-9a-f]{12}")
+# well-formed UTF-8 (RFC 3629) over a blob's hex(): decode() fails a whole query on
+# anything else, and DuckDB before 1.3 (setup.py allows 1.1) has no try()
+_UTF8_HEX = ("(?:[0-7][0-9A-F]|C[2-9A-F][89AB][0-9A-F]|D[0-9A-F][89AB][0-9A-F]"
+             "|E0[AB][0-9A-F][89AB][0-9A-F]|E[1-9A-CEF][89AB][0-9A-F][89AB][0-9A-F]"
+             "|ED[89][0-9A-F][89AB][0-9A-F]|F0[9AB][0-9A-F](?:[89AB][0-9A-F]){2}"
+             "|F[1-3](?:[89AB][0-9A-F]){3}|F48[0-9A-F](?:[89AB][0-9A-F]){2})*")
 
 
 def duckdb_manifests(location: str) -> str:
     """The committed attempts, one row (run_id, attempt) per readable manifest.
-    The manifests are read as bytes and parsed with try/json_valid, so one
-    truncated, empty or non-UTF-8 marker leaves out its own run (as `evalbeam
-    status` and the viewer do) instead of failing every view, as read_json
-    does; a marker naming another run than its folder's counts for none."""
+    The manifests are read as bytes, decoded only when they are UTF-8 and
+    parsed only when json_valid (CASE: a WHERE may run after the projection,
+    as in DuckDB 1.1), so one truncated, empty or non-UTF-8 marker
+    leaves out its own run (as `evalbeam status` and the viewer do) instead of
+    failing every view, as read_json does; a marker naming another run than
+    its folder's counts for none."""
     return (f"(SELECT run_id, attempt FROM (SELECT parse_filename(parse_dirpath(filename)) "
-            f"AS folder,\n    json_extract_string(j, '$.run_id') AS run_id, "
-            f"json_extract_string(j, '$.attempt') AS attempt\n"
-            f"  FROM (SELECT filename, try(decode(content)) AS j FROM read_blob(\n"
-            f"    '{location}/runs/*/manifest.json')) WHERE json_valid(j))\n"
+            f"AS folder,\n"
+            f"    CASE WHEN json_valid(j) THEN json_extract_string(j, '$.run_id') END AS run_id,\n"
+            f"    CASE WHEN json_valid(j) THEN json_extract_string(j, '$.attempt') END AS attempt\n"
+            f"  FROM (SELECT filename, CASE WHEN regexp_full_match(hex(content),\n"
+            f"    '{_UTF8_HEX}')\n"
+            f"    THEN decode(content) END AS j FROM read_blob(\n"
+            f"    '{location}/runs/*/manifest.json')))\n"
             f"  WHERE run_id = folder AND regexp_full_match(attempt, '{_ATTEMPT.pattern}'))")
 
 
