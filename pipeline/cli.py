@@ -549,9 +549,10 @@ def _bot_line(summary_files: Sequence[str], bot: str, metrics: Sequence[str]) ->
 
 
 class _ReaderMayLeave:
-    """stdout for the console script: when its reader has gone (`evalbeam
-    status ... | head -1`) what is left to print goes nowhere, without a
-    traceback and without changing the command's exit code."""
+    """stdout and stderr for the console script: when their reader has gone
+    (`evalbeam status ... | head -1`, `... 2>&1 | head -1`) what is left to
+    print goes nowhere, without a traceback and without changing the
+    command's exit code."""
 
     def __init__(self, stream) -> None:
         self._stream = stream
@@ -596,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     would turn a finished run into a crash exit code.
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    sys.stdout = _ReaderMayLeave(sys.stdout)
+    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
     from transforms.remote.scrub import release_streams, scrub_std_streams
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
     try:

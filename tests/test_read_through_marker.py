@@ -298,6 +298,28 @@ def test_a_reader_that_stops_early_changes_no_exit_code(folder, tmp_path, comman
     assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
+@pytest.mark.parametrize("run_id,code", [("base", 0), ("nope", 2)])
+def test_a_reader_of_both_streams_that_stops_early_changes_no_exit_code(folder, tmp_path,
+                                                                         run_id, code):
+    """`evalbeam status ... 2>&1 | head -1`: stderr goes to the same reader,
+    and what is printed there after it left (the error line of an unknown run
+    id) turned exit 2 (or 0) into 1, Python's own traceback of the
+    BrokenPipeError lost in the closed pipe."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    out = _copy(folder, tmp_path)
+    read, write = os.pipe()
+    os.close(read)  # the reader left before anything is printed
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                               "--run-id", run_id], cwd=ROOT, stdout=write, stderr=write,
+                              env={**os.environ, "PYTHONPATH": ROOT}, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == code
+
+
 def test_a_new_attempt_removes_the_comparisons_it_was_part_of(tmp_path, capsys):
     """Comparisons of run a (as candidate and as baseline) describe an attempt
     the re-run replaced: gone with their pages; others stay."""
