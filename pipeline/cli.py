@@ -98,15 +98,17 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), an "
                     "unknown --bot, a run without labels, an "
-                    "--output with glob characters, or a bad invocation: one line "
-                    "`evalbeam: error: ...`",
+                    "--output with glob characters or that it cannot write in (a file where "
+                    "calibration/ goes, a read-only folder), or a bad invocation: one line "
+                    "`evalbeam: error: ...`, nothing written",
     },
     "compare": {
         0: "compared, and no gate: rule failed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
                     "case paired, the same run (or RUN:BOT) on both sides, an --output "
-                    "with glob characters, an unknown bot, a bot on one side only, an "
+                    "with glob characters or that it cannot write in (a file where "
+                    "comparisons/ or the pages go, a read-only folder), an unknown bot, a bot on one side only, an "
                     "invalid config, a gate rule that matches nothing compared (or whose "
                     "bot: only the candidate has), or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",

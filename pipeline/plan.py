@@ -16,7 +16,6 @@ import math
 import os
 import re
 import secrets
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -30,7 +29,7 @@ from transforms.answer.faq_index import check_faq_file
 from transforms.decide.rules import UNDECIDED
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
-from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir
+from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir, unwritable
 from transforms.read.cases import Shard, list_input_files, plan_shards
 from transforms.read.presets import UNREAD, input_columns
 from transforms.remote.budget import BudgetSpec, scope_of
@@ -673,16 +672,9 @@ def check_output(output: str, input_pattern: str) -> str:
         return output
     if os.path.exists(output) and not os.path.isdir(output):
         raise UsageError(f"--output {output} exists and is not a folder")
-    existing = os.path.abspath(output)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise UsageError(f"--output {output}: {existing} is a file, not a folder")
-    try:  # a real probe (permission bits say nothing to root or on a read-only mount)
-        os.rmdir(tempfile.mkdtemp(prefix=".evalbeam-probe-", dir=existing))
-    except OSError as exc:
-        raise UsageError(f"--output {output}: cannot write in {existing} "
-                         f"({exc.strerror or exc})") from None
+    why = unwritable(output)
+    if why:
+        raise UsageError(f"--output {output}: {why}")
     if "://" not in input_pattern and os.path.isdir(input_pattern) and _inside(output,
                                                                                 input_pattern):
         raise UsageError(f"--output {output} is inside the input folder {input_pattern}: the "

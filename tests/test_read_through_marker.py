@@ -343,3 +343,49 @@ def test_a_new_attempt_removes_the_comparisons_it_was_part_of(tmp_path, capsys):
     assert run_cli("--input", cases, "--output", out, "--run-id", "a",
                    "--metrics", "exact_match") == 0
     assert written() == ["part-c.b.parquet", "runs/c/compare/b.html", "runs/c/compare/b.md"]
+
+
+def _immutable(path: str, on: bool) -> bool:
+    """chattr +i (-i): a folder that even root cannot write in, as on a
+    read-only mount; False where the filesystem or the user cannot."""
+    import subprocess
+    return subprocess.run(["chattr", "+i" if on else "-i", path],
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("argv,in_the_way", [
+    (["compare", "--baseline", "base", "--candidate", "k"], "runs/k/compare"),
+    (["compare", "--baseline", "base", "--candidate", "k"], "comparisons"),
+    (["calibrate", "--run-id", "base"], "calibration"),
+    (["compare", "--baseline", "base", "--candidate", "k"], None),
+    (["calibrate", "--run-id", "base"], None),
+])
+def test_an_output_folder_the_command_cannot_write_in_is_one_line(folder, tmp_path, capsys,
+                                                                   argv, in_the_way):
+    """compare and calibrate write under --output (comparisons/ and the pages,
+    calibration/ and calibration.md): a file where their folder goes, or an
+    output folder they may not write in (a read-only mount), was a traceback
+    of os.makedirs (PermissionError, FileExistsError) and exit 1. Now one line
+    naming the folder, exit 2, and nothing written."""
+    out = _copy(folder, tmp_path)
+    for written in ("comparisons", "calibration", "runs/k/compare"):  # by earlier tests
+        shutil.rmtree(os.path.join(out, written), ignore_errors=True)
+    if in_the_way:
+        with open(os.path.join(out, in_the_way), "w") as fh:
+            fh.write("not a folder")
+        said = f"{os.path.join(out, in_the_way)} is a file, not a folder"
+    else:
+        said = f"cannot write in {out} (Operation not permitted)"
+        if not _immutable(out, True):
+            pytest.skip("chattr +i is not available here")
+    before = sorted(os.walk(out))
+    capsys.readouterr()
+    try:
+        code = run([argv[0], "--output", out, *argv[1:]])
+    finally:
+        if not in_the_way:
+            _immutable(out, False)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err == f"evalbeam: error: --output {out}: {said}\n"
+    assert sorted(os.walk(out)) == before  # nothing written

@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import VerdictRule
 from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable, best_threshold,
                                         pairwise_accuracy, roc_auc, verdict_agreement)
-from pipeline.postrun.read import CompletedRun, PostRunError, read_completed_run
+from pipeline.postrun.read import CompletedRun, PostRunError, check_writable, read_completed_run
 from schemas.records import MetricResult
 from schemas.cases import is_label_error
 from schemas.tables import (ALL_SUITES, CALIBRATION, ERRORS, RESULTS, SCORES, SUMMARY,
@@ -34,7 +34,7 @@ from transforms.decide.rules import decide
 from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metrics,
                                                  render_calibration, summary_text)
 from transforms.publish.rows import to_json
-from transforms.publish.write import write_small_table
+from transforms.publish.write import partition_dir, write_small_table
 from transforms.score.scoring import recorded_direction
 
 PRECOMPUTED = "precomputed"  # the bot type that answers with the recorded (labelled) answer
@@ -339,6 +339,9 @@ def suggestion_data(s: Suggestion) -> dict:
 def write_calibration(output: str, result: Calibration) -> tuple[str, str]:
     """calibration/ (replacing this run's earlier file) and calibration.md."""
     output = output.rstrip("/")
+    check_writable(output, partition_dir(output, CALIBRATION.name,
+                                         (("run_date", result.run_date),)),
+                   FileSystems.join(output, "runs", result.run_id))
     table = write_small_table(output, CALIBRATION, result.run_id, result.run_date, result.rows)
     page = FileSystems.join(output, "runs", result.run_id, CALIBRATION_PAGE)
     text = render_calibration(result.run_id, result.run_date, result.rows,

@@ -31,7 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.config import is_bot_name, load_config
 from pipeline.postrun.gate import check_gate
-from pipeline.postrun.read import check_output, read_completed_run
+from pipeline.postrun.read import check_output, check_writable, read_completed_run
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
@@ -431,6 +431,11 @@ def pages_dir(output: str, candidate: Side) -> str:
     return FileSystems.join(output, "runs", candidate.run_id, "compare")
 
 
+def table_dir(output: str, run_date: str) -> str:
+    """The comparisons/ partition a comparison's table file goes in."""
+    return FileSystems.join(output, COMPARISONS.name, f"run_date={run_date}")
+
+
 def _publish(local: str, path: str) -> None:
     """A file written locally, copied to `path` (a URL) through Beam's FileSystems."""
     with open(local, "rb") as src, FileSystems.create(
@@ -467,6 +472,8 @@ def compare(output: str, baseline: Side, candidate: Side,
                     rows.append(row)
             overall = {bot: counts for (bot, suite), counts in unpaired.items()
                        if suite == ALL_SUITES}
+            check_writable(output, pages_dir(output, candidate),
+                           table_dir(output, tables.run_date))
             csv = None
             if any(sum(c.values()) for c in overall.values()):
                 csv = FileSystems.join(pages_dir(output, candidate), f"{stem}.unpaired.csv")
@@ -515,8 +522,7 @@ def write_comparison(c: dict[str, Any]) -> dict[str, str]:
         found = []
     if found:
         FileSystems.delete([m.path for m in found])
-    folder = FileSystems.join(output, COMPARISONS.name, f"run_date={c['run_date']}")
-    paths = {"table": FileSystems.join(folder, name)}
+    paths = {"table": FileSystems.join(table_dir(output, c["run_date"]), name)}
     write_table_file(paths["table"], COMPARISONS.schema, table_rows(c))
     pages = pages_dir(output, cand)
     for ext, render in (("md", render_compare_md), ("html", render_compare_html)):

@@ -11,7 +11,9 @@ is not valid Unicode cannot abort the writer.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import uuid
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -34,6 +36,22 @@ def glob_characters(path: str) -> str:
     """The glob characters in an output folder's name ('' when none): Beam and
     DuckDB would read such a name as a pattern over several folders."""
     return "".join(sorted({c for c in path if c in GLOB_CHARS}))
+
+
+def unwritable(folder: str) -> str | None:
+    """Why a local folder (made when missing) cannot be written in, or None.
+    A real probe in the nearest folder that exists: permission bits say
+    nothing to root or on a read-only mount."""
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".evalbeam-probe-", dir=existing))
+    except OSError as exc:
+        return f"cannot write in {existing} ({exc.strerror or exc})"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
