@@ -154,11 +154,24 @@ def _input_help() -> str:
             "extension, or the config's input.format")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose refusal of a choice (the command) quotes the word only
+    when it is short: `evalbeam $OPENAI_API_KEY` printed the key whole in
+    "invalid choice: 'sk-...'"."""
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        from transforms.remote.scrub import shown
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {shown(value)} (choose from "
+                        f"{', '.join(map(repr, action.choices))})")
+
+
 def _parser() -> argparse.ArgumentParser:
     from transforms.decide.presets import PRESETS
     from schemas.tables import MIN_DIFFERENCE
     from transforms.score.scoring import GROUPS
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evalbeam", description=__doc__.split("\n\n")[0],
         epilog="`evalbeam COMMAND --help` describes a command. Also: python -m pipeline ...")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

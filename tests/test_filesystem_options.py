@@ -334,6 +334,8 @@ def test_runs_on_a_filesystem_that_needs_options_are_read_by_every_command(monke
     ["run", "--input", "i", "--output", "o", "--run-date", SECRET],
     ["run", "--input", "i", "--output", "o", f"--direct_num_workers={SECRET}"],
     ["run", "--input", "i", "--output", "o", f"--direct_running_mode={SECRET}"],
+    [SECRET],  # `evalbeam $OPENAI_API_KEY ...`: a key where the command goes
+    [SECRET, "--output", "o", "--run-id", "r"],
 ])
 def test_a_key_typed_into_a_typed_flag_is_not_echoed(tmp_path, capsys, monkeypatch, argv):
     """Round 4: 'argument --port: invalid int value: 'SECRET'' (argparse), '--run-date
