@@ -155,9 +155,14 @@ def _input_help() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, whose refusal of a choice (the command) quotes the word only
-    when it is short: `evalbeam $OPENAI_API_KEY` printed the key whole in
-    "invalid choice: 'sk-...'"."""
+    """argparse, whose refusals are one line `evalbeam: error: ...` (exit 2) as
+    the exit-code texts promise, not its usage (up to 8 lines) and
+    'evalbeam status: error: ...'; and whose refusal of a choice (the
+    command) quotes the word only when it is short: `evalbeam $OPENAI_API_KEY`
+    printed the key whole in "invalid choice: 'sk-...'"."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"evalbeam: error: {message} (see {self.prog} --help)\n")
 
     def _check_value(self, action: argparse.Action, value) -> None:
         from transforms.remote.scrub import shown

@@ -100,3 +100,28 @@ def test_the_docs_use_only_options_the_parser_accepts():
             if flag.startswith("--"):
                 assert flag in accepted or (words[1] == "run" and flag[2:] in beam), \
                     f"{where}: {line}: {flag}"
+
+
+@pytest.mark.parametrize("argv,said", [
+    ([], "the following arguments are required: COMMAND (see evalbeam --help)"),
+    (["stat"], "argument COMMAND: invalid choice: 'stat'"),
+    (["status", "--output", "out"], "the following arguments are required: --run-id "
+                                    "(see evalbeam status --help)"),
+    (["compare", "--output", "out", "--baseline", "a"], "required: --candidate"),
+    (["view", "--output", "out", "--port", "http"], "argument --port: 'http' is not a whole "
+                                                    "number (see evalbeam view --help)"),
+    (["calibrate", "--run-id", "r"], "required: --output"),
+    (["run", "--output", "out"], "required: --input"),
+])
+def test_a_bad_invocation_is_one_line(capsys, argv, said):
+    """The exit-code texts promise one line `evalbeam: error: ...` for a bad
+    invocation; argparse's own refusals (a required flag missing, a value of
+    the wrong type, no or an unknown command) printed its usage first (up to 8
+    lines of every filesystem flag) and 'evalbeam status: error: ...'."""
+    from pipeline.cli import run
+    with pytest.raises(SystemExit) as exited:
+        run(argv)
+    assert exited.value.code == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("evalbeam: error: ") and err.count("\n") == 1, err
+    assert said in err, err
