@@ -366,3 +366,30 @@ def test_a_failure_is_said_by_its_raising_line_whatever_its_class_is_called():
     assert failure_text(RuntimeError("Traceback (most recent call last):\n  File \"x.py\", "
                                      "line 1, in f\n    f()\nCrash: gone\n")).startswith(
         "Crash: gone (from:")
+
+
+def test_readers_of_a_killed_run_say_it_failed_as_status_does(tmp_path, setup, capsys):
+    """compare, calibrate and read_run() of a run id whose only attempt was
+    killed (SIGKILL, no marker) said '... attempt A has its lease (running,
+    user@host pid N) ...', while `evalbeam status` of the same id said
+    'failed (...: its process N on HOST is gone)': a CI log read the run as
+    still going. They now say why it failed, as status does."""
+    import evalbeam
+    from pipeline.cli import run
+    cfg, out = setup
+    cases = _cases(tmp_path, 5, "a")
+    assert run_cli(*_args(cases, out, cfg, "base")) == 0
+    proc = _start(_args(cases, out, cfg, "gone"), pause="publish")
+    _paused(out, "gone", "publish", proc)
+    _kill(proc)
+    code, said = _status(out, "gone", capsys)
+    assert code == 1 and f"its process {proc.pid} on " in said, said
+    why = said.split(" by ")[0].replace("run gone: failed (", "")  # 'attempt A'
+    for argv in (["compare", "--output", out, "--baseline", "base", "--candidate", "gone"],
+                 ["calibrate", "--output", out, "--run-id", "gone"]):
+        assert run(argv) == 2
+        err = capsys.readouterr().err
+        assert f"; {why} failed: its process {proc.pid} on " in err and "running" not in err, err
+    with pytest.raises(ValueError, match=f"; {why} failed: its process {proc.pid} on .* is "
+                                         "gone; see evalbeam status"):
+        evalbeam.read_run(out, "gone")

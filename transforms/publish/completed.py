@@ -388,16 +388,21 @@ def _arrow_paths(paths: Sequence[str], base: str) -> tuple[pafs.FileSystem | Non
 def _why_not(output: str, run_id: str) -> str:
     """What the run id's lease says of an attempt that did not commit ("; attempt
     A failed: stopped by SIGTERM", "; attempt A is running"), so that a caller
-    who reads a run that failed learns why ('' without a lease)."""
-    from transforms.publish.lease import read_lease
+    who reads a run that failed learns why ('' without a lease). An attempt
+    killed before it could mark its lease (its process gone, its heartbeat
+    older than its ttl) failed too, as `evalbeam status` says."""
+    from transforms.publish.lease import read_lease, why_free
     try:
         lease = read_lease(output, run_id)
+        why = lease and lease.state != "failed" and why_free(output, lease, None)
     except (OSError, ValueError):
         return ""
     if lease is None:
         return ""
     if lease.state == "failed":
         return f"; attempt {lease.attempt} failed: {lease.reason or 'no reason recorded'}"
+    if why:
+        return f"; attempt {lease.attempt} failed: {why}"
     return f"; attempt {lease.attempt} has its lease ({lease.state}, {lease.owner()})"
 
 
