@@ -92,6 +92,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
                                 "invalid, and the run was not started with --allow-empty",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: status stopped "
+                     "by SIGINT (Ctrl-C)`",
     },
     "calibrate": {
         0: "calibrated: the summary and the suggested verdict rules are printed",
@@ -101,6 +103,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "--output with glob characters or that it cannot write in (a file where "
                     "calibration/ goes, a read-only folder), or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: calibrate "
+                     "stopped by SIGINT (Ctrl-C); ...`; calibration/ and calibration.md may "
+                     "be incomplete: run it again",
     },
     "compare": {
         0: "compared, and no gate: rule failed",
@@ -116,6 +121,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                           "allows, or its metric could not be compared (null on a side, "
                           "computed by one run only, or a baseline bot with no case paired); "
                           "the output names the rule and why",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C), the gate undecided: one line `evalbeam: "
+                     "error: compare stopped by SIGINT (Ctrl-C); ...`; the comparison's "
+                     "table and pages may be incomplete: run it again",
     },
     "view": {
         0: "stopped with Ctrl-C",
@@ -123,6 +131,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "filesystem is not installed or cannot be read, a filesystem option it "
                     "needs is missing, or the port cannot be used (taken, or not a port "
                     "number): one line `evalbeam: error: ...`",
+        EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) before it served (while it opened "
+                     "--output): one line `evalbeam: error: view stopped by SIGINT (Ctrl-C)`",
     },
 }
 
@@ -608,6 +618,25 @@ def _print_crash() -> int:
     return 1
 
 
+WROTE_PART = {"compare": "; the comparison's table and pages may be incomplete: run it again",
+              "calibrate": "; calibration/ and calibration.md may be incomplete: run it again"}
+
+
+def _stopped_by_ctrl_c(argv: Sequence[str]) -> int:
+    """Ctrl-C in a command that reads a finished run (compare takes minutes
+    over a million cases): one line, not Python's traceback of DuckDB's or
+    pyarrow's internals; exit 130. `run` stops in one line on its own
+    (stopping.py): a KeyboardInterrupt of it that reaches here is a fault,
+    shown with its traceback, scrubbed."""
+    command = argv[0] if argv else ""
+    if command not in EXIT_CODES or command == "run":
+        return _print_crash() and EXIT_SIGINT
+    sys.stdout.flush()
+    print(f"evalbeam: error: {command} stopped by SIGINT (Ctrl-C){WROTE_PART.get(command, '')}",
+          file=sys.stderr)
+    return EXIT_SIGINT
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point.
 
@@ -622,8 +651,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
     try:
         code = run(argv)
-    except KeyboardInterrupt:  # the traceback Python would print, scrubbed
-        code = _print_crash() and 130
+    except KeyboardInterrupt:
+        code = _stopped_by_ctrl_c(sys.argv[1:] if argv is None else argv)
     except BaseException as exc:  # exit 1 with the traceback, as Python would, but scrubbed
         if isinstance(exc, SystemExit):  # (a worker's BaseException, re-raised here, too)
             raise
