@@ -86,8 +86,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "running), a manifest whose listed table files are missing or cut short "
                     "(not ending as Parquet does), an unreadable lease file and no manifest, "
                     "an invalid "
-                    "run id, an --output with glob characters or whose filesystem is not "
-                    "installed, or a bad invocation",
+                    "run id, an empty --output or one with glob characters or whose "
+                    "filesystem is not installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
@@ -99,8 +99,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         0: "calibrated: the summary and the suggested verdict rules are printed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), an "
-                    "unknown --bot, a run without labels, an "
-                    "--output with glob characters or that it cannot write in (a file where "
+                    "unknown --bot, a run without labels, an empty "
+                    "--output or one with glob characters or that it cannot write in (a file where "
                     "calibration/ goes, a read-only folder), or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: calibrate "
@@ -111,8 +111,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         0: "compared, and no gate: rule failed",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
-                    "case paired, the same run (or RUN:BOT) on both sides, an --output "
-                    "with glob characters or that it cannot write in (a file where "
+                    "case paired, the same run (or RUN:BOT) on both sides, an empty "
+                    "--output or one with glob characters or that it cannot write in (a file where "
                     "comparisons/ or the pages go, a read-only folder), an unknown bot, a bot on one side only, an "
                     "invalid config, a gate rule that matches nothing compared (or whose "
                     "bot: only the candidate has), or a bad invocation: one line "
@@ -127,7 +127,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     },
     "view": {
         0: "stopped with Ctrl-C",
-        EXIT_USAGE: "a local --output that is not a folder, a URL --output whose "
+        EXIT_USAGE: "an empty --output or one with glob characters, a local --output "
+                    "that is not a folder, a URL --output whose "
                     "filesystem is not installed or cannot be read, a filesystem option it "
                     "needs is missing, or the port cannot be used (taken, or not a port "
                     "number): one line `evalbeam: error: ...`",
@@ -351,8 +352,11 @@ def view(args: argparse.Namespace) -> int:
     """`evalbeam view`: serve until Ctrl-C (0), or EXIT_USAGE with one line."""
     from pipeline.viewer.server import serve
     from pipeline.viewer.data import run_ids
-    from transforms.publish.completed import RunUnreadable
-    output = args.output.rstrip("/") or "/"
+    from transforms.publish.completed import RunUnreadable, check_output
+    try:
+        output = check_output(args.output)
+    except RunUnreadable as exc:
+        return _usage_error(str(exc))
     if "://" not in output and not os.path.isdir(output):
         return _usage_error(f"--output {output} is not a folder")
     try:  # a URL: its filesystem answers (installed, given its options), before serving

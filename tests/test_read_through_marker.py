@@ -428,3 +428,29 @@ def test_ctrl_c_stops_a_command_in_one_line(folder, tmp_path, argv, module, name
                                                "SIGINT (Ctrl-C)"), proc.stderr
     from pipeline.cli import EXIT_CODES
     assert 130 in EXIT_CODES[argv[0]]
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--run-id", "base"],
+    ["calibrate", "--run-id", "base"],
+    ["compare", "--baseline", "base", "--candidate", "k"],
+    ["view"],
+])
+def test_an_empty_output_is_refused_and_the_root_is_not_the_current_folder(
+        folder, tmp_path, capsys, monkeypatch, argv):
+    """`--output "$OUT"` with OUT unset: `evalbeam run` refuses it ('--output is
+    empty'), but status read the current folder's runs (exit 0 for a run of
+    another folder), compare and calibrate read / (and compare wrote its pages
+    under the current folder), view served /. And `--output /` was read as the
+    current folder by status. Now '' is one line, exit 2, and / is /."""
+    monkeypatch.setattr("pipeline.viewer.server.serve", lambda output, port: 0)
+    out = _copy(folder, tmp_path)
+    monkeypatch.chdir(out)  # the current folder holds runs of its own
+    before = sorted(os.walk(out))
+    capsys.readouterr()
+    assert run([argv[0], "--output", "", *argv[1:]]) == 2
+    assert capsys.readouterr().err == "evalbeam: error: --output is empty\n"
+    if argv[0] != "view":
+        assert run([argv[0], "--output", "/", *argv[1:]]) == 2
+        assert " under / " in capsys.readouterr().err
+    assert sorted(os.walk(out)) == before

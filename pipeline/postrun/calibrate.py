@@ -338,7 +338,7 @@ def suggestion_data(s: Suggestion) -> dict:
 
 def write_calibration(output: str, result: Calibration) -> tuple[str, str]:
     """calibration/ (replacing this run's earlier file) and calibration.md."""
-    output = output.rstrip("/")
+    output = output.rstrip("/") or "/"
     check_writable(output, partition_dir(output, CALIBRATION.name,
                                          (("run_date", result.run_date),)),
                    FileSystems.join(output, "runs", result.run_id))

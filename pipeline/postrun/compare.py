@@ -451,8 +451,7 @@ def compare(output: str, baseline: Side, candidate: Side,
         raise CompareError("give a bot on both sides (RUN:BOT) or on neither")
     if baseline == candidate:
         raise CompareError(f"baseline and candidate are the same ({baseline.label})")
-    output = output.rstrip("/")
-    check_output(output)
+    output = check_output(output)
     url = "://" in output
     stem = page_stem(baseline, candidate)
     with tempfile.TemporaryDirectory(prefix="evalbeam-compare-") as workdir:

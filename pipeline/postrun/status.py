@@ -83,8 +83,7 @@ def run_status(output: str, run_id: str, now: float | None = None) -> RunStatus:
     """The run's state from its lease and completion marker (a pure read).
     Raises RunUnreadable for a bad run id or an unreachable folder."""
     now = time.time() if now is None else now
-    output = output.rstrip("/")
-    check_output(output)
+    output = check_output(output)
     check_run_id(run_id)
     try:
         manifest, corrupt = read_manifest(output, run_id), None

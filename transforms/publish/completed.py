@@ -65,13 +65,19 @@ def check_run_id(run_id: str, flag: str = "--run-id") -> None:
         raise RunUnreadable(f"{flag} {run_id!r} must be 1-128 letters, digits, '-' or '_'")
 
 
-def check_output(output: str) -> None:
-    """One output folder, named as it is: a name with glob characters would be
-    read as a pattern over several folders (and written as a literal one)."""
+def check_output(output: str) -> str:
+    """One output folder, named as it is, without its trailing '/' (the root
+    stays '/', not '', which would be the current folder); returned. Refused:
+    an empty name (`--output "$OUT"` with OUT unset would read the current
+    folder, or /), and glob characters (read as a pattern over several
+    folders, written as a literal one)."""
+    if not output.strip():
+        raise RunUnreadable("--output is empty")
     bad = glob_characters(output)
     if bad:
         raise RunUnreadable(f"--output {output!r} contains the glob character(s) {bad}; a "
                             "run is read from one folder named without * ? [ ] { }")
+    return output.rstrip("/") or "/"
 
 
 def manifest_path(output: str, run_id: str) -> str:
@@ -409,7 +415,7 @@ def _why_not(output: str, run_id: str) -> str:
 def read_completed_run(output: str, run_id: str) -> CompletedRun:
     """The run's committed attempt; NoCompletedAttempt when it has none (unknown,
     running, or killed before its commit), CorruptManifest, or RunUnreadable."""
-    output = output.rstrip("/") or "/"
+    output = check_output(output)
     manifest = read_manifest(output, run_id)
     if manifest is None:
         raise NoCompletedAttempt(f"run {run_id} has no completed attempt under {output} (no "
