@@ -286,3 +286,30 @@ def test_a_bot_renamed_between_two_real_runs_is_named_on_the_console(tmp_path, c
     assert capsys.readouterr().err.strip() == (
         "evalbeam: error: gate[0] {metric: pass_rate, max_drop: 0.1, bot: recorded_v2} names a "
         "bot only the candidate run has (6 cases): nothing to compare it with")
+
+
+def test_two_runs_with_no_bot_in_common_say_so_not_that_the_cases_differ(tmp_path, capsys):
+    """The same six cases, the run's only bot renamed (`recorded` ->
+    `recorded_v2`): 'no case of c pairs with one of b: 6 only in baseline, 6
+    only in candidate ... (are they the same cases? give both inputs a case_id
+    column)' sent the user after case ids that were fine. It now says the runs
+    share no bot, and how to compare the two bots."""
+    cases = _refund_cases(tmp_path)
+    out = str(tmp_path / "out")
+    for run_id, bot in (("b", "recorded"), ("c", "recorded_v2")):
+        cfg = tmp_path / f"{run_id}.yaml"
+        cfg.write_text(f"bots:\n  - {{name: {bot}, type: precomputed}}\n")
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", run_id) == 0
+    capsys.readouterr()
+    assert _compare(out) == 2
+    assert capsys.readouterr().err.strip() == (
+        "evalbeam: error: no case of c pairs with one of b: the runs have no bot in common "
+        "(baseline: recorded; candidate: recorded_v2); to compare two bots give both: "
+        "--baseline b:recorded --candidate c:recorded_v2")
+    assert not os.path.exists(os.path.join(out, "comparisons"))
+    assert _compare_bots(out, "b:recorded", "c:recorded_v2") == 0
+
+
+def _compare_bots(out: str, baseline: str, candidate: str) -> int:
+    return run(["compare", "--output", out, "--baseline", baseline, "--candidate", candidate])

@@ -177,13 +177,33 @@ class Tables:
         that a CI job would take for a pass."""
         if self.sql("SELECT count(*) FROM paired").fetchone()[0]:
             return
+        said = f"no case of {self.candidate.label} pairs with one of {self.baseline.label}: "
+        apart = self.bots_apart()
+        if apart:
+            raise CompareError(said + apart)
         kinds = dict(self.sql("SELECT kind, count(*) FROM unpaired GROUP BY ALL").fetchall())
         raise CompareError(
-            f"no case of {self.candidate.label} pairs with one of {self.baseline.label}: "
-            f"{kinds.get('only_in_baseline', 0)} only in baseline, "
+            f"{said}{kinds.get('only_in_baseline', 0)} only in baseline, "
             f"{kinds.get('only_in_candidate', 0)} only in candidate, "
             f"{kinds.get('duplicate_case_id', 0)} with a repeated case id (are they the same "
             "cases? give both inputs a case_id column)")
+
+    def bots_apart(self) -> str | None:
+        """Why two runs pair nothing when it is their bots, not their cases:
+        no bot in common (a renamed bot), with the RUN:BOT flags that compare
+        the two; None when the runs share a bot (or bots were given)."""
+        if self.baseline.bot is not None:
+            return None
+        bots = {kind: names for kind, names in self.sql(
+            "SELECT kind, list(DISTINCT key_bot ORDER BY key_bot) FROM unpaired "
+            "GROUP BY ALL").fetchall()}
+        base, cand = (bots.get(k, []) for k in ("only_in_baseline", "only_in_candidate"))
+        if not base or not cand or set(base) & set(cand) or "duplicate_case_id" in bots:
+            return None
+        b, c = (names[0] if len(names) == 1 else "BOT" for names in (base, cand))
+        return (f"the runs have no bot in common (baseline: {', '.join(base)}; candidate: "
+                f"{', '.join(cand)}); to compare two bots give both: --baseline "
+                f"{self.baseline.run_id}:{b} --candidate {self.candidate.run_id}:{c}")
 
     def metrics(self, side: Side) -> dict[str, dict]:
         """metric -> {higher_is_better, lo, hi} from the side's summary/ (all suites);
