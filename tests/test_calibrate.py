@@ -583,3 +583,22 @@ def test_pairwise_is_within_a_question_and_its_contexts(tmp_path):
     row = _calibration(out, "sum")["keyword_recall"]
     assert (row["pairwise_accuracy"], row["pairs"]) == (1.0, 2)
     assert row["auc"] == pytest.approx(3 / 4)
+
+
+def test_a_run_whose_every_metric_is_null_says_so_instead_of_blaming_the_metrics(tmp_path):
+    """Every recorded answer missing (the bot's errors are in errors/): each
+    metric has n 0, yet calibrate said 'no suggested rules: no metric ranks
+    the labelled answers better than chance', as if the metrics had been
+    measured and found useless."""
+    rows = [{"case_id": c, "question": f"What does plan {c} cost?",
+             "expected_answer": "10 dollars", "answer": None, "label": label}
+            for c, label in (("a", "PASS"), ("b", "FAIL"), ("c", "PASS"), ("d", "FAIL"))]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    assert run(["run", "--input", cases, "--output", out, "--run-id", "r"]) == 0
+    text = run_calibrate(out, "r")
+    said = ("no metric has a value for any labelled answer (every one is null: errors/ says "
+            "why)")
+    assert f"no suggested rules: {said}" in text and "better than chance" not in text, text
+    page = open(os.path.join(out, "runs", "r", "calibration.md")).read()
+    assert f"None: {said}." in page

@@ -70,13 +70,17 @@ def _check_line(s: Mapping) -> str:
 
 
 def why_no_rules(rows: Sequence[Mapping]) -> str:
-    """Why no rule is suggested: labels of one kind only (nothing to rank), or
+    """Why no rule is suggested: labels of one kind only (nothing to rank), no
+    metric with a value (every answer a bot error: nothing was measured), or
     no metric that ranks the labelled answers better than chance."""
     kinds = {"unacceptable" if v["acceptable"] == 0 else
              "acceptable" if v["acceptable"] == v["n"] else "both" for v in _verdict_rows(rows)}
     if len(kinds) == 1 and "both" not in kinds:
         return (f"every labelled answer is {kinds.pop()}; AUC and thresholds need both "
                 "acceptable and unacceptable ones")
+    if not any(r["n"] for r in rows if r["metric"] != VERDICT_METRIC):
+        return ("no metric has a value for any labelled answer (every one is null: errors/ "
+                "says why)")
     return "no metric ranks the labelled answers better than chance"
 
 
