@@ -748,3 +748,34 @@ def test_the_compare_page_sorts_by_a_metric_and_shows_both_runs_values(viewer):
                     if want is not None:
                         assert abs(number(shown) - want) < 0.0051, (run, case, shown, want)
     assert _get(server, "/compare?a=r1&b=r2&sort=asc")[0] == 400  # no metric to sort by
+
+
+def test_a_long_answer_side_by_side_says_it_is_cut_and_leads_to_all_of_it(tmp_path):
+    """A 50,000-character answer side by side was cut at 600 characters with
+    no "…" (read as the whole answer) and the only link went to run A's case:
+    run B's whole answer was on no page one click away. Each cut answer now
+    ends with "…" and a link to its own run's case page, which shows all of it."""
+    _need_chromium()
+    long = ("The refund policy says many things. " * 1400)[:50_000]
+    rows = [{"case_id": "long", "question": "What is the policy?", "answer": long},
+            {"case_id": "short", "question": "What is the policy?", "answer": "Refunds."}]
+    out = _run(tmp_path, rows, "metrics: [exact_match]\n", run_id="a")
+    _run(tmp_path, [dict(r, answer=r["answer"].replace("policy", "rule")) for r in rows],
+         "metrics: [exact_match]\n", run_id="b")
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        side = b.open(server.url + "compare?a=a&b=b")
+        (tmp_path / "side.png").write_bytes(side.png)
+        cells = side.evaluate(
+            "Array.from(document.querySelectorAll('table.side tbody tr')).map(tr =>"
+            " [4, 5].map(i => [tr.children[i].querySelector('div.answer').innerText,"
+            " Array.from(tr.children[i].querySelectorAll('a')).map(a => a.getAttribute('href'))"
+            "]))")
+        (long_a, links_a), (long_b, links_b) = cells[0]
+        assert long_a.endswith("…") and long_b.endswith("…"), (long_a[-20:], long_b[-20:])
+        assert links_a == ["/run/a/case/long"] and links_b == ["/run/b/case/long"], cells[0]
+        assert cells[1] == [["Refunds.", []], ["Refunds.", []]], cells[1]  # not cut: no link
+        case = b.open(server.url + links_b[0].lstrip("/"))
+        (tmp_path / "case.png").write_bytes(case.png)
+        shown = case.evaluate("Array.from(document.querySelectorAll('div.answer')).pop()"
+                              ".innerText")
+    assert shown == long.replace("policy", "rule"), len(shown)

@@ -300,12 +300,13 @@ class Catalog:
 
     def _texts(self, loaded: LoadedRun, rows: list[dict[str, Any]], cur,
                limit: int = LISTED_TEXT) -> None:
-        """The question and answer (clipped) of a page's rows, from the files."""
+        """The question and answer of a page's rows, from the files: `limit`
+        characters and one more, so that a page can tell a cut text (clip)."""
         if not rows:
             return
         run = loaded.run
-        got = cur.execute(f"""SELECT r.rn, left(t.question, {limit}) AS question,
-                   left(coalesce(t.answer, t.error), {limit}) AS answer
+        got = cur.execute(f"""SELECT r.rn, left(t.question, {limit + 1}) AS question,
+                   left(coalesce(t.answer, t.error), {limit + 1}) AS answer
             FROM {self._scan(run, RESULTS.name)} t
             JOIN (SELECT * FROM {loaded.name}_r WHERE list_contains(?, rn)) r
               ON r.case_id = t.case_id AND r.bot = t.bot

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
-from pipeline.viewer.data import SORTS
+from pipeline.viewer.data import SIDE_TEXT, SORTS
 from schemas.tables import VERDICT_ORDER
 from transforms.decide.cascade import BY_ESCALATION, ESCALATION_FAILED, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
@@ -401,6 +401,15 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
     return viewer_page(f"Case {case['case_id']}", parts)
 
 
+def side_answer(rid: str, case_id: str, verdict_: Any, reason: Any, answer: Any) -> Raw:
+    """One run's verdict, reason and answer side by side; a cut answer or reason
+    ends with "…" and links to the run's case page, where all of it is."""
+    cut = any(v is not None and len(str(v)) > n for v, n in ((answer, SIDE_TEXT), (reason, 120)))
+    more = link(url("run", rid, "case", case_id), f"all of it, in run {rid}") if cut else ""
+    return Raw(f'{verdict(verdict_)}<br>{text(clip(reason, 120))}'
+               f'{answer_box(answer, SIDE_TEXT)}{more}')
+
+
 def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: Sequence[str],
                       metrics: Sequence[str]) -> bytes:
     ra, rb = a.run.run_id, b.run.run_id
@@ -409,10 +418,8 @@ def side_by_side_page(a, b, f, result, size: int, bots: Sequence[str], suites: S
     for r in result.rows:
         row = [Raw(f'{link(url("run", ra, "case", r["case_id"]), r["case_id"])}'),
                r["bot"], r["suite"], clip(r["question"], 160),
-               Raw(f'{verdict(r["verdict_a"])}<br>{text(clip(r["reason_a"], 120))}'
-                   f'{answer_box(r["answer_a"], 600)}'),
-               Raw(f'{verdict(r["verdict_b"])}<br>{text(clip(r["reason_b"], 120))}'
-                   f'{answer_box(r["answer_b"], 600)}')]
+               side_answer(ra, r["case_id"], r["verdict_a"], r["reason_a"], r["answer_a"]),
+               side_answer(rb, r["case_id"], r["verdict_b"], r["reason_b"], r["answer_b"])]
         if f.metric:
             row += [number(r["value_a"]), number(r["value_b"])]
         rows.append(row)
