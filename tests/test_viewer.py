@@ -779,3 +779,36 @@ def test_a_long_answer_side_by_side_says_it_is_cut_and_leads_to_all_of_it(tmp_pa
         shown = case.evaluate("Array.from(document.querySelectorAll('div.answer')).pop()"
                               ".innerText")
     assert shown == long.replace("policy", "rule"), len(shown)
+
+
+def test_a_run_not_finished_says_on_its_page_what_the_list_says(tmp_path):
+    """The runs list says a run id without a completion marker is running or
+    failed (and why) as `evalbeam status` does, but its own page took the
+    lease's word: a run whose process was killed (kill -9, a crashed machine)
+    "has its lease (running, ...)" there and "failed (... its process is
+    gone)" in the list, so whoever followed a link to it waited for a run that
+    would never finish. The page now says what the list says."""
+    _need_chromium()
+    import subprocess
+    from transforms.publish import lease as leases
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    out = str(tmp_path)
+    for run_id, pid in (("live", None), ("killed", gone.pid), ("dead", None)):
+        lease, _ = leases.acquire(out, leases.new_lease(run_id, run_id[0] * 12, 300, True,
+                                                        pid=pid), lambda: None)
+    leases.mark_failed(out, lease, "RuntimeError: the judge endpoint was unreachable")
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        listed = b.open(server.url).evaluate(
+            "Array.from(document.querySelectorAll('li')).map(li => li.innerText)")
+        said = {}
+        for run_id in ("live", "killed", "dead"):
+            page = b.open(server.url + "run/" + run_id)
+            (tmp_path / f"{run_id}.png").write_bytes(page.png)
+            said[run_id] = page.evaluate("document.querySelector('h1 + p').innerText")
+    assert said["live"].startswith("run live: running (attempt llllllllllll by "), said
+    assert said["killed"].startswith("run killed: failed (attempt kkkkkkkkkkkk by "), said
+    assert f"its process {gone.pid} on " in said["killed"] and "is gone" in said["killed"]
+    assert said["dead"].startswith("run dead: failed (") and "unreachable" in said["dead"]
+    ago = lambda line: re.sub(r"[0-9]+ s ago", "N s ago", line)  # noqa: E731
+    assert sorted(map(ago, said.values())) == sorted(map(ago, listed)), (said, listed)

@@ -180,11 +180,7 @@ class Catalog:
         found, problems = [], []
         for run_id in run_ids(self.output):
             try:
-                check_run_id(run_id)
-                run = read_completed_run(self.output, run_id)
-            except NoCompletedAttempt as exc:
-                problems.append(why_not_finished(self.output, run_id, str(exc)))
-                continue
+                run = self._completed(run_id)
             except RunUnreadable as exc:
                 problems.append(str(exc))
                 continue
@@ -192,11 +188,21 @@ class Catalog:
         found.sort(key=lambda m: (m.get("finished_at", ""), m["run_id"]), reverse=True)
         return found, problems
 
+    def _completed(self, run_id: str) -> CompletedRun:
+        """The run's completed attempt; without one, NoCompletedAttempt says
+        whether it is running or failed, and why, as the runs list and
+        `evalbeam status` say it (not the lease's word: a killed process's
+        lease still says running)."""
+        check_run_id(run_id)
+        try:
+            return read_completed_run(self.output, run_id)
+        except NoCompletedAttempt as exc:
+            raise NoCompletedAttempt(why_not_finished(self.output, run_id, str(exc))) from None
+
     def run(self, run_id: str) -> LoadedRun:
         """The run loaded (RunUnreadable when it has no completed attempt); a
         re-run of the id (another attempt) is loaded afresh."""
-        check_run_id(run_id)
-        run = read_completed_run(self.output, run_id)
+        run = self._completed(run_id)
         with self._lock:
             loaded = self._loaded.get(run_id)
             if loaded is not None and loaded.run.attempt == run.attempt:
