@@ -812,3 +812,32 @@ def test_a_run_not_finished_says_on_its_page_what_the_list_says(tmp_path):
     assert said["dead"].startswith("run dead: failed (") and "unreachable" in said["dead"]
     ago = lambda line: re.sub(r"[0-9]+ s ago", "N s ago", line)  # noqa: E731
     assert sorted(map(ago, said.values())) == sorted(map(ago, listed)), (said, listed)
+
+
+def test_an_output_folder_gone_while_serving_says_so_and_the_viewer_goes_on(tmp_path):
+    """The output folder deleted (or moved, or its disk unmounted) while the
+    viewer serves it: the runs page said "No finished run in this folder yet."
+    and a run's page "run r has no completed attempt ... see evalbeam status",
+    as if the runs had never been made. Each page now says the folder is not
+    there any more; once it is back, the same viewer shows its runs again."""
+    _need_chromium()
+    import shutil
+    out = _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n")
+    away = str(tmp_path / "away")
+    paths = ("", "run/r", "run/r/case/case-007", "run/r/report.html", "compare?a=r&b=r")
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        assert _get(server, "/run/r")[0] == 200  # the run loaded before its folder goes
+        shutil.move(out, away)
+        said = {}
+        for path in paths:
+            page = b.open(server.url + path)
+            (tmp_path / f"gone-{path.split('?')[0].replace('/', '-') or 'runs'}.png"
+             ).write_bytes(page.png)
+            said[path] = page.evaluate("document.body.innerText")
+            assert _get(server, "/" + path)[0] == 404, path
+        shutil.move(away, out)
+        back = _get(server, "/run/r")
+    for path, text in said.items():
+        assert f"the output folder {out} is not there any more" in text, (path, text)
+        assert "Traceback" not in text and "No finished run" not in text, (path, text)
+    assert back[0] == 200 and "case-007" in back[2]

@@ -38,6 +38,19 @@ SIDE_TEXT = 600      # characters of each answer side by side
 SORTS = {"asc": "lowest first", "desc": "highest first"}  # the explorer's sort by a value
 
 
+class FolderGone(RunUnreadable):
+    """The output folder the viewer serves is not there any more (404)."""
+
+
+def check_folder(output: str) -> None:
+    """FolderGone for a local output folder deleted, moved or unmounted while
+    the viewer serves it: not a folder without runs (an object store has no
+    folders to check)."""
+    if "://" not in output and not os.path.isdir(output):
+        raise FolderGone(f"the output folder {output} is not there any more (deleted, moved "
+                         "or unmounted?); its runs are shown again when it is back")
+
+
 def why_not_finished(output: str, run_id: str, fallback: str) -> str:
     """A run id without a completion marker, as `evalbeam status` says it:
     running, or failed and why (fallback: the id has no lease either)."""
@@ -177,6 +190,7 @@ class Catalog:
     def runs(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Finished runs (newest first) and one line per run id that cannot be
         read (no completed attempt yet, a corrupt marker)."""
+        check_folder(self.output)
         found, problems = [], []
         for run_id in run_ids(self.output):
             try:
@@ -194,6 +208,7 @@ class Catalog:
         `evalbeam status` say it (not the lease's word: a killed process's
         lease still says running)."""
         check_run_id(run_id)
+        check_folder(self.output)
         try:
             return read_completed_run(self.output, run_id)
         except NoCompletedAttempt as exc:

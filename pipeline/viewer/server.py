@@ -27,7 +27,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.viewer import pages
-from pipeline.viewer.data import PAGE_SIZE, SORTS, Catalog, Filters, report_file
+from pipeline.viewer.data import (PAGE_SIZE, SORTS, Catalog, Filters, FolderGone,
+                                  report_file)
 from schemas.tables import VERDICT_ORDER
 from transforms.publish.completed import NoCompletedAttempt, RunUnreadable
 
@@ -122,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
             status, body, kind = self.route()
         except BadRequest as exc:
             status, body, kind = 400, pages.error_page(400, str(exc)), None
-        except NoCompletedAttempt as exc:
+        except (NoCompletedAttempt, FolderGone) as exc:
             status, body, kind = 404, pages.error_page(404, str(exc)), None
         except RunUnreadable as exc:
             status, body, kind = 400, pages.error_page(400, str(exc)), None
