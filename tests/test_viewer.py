@@ -4,6 +4,7 @@ hostile text (HTML, script, control and bidi characters, '/', '?', '#' and
 from __future__ import annotations
 
 import contextlib
+import html
 import http.client
 import json
 import os
@@ -841,3 +842,19 @@ def test_an_output_folder_gone_while_serving_says_so_and_the_viewer_goes_on(tmp_
         assert f"the output folder {out} is not there any more" in text, (path, text)
         assert "Traceback" not in text and "No finished run" not in text, (path, text)
     assert back[0] == 200 and "case-007" in back[2]
+
+
+def test_a_bad_run_id_in_an_address_is_not_called_a_flag(viewer):
+    """/run/..%2F..%2Fetc and /compare?b=../../etc answered "--run-id
+    '../../etc' must be 1-128 letters, ...": a command line flag the person
+    never typed, on a web page. The 400 names what they gave: a run id (or the
+    a=/b= of the side by side)."""
+    server, _ = viewer
+    for path, want in (("/run/..%2F..%2Fetc", "run id '../../etc' must be"),
+                       ("/run/..%2F..%2Fetc/report.html", "run id '../../etc' must be"),
+                       ("/run/a%20b/case/x", "run id 'a b' must be"),
+                       ("/compare?a=r1&b=../../etc", "b= '../../etc' must be"),
+                       ("/compare?a=%3Cb%3E&b=r1", "a= '<b>' must be")):
+        status, _, body = _get(server, path)
+        message = html.unescape(re.search(r"<h1>400</h1><p>(.*?)</p>", body).group(1))
+        assert status == 400 and want in message and "--" not in message, (path, message)

@@ -202,22 +202,23 @@ class Catalog:
         found.sort(key=lambda m: (m.get("finished_at", ""), m["run_id"]), reverse=True)
         return found, problems
 
-    def _completed(self, run_id: str) -> CompletedRun:
+    def _completed(self, run_id: str, named: str = "run id") -> CompletedRun:
         """The run's completed attempt; without one, NoCompletedAttempt says
         whether it is running or failed, and why, as the runs list and
         `evalbeam status` say it (not the lease's word: a killed process's
-        lease still says running)."""
-        check_run_id(run_id)
+        lease still says running). named: what a bad id is called (an
+        address's part or parameter, not the command line's --run-id)."""
+        check_run_id(run_id, named)
         check_folder(self.output)
         try:
             return read_completed_run(self.output, run_id)
         except NoCompletedAttempt as exc:
             raise NoCompletedAttempt(why_not_finished(self.output, run_id, str(exc))) from None
 
-    def run(self, run_id: str) -> LoadedRun:
+    def run(self, run_id: str, named: str = "run id") -> LoadedRun:
         """The run loaded (RunUnreadable when it has no completed attempt); a
         re-run of the id (another attempt) is loaded afresh."""
-        run = self._completed(run_id)
+        run = self._completed(run_id, named)
         with self._lock:
             loaded = self._loaded.get(run_id)
             if loaded is not None and loaded.run.attempt == run.attempt:

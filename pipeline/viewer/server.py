@@ -178,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
             a, b = _one(query, "a"), _one(query, "b")
             if not a or not b:
                 raise BadRequest("choose two runs (a= and b=)")
-            run_a, run_b = catalog.run(a), catalog.run(b)
+            run_a, run_b = catalog.run(a, "a="), catalog.run(b, "b=")
             f = parse_filters(query)
             if f.metric is not None and f.metric not in run_b.metrics:
                 raise BadRequest(f"run {b} has no metric {f.metric[:80]!r}")
