@@ -858,3 +858,37 @@ def test_a_bad_run_id_in_an_address_is_not_called_a_flag(viewer):
         status, _, body = _get(server, path)
         message = html.unescape(re.search(r"<h1>400</h1><p>(.*?)</p>", body).group(1))
         assert status == 400 and want in message and "--" not in message, (path, message)
+
+
+def test_a_run_run_again_says_its_new_attempt_is_running_or_failed(tmp_path):
+    """A run id run again (a nightly re-run, a retry) while the viewer serves
+    it: the runs list and the run page showed the earlier attempt's tables as
+    the run, with nothing to say a new attempt was running (or had failed),
+    which `evalbeam status` says ("running ...; the tables hold attempt A").
+    Both now say it, and that what is shown is the earlier attempt."""
+    _need_chromium()
+    from transforms.publish import lease as leases
+    out = _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n")
+    with open(os.path.join(out, "runs", "r", "manifest.json"), encoding="utf-8") as fh:
+        attempt = json.load(fh)["attempt"]
+    lease, _ = leases.acquire(out, leases.new_lease("r", "a" * 12, 300, True), lambda: attempt)
+    said = {}
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        for state in ("running", "failed"):
+            if state == "failed":
+                leases.mark_failed(out, lease, "RuntimeError: the bot endpoint was unreachable")
+            listed, run = b.open(server.url), b.open(server.url + "run/r")
+            (tmp_path / f"runs-{state}.png").write_bytes(listed.png)
+            (tmp_path / f"run-{state}.png").write_bytes(run.png)
+            said[state] = (listed.evaluate("document.querySelector('table tbody tr')"
+                                           ".children[2].innerText"),
+                           run.evaluate("document.querySelector('p.note').innerText"),
+                           run.evaluate("document.querySelectorAll('table.cases tbody tr')"
+                                        ".length"))
+    running, failed = said["running"], said["failed"]
+    assert "a new attempt is running" in running[0], running
+    assert running[1].startswith("run r: running (attempt aaaaaaaaaaaa by "), running
+    assert "a later attempt failed" in failed[0], failed
+    assert failed[1].startswith("run r: failed (") and "bot endpoint was unreachable" in failed[1]
+    for _, note, rows in said.values():  # the earlier attempt's tables, said to be so
+        assert f"shown: attempt {attempt}, finished 20" in note and rows == 2, note

@@ -26,10 +26,11 @@ from typing import Any, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.postrun.status import run_status
+from pipeline.postrun.status import RunStatus, run_status
 from schemas.tables import ERRORS, RESULTS, SCORES, VERDICT_ORDER
 from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
                                           check_run_id, read_completed_run, unreachable)
+from transforms.publish.lease import read_lease
 
 PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
@@ -51,14 +52,34 @@ def check_folder(output: str) -> None:
                          "or unmounted?); its runs are shown again when it is back")
 
 
-def why_not_finished(output: str, run_id: str, fallback: str) -> str:
-    """A run id without a completion marker, as `evalbeam status` says it:
-    running, or failed and why (fallback: the id has no lease either)."""
+def unfinished(output: str, run_id: str) -> RunStatus | None:
+    """The run id's attempt that has not committed, as `evalbeam status` says
+    it: running, or failed and why (None: no such attempt)."""
     try:
         status = run_status(output, run_id)
     except RunUnreadable:
-        return fallback
-    return status.line if status.state in ("running", "failed") else fallback
+        return None
+    return status if status.state in ("running", "failed") else None
+
+
+def why_not_finished(output: str, run_id: str, fallback: str) -> str:
+    """A run id without a completion marker: running, or failed and why
+    (fallback: the id has no lease either)."""
+    status = unfinished(output, run_id)
+    return fallback if status is None else status.line
+
+
+def newer_attempt(output: str, run_id: str, committed: str | None) -> RunStatus | None:
+    """An attempt of a finished run id newer than its committed one (a re-run,
+    running or failed): its pages show the earlier attempt's tables and say so.
+    Only a lease of another attempt costs more than one read."""
+    try:
+        lease = read_lease(output, run_id)
+    except (OSError, ValueError):
+        return None
+    if lease is None or lease.attempt == committed:
+        return None
+    return unfinished(output, run_id)
 
 
 @dataclass(frozen=True)
@@ -198,7 +219,8 @@ class Catalog:
             except RunUnreadable as exc:
                 problems.append(str(exc))
                 continue
-            found.append(dict(run.manifest))
+            found.append(dict(run.manifest, newer_attempt=newer_attempt(
+                self.output, run_id, run.attempt)))
         found.sort(key=lambda m: (m.get("finished_at", ""), m["run_id"]), reverse=True)
         return found, problems
 

@@ -38,6 +38,7 @@ table.cases td:first-child,table.side td:first-child{min-width:6.5rem;overflow-w
 table.cases td:nth-child(2),table.cases td:nth-child(3),table.side td:nth-child(2),
 table.side td:nth-child(3){min-width:5rem;max-width:12rem;overflow-wrap:anywhere}
 .empty{color:#57606a;font-style:italic}
+p.note{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.5rem}
 """
 
 
@@ -198,13 +199,19 @@ def number(x: Any) -> str:
     return "–" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+# a finished run id's newer attempt (a re-run), as the runs list says it
+AGAIN = {"running": "a new attempt is running", "failed": "a later attempt failed"}
+
+
 def runs_list(runs: list[dict], problems: list[str], output: str) -> bytes:
     rows = []
     for m in runs:
         c = m.get("counts", {})
         rid = m["run_id"]
         ok = (m.get("reconciliation") or {}).get("ok")
-        rows.append([link(url("run", rid), rid), m.get("run_date"), finished_text(m),
+        again = m.get("newer_attempt")
+        finished = finished_text(m) + ("" if again is None else f" · {AGAIN[again.state]}")
+        rows.append([link(url("run", rid), rid), m.get("run_date"), finished,
                      ", ".join(m.get("bots", [])), f"{c.get('valid_cases', 0):,}",
                      f"{c.get('invalid_rows', 0):,}", f"{c.get('errors_rows', 0):,}",
                      None if ok is None else "yes" if ok else "NO", len(m.get("metrics", [])),
@@ -267,9 +274,19 @@ def errors_section(rid: str, errors, params: Mapping[str, str], size: int) -> li
     return parts
 
 
+def newer_note(run, again) -> list[Any]:
+    """A re-run's state above the earlier attempt's tables that are shown
+    (again: the newer attempt's status, None without one)."""
+    if again is None:
+        return []
+    return [Raw(f'<p class="note">{text(again.line)} · shown: attempt {text(run.attempt)}, '
+                f"finished {text(finished_text(run.manifest))}</p>")]
+
+
 def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: int,
-             errors=None) -> bytes:
-    """One run's case explorer; errors: the page of its errors/ rows shown."""
+             errors=None, again=None) -> bytes:
+    """One run's case explorer; errors: the page of its errors/ rows shown;
+    again: the status of a newer attempt of the run id (a re-run)."""
     run = loaded.run
     rid = run.run_id
     path = url("run", rid)
@@ -288,7 +305,7 @@ def explorer(loaded, f, result, counts: Mapping[str, Mapping[str, int]], size: i
     headers = ["case", "bot", "suite", "verdict", "reason", "question", "answer"]
     if f.metric:
         headers.append(f.metric)
-    parts = [Raw(f"<h1>Run {text(rid)}</h1>"),
+    parts = [Raw(f"<h1>Run {text(rid)}</h1>"), *newer_note(run, again),
              Raw(f'<p class="muted">run date {text(run.run_date)} · '
                  f'finished {text(finished_text(run.manifest))} · '
                  f'bots {text(", ".join(run.bots))} · input {text(run.manifest.get("input"))} · '

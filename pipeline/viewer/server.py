@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.viewer import pages
 from pipeline.viewer.data import (PAGE_SIZE, SORTS, Catalog, Filters, FolderGone,
-                                  report_file)
+                                  newer_attempt, report_file)
 from schemas.tables import VERDICT_ORDER
 from transforms.publish.completed import NoCompletedAttempt, RunUnreadable
 
@@ -158,8 +158,9 @@ class Handler(BaseHTTPRequestHandler):
             cur = catalog.cursor()
             result = catalog.cases(loaded, f, cur)
             errors = catalog.errors(loaded, cur, page=_page(query, "errors_page"))
+            again = newer_attempt(catalog.output, parts[1], loaded.run.attempt)
             return 200, pages.explorer(loaded, f, result, catalog.verdict_counts(loaded, cur),
-                                       PAGE_SIZE, errors), None
+                                       PAGE_SIZE, errors, again), None
         if parts[0] == "run" and len(parts) == 4 and parts[2] == "case":
             loaded = catalog.run(parts[1])
             case = catalog.case(loaded, parts[3], catalog.cursor())
