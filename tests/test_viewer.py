@@ -892,3 +892,21 @@ def test_a_run_run_again_says_its_new_attempt_is_running_or_failed(tmp_path):
     assert failed[1].startswith("run r: failed (") and "bot endpoint was unreachable" in failed[1]
     for _, note, rows in said.values():  # the earlier attempt's tables, said to be so
         assert f"shown: attempt {attempt}, finished 20" in note and rows == 2, note
+
+
+def test_a_file_beside_the_runs_is_not_listed_as_a_run(tmp_path):
+    """A file under runs/ (macOS's .DS_Store, a README someone put there) was
+    listed under "Not shown" as a run id that "must be 1-128 letters, digits,
+    '-' or '_'", as if a run had gone wrong. Only folders are run ids; a
+    folder whose name is not one is still listed."""
+    _need_chromium()
+    out = _run(tmp_path, _rows(False)[7:8], "metrics: [exact_match]\n")
+    for name in (".DS_Store", "README.md"):
+        (Path(out) / "runs" / name).write_text("not a run\n")
+    (Path(out) / "runs" / "my run").mkdir()
+    [listed, runs] = _shown(out, "", tmp_path / "runs.png",
+                            "Array.from(document.querySelectorAll('li')).map(li => li.innerText)",
+                            "Array.from(document.querySelectorAll('table a'))"
+                            ".map(a => a.innerText)")
+    assert runs == ["r", "report"], runs
+    assert len(listed) == 1 and listed[0].startswith("run id 'my run' must be"), listed

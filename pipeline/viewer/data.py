@@ -508,10 +508,12 @@ def report_file(output: str, run_id: str) -> str | None:
 
 
 def run_ids(output: str) -> list[str]:
-    """The names under runs/ (a run id each, finished or not), sorted."""
+    """The folders under runs/ (a run id each, finished or not), sorted; a file
+    there (.DS_Store, a README) is no run."""
     if "://" not in output:
         folder = os.path.join(output, "runs")
-        return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+        return sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
+                      ) if os.path.isdir(folder) else []
     try:  # an object store has no folders: the run ids are in its files' names
         prefix = FileSystems.join(output, "runs") + "/"
         found = FileSystems.match([prefix + "*/*"])[0].metadata_list
