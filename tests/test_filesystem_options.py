@@ -312,7 +312,7 @@ def test_runs_on_a_filesystem_that_needs_options_are_read_by_every_command(monke
         loaded = catalog.run("b")
         case = catalog.case(loaded, "c1", catalog.cursor())
         assert case is not None
-        assert report_file(url, "b") == url + "/runs/b/report.html"
+        assert report_file(url, "b", loaded.run.attempt) == url + "/runs/b/report.html"
     finally:
         catalog.close()
     import evalbeam

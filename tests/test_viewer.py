@@ -910,3 +910,22 @@ def test_a_file_beside_the_runs_is_not_listed_as_a_run(tmp_path):
                             ".map(a => a.innerText)")
     assert runs == ["r", "report"], runs
     assert len(listed) == 1 and listed[0].startswith("run id 'my run' must be"), listed
+
+
+def test_the_report_is_the_committed_attempts_after_a_kill_at_the_commit(tmp_path):
+    """A run's report.html is staged as report.<attempt>.html and renamed after
+    the completion marker is written; a run killed between the two (kill -9, a
+    crashed machine) leaves the marker naming the new attempt and report.html
+    the earlier attempt's until the id runs again. The viewer served that
+    report.html beside the new attempt's tables; it now serves the committed
+    attempt's report, still staged or not."""
+    _need_chromium()
+    out = _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n")
+    run_dir = Path(out) / "runs" / "r"
+    attempt = json.loads((run_dir / "manifest.json").read_text())["attempt"]
+    (run_dir / "report.html").rename(run_dir / f"report.{attempt}.html")
+    (run_dir / "report.html").write_text("<html><body><h1>evalbeam run r</h1>"
+                                         "<p>an earlier attempt</p></body></html>")
+    [shown] = _shown(out, "run/r/report.html", tmp_path / "report.png",
+                     "document.documentElement.outerHTML")
+    assert "an earlier attempt" not in shown and "results/ (2 rows)" in shown, shown[-600:]

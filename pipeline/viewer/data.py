@@ -30,6 +30,7 @@ from pipeline.postrun.status import RunStatus, run_status
 from schemas.tables import ERRORS, RESULTS, SCORES, VERDICT_ORDER
 from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
                                           check_run_id, read_completed_run, unreachable)
+from transforms.publish.commit import staged_report_path
 from transforms.publish.lease import read_lease
 
 PAGE_SIZE = 50
@@ -500,11 +501,16 @@ def _json(text: Any) -> Any:
         return text
 
 
-def report_file(output: str, run_id: str) -> str | None:
-    """The run's report.html (None when it has none)."""
+def report_file(output: str, run_id: str, attempt: str) -> str | None:
+    """The committed attempt's report.html (None when it has none): still
+    staged as report.<attempt>.html when its process was killed between the
+    completion marker and the rename, when report.html is an earlier attempt's."""
     check_run_id(run_id)
-    path = FileSystems.join(output, "runs", run_id, "report.html")
-    return path if FileSystems.exists(path) else None
+    for path in (staged_report_path(output, run_id, attempt, "html"),
+                 FileSystems.join(output, "runs", run_id, "report.html")):
+        if FileSystems.exists(path):
+            return path
+    return None
 
 
 def run_ids(output: str) -> list[str]:

@@ -169,8 +169,8 @@ class Handler(BaseHTTPRequestHandler):
                 return 404, pages.no_case_page(parts[1], parts[3], found), None
             return 200, pages.case_page(loaded, case), None
         if parts[0] == "run" and len(parts) == 3 and parts[2] == "report.html":
-            catalog.run(parts[1])  # only a finished run's report
-            path = report_file(catalog.output, parts[1])
+            loaded = catalog.run(parts[1])  # only a finished run's report
+            path = report_file(catalog.output, parts[1], loaded.run.attempt)
             if path is None:
                 return 404, pages.error_page(404, f"run {parts[1]} has no report.html"), None
             with FileSystems.open(path, "text/html", CompressionTypes.UNCOMPRESSED) as fh:
