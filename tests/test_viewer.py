@@ -929,3 +929,28 @@ def test_the_report_is_the_committed_attempts_after_a_kill_at_the_commit(tmp_pat
     [shown] = _shown(out, "run/r/report.html", tmp_path / "report.png",
                      "document.documentElement.outerHTML")
     assert "an earlier attempt" not in shown and "results/ (2 rows)" in shown, shown[-600:]
+
+
+def test_a_bots_long_details_are_all_on_its_case_page(tmp_path):
+    """A case page showed a bot's details as one line cut at 600 characters,
+    with no "…": a FAQ bot that matched a 2,000-character FAQ question showed a
+    third of it, and nothing else on any page of the viewer showed the rest.
+    They open as a metric's details do: their start on one line, all of them
+    in a block that opens."""
+    _need_chromium()
+    long_question = "What is the refund policy for " + "an order shipped abroad " * 85 + "?"
+    write_cases(str(tmp_path / "faq.parquet"), [{"question": long_question,
+                                                 "answer": "Thirty days."}])
+    rows = [{"case_id": "c", "question": long_question, "expected_answer": "Thirty days."}]
+    out = _run(tmp_path, rows, "bots: [{name: faq, type: faq_match, faq: faq.parquet}]\n"
+                               "metrics: [exact_match]\n")
+    with _serving(out) as server, browser.Browser(width=1280, loopback=True) as b:
+        page = b.open(server.url + "run/r/case/c")
+        (tmp_path / "case.png").write_bytes(page.png)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        shown = page.evaluate(  # what follows the bot's heading
+            "(h => { let t = ''; for (let e = h.nextElementSibling; e; e = e.nextElementSibling)"
+            " t += e.innerText + '\\n'; return t; })(Array.from(document.querySelectorAll('h2'))"
+            ".find(h => h.innerText.startsWith('faq:')))")
+    assert len(long_question) > 2000
+    assert json.dumps(long_question) in shown or long_question in shown, shown[-800:]

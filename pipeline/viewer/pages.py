@@ -401,11 +401,10 @@ def case_page(loaded, case: Mapping[str, Any]) -> bytes:
         if a.get("error"):
             parts.append(Raw(f"<p><b>Error:</b> {text(a['error'])}</p>"))
         parts.append(answer_box(a.get("answer")))
-        meta = [f"latency {number(a.get('latency_ms'))} ms"]
-        if a.get("details"):
-            meta.append("bot details: " + json.dumps(a["details"], ensure_ascii=False,
-                                                      default=str)[:600])
-        parts.append(Raw(f'<p class="muted small">{text(" · ".join(meta))}</p>'))
+        bot_details = (f" · bot details: {details_block(a['details'])}" if a.get("details")
+                       else "")  # all of them, in a block that opens, as a metric's
+        parts.append(Raw(f'<div class="muted small">latency {number(a.get("latency_ms"))} ms'
+                         f"{bot_details}</div>"))
         if seen[a["bot"]] < per_bot[a["bot"]]:
             continue  # a repeated id: the bot's metrics follow its last occurrence
         if per_bot[a["bot"]] > 1:
