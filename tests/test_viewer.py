@@ -954,3 +954,31 @@ def test_a_bots_long_details_are_all_on_its_case_page(tmp_path):
             ".find(h => h.innerText.startsWith('faq:')))")
     assert len(long_question) > 2000
     assert json.dumps(long_question) in shown or long_question in shown, shown[-800:]
+
+
+def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(tmp_path):
+    """The viewer keeps the last four runs opened; a fifth opened while a page
+    of an older one was being made (browser tabs opened together, two people
+    on one viewer) dropped the tables that page was reading: about a quarter
+    of 300 requests over seven runs from eight threads were 500s ("Table with
+    name run1_h does not exist!"). A run put aside is now dropped only once no
+    page (nor the background search build) is using the catalog."""
+    import concurrent.futures
+    import random
+    from pipeline.viewer.data import CACHED_RUNS
+    runs = [f"r{i}" for i in range(CACHED_RUNS + 3)]
+    for run_id in runs:
+        out = _run(tmp_path, _rows(False)[7:10], "metrics: [exact_match]\n", run_id=run_id)
+
+    def one(i: int) -> tuple[int, str, str]:
+        pick = random.Random(i)
+        a, b = pick.sample(runs, 2)
+        path = pick.choice([f"/run/{a}", f"/run/{a}?q=plan", f"/compare?a={a}&b={b}",
+                            f"/run/{a}?metric=exact_match&min=0", f"/run/{a}/case/case-008"])
+        status, _, body = _get(server, path)
+        return status, path, body[body.find("<h1>"):][:200]
+
+    with _serving(out) as server, concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(300)))
+    failed = [a for a in answers if a[0] != 200]
+    assert failed == [], (len(failed), failed[:3])

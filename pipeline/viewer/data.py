@@ -15,6 +15,7 @@ case id) is a query parameter, never SQL text.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -190,6 +191,8 @@ class Catalog:
         self._loaded: OrderedDict[str, LoadedRun] = OrderedDict()
         self._pairs: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._lock = threading.Lock()
+        self._active = 0     # pages (and background builds) using the tables now
+        self._retired: list[LoadedRun | str] = []  # runs and pair tables put aside
         self._serial = 0
         self._prefetch = prefetch
         # a URL output's files (gs://, s3://, hdfs://) are read from copies here
@@ -202,6 +205,33 @@ class Catalog:
     def _scan(self, run: CompletedRun, table: str) -> str:
         """A read_parquet over the run's committed files of a table."""
         return _files_sql(run.local_files(table, self._stage))
+
+    @contextlib.contextmanager
+    def in_use(self):
+        """Around a page: a run put aside meanwhile (more than CACHED_RUNS
+        opened) keeps its tables until no page uses the catalog, so that a page
+        of it being made never finds them gone."""
+        with self._lock:
+            self._active += 1
+        try:
+            yield
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+            self._drop_retired()
+
+    def _drop_retired(self) -> None:
+        """Drop what was put aside, when nothing uses the catalog (under _lock)."""
+        if self._active:
+            return
+        for old in self._retired:
+            tables = [old] if isinstance(old, str) else [f"{old.name}_r", *old.built]
+            for table in tables:
+                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+        self._retired = []
 
     def cursor(self):
         """A connection for one request's thread (DuckDB cursors are per thread)."""
@@ -251,20 +281,32 @@ class Catalog:
             self._loaded[run_id] = loaded
             while len(self._loaded) > CACHED_RUNS:
                 _, old = self._loaded.popitem(last=False)
-                self._drop(old)
+                self._retire(old)
+            if self._prefetch:
+                self._active += 1  # the build below uses the run's tables
         if self._prefetch:  # the search text, before anyone searches
-            threading.Thread(target=self._ensure_search, args=(loaded, self.cursor()),
+            threading.Thread(target=self._prefetch_search, args=(loaded, self.cursor()),
                              name="evalbeam-view-prefetch", daemon=True).start()
         return loaded
 
-    def _drop(self, old: LoadedRun) -> None:
-        with old.lock:
-            for table in {f"{old.name}_r", *old.built}:
-                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+    def _prefetch_search(self, loaded: LoadedRun, cur) -> None:
+        """_ensure_search in the background; a failure is left to the page that
+        needs the search (it says why), not printed on the console."""
+        try:
+            self._ensure_search(loaded, cur)
+        except Exception:  # noqa: BLE001 - a page that searches builds it again
+            pass
+        finally:
+            self._leave()
+
+    def _retire(self, old: LoadedRun) -> None:
+        """Put a run and its pairs aside (under _lock): dropped once unused."""
+        self._retired.append(old)
         for key, table in list(self._pairs.items()):
             if old.name in table.split("_")[1:3]:
-                self._con.execute(f"DROP TABLE IF EXISTS {table}")
+                self._retired.append(table)
                 del self._pairs[key]
+        self._drop_retired()
 
     def _load(self, run: CompletedRun) -> LoadedRun:
         self._serial += 1
@@ -463,7 +505,8 @@ class Catalog:
             self._pairs[key] = table
             while len(self._pairs) > CACHED_RUNS:
                 _, old = self._pairs.popitem(last=False)
-                self._con.execute(f"DROP TABLE IF EXISTS {old}")
+                self._retired.append(old)
+            self._drop_retired()
         return table
 
     def side_by_side(self, a: LoadedRun, b: LoadedRun, f: Filters, cur) -> Page:

@@ -120,7 +120,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.BAD_REQUEST, pages.error_page(400, "unknown Host header"))
             return
         try:
-            status, body, kind = self.route()
+            with self.server.catalog.in_use():  # type: ignore[attr-defined]
+                status, body, kind = self.route()
         except BadRequest as exc:
             status, body, kind = 400, pages.error_page(400, str(exc)), None
         except (NoCompletedAttempt, FolderGone) as exc:
