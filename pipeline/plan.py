@@ -36,6 +36,7 @@ from transforms.remote.budget import BudgetSpec, scope_of
 from transforms.remote.cache import CacheSpec, check_cache_file
 from transforms.remote.scrub import (MIN_SECRET, configured_secrets, redact_url, remember,
                                      resolved_secrets, short_variables, shown)
+from transforms.score.catalog import METRIC_DOCS
 from transforms.score.scoring import LOWER_IS_BETTER, NO_DIRECTION, Scorer, select_scorers
 
 
@@ -305,6 +306,21 @@ def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> Bud
                       1.0 / max(1, workers), f"{run_id}-{attempt}", journal)
 
 
+def outside_range(rule) -> str | None:
+    """Why a rule's threshold lies outside its built-in metric's [0, 1] (None: it
+    does not): `below: 70` meant as a percentage FAILs every row, `above: 1.5`
+    none, and the run would give no sign of either."""
+    bound = "above" if rule.above is not None else "below"
+    value = getattr(rule, bound)
+    doc = METRIC_DOCS.get(rule.metric)
+    if doc is None or doc.unit != "[0, 1]" or 0 <= value <= 1:
+        return None
+    every = (bound == "below") == (value > 1)
+    return (f"{bound} {value:g} is outside {rule.metric}'s range [0, 1]: the rule would "
+            f"match {'every' if every else 'no'} row with a value (a share is written "
+            "0.7, not 70)")
+
+
 def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = None):
     """Rules the user wrote must name a metric of the run; default rules whose
     metric was not selected are dropped (a user who picked `metrics: [bleu]`
@@ -317,6 +333,9 @@ def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = No
                 if name is not None and name not in metrics:
                     raise ConfigError(f"verdict.rules[{i}].{key} {name!r} is not a metric "
                                       f"of this run (metrics: {', '.join(metrics)})")
+            problem = outside_range(rule)
+            if problem:
+                raise ConfigError(f"verdict.rules[{i}].{problem}")
         return cfg
     kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
     verdict = dataclasses.replace(cfg.verdict, rules=kept)

@@ -541,3 +541,28 @@ def test_a_null_inside_a_list_is_named_null(tmp_path):
                     "ref": "expected_answer must be a list of strings, found element(s) of "
                            "type null"}
     assert manifest(out, "n")["reconciliation"]["ok"]
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("{metric: exact_match, below: 70, verdict: FAIL}",
+     "verdict.rules[0].below 70 is outside exact_match's range [0, 1]: the rule would match "
+     "every row with a value (a share is written 0.7, not 70)"),
+    ("{metric: bleu, above: 1.5, verdict: FAIL}",
+     "verdict.rules[0].above 1.5 is outside bleu's range [0, 1]: the rule would match no row"),
+])
+def test_a_rule_threshold_outside_the_metrics_range_is_one_line(tmp_path, capsys, rule, message):
+    """`below: 70` (a percentage) on exact_match FAILed every row of the run,
+    and `above: 1.5` never matched, without a word; a metric's own unit (a
+    count, characters) or a custom metric's takes any threshold."""
+    good = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"metrics: [exact_match, bleu]\nverdict:\n  rules:\n    - {rule}\n")
+    assert message in _fails_cleanly(capsys, str(tmp_path / "out"), "--input", good,
+                                     "--config", str(cfg))
+    from pipeline.config import parse_config
+    from pipeline.plan import applicable_rules
+    within = parse_config({"verdict": {"rules": [
+        {"metric": "exact_match", "below": 1, "verdict": "FAIL"},
+        {"metric": "answer_length", "above": 2000, "verdict": "WARN"},
+        {"metric": "mine", "above": 7, "verdict": "WARN"}]}})
+    assert applicable_rules(within, ("exact_match", "answer_length", "mine")) is within

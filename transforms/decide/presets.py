@@ -37,7 +37,8 @@ class Rule:
     verdict: str
     """PASS, WARN or FAIL: the verdict when the rule matches."""
     above: float | None = None
-    """The rule matches when the value is above this (exactly one of above / below)."""
+    """The rule matches when the value is above this (exactly one of above / below; for a
+    built-in metric scored in [0, 1], a threshold outside it is a config error)."""
     below: float | None = None
     """The rule matches when the value is below this."""
     unless: str | None = None
