@@ -531,10 +531,11 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     reached = {n: cap for n, cap in manifest.get("spend_caps", {}).items() if cap["reached"]}
     for line in cap_lines(reached, markdown=False):  # null metrics that are no failure
         print(f"evalbeam: note: {line}", file=sys.stderr)
-    if NO_ANSWERING_BOT in info.notes and c["bot_errors"]:
+    answerless = next((n for n in info.notes if NO_ANSWERING_BOT in n), None)
+    if answerless and c["bot_errors"]:
         answers = c["valid_cases"] * len(manifest["bots"])
         print(f"evalbeam: note: {c['bot_errors']} of {answers} answers "
-              f"{'is an' if c['bot_errors'] == 1 else 'are'} ERROR: {NO_ANSWERING_BOT}",
+              f"{'is an' if c['bot_errors'] == 1 else 'are'} ERROR: {answerless}",
               file=sys.stderr)
     print(f"tables:  {info.output}/{{results,scores,summary,errors,usage}}/run_date={info.run_date}")
     print(f"report:  {info.output}/runs/{info.run_id}/report.md (and report.html)")

@@ -741,20 +741,25 @@ def with_flags(cfg: Config, preset: str | None = None, metrics: str | None = Non
 ALLOW_EMPTY = "--allow-empty (evaluate(..., allow_empty=True))"
 
 
-NO_ANSWERING_BOT = ("promptfoo tests hold no answers and no configured bot answers (only "
-                    "precomputed bots): every row without a recorded answer is an ERROR; add a "
-                    "bot to bots: (docs/guides/migrating-promptfoo.md)")
+NO_ANSWERING_BOT = ("hold no answers and no configured bot answers (only precomputed bots): "
+                    "every row without a recorded answer is an ERROR; add a bot to bots:")
+# how a note names the inputs of a preset that maps no answer, and where to read on
+ANSWERLESS_INPUTS = {"promptfoo": ("promptfoo tests", "docs/guides/migrating-promptfoo.md"),
+                     "openai_evals": ("OpenAI evals samples", "docs/concepts/inputs.md"),
+                     "inspect": ("Inspect samples", "docs/concepts/inputs.md")}
 
 
 def no_answering_bot(cfg: Config) -> str | None:
-    """The note of a promptfoo-preset run whose bots all read recorded answers
-    while the preset maps no answer. A note, not a refusal: a test whose var is
-    a recorded conversation (ending with the assistant's reply), or a CSV's
-    `answer` column, still gives an answer."""
-    if (cfg.input.preset != "promptfoo" or "answer" in cfg.input.columns
+    """The note of a run whose input preset maps no answer (promptfoo, OpenAI
+    evals, Inspect) while its bots all read recorded answers. A note, not a
+    refusal: a sample whose input is a recorded conversation (ending with the
+    assistant's reply), or a mapped `answer` column, still gives an answer."""
+    preset = cfg.input.preset
+    if (preset is None or "answer" in input_columns(preset, cfg.input.columns)
             or any(b.type != "precomputed" for b in cfg.bots)):
         return None
-    return NO_ANSWERING_BOT
+    what, doc = ANSWERLESS_INPUTS.get(preset, (f"{preset} inputs", "docs/concepts/inputs.md"))
+    return f"{what} {NO_ANSWERING_BOT} ({doc})"
 
 
 def short_secret_notes(cfg: Config) -> list[str]:

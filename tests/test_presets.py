@@ -618,6 +618,26 @@ def test_promptfoo_tests_without_an_answering_bot_are_said_before_and_after(tmp_
     assert "hold no answers" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("preset, example, what", [
+    ("openai_evals", "openai_evals.jsonl", "OpenAI evals samples"),
+    ("inspect", "inspect.jsonl", "Inspect samples")])
+def test_answerless_samples_without_an_answering_bot_are_said_too(tmp_path, capsys, preset,
+                                                                  example, what):
+    """OpenAI evals and Inspect samples hold no answers either (their presets
+    map none): the bundled examples with only the `recorded` bot ended 5 of 5
+    ERROR, and, unlike promptfoo's, the run said nothing of why."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"input: {{preset: {preset}}}\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", os.path.join(PRESET_DIR, example), "--output",
+                   str(out), "--config", str(config), "--metrics", "exact_match",
+                   "--run-id", preset) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [line for line in err if f"{what} hold no answers" in line]
+    assert len(said) == 2 and "add a bot to bots:" in said[0], err
+    assert said[1].startswith("evalbeam: note: 5 of 5 answers are ERROR"), err
+
+
 def test_promptfoo_vars_that_are_not_read_are_kept_as_tags(tmp_path):
     """A test's vars other than the ones read (`language`, used in a prompt
     template) were dropped without a word: they are `key:value` tags, after
