@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from pipeline.cli import _parser, run
@@ -494,3 +495,18 @@ def test_a_worker_that_only_scores_scrubs_what_a_custom_metric_says(tmp_path, mo
     assert "printed <redacted>" in said and "logged <redacted>" in said, said[-3000:]
     assert "warned <redacted>" in said and "wrote <redacted>" in said, said[-3000:]
     assert leaks(said, key) == [], said[-3000:]
+
+
+@pytest.mark.parametrize("out, kind", [(np.array([0.1, 0.2]), "ndarray"),
+                                       ({"value": np.array([1, 2])}, "ndarray"),
+                                       (10 ** 400, "int")])
+def test_a_value_that_is_no_single_number_is_named_as_such(out, kind):
+    """A metric returning a numpy array of several values (or an int too large
+    for a float) was 'metric failed: TypeError: only 0-dimensional arrays can be
+    converted to Python scalars': the error named neither the custom metric nor
+    what it returned, as a NaN or a text is named."""
+    result = to_result(out)
+    assert result.value is None
+    assert result.error.startswith(f"custom metric returned {kind} ("), result.error
+    assert result.error.endswith("expected a number, None, (value, details) or a dict with "
+                                 "'value'")

@@ -182,11 +182,18 @@ def _number(value: Any) -> MetricResult | float:
         return float(value)
     if isinstance(value, (int, float)) or hasattr(value, "__float__") and not isinstance(
             value, str):
-        number = float(value)
+        try:  # an array of several values, an int beyond a float's range
+            number = float(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            return _not_a_number(value, f" ({exc})")
         if not math.isfinite(number):
             return MetricResult.null(f"custom metric returned {number}")
         return number
-    return MetricResult.null(f"custom metric returned {type(value).__name__}, expected a "
+    return _not_a_number(value)
+
+
+def _not_a_number(value: Any, why: str = "") -> MetricResult:
+    return MetricResult.null(f"custom metric returned {type(value).__name__}{why}, expected a "
                              "number, None, (value, details) or a dict with 'value'")
 
 
