@@ -319,6 +319,33 @@ def test_lone_surrogates_a_metric_returns_cost_nothing_but_the_characters(tmp_pa
     sys.modules.pop("halves", None)
 
 
+def test_details_the_run_cannot_pickle_or_sort_are_written_as_text(tmp_path):
+    """A metric whose details held a generator (or a lambda, an open file) ended
+    the run with a traceback, "TypeError: cannot pickle 'generator' object
+    [while running 'Score/Score[odd]']", and details with both int and text
+    keys with "'<' not supported between instances of 'str' and 'int' [while
+    running 'Publish/ScoreRows']". Such a value is written as its text (as
+    scores.details wrote a set already), a key as JSON writes it."""
+    (tmp_path / "odd_details.py").write_text(
+        "def odd(sample):\n"
+        "    return 0.5, {'gen': (c for c in 'ab'), 'fn': lambda: 1, 1: 'one', 'two': 2,"
+        " None: [{'set': {3}}]}\n", "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [{"case_id": "a", "question": "q?",
+                                                           "answer": "a"}])
+    (tmp_path / "c.yaml").write_text('metrics: [odd]\ncustom_metrics:\n'
+                                     '  - {name: odd, function: "odd_details:odd"}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "odd") == 0
+    (row,) = read_rows(out, "scores")
+    details = json.loads(row["details"])
+    assert row["value"] == 0.5 and row["error"] is None
+    assert details["gen"].startswith("<generator object") and "lambda" in details["fn"]
+    assert (details["1"], details["two"], details["null"]) == ("one", 2, [{"set": "{3}"}])
+    assert manifest(out, "odd")["reconciliation"]["ok"]
+    sys.modules.pop("odd_details", None)
+
+
 @pytest.mark.parametrize("out", [(0.5, None), (0.5, [1, 2]), {"value": 0.5, "details": [1, 2]},
                                  {"value": 0.5, "details": "why"}])
 def test_details_that_are_not_a_dict_are_named_as_such(out):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import json
 import math
 import os
 import sys
@@ -221,15 +222,30 @@ def to_result(out: Any) -> MetricResult:
 
 
 def _writable(value: Any) -> Any:
-    """The text inside a user's result (keys too) with lone surrogates as U+FFFD:
-    a half emoji cut from a string cannot be written, and failed the whole run."""
+    """A user's result as plain JSON data, which the run can pass between its
+    steps and write: text (keys too) with lone surrogates as U+FFFD (a half
+    emoji cut from a string cannot be written), any other object as its text
+    (scores.details held it so already; a generator or a lambda cannot be
+    pickled between steps), keys as JSON writes them (mixed int and text keys
+    cannot be sorted). Each of these failed the whole run."""
     if isinstance(value, str):
         return writable(value)
     if isinstance(value, Mapping):
-        return {_writable(k): _writable(v) for k, v in value.items()}
+        return {_key(k): _writable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_writable(v) for v in value]
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return writable(str(value))
+
+
+def _key(key: Any) -> str:
+    """A details key as the text JSON makes of it (1 -> "1", None -> "null")."""
+    if isinstance(key, str):
+        return writable(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return writable(str(key))
 
 
 def writable_result(result: MetricResult) -> MetricResult:
