@@ -537,3 +537,16 @@ def test_a_value_that_is_no_single_number_is_named_as_such(out, kind):
     assert result.error.startswith(f"custom metric returned {kind} ("), result.error
     assert result.error.endswith("expected a number, None, (value, details) or a dict with "
                                  "'value'")
+
+
+def test_a_dict_without_value_is_named_not_taken_for_no_value():
+    """{"score": 0.8, "reason": ...} (the shape other tools' metrics return) was
+    null with 'custom metric returned no value', as if the metric had returned
+    None: the 0.8 was dropped and the reason said nothing of why."""
+    result = to_result({"score": 0.8, "reason": "good"})
+    assert result.value is None
+    assert result.error == ("custom metric returned dict without 'value' (keys: reason, "
+                            "score), expected a number, None, (value, details) or a dict "
+                            "with 'value'")
+    assert to_result({"value": None}).error == "custom metric returned no value"
+    assert to_result({"error": "too short"}).error == "too short"

@@ -207,6 +207,9 @@ def to_result(out: Any) -> MetricResult:
     if isinstance(out, tuple) and len(out) == 2:
         out, details = out
     elif isinstance(out, Mapping):
+        if "value" not in out and "error" not in out:  # {"score": 0.8}: not "no value"
+            keys = ", ".join(sorted(map(str, out))[:5]) or "none"
+            return _not_a_number(out, f" without 'value' (keys: {keys})")
         out, details, error = out.get("value"), out.get("details") or {}, out.get("error")
     if not isinstance(details, Mapping):
         return MetricResult.null(f"custom metric returned details of type "
