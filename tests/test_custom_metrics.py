@@ -270,25 +270,34 @@ def test_config_metric_names_have_the_same_rule(tmp_path, capsys):
                "at most 64)" in capsys.readouterr().err
 
 
-def test_nan_in_metric_details_is_written_as_valid_json(tmp_path):
-    """Item 16: {"n": NaN} went into scores.details, which is not JSON."""
-    (tmp_path / "nan_details.py").write_text(
-        "def fn(sample):\n    return 0.5, {'n': float('nan'), 'deep': [1.0, float('-inf')],"
-        " 'ok': 2.5}\n", "utf-8")
+def _one_metric_row(tmp_path, module: str, body: str) -> dict:
+    """The scores/ row of a one-case run whose only metric is `module:fn`, the
+    function `def fn(sample):` with this body (the run must end 0 and reconcile)."""
+    (tmp_path / f"{module}.py").write_text(f"def fn(sample):\n    {body}\n", "utf-8")
     cases = write_cases(str(tmp_path / "cases.parquet"), [{"case_id": "a", "question": "q?",
                                                            "answer": "a"}])
-    (tmp_path / "c.yaml").write_text('metrics: [nan_details]\ncustom_metrics:\n'
-                                     '  - {name: nan_details, function: "nan_details:fn"}\n')
+    (tmp_path / "c.yaml").write_text(f'metrics: [{module}]\ncustom_metrics:\n'
+                                     f'  - {{name: {module}, function: "{module}:fn"}}\n')
     out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "nan") == 0
-    (row,) = [r for r in read_rows(out, "scores") if r["metric"] == "nan_details"]
+    try:
+        assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                       "--run-id", module) == 0
+    finally:
+        sys.modules.pop(module, None)
+    assert manifest(out, module)["reconciliation"]["ok"]
+    (row,) = read_rows(out, "scores")
+    return row
+
+
+def test_nan_in_metric_details_is_written_as_valid_json(tmp_path):
+    """Item 16: {"n": NaN} went into scores.details, which is not JSON."""
+    row = _one_metric_row(tmp_path, "nan_details", "return 0.5, {'n': float('nan'), "
+                          "'deep': [1.0, float('-inf')], 'ok': 2.5}")
 
     def no_constants(word):
         raise AssertionError(f"{word} is not JSON")
     details = json.loads(row["details"], parse_constant=no_constants)
     assert details == {"n": None, "deep": [1.0, None], "ok": 2.5} and row["value"] == 0.5
-    sys.modules.pop("nan_details", None)
 
 
 def test_lone_surrogates_a_metric_returns_cost_nothing_but_the_characters(tmp_path):
@@ -322,28 +331,16 @@ def test_lone_surrogates_a_metric_returns_cost_nothing_but_the_characters(tmp_pa
 def test_details_the_run_cannot_pickle_or_sort_are_written_as_text(tmp_path):
     """A metric whose details held a generator (or a lambda, an open file) ended
     the run with a traceback, "TypeError: cannot pickle 'generator' object
-    [while running 'Score/Score[odd]']", and details with both int and text
+    [while running 'Score/Score[odd_details]']", and details with both int and text
     keys with "'<' not supported between instances of 'str' and 'int' [while
     running 'Publish/ScoreRows']". Such a value is written as its text (as
     scores.details wrote a set already), a key as JSON writes it."""
-    (tmp_path / "odd_details.py").write_text(
-        "def odd(sample):\n"
-        "    return 0.5, {'gen': (c for c in 'ab'), 'fn': lambda: 1, 1: 'one', 'two': 2,"
-        " None: [{'set': {3}}]}\n", "utf-8")
-    cases = write_cases(str(tmp_path / "cases.parquet"), [{"case_id": "a", "question": "q?",
-                                                           "answer": "a"}])
-    (tmp_path / "c.yaml").write_text('metrics: [odd]\ncustom_metrics:\n'
-                                     '  - {name: odd, function: "odd_details:odd"}\n')
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "odd") == 0
-    (row,) = read_rows(out, "scores")
+    row = _one_metric_row(tmp_path, "odd_details", "return 0.5, {'gen': (c for c in 'ab'), "
+                          "'fn': lambda: 1, 1: 'one', 'two': 2, None: [{'set': {3}}]}")
     details = json.loads(row["details"])
     assert row["value"] == 0.5 and row["error"] is None
     assert details["gen"].startswith("<generator object") and "lambda" in details["fn"]
     assert (details["1"], details["two"], details["null"]) == ("one", 2, [{"set": "{3}"}])
-    assert manifest(out, "odd")["reconciliation"]["ok"]
-    sys.modules.pop("odd_details", None)
 
 
 @pytest.mark.parametrize("out", [(0.5, None), (0.5, [1, 2]), {"value": 0.5, "details": [1, 2]},
