@@ -313,3 +313,49 @@ def test_two_runs_with_no_bot_in_common_say_so_not_that_the_cases_differ(tmp_pat
 
 def _compare_bots(out: str, baseline: str, candidate: str) -> int:
     return run(["compare", "--output", out, "--baseline", baseline, "--candidate", candidate])
+
+
+def test_a_gate_on_a_suite_the_candidate_dropped_fails_instead_of_calling_it_a_typo(
+        tmp_path, capsys):
+    """The baseline's suite billing is renamed Billing in the candidate: a gate
+    rule on billing exited 2, 'matches nothing compared', as for a typo, where
+    a bot the candidate lacks fails its rules (exit 4). Nothing of the suite
+    could be checked, so the rule fails, saying why; a suite neither run has is
+    still a typo."""
+    out = str(tmp_path / "out")
+    suites = np.array(["billing"] * 20 + ["login"] * 20)
+    write_run(out, "b", "2026-01-01", "bot", IDS, suites, {"bleu": _values()}, VERDICTS)
+    write_run(out, "c", "2026-01-02", "bot", IDS, np.char.replace(suites, "billing", "Billing"),
+              {"bleu": _values()}, VERDICTS)
+    capsys.readouterr()
+    assert _compare(out, "--config", _gate(tmp_path, "gate:\n"
+                    "  - {metric: bleu, max_drop: 0.1, suite: billing}\n"
+                    "  - {metric: bleu, max_drop: 0.1, suite: login}\n")) == 4
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("gate: FAILED gate[0] {metric: bleu, max_drop: 0.1, suite: billing}: "
+                        "bot suite billing bleu: the candidate run has no case in the suite "
+                        "(20 in the baseline): renamed or dropped"), lines
+    assert lines[1] == "gate: 1 of 2 checks failed (2 rules)"
+    for rule in ("{metric: bleu, max_drop: 0.1, suite: billng}",
+                 "{metric: blue, max_drop: 0.1, suite: billing}"):
+        assert _compare(out, "--config", _gate(tmp_path, f"gate: [{rule}]\n")) == 2
+        assert "matches nothing compared" in capsys.readouterr().err
+
+
+def test_a_suite_one_bot_dropped_fails_the_gate_while_another_bot_passes(tmp_path, capsys):
+    """A rule without `bot:` checks every bot: the one that kept the suite is
+    compared, the one whose candidate dropped it fails."""
+    out = str(tmp_path / "out")
+    suites = np.array(["billing"] * 20 + ["login"] * 20)
+    for bot in ("faq", "rag"):
+        write_run(out, "b", "2026-01-01", bot, IDS, suites, {"bleu": _values()}, VERDICTS)
+    write_run(out, "c", "2026-01-02", "faq", IDS, suites, {"bleu": _values()}, VERDICTS)
+    write_run(out, "c", "2026-01-02", "rag", IDS, np.array(["login"] * 40),
+              {"bleu": _values()}, VERDICTS)
+    capsys.readouterr()
+    assert _compare(out, "--config", _gate(
+        tmp_path, "gate: [{metric: bleu, max_drop: 0.1, suite: billing}]\n")) == 4
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("rag suite billing bleu: the candidate run has no case in the "
+                             "suite (20 in the baseline): renamed or dropped"), lines
+    assert lines[1] == "gate: 1 of 2 checks failed (1 rule)"

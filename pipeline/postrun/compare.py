@@ -170,6 +170,11 @@ class Tables:
                         ELSE 'duplicate_case_id' END AS kind
             FROM pairs WHERE nb IS NULL OR nc IS NULL OR nb > 1 OR nc > 1""")
         self.run_date = self.sql("SELECT max(run_date) FROM res_c").fetchone()[0]
+        # (bot, suite) -> cases of a baseline suite no case of the bot has in the candidate
+        self.gone_suites = {(bot, suite): n for bot, suite, n in self.sql("""
+            SELECT key_bot, suite, count(*) FROM res_b b WHERE suite IS NOT NULL AND NOT EXISTS
+              (SELECT 1 FROM res_c c WHERE c.key_bot = b.key_bot AND c.suite = b.suite)
+            GROUP BY ALL""").fetchall()}
         self.sql("DROP TABLE pairs; DROP TABLE res_b; DROP TABLE res_c")
 
     def check_pairs(self) -> None:
@@ -510,6 +515,7 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "regressed": {b: regressed_cases(tables, pairs, b) for b in bots},
                 "unpaired": overall, "unpaired_listed": tables.unpaired_listed(),
                 "unpaired_csv": csv, "not_compared": only, "min_difference": min_difference,
+                "gone_suites": tables.gone_suites,
                 "notes": [n for n in [verdict_note(*(tables.runs[s.run_id].manifest
                                                      for s in (baseline, candidate)))] if n],
                 **{key: {b: n[kind] for b, n in overall.items() if b not in bots and n.get(kind)}
@@ -618,7 +624,7 @@ def run_compare(args) -> bool:
     c = compare(args.output, baseline, candidate,
                 MIN_DIFFERENCE if min_difference is None else min_difference)
     checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"],
-                               c["new_bots"]),
+                               c["new_bots"], c["gone_suites"]),
                     key=lambda g: not g.failed)  # failed first
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
                  for g in checks]

@@ -110,13 +110,15 @@ def compared(rows: Sequence[Mapping[str, Any]], with_suites: bool) -> str:
 def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
                not_compared: Mapping[str, Sequence[str]] | None = None,
                unpaired_bots: Mapping[str, int] | None = None,
-               new_bots: Mapping[str, int] | None = None) -> list[GateCheck]:
+               new_bots: Mapping[str, int] | None = None,
+               gone_suites: Mapping[tuple[str, str], int] | None = None) -> list[GateCheck]:
     """Every (rule, matching row) check. A rule whose metric only one run has,
     or that is null on a side, is a failed check, and so is one that applies
     to a baseline bot with no paired case (unpaired_bots: bot -> its cases only
-    in the baseline; renamed or dropped in the candidate); a rule matching
-    nothing at all (a typo, or a bot only in the candidate: new_bots) raises
-    GateError."""
+    in the baseline; renamed or dropped in the candidate) or names a suite of
+    the baseline the candidate lacks (gone_suites: (bot, suite) -> the
+    baseline's cases); a rule matching nothing at all (a typo, or a bot only in
+    the candidate: new_bots) raises GateError."""
     checks = []
     only = {metric: side for side, metrics in (not_compared or {}).items() for metric in metrics}
     for i, rule in enumerate(rules):
@@ -135,6 +137,14 @@ def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
             row = {"bot": rule.bot or "every bot", "suite": rule.suite, "metric": rule.metric}
             checks.append(GateCheck(i, rule, row, None, True,
                                     f"not computed in the {absent} run"))
+            continue
+        gone = [(bot, n) for (bot, suite), n in sorted((gone_suites or {}).items())
+                if suite == rule.suite and rule.bot in (None, bot) and bot not in lost
+                and any(r["metric"] == rule.metric for r in rows)]  # not a typo'd metric
+        checks += [GateCheck(i, rule, {"bot": bot, "suite": rule.suite, "metric": rule.metric},
+                             None, True, f"the candidate run has no case in the suite ({n:,} "
+                             "in the baseline): renamed or dropped") for bot, n in gone]
+        if not matched and gone:
             continue
         if not matched and rule.bot in (new_bots or {}):
             raise GateError(f"{describe_rule(i, rule)} names a bot only the candidate run has "
