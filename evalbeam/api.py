@@ -346,7 +346,8 @@ def _with_metrics(cfg, metrics: Sequence[Any] | None, custom: Sequence[Callable]
     from pipeline.config import ConfigError
     if isinstance(metrics, str) or isinstance(custom, str) or callable(custom):
         raise ConfigError("metrics and custom_metrics must be lists")
-    functions = [m for m in (metrics or ()) if callable(m)] + list(custom)
+    # one function given in both lists is one metric (two of one name still clash)
+    functions = list(dict.fromkeys([m for m in (metrics or ()) if callable(m)] + list(custom)))
     own = tuple(custom_metric(fn) for fn in functions)
     names = dict.fromkeys(m.name for m in own)
     clash = [n for n in names if any(n == m.name for m in cfg.custom_metrics)]

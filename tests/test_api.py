@@ -203,6 +203,23 @@ def test_custom_metrics_run_besides_a_chosen_list_of_metrics(tmp_path):
         assert result.to_pandas().set_index("case_id")["length_gap"].to_dict()["c1"] == 0.0
 
 
+def test_a_function_in_both_metrics_and_custom_metrics_is_one_metric(tmp_path):
+    """evaluate(cases, metrics=[length_gap], custom_metrics=[length_gap]) (a
+    notebook's list of metrics and its list of extras sharing one) raised
+    "metric 'length_gap' is defined twice (a built-in metric, a custom metric or
+    a rubric)": it is one function, so one metric. Two functions of one name
+    still clash."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", progress=False,
+                               metrics=["exact_match", length_gap], custom_metrics=[length_gap])
+    assert result.metrics == ["exact_match", "length_gap"]
+    assert result.to_pandas().set_index("case_id")["length_gap"].to_dict()["c1"] == 0.0
+    other = evalbeam.metric(name="length_gap")(lambda sample: 1.0)
+    with pytest.raises(ValueError, match="'length_gap' is defined twice"):
+        evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "refused", progress=False,
+                          metrics=[length_gap], custom_metrics=[other])
+    assert not (tmp_path / "refused").exists()
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
