@@ -23,6 +23,8 @@ PROCESSES, ROUNDS = 6, 30
 def _use_ledger(path: str) -> str | None:
     ledger = SqliteLedger(path, {JUDGE_CALLS: 9.0}, "r")
     refused = ledger.reserve({JUDGE_CALLS: 1.0})
+    if not isinstance(refused, str):
+        ledger.sending(refused)  # sent: it stays spent when the holder closes unsettled
     ledger.close()
     return refused if isinstance(refused, str) else None
 

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -23,9 +24,9 @@ MSG = [{"role": "user", "content": "Is the sky blue? Answer in one word."}]
 
 
 def _runtime(server, caps, ledger=None, **ep):
-    endpoints = {"judge": EndpointConfig(base_url=server.openai_base_url,
-                                         requests_per_second=10_000, max_concurrency=64,
-                                         price_per_million={"input": 1.0, "output": 2.0}, **ep)}
+    ep = {"requests_per_second": 10_000, "max_concurrency": 64,
+          "price_per_million": {"input": 1.0, "output": 2.0}, **ep}
+    endpoints = {"judge": EndpointConfig(base_url=server.openai_base_url, **ep)}
     return AsyncRuntime(endpoints, budget=BudgetSpec(tuple(caps.items()), ledger, 1.0, "run-a"))
 
 
@@ -129,6 +130,47 @@ def test_worker_processes_sharing_the_ledger_hold_the_cap_together(tmp_path):
     # loaded machine one process can spend the whole cap before the other's first call
     # (CI saw [150, 0]), so the split is not asserted.
     assert sum(sent) == 150 and len(sent) == 2
+
+
+HOLDER = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from tests.test_spend_caps import _runtime, _calls
+from transforms.remote.budget import JUDGE_CALLS
+class S:
+    openai_base_url = sys.argv[2]
+runtime = _runtime(S, {JUDGE_CALLS: 40}, sys.argv[3], max_concurrency=4)
+runtime.run(_calls(runtime.client("judge"), 200))  # SIGKILLed long before it ends
+"""
+
+
+def test_a_killed_process_gives_back_what_it_reserved_and_did_not_send(tmp_path):
+    """A worker process SIGKILLed while it holds the whole cap: 4 of its 40
+    reservations sent (its slots), 36 waiting for a slot. The next process
+    sharing the ledger sent nothing (the 36 stayed reserved for ever, so the
+    run stopped at 4 of 40); a dead holder's unsent reservations are given
+    back and its sent ones stay spent, so together they send the cap exactly."""
+    ledger = str(tmp_path / "budget.sqlite")
+    with FakeOpenAI(ServerConfig(latency_s=2.0)) as server:
+        proc = subprocess.Popen([sys.executable, "-c", HOLDER, ROOT, server.openai_base_url,
+                                 ledger], cwd=ROOT)
+        try:
+            deadline = time.monotonic() + 120
+            while server.stats()["total"] < 4 and proc.poll() is None:
+                assert time.monotonic() < deadline, "the holder sent nothing"
+                time.sleep(0.05)
+            time.sleep(0.3)  # its other 36 reserved, waiting for a slot
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        assert server.stats()["total"] == 4
+        runtime = _runtime(server, {JUDGE_CALLS: 40}, ledger)
+        try:
+            replies = runtime.run(_calls(runtime.client("judge"), 100))
+        finally:
+            runtime.close()
+        assert server.stats()["total"] == 40  # the 4 in flight stayed spent: not 44
+    assert sum(not r.record.budget_refused for r in replies) == 36
 
 
 def test_ledgers_reserve_and_settle():

@@ -23,6 +23,19 @@ Where the tally lives decides what "per run" means across worker processes:
   the run never passes the cap, but it can stop below it when one worker's
   share runs out before another's.
 
+A worker process that dies (a Dask worker SIGKILLed) cannot settle what it
+reserved. With the SqliteLedger each process is a *holder*: it keeps an
+exclusive lock (flock) on a file of its own beside the ledger for as long as
+it lives, which the OS drops when the process ends, however it ends; its
+reservations are rows of the ledger, marked *sent* just before the call's
+first request goes on the wire. When a reservation is refused, the refusing
+process looks for holders whose lock it can take (they are gone, for certain:
+no lease to expire, no pid to be reused) and, in one transaction, gives back
+their unsent reservations and keeps their sent ones as spent at their worst
+case (the endpoint may have served them; a call is one call). So a run with a
+lost worker still reaches its cap, never passes it. The LocalLedger's share
+dies with its process: with a URL output nothing shared can be locked.
+
 A refused call waits while this process has reservations in flight: when
 they settle for less than their worst case (a cost or token cap), room comes
 back and the call is reserved after all; it is refused only once nothing in
@@ -34,9 +47,11 @@ Scopes: `judge.calls`, `judge.cost`, `tokens:<endpoint>`.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import sqlite3
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -109,6 +124,7 @@ class BudgetSpec:
 @dataclass
 class Reservation:
     amounts: dict[str, float] = field(default_factory=dict)
+    id: str = ""  # its rows in a SqliteLedger ("" elsewhere)
 
 
 _JUDGE_CAPS = {"judge.max_calls": JUDGE_CALLS, "judge.max_cost": JUDGE_COST}
@@ -210,6 +226,9 @@ class LocalLedger:
         self.in_flight.opened()
         return Reservation(wanted)
 
+    def sending(self, reservation: Reservation) -> None:
+        """Nothing to note: a process's share dies with it."""
+
     def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
         with self._lock:
             for scope, amount in reservation.amounts.items():
@@ -221,7 +240,48 @@ class LocalLedger:
 
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS scopes (run TEXT, scope TEXT, cap REAL NOT NULL, "
-           "used REAL NOT NULL DEFAULT 0, PRIMARY KEY (run, scope))")
+           "used REAL NOT NULL DEFAULT 0, PRIMARY KEY (run, scope));"
+           # reservations not yet settled, by holder (a process), to give back when it is gone
+           "CREATE TABLE IF NOT EXISTS holds (run TEXT, id TEXT, holder TEXT, scope TEXT, "
+           "amount REAL NOT NULL, sent INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (id, scope))")
+
+
+def holder_lock(ledger: str, holder: str) -> str:
+    """The file a holder of the ledger keeps locked while its process lives."""
+    return f"{ledger}.holder-{holder}.lock"
+
+
+def take_lock(path: str, create: bool = True) -> int | None:
+    """An exclusive flock on path, held until its fd is closed or the process
+    ends; None when another holds it (or, not `create`, the file is missing)."""
+    try:
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def holder_gone(path: str) -> bool:
+    """Whether the process that locked path has ended: its lock can be taken
+    (and is dropped again at once). A missing file is not proof: not gone."""
+    fd = take_lock(path, create=False)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
+def _release(conn: sqlite3.Connection, run: str, holder: str) -> None:
+    """Give back a gone holder's unsent reservations; its sent ones stay spent."""
+    conn.execute("UPDATE scopes SET used = used - (SELECT COALESCE(SUM(amount), 0) FROM holds "
+                 "WHERE holds.run = scopes.run AND holds.scope = scopes.scope AND holder = ? "
+                 "AND sent = 0) WHERE run = ?", (holder, run))
+    conn.execute("DELETE FROM holds WHERE run = ? AND holder = ?", (run, holder))
 
 
 class SqliteLedger:
@@ -232,6 +292,8 @@ class SqliteLedger:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self._file = PerThread(path, _SCHEMA)
         self.in_flight = InFlight()
+        self._holder = uuid.uuid4().hex
+        self._lock_fd = take_lock(holder_lock(path, self._holder))  # before any hold
         with self._transaction() as conn:
             conn.executemany("INSERT OR IGNORE INTO scopes (run, scope, cap) VALUES (?, ?, ?)",
                              [(run, s, c) for s, c in self._caps.items()])
@@ -256,6 +318,13 @@ class SqliteLedger:
         wanted = {s: a for s, a in amounts.items() if s in self._caps}
         if not wanted:
             return Reservation({})
+        reserved = self._reserve(wanted)
+        if isinstance(reserved, str) and self._reclaim():  # room from a gone process
+            reserved = self._reserve(wanted)
+        return reserved
+
+    def _reserve(self, wanted: Mapping[str, float]) -> Reservation | str:
+        reservation = Reservation(dict(wanted), uuid.uuid4().hex)
         with self._transaction() as conn:
             for scope, amount in wanted.items():
                 cap, used = conn.execute("SELECT cap, used FROM scopes WHERE run = ? AND "
@@ -264,8 +333,31 @@ class SqliteLedger:
                     return refusal_text(scope, cap)
             conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
                              [(a, self._run, s) for s, a in wanted.items()])
+            conn.executemany("INSERT INTO holds (run, id, holder, scope, amount) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             [(self._run, reservation.id, self._holder, s, a)
+                              for s, a in wanted.items()])
         self.in_flight.opened()
-        return Reservation(wanted)
+        return reservation
+
+    def _reclaim(self) -> bool:
+        """Give back what holders that are gone reserved and did not send
+        (whether anything of theirs was found)."""
+        holders = [h for (h,) in self._conn().execute(
+            "SELECT DISTINCT holder FROM holds WHERE run = ? AND holder != ?",
+            (self._run, self._holder))]
+        gone = [h for h in holders if holder_gone(holder_lock(self.path, h))]
+        if gone:
+            with self._transaction() as conn:
+                for holder in gone:
+                    _release(conn, self._run, holder)
+        return bool(gone)
+
+    def sending(self, reservation: Reservation) -> None:
+        """Mark the reservation sent: called before its call's first request goes
+        on the wire, so that a process lost from here on keeps it spent."""
+        if reservation.id:
+            self._conn().execute("UPDATE holds SET sent = 1 WHERE id = ?", (reservation.id,))
 
     def settle(self, reservation: Reservation, actual: Mapping[str, float]) -> None:
         if not reservation.amounts:
@@ -274,6 +366,7 @@ class SqliteLedger:
             conn.executemany("UPDATE scopes SET used = used + ? WHERE run = ? AND scope = ?",
                              [(actual.get(s, 0.0) - a, self._run, s)
                               for s, a in reservation.amounts.items()])
+            conn.execute("DELETE FROM holds WHERE id = ?", (reservation.id,))
         self.in_flight.closed()
 
     def used(self) -> dict[str, float]:
@@ -282,7 +375,17 @@ class SqliteLedger:
         return dict(rows)
 
     def close(self) -> None:
+        """Settle what this holder leaves (as a gone holder's), then drop its lock."""
+        with self._transaction() as conn:
+            _release(conn, self._run, self._holder)
         self._file.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        try:
+            os.remove(holder_lock(self.path, self._holder))
+        except OSError:
+            pass
 
 
 def open_ledger(spec: BudgetSpec | None):

@@ -406,7 +406,7 @@ class EndpointClient:
             return self.refused(model, purpose, reservation)
         try:
             result = await self._send(path, body, model, purpose, estimated_tokens, method,
-                                      reject, completion_cap)
+                                      reject, completion_cap, reservation)
         except BaseException:  # cancelled: nothing was used that we know of
             if reservation is not None:
                 self.ledger.settle(reservation, {})
@@ -421,12 +421,12 @@ class EndpointClient:
     async def _send(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
                     estimated_tokens: float, method: str,
                     reject: Callable[[Any], str | None] | None = None,
-                    completion_cap: float = 0.0) -> CallResult:
+                    completion_cap: float = 0.0, reservation=None) -> CallResult:
         request_id = uuid.uuid4().hex
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         state = {"attempts": 0, "rate_limited": 0, "status": None, "latency": None,
                  "method": method, "compute_tokens": None, "reject": reject,
-                 "unusable_tokens": (0, 0), "purpose": purpose,
+                 "unusable_tokens": (0, 0), "purpose": purpose, "reservation": reservation,
                  "prompt_estimate": max(0.0, estimated_tokens - completion_cap)}
         start = time.perf_counter()
         data, error, scrubbed = None, None, False
@@ -470,6 +470,8 @@ class EndpointClient:
         async with self._slots:
             if self.breaker.credentials_refused is not None:  # refused while this one queued
                 raise RemoteCallError(self.breaker.refusal(), retryable=False)
+            if not state["attempts"] and state["reservation"] is not None:
+                self.ledger.sending(state["reservation"])  # a lost process keeps it spent
             state["attempts"] += 1
             if self.journal is not None:  # before it is on the wire: a lost process sent it
                 self.journal.attempted(request_id, self.name, state["attempts"],

@@ -33,7 +33,7 @@ def open_shared(path: str, schema: str, timeout_s: float | None = None) -> sqlit
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(schema)
+            conn.executescript(schema)  # its tables (one statement or several)
             return conn
         except sqlite3.DatabaseError as exc:
             conn.close()
