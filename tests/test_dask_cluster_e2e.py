@@ -32,6 +32,7 @@ from tests.fake_server import FakeOpenAI, ServerConfig
 from tests.judge_script import ScriptedJudge
 from tests.pipeline_helpers import all_output_text, leaks, manifest, read_rows, run_cli
 from tests.table_equality import table_differences
+from transforms.publish.commit import PAUSE_ENV as PAUSE_AT
 
 pytest.importorskip("distributed")
 
@@ -249,11 +250,21 @@ def _kill_a_busy_worker(client, cluster, proc, server, after: int) -> None:
     os.kill(victim, signal.SIGKILL)
 
 
-def _judged_run_killing_a_worker(tmp_path, run_id: str, after: int, more_bots: str = "",
-                                 judge: str = "") -> tuple[str, int]:
+def _kill_a_paused_worker(client, proc, out: str, run_id: str, step: str) -> None:
+    """SIGKILL the worker whose Finalize is paused at `step` (PAUSE_AT)."""
+    deadline = time.monotonic() + 600
+    while not glob.glob(os.path.join(out, "_tmp", f"{run_id}-*", f"paused.{step}")):
+        assert proc.poll() is None and time.monotonic() < deadline, f"no pause at {step}"
+        time.sleep(0.1)
+    os.kill(_processing_worker_pid(client), signal.SIGKILL)
+
+
+def _judged_run_killing_a_worker(tmp_path, run_id: str, after: int = 0, more_bots: str = "",
+                                 judge: str = "", paused_at: str = "") -> tuple[str, int]:
     """The judge config (more_bots; judge: more keys of judge:) over 40 cases on
-    two workers, one SIGKILLed mid-bundle after `after` requests; the run must
-    complete. Its output and the requests the server received."""
+    two workers, one SIGKILLed mid-bundle after `after` requests (or, paused_at,
+    once Finalize pauses 10 s at that step); the run must complete. Its output
+    and the requests the server received."""
     from distributed import Client
     cases = str(tmp_path / "cases.parquet")
     pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
@@ -265,10 +276,14 @@ def _judged_run_killing_a_worker(tmp_path, run_id: str, after: int, more_bots: s
         text = open(cfg, encoding="utf-8").read()
         with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then the keys
             fh.write(text.replace("  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n" + judge, 1))
-        with DaskCluster(workers=2, env=ENV) as cluster, Client(cluster.address) as client:
+        env = {**ENV, PAUSE_AT: f"{paused_at}:10"} if paused_at else ENV
+        with DaskCluster(workers=2, env=env) as cluster, Client(cluster.address) as client:
             proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", run_id,
                           cluster=cluster, cwd=str(tmp_path))
-            _kill_a_busy_worker(client, cluster, proc, server, after=after)
+            if paused_at:
+                _kill_a_paused_worker(client, proc, out, run_id, paused_at)
+            else:
+                _kill_a_busy_worker(client, cluster, proc, server, after=after)
             seen = watch(proc, out, run_id)
             assert proc.returncode == 0, seen["output"][-3000:]
         return out, server.stats()["total"]
@@ -574,3 +589,29 @@ def test_a_failed_tasks_exception_kept_by_the_scheduler_holds_no_secret(tmp_path
     assert "Crash" in erred, erred[-2000:]  # the failed task is on record
     assert leaks(output, KEY) == [], output[-2000:]
     assert leaks(erred, KEY) == [], erred[-2000:]
+
+
+def test_a_finalize_retried_after_its_commit_keeps_what_it_committed(tmp_path):
+    """The worker running Finalize SIGKILLed after it wrote the completion
+    marker (paused at its `release` step: marker written, old files
+    superseded, the attempt's temporary folder removed, the lease still held).
+    Dask ran Finalize again on the other worker, after recomputing the lost
+    upstream from the call cache, and it published again over the commit:
+    usage/ and the manifest said 0 calls, cost 0 (968 cache hits), and
+    `requests` 0 sent (its journal was gone with the temporary folder), of
+    855 requests the server had answered. A Finalize whose attempt is already
+    committed finishes the commit instead; every row is in the tables once."""
+    out, received = _judged_run_killing_a_worker(tmp_path, "f", paused_at="release")
+    m = manifest(out, "f")
+    results, scores = read_rows(out, "results"), read_rows(out, "scores")
+    keys = collections.Counter((r["case_id"], r["bot"]) for r in results)
+    assert len(keys) == sum(keys.values()) == 40 * 2 == m["counts"]["results_rows"]
+    metrics = collections.Counter((r["case_id"], r["bot"], r["metric"]) for r in scores)
+    assert len(metrics) == sum(metrics.values()) == m["counts"]["scores_rows"]
+    usage = read_rows(out, "usage")
+    assert sum(u["calls"] + u["retries"] for u in usage) == received > 100
+    assert m["usage"]["total"]["calls"] == received
+    assert m["requests"]["ok"] and m["requests"]["lost_calls"] == 0
+    assert m["requests"]["by_endpoint"]["llm"]["sent_requests"] == received
+    assert status(out, "f")[0] == 0
+    assert not glob.glob(os.path.join(out, "_tmp", "f-*"))

@@ -203,6 +203,12 @@ def move_into_place(output: str, run_id: str, attempt: str,
     return files, rows
 
 
+def listed_files(output: str, manifest: Mapping | None) -> set[str]:
+    """The paths of the files a completion marker lists (none without one)."""
+    return {FileSystems.join(output, p) for paths in (manifest or {}).get("files", {}).values()
+            for p in paths}
+
+
 def supersede(output: str, run_id: str, tables: Iterable[TableSpec], keep: Iterable[str]) -> int:
     """Delete the run id's files that the committed attempt does not list."""
     keep = set(keep)
@@ -219,9 +225,7 @@ def clean_leftovers(output: str, run_id: str, attempt: str, tables: Sequence[Tab
     if manifest and manifest.get("attempt"):
         install_report(output, run_id, manifest["attempt"])
     # no marker (or a corrupt one, which commits nothing): no file of the id is kept
-    listed = {FileSystems.join(output, p) for paths in (manifest or {}).get("files", {})
-              .values() for p in paths}
-    removed = supersede(output, run_id, tables, listed)
+    removed = supersede(output, run_id, tables, listed_files(output, manifest))
     others = [d for d in attempt_temp_dirs(output, run_id)
               if d.rstrip("/") != temp_dir(output, run_id, attempt).rstrip("/")]
     stale = stale_files(output, run_id, attempt)

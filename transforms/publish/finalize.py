@@ -18,10 +18,10 @@ from schemas import SCHEMA_VERSION
 from schemas.tables import (ALL_SUITES, ERRORS, POSTRUN_TABLES, RESULTS, SCORES, SUMMARY, TABLES,
                             USAGE)
 from transforms.publish import chart_engine, lease
-from transforms.publish.commit import (attempt_temp_dirs, checkpoint, comparison_files,
-                                       critical_section, install_report, move_into_place,
-                                       relative, run_files, staged_report_path, supersede,
-                                       write_manifest)
+from transforms.publish.commit import (attempt_temp_dirs, checkpoint, committed,
+                                       comparison_files, critical_section, install_report,
+                                       listed_files, move_into_place, relative, run_files,
+                                       staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
 from transforms.publish.report import (cap_report, outcome_notes, package_versions,
@@ -131,9 +131,30 @@ class Finalize(beam.DoFn):
     def _step(self, name: str) -> None:
         checkpoint(self._info.output, self._info.run_id, self._info.attempt, name)
 
+    def _after_marker(self, keep: set[str]) -> None:
+        """The commit's end, once the completion marker is written: the reports
+        installed, the id's files but `keep` and the temporary folders removed,
+        the lease released."""
+        info = self._info
+        install_report(info.output, info.run_id, info.attempt)
+        self._step("supersede")
+        supersede(info.output, info.run_id, TABLES.values(), keep)
+        lease.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
+        self._step("release")
+        lease.release(info.output, info.run_id, info.attempt)
+
     def process(self, _, written, metric_stats, verdicts, counts, worst, usage, skipped=(),
                 head_to_head=()):
         info, scrub = self._info, self._scrubber
+        done = committed(info.output, info.run_id)
+        if done is not None and done.get("attempt") == info.attempt:
+            # run again by the runner after its worker was lost past the marker (Dask
+            # redoes the task, and the upstream from the call cache): publishing again
+            # would replace the committed tables and manifest with the redo's counts
+            with critical_section(info.output, info.run_id, info.attempt):
+                self._after_marker(listed_files(info.output, done))
+            yield done
+            return
         if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
                                                             info.attempt):
             current = lease.read_lease(info.output, info.run_id)
@@ -217,11 +238,5 @@ class Finalize(beam.DoFn):
         # committed and released, never marked stopped with its marker in place
         with critical_section(info.output, info.run_id, info.attempt):
             write_manifest(info.output, info.run_id, manifest)  # the completion marker
-            install_report(info.output, info.run_id, info.attempt)
-            self._step("supersede")
-            supersede(info.output, info.run_id, TABLES.values(),
-                      {p for paths in files.values() for p in paths})
-            lease.delete_quietly(attempt_temp_dirs(info.output, info.run_id))
-            self._step("release")
-            lease.release(info.output, info.run_id, info.attempt)
+            self._after_marker({p for paths in files.values() for p in paths})
         yield manifest
