@@ -79,6 +79,7 @@ from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.counters import CounterFactory
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.remote.client import MissingSecret
 from transforms.remote.scrub import scrub_exception
 
 _LOGGER = logging.getLogger(__name__)
@@ -690,9 +691,25 @@ def _shipped(exc: BaseException, step: _Step) -> BaseException:
     (/info/main/exceptions.html) and its task pages, and to the launcher;
     a secret it quotes (a custom metric's Crash with the key) is scrubbed in
     place, as the worker's logs are."""
+    if isinstance(exc, MissingSecret):
+        exc = _on_this_worker(exc)
     if isinstance(exc, Exception):
         _note_step(exc, step)
     return scrub_exception(exc)
+
+
+def _on_this_worker(exc: MissingSecret) -> MissingSecret:
+    """A variable the run's up-front check found on every worker, missing on
+    this one (it joined later): said with the worker's address, or the user
+    looks where it is set, the launcher."""
+    try:
+        from distributed import get_worker
+        address = get_worker().address
+    except (ImportError, ValueError):
+        return exc  # not on a distributed worker (dask's local scheduler)
+    return MissingSecret(f"{exc} on the Dask worker {address}, which joined after the run's "
+                         "check of the workers; set it up on every worker (docs/guides/dask.md)"
+                         ).with_traceback(exc.__traceback__)
 
 
 def _process_bundle(items, step: _Step, *side_values):

@@ -58,12 +58,12 @@ class DaskCluster:
     def scheduler_file(self) -> str:
         return os.path.join(self.folder, "scheduler.json")
 
-    def _spawn(self, args: list[str], name: str) -> subprocess.Popen:
+    def _spawn(self, args: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
         log = open(os.path.join(self.folder, f"{name}.log"), "ab")
         cwd = os.path.join(self.folder, name)
         os.makedirs(cwd, exist_ok=True)
         try:
-            return subprocess.Popen(_dask_cli() + args, cwd=cwd, env=self.env, stdout=log,
+            return subprocess.Popen(_dask_cli() + args, cwd=cwd, env=env or self.env, stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         finally:
@@ -83,12 +83,13 @@ class DaskCluster:
             raise
         return self
 
-    def add_worker(self, name: str) -> subprocess.Popen:
+    def add_worker(self, name: str, env: dict | None = None) -> subprocess.Popen:
+        """Start one more worker process (env: its whole environment, else the cluster's)."""
         proc = self._spawn(["worker", self.address, "--host", HOST, "--no-nanny",
                             "--nthreads", str(self.threads), "--no-dashboard",
                             "--name", name, "--memory-limit", "0",
                             "--local-directory", os.path.join(self.folder, name, "space"),
-                            "--death-timeout", "60"], name)
+                            "--death-timeout", "60"], name, env)
         self.workers.append(proc)
         return proc
 

@@ -14,6 +14,7 @@ PID (tests/dask_cluster.py), with the launcher as a process of its own.
 from __future__ import annotations
 
 import collections
+import contextlib
 import glob
 import json
 import os
@@ -250,6 +251,23 @@ def _kill_a_busy_worker(client, cluster, proc, server, after: int) -> None:
     os.kill(victim, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def _judged_cases(tmp_path, more_bots: str = "", judge: str = ""):
+    """40 cases, the fake server with the scripted judge (50 ms a reply) and
+    the judge config (more_bots; judge: more keys of judge:): (cases, config,
+    output folder, server)."""
+    cases = str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
+                    api_key=KEY) as server:
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _judge_config(tmp_path, server, more_bots)
+        text = open(cfg, encoding="utf-8").read()
+        with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then the keys
+            fh.write(text.replace("  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n" + judge, 1))
+        yield cases, cfg, str(tmp_path / "out"), server
+
+
 def _kill_a_paused_worker(client, proc, out: str, run_id: str, step: str) -> None:
     """SIGKILL the worker whose Finalize is paused at `step` (PAUSE_AT)."""
     deadline = time.monotonic() + 600
@@ -266,16 +284,7 @@ def _judged_run_killing_a_worker(tmp_path, run_id: str, after: int = 0, more_bot
     once Finalize pauses 10 s at that step); the run must complete. Its output
     and the requests the server received."""
     from distributed import Client
-    cases = str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    out = str(tmp_path / "out")
-    with FakeOpenAI(ServerConfig(latency_s=0.05, record_requests=False),
-                    api_key=KEY) as server:
-        server.set_chat_handler(ScriptedJudge())
-        cfg = _judge_config(tmp_path, server, more_bots)
-        text = open(cfg, encoding="utf-8").read()
-        with open(cfg, "w", encoding="utf-8") as fh:  # the judge's model, then the keys
-            fh.write(text.replace("  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n" + judge, 1))
+    with _judged_cases(tmp_path, more_bots, judge) as (cases, cfg, out, server):
         env = {**ENV, PAUSE_AT: f"{paused_at}:10"} if paused_at else ENV
         with DaskCluster(workers=2, env=env) as cluster, Client(cluster.address) as client:
             proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", run_id,
@@ -615,3 +624,36 @@ def test_a_finalize_retried_after_its_commit_keeps_what_it_committed(tmp_path):
     assert m["requests"]["by_endpoint"]["llm"]["sent_requests"] == received
     assert status(out, "f")[0] == 0
     assert not glob.glob(os.path.join(out, "_tmp", "f-*"))
+
+
+def test_a_worker_without_the_key_that_joins_mid_run_fails_it_in_one_line(tmp_path):
+    """The up-front check found the key on every worker; a worker without it
+    joined later (autoscaling, a pod without its secret) and the run's other
+    worker was lost. The run failed, as it must, but with two error lines and a
+    70-line traceback, whose message, 'OPENAI_API_KEY ... is not set', named
+    neither a worker nor the cluster (the user has it set where they typed the
+    command). One line, naming the worker, and the lease says it."""
+    from distributed import Client
+    with _judged_cases(tmp_path) as (cases, cfg, out, server):
+        with DaskCluster(workers=1, env=ENV) as cluster, Client(cluster.address) as client:
+            proc = launch("--input", cases, "--config", cfg, "--output", out, "--run-id", "k",
+                          cluster=cluster, cwd=str(tmp_path))
+            deadline = time.monotonic() + 600
+            while server.stats()["total"] < 30:
+                assert proc.poll() is None and time.monotonic() < deadline, "no judge call"
+                time.sleep(0.05)
+            cluster.add_worker("keyless", env={k: v for k, v in cluster.env.items()
+                                               if k != "OPENAI_API_KEY"})
+            client.wait_for_workers(2, timeout=120)
+            cluster.kill_worker(0)
+            output = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 1, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("evalbeam: error:")]
+    assert len(errors) == 2, output[-3000:]  # the failure, and what it sent before
+    assert re.search(r"failed: MissingSecret: environment variable OPENAI_API_KEY "
+                     r"\(endpoints\.llm\.api_key_env\) is not set on the Dask worker "
+                     r"tcp://127\.0\.0\.1:\d+, ", errors[0]), errors[0]
+    assert errors[1].startswith("evalbeam: error: run k; before it failed it sent "), errors
+    code, said = status(out, "k")
+    assert code == 1 and "is not set on the Dask worker tcp://" in said, said

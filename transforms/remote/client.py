@@ -60,7 +60,10 @@ logging.getLogger("httpx").addFilter(_RedactURLs())
 
 class MissingSecret(ValueError):
     """An environment variable named in the config is not set, or holds what
-    cannot be sent in an HTTP header."""
+    cannot be sent in an HTTP header. Its message says it all: a run it ends
+    fails in one line, without a traceback."""
+
+    one_line = True
 
 
 @dataclass(slots=True)
