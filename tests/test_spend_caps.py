@@ -149,25 +149,27 @@ def test_a_killed_process_gives_back_what_it_reserved_and_did_not_send(tmp_path)
     reservations sent (its slots), 36 waiting for a slot. The next process
     sharing the ledger sent nothing (the 36 stayed reserved for ever, so the
     run stopped at 4 of 40); a dead holder's unsent reservations are given
-    back and its sent ones stay spent, so together they send the cap exactly."""
+    back and its sent ones stay spent, so together they send the cap exactly;
+    while it lives, nothing of it is given back."""
     ledger = str(tmp_path / "budget.sqlite")
     with FakeOpenAI(ServerConfig(latency_s=2.0)) as server:
         proc = subprocess.Popen([sys.executable, "-c", HOLDER, ROOT, server.openai_base_url,
                                  ledger], cwd=ROOT)
+        runtime = _runtime(server, {JUDGE_CALLS: 40}, ledger)
         try:
             deadline = time.monotonic() + 120
             while server.stats()["total"] < 4 and proc.poll() is None:
                 assert time.monotonic() < deadline, "the holder sent nothing"
                 time.sleep(0.05)
             time.sleep(0.3)  # its other 36 reserved, waiting for a slot
-        finally:
+            alive = runtime.run(_calls(runtime.client("judge"), 20))
+            assert all(r.record.budget_refused for r in alive)  # a live holder keeps its own
             proc.kill()
             proc.wait(timeout=30)
-        assert server.stats()["total"] == 4
-        runtime = _runtime(server, {JUDGE_CALLS: 40}, ledger)
-        try:
+            assert server.stats()["total"] == 4
             replies = runtime.run(_calls(runtime.client("judge"), 100))
         finally:
+            proc.kill()
             runtime.close()
         assert server.stats()["total"] == 40  # the 4 in flight stayed spent: not 44
     assert sum(not r.record.budget_refused for r in replies) == 36
