@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -173,6 +175,28 @@ def test_a_killed_process_gives_back_what_it_reserved_and_did_not_send(tmp_path)
             runtime.close()
         assert server.stats()["total"] == 40  # the 4 in flight stayed spent: not 44
     assert sum(not r.record.budget_refused for r in replies) == 36
+
+
+def test_a_ledger_closes_after_its_folder_is_removed(tmp_path):
+    """Finalize removes the attempt's temporary folder (the ledger's) before a
+    Dask worker tears its steps down: closing the ledger, on the tearing-down
+    thread, raised 'unable to open database file' (and the request journal,
+    closed after it, was left open)."""
+    folder = tmp_path / "_tmp" / "r-1"
+    ledger = SqliteLedger(str(folder / "budget.sqlite"), {JUDGE_CALLS: 5}, "r")
+    reservation = ledger.reserve({JUDGE_CALLS: 1})
+    ledger.sending(reservation)
+    ledger.settle(reservation, {JUDGE_CALLS: 1})
+    shutil.rmtree(tmp_path / "_tmp")
+    closing = threading.Thread(target=ledger.close)
+    errors = []
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        closing.start()
+        closing.join()
+    finally:
+        threading.excepthook = threading.__excepthook__
+    assert errors == [] and not folder.exists()
 
 
 def test_ledgers_reserve_and_settle():

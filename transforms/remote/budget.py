@@ -375,9 +375,15 @@ class SqliteLedger:
         return dict(rows)
 
     def close(self) -> None:
-        """Settle what this holder leaves (as a gone holder's), then drop its lock."""
-        with self._transaction() as conn:
-            _release(conn, self._run, self._holder)
+        """Settle what this holder leaves, if anything (as a gone holder's), then
+        drop its lock. The file may be gone: Finalize removes the temporary folder
+        before a Dask worker tears its steps down; the lock's drop then suffices."""
+        if self.in_flight.snapshot()[0]:
+            try:
+                with self._transaction() as conn:
+                    _release(conn, self._run, self._holder)
+            except sqlite3.Error:
+                pass
         self._file.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
