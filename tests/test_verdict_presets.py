@@ -206,11 +206,25 @@ def test_a_rule_with_unless_is_skipped_where_the_better_metric_has_a_value():
     reference_coverage knows them and the guess must not FAIL a correct answer."""
     rule = Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage")
     with_ref = {"key_fact_recall": MetricResult(0.0), "reference_coverage": MetricResult(0.9)}
-    assert decide(with_ref, [rule], "PASS") == ("PASS", "no rule matched")
+    covered = Rule("reference_coverage", "FAIL", below=0.25)
+    assert decide(with_ref, [rule, covered], "PASS") == (
+        "PASS", "no rule matched; skipped: key_fact_recall (set aside: reference_coverage "
+                "has a value)")
     no_ref = {"key_fact_recall": MetricResult(0.0),
               "reference_coverage": MetricResult.null("no expected answer")}
     assert decide(no_ref, [rule], "PASS") == ("FAIL", "key_fact_recall 0 < 0.15")
     assert decide({"key_fact_recall": MetricResult(0.0)}, [rule], "PASS")[0] == "FAIL"
+
+
+def test_a_row_whose_only_rules_are_set_aside_is_undecided_not_otherwise():
+    """A rule set aside by its `unless` metric checked nothing: with no rule on
+    that metric, the row PASSed "no rule matched" unchecked (nothing PASSes
+    unchecked: WARN, saying why)."""
+    rule = Rule("key_fact_recall", "FAIL", below=0.15, unless="reference_coverage")
+    with_ref = {"key_fact_recall": MetricResult(0.0), "reference_coverage": MetricResult(0.9)}
+    assert decide(with_ref, [rule], "PASS") == (
+        "WARN", "no verdict rule could be evaluated: key_fact_recall (set aside: "
+                "reference_coverage has a value)")
 
 
 def test_unless_is_parsed_and_checked():

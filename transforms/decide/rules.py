@@ -5,7 +5,9 @@ The first rule that matches decides. A rule whose metric is null (or was not
 computed) is skipped, and the reason says so, so a PASS is never mistaken for
 "checked and fine" when the check could not run. A row for which no rule could
 be evaluated at all is WARN (undecided), never `otherwise`: five "I don't know."
-answers must not PASS because every rule's metric was missing.
+answers must not PASS because every rule's metric was missing. A rule set aside
+by its `unless` metric counts as not evaluated too: if no rule reads that
+metric, nothing checked the row.
 """
 from __future__ import annotations
 
@@ -63,8 +65,9 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
     for rule in rules:
         if rule.unless is not None:
             other = scores.get(rule.unless)
-            if other is not None and other.value is not None:
-                continue  # set aside on purpose: a better metric has a value
+            if other is not None and other.value is not None:  # a better metric decides
+                skipped.append((rule.metric, f"set aside: {rule.unless} has a value"))
+                continue
         result = scores.get(rule.metric)
         if matches_null(rule, result):
             return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}"
