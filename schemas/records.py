@@ -5,10 +5,19 @@ compare; no Beam import here (layers point pipeline -> transforms -> schemas).
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.messages import is_conversation
+
+
+def is_blank(text: str | None) -> bool:
+    """Whether a text says nothing: empty, or only whitespace and invisible format
+    characters (zero-width space and joiners, word joiner, BOM, bidi marks; Unicode
+    category Cf), which str.strip() keeps. One notion for every metric and judge
+    question that treats an empty expected answer, answer or passage as missing."""
+    return not text or all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
 
 
 @dataclass(slots=True)
@@ -106,7 +115,7 @@ class Turn:
     def has_contexts(self) -> bool:
         """Whether a passage holds text: only blank ones ([""]) are no contexts, for
         every metric that needs them (null "no contexts", no call made)."""
-        return any(c and not c.isspace() for c in self.effective_contexts or ())
+        return not all(is_blank(c) for c in self.effective_contexts or ())
 
     def has_input(self, name: str) -> bool:
         """Whether the turn has an input a metric or a judge question reads: its

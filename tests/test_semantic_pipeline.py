@@ -219,3 +219,34 @@ def test_a_blank_reference_makes_answer_similarity_null_not_a_score(tmp_path):
     assert best["value"] == pytest.approx(1.0), best
     assert json.loads(best["details"])["reference"] == 2
     assert manifest(out, "b")["reconciliation"]["ok"]
+
+
+def test_an_invisible_only_reference_or_answer_is_blank_as_an_empty_one(tmp_path):
+    """A reference made only of invisible characters (zero-width space, ZWJ, word
+    joiner, BOM, bidi marks) says nothing, as "" does: bleu, exact_match and
+    answer_similarity are null "empty expected answer", and an invisible-only
+    answer is an empty one (answer_similarity 0, "empty answer"). str.strip()
+    keeps those characters, so they scored a real 0 (or a cosine)."""
+    invisible = "\u200b\u200d\u2060\ufeff\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    base = {"question": "What is the capital of China?", "answer": "Beijing is the capital.",
+            "contexts": ["Beijing is the capital of China."]}
+    rows = [dict(base, case_id="zwsp", expected_answer="\u200b"),
+            dict(base, case_id="mixed", expected_answer=f" {invisible}\n"),
+            dict(base, case_id="blank_answer", answer=invisible,
+                 expected_answer="Beijing is the capital.")]
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("embeddings: {provider: hashing}\n"
+                   "metrics: [answer_similarity, bleu, exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(cases), "--output", out, "--config", str(cfg),
+                   "--run-id", "z") == 0
+    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    for case in ("zwsp", "mixed"):
+        for metric in ("answer_similarity", "bleu", "exact_match"):
+            got = scores[case, metric]
+            assert got["value"] is None and got["error"] == "empty expected answer", got
+    sim = scores["blank_answer", "answer_similarity"]
+    assert sim["value"] == 0.0 and json.loads(sim["details"])["note"] == "empty answer", sim
+    assert manifest(out, "z")["reconciliation"]["ok"]

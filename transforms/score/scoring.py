@@ -13,7 +13,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import apache_beam as beam
 
-from schemas.records import MetricResult, Turn
+from schemas.records import MetricResult, Turn, is_blank
 from schemas.tables import PASS_RATE, VERDICT_METRIC
 from transforms.text.tokens import shared_texts
 from transforms.score.metrics import hallucination as hall
@@ -122,13 +122,13 @@ def _similarity(t: Turn, o, side) -> MetricResult:
     """The best over the references; a blank one is null (its embedding means
     nothing, as an empty answer's: that one says nothing, 0)."""
     texts = t.case.all_references
-    if not any(r.strip() for r in texts):
+    if all(is_blank(r) for r in texts):
         return MetricResult.null(EMPTY_REFERENCE)
-    if not t.answer.strip():
+    if is_blank(t.answer):
         return MetricResult(0.0, {"note": "empty answer"})
     refs = t.features.get(VEC_REFERENCES) or [t.features[VEC_EXPECTED]]
     answer = t.features[VEC_ANSWER]
-    return best_result([semantic.answer_similarity(ref, answer) if text.strip()
+    return best_result([semantic.answer_similarity(ref, answer) if not is_blank(text)
                         else MetricResult.null(EMPTY_REFERENCE)
                         for text, ref in zip(texts, refs)])
 

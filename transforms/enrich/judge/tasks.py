@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Mapping, Sequence
 
-from schemas.records import Turn
+from schemas.records import Turn, is_blank
 from transforms.enrich.judge import replies
 from transforms.enrich.judge.ask import Judge, JudgeOutcome
 from transforms.enrich.judge.conversation import conversation_questions, rubric_questions
@@ -165,13 +165,13 @@ class TurnJudge:
         return {feature.split(":", 1)[1]}  # judge:<metric>: a rubric or conversation metric
 
     async def _statements(self, fq: str, fa: str, answer: str) -> JudgeOutcome:
-        if not answer.strip():
+        if is_blank(answer):
             return _no_call({"statements": []}, "empty answer: no claims, no call")
         return await self._one("answer_statements", {"question": fq, "answer": fa},
                                replies.statements(), "judge:answer_statements")
 
     async def _reference(self, fq: str, fr: str, reference: str) -> JudgeOutcome:
-        if not reference.strip():
+        if is_blank(reference):
             return _no_call({"statements": [], "entities": []}, "empty reference")
         return await self._one("reference", {"question": fq, "reference": fr},
                                replies.statements_and_entities(), "judge:reference")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from schemas.records import MetricResult
+from schemas.records import MetricResult, is_blank
 from transforms.score.facts.sentences import split_sentences
 from transforms.score.facts.values import prepare_text, scan_values, value_keys
 from transforms.text.languages import detect_language, language_near, other_language
@@ -46,7 +46,7 @@ def _values(text: str, lang: str | None = None) -> set[str]:
 def reference_coverage(answer: str | None, reference: str | None) -> MetricResult:
     if answer is None:
         return MetricResult.null("no answer")
-    if reference is None or not reference.strip():
+    if is_blank(reference):
         return MetricResult.null("no expected_answer")
     lang = detect_language(reference)
     prepared = prepare_text(reference)
@@ -97,7 +97,7 @@ def key_fact_recall(question: str, answer: str | None,
                     contexts: Sequence[str] | None) -> MetricResult:
     if answer is None:
         return MetricResult.null("no answer")
-    usable = [c for c in (contexts or ()) if c and c.strip()]
+    usable = [c for c in (contexts or ()) if not is_blank(c)]
     if not usable:
         return MetricResult.null("no contexts")
     lang = language_near(question, detect_language(usable[0])) if question \

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from schemas.records import MetricResult
+from schemas.records import MetricResult, is_blank
 from transforms.score.facts.sentences import split_sentences
 from transforms.score.facts.support import unsupported_fact_count
 from transforms.text.languages import detect_language, other_language
@@ -116,7 +116,7 @@ def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, fl
     content, bigrams = _support(tokens, src)
     best = [_best_sentence(set(_content(words, src.lang)), src)
             for words in map(tokenize, split_sentences(answer)) if words]
-    usable = [c for c in contexts if c and c.strip()]
+    usable = [c for c in contexts if not is_blank(c)]
     unsupported = unsupported_fact_count(answer, usable, question or "") if usable else 0
     return {"content": content, "bigrams": bigrams,
             "best_sentence": sum(best) / len(best) if best else 1.0,
@@ -165,7 +165,7 @@ def groundedness(question: str, contexts: Sequence[str], answer: str | None,
                  model: Model | None = None) -> MetricResult:
     if answer is None:
         return MetricResult.null("no answer")
-    contexts = [c for c in contexts or () if c and c.strip()]
+    contexts = [c for c in contexts or () if not is_blank(c)]
     if not contexts:  # only blank passages: nothing to hold the answer, as hallucination says
         return MetricResult.null("no contexts")
     other = other_language(answer, "\n".join(contexts))

@@ -31,7 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from schemas.records import MetricResult
+from schemas.records import MetricResult, is_blank
 from transforms.score.facts.names import name_tokens
 from transforms.score.facts.support import checked_facts
 from transforms.score.facts.values import value_keys
@@ -84,7 +84,7 @@ class _ReferenceFacts:
     needs it (most rows have none: no scan of the references on the hot path)."""
 
     def __init__(self, references: Sequence[str]):
-        self._refs = [r for r in references or () if r and r.strip()]
+        self._refs = [r for r in references or () if not is_blank(r)]
         self._keys: set[str] | None = None
         self._words: set[str] | None = None
 
@@ -133,10 +133,10 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
     question) only: a fact the contexts lack is a hallucination risk of the
     answer however true it is.
     """
-    usable = [c for c in (contexts or ()) if c and c.strip()]
+    usable = [c for c in (contexts or ()) if not is_blank(c)]
     if not usable:
         return MetricResult.null("no contexts")
-    if answer is None or not answer.strip():
+    if is_blank(answer):
         return MetricResult.null("empty answer")
     other = other_language(answer, _joined(tuple(usable)))
     facts = answer_facts(answer, usable, question or "", references, other)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from schemas.records import MetricResult
+from schemas.records import MetricResult, is_blank
 from transforms.text.tokens import normalize, token_set, tokenize
 
 # How many missing tokens keyword_recall lists in its details: enough to debug
@@ -31,9 +31,9 @@ def exact_match(answer: str | None, expected: str | None) -> MetricResult:
         return MetricResult.null("no answer")
     if expected is None:
         return MetricResult.null("no expected answer")
-    norm_expected = normalize(expected)
-    if not norm_expected:
+    if is_blank(expected):
         return MetricResult.null("empty expected answer")
+    norm_expected = normalize(expected)
     return MetricResult(1.0 if normalize(answer) == norm_expected else 0.0)
 
 

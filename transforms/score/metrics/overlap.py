@@ -27,7 +27,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
-from schemas.records import MetricResult
+from schemas.records import MetricResult, is_blank
 from transforms.score.metrics.references import best_result
 from transforms.text.stemming import porter_stem
 
@@ -109,7 +109,7 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
         return MetricResult.null("no answer")
     if refs is None:
         return MetricResult.null("no expected answer")
-    if not any(r.strip() for r in refs):
+    if all(is_blank(r) for r in refs):
         return MetricResult.null("empty expected answer")
     score = sentence_bleu(answer, refs)
     return MetricResult(
