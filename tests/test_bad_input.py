@@ -69,13 +69,35 @@ def test_an_input_with_no_rows_is_refused_unless_allowed(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name, text", [("empty.jsonl", ""), ("blank.jsonl", "\n\n"),
-                                        ("header.csv", "question,answer\n"),
+                                        ("header.csv", "question,answer\n"), ("empty.csv", ""),
                                         ("none.json", "[]"), ("none.yaml", "[]\n"),
                                         ("promptfooconfig.yaml", "tests: []\n")])
 def test_every_format_with_no_case_is_refused(tmp_path, capsys, name, text):
     (tmp_path / name).write_text(text)
     err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(tmp_path / name))
     assert "holds no cases (0 rows)" in err
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl"])
+def test_a_0_byte_file_in_a_folder_is_0_rows_in_every_text_format(tmp_path, ext):
+    """A folder of CSV parts with one 0-byte part (an export that wrote nothing)
+    stopped the whole run ("empty CSV file (no header)"), where an empty JSON
+    Lines part counts as 0 rows: both now run the other parts' cases."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    rows = [{"question": f"q{i}", "answer": f"a{i}", "case_id": f"c{i}"} for i in range(3)]
+    if ext == "csv":
+        text = "question,answer,case_id\n" + "".join(f"q{i},a{i},c{i}\n" for i in range(3))
+    else:
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    (folder / f"a.{ext}").write_text(text)
+    (folder / f"b.{ext}").write_bytes(b"")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(folder), "--output", out, "--run-id", "p",
+                   "--metrics", "answer_length") == 0
+    assert sorted(r["case_id"] for r in read_rows(out, "results")) == ["c0", "c1", "c2"]
+    m = manifest(out, "p")
+    assert m["counts"]["input_rows"] == 3 and m["reconciliation"]["ok"]
 
 
 def test_a_file_of_invalid_rows_only_exits_6_unless_allowed(tmp_path, capsys):

@@ -142,9 +142,8 @@ def test_whole_input_errors_before_the_run(tmp_path):
     (tmp_path / "b.jsonl").write_bytes(b"\x89PNG\r\n\x1a\nnot json at all\n")
     with pytest.raises(InputError, match="none of its first 3 lines is a JSON object"):
         plan_shards(str(tmp_path / "b.jsonl"), COLS)
-    (tmp_path / "e.csv").write_text("", "utf-8")
-    with pytest.raises(InputError, match="empty CSV"):
-        plan_shards(str(tmp_path / "e.csv"), COLS)
+    (tmp_path / "e.csv").write_text("", "utf-8")  # 0 rows, as an empty .jsonl
+    assert plan_shards(str(tmp_path / "e.csv"), COLS) == []
 
 
 def test_hf_dataset_dict_folder_reads_every_split(tmp_path):

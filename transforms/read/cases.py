@@ -258,7 +258,8 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None,
                 _check(keys, columns, f"{path} (first {len(sample)} records)", notes)
         else:
             header, pieces = formats.scan_csv(path, SHARD_ROWS, tally and tally.add)
-            _check(header, columns, path, notes)
+            if header or pieces:  # a 0-byte file: 0 rows, as an empty JSON Lines file
+                _check(header, columns, path, notes)
     except (OSError, ValueError) as exc:
         if isinstance(exc, InputError):
             raise

@@ -535,10 +535,12 @@ def _records(reader) -> Iterator[list[str] | tuple[str, str]]:
 
 
 def _header(reader, path: str) -> list[str]:
+    """The header's names; none for a 0-byte file, which holds no records (0 rows,
+    as an empty JSON Lines file: one such part of a folder does not stop the run)."""
     try:
         header = next(reader)
     except StopIteration:
-        raise InputError(f"{path}: empty CSV file (no header)") from None
+        return []
     except csv.Error as exc:
         if _LONE_CR in str(exc):
             raise InputError(f"cannot read {path} as CSV: its header ends in a carriage return "
