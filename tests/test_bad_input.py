@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pyarrow as pa
 import pytest
 
-from tests.conftest import SAMPLE_ROWS, write_cases
+from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
 from pipeline.cli import run
 from tests.pipeline_helpers import manifest, read_rows, run_cli
 
@@ -588,3 +589,18 @@ def test_a_rule_threshold_outside_the_metrics_range_is_one_line(tmp_path, capsys
         {"metric": "answer_length", "above": 2000, "verdict": "WARN"},
         {"metric": "mine", "above": 7, "verdict": "WARN"}]}})
     assert applicable_rules(within, ("exact_match", "answer_length", "mine")) is within
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_hf_dataset_folder_without_state_json_says_state_json_is_missing(tmp_path, capsys,
+                                                                           nested):
+    """A save_to_disk folder copied without its state.json was read as a folder of
+    files, and refused with "dataset_info.json: a JSON input must be an array of
+    objects": a file the user never meant as cases. The error names state.json."""
+    folder = tmp_path / "inputs" / "ds"
+    shutil.copytree(os.path.join(ROOT, "tests", "fixtures", "hf_save_to_disk", "test"), folder)
+    os.remove(folder / "state.json")
+    given = folder.parent if nested else folder
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(given))
+    assert f"{folder} holds a Hugging Face dataset's dataset_info.json" in err
+    assert "no state.json" in err and "must be an array" not in err

@@ -53,6 +53,8 @@ def _walk(folder: str, fmt: str | None, left_out: list[str] | None = None) -> li
             found += formats.hf_data_files(root)
             dirs[:] = []
             continue
+        if fmt in (None, "hf") and (why := formats.missing_hf_state(root, names)):
+            raise InputError(why)
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in sorted(names):
             kind, hidden = formats.format_of(name), name.startswith((".", "_"))

@@ -47,6 +47,7 @@ WHOLE_FILE_FORMATS = ("json", "yaml")  # read whole: one shard per file
 csv.field_size_limit(2**31 - 1)  # long contexts: the default limit is 128 KiB per field
 HF_STATE = "state.json"
 HF_DICT = "dataset_dict.json"
+HF_INFO = "dataset_info.json"
 SCHEMA_SAMPLE = 100  # JSONL records whose keys decide whether a required column exists
 # Columns whose CSV cell may hold a JSON array (the CSV convention for lists);
 # contexts and tags accept JSON text anyway (schemas.cases).
@@ -66,6 +67,17 @@ def format_of(path: str) -> str | None:
 
 def is_hf_dataset(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, HF_STATE))
+
+
+def missing_hf_state(folder: str, names: list[str]) -> str | None:
+    """Why a folder that save_to_disk wrote (dataset_info.json beside Arrow files)
+    cannot be read, when its state.json is gone: without it, it is a folder of
+    files, and its dataset_info.json would be refused as a JSON input of cases."""
+    if HF_STATE in names or HF_INFO not in names or not any(n.endswith(".arrow") for n in names):
+        return None
+    return (f"{folder} holds a Hugging Face dataset's {HF_INFO} and Arrow files but no "
+            f"{HF_STATE}, which save_to_disk writes beside them to list its data files: "
+            f"copy the whole folder, {HF_STATE} included")
 
 
 def check_inside(folder: str, name: Any, what: str) -> None:
