@@ -16,6 +16,7 @@ non-zero with one clear line and writes nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -45,6 +46,7 @@ EXIT_USAGE = 2
 EXIT_NOT_RECONCILED = 3
 EXIT_GATE_FAILED = 4
 EXIT_NOTHING_EVALUATED = 6
+EXIT_OUTPUT_UNWRITABLE = 74  # sysexits.h EX_IOERR: no state of a run uses it
 
 
 # What each command's exit code means: the --help epilogs and the docs'
@@ -92,6 +94,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
                                 "invalid, and the run was not started with --allow-empty",
+        EXIT_OUTPUT_UNWRITABLE: "its output could not be written (stdout on a full disk, "
+                                "`> /dev/full`): one line `evalbeam: error: status could not "
+                                "write its output: ...` on stderr; the run's state is unknown "
+                                "(a reader that leaves, `| head -1`, is no error)",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: status stopped "
                      "by SIGINT (Ctrl-C)`",
     },
@@ -452,8 +458,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "view":
         return view(args)
     if args.command == "status":
-        from pipeline.postrun.status import print_status
-        return print_status(args.output, args.run_id)
+        return _status(args.output, args.run_id)
     from transforms.remote.scrub import remember_config_secrets
     remember_config_secrets(args.config)  # before anything it says can quote them
     planned: list[RunInfo] = []  # a stop before the pipeline gives up the lease it took
@@ -583,6 +588,27 @@ def _bot_line(summary_files: Sequence[str], bot: str, metrics: Sequence[str]) ->
     return " | ".join(parts)
 
 
+class OutputUnwritable(OSError):
+    """A standard stream that cannot be written for another reason than its reader
+    leaving (a full disk, /dev/full)."""
+
+
+def _status(output: str, run_id: str) -> int:
+    """`evalbeam status`, whose exit code is the run's state: stdout it cannot
+    write is one line on stderr and EXIT_OUTPUT_UNWRITABLE, not a traceback and
+    1, which a scheduler would read as a failed run."""
+    from pipeline.postrun.status import print_status
+    try:
+        code = print_status(output, run_id)
+        sys.stdout.flush()  # what the buffer holds is written now, or said to be lost
+    except OutputUnwritable as exc:
+        with contextlib.suppress(OSError):
+            print(f"evalbeam: error: status could not write its output: {exc}",
+                  file=sys.stderr)
+        return EXIT_OUTPUT_UNWRITABLE
+    return code
+
+
 class _ReaderMayLeave:
     """stdout and stderr for the console script: when their reader has gone
     (`evalbeam status ... | head -1`, `... 2>&1 | head -1`) what is left to
@@ -595,18 +621,25 @@ class _ReaderMayLeave:
     def _gone(self) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
 
+    def _unwritable(self, exc: OSError) -> OutputUnwritable:
+        return OutputUnwritable(f"{exc.strerror or exc} ({self._stream.name.strip('<>')})")
+
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
         except BrokenPipeError:
             self._gone()
             return len(text)
+        except OSError as exc:
+            raise self._unwritable(exc) from None
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._gone()
+        except OSError as exc:
+            raise self._unwritable(exc) from None
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)

@@ -454,3 +454,23 @@ def test_an_empty_output_is_refused_and_the_root_is_not_the_current_folder(
         assert run([argv[0], "--output", "/", *argv[1:]]) == 2
         assert " under / " in capsys.readouterr().err
     assert sorted(os.walk(out)) == before
+
+
+def test_status_that_cannot_write_its_output_says_so_with_its_own_exit_code(folder, tmp_path):
+    """`evalbeam status ... > /dev/full` (stdout on a full disk) printed a
+    traceback of OSError and exited 1, which status uses for a failed run: a
+    scheduler took a finished run for failed. One line on stderr, exit 74."""
+    import subprocess
+    import sys
+    from pipeline.cli import EXIT_CODES
+    from tests.conftest import ROOT
+    out = _copy(folder, tmp_path)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                               "--run-id", "base"], cwd=ROOT, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stderr == ("evalbeam: error: status could not write its output: "
+                           "No space left on device (stdout)\n"), proc.stderr
+    assert "/dev/full" in EXIT_CODES["status"][74]  # in --help and the CLI reference
