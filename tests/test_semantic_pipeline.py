@@ -192,25 +192,32 @@ def test_example_paraphrases_beat_wrong_and_off_topic_answers(tmp_path):
 
 
 
+_CAPITAL = {"question": "What is the capital of China?", "answer": "Beijing is the capital.",
+            "contexts": ["Beijing is the capital of China."]}
+
+
+def _hashing_scores(tmp_path, rows: list[dict], metrics: str) -> dict[tuple[str, str], dict]:
+    """A run of the rows with hashing embeddings: its scores by (case_id, metric)."""
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"embeddings: {{provider: hashing}}\nmetrics: [{metrics}]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(cases), "--output", out, "--config", str(cfg),
+                   "--run-id", "b") == 0
+    assert manifest(out, "b")["reconciliation"]["ok"]
+    return {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+
+
 def test_a_blank_reference_makes_answer_similarity_null_not_a_score(tmp_path):
     """An expected answer of "" or spaces has no meaning to compare with, so
     answer_similarity is null with the reason, as bleu, exact_match and
     bertscore are; a blank one among several references is passed over. It was
     the cosine with the embedding of the blank text (0.05 with MiniLM)."""
-    base = {"question": "What is the capital of China?", "answer": "Beijing is the capital.",
-            "contexts": ["Beijing is the capital of China."]}
-    rows = [dict(base, case_id="empty", expected_answer=""),
-            dict(base, case_id="spaces", expected_answer="  \n\t "),
-            dict(base, case_id="one_blank", expected_answer=[" ", "Beijing is the capital."])]
-    cases = tmp_path / "c.jsonl"
-    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("embeddings: {provider: hashing}\n"
-                   "metrics: [answer_similarity, bertscore, bleu]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", str(cases), "--output", out, "--config", str(cfg),
-                   "--run-id", "b") == 0
-    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    rows = [dict(_CAPITAL, case_id="empty", expected_answer=""),
+            dict(_CAPITAL, case_id="spaces", expected_answer="  \n\t "),
+            dict(_CAPITAL, case_id="one_blank", expected_answer=[" ", "Beijing is the capital."])]
+    scores = _hashing_scores(tmp_path, rows, "answer_similarity, bertscore, bleu")
     for case in ("empty", "spaces"):
         sim = scores[case, "answer_similarity"]
         assert sim["value"] is None and sim["error"] == "empty expected answer", sim
@@ -218,7 +225,6 @@ def test_a_blank_reference_makes_answer_similarity_null_not_a_score(tmp_path):
     best = scores["one_blank", "answer_similarity"]
     assert best["value"] == pytest.approx(1.0), best
     assert json.loads(best["details"])["reference"] == 2
-    assert manifest(out, "b")["reconciliation"]["ok"]
 
 
 def test_an_invisible_only_reference_or_answer_is_blank_as_an_empty_one(tmp_path):
@@ -228,25 +234,14 @@ def test_an_invisible_only_reference_or_answer_is_blank_as_an_empty_one(tmp_path
     answer is an empty one (answer_similarity 0, "empty answer"). str.strip()
     keeps those characters, so they scored a real 0 (or a cosine)."""
     invisible = "\u200b\u200d\u2060\ufeff\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-    base = {"question": "What is the capital of China?", "answer": "Beijing is the capital.",
-            "contexts": ["Beijing is the capital of China."]}
-    rows = [dict(base, case_id="zwsp", expected_answer="\u200b"),
-            dict(base, case_id="mixed", expected_answer=f" {invisible}\n"),
-            dict(base, case_id="blank_answer", answer=invisible,
+    rows = [dict(_CAPITAL, case_id="zwsp", expected_answer="\u200b"),
+            dict(_CAPITAL, case_id="mixed", expected_answer=f" {invisible}\n"),
+            dict(_CAPITAL, case_id="blank_answer", answer=invisible,
                  expected_answer="Beijing is the capital.")]
-    cases = tmp_path / "c.jsonl"
-    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("embeddings: {provider: hashing}\n"
-                   "metrics: [answer_similarity, bleu, exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", str(cases), "--output", out, "--config", str(cfg),
-                   "--run-id", "z") == 0
-    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    scores = _hashing_scores(tmp_path, rows, "answer_similarity, bleu, exact_match")
     for case in ("zwsp", "mixed"):
         for metric in ("answer_similarity", "bleu", "exact_match"):
             got = scores[case, metric]
             assert got["value"] is None and got["error"] == "empty expected answer", got
     sim = scores["blank_answer", "answer_similarity"]
     assert sim["value"] == 0.0 and json.loads(sim["details"])["note"] == "empty answer", sim
-    assert manifest(out, "z")["reconciliation"]["ok"]
