@@ -44,7 +44,8 @@ def test_help_lists_every_option_with_a_meaning_and_every_exit_code(name):
 
 
 def test_exit_codes_are_the_codes_the_commands_return():
-    assert set(cli.EXIT_CODES["status"]) == set(status.EXIT.values()) | {cli.EXIT_SIGINT}
+    assert set(cli.EXIT_CODES["status"]) == set(status.EXIT.values()) | {
+        cli.EXIT_SIGINT, cli.EXIT_OUTPUT_UNWRITABLE}
     assert cli.EXIT_CODES["compare"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_GATE_FAILED,
                                                 cli.EXIT_SIGINT}
     assert cli.EXIT_CODES["run"].keys() == {0, 1, cli.EXIT_USAGE, cli.EXIT_NOT_RECONCILED,
