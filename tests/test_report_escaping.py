@@ -72,3 +72,40 @@ def test_markdown_in_an_answer_is_shown_as_written_when_report_md_is_rendered(tm
     assert row is not None and row[3] == "Say *it*?" and row[5] == answer, row
     assert inside == [], inside
     assert not [u for u in page.requests if u.startswith("http")], page.requests
+
+
+def _tables(report: str) -> list[list[str]]:
+    """report.md's tables, each as its lines (a run of lines starting with '|')."""
+    tables, current = [], []
+    for line in report.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def _cells(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line)) - 1
+
+
+def test_a_run_of_invalid_rows_only_writes_tables_markdown_can_read(tmp_path):
+    """A run whose every row was invalid (nothing evaluated, no bot in summary/)
+    wrote the metric means table as '| metric |  |' over '|---|': two header
+    cells over one delimiter cell, which markdown does not take for a table
+    (GitHub showed the two lines as text). Every table's header, delimiter and
+    rows now have as many cells."""
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": None, "question": None, "expected_answer": "x", "answer": "y"}
+        for _ in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                   "--run-id", "x") == 6
+    report = open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8").read()
+    tables = _tables(report)
+    assert len(tables) == 2, tables
+    for lines in tables:
+        assert len({_cells(line) for line in lines}) == 1, lines

@@ -403,9 +403,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
     by = {(r["bot"], r["metric"]): r for r in summary}
     lines += ["", "## Metric means [95% CI] (null values excluded; missing = could not be "
-              "computed)", "",
-              "| metric | " + " | ".join(md_cell(b, 80) for b in bots) + " |",
-              "|---|" + "---:|" * len(bots)]
+              "computed)", ""]
+    means = []
     for m in metrics:
         cells = []
         for b in bots:
@@ -417,8 +416,10 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
             else:
                 cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
         label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
-        lines.append(f"| {md_cell(label, 80)} | " + " | ".join(cells) + " |")
-    lines += ["", "↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
+        means.append([label, *cells])
+    # md_table: with no bot (nothing evaluated) the header still has one cell per column
+    lines += md_table(["metric", *bots], means, right=len(bots), limit=500)
+    lines += ["↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
     if any(r.get("sampled") for r in summary):
         lines += [sampled_note()]
