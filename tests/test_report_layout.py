@@ -87,3 +87,37 @@ def test_replies_without_token_counts_on_an_unpriced_endpoint_are_not_said_to_co
     assert "Their tokens and cost count as 0" in unreported_sentence({"judge": paid})
     assert "Their tokens count (and, on the priced endpoints, their cost) as 0" in \
         unreported_sentence({"bots": free, "judge": paid})
+
+
+def test_a_long_suite_name_or_case_id_does_not_make_worst_cases_screens_tall(tmp_path):
+    """A suite named by a 2,000-character text (a prompt pasted as the suite) was
+    shown whole in every worst case of report.html: each row was 1,300 px tall at
+    1,280 px and 10,000 px on a phone, so the worst cases of 12 bots took 26,000
+    px. The suite and the case id are cut there as the answer is (the whole
+    text stays in results/ and the manifest)."""
+    _need_chromium()
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import manifest, run_cli
+    suite, case = "S" * 2000, "case " * 400
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"{case}{i}", "question": "How long is the refund window?",
+         "expected_answer": "Thirty days.", "answer": "I do not know.", "suite": suite}
+        for i in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg),
+                   "--run-id", "x") == 0
+    assert manifest(str(out), "x")["worst_cases"]["recorded"][0]["suite"] == suite
+    rows = "Array.from(document.querySelectorAll('h3 + div table tbody tr'))"
+    for width, mobile in ((1280, False), (375, True)):
+        with browser.Browser(width=width, mobile=mobile) as b:
+            shown = b.open((out / "runs" / "x" / "report.html").as_uri())
+            (tmp_path / f"report-{width}.png").write_bytes(shown.png)
+            heights = shown.evaluate(f"{rows}.map(r => r.getBoundingClientRect().height)")
+            cells = shown.evaluate(f"{rows}.map(r => [r.children[0].innerText,"
+                                   " r.children[1].innerText])")
+        assert len(heights) == 3 and max(heights) < (300 if width == 1280 else 900), heights
+        for case_cell, suite_cell in cells:
+            assert suite_cell.startswith("SSSS") and suite_cell.endswith("…"), suite_cell
+            assert case_cell.startswith("case case") and case_cell.endswith("…"), case_cell

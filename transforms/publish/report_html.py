@@ -14,7 +14,7 @@ from transforms.publish import head_to_head as h2h
 from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
 from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
-                                      cap_lines, finished_text, lost_request_lines,
+                                      cap_lines, clip, finished_text, lost_request_lines,
                                       metric_values, sampled_cell, sampled_note, spend_tables,
                                       with_interval)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
@@ -104,13 +104,19 @@ def _metrics_cell(case: Mapping[str, Any]) -> Raw:
                f"{esc(', '.join(rest))}</details>")
 
 
+# a worst case's id and suite as shown: any length in the input (a prompt pasted as
+# the suite made every row of the worst cases 4,000 px tall); whole in the manifest
+NAME_CHARS = 120
+
+
 def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
     parts = []
     for bot in sorted(worst):
         parts.append(tag("h3", bot))
         parts.append(table(["case", "suite", "verdict", "reason", "question", "reference",
                             "answer", "metrics"],
-                           [[w["case_id"], w.get("suite"), w["verdict"], w["reason"],
+                           [[clip(w["case_id"], NAME_CHARS), clip(w.get("suite"), NAME_CHARS),
+                             w["verdict"], w["reason"],
                              w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
                             for w in worst[bot]],
                            text=range(3, 8), stack=True))
