@@ -109,3 +109,34 @@ def test_a_run_of_invalid_rows_only_writes_tables_markdown_can_read(tmp_path):
     assert len(tables) == 2, tables
     for lines in tables:
         assert len({_cells(line) for line in lines}) == 1, lines
+
+
+def test_markdown_in_a_suite_name_is_shown_as_written_when_report_md_is_rendered(tmp_path):
+    """The head-to-head's per-suite table of report.md wrote suite names (input
+    data, as a case id is) with only | and HTML escaped: rendered, a suite named
+    `![pixel](http://127.0.0.1:9/p.png)` was an image loaded from elsewhere,
+    `[docs](javascript:alert(1))` a link, `**vip**` bold. Suite names are now
+    escaped as case ids and answers are (md_text)."""
+    import markdown
+    suites = ["![pixel](http://127.0.0.1:9/p.png)", "[docs](javascript:alert(1))",
+              "**vip** `code` _x_"]
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": "How long is the refund window?",
+         "expected_answer": "Thirty days.", "answer": "Thirty days.", "suite": s}
+        for i, s in enumerate(suites)])
+    (tmp_path / "faq.csv").write_text("question,answer\nRefund window?,Thirty days.\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n"
+                   f"  - {{name: faq, type: faq_match, faq: {tmp_path / 'faq.csv'}}}\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "x") == 0
+    with open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8") as fh:
+        report = fh.read()
+    per_suite = report[report.index("Per suite:"):report.index("## Worst cases")]
+    rendered = markdown.markdown(per_suite, extensions=["tables"])
+    rendered = rendered[:rendered.index("</table>")]
+    assert rendered.count("<tr>") == 4, rendered
+    assert not re.findall(r"<(a|img|strong|em|code)\b", rendered), rendered
+    for suite in suites:  # each suite reads as written
+        assert f"<td>{suite.replace('&', '&amp;')}</td>" in rendered, (suite, rendered)

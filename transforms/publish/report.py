@@ -358,7 +358,8 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
             a, b = pair
             lines += ["Per suite:", ""]
             lines += md_table(["suite", "cases", f"pass rate {b} − {a} [95% CI]",
-                               f"better for {b}", f"better for {a}"], suites)
+                               f"better for {b}", f"better for {a}"],
+                              [[md_text(suite), *rest] for suite, *rest in suites])
     return lines + [h2h.METHOD, ""]
 
 
