@@ -140,3 +140,32 @@ def test_markdown_in_a_suite_name_is_shown_as_written_when_report_md_is_rendered
     assert not re.findall(r"<(a|img|strong|em|code)\b", rendered), rendered
     for suite in suites:  # each suite reads as written
         assert f"<td>{suite.replace('&', '&amp;')}</td>" in rendered, (suite, rendered)
+
+
+def test_a_mean_that_rounds_to_zero_is_never_shown_as_minus_zero(tmp_path):
+    """A custom metric whose values are 0 up to float noise (0.3 - (0.1 + 0.2)
+    is -5.6e-17) read '-0.000 [-0.000, -0.000]' in the means of report.md and
+    report.html and '-0.00' in the worst cases: a reader takes it for a
+    negative score. A value that rounds to zero is now shown as 0.000, as
+    signed() already showed the head-to-head's differences as +0.000."""
+    import sys
+    (tmp_path / "drift.py").write_text("def fn(sample):\n    return 0.3 - (0.1 + 0.2)\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": "How long is the refund window?",
+         "expected_answer": "Thirty days.", "answer": "Thirty days."} for i in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [drift]\n"
+                   'custom_metrics:\n  - {name: drift, function: "drift:fn"}\n')
+    out = str(tmp_path / "out")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", "x") == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("drift", None)
+    for name in ("report.md", "report.html"):
+        with open(os.path.join(out, "runs", "x", name), encoding="utf-8") as fh:
+            text = fh.read()
+        assert "drift 0.00" in text, name  # the worst cases show the value
+        assert not re.findall(r"-0\.0+(?!\d*[1-9])", text), (name, re.findall(r".{40}-0\.0+", text))

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import yaml
 
 from schemas.tables import VERDICT_METRIC
-from transforms.publish.report import _num
+from transforms.publish.html import num
 
 CALIBRATION_PAGE = "calibration.md"
 ADVICE = ("These rules are fitted to this run's labels, so the figures measured on the same "
@@ -38,8 +38,8 @@ def metric_cells(row: Mapping) -> list[str]:
     pairwise = "–" if row["pairwise_accuracy"] is None else \
         f"{row['pairwise_accuracy']:.3f} ({row['pairs']})"
     name = row["metric"] + ("" if row["higher_is_better"] else " ↓")
-    return [name, str(row["n"]), str(row["missing"]), _num(row["auc"]), pairwise,
-            _threshold(row), _num(row["threshold_accuracy"]), _num(row["youden_j"])]
+    return [name, str(row["n"]), str(row["missing"]), num(row["auc"]), pairwise,
+            _threshold(row), num(row["threshold_accuracy"]), num(row["youden_j"])]
 
 
 def ranked_metrics(rows: Sequence[Mapping], bot: str) -> list[Mapping]:
@@ -57,16 +57,16 @@ def _verdict_rows(rows: Sequence[Mapping]) -> list[Mapping]:
 
 
 def verdict_line(row: Mapping) -> str:
-    return (f"accuracy {_num(row['accuracy'])}, Cohen's kappa {_num(row['kappa'])}; acceptable "
-            f"answers given FAIL {_num(row['acceptable_failed'])}, unacceptable answers given "
-            f"PASS {_num(row['unacceptable_passed'])}")
+    return (f"accuracy {num(row['accuracy'])}, Cohen's kappa {num(row['kappa'])}; acceptable "
+            f"answers given FAIL {num(row['acceptable_failed'])}, unacceptable answers given "
+            f"PASS {num(row['unacceptable_passed'])}")
 
 
 def _check_line(s: Mapping) -> str:
-    return (f"on the same {s['n']} labelled answers (in-sample): accuracy {_num(s['accuracy'])}, "
-            f"Cohen's kappa {_num(s['kappa'])}, acceptable answers given FAIL "
-            f"{_num(s['acceptable_failed'])}, unacceptable answers given PASS "
-            f"{_num(s['unacceptable_passed'])}")
+    return (f"on the same {s['n']} labelled answers (in-sample): accuracy {num(s['accuracy'])}, "
+            f"Cohen's kappa {num(s['kappa'])}, acceptable answers given FAIL "
+            f"{num(s['acceptable_failed'])}, unacceptable answers given PASS "
+            f"{num(s['unacceptable_passed'])}")
 
 
 def why_no_rules(rows: Sequence[Mapping]) -> str:

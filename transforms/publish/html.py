@@ -113,7 +113,11 @@ def isolated(text: str, names: Iterable[str]) -> str:
 
 
 def num(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+    """0.292; a value that rounds to zero is 0.000, never -0.000 (float noise
+    such as 0.3 - (0.1 + 0.2) read as a negative score)."""
+    if x is None:
+        return "–"
+    return f"{x:.{digits}f}" if round(x, digits) != 0 else f"{0:.{digits}f}"
 
 
 def p_text(x: float | None) -> str:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, CALL_ERROR_COUNTS, CALL_ERROR_STAGES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
+from transforms.publish.html import num
 from transforms.publish.paired import metric_label
 from transforms.publish.rows import shortened
 
@@ -249,10 +250,6 @@ def _spend_lines(spend: Mapping[str, Any]) -> list[str]:
     return lines + ["", *md_table(SPEND_BY_BOT, by_bot, right=3)[:-1]]
 
 
-def _num(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
-
-
 # C0 controls but whitespace, DEL, C1 controls; and bidirectional overrides,
 # which reorder what a reader sees around them
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -273,9 +270,9 @@ def finished_text(manifest: Mapping[str, Any]) -> str:
 def with_interval(row: Mapping[str, Any], digits: int = 3) -> str:
     """`mean [ci_low, ci_high]`, the interval left out where there is none."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
-        return _num(row.get("mean"), digits)
-    return (f"{_num(row['mean'], digits)} [{_num(row['ci_low'], digits)}, "
-            f"{_num(row['ci_high'], digits)}]")
+        return num(row.get("mean"), digits)
+    return (f"{num(row['mean'], digits)} [{num(row['ci_low'], digits)}, "
+            f"{num(row['ci_high'], digits)}]")
 
 
 def sampled_cell(row: Mapping[str, Any]) -> str:
@@ -330,8 +327,8 @@ def metric_values(case: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     names, and the others (each in name order)."""
     values = case.get("metrics") or {}
     reason = case.get("reason") or ""
-    named = [f"{m} {values[m]:.2f}" for m in sorted(values) if m in reason]
-    return named, [f"{m} {values[m]:.2f}" for m in sorted(values) if m not in reason]
+    named = [f"{m} {num(values[m], 2)}" for m in sorted(values) if m in reason]
+    return named, [f"{m} {num(values[m], 2)}" for m in sorted(values) if m not in reason]
 
 
 def metrics_text(case: Mapping[str, Any]) -> str:
