@@ -169,3 +169,28 @@ def test_a_mean_that_rounds_to_zero_is_never_shown_as_minus_zero(tmp_path):
             text = fh.read()
         assert "drift 0.00" in text, name  # the worst cases show the value
         assert not re.findall(r"-0\.0+(?!\d*[1-9])", text), (name, re.findall(r".{40}-0\.0+", text))
+
+
+def test_bot_names_read_as_written_when_report_md_is_rendered(tmp_path):
+    """Bot names may start and end with '_': rendered, report.md showed bots
+    `_beta_` and `__init__` as an italic 'beta' and a bold 'init' in the
+    verdicts, the means, the head to head and the worst cases, names no config
+    holds. Bot names are now escaped as the other data are (md_text)."""
+    import markdown
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": "Refund window?", "expected_answer": "Thirty days.",
+         "answer": "Thirty days."} for i in range(3)])
+    (tmp_path / "faq.csv").write_text("question,answer\nRefund window?,Thirty days.\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: _beta_, type: precomputed}\n"
+                   f"  - {{name: __init__, type: faq_match, faq: {tmp_path / 'faq.csv'}}}\n"
+                   "metrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "x") == 0
+    with open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8") as fh:
+        rendered = markdown.markdown(fh.read(), extensions=["tables"])
+    assert not re.findall(r"<(em|strong)>(beta|init)</", rendered), rendered
+    for name in ("_beta_", "__init__"):
+        assert f"<td>{name}</td>" in rendered and f"<th>{name}</th>" in rendered, name
+        assert f"<h3>{name}</h3>" in rendered, name
+    assert "<h3>__init__ − _beta_ (3 paired cases)</h3>" in rendered, rendered

@@ -247,6 +247,7 @@ def _spend_lines(spend: Mapping[str, Any]) -> list[str]:
         lines += ["", *md_table(SPEND_BY_METRIC, by_metric, right=4)[:-1]]
         if any(row[0].endswith(" *") for row in by_metric):
             lines += ["", "\\" + SPLIT_NOTE.replace("split_among", "`split_among`")]
+    by_bot = [[md_name(bot), *rest] for bot, *rest in by_bot]
     return lines + ["", *md_table(SPEND_BY_BOT, by_bot, right=3)[:-1]]
 
 
@@ -322,6 +323,19 @@ def md_text(text: str) -> str:
     return _MD_INLINE.sub(lambda m: "\\" + m.group(), text)
 
 
+def md_name(name: str) -> str:
+    """A bot name (letters, digits, - and _) as written when report.md is
+    rendered: a run of '_' at a word's edge (`_beta_`, `__init__`) backslashed,
+    which markdown took for emphasis; inside a word (gpt_4o_mini) it cannot be,
+    and stays as it is for a reader of the file."""
+    def escaped(m: re.Match) -> str:
+        start, end = m.span()
+        inside = (0 < start and end < len(name) and name[start - 1].isalnum()
+                  and name[end].isalnum())
+        return m.group() if inside else m.group().replace("_", "\\_")
+    return re.sub("_+", escaped, name)
+
+
 def metric_values(case: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """A worst case's metric values as 'name 0.00': those its verdict reason
     names, and the others (each in name order)."""
@@ -342,7 +356,8 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
     if not pairs:
         return []
     lines = ["## Head to head", ""]
-    for pair, stats in pairs:
+    for names, stats in pairs:
+        pair = tuple(md_name(n) for n in names)  # the pair as its texts name it
         lines += [f"### {md_cell(h2h.pair_label(pair), 200)} "
                   f"({stats['paired']} paired cases)", ""]
         lines += [md_cell(x, 2000) for x in h2h.findings(pair, stats)] + [""]
@@ -383,7 +398,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
              f"Input: {md_cell(manifest['input'], 500)} — {c['input_rows']} rows, "
              f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
              f"{c['duplicate_case_ids']} duplicate case ids.",
-             f"Bots: {md_cell(', '.join(manifest['bots']), 500)}. "
+             f"Bots: {md_cell(', '.join(map(md_name, manifest['bots'])), 500)}. "
              f"Results rows: {c['results_rows']}; "
              f"bot errors: {c['bot_errors']}. Counts reconcile: "
              f"**{'yes' if manifest['reconciliation']['ok'] else 'NO'}**."]
@@ -396,7 +411,8 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
               "|---|---:|---:|---:|---:|---:|"]
     for r in summary:
         if r["metric"] == VERDICT_METRIC:
-            lines.append(f"| {md_cell(r['bot'], 80)} | {r['pass_count']} | {r['warn_count']} | "
+            lines.append(f"| {md_cell(md_name(r['bot']), 80)} | {r['pass_count']} | "
+                         f"{r['warn_count']} | "
                          f"{r['fail_count']} | {r['error_count']} | {with_interval(r)} |")
     metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
     by = {(r["bot"], r["metric"]): r for r in summary}
@@ -416,7 +432,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
         label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
         means.append([label, *cells])
     # md_table: with no bot (nothing evaluated) the header still has one cell per column
-    lines += md_table(["metric", *bots], means, right=len(bots), limit=500)
+    lines += md_table(["metric", *map(md_name, bots)], means, right=len(bots), limit=500)
     lines += ["↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
     if any(r.get("sampled") for r in summary):
@@ -428,7 +444,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines += [""] + head_to_head_md(pairs)
     lines += ["## Worst cases", ""]
     for bot in sorted(worst):
-        lines += [f"### {md_cell(bot, 80)}", ""]
+        lines += [f"### {md_cell(md_name(bot), 80)}", ""]
         lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
                            "metrics"],
                           [[md_text(w["case_id"]), w["verdict"], clip(w["reason"], 160),
