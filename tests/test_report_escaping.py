@@ -90,21 +90,41 @@ def _cells(line: str) -> int:
     return len(re.findall(r"(?<!\\)\|", line)) - 1
 
 
+RECORDED = "  - {name: recorded, type: precomputed}\n"
+FAQ = "  - {{name: {name}, type: faq_match, faq: {faq}}}\n"
+
+
+def _run_folder(tmp_path, rows: list[dict], bots: str = RECORDED,
+                config: str = "metrics: [exact_match]\n", code: int = 0) -> str:
+    """runs/x of a run of `rows` by `bots` (config lines; FAQ's {faq} is a file
+    that answers 'Refund window?' with 'Thirty days.'), which exits `code`."""
+    faq = tmp_path / "faq.csv"
+    faq.write_text("question,answer\nRefund window?,Thirty days.\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n" + bots.replace("{faq}", str(faq)) + config)
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                   "--run-id", "x") == code
+    return os.path.join(out, "runs", "x")
+
+
+def _rendered(folder: str) -> str:
+    """report.md as a markdown renderer (Python-Markdown, tables) shows it."""
+    import markdown
+    with open(os.path.join(folder, "report.md"), encoding="utf-8") as fh:
+        return markdown.markdown(fh.read(), extensions=["tables"])
+
+
 def test_a_run_of_invalid_rows_only_writes_tables_markdown_can_read(tmp_path):
     """A run whose every row was invalid (nothing evaluated, no bot in summary/)
     wrote the metric means table as '| metric |  |' over '|---|': two header
     cells over one delimiter cell, which markdown does not take for a table
     (GitHub showed the two lines as text). Every table's header, delimiter and
     rows now have as many cells."""
-    cases = write_cases(str(tmp_path / "c.parquet"), [
-        {"case_id": None, "question": None, "expected_answer": "x", "answer": "y"}
-        for _ in range(3)])
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
-                   "--run-id", "x") == 6
-    report = open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8").read()
+    folder = _run_folder(tmp_path, [{"case_id": None, "question": None,
+                                     "expected_answer": "x", "answer": "y"}] * 3, code=6)
+    report = open(os.path.join(folder, "report.md"), encoding="utf-8").read()
     tables = _tables(report)
     assert len(tables) == 2, tables
     for lines in tables:
@@ -117,24 +137,14 @@ def test_markdown_in_a_suite_name_is_shown_as_written_when_report_md_is_rendered
     `![pixel](http://127.0.0.1:9/p.png)` was an image loaded from elsewhere,
     `[docs](javascript:alert(1))` a link, `**vip**` bold. Suite names are now
     escaped as case ids and answers are (md_text)."""
-    import markdown
     suites = ["![pixel](http://127.0.0.1:9/p.png)", "[docs](javascript:alert(1))",
               "**vip** `code` _x_"]
-    cases = write_cases(str(tmp_path / "c.parquet"), [
+    folder = _run_folder(tmp_path, [
         {"case_id": f"c{i}", "question": "How long is the refund window?",
          "expected_answer": "Thirty days.", "answer": "Thirty days.", "suite": s}
-        for i, s in enumerate(suites)])
-    (tmp_path / "faq.csv").write_text("question,answer\nRefund window?,Thirty days.\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n"
-                   f"  - {{name: faq, type: faq_match, faq: {tmp_path / 'faq.csv'}}}\n"
-                   "metrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "x") == 0
-    with open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8") as fh:
-        report = fh.read()
-    per_suite = report[report.index("Per suite:"):report.index("## Worst cases")]
-    rendered = markdown.markdown(per_suite, extensions=["tables"])
+        for i, s in enumerate(suites)], RECORDED + FAQ.format(name="faq", faq="{faq}"))
+    rendered = _rendered(folder)
+    rendered = rendered[rendered.index("<p>Per suite:</p>"):]
     rendered = rendered[:rendered.index("</table>")]
     assert rendered.count("<tr>") == 4, rendered
     assert not re.findall(r"<(a|img|strong|em|code)\b", rendered), rendered
@@ -150,22 +160,17 @@ def test_a_mean_that_rounds_to_zero_is_never_shown_as_minus_zero(tmp_path):
     signed() already showed the head-to-head's differences as +0.000."""
     import sys
     (tmp_path / "drift.py").write_text("def fn(sample):\n    return 0.3 - (0.1 + 0.2)\n")
-    cases = write_cases(str(tmp_path / "c.parquet"), [
-        {"case_id": f"c{i}", "question": "How long is the refund window?",
-         "expected_answer": "Thirty days.", "answer": "Thirty days."} for i in range(3)])
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [drift]\n"
-                   'custom_metrics:\n  - {name: drift, function: "drift:fn"}\n')
-    out = str(tmp_path / "out")
     sys.path.insert(0, str(tmp_path))
     try:
-        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
-                       "--run-id", "x") == 0
+        folder = _run_folder(tmp_path, [
+            {"case_id": f"c{i}", "question": "How long is the refund window?",
+             "expected_answer": "Thirty days.", "answer": "Thirty days."} for i in range(3)],
+            config='metrics: [drift]\ncustom_metrics:\n  - {name: drift, function: "drift:fn"}\n')
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("drift", None)
     for name in ("report.md", "report.html"):
-        with open(os.path.join(out, "runs", "x", name), encoding="utf-8") as fh:
+        with open(os.path.join(folder, name), encoding="utf-8") as fh:
             text = fh.read()
         assert "drift 0.00" in text, name  # the worst cases show the value
         assert not re.findall(r"-0\.0+(?!\d*[1-9])", text), (name, re.findall(r".{40}-0\.0+", text))
@@ -175,20 +180,11 @@ def test_bot_names_read_as_written_when_report_md_is_rendered(tmp_path):
     """Bot names may start and end with '_': rendered, report.md showed bots
     `_beta_` and `__init__` as an italic 'beta' and a bold 'init' in the
     verdicts, the means, the head to head and the worst cases, names no config
-    holds. Bot names are now escaped as the other data are (md_text)."""
-    import markdown
-    cases = write_cases(str(tmp_path / "c.parquet"), [
+    holds. Their edge underscores are now escaped (md_name)."""
+    rendered = _rendered(_run_folder(tmp_path, [
         {"case_id": f"c{i}", "question": "Refund window?", "expected_answer": "Thirty days.",
-         "answer": "Thirty days."} for i in range(3)])
-    (tmp_path / "faq.csv").write_text("question,answer\nRefund window?,Thirty days.\n")
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("bots:\n  - {name: _beta_, type: precomputed}\n"
-                   f"  - {{name: __init__, type: faq_match, faq: {tmp_path / 'faq.csv'}}}\n"
-                   "metrics: [exact_match]\n")
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "x") == 0
-    with open(os.path.join(out, "runs", "x", "report.md"), encoding="utf-8") as fh:
-        rendered = markdown.markdown(fh.read(), extensions=["tables"])
+         "answer": "Thirty days."} for i in range(3)],
+        RECORDED.replace("recorded", "_beta_") + FAQ.format(name="__init__", faq="{faq}")))
     assert not re.findall(r"<(em|strong)>(beta|init)</", rendered), rendered
     for name in ("_beta_", "__init__"):
         assert f"<td>{name}</td>" in rendered and f"<th>{name}</th>" in rendered, name
