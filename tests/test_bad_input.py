@@ -336,6 +336,17 @@ def test_json_lines_named_json_is_told_to_be_jsonl(tmp_path, capsys, text):
     assert manifest(str(tmp_path / "o"), "a")["counts"]["valid_cases"] == text.count("\n")
 
 
+def test_a_one_line_object_holding_the_cases_is_not_called_json_lines(tmp_path, capsys):
+    """{"cases": [{...}, ...]} on one line (an export that wraps its list) was
+    told it 'holds JSON Lines': it holds one object, whose list of objects is
+    the cases; a case's own lists hold texts."""
+    path = tmp_path / "cases.json"
+    path.write_text('{"cases": [{"question": "a?"}, {"question": "b?"}]}\n', "utf-8")
+    err = _fails_cleanly(capsys, str(tmp_path / "out"), "--input", str(path))
+    assert err == (f"evalbeam: error: {path}: a JSON input must be an array of objects (one "
+                   "per case), got a JSON object")
+
+
 def test_an_arrow_ipc_file_is_told_apart_from_a_stream(tmp_path, capsys):
     """An Arrow IPC *file* (pyarrow.ipc.new_file, Feather v2) named .arrow was
     'cannot read X as an Arrow stream: Expected to read 1330795073 metadata bytes,

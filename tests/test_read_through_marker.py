@@ -393,6 +393,7 @@ def test_an_output_folder_the_command_cannot_write_in_is_one_line(folder, tmp_pa
 
 CTRL_C_CHILD = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's `&` leaves it ignored
 from pipeline import cli
 import {module} as where
 real = where.{name}

@@ -340,9 +340,18 @@ def holds_json_lines(text: str) -> bool:
     if not first.startswith("{"):
         return False
     try:
-        return isinstance(json_records.loads(first), dict)
+        obj = json_records.loads(first)
     except (ValueError, RecursionError):
         return False
+    return isinstance(obj, dict) and not wraps_records(obj)
+
+
+def wraps_records(obj: dict) -> bool:
+    """A one-line object that holds its cases rather than being one ({"cases":
+    [{...}, ...]}, or nested too deeply to read): a case's lists hold texts
+    (contexts, tags), never objects or lists."""
+    return any(isinstance(v, TooDeep) or (isinstance(v, list) and any(
+        isinstance(x, (dict, list, TooDeep)) for x in v)) for v in obj.values())
 
 
 def load_json_records(path: str) -> list:
