@@ -90,6 +90,20 @@ def test_getting_started_shows_what_the_example_prints(example):
             ] == [True] * len(shown.splitlines()), "\n".join(first)
 
 
+def test_getting_started_says_where_the_judged_example_sends_its_calls():
+    """The page showed only `export OPENAI_API_KEY=...` for the judged example,
+    offering "any OpenAI-compatible server", while the address is the config's
+    base_url and nothing else changes it: a user with a local server could not
+    tell what to edit. The page names the config's address and model."""
+    with open(os.path.join(ROOT, "docs", "getting-started.md"), encoding="utf-8") as fh:
+        page = " ".join(fh.read().split())
+    with open(os.path.join(EXAMPLE, "config_judge.yaml"), encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    base_url = config["endpoints"][config["judge"]["endpoint"]]["base_url"]
+    assert f"`endpoints.llm.base_url: {base_url}`" in page
+    assert f"model `{config['judge']['model']}`" in page and "change `base_url`" in page
+
+
 def _for_the_example(body: str, example: str) -> str:
     """A snippet's placeholders made the example's: its folders (out/, evals/)
     and run ids (main, pr-42, RUN_ID)."""
