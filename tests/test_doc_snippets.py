@@ -182,6 +182,43 @@ def test_the_ragas_guide_reads_the_scores_in_ragas_layout(example):
         assert scope["wide"].shape == (2 * CASES, scope["scores"]["metric"].nunique())
 
 
+def test_the_promptfoo_guides_contains_check_runs_as_written(tmp_path):
+    """Its `contains` custom metric (my_checks.py beside the config) and the
+    config under it, as a promptfoo user copies them, on three cases: every
+    word found, no `contains:` tag (null with the function's reason, and the
+    rule skipped), a word missing (0, FAIL). No test ran them before."""
+    from tests.pipeline_helpers import read_rows
+    with open(os.path.join(ROOT, "docs", "guides", "migrating-promptfoo.md"),
+              encoding="utf-8") as fh:
+        page = fh.read()
+    (_, check), = [b for b in code_blocks(page, ("python",)) if "def contains_all" in b[1]]
+    (_, config), = [b for b in code_blocks(page, ("yaml",)) if "my_checks:contains_all" in b[1]]
+    (tmp_path / "my_checks.py").write_text(check, "utf-8")
+    (tmp_path / "promptfoo.yaml").write_text(
+        config + "bots: [{name: recorded, type: precomputed}]\nembeddings: {provider: hashing}\n",
+        "utf-8")
+    rows = [{"case_id": "all", "question": "Refund window?", "answer": "Refunds within 30 days.",
+             "expected_answer": "30 days", "tags": ["contains:30 days", "contains:refund"]},
+            {"case_id": "none", "question": "Hours?", "answer": "9 to 5",
+             "expected_answer": "9 to 5", "tags": []},
+            {"case_id": "miss", "question": "Ship?", "answer": "We ship.",
+             "expected_answer": "Yes, worldwide.", "tags": ["contains:worldwide"]}]
+    with open(tmp_path / "tests.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    out = str(tmp_path / "out")
+    assert run(["run", "--input", str(tmp_path / "tests.jsonl"), "--output", out, "--config",
+                str(tmp_path / "promptfoo.yaml"), "--run-id", "pf"]) == 0
+    scores = {r["case_id"]: (r["value"], r["error"], r["details"])
+              for r in read_rows(out, "scores") if r["metric"] == "contains_all"}
+    assert scores == {"all": (1.0, None, '{"missing": []}'),
+                      "none": (None, "no contains: metadata to look for", None),
+                      "miss": (0.0, None, '{"missing": ["worldwide"]}')}
+    verdicts = {r["case_id"]: (r["verdict"], r["verdict_reason"])
+                for r in read_rows(out, "results")}
+    assert verdicts["miss"] == ("FAIL", "contains_all 0 < 1")
+    assert verdicts["none"][1].endswith("skipped: contains_all (no contains: metadata to look for)")
+
+
 SUBCOMMANDS = "run|status|compare|calibrate|view"
 COMMAND = re.compile(rf"^(?:\$ )?(?:\.venv/bin/)?evalbeam (?={SUBCOMMANDS})")
 
