@@ -277,6 +277,43 @@ def findings(pair: Sequence[str], stats: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+# up to this many pairs (three bots) the reports show each pair in full; beyond,
+# a matrix of the pass rates' differences first (66 pairs of 12 bots, each with its
+# forest plot, findings and tables, made report.html 92,000 px tall)
+FEW_PAIRS = 3
+
+
+def pass_rate_grid(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]
+                   ) -> tuple[list[str], dict[tuple[str, str], tuple[str, str, str]]]:
+    """The bots (in the pairs' order) and, per (row bot, column bot), the row's
+    pass rate minus the column's on their paired cases: (text with ▲ where the
+    row passes significantly more, ▼ fewer; 'better', 'worse' or '' for the row;
+    the interval and the number of pairs, for a tooltip)."""
+    bots: list[str] = []
+    cells: dict[tuple[str, str], tuple[str, str, str]] = {}
+    for (a, b), stats in pairs:
+        bots += [n for n in (a, b) if n not in bots]
+        pr = next((r for r in overall(stats) if r["metric"] == PASS_RATE), None)
+        if pr is None or not pr.get("n_pairs") or pr.get("delta") is None:
+            continue
+        seen = change(pr)  # b's side: "better" when b passes significantly more
+        for row, sign, side in ((b, 1, seen), (a, -1, {"better": "worse",
+                                                        "worse": "better"}.get(seen, ""))):
+            side = side if side in ("better", "worse") else ""
+            mark = {"better": " ▲", "worse": " ▼"}.get(side, "")
+            low, high = (None if pr.get(k) is None else sign * pr[k]
+                         for k in (("ci_low", "ci_high") if sign > 0 else ("ci_high", "ci_low")))
+            cells[(row, b if row == a else a)] = (
+                f"{signed(sign * pr['delta'])}{mark}", side,
+                f"95% CI [{signed(low)}, {signed(high)}], {pr['n_pairs']} paired cases")
+    return bots, cells
+
+
+GRID_NOTE = ("Each cell: the row bot's pass rate − the column bot's, on the cases both "
+             "answered; ▲ the row bot passes significantly more, ▼ significantly fewer "
+             "(Holm-adjusted, as below).")
+
+
 def suite_lines(pair: Sequence[str], stats: Mapping[str, Any]) -> list[list[Any]]:
     """Per suite: cases, pass-rate delta with its interval, and the metrics
     significantly better for each bot."""

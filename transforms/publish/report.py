@@ -1,6 +1,7 @@
 """The run's manifest (machine-readable) and report.md (for people)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import platform
 import re
@@ -297,6 +298,42 @@ def clip(text: str | None, limit: int) -> str:
     return shortened(text or "–", limit)
 
 
+# a worst case's id and suite as shown: any length in the input (a prompt pasted as
+# the suite made every row of the worst cases 4,000 px tall); whole in the manifest
+NAME_CHARS = 120
+
+
+def clip_id(text: str, limit: int = NAME_CHARS) -> str:
+    """A case id in at most `limit` characters that tells it from the others: its
+    start, '…', its end and a short hash of the whole id (ids cut to their start
+    alone, `run_2026_…` twice, read as one case when they differed at the end)."""
+    if len(text) <= limit:
+        return text
+    tag = " #" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    tail = (limit - len(tag) - 1) // 3
+    head = limit - len(tag) - 1 - tail
+    return f"{text[:head]}…{text[len(text) - tail:]}{tag}"
+
+
+# up to this many bots the reports show each bot's ten worst cases; beyond, the
+# first WORST_OF_MANY of each (12 bots' 120 worst cases took 25,000 px of report.html)
+FEW_BOTS = 3
+WORST_OF_MANY = 5
+
+
+def worst_shown(cases: Sequence[Mapping[str, Any]], n_bots: int
+                ) -> tuple[Sequence[Mapping[str, Any]], int]:
+    """A bot's worst cases as the reports show them, and how many were left out."""
+    keep = cases if n_bots <= FEW_BOTS else cases[:WORST_OF_MANY]
+    return keep, len(cases) - len(keep)
+
+
+def left_out_note(bot: str, n: int) -> str:
+    """Where the worst cases a report leaves out are."""
+    return (f"{n} more of {bot}'s worst cases are in the manifest (worst_cases); "
+            "evalbeam view shows every case.")
+
+
 _MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
 
 
@@ -356,6 +393,8 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
     if not pairs:
         return []
     lines = ["## Head to head", ""]
+    if len(pairs) > h2h.FEW_PAIRS:
+        return lines + _pairs_in_brief(pairs)
     for names, stats in pairs:
         pair = tuple(md_name(n) for n in names)  # the pair as its texts name it
         lines += [f"### {md_cell(h2h.pair_label(pair), 200)} "
@@ -373,6 +412,21 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
                                f"better for {b}", f"better for {a}"],
                               [[md_text(suite), *rest] for suite, *rest in suites])
     return lines + [h2h.METHOD, ""]
+
+
+def _pairs_in_brief(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> list[str]:
+    """Many pairs: the matrix of pass-rate differences, then one paragraph of
+    findings per pair (each pair's tables made 12 bots' report.md 2,900 lines)."""
+    bots, cells = h2h.pass_rate_grid(pairs)
+    grid = [[md_name(r), *(cells.get((r, c), ("–",))[0] for c in bots)] for r in bots]
+    lines = [h2h.GRID_NOTE, "", *md_table(["bot", *map(md_name, bots)], grid, right=len(bots))]
+    for names, stats in pairs:
+        pair = tuple(md_name(n) for n in names)
+        lines += [f"**{md_cell(h2h.pair_label(pair), 200)}** ({stats['paired']} paired "
+                  f"cases): " + " ".join(md_cell(x, 2000) for x in h2h.findings(pair, stats)),
+                  ""]
+    return lines + ["Every metric's paired difference, per pair and per suite: the manifest's "
+                    "`head_to_head`, report.html, or `evalbeam compare`.", "", h2h.METHOD, ""]
 
 
 def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int = 0,
@@ -444,15 +498,18 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines += [""] + head_to_head_md(pairs)
     lines += ["## Worst cases", ""]
     for bot in sorted(worst):
+        shown, left_out = worst_shown(worst[bot], len(worst))
         lines += [f"### {md_cell(md_name(bot), 80)}", ""]
         lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
                            "metrics"],
-                          [[md_text(w["case_id"]), w["verdict"], clip(w["reason"], 160),
+                          [[md_text(clip_id(w["case_id"])), w["verdict"], clip(w["reason"], 160),
                             md_text(clip(w["question"], 80)),
                             md_text(clip(w.get("reference"), 120)),
                             md_text(clip(w["answer"], 120)), metrics_text(w)]
-                           for w in worst[bot]],
+                           for w in shown],
                           limit=1000)
+        if left_out:
+            lines += [md_cell(md_name(left_out_note(bot, left_out)), 500), ""]
     lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
               ""]
     return "\n".join(lines)

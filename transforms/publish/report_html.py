@@ -11,12 +11,14 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
-from transforms.publish.html import Raw, esc, figure, isolated, page, table, tag
+from transforms.publish.html import (Raw, breakable, esc, figure, isolated, num, page,
+                                    table, tag)
 from transforms.publish.paired import change, metric_label
-from transforms.publish.report import (SPEND_BY_BOT, SPEND_BY_METRIC, SPEND_TITLE, SPLIT_NOTE,
-                                      cap_lines, clip, finished_text, lost_request_lines,
+from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND_BY_METRIC,
+                                      SPEND_TITLE, SPLIT_NOTE, cap_lines, clip, clip_id,
+                                      finished_text, left_out_note, lost_request_lines,
                                       metric_values, sampled_cell, sampled_note, spend_tables,
-                                      with_interval)
+                                      with_interval, worst_shown)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
 from transforms.score.scoring import UNSCALED
@@ -104,29 +106,46 @@ def _metrics_cell(case: Mapping[str, Any]) -> Raw:
                f"{esc(', '.join(rest))}</details>")
 
 
-# a worst case's id and suite as shown: any length in the input (a prompt pasted as
-# the suite made every row of the worst cases 4,000 px tall); whole in the manifest
-NAME_CHARS = 120
+def _case_id(case_id: str) -> Raw:
+    """A case id cut to NAME_CHARS so that it stays told apart, whole in its tooltip."""
+    shown = clip_id(case_id)
+    return Raw(breakable(shown) if shown == case_id else
+               f'<span title="{esc(case_id)}">{breakable(shown)}</span>')
 
 
 def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
+    """Each bot's worst cases; with many bots, each bot's first few, folded
+    under a line that counts their verdicts (open one to read it)."""
     parts = []
     for bot in sorted(worst):
-        parts.append(tag("h3", bot))
-        parts.append(table(["case", "suite", "verdict", "reason", "question", "reference",
-                            "answer", "metrics"],
-                           [[clip(w["case_id"], NAME_CHARS), clip(w.get("suite"), NAME_CHARS),
-                             w["verdict"], w["reason"],
-                             w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
-                            for w in worst[bot]],
-                           text=range(3, 8), stack=True))
+        shown, left_out = worst_shown(worst[bot], len(worst))
+        rows = table(["case", "suite", "verdict", "reason", "question", "reference",
+                      "answer", "metrics"],
+                     [[_case_id(w["case_id"]), clip(w.get("suite"), NAME_CHARS),
+                       w["verdict"], w["reason"],
+                       w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
+                      for w in shown],
+                     text=range(3, 8), stack=True)
+        if len(worst) <= FEW_BOTS:
+            parts += [tag("h3", bot), rows]
+            continue
+        counts = ", ".join(f"{n} {v}" for v in VERDICT_ORDER
+                           if (n := sum(w["verdict"] == v for w in worst[bot])))
+        first, note = ((f" (the first {len(shown)} shown)",
+                        tag("p", left_out_note(bot, left_out), "muted small"))
+                       if left_out else ("", ""))
+        # <bdi>: a right-to-left name does not pull the counts beside it into its run
+        parts.append(Raw(f"<details><summary><strong><bdi>{esc(bot)}</bdi></strong> · "
+                         f"{esc(counts or 'no case')}{first}</summary>{rows}{note}</details>"))
     return Raw("\n".join(parts))
 
 
 def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
                   unit: set[str]) -> list[Any]:
     """Per pair of bots: the findings, a forest plot of the paired differences
-    (metrics in [0, 1] and the pass rate), the metrics table and the suites."""
+    (metrics in [0, 1] and the pass rate), the metrics table and the suites.
+    With many pairs, the matrix of the pass rates' differences first and the
+    rest folded away (open it to read it)."""
     parts: list[Any] = [tag("h2", "Head to head")]
     points = [{"bot": h2h.pair_label(pair), "delta": r["delta"], "ci_low": r["ci_low"],
                "metric": metric_label(r["metric"], r["higher_is_better"]),
@@ -134,25 +153,49 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
               for pair, stats in pairs for r in h2h.overall(stats)
               if (r["metric"] == PASS_RATE or r["metric"] in unit)
               and r.get("delta") is not None and r.get("ci_low") is not None]
-    if points:
-        parts.append(_forest(pairs, points))
-    for pair, stats in pairs:
-        a, b = pair
-        parts.append(tag("h3", isolated(f"{h2h.pair_label(pair)} ({stats['paired']} paired "
-                                        "cases)", pair)))
-        parts += [tag("p", isolated(line, pair)) for line in h2h.findings(pair, stats)]
-        if not stats["paired"]:
-            continue
-        parts.append(table(h2h.metric_headers(pair),
-                           [h2h.metric_cells(r, pair) for r in h2h.compared(stats)],
-                           numeric=range(1, 7)))
-        suites = h2h.suite_lines(pair, stats)
-        if suites:
-            parts.append(Raw("<details><summary>Per suite</summary>" + table(
-                ["suite", "cases", f"pass rate {b} − {a} [95% CI]", f"better for {b}",
-                 f"better for {a}"], suites, numeric=(1, 2)) + "</details>"))
-    parts.append(tag("p", h2h.METHOD, "muted small"))
+    forest = [_forest(pairs, points)] if points else []
+    sections = [part for pair, stats in pairs for part in _pair(pair, stats)]
+    if len(pairs) <= h2h.FEW_PAIRS:
+        return parts + forest + sections + [tag("p", h2h.METHOD, "muted small")]
+    folded = [(f"Forest plot of the {len(pairs)} pairs", forest),
+              (f"Each pair's findings, metrics and suites ({len(pairs)} pairs)", sections)]
+    return parts + [_grid(pairs), tag("p", h2h.GRID_NOTE, "muted small")] + [
+        Raw(f"<details><summary>{esc(title)}</summary>{''.join(map(esc, body))}</details>")
+        for title, body in folded if body] + [tag("p", h2h.METHOD, "muted small")]
+
+
+def _pair(pair: Sequence[str], stats: Mapping[str, Any]) -> list[Any]:
+    """One pair's title, findings, metrics table and suites."""
+    a, b = pair
+    parts: list[Any] = [tag("h3", isolated(f"{h2h.pair_label(pair)} ({stats['paired']} "
+                                           "paired cases)", pair))]
+    parts += [tag("p", isolated(line, pair)) for line in h2h.findings(pair, stats)]
+    if not stats["paired"]:
+        return parts
+    parts.append(table(h2h.metric_headers(pair),
+                       [h2h.metric_cells(r, pair) for r in h2h.compared(stats)],
+                       numeric=range(1, 7)))
+    suites = h2h.suite_lines(pair, stats)
+    if suites:
+        parts.append(Raw("<details><summary>Per suite</summary>" + table(
+            ["suite", "cases", f"pass rate {b} − {a} [95% CI]", f"better for {b}",
+             f"better for {a}"], suites, numeric=(1, 2)) + "</details>"))
     return parts
+
+
+def _grid(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> Raw:
+    """Bots × bots: the row's pass rate − the column's, coloured where significant,
+    its interval in the tooltip."""
+    bots, cells = h2h.pass_rate_grid(pairs)
+
+    def shown(row: str, col: str) -> Any:
+        if (row, col) not in cells:
+            return None
+        text, side, title = cells[(row, col)]
+        cls = f' class="{side}"' if side else ""
+        return Raw(f'<span{cls} title="{esc(title)}">{esc(text)}</span>')
+    return table(["bot", *bots], [[r, *(shown(r, c) for c in bots)] for r in bots],
+                 numeric=range(1, len(bots) + 1))
 
 
 def _forest(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
@@ -176,6 +219,29 @@ def _forest(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
         f"{caption}, paired by case, with the 95% bootstrap interval; green: {green} is "
         f"significantly better, red: {red} (Holm-adjusted p < 0.05); ↓ lower is better.",
         [n for pair, _ in pairs for n in pair]))
+
+
+def _per_suite(summary: list[Mapping[str, Any]], n_bots: int) -> list[Any]:
+    """The heat map of the means per suite, one panel per bot; with many bots
+    (12 bots × 5 suites: 2,000 px) a bots × suites table of pass rates instead,
+    the heat map folded under it."""
+    cells = heatmap_cells(summary)
+    if not cells:
+        return []
+    heatmap = figure(charts.render(
+        charts.heatmap(cells), "heat map of means per suite and metric"),
+        "Mean per suite × metric (metrics scored in [0, 1], and the pass rate); colour: "
+        "green is good (for ↓ metrics a low mean is green).")
+    if n_bots <= FEW_BOTS:
+        return [tag("h2", "Means per suite"), heatmap]
+    rates = {(c["bot"], c["suite"]): c["mean"] for c in cells if c["metric"] == PASS_RATE}
+    bots, suites = sorted({b for b, _ in rates}), sorted({s for _, s in rates})
+    return [tag("h2", "Means per suite"), tag("p", "Pass rate per bot and suite:"),
+            table(["bot", *(clip(s, NAME_CHARS) for s in suites)],
+                  [[b, *(num(rates.get((b, s))) for s in suites)] for b in bots],
+                  numeric=range(1, len(suites) + 1)),
+            Raw(f"<details><summary>Heat map of every metric's mean per suite, one panel per "
+                f"bot ({n_bots} panels)</summary>{heatmap}</details>")]
 
 
 def _cascade_and_spend(manifest: Mapping[str, Any]) -> list[Any]:
@@ -225,12 +291,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         parts.append(tag("p", sampled_note(), "muted small"))
     if pairs:
         parts += _head_to_head(pairs, {r["metric"] for r in overall if on_unit_scale(r)})
-    cells = heatmap_cells(summary)
-    if cells:
-        parts += [tag("h2", "Means per suite"), figure(charts.render(
-            charts.heatmap(cells), "heat map of means per suite and metric"),
-            "Mean per suite × metric (metrics scored in [0, 1], and the pass rate); colour: "
-            "green is good (for ↓ metrics a low mean is green).")]
+    parts += _per_suite(summary, len({r["bot"] for r in overall}))
     bins = charts.histogram_rows(r for r in summary if on_unit_scale(r))
     if bins:
         parts += [tag("h2", "Distributions"), figure(charts.render(
