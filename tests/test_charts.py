@@ -159,3 +159,23 @@ def test_verdict_counts_are_whole_cases_on_the_axis():
     assert small[0] == "0" and small[-1] == "6", small
     large = ticks([{"bot": "a", "verdict": "PASS", "n": 100_000}])
     assert large[-1] == "100,000" and all(t.replace(",", "").isdigit() for t in large), large
+
+
+@pytest.mark.parametrize("name", ["histograms", "trends"])
+def test_each_of_twelve_bots_has_its_own_colour(name):
+    """Vega's default palette has ten colours: in a 12-bot report the eleventh and
+    twelfth bots' lines were drawn in the first two's colours, and the legend of the
+    distributions and the trends named two bots per colour."""
+    bots = [f"bot_{i:02d}" for i in range(12)]
+    if name == "histograms":
+        rows = [{"metric": "bleu", "bot": b, "start": s / 20, "share": (i + s) % 7 / 10}
+                for i, b in enumerate(bots) for s in range(3)]
+    else:
+        rows = [{"run": f"2026-01-0{s + 1}", "metric": "bleu", "bot": b, "mean": i / 20,
+                 "ci_low": None, "ci_high": None, "run_id": f"r{s}"}
+                for i, b in enumerate(bots) for s in range(2)]
+    svg = chart_engine.to_svg(getattr(charts, name)(rows))
+    colour = dict(re.findall(r'aria-label="[^"]*bot: (bot_\d\d)"[^>]*?aria-roledescription='
+                             r'"line mark"[^>]*?stroke="(#[0-9a-f]{6})"', svg))
+    assert sorted(colour) == bots, colour
+    assert len(set(colour.values())) == 12, colour

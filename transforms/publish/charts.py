@@ -83,6 +83,19 @@ def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> Spec:
         "width": 640})
 
 
+# Vega's default palette has ten colours: the eleventh bot took the first one's (with
+# 12 bots two pairs of bots were drawn alike in the distributions and the trends, and
+# the legend named both); up to 20 bots get a colour each from tableau20
+PALETTE = 10
+
+
+def _bot_colour(rows: Sequence[Mapping[str, Any]], **props: Any) -> Spec:
+    """The colour channel of a chart with one line per bot."""
+    if len({r["bot"] for r in rows}) > PALETTE:
+        props["scale"] = {"scheme": "tableau20"}
+    return _field("bot", "nominal", **props)
+
+
 def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
     """Share of a bot's values per 0.05-wide bin, one panel per metric
     (rows: metric, bot, start, share)."""
@@ -90,7 +103,7 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
         "facet": _field("metric", "nominal", title=None),
         "spec": {"mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6},
                  "encoding": _encoding(
-                     color=_field("bot", "nominal", legend={"orient": "bottom"}),
+                     color=_bot_colour(bins, legend={"orient": "bottom"}),
                      x=_field("start", "quantitative", scale={"domain": [0, 1]}, title=None),
                      y=_field("share", "quantitative", axis={"format": "%"}, title="share")),
                  "height": 80, "width": 170},
@@ -123,11 +136,11 @@ def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
         "facet": _field("metric", "nominal", title=None),
         "spec": {"layer": [
             {"mark": {"type": "rule", "opacity": 0.6},
-             "encoding": _encoding(color=_field("bot", "nominal"), x=x,
+             "encoding": _encoding(color=_bot_colour(points), x=x,
                                    y=_field("ci_low", "quantitative"),
                                    y2=_field("ci_high", None))},
             {"mark": {"type": "line", "point": True},
-             "encoding": _encoding(color=_field("bot", "nominal", legend={"orient": "bottom"}),
+             "encoding": _encoding(color=_bot_colour(points, legend={"orient": "bottom"}),
                                    x=x, y=_field("mean", "quantitative",
                                                  scale={"zero": False}, title=None))}],
             "height": 140, "width": 260},
