@@ -7,6 +7,7 @@ import random
 import pytest
 
 from transforms.score.facts.values import extract_dates, extract_numbers
+from transforms.score.metrics.groundedness import groundedness
 from transforms.score.metrics.hallucination import hallucination, ngram_overlap, unsupported_facts
 
 
@@ -221,8 +222,7 @@ def test_an_off_topic_answer_without_facts_scores_by_its_wording():
 
 
 def test_an_answer_of_stop_words_only_is_judged_by_its_facts():
-    result = hallucination("It is.", PRICING)
-    assert result.details["overlap"] is None and result.value == 0.0
+    # with no fact either, it is null (test_an_answer_with_nothing_to_look_for_is_null_not_a_guess)
     assert hallucination("It is 20.", PRICING).value == 1.0  # its one figure is unsupported
 
 
@@ -843,3 +843,21 @@ def test_a_decade_written_with_two_digits():
     assert norms(extract_dates("founded in the early '90s")) == ["1990s"]
     ctx = ["The company was founded in 1992 by Ann Lee."]
     assert unsupported_facts(hallucination("Ann Lee founded it in the early '90s.", ctx)).value == 0
+
+
+@pytest.mark.parametrize("answer", ["yes", "Yes.", "no", "Nope!", "It is.", "Yes, it is."])
+def test_an_answer_with_nothing_to_look_for_is_null_not_a_guess(answer):
+    # before: a bare "yes" scored 1.0 (all hallucinated: FAIL under the seed preset's
+    # hallucination > 0.5) and a bare "no" 0.0, though the contexts can confirm neither
+    ctx = ["Arthur's Magazine was started in 1844, before First for Women."]
+    result = hallucination(answer, ctx, question="Was Arthur's Magazine started first?")
+    assert result.value is None
+    assert result.error == groundedness("Was Arthur's Magazine started first?", ctx, answer).error
+    assert "bare yes or no" in result.error
+
+
+def test_a_figure_without_a_word_is_decided_by_the_figure():
+    ctx = ["The Pro plan costs $5 a month since 2019."]
+    assert hallucination("$5", ctx).value == 0.0
+    assert hallucination("$7", ctx).value == 1.0
+    assert hallucination("Yes, $5.", ctx).value == 0.0

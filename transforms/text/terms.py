@@ -37,3 +37,19 @@ def terms(text: str, lang: str | None = None) -> list[str]:
 def _stems(text: str, lang: str) -> list[str]:
     stemmer = stemmer_for(lang)
     return [stemmer(t) for t in tokenize(text)]
+
+
+# Answer words that make no claim a passage could state: a bare "yes" or "no"
+# answers the question, and word overlap cannot check it (stop words aside).
+POLAR_WORDS = frozenset({"yes", "yeah", "yep", "yup", "nope", "ja", "nein", "oui", "non",
+                         "sí", "si", "sim", "não", "nee"})
+
+NO_CONTENT = ("the answer has no content word to look for in the contexts (only stop words, "
+              "or a bare yes or no)")
+
+
+def content_stems(tokens: list[str], lang: str) -> list[str]:
+    """The stems of the tokens that could carry a claim: neither stop words of the
+    language nor polar words. What the grounding metrics look for in the contexts."""
+    stops, stem = stop_words_for(lang), stemmer_for(lang)
+    return [stem(t) for t in tokens if t not in stops and t not in POLAR_WORDS]

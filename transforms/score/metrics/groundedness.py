@@ -46,21 +46,12 @@ from schemas.records import MetricResult, is_blank
 from transforms.score.facts.sentences import split_sentences
 from transforms.score.facts.support import unsupported_fact_count
 from transforms.text.languages import detect_language, other_language
-from transforms.text.stemming import stemmer_for
-from transforms.text.stopwords import stop_words_for
+from transforms.text.terms import NO_CONTENT, content_stems
 from transforms.text.tokens import tokenize
 
 MODEL_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))), "data", "groundedness.json")
 SIGNALS = ("content", "bigrams", "best_sentence", "unsupported")
-# Answer words that make no claim a passage could state: a bare "yes" or "no"
-# answers the question, and word overlap cannot check it (stop words aside).
-POLAR_WORDS = frozenset({"yes", "yeah", "yep", "yup", "nope", "ja", "nein", "oui", "non",
-                         "sí", "si", "sim", "não", "nee"})
-
-
-NO_CONTENT = ("the answer has no content word to look for in the contexts (only stop words, "
-              "or a bare yes or no)")
 
 
 @dataclass(frozen=True)
@@ -72,19 +63,14 @@ class _Sources:
     sentences: tuple[frozenset[str], ...]  # each context sentence's content stems
 
 
-def _content(tokens: Sequence[str], lang: str) -> list[str]:
-    stops, stem = stop_words_for(lang), stemmer_for(lang)
-    return [stem(t) for t in tokens if t not in stops and t not in POLAR_WORDS]
-
-
 @lru_cache(maxsize=256)
 def _sources(contexts: tuple[str, ...]) -> _Sources:
     joined = "\n".join(contexts)
     lang = detect_language(joined)
     tokens = tokenize(joined)
-    sentences = tuple(frozenset(_content(tokenize(s), lang))
+    sentences = tuple(frozenset(content_stems(tokenize(s), lang))
                       for c in contexts for s in split_sentences(c))
-    return _Sources(lang, frozenset(_content(tokens, lang)),
+    return _Sources(lang, frozenset(content_stems(tokens, lang)),
                     frozenset(zip(tokens, tokens[1:])), tuple(s for s in sentences if s))
 
 
@@ -94,7 +80,7 @@ def _share(items: Sequence, found) -> float | None:
 
 def _support(tokens: list[str], src: _Sources) -> tuple[float, float]:
     """(content share, bigram share) of one stretch of the answer."""
-    content = _share(_content(tokens, src.lang), src.stems)
+    content = _share(content_stems(tokens, src.lang), src.stems)
     content = 1.0 if content is None else content
     bigrams = _share(list(zip(tokens, tokens[1:])), src.bigrams)
     return content, content if bigrams is None else bigrams
@@ -111,10 +97,10 @@ def signals(question: str, contexts: Sequence[str], answer: str) -> dict[str, fl
     (none, or only stop words and a yes or no: nothing to look for in the contexts)."""
     tokens = tokenize(answer)
     src = _sources(tuple(contexts))
-    if not _content(tokens, src.lang):
+    if not content_stems(tokens, src.lang):
         return None
     content, bigrams = _support(tokens, src)
-    best = [_best_sentence(set(_content(words, src.lang)), src)
+    best = [_best_sentence(set(content_stems(words, src.lang)), src)
             for words in map(tokenize, split_sentences(answer)) if words]
     usable = [c for c in contexts if not is_blank(c)]
     unsupported = unsupported_fact_count(answer, usable, question or "") if usable else 0

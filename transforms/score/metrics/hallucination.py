@@ -36,18 +36,12 @@ from transforms.score.facts.names import name_tokens
 from transforms.score.facts.support import checked_facts
 from transforms.score.facts.values import value_keys
 from transforms.text.languages import detect_language, other_language
-from transforms.text.stemming import stemmer_for
-from transforms.text.stopwords import stop_words_for
+from transforms.text.terms import NO_CONTENT, content_stems
 from transforms.text.tokens import tokenize
 
 # Facts listed in the details: enough to see what went wrong, bounded so a
 # huge answer does not produce a huge output row.
 MAX_LISTED = 50
-
-
-def _content_stems(text: str, lang: str) -> list[str]:
-    stops, stem = stop_words_for(lang), stemmer_for(lang)
-    return [stem(t) for t in tokenize(text) if t not in stops]
 
 
 def _ngrams(stems: list[str]) -> set:
@@ -62,10 +56,11 @@ def ngram_overlap(answer: str, contexts: Sequence[str]) -> float | None:
     and the bigrams of adjacent content words (stop words removed first, so
     "price of the plan" gives ("price", "plan")). With A the answer's set of
     distinct unigrams and bigrams and C that of the contexts joined by
-    newlines: overlap = |A ∩ C| / |A|. None when the answer has no content words.
+    newlines: overlap = |A ∩ C| / |A|. None when the answer has no content words
+    (only stop words, or a bare yes or no).
     """
     lang, context_grams = _context_grams(tuple(contexts))
-    answer_grams = _ngrams(_content_stems(answer, lang))
+    answer_grams = _ngrams(content_stems(tokenize(answer), lang))
     if not answer_grams:
         return None
     return len(answer_grams & context_grams) / len(answer_grams)
@@ -76,7 +71,7 @@ def _context_grams(contexts: tuple[str, ...]) -> tuple[str, frozenset]:
     """The contexts' language (of their beginnings, as their index reads them)
     and n-grams, memoised: every bot answering a case shares them."""
     lang = detect_language(" ".join(c[:500] for c in contexts))
-    return lang, frozenset(_ngrams(_content_stems("\n".join(contexts), lang)))
+    return lang, frozenset(_ngrams(content_stems(tokenize("\n".join(contexts)), lang)))
 
 
 class _ReferenceFacts:
@@ -125,8 +120,10 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
                   question: str | None = None, references: Sequence[str] = ()) -> MetricResult:
     """Hallucination risk in [0, 1]: 1 − overlap × (1 − S_facts) (module docstring).
 
-    Null when there are no contexts to check against ("no contexts") or the
-    answer is empty ("empty answer"). `details["n_unsupported_facts"]` counts
+    Null when there are no contexts to check against ("no contexts"), the
+    answer is empty ("empty answer") or it has nothing to look for: no
+    content word (only stop words, or a bare yes or no, as `groundedness`)
+    and no figure, date or name. `details["n_unsupported_facts"]` counts
     the unsupported figures, dates and names that the expected answers
     (`references`) do not state either: what the `unsupported_facts` metric
     reports. The score itself is measured against the contexts (and the
@@ -160,8 +157,10 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
                                f"the contexts in {other[1]})")
         return MetricResult(s_facts, details)
     if not facts:
+        if overlap is None:  # nothing a passage could state: no guess either way
+            return MetricResult.null(NO_CONTENT)
         details["note"] = "no figures, dates or names"
-    # an answer without content words (only stop words) has nothing to overlap
+    # facts without content words ("$5"): the facts alone decide
     return MetricResult(1.0 - (1.0 if overlap is None else overlap) * (1.0 - s_facts), details)
 
 
