@@ -62,7 +62,7 @@ RAGAS_COLUMNS = {"user_input": "question", "response": "answer", "reference": "e
 UNREADABLE = "__evalbeam_unreadable__"
 
 
-MAX_VALUE_DEPTH = 32  # lists/objects inside a value: messages need 2, nothing needs 32
+MAX_VALUE_DEPTH = 32  # lists/objects inside a value: messages need 4 (content parts), nothing needs 32
 
 
 class TooDeep:

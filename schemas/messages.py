@@ -1,10 +1,11 @@
 """Conversations in the input: the `messages` column (earlier turns) and a
 `question` given as a whole conversation.
 
-Tools write turns in a few shapes: OpenAI's `{role, content}`, Ragas' and
-LangChain's `{type: human | ai | system, content}`, a JSON array in a text cell
-(CSV). They all become `[{"role": ..., "content": ...}]` with the roles a chat
-API knows, so every bot sends them the same way.
+Tools write turns in a few shapes: OpenAI's `{role, content}` (the content a
+text or a list of content parts), Ragas' and LangChain's `{type: human | ai |
+system, content}`, a JSON array in a text cell (CSV), roles in any case. They
+all become `[{"role": ..., "content": ...}]` with the roles a chat API knows,
+in lower case, and text content, so every bot sends them the same way.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
         raise TypeError(f"{name}[{i}] must be an object with role and content, got "
                         f"{type(item).__name__}")
     role = item.get("role", item.get("type"))
-    role = _ALIASES.get(role, role) if isinstance(role, str) else role
+    if isinstance(role, str):  # "User", "ASSISTANT": chat logs and LangChain exports
+        role = role.strip().lower()
+        role = _ALIASES.get(role, role)
     _no_tools(item, role, name, i)
     if "role" not in item and "type" not in item:
         raise TypeError(f"{name}[{i}] has no role ({', '.join(ROLES[:-1])} or {ROLES[-1]})")
@@ -30,13 +33,47 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
                         f"(or human/ai), got {_shown(role)}")
     if "content" not in item:
         raise TypeError(f"{name}[{i}] has no content")
-    content = item["content"]
-    if not isinstance(content, str):
-        raise TypeError(f"{name}[{i}].content must be a string, got {type_name(content)}")
+    content = _content(item["content"], f"{name}[{i}].content")
     if not content.strip():
         # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
         raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
     return {"role": role, "content": content}
+
+
+# OpenAI's content parts that hold text (chat completions; the Responses API's
+# input_text / output_text), with the field holding it
+_TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text",
+               "refusal": "refusal"}
+
+
+def _content(content: Any, where: str) -> str:
+    """A turn's text: a string, or OpenAI's list of content parts, whose text
+    parts are joined with line breaks (as OpenAI-compatible servers such as
+    vLLM join them). A part that is not text (an image, audio, a file) is
+    refused naming it: a bot, a metric or a judge would miss what it holds."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        raise TypeError(f"{where} must be a string or a list of text parts, got "
+                        f"{type_name(content)}")
+    return "\n".join(_part_text(part, f"{where}[{j}]") for j, part in enumerate(content))
+
+
+def _part_text(part: Any, where: str) -> str:
+    if isinstance(part, str):  # LangChain's content lists may hold plain strings
+        return part
+    kind = part.get("type") if isinstance(part, dict) else None
+    if not isinstance(kind, str):
+        raise TypeError(f"{where} must be a content part {{type: text, text: ...}}, got "
+                        f"{type_name(part) if not isinstance(part, dict) else 'no type'}")
+    field = _TEXT_PARTS.get(kind)
+    if field is None:
+        raise ValueError(f"{where} is a part of type {kind[:40]!r}; evalbeam evaluates text only: "
+                         "leave multimodal turns out, or describe the part in text")
+    text = part.get(field)
+    if not isinstance(text, str):
+        raise TypeError(f"{where}.{field} must be a string, got {type_name(text)}")
+    return text
 
 
 def type_name(value: Any) -> str:

@@ -385,9 +385,73 @@ def test_a_turn_missing_its_role_or_content_is_told_so_in_json_words(tmp_path):
     assert run_cli("--input", str(path), "--output", out, "--run-id", "m") == 0
     said = {e["case_id"]: e["message"] for e in read_rows(out, "errors")}
     assert said == {"no_content": "messages[0] has no content",
-                    "null_content": "messages[0].content must be a string, got null",
+                    "null_content": "messages[0].content must be a string or a list of text "
+                                    "parts, got null",
                     "no_role": "messages[0] has no role (system, user or assistant)",
                     "null_role": "messages[0].role must be one of system, user, assistant "
                                  "(or human/ai), got null"}
     assert [r["case_id"] for r in read_rows(out, "results")] == ["ok"]
     assert manifest(out, "m")["reconciliation"]["ok"]
+
+
+def test_roles_are_read_in_any_case():
+    """Chat logs and LangChain exports write roles as "User", "ASSISTANT",
+    "Human": each was an errors/ row ("role must be one of system, user,
+    assistant ..., got 'User'"). A role is read in any case, stored lower case
+    (the same turns, the same derived id); a tool turn is still refused as one."""
+    lower = to_case({"question": "And now?", "messages": HISTORY}, COLS, "f#0")
+    mixed = to_case({"question": "And now?", "messages": [
+        {"role": "User", "content": HISTORY[0]["content"]},
+        {"role": "ASSISTANT", "content": HISTORY[1]["content"]}]}, COLS, "f#0")
+    assert not isinstance(mixed, RowProblem), mixed
+    assert mixed.messages == HISTORY and mixed.case_id == lower.case_id
+    human = to_case({"question": [{"type": "Human", "content": "Hi?"}]}, COLS, "f#0")
+    assert human.question == "Hi?"
+    tool = to_case({"question": "q", "messages": [{"role": "Tool", "content": "42"}]}, COLS, "f#0")
+    assert "is a tool result (role 'tool')" in tool.message
+
+
+# OpenAI's content parts: what chat logs exported from the API hold
+PARTS_ROWS = [
+    {"case_id": "parts", "messages": [
+        {"role": "System", "content": [{"type": "text", "text": "You are Lumenfold's support "
+                                                                 "assistant."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Hi, I am Dana."},
+                                     {"type": "text", "text": "I am on the Plus plan."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello Dana!"}]},
+        {"role": "USER", "content": [{"type": "text", "text": "What does it cost?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Plus costs $10 a month."}]}]},
+    {"case_id": "image", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "What is in this photo?"},
+                                     {"type": "image_url",
+                                      "image_url": {"url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A camera."}]}]},
+]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_openai_content_parts_are_read_as_text(tmp_path, fmt):
+    """A turn whose content is OpenAI's list of parts ([{"type": "text", "text":
+    ...}]), as chat logs exported from the API hold it, was an errors/ row
+    ("content must be a string, got list"). Its text parts are joined with a
+    line break; a part that is not text (an image) makes the row an errors/ row
+    that names it. In JSON Lines and in Parquet (whose structs give every part
+    every field, null where unset)."""
+    from tests.conftest import write_cases
+    path = (write_jsonl(tmp_path / "chat.jsonl", PARTS_ROWS) if fmt == "jsonl"
+            else write_cases(str(tmp_path / "chat.parquet"), PARTS_ROWS))
+    out = str(tmp_path / "out")
+    assert run_cli("--input", path, "--output", out, "--run-id", "r") == 0
+    results = read_rows(out, "results")
+    assert [(r["case_id"], r["question"], r["answer"], r["error"]) for r in results] == [
+        ("parts", "What does it cost?", "Plus costs $10 a month.", None)]
+    assert json.loads(results[0]["messages"]) == [
+        {"role": "system", "content": "You are Lumenfold's support assistant."},
+        {"role": "user", "content": "Hi, I am Dana.\nI am on the Plus plan."},
+        {"role": "assistant", "content": "Hello Dana!"}]
+    errors = read_rows(out, "errors")
+    assert [(e["case_id"], e["error_type"], e["message"]) for e in errors] == [
+        ("image", "invalid_value", "messages[0].content[1] is a part of type 'image_url'; "
+         "evalbeam evaluates text only: leave multimodal turns out, or describe the part "
+         "in text")]
+    assert manifest(out, "r")["reconciliation"]["ok"]
