@@ -11,7 +11,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import yaml
@@ -150,9 +150,10 @@ class BotConfig:
     options: dict[str, Any] = field(default_factory=dict)
     """`http`: `path`, `body` (JSON with `{question}`, `{case_id}`, a value
     `"{messages}"` for a conversation's earlier turns, and `${VAR}` read from the
-    environment and scrubbed, as in headers), `answer_path` (required: a dot
-    path such as `data.answer`), `contexts_path`, `context_field`; `chat` and
-    `full_context`: `temperature` (0), `max_tokens`."""
+    environment and scrubbed, as in headers, where `$VAR` without braces is
+    refused), `answer_path` (required: a dot path such as `data.answer`),
+    `contexts_path`, `context_field`; `chat` and `full_context`: `temperature`
+    (0), `max_tokens`."""
 
 
 @dataclass(frozen=True)
@@ -585,15 +586,29 @@ _BARE_REF = re.compile(r"(?:^|\s)\$([A-Za-z_][A-Za-z0-9_]*)\b")
 
 
 def _no_bare_reference(value: str, where: str) -> None:
-    """A header's `$VAR` (at its start or after a space, as in `Bearer $KEY`)
-    would be sent as it is, and every call refused: headers read `${VAR}`. The
-    name is quoted only when it cannot be a key pasted in its place."""
+    """A header's or an http bot body's `$VAR` (at its start or after a space,
+    as in `Bearer $KEY`) would be sent as it is, and every call refused: both
+    read `${VAR}`. The name is quoted only when it cannot be a key pasted in
+    its place."""
     ref = _BARE_REF.search(value)
     if ref:
         name = ref.group(1)
         said = ("a $ and a name as they are: write ${NAME}" if key_like_name(name)
                 else f"${name} as it is: write ${{{name}}}")
         raise ConfigError(f"{where} sends {said} to read the variable")
+
+
+def _texts_at(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every text of a template (an http bot's body) with where it is, as the
+    config's errors name it (`bots[0].options.body.auth[1]`)."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _texts_at(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _texts_at(v, f"{where}[{i}]")
 
 
 def _rule(data: Any, where: str) -> VerdictRule:
@@ -951,6 +966,8 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
             if not isinstance(bot.options.get("answer_path"), str):
                 raise ConfigError(f"{where}: an http bot needs options.answer_path "
                                   "(e.g. data.answer)")
+            for at, text in _texts_at(bot.options.get("body"), f"{where}.options.body"):
+                _no_bare_reference(text, at)  # read as a header's is: `${VAR}` only
             path = bot.options.get("path", "")
             if not isinstance(path, str) or "://" in path:  # httpx would send it, and the
                 # endpoint's credentials, to that address instead of base_url

@@ -507,6 +507,42 @@ def test_an_http_bot_body_variable_is_read_before_the_question_and_must_be_set(
         in capsys.readouterr().err
 
 
+def test_an_http_bot_body_variable_without_braces_is_refused_as_a_header_s_is(
+        tmp_path, monkeypatch, capfd):
+    """`$BODY_TOKEN` in an http bot's body (shell style) was sent to the
+    assistant as those eleven characters, every call refused, while the same
+    `$VAR` in a header stops the run. The body is now read as a header: the run
+    stops before any call (exit 2, one line naming the key and the fix, never
+    the value), and `${BODY_TOKEN}` sends the value; a `$` before a figure
+    (`$5`) is text."""
+    token = "bodyTok-Xw4Tn8Bv2q7ZrLm9"
+    monkeypatch.setenv("BODY_TOKEN", token)
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(lambda body: "Within 30 days.")
+
+        def run_with(auth: str, run_id: str) -> tuple[int, str]:
+            cfg = tmp_path / f"{run_id}.yaml"
+            cfg.write_text(
+                f"endpoints:\n  rag: {_endpoint(server.base_url, max_attempts=1)}\n"
+                "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: /assistant, "
+                "answer_path: data.answer, body: {question: '{question}', note: 'under $5', "
+                "auth: [{bearer: '" + auth + "'}]}}}\nmetrics: [exact_match]\n")
+            out = str(tmp_path / run_id)
+            return run_cli("--input", _cases(tmp_path, 2), "--output", out, "--config",
+                           str(cfg), "--run-id", run_id), out
+        code, out = run_with("Bearer $BODY_TOKEN", "bare")
+        err = capfd.readouterr().err.strip()
+        assert code == 2 and not os.path.exists(out)
+        assert not [r for r in server.recorded() if r.path == "/assistant"]
+        assert err == ("evalbeam: error: bots[0].options.body.auth[0].bearer sends $BODY_TOKEN "
+                       "as it is: write ${BODY_TOKEN} to read the variable")
+        assert token not in err
+        assert run_with("Bearer ${BODY_TOKEN}", "braced")[0] == 0
+        sent = [r.json for r in server.recorded() if r.path == "/assistant"]
+    assert len(sent) == 2 and all(b["auth"] == [{"bearer": f"Bearer {token}"}]
+                                  and b["note"] == "under $5" for b in sent)
+
+
 def test_a_token_in_a_header_not_named_like_a_secret_is_written_nowhere(tmp_path, capfd):
     """Round 5: only headers named like a secret (key, token, auth, ...) had their
     literal values scrubbed and redacted: a token in X-Access or X-Tenant (20+
