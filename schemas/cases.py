@@ -835,7 +835,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             raise ValueError("question is empty")
         references = _references(row.get("expected_answer"))
         case = EvalCase(
-            case_id=case_id or derive_case_id(_id_content(row, messages)),
+            case_id=case_id or derive_case_id(_id_content(row, question, messages)),
             question=question,
             expected_answer=references[0] if references else None,
             contexts=_string_list(row.get("contexts"), "contexts"),
@@ -860,10 +860,14 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
     return case
 
 
-def _id_content(row: Mapping[str, Any], messages) -> dict[str, Any]:
+def _id_content(row: Mapping[str, Any], question: str, messages) -> dict[str, Any]:
     """The row as its derived id sees it: list columns given as JSON text (CSV)
-    count as the lists they hold, so one case has one id in every format."""
-    content = dict(row)
+    count as the lists they hold, so one case has one id in every format. A
+    conversation counts as its question and earlier turns (as normalised), as
+    if given in `question` and `messages`: never the recorded reply after the
+    question, and never nothing (a file of whole conversations in `messages`
+    hashed a null question, so every row with one system prompt had one id)."""
+    content = dict(row, question=question)
     for key in ("contexts", "tags"):
         if isinstance(content.get(key), str):
             content[key] = _string_list(content[key], key)

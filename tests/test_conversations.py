@@ -455,3 +455,31 @@ def test_openai_content_parts_are_read_as_text(tmp_path, fmt):
          "evalbeam evaluates text only: leave multimodal turns out, or describe the part "
          "in text")]
     assert manifest(out, "r")["reconciliation"]["ok"]
+
+
+def test_whole_conversations_get_one_derived_id_each(tmp_path):
+    """A file in OpenAI's chat format ({"messages": [system, user, assistant]}, no
+    question column) hashed a null question and the turns before the last user
+    turn: every row with the same system prompt had one id, and the run
+    reported them as a repeated case id. A conversation given as the question
+    hashed the whole list, its recorded reply too, so two runs with different
+    replies did not pair (the id is never the answer's). Now a conversation's id
+    is its question and earlier turns, the same in either column."""
+    turns = [SYSTEM, *HISTORY, {"role": "user", "content": "What does it cost?"}]
+    rows = [{"messages": [SYSTEM, {"role": "user", "content": "How long is the refund window?"},
+                          {"role": "assistant", "content": "30 days."}]},
+            {"messages": [SYSTEM, {"role": "user", "content": "Do you ship to Canada?"},
+                          {"role": "assistant", "content": "Yes."}]},
+            {"messages": [*turns, {"role": "assistant", "content": "$10 a month."}]}]
+    out = str(tmp_path / "out")
+    assert run_cli("--input", write_jsonl(tmp_path / "chat.jsonl", rows), "--output", out,
+                   "--run-id", "r") == 0
+    results = read_rows(out, "results")
+    assert len({r["case_id"] for r in results}) == 3 and read_rows(out, "errors") == []
+    ids = {to_case(raw, COLS, "f#0").case_id for raw in (
+        {"question": [*turns, {"role": "assistant", "content": "Ten dollars."}]},
+        {"question": turns},
+        {"question": turns[-1]["content"], "messages": turns[:-1]},
+        {"question": [{**t, "role": t["role"].upper()} for t in turns]})}
+    cost = next(r["case_id"] for r in results if r["question"] == "What does it cost?")
+    assert ids == {cost}
