@@ -83,8 +83,9 @@ def type_name(value: Any) -> str:
 
 
 def _shown(role: Any) -> str:
-    """A role as the row gave it: JSON's null by its name, else quoted, cut short."""
-    return "null" if role is None else repr(str(role)[:20])
+    """A role as the row gave it, cut short: a text quoted, anything else in
+    JSON's words (null, true, 1), not as a text it never was ('True')."""
+    return repr(role[:20]) if isinstance(role, str) else json.dumps(role, default=str)[:20]
 
 
 _TEXT_ONLY = ("evalbeam reads conversations of text turns (an agent's tool calls and tool "

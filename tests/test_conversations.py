@@ -411,6 +411,16 @@ def test_roles_are_read_in_any_case():
     assert "is a tool result (role 'tool')" in tool.message
 
 
+
+def test_a_role_that_is_no_text_is_told_in_json_words():
+    """`"role": true` or `"role": 1` was refused as "got 'True'" / "got '1'": a
+    text the file never held. The value is shown in JSON's words."""
+    for role, shown in [(True, "true"), (1, "1"), (None, "null"), ("robot", "'robot'")]:
+        problem = to_case({"question": "q", "messages": [{"role": role, "content": "hi"}]},
+                          COLS, "f#0")
+        assert problem.message.endswith(f"(or human/ai), got {shown}"), problem
+
+
 # OpenAI's content parts: what chat logs exported from the API hold
 PARTS_ROWS = [
     {"case_id": "parts", "messages": [
