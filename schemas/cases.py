@@ -48,7 +48,8 @@ INPUT_COLUMN_DOCS: dict[str, tuple[str, str]] = {
               "acceptable); copied to results/ (as text: `PASS`, `0.75`) for `evalbeam "
               "calibrate`; not part of the derived `case_id`"),
     "messages": ("list<{role, content}>", "the earlier turns of a conversation, before the "
-                 "question (see Conversations)"),
+                 "question (see Conversations): roles `system`, `user`, `assistant` in any "
+                 "case; a content of text or of OpenAI's text parts"),
 }
 
 # Common exports map without configuration (Ragas' names).

@@ -33,7 +33,10 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
                         f"(or human/ai), got {_shown(role)}")
     if "content" not in item:
         raise TypeError(f"{name}[{i}] has no content")
-    content = _content(item["content"], f"{name}[{i}].content")
+    content = item["content"]
+    if content is None and isinstance(item.get("refusal"), str):
+        content = item["refusal"]  # OpenAI's assistant message that refused: its words
+    content = _content(content, f"{name}[{i}].content")
     if not content.strip():
         # a blank turn says nothing to a bot or a judge (and chat APIs refuse some)
         raise ValueError(f"{name}[{i}].content is empty ({role} turn without text)")
@@ -44,6 +47,11 @@ def _message(item: Any, name: str, i: int) -> dict[str, str]:
 # input_text / output_text), with the field holding it
 _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text",
                "refusal": "refusal"}
+
+
+# a tool call or its result inside a turn's content (Anthropic's Messages API;
+# OpenAI's Responses API items)
+_TOOL_PARTS = ("tool_use", "tool_result", "function_call", "function_call_output")
 
 
 def _content(content: Any, where: str) -> str:
@@ -67,6 +75,8 @@ def _part_text(part: Any, where: str) -> str:
         raise TypeError(f"{where} must be a content part {{type: text, text: ...}}, got "
                         f"{type_name(part) if not isinstance(part, dict) else 'no type'}")
     field = _TEXT_PARTS.get(kind)
+    if kind in _TOOL_PARTS:
+        raise TypeError(f"{where} is a tool's part (type {kind!r}); {_TEXT_ONLY}")
     if field is None:
         raise ValueError(f"{where} is a part of type {kind[:40]!r}; evalbeam evaluates text only: "
                          "leave multimodal turns out, or describe the part in text")

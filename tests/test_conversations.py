@@ -439,6 +439,24 @@ PARTS_ROWS = [
 ]
 
 
+def test_a_refusal_is_a_turn_and_a_tool_part_is_refused_as_a_tool_turn():
+    """Two more shapes of exported chat logs: OpenAI's assistant message that
+    refused (`"content": null, "refusal": "..."`) was "content must be a
+    string, got null", though its words are the turn; a tool call or result
+    inside a turn's content (Anthropic's tool_use / tool_result parts) is
+    refused as tool turns are, not as an image would be."""
+    refused = to_case({"question": "And the card number?", "messages": [
+        HISTORY[0], {"role": "assistant", "content": None,
+                     "refusal": "I can't share card numbers."}]}, COLS, "f#0")
+    assert refused.messages[1] == {"role": "assistant", "content": "I can't share card numbers."}
+    tool = to_case({"question": "q", "messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "42"}]}]}, COLS, "f#0")
+    assert (tool.error_type, tool.message) == (
+        "wrong_type", "messages[0].content[0] is a tool's part (type 'tool_result'); evalbeam "
+        "reads conversations of text turns (an agent's tool calls and tool results are not "
+        "read)")
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_openai_content_parts_are_read_as_text(tmp_path, fmt):
     """A turn whose content is OpenAI's list of parts ([{"type": "text", "text":
