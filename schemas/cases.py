@@ -63,7 +63,7 @@ RAGAS_COLUMNS = {"user_input": "question", "response": "answer", "reference": "e
 UNREADABLE = "__evalbeam_unreadable__"
 
 
-MAX_VALUE_DEPTH = 32  # lists/objects inside a value: messages need 4 (content parts), nothing needs 32
+MAX_VALUE_DEPTH = 32  # lists/objects in a value: messages need 4 (content parts), not 32
 
 
 class TooDeep:
@@ -786,7 +786,7 @@ def _question(value: Any, messages: list[dict[str, str]] | None, name: str = "qu
     turns before it; the assistant's reply after that turn (Ragas' and
     DeepEval's recorded conversations end with it) is the recorded reply."""
     if value is None:
-        if messages:  # the whole conversation in messages (OpenAI's chat format)
+        if messages is not None:  # the whole conversation in messages (OpenAI's chat format)
             if not any(m["role"] == "user" for m in messages):
                 raise ValueError("question is null and messages has no user turn to answer")
             return _split(messages)

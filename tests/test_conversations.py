@@ -511,3 +511,15 @@ def test_whole_conversations_get_one_derived_id_each(tmp_path):
         {"question": [{**t, "role": t["role"].upper()} for t in turns]})}
     cost = next(r["case_id"] for r in results if r["question"] == "What does it cost?")
     assert ids == {cost}
+
+
+def test_an_empty_conversation_says_it_has_no_user_turn():
+    """A chat-format row whose messages list is empty ({"messages": []}, an
+    exported log's empty session) was an errors/ row saying only "question is
+    null", as if the conversation had not been read; it says what it lacks, as
+    a list of turns without a user turn does."""
+    for raw in ({"messages": []}, {"messages": "[]", "question": None}):
+        problem = to_case(raw, COLS, "f#0")
+        assert (problem.error_type, problem.message) == (
+            "invalid_value", "question is null and messages has no user turn to answer")
+    assert to_case({"question": None}, COLS, "f#0").message == "question is null"
