@@ -104,9 +104,10 @@ _TEXT_ONLY = ("evalbeam reads conversations of text turns (an agent's tool calls
 
 def _no_tools(item: dict, role: Any, name: str, i: int) -> None:
     """An agent's turn (Ragas' AIMessage with tool_calls, ToolMessage; OpenAI's
-    tool_calls and role `tool`) is refused saying so: a tool call's empty
-    content was reported as a turn without text."""
-    calls = item.get("tool_calls")
+    tool_calls and role `tool`, and the older function_call) is refused saying
+    so: a tool call's empty content was reported as a turn without text."""
+    legacy = item.get("function_call")
+    calls = item.get("tool_calls") or ([legacy] if isinstance(legacy, dict) else None)
     if calls:
         names = [c.get("name") or (c.get("function") or {}).get("name") for c in calls
                  if isinstance(c, dict)] if isinstance(calls, list) else []

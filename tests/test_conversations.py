@@ -457,6 +457,20 @@ def test_a_refusal_is_a_turn_and_a_tool_part_is_refused_as_a_tool_turn():
         "read)")
 
 
+
+def test_an_older_function_call_turn_is_refused_as_a_tool_call():
+    """OpenAI's older function calling ({"role": "assistant", "content": null,
+    "function_call": {"name": ..., "arguments": ...}}), still in exported chat
+    logs, was "content must be a string ..., got null": it is refused as a
+    tool call, named, as tool_calls are."""
+    problem = to_case({"question": "q", "messages": [HISTORY[0], {
+        "role": "assistant", "content": None,
+        "function_call": {"name": "get_plan_price", "arguments": "{}"}}]}, COLS, "f#0")
+    assert (problem.error_type, problem.message) == (
+        "wrong_type", "messages[1] calls a tool (get_plan_price); evalbeam reads conversations "
+        "of text turns (an agent's tool calls and tool results are not read)")
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_openai_content_parts_are_read_as_text(tmp_path, fmt):
     """A turn whose content is OpenAI's list of parts ([{"type": "text", "text":
