@@ -472,25 +472,37 @@ def test_an_older_function_call_turn_is_refused_as_a_tool_call():
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_openai_content_parts_are_read_as_text(tmp_path, fmt):
+def test_openai_content_parts_are_read_as_text(tmp_path, monkeypatch, fmt):
     """A turn whose content is OpenAI's list of parts ([{"type": "text", "text":
     ...}]), as chat logs exported from the API hold it, was an errors/ row
     ("content must be a string, got list"). Its text parts are joined with a
-    line break; a part that is not text (an image) makes the row an errors/ row
-    that names it. In JSON Lines and in Parquet (whose structs give every part
-    every field, null where unset)."""
+    line break, and a chat bot is sent text turns; a part that is not text (an
+    image) makes the row an errors/ row that names it. In JSON Lines and in
+    Parquet (whose structs give every part every field, null where unset)."""
     from tests.conftest import write_cases
     path = (write_jsonl(tmp_path / "chat.jsonl", PARTS_ROWS) if fmt == "jsonl"
             else write_cases(str(tmp_path / "chat.parquet"), PARTS_ROWS))
-    out = str(tmp_path / "out")
-    assert run_cli("--input", path, "--output", out, "--run-id", "r") == 0
-    results = read_rows(out, "results")
-    assert [(r["case_id"], r["question"], r["answer"], r["error"]) for r in results] == [
-        ("parts", "What does it cost?", "Plus costs $10 a month.", None)]
-    assert json.loads(results[0]["messages"]) == [
-        {"role": "system", "content": "You are Lumenfold's support assistant."},
-        {"role": "user", "content": "Hi, I am Dana.\nI am on the Plus plan."},
-        {"role": "assistant", "content": "Hello Dana!"}]
+    history = [{"role": "system", "content": "You are Lumenfold's support assistant."},
+               {"role": "user", "content": "Hi, I am Dana.\nI am on the Plus plan."},
+               {"role": "assistant", "content": "Hello Dana!"}]
+    monkeypatch.setenv("CONV_KEY", KEY)
+    with FakeOpenAI(api_key=KEY) as server:
+        server.set_chat_handler(lambda request: "Plus costs $10.")
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  llm: {{base_url: '{server.openai_base_url}', "
+                       "api_key_env: CONV_KEY}\nbots:\n  - {name: recorded, type: precomputed}\n"
+                       "  - {name: plain, type: chat, endpoint: llm, model: bot-model}\n")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", path, "--output", out, "--config", str(cfg),
+                       "--run-id", "r") == 0
+        sent = [r.json["messages"] for r in server.recorded() if r.json]
+    assert sent == [[*history, {"role": "user", "content": "What does it cost?"}]]
+    results = {r["bot"]: r for r in read_rows(out, "results")}
+    assert [(r["case_id"], r["question"], r["answer"], r["error"])
+            for r in (results["recorded"], results["plain"])] == [
+        ("parts", "What does it cost?", "Plus costs $10 a month.", None),
+        ("parts", "What does it cost?", "Plus costs $10.", None)]
+    assert json.loads(results["recorded"]["messages"]) == history
     errors = read_rows(out, "errors")
     assert [(e["case_id"], e["error_type"], e["message"]) for e in errors] == [
         ("image", "invalid_value", "messages[0].content[1] is a part of type 'image_url'; "
