@@ -49,8 +49,8 @@ _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text",
                "refusal": "refusal"}
 
 
-# a tool call or its result inside a turn's content (Anthropic's Messages API;
-# OpenAI's Responses API items)
+# a tool call or its result inside a turn's content (Anthropic's Messages API),
+# or as a turn of its own (OpenAI's Responses API items)
 _TOOL_PARTS = ("tool_use", "tool_result", "function_call", "function_call_output")
 
 
@@ -115,6 +115,8 @@ def _no_tools(item: dict, role: Any, name: str, i: int) -> None:
         raise TypeError(f"{name}[{i}] calls a tool ({shown[:80]}); {_TEXT_ONLY}")
     if role in ("tool", "function"):
         raise TypeError(f"{name}[{i}] is a tool result (role {role!r}); {_TEXT_ONLY}")
+    if role in _TOOL_PARTS:  # the Responses API's function_call items: a type, no role
+        raise TypeError(f"{name}[{i}] is a tool's item (type {role!r}); {_TEXT_ONLY}")
 
 
 def parse_messages(value: Any, name: str = "messages") -> list[dict[str, str]] | None:

@@ -458,6 +458,30 @@ def test_a_refusal_is_a_turn_and_a_tool_part_is_refused_as_a_tool_turn():
 
 
 
+def test_a_responses_api_conversation_is_read():
+    """OpenAI's Responses API writes a conversation as items: messages
+    ({"type": "message", "role", "content": [{"type": "input_text" | "output_text",
+    "text"}]}) and tool items ({"type": "function_call", "name", ...}, no
+    role). The messages read as turns; a tool item was "role must be one of
+    ..., got 'function_call'" and is refused as a tool turn."""
+    said = [{"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "Hi, I am Dana."}]},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Hello Dana!", "annotations": []}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "What does it cost?"}]}]
+    case = to_case({"question": said}, COLS, "f#0")
+    assert (case.question, case.messages) == ("What does it cost?", [
+        {"role": "user", "content": "Hi, I am Dana."},
+        {"role": "assistant", "content": "Hello Dana!"}])
+    tool = to_case({"question": [said[0], {"type": "function_call", "call_id": "c1",
+                                           "name": "price", "arguments": "{}"}, said[2]]},
+                   COLS, "f#0")
+    assert (tool.error_type, tool.message) == (
+        "wrong_type", "question[1] is a tool's item (type 'function_call'); evalbeam reads "
+        "conversations of text turns (an agent's tool calls and tool results are not read)")
+
+
 def test_an_older_function_call_turn_is_refused_as_a_tool_call():
     """OpenAI's older function calling ({"role": "assistant", "content": null,
     "function_call": {"name": ..., "arguments": ...}}), still in exported chat
