@@ -20,7 +20,7 @@ _ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "as
 def _message(item: Any, name: str, i: int) -> dict[str, str]:
     if not isinstance(item, dict):
         raise TypeError(f"{name}[{i}] must be an object with role and content, got "
-                        f"{type(item).__name__}")
+                        f"{type_name(item)}")
     role = item.get("role", item.get("type"))
     if isinstance(role, str):  # "User", "ASSISTANT": chat logs and LangChain exports
         role = role.strip().lower()

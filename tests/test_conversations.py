@@ -421,6 +421,16 @@ def test_a_role_that_is_no_text_is_told_in_json_words():
         assert problem.message.endswith(f"(or human/ai), got {shown}"), problem
 
 
+
+def test_a_null_turn_is_told_in_json_words():
+    """A null in a list of turns ([null, {...}], a gap in an exported log) was
+    "must be an object with role and content, got NoneType": Python's name."""
+    for raw, name in [({"question": "q", "messages": [None, HISTORY[0]]}, "messages"),
+                      ({"question": [None, HISTORY[0]]}, "question")]:
+        problem = to_case(raw, COLS, "f#0")
+        assert problem.message == f"{name}[0] must be an object with role and content, got null"
+
+
 # OpenAI's content parts: what chat logs exported from the API hold
 PARTS_ROWS = [
     {"case_id": "parts", "messages": [
