@@ -38,6 +38,11 @@ a failing predict handler 424. And vLLM's ``POST /score`` / ``/v1/score``
 Labels come from a predict handler (``set_predict_handler``: (premise,
 hypothesis) -> one logit per label) or, by default, from word overlap.
 
+Any route can answer with bytes of a test's choosing: ``set_raw_handler``
+(route, request JSON) -> a ``RawReply`` (body, status, Content-Type, headers)
+sent as it is, or None for the usual answer: a body that is not JSON or not
+UTF-8, an event stream, thinking in the content, a prediction of the wrong shape.
+
 Order of checks for a non-admin request: record it -> auth (401) -> route/validation
 (404/405/400) -> rate limit (429) -> block_containing (403) -> status_override -> fault
 -> latency -> answer.
@@ -156,6 +161,17 @@ class ServerConfig:
         if self.tei_batch_status not in (413, 422):
             raise ValueError("tei_batch_status must be 413 or 422")
         return self
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """A reply sent byte for byte (set_raw_handler): what no well-behaved server
+    sends, e.g. a body that is not JSON or not UTF-8, an event stream, a 200
+    with a Retry-After."""
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -469,6 +485,7 @@ class FakeOpenAI:
         self._chat_handler: Callable[[dict], str | dict] | None = None
         self._assistant_handler: Callable[[dict], str | dict] | None = None
         self._predict_handler: Callable[[str, str], list[float]] | None = None
+        self._raw_handler: Callable[[str, Any], RawReply | None] | None = None
         self._port = port
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -560,6 +577,12 @@ class FakeOpenAI:
         """For /predict and /score: fn(premise, hypothesis) -> one logit per label
         (tei_labels order); raising makes the request a 424 (TEI's backend error)."""
         self._predict_handler = fn
+
+    def set_raw_handler(self, fn: Callable[[str, Any], "RawReply | None"] | None) -> None:
+        """fn(route, request_json) -> a RawReply sent as it is, or None for the usual
+        answer; route is chat, embeddings, predict, score, assistant, info, ...
+        (after auth, rate limit and faults, as an answer)."""
+        self._raw_handler = fn
 
     def set_assistant_handler(self, fn: Callable[[dict], str | dict] | None) -> None:
         """For POST /assistant: fn(request_json) -> answer str, or a dict used as "data"."""
@@ -774,6 +797,13 @@ class FakeOpenAI:
         else:
             self._sleep(latency)
 
+        raw = self._raw_handler(route, data) if self._raw_handler is not None else None
+        if raw is not None:
+            rec.status = raw.status
+            self._count_status(str(raw.status), raw.status)
+            rec.counted = True
+            h.send_raw(raw.status, raw.body, dict(raw.headers), raw.content_type)
+            return tag
         status, payload, *more = self._answer(route, cfg, data, deployment, started)
         if status == 200 and route in ("chat", "assistant") and self._hostile_turn(cfg):
             payload = _hostile(cfg, route, payload, headers)

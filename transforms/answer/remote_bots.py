@@ -19,6 +19,9 @@ from transforms.remote.runtime import AsyncRuntime
 from transforms.text.templates import fill_placeholders
 
 QUESTION = "{question}"
+# finish reasons of an answer that stopped before its end (the token limit, a
+# content filter): the text is scored as it is, the reason kept in bot_details
+CUT_SHORT = ("length", "content_filter")
 KNOWLEDGE = "{knowledge}"
 
 
@@ -83,8 +86,8 @@ class ChatBot:
                                   "(finish_reason 'length'): raise the bot's max_tokens")
         self.runtime.record(reply.record, self.log)
         kept = {k: extras[k] for k in ("reasoning_content", "refusal") if extras.get(k)}
-        if cut:  # a cut-off answer is scored as it is, and says so
-            kept["finish_reason"] = "length"
+        if extras.get("finish_reason") in CUT_SHORT:  # scored as it is, and says so
+            kept["finish_reason"] = extras["finish_reason"]
         return _turn(case, self.name, text, reply.record, **kept)
 
 

@@ -7,6 +7,7 @@ the deployment name, the key goes in the `api-key` header).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -102,11 +103,17 @@ def text_problem(value: Any, what: str) -> str | None:
     return None
 
 
+FILTERED = ("the provider's content filter stopped the reply (finish_reason "
+            "'content_filter')")
+
+
 def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None]:
     """(texts, other message fields, problem) of a chat completion. Whatever the
     server sent, the worst outcome is a problem for that row: no choices, a
     choice without a message, content that is null, not text or not Unicode.
-    A `refusal` (OpenAI's field when the model declines) is the reason then."""
+    A `refusal` (OpenAI's field when the model declines) is the reason then.
+    A reasoning model's thinking sent in the content (a leading <think> block,
+    thinking parts) is moved to `reasoning_content`: the answer is what follows."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list):
         return [], [], "unexpected chat response shape (missing 'choices')"
@@ -120,16 +127,26 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
         extras.append({k: v for k, v in message.items() if k not in ("role", "content")})
         if isinstance(choice.get("finish_reason"), str):
             extras[-1]["finish_reason"] = choice["finish_reason"]
-        content = _joined_parts(message.get("content"))
+        content, thought = split_reasoning(message.get("content"))
+        if thought is not None and not extras[-1].get("reasoning_content"):
+            extras[-1]["reasoning_content"] = thought
+        blank = content is None or (isinstance(content, str) and not content.strip())
         refusal = message.get("refusal")
-        if content is None and isinstance(refusal, str) and refusal:
+        if blank and isinstance(refusal, str) and refusal:
             return texts, extras, f"the model refused: {refusal[:300]}"
+        if blank and extras[-1].get("finish_reason") == "content_filter":
+            return texts, extras, FILTERED
         tools = message.get("tool_calls")
-        if content is None and isinstance(tools, list) and tools:
+        if blank and isinstance(tools, list) and tools:
             names = [str(c.get("function", {}).get("name", "?"))[:60] for c in tools
                      if isinstance(c, dict) and isinstance(c.get("function"), dict)]
-            return texts, extras, (f"reply content of choice {i} is null: the reply holds only "
-                                   f"tool calls ({', '.join(names) or '?'}), no text")
+            return texts, extras, (f"reply content of choice {i} is empty: the reply holds "
+                                   f"only tool calls ({', '.join(names) or '?'}), no text")
+        if blank and thought is not None:
+            cut = extras[-1].get("finish_reason") == "length"
+            return texts, extras, (f"reply content of choice {i} is only reasoning (thinking), "
+                                   "no answer" + (": cut off at the token limit (finish_reason "
+                                                  "'length')" if cut else ""))
         problem = text_problem(content, f"reply content of choice {i}")
         if problem:
             return texts, extras, problem
@@ -138,27 +155,79 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
 
 
 TEXT_PARTS = ("text", "output_text")
+REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
+_THINK = re.compile(r"\s*<(think|thinking|reasoning)>(.*?)</\1>\s*", re.S | re.I)
+_THINK_OPEN = re.compile(r"\s*<(think|thinking|reasoning)>", re.I)
+_THINK_CLOSE = "</think>"
 
 
-def _joined_parts(content: Any) -> Any:
-    """Content as a list of text parts ([{"type": "text", "text": ...}], as some
-    OpenAI-compatible servers send it) joined into its text; anything else
-    as it is (a list with a part that is not text stays a list: a problem)."""
-    if isinstance(content, list) and content and all(
-            isinstance(p, dict) and p.get("type") in TEXT_PARTS and isinstance(p.get("text"), str)
-            for p in content):
-        return "".join(p["text"] for p in content)
-    return content
+def _part_text(value: Any) -> str | None:
+    """A part's text: a string, or a list of text parts (Mistral's thinking)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str)
+                                       for p in value):
+        return "".join(p["text"] for p in value)
+    return None
+
+
+def _joined_parts(content: Any) -> tuple[Any, str | None]:
+    """(text, reasoning) of content sent as a list of parts ([{"type": "text",
+    "text": ...}], with "thinking" / "reasoning" parts beside them): the text
+    parts joined, the reasoning parts' text apart (text None: only reasoning).
+    Anything else is returned as it is (a list with a part that is neither
+    stays a list: a problem)."""
+    if not (isinstance(content, list) and content and all(isinstance(p, dict) for p in content)):
+        return content, None
+    texts, thoughts = [], []
+    for part in content:
+        kind = part.get("type")
+        if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind in REASONING_PARTS:
+            thoughts.append(next((t for k in ("thinking", "reasoning", "text")
+                                  if (t := _part_text(part.get(k))) is not None), ""))
+        else:
+            return content, None
+    return ("".join(texts) if texts else None), ("\n".join(thoughts) if thoughts else None)
+
+
+def split_reasoning(content: Any) -> tuple[Any, str | None]:
+    """(the answer, the reasoning before it, None if none) of a message's content.
+    A reasoning model served without a reasoning parser (DeepSeek-R1 on vLLM or
+    Ollama's /v1, QwQ) sends its thinking in the content: `<think>...</think>`
+    then the answer, or the thinking and `</think>` alone (the opening tag was
+    in the prompt). Scored as the answer it would be someone else's text; an
+    unclosed <think> is only reasoning (answer None)."""
+    content, thought = _joined_parts(content)
+    if not isinstance(content, str):
+        return content, thought
+    m = _THINK.match(content)
+    if m:
+        more, content = m.group(2).strip(), content[m.end():]
+    elif _THINK_OPEN.match(content):
+        more, content = content[_THINK_OPEN.match(content).end():].strip(), None
+    elif _THINK_CLOSE in content and "<think>" not in content:
+        before, _, after = content.partition(_THINK_CLOSE)
+        more, content = before.strip(), after.lstrip()
+    else:
+        return content, thought
+    return content, "\n".join(t for t in (thought, more) if t)
 
 
 def _no_answer(data: Any) -> str | None:
-    """Why a chat reply holds no answer (None: every choice holds text)."""
-    return read_choices(data)[2]
+    """Why a chat reply holds no answer worth asking again for (None: every
+    choice holds text, or a content filter withheld one: the same request
+    would be filtered again, each attempt paid)."""
+    _, extras, problem = read_choices(data)
+    if problem is not None and any(e.get("finish_reason") == "content_filter" for e in extras):
+        return None
+    return problem
 
 
 def _has_answer(data: Any) -> bool:
     """A chat reply worth caching: one whose choices all hold text."""
-    return _no_answer(data) is None
+    return read_choices(data)[2] is None
 
 
 def by_index(rows: Any, n: int, what: str) -> list[Any]:

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from transforms.enrich.judge.prompts import render
 from transforms.enrich.judge.replies import Shape, whole_object
 from transforms.remote.cache import ONLY, REFRESH, USE
-from transforms.remote.openai_api import chat
+from transforms.remote.openai_api import FILTERED, chat
 
 REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "
           "of this form, with every field filled in: {example}")
@@ -134,6 +134,10 @@ class Judge:
         value, problem = _read(shape, text, extras)
         details: dict[str, Any] = {"calls": 1}
         raws = [text]
+        if problem is not None and extras.get("finish_reason") == "content_filter":
+            # the repair would quote the same material to the same filter
+            return JudgeOutcome(None, f"judge reply unusable: {FILTERED}; {problem}",
+                                {**details, "raw": text[:RAW_LIMIT]})
         if problem is not None:
             more = [{"role": "assistant", "content": text},
                     {"role": "user", "content": REPAIR.format(problem=problem,

@@ -1,0 +1,186 @@
+"""Odd 200 replies of the judge, the bots, and the classifier, in real runs:
+each is a correct reading or a null score with a one-line reason, never a
+score of someone else's text, and never a request asked again for nothing.
+The loopback server sends the bytes (tests/fake_server.py set_raw_handler)."""
+from __future__ import annotations
+
+import json
+import re
+
+from tests.conftest import write_cases
+from tests.fake_server import FakeOpenAI, RawReply
+from tests.pipeline_helpers import manifest, read_rows, run_cli
+
+ANSWER = "Refunds are accepted within 30 days."
+VERDICT = '{"score": 4, "reason": "on topic"}'  # judge_relevance 0.75
+DRAFT = '{"score": 1, "reason": "draft"}'
+
+
+def _reply(content, finish: str = "stop", **message) -> dict:
+    return {"choices": [{"index": 0, "finish_reason": finish,
+                         "message": {"role": "assistant", "content": content, **message}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 10}}
+
+
+def _raw(reply, content_type: str = "application/json") -> RawReply:
+    return RawReply(reply if isinstance(reply, bytes) else json.dumps(reply).encode(),
+                    content_type=content_type)
+
+
+def _run_bots(tmp_path, replies: dict) -> tuple[str, dict, dict]:
+    """A run of one chat bot per entry of `replies` (bot name -> what its model
+    answers), each on its own endpoint of one server, over two cases:
+    (output folder, results of c0 by bot, chat requests by bot)."""
+    asked: dict[str, int] = {}
+
+    def answer(route, data):
+        if route != "chat":
+            return None
+        asked[data["model"]] = asked.get(data["model"], 0) + 1
+        return replies[data["model"]]
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        endpoint = (f"{{base_url: '{server.openai_base_url}', requests_per_second: 500, "
+                    "max_attempts: 3, backoff_initial_s: 0.01, backoff_max_s: 0.02}")
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text("endpoints:\n" + "".join(f"  {b}: {endpoint}\n" for b in replies)
+                       + "bots:\n" + "".join(f"  - {{name: {b}, type: chat, endpoint: {b}, "
+                                             f"model: {b}}}\n" for b in replies)
+                       + "metrics: [exact_match]\n")
+        rows = [{"case_id": f"c{i}", "question": f"How long is the refund window ({i})?",
+                 "expected_answer": ANSWER} for i in range(2)]
+        out = str(tmp_path / "out")
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--run-id", "odd") == 0
+    assert manifest(out, "odd")["reconciliation"]["ok"]
+    results = {r["bot"]: r for r in read_rows(out, "results") if r["case_id"] == "c0"}
+    return out, results, asked
+
+
+def _scores(out: str) -> dict:
+    return {(s["bot"], s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+
+
+def test_reasoning_sent_in_the_content_is_not_scored_as_the_answer(tmp_path):
+    """A reasoning model served without a reasoning parser (DeepSeek-R1 on vLLM,
+    Ollama's /v1) sends its thinking in the content; thinking parts (Mistral's
+    magistral, Anthropic-style gateways) come beside the text. The answer after
+    it was scored together with the thinking (exact_match 0 for the right
+    answer), or the reply was an error ('list, not text'). Now the thinking goes
+    to bot_details' reasoning_content and the answer alone is scored; a reply
+    that is only thinking is an error row, not an empty answer."""
+    thinking = "Maybe 45 days? The policy says 30."
+    out, results, asked = _run_bots(tmp_path, {
+        "tagged": _raw(_reply(f"<think>\n{thinking}\n</think>\n\n{ANSWER}")),
+        "closing_only": _raw(_reply(f"{thinking}\n</think>\n\n{ANSWER}")),
+        "parts": _raw(_reply([{"type": "thinking", "thinking": [{"type": "text",
+                                                                 "text": thinking}]},
+                              {"type": "text", "text": ANSWER}])),
+        "unclosed": _raw(_reply(f"<think>\n{thinking}", "length")),
+    })
+    scores = _scores(out)
+    for bot in ("tagged", "closing_only", "parts"):
+        row = results[bot]
+        assert row["answer"] == ANSWER and row["error"] is None, (bot, row)
+        assert json.loads(row["bot_details"])["reasoning_content"] == thinking
+        assert scores[(bot, "c0", "exact_match")]["value"] == 1.0
+    cut = results["unclosed"]
+    assert cut["verdict"] == "ERROR" and cut["answer"] is None
+    assert cut["error"] == ("reply content of choice 0 is only reasoning (thinking), no answer: "
+                            "cut off at the token limit (finish_reason 'length')")
+    assert scores[("unclosed", "c0", "exact_match")]["value"] is None
+    errors = read_rows(out, "errors")
+    assert sorted((e["bot"], e["case_id"]) for e in errors) == [("unclosed", "c0"),
+                                                                ("unclosed", "c1")]
+    assert set(asked.values()) == {2}  # a bot is measured as it answers: no retry
+
+
+def test_an_empty_reply_a_content_filter_stopped_or_of_tool_calls_is_no_answer(tmp_path):
+    """finish_reason 'content_filter' with an empty content, and an empty content
+    beside tool calls, were scored as the bot's answer '' (exact_match 0.0, a
+    FAIL the bot did not earn): now ERROR rows that say why. Text the filter
+    cut short is scored as it is and says so, as a cut at the token limit does."""
+    tool = [{"id": "1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]
+    out, results, asked = _run_bots(tmp_path, {
+        "filtered": _raw(_reply("", "content_filter")),
+        "filtered_part": _raw(_reply("Refunds are", "content_filter")),
+        "tools": _raw(_reply("", tool_calls=tool)),
+    })
+    scores = _scores(out)
+    assert results["filtered"]["error"] == ("the provider's content filter stopped the reply "
+                                            "(finish_reason 'content_filter')")
+    assert results["tools"]["error"] == ("reply content of choice 0 is empty: the reply holds "
+                                         "only tool calls (lookup), no text")
+    for bot in ("filtered", "tools"):
+        assert results[bot]["verdict"] == "ERROR" and results[bot]["answer"] is None
+        assert scores[(bot, "c0", "exact_match")]["value"] is None
+    part = results["filtered_part"]
+    assert part["answer"] == "Refunds are" and part["error"] is None
+    assert json.loads(part["bot_details"])["finish_reason"] == "content_filter"
+    assert scores[("filtered_part", "c0", "exact_match")]["value"] == 0.0
+    assert len(read_rows(out, "errors")) == 4 and set(asked.values()) == {2}
+
+
+def _run_judge(tmp_path, replies: dict) -> tuple[str, dict, dict]:
+    """A run of judge_relevance over one recorded answer per entry of `replies`
+    (case id -> the judge's reply to its question): (output folder, scores by
+    case, judge requests by case, repairs included)."""
+    asked: dict[str, int] = {}
+
+    def answer(route, data):
+        case = re.search(r"CASE-(\w+)-END", json.dumps(data.get("messages"))).group(1)
+        asked[case] = asked.get(case, 0) + 1
+        return replies[case]
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+                       "requests_per_second: 500, max_attempts: 3, backoff_initial_s: 0.01, "
+                       "backoff_max_s: 0.02}\njudge: {endpoint: judge, model: j}\n"
+                       "metrics: [judge_relevance]\nembeddings: {provider: hashing}\n")
+        rows = [{"case_id": case, "question": f"CASE-{case}-END How long is the refund window?",
+                 "answer": ANSWER, "expected_answer": ANSWER} for case in replies]
+        out = str(tmp_path / "out")
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--run-id", "judged") == 0
+    assert manifest(out, "judged")["reconciliation"]["ok"]
+    return out, {s["case_id"]: s for s in read_rows(out, "scores")}, asked
+
+
+def test_the_judge_reads_its_verdict_after_its_thinking(tmp_path):
+    """A judge that thinks in the content with a draft verdict inside <think>
+    (or in a thinking part) had 'the reply holds 2 JSON objects': a repair
+    request, then a null score; a thinking part made the reply 'list, not text',
+    asked three times. The verdict after the thinking is now read, in one call."""
+    out, scores, asked = _run_judge(tmp_path, {
+        "tagged": _raw(_reply(f"<think>\nA draft: {DRAFT}. No, better 4.\n</think>\n{VERDICT}")),
+        "parts": _raw(_reply([{"type": "thinking", "thinking": f"draft {DRAFT}"},
+                              {"type": "text", "text": VERDICT}])),
+    })
+    for case in ("tagged", "parts"):
+        assert scores[case]["value"] == 0.75 and scores[case]["error"] is None, scores[case]
+    assert asked == {"tagged": 1, "parts": 1}
+    assert not read_rows(out, "errors")
+
+
+def test_a_judge_reply_a_content_filter_stopped_is_asked_once(tmp_path):
+    """A judge reply withheld by the provider's content filter was asked again up
+    to max_attempts (null content: 3 requests) or got a repair request quoting
+    the same material to the same filter (empty or cut content: 2 requests), and
+    its reason said 'content is null' or 'the reply is empty'. Now one request,
+    a null score and the filter named."""
+    out, scores, asked = _run_judge(tmp_path, {
+        "null": _raw(_reply(None, "content_filter")),
+        "empty": _raw(_reply("", "content_filter")),
+        "cut": _raw(_reply('{"score": 4, "rea', "content_filter")),
+    })
+    assert asked == {"null": 1, "empty": 1, "cut": 1}
+    named = "the provider's content filter stopped the reply (finish_reason 'content_filter')"
+    for case in asked:
+        assert scores[case]["value"] is None and named in scores[case]["error"], scores[case]
+    errors = read_rows(out, "errors")
+    assert sorted(e["case_id"] for e in errors) == ["cut", "empty", "null"]
+    usage = [u for u in read_rows(out, "usage") if u["endpoint"] == "judge"]
+    assert sum(u["calls"] + u["retries"] for u in usage) == 3
