@@ -122,6 +122,27 @@ def test_an_empty_reply_a_content_filter_stopped_or_of_tool_calls_is_no_answer(t
     assert len(read_rows(out, "errors")) == 4 and set(asked.values()) == {2}
 
 
+def test_a_body_that_is_not_utf8_is_read_in_its_charset_or_refused_once(tmp_path):
+    """A 200 in Latin-1 was 'a body that is not JSON' and asked again up to
+    max_attempts (each attempt a paid completion, the same bytes each time). Its
+    declared charset is now read; without one the row says which byte, after
+    one request."""
+    body = json.dumps(_reply("Café: " + ANSWER), ensure_ascii=False).encode("latin-1")
+    out, results, asked = _run_bots(tmp_path, {
+        "declared": _raw(body, "application/json; charset=iso-8859-1"),
+        "undeclared": _raw(body),
+    })
+    assert results["declared"]["answer"] == "Café: " + ANSWER
+    bad = results["undeclared"]
+    assert bad["verdict"] == "ERROR" and re.fullmatch(
+        r"HTTP 200 with a body that is not UTF-8 \(byte 0xE9 at offset \d+\) and no other "
+        r"charset in its Content-Type: not read, not retried", bad["error"]), bad["error"]
+    assert asked == {"declared": 2, "undeclared": 2}
+    usage = {u["endpoint"]: u for u in read_rows(out, "usage")}
+    assert (usage["undeclared"]["calls"], usage["undeclared"]["retries"],
+            usage["undeclared"]["failures"]) == (2, 0, 2)
+
+
 def _run_judge(tmp_path, replies: dict) -> tuple[str, dict, dict]:
     """A run of judge_relevance over one recorded answer per entry of `replies`
     (case id -> the judge's reply to its question): (output folder, scores by

@@ -527,6 +527,8 @@ class EndpointClient:
         self.breaker.on_accepted()
         try:
             data = json.loads(body)
+        except UnicodeDecodeError as exc:
+            data = _json_in_charset(response, body, exc, self.scrub)
         except ValueError:
             raise _not_json(response, body, self.scrub) from None
         if data is None:  # no API answers `null`; and data None means a failed call
@@ -577,6 +579,27 @@ def _not_json(response: httpx.Response, body: bytes, scrub) -> RemoteCallError:
                                status=status, retryable=True)
     return RemoteCallError(f"HTTP {status} with a body that is not JSON ({len(body)} bytes)",
                            status=status, retryable=True)
+
+
+def _json_in_charset(response: httpx.Response, body: bytes, exc: UnicodeDecodeError,
+                     scrub) -> Any:
+    """The JSON of a body that is not UTF-8: read in the charset its Content-Type
+    names (`application/json; charset=iso-8859-1`), else refused without a retry
+    (the server sends the same bytes again, each attempt a paid completion). A
+    body cut inside a character is a cut body, retried as one."""
+    charset = response.charset_encoding
+    if charset and charset.replace("_", "-").lower() not in ("utf-8", "utf8"):
+        try:
+            return json.loads(body.decode(charset))
+        except (LookupError, ValueError):
+            pass
+    if exc.reason == "unexpected end of data":
+        raise _not_json(response, body, scrub) from None
+    raise RemoteCallError(
+        f"HTTP {response.status_code} with a body that is not UTF-8 (byte "
+        f"0x{body[exc.start]:02X} at offset {exc.start}) and no other charset in its "
+        "Content-Type: not read, not retried", status=response.status_code,
+        retryable=False) from None
 
 
 def _error_body(data: Any) -> bool:
