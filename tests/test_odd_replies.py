@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from tests.conftest import write_cases
+from tests.conftest import SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, RawReply
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import manifest, read_rows, run_cli, run_sample
 
 ANSWER = "Refunds are accepted within 30 days."
 VERDICT = '{"score": 4, "reason": "on topic"}'  # judge_relevance 0.75
@@ -205,3 +205,30 @@ def test_a_judge_reply_a_content_filter_stopped_is_asked_once(tmp_path):
     assert sorted(e["case_id"] for e in errors) == ["cut", "empty", "null"]
     usage = [u for u in read_rows(out, "usage") if u["endpoint"] == "judge"]
     assert sum(u["calls"] + u["retries"] for u in usage) == 3
+
+
+def test_a_classifier_prediction_giving_a_label_twice_is_not_read(tmp_path):
+    """TEI's /predict answering [ENTAILMENT 0.9, ENTAILMENT 0.1, ...] was read
+    as the last one (grounding_classifier 0.1, a score the model never gave):
+    now a null score with the reason."""
+    def predict(route, data):
+        if route != "predict":
+            return None
+        one = [{"label": "ENTAILMENT", "score": 0.9}, {"label": "entailment", "score": 0.1},
+               {"label": "CONTRADICTION", "score": 0.0}]
+        return _raw([one for _ in data["inputs"]])
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(predict)
+        code, out = run_sample(tmp_path, (
+            f"endpoints:\n  nli: {{base_url: '{server.base_url}', requests_per_second: 500, "
+            "backoff_initial_s: 0.01}\nclassifier: {endpoint: nli, model: m, labels: "
+            "{supported: ENTAILMENT, contradicted: CONTRADICTION}}\n"
+            "metrics: [grounding_classifier]\n"), "dup")
+    assert code == 0 and manifest(out, "dup")["reconciliation"]["ok"]
+    scored = {s["case_id"]: s for s in read_rows(out, "scores")}
+    with_contexts = [r["case_id"] for r in SAMPLE_ROWS if r.get("contexts") and r.get("answer")]
+    assert with_contexts
+    for case in with_contexts:
+        assert scored[case]["value"] is None
+        assert "label 'entailment' is given twice in one prediction" in scored[case]["error"]

@@ -46,7 +46,10 @@ def probabilities(prediction: Any) -> dict[str, float]:
                 and isinstance(item.get("score"), (int, float))
                 and not isinstance(item.get("score"), bool)):
             raise LabelError(f"unexpected prediction item {str(item)[:200]}")
-        out[item["label"].lower()] = probability(item["score"])
+        name = item["label"].lower()
+        if name in out:  # which of the two is the model's? neither is guessed at
+            raise LabelError(f"label {item['label'][:60]!r} is given twice in one prediction")
+        out[name] = probability(item["score"])
     return out
 
 
