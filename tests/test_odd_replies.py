@@ -4,12 +4,15 @@ score of someone else's text, and never a request asked again for nothing.
 The loopback server sends the bytes (tests/fake_server.py set_raw_handler)."""
 from __future__ import annotations
 
+import email.utils
 import json
 import re
+import time
 
 from tests.conftest import SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, RawReply
-from tests.pipeline_helpers import manifest, read_rows, run_cli, run_sample
+from tests.pipeline_helpers import (manifest, read_rows, run_cli, run_cli_subprocess,
+                                    run_sample)
 
 ANSWER = "Refunds are accepted within 30 days."
 VERDICT = '{"score": 4, "reason": "on topic"}'  # judge_relevance 0.75
@@ -232,3 +235,61 @@ def test_a_classifier_prediction_giving_a_label_twice_is_not_read(tmp_path):
     for case in with_contexts:
         assert scored[case]["value"] is None
         assert "label 'entailment' is given twice in one prediction" in scored[case]["error"]
+
+
+def test_a_retry_after_longer_than_a_call_waits_fails_the_call_and_holds_the_endpoint(tmp_path):
+    """Retry-After: 86400 (or an HTTP-date a day ahead: a quota spent for the day)
+    was waited 5 minutes an attempt, every attempt, every call: a run of four
+    cases stalled for most of an hour to end in errors. Now the call fails at once
+    with the wait asked for, and the endpoint's other calls fail unsent until
+    then: one request per endpoint. A short HTTP-date is still waited out."""
+    tomorrow = email.utils.formatdate(time.time() + 86400, usegmt=True)
+    asked: dict[str, int] = {}
+
+    def answer(route, data):
+        model = data["model"]
+        asked[model] = asked.get(model, 0) + 1
+        if model == "soon" and asked[model] > 1:
+            return _raw(_reply(ANSWER))
+        wait = {"seconds": "86400", "date": tomorrow,
+                "soon": email.utils.formatdate(time.time() + 2, usegmt=True)}[model]
+        return RawReply(json.dumps({"error": {"message": "Quota exceeded."}}).encode(), 429,
+                        headers=(("Retry-After", wait),))
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        endpoint = (f"{{base_url: '{server.openai_base_url}', max_concurrency: 1, "
+                    "max_attempts: 3, backoff_initial_s: 0.01, backoff_max_s: 0.02}")
+        bots = ("seconds", "date", "soon")
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text("endpoints:\n" + "".join(f"  {b}: {endpoint}\n" for b in bots)
+                       + "bots:\n" + "".join(f"  - {{name: {b}, type: chat, endpoint: {b}, "
+                                             f"model: {b}}}\n" for b in bots)
+                       + "metrics: [exact_match]\n")
+        rows = [{"case_id": f"c{i}", "question": f"Refund window {i}?", "expected_answer": ANSWER}
+                for i in range(4)]
+        out = str(tmp_path / "out")
+        started = time.monotonic()
+        done = run_cli_subprocess("--input", write_cases(str(tmp_path / "c.parquet"), rows),
+                                  "--output", out, "--config", str(cfg), "--run-id", "held",
+                                  "--runner", "FnApiRunner", timeout=150)
+        took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert took < 120, took
+    assert manifest(out, "held")["reconciliation"]["ok"]
+    assert asked["seconds"] == 1 and asked["date"] == 1
+    results = read_rows(out, "results")
+    for bot in ("seconds", "date"):
+        errors = sorted(r["error"] for r in results if r["bot"] == bot)
+        assert all(r["verdict"] == "ERROR" for r in results if r["bot"] == bot)
+        first = [e for e in errors if e.startswith("HTTP 429")]
+        assert len(first) == 1 and re.search(
+            r"Quota exceeded\. \(the server asks to wait 8\d{4} s, longer than a call waits "
+            r"\(300 s\): not retried\)", first[0]), first
+        held = [e for e in errors if e.startswith(f"not sent: endpoint {bot} asked to wait")]
+        assert len(held) == 3 and all("Quota exceeded." in e for e in held), errors
+        usage = [u for u in read_rows(out, "usage") if u["endpoint"] == bot]
+        assert (sum(u["calls"] for u in usage), sum(u["retries"] for u in usage),
+                sum(u["failures"] for u in usage)) == (1, 0, 4)
+    assert all(r["answer"] == ANSWER for r in results if r["bot"] == "soon")
+    assert "endpoint seconds asked to wait 86400 s" in done.stderr

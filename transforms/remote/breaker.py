@@ -16,6 +16,10 @@ come back: a key or account refused everything (OpenAI's unsupported region, a
 project without the model). After one accepted reply a 403 is that request's
 refusal, not the key's: a gateway or guardrail in front of a bot under test
 blocking one prompt (a red-team suite), and only that row fails.
+
+A server that asks to wait longer than a call waits (Retry-After beyond
+MAX_RETRY_AFTER_S: a quota spent for the day) holds the endpoint until that
+time: its calls fail unsent with the reason rather than each asking again.
 Runs on the endpoint's event loop (one thread), so it needs no lock.
 """
 from __future__ import annotations
@@ -38,12 +42,17 @@ class CircuitBreaker:
         self.credentials_refused: str | None = None  # the 401/403 that opened it for good
         self.accepted = False  # a reply got past the credentials (status < 400)
         self.forbidden = 0  # 403s before any accepted reply
+        self.held_until: float | None = None  # the server asked not to be called until then
+        self.held_reason = ""
 
     def refusal(self) -> str | None:
         """Why this attempt must not be made (None: go ahead; maybe as the probe)."""
         if self.credentials_refused is not None:
             return (f"not sent: endpoint {self.endpoint} refused the credentials earlier in "
                     f"this run ({self.credentials_refused}); fix its key and run again")
+        held = self.held()
+        if held is not None:
+            return held
         if self.open_until is None:
             return None
         if self._clock() >= self.open_until and not self.probing:
@@ -75,6 +84,22 @@ class CircuitBreaker:
         first = self.credentials_refused is None
         if first:
             self.credentials_refused = error
+        return first
+
+    def held(self) -> str | None:
+        """Why no call may go out yet: the server asked to wait (None: it did not)."""
+        if self.held_until is None or self._clock() >= self.held_until:
+            return None
+        return (f"not sent: endpoint {self.endpoint} asked to wait "
+                f"{self.held_until - self._clock():.0f} s more ({self.held_reason})")
+
+    def hold(self, seconds: float, error: str) -> bool:
+        """The server asked not to be called for `seconds` (longer than a call
+        waits). True the first time (to say so once)."""
+        first = self.held_until is None
+        until = self._clock() + seconds
+        if first or until > self.held_until:
+            self.held_until, self.held_reason = until, error
         return first
 
     def on_connection_failure(self, error: str) -> None:

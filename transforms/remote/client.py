@@ -473,6 +473,9 @@ class EndpointClient:
         async with self._slots:
             if self.breaker.credentials_refused is not None:  # refused while this one queued
                 raise RemoteCallError(self.breaker.refusal(), retryable=False)
+            held = self.breaker.held()  # ... or told to wait while this one queued
+            if held is not None:
+                raise RemoteCallError(held, retryable=False)
             if not state["attempts"] and state["reservation"] is not None:
                 self.ledger.sending(state["reservation"])  # a lost process keeps it spent
             state["attempts"] += 1
@@ -517,7 +520,12 @@ class EndpointClient:
                 status=response.status_code, retryable=False)
         if response.status_code >= 400:
             err = error_for_status(response, self.scrub(_error_detail(body))[:300])
-            if response.status_code == 429:
+            if not err.retryable and err.retry_after:  # longer than a call waits
+                if self.breaker.hold(err.retry_after, str(err)):
+                    _log.warning("evalbeam: endpoint %s asked to wait %.0f s: its calls in "
+                                 "this process fail unsent until then", self.name,
+                                 err.retry_after)
+            elif response.status_code == 429:
                 self.limiter.on_rate_limited(err.retry_after)
             if response.status_code in (401, 403) and self.breaker.on_credentials_refused(
                     response.status_code, str(err)):

@@ -29,11 +29,12 @@ class RemoteCallError(Exception):
         self.status, self.retryable, self.retry_after = status, retryable, retry_after
 
 
-def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> float | None:
+def parse_retry_after(value: str | None, now: dt.datetime | None = None,
+                      cap: float | None = MAX_RETRY_AFTER_S) -> float | None:
     """Seconds to wait from a Retry-After header: delta-seconds or an HTTP-date.
 
-    None when absent or unparsable; never negative; capped at 5 minutes so a
-    misbehaving server cannot park a nightly job.
+    None when absent or unparsable; never negative; capped at `cap` (5 minutes)
+    so a misbehaving server cannot park a nightly job (None: as asked).
     """
     if value is None:
         return None
@@ -53,7 +54,7 @@ def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> floa
         seconds = (when - now).total_seconds()
     if seconds != seconds:  # NaN
         return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+    return max(seconds, 0.0) if cap is None else min(max(seconds, 0.0), cap)
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
@@ -71,7 +72,8 @@ def parse_reset_duration(value: str | None) -> float | None:
     return sum(float(p.group(1)) * _UNIT_S[p.group(2)] for p in parts)
 
 
-def ratelimit_reset(headers: httpx.Headers) -> float | None:
+def ratelimit_reset(headers: httpx.Headers, cap: float | None = MAX_RETRY_AFTER_S
+                    ) -> float | None:
     """Seconds until OpenAI's x-ratelimit-reset-requests / -tokens say the limit
     that was hit resets: the longest of those whose x-ratelimit-remaining-* is 0,
     else (none says which) the soonest of them; capped as Retry-After."""
@@ -81,15 +83,27 @@ def ratelimit_reset(headers: httpx.Headers) -> float | None:
     spent = [v for k, v in resets.items()
              if headers.get(f"x-ratelimit-remaining-{k}", "").strip() == "0"]
     wait = max(spent) if spent else min(resets.values(), default=None)
-    return None if wait is None else min(wait, MAX_RETRY_AFTER_S)
+    if wait is None:
+        return None
+    return wait if cap is None else min(wait, cap)
 
 
 def error_for_status(response: httpx.Response, detail: str) -> RemoteCallError:
+    """The attempt's error. A wait longer than MAX_RETRY_AFTER_S (Retry-After:
+    86400, a daily quota's reset) is not waited: the call fails now, with
+    `retry_after` the whole wait asked (the caller stops its endpoint until then),
+    rather than parking the run 5 minutes an attempt to hear it again."""
     status = response.status_code
     retryable = status == 429 or status >= 500
-    retry_after = parse_retry_after(response.headers.get("retry-after")) if retryable else None
+    retry_after = parse_retry_after(response.headers.get("retry-after"), cap=None) \
+        if retryable else None
     if retry_after is None and status == 429:
-        retry_after = ratelimit_reset(response.headers)
+        retry_after = ratelimit_reset(response.headers, cap=None)
+    if retry_after is not None and retry_after > MAX_RETRY_AFTER_S:
+        return RemoteCallError(
+            f"HTTP {status}: {detail} (the server asks to wait {retry_after:.0f} s, longer "
+            f"than a call waits ({MAX_RETRY_AFTER_S:.0f} s): not retried)",
+            status=status, retryable=False, retry_after=retry_after)
     return RemoteCallError(f"HTTP {status}: {detail}", status=status, retryable=retryable,
                            retry_after=retry_after)
 
