@@ -293,3 +293,27 @@ def test_a_retry_after_longer_than_a_call_waits_fails_the_call_and_holds_the_end
                 sum(u["failures"] for u in usage)) == (1, 0, 4)
     assert all(r["answer"] == ANSWER for r in results if r["bot"] == "soon")
     assert "endpoint seconds asked to wait 86400 s" in done.stderr
+
+
+def test_a_usage_block_without_counts_is_not_taken_for_free_calls(tmp_path):
+    """`usage: {}` (some proxies) or counts that are no numbers counted as a
+    reply that reported 0 tokens: usage/ showed the calls at cost 0 and neither
+    the manifest nor the report said their cost is unknown, as they do for a
+    reply without `usage`. Now they are calls that reported no token counts."""
+    def without(usage) -> RawReply:
+        return _raw({**_reply(ANSWER), "usage": usage})
+
+    out, results, _ = _run_bots(tmp_path, {
+        "empty": without({}),
+        "words": without({"prompt_tokens": "lots", "completion_tokens": -3}),
+        "counted": without({"prompt_tokens": 7, "completion_tokens": "3"}),
+    })
+    assert all(r["answer"] == ANSWER for r in results.values())
+    unreported = manifest(out, "odd")["usage"]["unreported_tokens"]
+    assert sorted(unreported) == ["empty", "words"]
+    assert all(v["calls"] == 2 and v["estimated_prompt_tokens"] > 0 for v in unreported.values())
+    with open(f"{out}/runs/odd/report.md", encoding="utf-8") as fh:
+        assert "reported no token counts" in fh.read()
+    counted = [u for u in read_rows(out, "usage") if u["endpoint"] == "counted"]
+    assert sum(u["prompt_tokens"] for u in counted) == 14
+    assert sum(u["completion_tokens"] for u in counted) == 6

@@ -186,9 +186,14 @@ def _usage_tokens(data: Any, header_tokens: str | None = None) -> tuple[int, int
 
 
 def _reports_tokens(data: Any, header_tokens: str | None = None) -> bool:
-    """The reply says how many tokens it used (a `usage` block or TEI's header)."""
-    return (isinstance(data, dict) and isinstance(data.get("usage"), dict)) or bool(
-        header_tokens and header_tokens.isdigit())
+    """The reply says how many tokens it used (a `usage` block with a count in
+    it, or TEI's header): `usage: {}` or counts that are words say nothing, and
+    their calls are not taken for free."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return (isinstance(usage, dict) and any(
+        _count(usage.get(k)) is not None for k in ("prompt_tokens", "input_tokens",
+                                                   "completion_tokens", "output_tokens"))
+    ) or bool(header_tokens and header_tokens.isdigit())
 
 
 def _token_count(*values: Any) -> int:
@@ -196,13 +201,17 @@ def _token_count(*values: Any) -> int:
     number, or digits in a string); 0 when none is: a word, null, a negative
     or infinite number in `usage` must neither fail the call nor make a cost
     negative."""
-    for value in values:
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and math.isfinite(value) and value >= 0:
-            return round(value)
-    return 0
+    return next((n for n in map(_count, values) if n is not None), 0)
+
+
+def _count(value: Any) -> int | None:
+    """A token count read from a server: a number >= 0 or digits; None otherwise."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and value >= 0:
+        return round(value)
+    return None
 
 
 class ReplyTooLarge(Exception):
