@@ -8,9 +8,10 @@ import email.utils
 import json
 import re
 import time
+from typing import Callable
 
 from tests.conftest import SAMPLE_ROWS, write_cases
-from tests.fake_server import FakeOpenAI, RawReply
+from tests.fake_server import FakeOpenAI, RawReply, embed_text
 from tests.pipeline_helpers import (manifest, read_rows, run_cli, run_cli_subprocess,
                                     run_sample)
 
@@ -317,3 +318,44 @@ def test_a_usage_block_without_counts_is_not_taken_for_free_calls(tmp_path):
     counted = [u for u in read_rows(out, "usage") if u["endpoint"] == "counted"]
     assert sum(u["prompt_tokens"] for u in counted) == 14
     assert sum(u["completion_tokens"] for u in counted) == 6
+
+
+def _embedding_scores(tmp_path, scale: Callable[[int], float] | None) -> dict:
+    """answer_similarity and answer_relevance of SAMPLE_ROWS with an embeddings
+    endpoint whose i-th vector of a reply is multiplied by scale(i)."""
+    def embed(route, data):
+        if route != "embeddings":
+            return None
+        return _raw({"data": [{"index": i, "embedding": [x * scale(i) for x in
+                                                         embed_text(t, 16)]}
+                              for i, t in enumerate(data["input"])]})
+
+    tmp_path.mkdir()
+    with FakeOpenAI() as server:
+        if scale is not None:
+            server.set_raw_handler(embed)
+        code, out = run_sample(tmp_path, (
+            f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}', "
+            "requests_per_second: 500}\n"
+            "embeddings: {provider: endpoint, endpoint: emb, model: m}\n"
+            "metrics: [answer_similarity, answer_relevance]\ncache: {enabled: false}\n"),
+            "scaled" if scale else "plain")
+    assert code == 0
+    return {(s["case_id"], s["metric"]): (s["value"], s["error"])
+            for s in read_rows(out, "scores")}
+
+
+def test_embeddings_far_from_length_one_score_as_their_direction(tmp_path):
+    """Vectors whose values are huge (1e39: past float32) or tiny (1e-46: below
+    it) became inf or zeros when kept as float32, and their cosine with anything
+    was 0.0: answer_similarity 0.0 for an answer equal to its reference, with no
+    error. A cosine depends on the direction only: now the scores are those of
+    the same vectors at length 1."""
+    plain = _embedding_scores(tmp_path / "plain", None)
+    scaled = _embedding_scores(tmp_path / "scaled", lambda i: 1e39 if i % 2 else 1e-46)
+    assert plain.keys() == scaled.keys()
+    assert any(v == 1.0 for v, _ in plain.values())
+    for key, (value, error) in plain.items():
+        got, got_error = scaled[key]
+        assert got_error == error, key
+        assert (got is None and value is None) or abs(got - value) < 1e-6, (key, got, value)
