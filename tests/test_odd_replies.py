@@ -359,3 +359,19 @@ def test_embeddings_far_from_length_one_score_as_their_direction(tmp_path):
         got, got_error = scaled[key]
         assert got_error == error, key
         assert (got is None and value is None) or abs(got - value) < 1e-6, (key, got, value)
+
+
+def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
+    """A 200 whose body is vLLM's error ({"object": "error", "message": ...}, no
+    `error` key) was read as an answer: 'unexpected chat response shape
+    (missing 'choices')', the server's message lost, and not retried as the
+    {"error": ...} a gateway wraps in a 200 is. Now both are the same: the
+    message, retried within max_attempts."""
+    vllm = _raw({"object": "error", "message": "The model is overloaded.",
+                 "type": "ServiceUnavailableError", "param": None, "code": 503})
+    out, results, asked = _run_bots(tmp_path, {"vllm": vllm, "wrapped": _raw(
+        {"error": {"message": "The model is overloaded.", "type": "server_error"}})})
+    for bot in ("vllm", "wrapped"):
+        assert results[bot]["error"] == "HTTP 200 with an error body: The model is overloaded."
+        assert json.loads(results[bot]["bot_details"])["attempts"] == 3
+    assert asked == {"vllm": 6, "wrapped": 6}

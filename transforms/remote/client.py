@@ -621,8 +621,11 @@ def _json_in_charset(response: httpx.Response, body: bytes, exc: UnicodeDecodeEr
 
 def _error_body(data: Any) -> bool:
     """A JSON object that is an error and nothing else (`{"error": {...}}` or
-    `{"error": "..."}`, no `choices`, `data` or other answer fields)."""
-    return (isinstance(data, dict) and bool(data.get("error"))
+    `{"error": "..."}`, or vLLM's `{"object": "error", "message": "..."}`; no
+    `choices`, `data` or other answer fields)."""
+    return (isinstance(data, dict)
+            and (bool(data.get("error")) or (data.get("object") == "error"
+                                             and isinstance(data.get("message"), str)))
             and set(data) <= {"error", "error_type", "code", "message", "status", "object",
                               "type", "param"})
 
