@@ -267,17 +267,4 @@ async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *
         result.record.ok = False
         result.record.error = f"unexpected embeddings response: {exc}"
         return None, result.record
-    return [unit_length(v) for v in vectors], result.record
-
-
-def unit_length(vector: list[float]) -> list[float]:
-    """The vector at length 1, computed in float64 after dividing by its largest
-    |value|: kept as float32 later, values of 1e39 became inf and of 1e-46 zero,
-    and the cosine of a vector so spoilt with any other was 0, a score. A cosine
-    does not change; all zeros stay zeros (unusable, said by the caller)."""
-    top = max((abs(x) for x in vector), default=0.0)
-    if not top:
-        return vector
-    scaled = [x / top for x in vector]
-    norm = math.sqrt(math.fsum(x * x for x in scaled))
-    return [x / norm for x in scaled]
+    return vectors, result.record

@@ -1,6 +1,7 @@
 """The embedder interface shared by the local, hashing and endpoint embedders."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -64,3 +65,16 @@ def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     """Rows divided by max(norm, eps), like torch.nn.functional.normalize."""
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float32))[:, None]
     return (x / np.maximum(norms, np.float32(eps))).astype(np.float32, copy=False)
+
+
+def unit_length(vector: list[float]) -> list[float]:
+    """The vector at length 1, computed in float64 after dividing by its largest
+    |value|: kept as float32 later, values of 1e39 became inf and of 1e-46 zero,
+    and the cosine of a vector so spoilt with any other was 0, a score. A cosine
+    does not change; all zeros stay zeros (unusable, said by the caller)."""
+    top = max((abs(x) for x in vector), default=0.0)
+    if not top:
+        return vector
+    scaled = [x / top for x in vector]
+    norm = math.sqrt(math.fsum(x * x for x in scaled))
+    return [x / norm for x in scaled]

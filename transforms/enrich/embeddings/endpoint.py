@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from transforms.enrich.embeddings.base import (  # noqa: F401 (EmbeddingError is also read from here)
-    MAX_TOKEN_VECTORS, EmbeddingError, TokenVectors, l2_normalise)
+    MAX_TOKEN_VECTORS, EmbeddingError, TokenVectors, l2_normalise, unit_length)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import attributed
 from transforms.remote.openai_api import embeddings, embeddings_path
@@ -63,7 +63,8 @@ class EndpointEmbedder:
                     hits.append(self.client.hit_record(self.model, "embeddings", tier))
         todo = [t for t in texts if t not in found]
         chunks = [todo[i:i + self.request_size] for i in range(0, len(todo), self.request_size)]
-        sent = await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))
+        sent = [(got if got is None else [unit_length(v) for v in got], rec) for got, rec in
+                await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))]
         fresh = [v for _, (got, _) in zip(chunks, sent) for v in got or []]
         dim = self.dim or _most_common_length(list(found.values()) or fresh)
         unusable = {t: why for chunk, (got, _) in zip(chunks, sent)
