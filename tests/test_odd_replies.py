@@ -375,3 +375,23 @@ def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
         assert results[bot]["error"] == "HTTP 200 with an error body: The model is overloaded."
         assert json.loads(results[bot]["bot_details"])["attempts"] == 3
     assert asked == {"vllm": 6, "wrapped": 6}
+
+
+def test_a_judge_reply_cut_off_before_any_text_is_asked_once(tmp_path):
+    """A reasoning judge that spent max_tokens thinking (content null beside its
+    reasoning_content, an empty content, or an unclosed <think>, each with
+    finish_reason 'length') was asked again up to max_attempts (null content: 3
+    requests, each as long) or repaired at the same max_tokens (2 requests).
+    The same request ends the same way: now one request, a null score and the
+    reason naming the token limit."""
+    out, scores, asked = _run_judge(tmp_path, {
+        "null": _raw(_reply(None, "length", reasoning_content="Let me weigh the answer...")),
+        "empty": _raw(_reply("", "length")),
+        "thinking": _raw(_reply("<think>\nLet me weigh the answer...", "length")),
+    })
+    assert asked == {"null": 1, "empty": 1, "thinking": 1}
+    for case in asked:
+        assert scores[case]["value"] is None, scores[case]
+        assert "cut off at the token limit" in scores[case]["error"], scores[case]
+    assert "raise max_tokens" in scores["null"]["error"]
+    assert sorted(e["case_id"] for e in read_rows(out, "errors")) == ["empty", "null", "thinking"]

@@ -78,12 +78,6 @@ class ChatBot:
                            max_tokens=self.max_tokens)
         extras = reply.message_extras[0] if reply.message_extras else {}
         text = reply.texts[0] if reply.texts else None
-        cut = extras.get("finish_reason") == "length"
-        if cut and text is not None and not text.strip():
-            # a reasoning model that spent max_tokens thinking: no answer, not an empty one
-            reply.record.ok = False
-            reply.record.error = ("the reply was cut off at the token limit before any text "
-                                  "(finish_reason 'length'): raise the bot's max_tokens")
         self.runtime.record(reply.record, self.log)
         kept = {k: extras[k] for k in ("reasoning_content", "refusal") if extras.get(k)}
         if extras.get("finish_reason") in CUT_SHORT:  # scored as it is, and says so

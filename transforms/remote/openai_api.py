@@ -105,6 +105,10 @@ def text_problem(value: Any, what: str) -> str | None:
 
 FILTERED = ("the provider's content filter stopped the reply (finish_reason "
             "'content_filter')")
+CUT_BEFORE_TEXT = ("the reply was cut off at the token limit before any text (finish_reason "
+                   "'length'): raise max_tokens")
+# a choice that ended so holds no answer the same request would bring: not asked again
+FINAL = ("content_filter", "length")
 
 
 def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None]:
@@ -136,6 +140,9 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
             return texts, extras, f"the model refused: {refusal[:300]}"
         if blank and extras[-1].get("finish_reason") == "content_filter":
             return texts, extras, FILTERED
+        if blank and thought is None and extras[-1].get("finish_reason") == "length":
+            # a reasoning model that spent max_tokens thinking: no answer, not an empty one
+            return texts, extras, CUT_BEFORE_TEXT
         tools = message.get("tool_calls")
         if blank and isinstance(tools, list) and tools:
             names = [str(c.get("function", {}).get("name", "?"))[:60] for c in tools
@@ -217,10 +224,10 @@ def split_reasoning(content: Any) -> tuple[Any, str | None]:
 
 def _no_answer(data: Any) -> str | None:
     """Why a chat reply holds no answer worth asking again for (None: every
-    choice holds text, or a content filter withheld one: the same request
-    would be filtered again, each attempt paid)."""
+    choice holds text, or one ended without an answer by a content filter or
+    the token limit: the same request would end so again, each attempt paid)."""
     _, extras, problem = read_choices(data)
-    if problem is not None and any(e.get("finish_reason") == "content_filter" for e in extras):
+    if problem is not None and any(e.get("finish_reason") in FINAL for e in extras):
         return None
     return problem
 
