@@ -220,6 +220,34 @@ def test_a_function_in_both_metrics_and_custom_metrics_is_one_metric(tmp_path):
     assert not (tmp_path / "refused").exists()
 
 
+@evalbeam.metric
+def answer_words(sample):
+    """Declared bare, as a decorator is often written: the defaults."""
+    return float(len(sample["answer"].split()))
+
+
+@evalbeam.metric(needs="expected_answer")
+def reference_words(sample):
+    return float(len(sample["expected_answer"].split()))
+
+
+def test_a_metric_declared_without_parentheses_or_with_one_need_as_text_runs(tmp_path):
+    """@evalbeam.metric without parentheses replaced the function by the
+    decorator's inner `mark`: the run scored a metric named 'mark', null on
+    every row ("'function' object is not iterable"). needs="expected_answer"
+    was read letter by letter ("unknown need 'e'"). The bare decorator
+    declares the defaults (needs the answer), a text is one need."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", progress=False,
+                               metrics=[answer_words, reference_words])
+    assert result.metrics == ["answer_words", "reference_words"]
+    scores = result.scores().to_pylist()
+    assert [s["error"] for s in scores] == [None] * 4
+    by_case = result.to_pandas().set_index("case_id")
+    assert by_case.loc["c1", "answer_words"] == len(SAMPLE_ROWS[0]["answer"].split())
+    assert by_case.loc["c1", "reference_words"] == len(
+        SAMPLE_ROWS[0]["expected_answer"].split())
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A

@@ -83,7 +83,13 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
     name: the metric's name (default: the function's, for evaluate()).
     direction: "higher" (the default), "lower" (as lower_is_better=True) or
     "none": neither is better, so compare reports a change, never better or worse.
+    Bare `@evalbeam.metric` (no parentheses) declares the defaults; needs="answer"
+    is one need (not its letters).
     """
+    if callable(needs):  # @metric without (): `needs` is the function itself
+        return metric()(needs)
+    if isinstance(needs, str):
+        needs = (needs,)
     problem = direction_problem(direction, bool(lower_is_better))
     if problem:
         raise CustomMetricError(f"@metric: {problem}")
