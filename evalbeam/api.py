@@ -582,6 +582,9 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
     import pyarrow.parquet as pq
     if isinstance(cases, list) and not cases:
         return _no_rows(named, allow_empty)
+    if isinstance(cases, list):  # df.to_dict("records"): NaN, pd.NA, NaT are missing values
+        cases = [{k: None if _is_missing(v) else v for k, v in row.items()}
+                 if isinstance(row, Mapping) else row for row in cases]
     try:
         table, label = _as_arrow(cases, pa)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as exc:
@@ -636,17 +639,28 @@ def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str
 
 def _plain(value: Any) -> Any:
     """A numpy array or scalar as the list or number json can write: pandas
-    reads Parquet list columns as arrays, so a frame's contexts are ndarrays."""
+    reads Parquet list columns as arrays, so a frame's contexts are ndarrays.
+    A date or time (a pandas Timestamp) as its ISO text, as a Parquet file
+    would hold it in a column evalbeam does not read."""
+    import datetime as dt
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _is_missing(value: Any) -> bool:
+    """A missing value as pandas writes one (NaN, pd.NA, NaT), not None; pandas
+    is asked only when it is loaded (a list of dicts needs no pandas)."""
+    if isinstance(value, float):
+        return value != value
+    pandas = sys.modules.get("pandas")
+    if value is None or pandas is None or isinstance(value, (str, list, dict)):
+        return False
     try:
-        import pandas as pd
-        return value is not None and not isinstance(value, (list, dict)) and bool(pd.isna(value))
-    except (TypeError, ValueError):
+        return bool(pandas.isna(value))
+    except (TypeError, ValueError):  # an array: not one value
         return False
 
 

@@ -248,6 +248,46 @@ def test_a_metric_declared_without_parentheses_or_with_one_need_as_text_runs(tmp
         SAMPLE_ROWS[0]["expected_answer"].split())
 
 
+def _verdicts_and_scores(result) -> tuple[list, list]:
+    """What two runs of the same cases must agree on."""
+    results = sorted((r["case_id"], r["suite"], r["expected_answer"], r["verdict"])
+                     for r in result.results().to_pylist())
+    scores = sorted((s["case_id"], s["metric"], s["value"], s["error"])
+                    for s in result.scores().to_pylist())
+    return results, scores
+
+
+def test_a_frames_records_evaluate_as_the_frame_does(tmp_path):
+    """df.to_dict("records") (a list of dicts) holds pandas' missing values:
+    a row with NaN for its reference was an errors/ row ("expected_answer must
+    be a string or a list of strings, got float") while the frame evaluated
+    it; one pd.NA, or a Timestamp column beside a mistyped cell, refused the
+    whole call ("cases cannot be read as a table ... nor as JSON (Object of
+    type NAType is not JSON serializable)"). NaN, pd.NA and NaT are missing
+    values, as in the frame; a date is its ISO text."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(SAMPLE_ROWS[:3])
+    frame.loc[1, "expected_answer"] = float("nan")
+    frame["suite"] = frame["suite"].astype("string")
+    frame.loc[0, "suite"] = pd.NA
+    frame["asked_at"] = pd.Timestamp("2026-11-25 10:00")
+    frame.loc[2, "asked_at"] = pd.NaT
+    records = frame.to_dict("records")
+    assert records[1]["expected_answer"] != records[1]["expected_answer"]  # NaN
+    run = {"output": tmp_path / "out", "progress": False, "metrics": CHEAP}
+    expected = _verdicts_and_scores(evalbeam.evaluate(frame, run_id="frame", **run))
+    assert expected[0][1][:3] == ("c2", "billing", None)
+    from_records = evalbeam.evaluate(records, run_id="records", **run)
+    assert from_records.counts["valid_cases"] == 3
+    assert _verdicts_and_scores(from_records) == expected
+    # a question Arrow cannot type: JSON Lines, the mistyped row an errors/ row
+    mistyped = evalbeam.evaluate(records + [{**records[0], "case_id": "c9", "question": 5}],
+                                 run_id="mistyped", **run)
+    assert (mistyped.counts["valid_cases"], mistyped.counts["invalid_rows"]) == (3, 1)
+    assert _verdicts_and_scores(mistyped) == expected
+    assert mistyped.errors().to_pylist()[0]["case_id"] == "c9"
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
