@@ -71,8 +71,9 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
              Arrow stream interface (polars), or a path (Parquet, JSON Lines,
              CSV, a folder, a glob or a dataset saved with save_to_disk) - the
              columns of `evalbeam run`.
-    config:  a dict (the YAML file's content), a path to the YAML file, or None
-             (the defaults: the recorded answers, every offline metric).
+    config:  a dict (the YAML file's content), a path to the YAML file, the
+             YAML text ("metrics: [rougeL]"), or None (the defaults: the
+             recorded answers, every offline metric).
     output:  the folder for the tables and the report (a new temporary folder
              when omitted; it is kept).
     run_id:  the run's id (default: a UTC timestamp and a random suffix).
@@ -325,16 +326,36 @@ def _beam_args(options: Mapping[str, Any], known: Mapping[str, Any]) -> list[str
 
 
 def load_any_config(config: Any):
-    """A Config from a dict, a YAML path, a Config, or None (the defaults)."""
-    from pipeline.config import Config, ConfigError, load_config, parse_config
+    """A Config from a dict, a YAML path, YAML text, a Config, or None (the
+    defaults); relative paths in a dict or a text are from the working folder."""
+    from pipeline.config import Config, ConfigError, load_config, parse_config, read_yaml
+    if isinstance(config, str) and is_yaml_text(config):
+        config = read_yaml(config, "config text")
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"config text must be a YAML mapping (key: value lines), got "
+                              f"{type(config).__name__}")
     if config is None or isinstance(config, (str, os.PathLike)):
         return load_config(None if config is None else str(config))
     if isinstance(config, Config):
         return config
     if isinstance(config, Mapping):
         return parse_config(dict(config), os.getcwd())
-    raise ConfigError(f"config must be a dict, a path to a YAML file or None, got "
+    raise ConfigError(f"config must be a dict, a path to a YAML file, YAML text or None, got "
                       f"{type(config).__name__}")
+
+
+def is_yaml_text(config: str) -> bool:
+    """Whether a str given as config is the YAML itself, not a file's path: it
+    spans lines, or it is no file and reads as a mapping ("metrics: [rougeL]")."""
+    if "\n" in config:
+        return True
+    if os.path.exists(config):
+        return False
+    import yaml
+    try:
+        return isinstance(yaml.safe_load(config), dict)
+    except yaml.YAMLError:
+        return False
 
 
 def _with_metrics(cfg, metrics: Sequence[Any] | None, custom: Sequence[Callable]):

@@ -1062,7 +1062,7 @@ def load_config(path: str | None) -> Config:
         return Config()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+            data = read_yaml(fh, f"config {path}")
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:  # a file saved as Latin-1 or UTF-16 by an editor
@@ -1070,9 +1070,16 @@ def load_config(path: str | None) -> Config:
             line = fh.read(exc.start).count(b"\n") + 1
         raise ConfigError(f"config {path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} "
                           f"at line {line}; save it as UTF-8") from None
-    except ConfigError as exc:
-        raise ConfigError(f"config {path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path} is not valid YAML{yaml_problem(exc)}") from None
     cfg = parse_config(data, os.path.dirname(os.path.abspath(path)))
     return dataclasses.replace(cfg, source_path=path)
+
+
+def read_yaml(source: Any, named: str) -> Any:
+    """A config's YAML (a file or a text) read strictly (a key given twice is
+    an error); its problems as one ConfigError that begins with `named`."""
+    try:
+        return yaml.load(source, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+    except ConfigError as exc:
+        raise ConfigError(f"{named}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{named} is not valid YAML{yaml_problem(exc)}") from None

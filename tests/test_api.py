@@ -288,6 +288,31 @@ def test_a_frames_records_evaluate_as_the_frame_does(tmp_path):
     assert mistyped.errors().to_pylist()[0]["case_id"] == "c9"
 
 
+def test_a_config_given_as_yaml_text_is_read_as_the_file_would_be(tmp_path):
+    """config="metrics: [rougeL]" (the YAML pasted into a notebook cell) was
+    taken for a file's path: "cannot read config metrics: [rougeL]: No such
+    file or directory". A str that spans lines, or that is no file and reads
+    as a mapping, is the YAML itself; its problems are named as the config
+    text's; the variables it names are scrubbed as a file's are."""
+    text = "bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n"
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], text, output=tmp_path / "out", progress=False)
+    assert (result.bots, result.metrics) == (["recorded"], ["exact_match"])
+    one_line = evalbeam.evaluate(SAMPLE_ROWS[:2], "metrics: [exact_match, keyword_recall]",
+                                 output=tmp_path / "out", progress=False)
+    assert one_line.metrics == ["exact_match", "keyword_recall"]
+    with pytest.raises(ConfigError) as bad:
+        evalbeam.evaluate(SAMPLE_ROWS[:2], "metrics: [rougeL\n", output=tmp_path / "bad")
+    assert str(bad.value).startswith("config text is not valid YAML at line 2")
+    with pytest.raises(ConfigError, match="^unknown key 'metric'"):
+        evalbeam.evaluate(SAMPLE_ROWS[:2], "metric: [rougeL]", output=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+    from transforms.remote.scrub import process_scrubber, remember_config_secrets
+    env = {"EB_TEXT_KEY": "tk-" + "Hq83Vn"}
+    remember_config_secrets("endpoints:\n  llm: {base_url: 'http://127.0.0.1:9', "
+                            "api_key_env: EB_TEXT_KEY}\n", env)
+    assert process_scrubber().scrub(f"key {env['EB_TEXT_KEY']}") == "key <redacted>"
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A

@@ -505,8 +505,8 @@ def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = Non
     any other `*_env` key, ${VAR}), remembered before it is even parsed: an
     error while it is read or the run planned (a custom metric's module that
     fails on import, quoting a request) is scrubbed of them. `config`: a YAML
-    file's path, or a config as data (evaluate()'s dict); anything else names
-    nothing."""
+    file's path, its YAML text (evaluate(config="...")), or a config as data
+    (evaluate()'s dict); anything else names nothing."""
     env = os.environ if environ is None else environ
     if isinstance(config, Mapping):
         text = json.dumps(config, default=str)
@@ -515,7 +515,9 @@ def remember_config_secrets(config: Any, environ: Mapping[str, str] | None = Non
             with open(config or "", encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
         except (OSError, TypeError, ValueError):
-            return
+            if not isinstance(config, str):
+                return
+            text = config  # the YAML itself (or a path that is no file: names nothing)
     names = set(_NAMED_ENV.findall(text)) | set(ENV_REF.findall(text))
     remember([env[n] for n in names if env.get(n)] + [n for n in names if key_like_name(n)])
 
