@@ -462,8 +462,8 @@ def _dict_of_columns(columns: Mapping[str, Any]) -> list[dict[str, Any]]:
     from schemas.cases import InputError
     listed = {str(k): v for k, v in columns.items()
               if isinstance(v, (list, tuple)) or _kind(v) in ("numpy.ndarray", "pandas.Series")}
-    if not columns:
-        raise InputError("cases is an empty dict (0 rows)")
+    if not columns:  # no rows: refused, or run with allow_empty, as an empty list
+        return []
     if len(listed) < len(columns):
         one = next(str(k) for k in columns if str(k) not in listed)
         raise InputError(f"cases is a dict whose {one!r} is not a list: a dict is read as "
@@ -613,8 +613,8 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
         # the next, a lone surrogate): JSON Lines, whose reader makes such rows
         # errors/ rows as it does for any file
         return _as_jsonl(cases, exc, named)
-    if not (table.num_columns or table.num_rows or isinstance(cases, list)):
-        # pd.DataFrame(): as an empty list
+    if not (table.num_rows or isinstance(cases, list)):
+        # pd.DataFrame(), or a filter that kept no row: as an empty list
         return _no_rows(named or label, allow_empty)
     # [{}] is a row without columns, which Arrow (and Parquet) count as none
     rows = len(cases) if isinstance(cases, list) else table.num_rows
@@ -630,8 +630,12 @@ def _no_rows(named: str | None, allow_empty: bool) -> tuple[str, str, str]:
     if allow_empty:
         return _as_jsonl([], ValueError("no cases"), named)
     from schemas.cases import InputError
-    raise InputError(f"{named} holds no cases (0 rows)" if named else
-                     "cases is an empty list (0 rows)")
+    said = f"{named} holds no cases" if named else "cases is an empty list"
+    raise InputError(f"{said} (0 rows){NO_CASES_FIX}")
+
+
+NO_CASES_FIX = "; to run over an empty input anyway pass allow_empty=True"
+"""What a refusal of in-memory cases without rows ends with (the fix)."""
 
 
 def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str, str, str]:
