@@ -647,7 +647,7 @@ def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str
         rows, label = cases, "list of dicts"
     else:  # a pandas DataFrame (_as_arrow raised for nothing else)
         rows = [{k: None if _is_missing(v) else v for k, v in r.items()}
-                for r in with_named_index(cases).to_dict("records")]
+                for r in whole_ids(with_named_index(cases)).to_dict("records")]
         label = "pandas.DataFrame"
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.jsonl")
@@ -709,6 +709,18 @@ def with_named_index(frame: Any) -> Any:
     return frame.reset_index(level=named) if named else frame
 
 
+def whole_ids(frame: Any) -> Any:
+    """The frame with a float case_id column as the ids' text, whole numbers
+    without '.0': pandas makes an int column float when one value is missing,
+    so ids 1, None, 3 would be read as '1.0' and '3.0', ids never written."""
+    ids = frame["case_id"] if list(frame.columns).count("case_id") == 1 else None
+    if ids is None or ids.dtype.kind != "f":
+        return frame
+    import math
+    return frame.assign(case_id=[None if v != v else str(int(v) if math.isfinite(v)
+                                                       and v == int(v) else v) for v in ids])
+
+
 def _repeats_column(frame: Any, level: Any) -> bool:
     """Whether the index level `level` holds what the column of its name holds,
     row by row (missing values alike)."""
@@ -728,7 +740,7 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     if isinstance(cases, pa.RecordBatch):
         return pa.Table.from_batches([cases]), "pyarrow.RecordBatch"
     if kind == "pandas.DataFrame":
-        frame = with_named_index(cases)
+        frame = whole_ids(with_named_index(cases))
         return pa.Table.from_pandas(frame, preserve_index=False), kind
     if kind == "datasets.Dataset":  # its rows as they are (indices of select/filter applied)
         return cases.with_format("arrow")[:], kind

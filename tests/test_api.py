@@ -313,6 +313,28 @@ def test_a_config_given_as_yaml_text_is_read_as_the_file_would_be(tmp_path):
     assert process_scrubber().scrub(f"key {env['EB_TEXT_KEY']}") == "key <redacted>"
 
 
+def test_a_frames_whole_number_ids_stay_whole_when_one_is_missing(tmp_path):
+    """pandas makes an int column float when one value is missing: a frame
+    whose case ids were 1, None, 3 was evaluated as cases '1.0' and '3.0',
+    ids the user never wrote (and that no later run with all ids given
+    matches). Whole numbers are read as they were written; 1.5 stays '1.5';
+    the row without an id gets a derived one, in both ways a frame is read
+    (Parquet, and JSON Lines when a cell is mistyped)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(SAMPLE_ROWS[:3]).assign(case_id=[1, None, 3])
+    assert frame["case_id"].dtype == float
+    mistyped = pd.concat([frame, pd.DataFrame([{"case_id": 1.5, "question": 5}])],
+                         ignore_index=True)
+    for name, cases, ids in (("frame", frame, ["1", "3"]), ("mistyped", mistyped, ["1", "3"])):
+        result = evalbeam.evaluate(cases, output=tmp_path / "out", run_id=name,
+                                   metrics=["exact_match"], progress=False)
+        given = sorted(i for i in result.results()["case_id"].to_pylist()
+                       if not i.startswith("h-"))
+        assert given == ids, name
+        assert result.counts["valid_cases"] == 3
+    assert [e["case_id"] for e in result.errors().to_pylist()] == ["1.5"]
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
