@@ -22,16 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 import pipeline  # noqa: F401 - first: its log filter drops Beam's import-time GCP warning
 
-__all__ = ["evaluate", "read_run", "metric", "Result", "NothingEvaluated", "RunFailed"]
+__all__ = ["evaluate", "read_run", "metric", "Result", "NothingEvaluated", "RunFailed",
+           "LeaseHeld"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from evalbeam.api import NothingEvaluated, RunFailed, evaluate, read_run
     from evalbeam.result import Result
+    from transforms.publish.lease import LeaseHeld
     from transforms.score.custom import metric
 
 _WHERE = {"evaluate": "evalbeam.api", "read_run": "evalbeam.api", "Result": "evalbeam.result",
           "metric": "transforms.score.custom", "NothingEvaluated": "evalbeam.api",
-          "RunFailed": "evalbeam.api"}
+          "RunFailed": "evalbeam.api", "LeaseHeld": "transforms.publish.lease"}
 
 
 def __getattr__(name: str) -> Any:

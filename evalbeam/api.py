@@ -89,7 +89,9 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
 
     Raises ConfigError, InputError or UsageError (all ValueError) with the
     one-line message the command line prints, before anything is written
-    (an input with no case among them); NothingEvaluated (a ValueError, with
+    (an input with no case among them); LeaseHeld (a RuntimeError) when
+    another run of the run id (a process, a thread) holds its lease, before
+    anything is written; NothingEvaluated (a ValueError, with
     the Result) when every input row was invalid. A run that fails after
     sending requests raises its exception with what they were at the end of its
     message (with_billed), as `evalbeam run` says them: a started run that fails

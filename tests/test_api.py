@@ -335,6 +335,40 @@ def test_a_frames_whole_number_ids_stay_whole_when_one_is_missing(tmp_path):
     assert [e["case_id"] for e in result.errors().to_pylist()] == ["1.5"]
 
 
+def test_a_run_id_another_run_holds_is_one_documented_error(tmp_path):
+    """evaluate() of a run id that another thread (or process, or notebook)
+    was running raised transforms.publish.lease.LeaseHeld, a RuntimeError
+    the Python API neither named nor exported: a script could catch it only
+    as any RuntimeError. It is evalbeam.LeaseHeld, raised before anything is
+    written; the run holding the id goes on and commits."""
+    import threading
+    import time
+    out, marker = tmp_path / "out", str(tmp_path / "started")
+
+    @evalbeam.metric(options={"marker": marker})
+    def slow_start(sample, marker):
+        """Says it has started (a file), then takes a while: a run still going."""
+        open(marker, "w").close()
+        time.sleep(2)
+        return 1.0
+
+    held = {}
+    running = threading.Thread(target=lambda: held.setdefault("result", evalbeam.evaluate(
+        SAMPLE_ROWS[:2], output=out, run_id="shared", metrics=[slow_start], progress=False)),
+        daemon=True)
+    running.start()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with pytest.raises(evalbeam.LeaseHeld) as refused:
+        evalbeam.evaluate(SAMPLE_ROWS[:2], output=out, run_id="shared", metrics=["exact_match"],
+                          progress=False)
+    assert isinstance(refused.value, RuntimeError)
+    assert str(refused.value).startswith("run id 'shared' is being run by ")
+    running.join(timeout=120)
+    assert held["result"].metrics == ["slow_start"] and held["result"].counts["valid_cases"] == 2
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
@@ -357,7 +391,8 @@ def test_import_is_cheap_and_the_names_are_there():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == [
-        "['NothingEvaluated', 'Result', 'RunFailed', 'evaluate', 'metric', 'read_run']", "True"]
+        "['LeaseHeld', 'NothingEvaluated', 'Result', 'RunFailed', 'evaluate', 'metric', "
+        "'read_run']", "True"]
     assert out.stderr == ""  # evalbeam.evaluate loaded the API's modules (and Beam) quietly
 
 
