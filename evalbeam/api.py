@@ -426,11 +426,13 @@ hold (read as that tool's EvaluationDataset of them)."""
 
 def as_list(cases: Any) -> tuple[Any, str | None]:
     """(cases, what they were) with the shapes pandas and DeepEval take for
-    rows read as a list: a tuple, generator or other iterator, a 1-D numpy
-    array or a pandas Series of dicts (or of another tool's cases), and a dict
+    rows read as a list: a tuple, deque, generator or other iterator, a 1-D
+    numpy array or a pandas Series of dicts (or of another tool's cases), a
+    streamed Hugging Face datasets.IterableDataset, and a dict
     of columns (equal-length lists, as pd.DataFrame(dict) takes). One case's
     dict is refused (which fields are columns is unknowable); anything else is
     returned as it is (None: named by its own type)."""
+    from collections import deque
     from collections.abc import Iterator, Mapping as MappingABC
     from collections.abc import ValuesView
     from types import GeneratorType
@@ -446,8 +448,8 @@ def as_list(cases: Any) -> tuple[Any, str | None]:
         raise InputError(f"cases is a {cases.ndim}-D numpy array, which has no column names; "
                          "pass pandas.DataFrame(array, columns=[...]) or a list of dicts")
     if hasattr(cases, "__arrow_c_stream__") or not (
-            isinstance(cases, (tuple, Iterator, ValuesView))
-            or kind in ("numpy.ndarray", "pandas.Series")):
+            isinstance(cases, (tuple, Iterator, ValuesView, deque))
+            or kind in ("numpy.ndarray", "pandas.Series", "datasets.IterableDataset")):
         return cases, None  # a table (a RecordBatchReader is an iterator too)
     rows = list(cases)
     name = next((n for n, t in (("tuple", tuple), ("generator", GeneratorType),
@@ -758,8 +760,9 @@ def _as_arrow(cases: Any, pa) -> tuple[Any, str]:
     raise InputError(f"cases must be {ACCEPTED}; got {what_it_is(cases)}")
 
 
-ACCEPTED = ("a pandas or polars DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset, "
-            "a Ragas or DeepEval EvaluationDataset, a list (tuple, iterator) of dicts or of "
+ACCEPTED = ("a pandas or polars DataFrame, a pyarrow Table, a Hugging Face datasets.Dataset "
+            "(or IterableDataset), a Ragas or DeepEval EvaluationDataset, a list (tuple, "
+            "deque, iterator) of dicts or of "
             "DeepEval test cases or Ragas samples, a dict of column lists, or a path")
 """What evaluate() reads as cases, as its refusal says it."""
 

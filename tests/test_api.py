@@ -1058,6 +1058,24 @@ def test_a_list_of_deepeval_or_ragas_cases_is_read_as_their_dataset(tmp_path):
                                      "1 of 2 rows has Ragas `rubrics`" + RAGAS_TAIL]
 
 
+def test_a_streamed_hf_dataset_and_a_deque_of_dicts_are_read_as_their_rows(tmp_path):
+    """A Hugging Face dataset loaded with streaming=True (an IterableDataset:
+    rows one at a time, no Arrow table) and a collections.deque of dicts were
+    refused ("cases must be ...; got datasets.IterableDataset") though each
+    holds the rows a generator does. They are read as the rows they give."""
+    from collections import deque
+    datasets = pytest.importorskip("datasets")
+    rows = SAMPLE_ROWS[:2]
+    streamed = datasets.Dataset.from_list(rows).to_iterable_dataset()
+    for cases, name in [(streamed, "datasets.IterableDataset of dicts"),
+                        (deque(rows), "collections.deque of dicts")]:
+        result = evalbeam.evaluate(cases, output=tmp_path / "out", progress=False,
+                                   metrics=["exact_match"])
+        assert result.manifest["input"] == f"{name} (2 rows, in memory)"
+        assert result.to_pandas().set_index("case_id")["exact_match"].to_dict() == {
+            "c1": 1.0, "c2": 0.0}
+
+
 def test_tuples_generators_arrays_and_dicts_of_columns_are_read_or_refused_in_one_line(
         tmp_path):
     """A tuple, a generator or a numpy array of dicts, a dict of column lists
