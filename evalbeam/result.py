@@ -230,15 +230,21 @@ class Result:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """A notebook's view: verdicts and headline means per bot (escaped)."""
+        """A notebook's view: verdicts and headline means per bot (escaped).
+        It never raises (a notebook would show the traceback, then the text):
+        an unreadable summary is said in a line, as the text view says it."""
         esc = html.escape
         head = self._headline()
         cells = ["bot", "PASS", "WARN", "FAIL", "ERROR", "pass rate", *head]
         out = [f"<p><b>evalbeam run {esc(self.run_id)}</b> ({esc(self.run_date)}): "
                f"{esc(self._sizes())}. "
-               f"Report: <code>{esc(self.report_path)}</code></p>",
-               "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in cells) + "</tr>"]
-        for bot, v, mine in self._bot_rows():
+               f"Report: <code>{esc(self.report_path)}</code></p>"]
+        try:
+            rows = self._bot_rows()
+        except Exception as exc:
+            return "\n".join(out + [f"<p>(summary unreadable: {esc(str(exc))})</p>"])
+        out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in cells) + "</tr>")
+        for bot, v, mine in rows:
             values = [v.get("pass_count", 0), v.get("warn_count", 0), v.get("fail_count", 0),
                       v.get("error_count", 0), _mean(v)] + [_mean(mine.get(m, {})) for m in head]
             out.append(f"<tr><td>{esc(bot)}</td>" + "".join(f"<td>{esc(str(x))}</td>"

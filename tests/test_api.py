@@ -622,6 +622,22 @@ def test_a_result_whose_run_id_was_run_again_says_so(tmp_path):
     assert f"evalbeam.read_run({str(tmp_path / 'out')!r}, 'dev')" in said
 
 
+def test_the_notebook_view_of_a_result_whose_run_was_run_again_says_so(tmp_path):
+    """The text view of a Result whose run id was run again since said
+    '(summary unreadable: run 'dev' was run again ...)'; the notebook's view
+    (_repr_html_) raised that error, so Jupyter showed its traceback above
+    the text. It shows the run's line and the same note, never raising."""
+    rows = SAMPLE_ROWS[:2]
+    first = evalbeam.evaluate(rows, output=tmp_path / "out", run_id="dev",
+                              metrics=["exact_match"], progress=False)
+    evalbeam.evaluate(rows, output=tmp_path / "out", run_id="dev", metrics=["exact_match"],
+                      progress=False)
+    shown = first._repr_html_()
+    assert shown.startswith("<p><b>evalbeam run dev</b>")
+    assert "<p>(summary unreadable: run &#x27;dev&#x27; was run again after this Result " in shown
+    assert "(summary unreadable: run 'dev' was run again" in repr(first)
+
+
 def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
     """A notebook shows _repr_html_: it said '0 cases × 1 bots.' for a frame
     whose two rows were both invalid, where the text repr says '0 cases ×
