@@ -47,6 +47,7 @@ def read_run(output: str, run_id: str, **filesystem_options: Any) -> Result:
     the environment."""
     from apache_beam.options.pipeline_options import PipelineOptions
     from pipeline.filesystems import FILESYSTEM_FLAGS, check_command_line, use_filesystems
+    output = at_home(output)
     unknown = sorted(set(filesystem_options) - set(FILESYSTEM_FLAGS))
     if unknown:
         raise TypeError(f"read_run() got an unexpected keyword argument {unknown[0]!r} (the "
@@ -58,6 +59,12 @@ def read_run(output: str, run_id: str, **filesystem_options: Any) -> Result:
         use_filesystems(PipelineOptions(_beam_args(filesystem_options, FILESYSTEM_FLAGS)),
                         urls)
     return Result.read(str(output), run_id)
+
+
+def at_home(path: str | os.PathLike) -> str:
+    """A path as a notebook user means it: '~/evals' in the home folder (as
+    pandas reads and writes it), not a folder named '~' in the working one."""
+    return os.path.expanduser(os.fspath(path))
 
 
 def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = None,
@@ -106,6 +113,8 @@ def evaluate(cases: Any, config: Any = None, output: str | os.PathLike | None = 
                                          scrubbing_during)
     # prints and logs of the call scrubbed, SIGTERM an exception (a RunFailed once the
     # run started); the process as it was after
+    if isinstance(config, (str, os.PathLike)):
+        config = at_home(config)
     with scrubbing_during(), raising_on_stop():
         remember_config_secrets(config)  # before anything said can quote them
         try:
@@ -133,7 +142,7 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     cases, cfg, named = tool_dataset(cases, cfg)
     named = named or listed
     made = output is None  # a temporary folder of ours: removed if the run never starts
-    output = str(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
+    output = at_home(output) if output is not None else tempfile.mkdtemp(prefix="evalbeam-")
     staging, started, leased = None, False, None
     try:
         path, label, staging = cases_path(cases, named, bool(run_options.get("allow_empty")))
@@ -602,7 +611,7 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
     dataset given as its list of dicts). An empty list is refused, or with
     allow_empty an empty JSON Lines file, as the command line runs one."""
     if isinstance(cases, (str, os.PathLike)):
-        return str(cases), None, None
+        return at_home(cases), None, None
     import pyarrow as pa
     import pyarrow.parquet as pq
     if isinstance(cases, list) and not cases:

@@ -369,6 +369,26 @@ def test_a_run_id_another_run_holds_is_one_documented_error(tmp_path):
     assert held["result"].metrics == ["slow_start"] and held["result"].counts["valid_cases"] == 2
 
 
+def test_paths_under_the_home_folder_are_read_and_written_there(tmp_path, monkeypatch):
+    """output="~/evals" in a notebook wrote the run into a folder named '~'
+    in the working folder (a shell expands ~, Python does not; pandas'
+    to_parquet and read_parquet do), and read_run("~/evals", ...) looked
+    there too; "~/cases.parquet" as cases or "~/config.yaml" as config were
+    not found. Each is under the home folder, as the user meant."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    write_cases(str(home / "cases.parquet"), SAMPLE_ROWS[:2])
+    (home / "config.yaml").write_text("metrics: [exact_match]\n")
+    result = evalbeam.evaluate("~/cases.parquet", "~/config.yaml", output="~/evals",
+                               run_id="home", progress=False)
+    assert result.metrics == ["exact_match"] and result.counts["valid_cases"] == 2
+    assert (home / "evals" / "runs" / "home" / "manifest.json").exists()
+    assert os.listdir(work) == []
+    assert evalbeam.read_run("~/evals", "home").counts == result.counts
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
