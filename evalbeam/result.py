@@ -192,6 +192,15 @@ class Result:
                               "cannot be told apart; scores() has them all", stacklevel=2)
         return frame
 
+    def __getitem__(self, key: Any):
+        """Ragas' result["faithfulness"] (a metric's scores): refused with where
+        they are, as a run has a value per case and bot, not per sample."""
+        raise TypeError(f"a Result is not indexed by metric as Ragas' result is: "
+                        f"result.to_pandas()[{key!r}] has the metric's value per case and "
+                        "bot, result.summary() its mean per bot")
+
+    __iter__ = None  # not a sequence: iter() must not call __getitem__(0)
+
     # ----------------------------------------------------------- display
 
     def _bot_rows(self) -> list[tuple[str, dict, dict]]:

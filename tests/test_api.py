@@ -658,6 +658,24 @@ def test_the_notebook_view_of_a_result_whose_run_was_run_again_says_so(tmp_path)
     assert "(summary unreadable: run 'dev' was run again" in repr(first)
 
 
+def test_a_result_indexed_by_metric_as_ragas_result_is_says_where_the_scores_are(tmp_path):
+    """Ragas' result["faithfulness"] gives a metric's scores; on a Result it
+    said only "'Result' object is not subscriptable". It now names where they
+    are (the column of to_pandas(), the means of summary()), and that column
+    holds them; a Result is still no sequence."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out",
+                               metrics=["exact_match"], progress=False)
+    with pytest.raises(TypeError) as refused:
+        result["exact_match"]
+    assert str(refused.value) == (
+        "a Result is not indexed by metric as Ragas' result is: result.to_pandas()"
+        "['exact_match'] has the metric's value per case and bot, result.summary() its mean "
+        "per bot")
+    assert sorted(result.to_pandas()["exact_match"]) == [0.0, 1.0]
+    with pytest.raises(TypeError, match="'Result' object is not iterable"):
+        list(result)
+
+
 def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
     """A notebook shows _repr_html_: it said '0 cases × 1 bots.' for a frame
     whose two rows were both invalid, where the text repr says '0 cases ×
