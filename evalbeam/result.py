@@ -103,7 +103,9 @@ class Result:
             raise ValueError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
         if name not in self._tables:
             spec = TABLES[name]
-            nothing = self.counts.get("valid_cases") == 0 and not self._run.files(name)
+            # no file because no row: nothing evaluated, or no metric chosen (metrics=[])
+            nothing = not self._run.files(name) and 0 in (self.counts.get("valid_cases"),
+                                                          self.counts.get(f"{name}_rows"))
             self._tables[name] = _empty(spec) if nothing else self._read(spec)
         return self._tables[name]
 

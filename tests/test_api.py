@@ -676,6 +676,20 @@ def test_a_result_indexed_by_metric_as_ragas_result_is_says_where_the_scores_are
         list(result)
 
 
+def test_a_run_without_metrics_reads_as_an_empty_scores_table(tmp_path):
+    """evaluate(cases, metrics=[]) (verdicts only, or a filtered list that
+    kept no name) finished, but its Result's to_pandas() and scores() raised
+    "run ... has no scores/ files": a run with no scores row writes no
+    scores/ file. Its scores table is empty, with its columns, and
+    to_pandas() is the results rows."""
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", metrics=[],
+                               progress=False)
+    assert result.counts["scores_rows"] == 0
+    assert result.scores().num_rows == 0 and "metric" in result.scores().column_names
+    frame = result.to_pandas()
+    assert sorted(frame["case_id"]) == ["c1", "c2"] and set(frame["verdict"]) == {"WARN"}
+
+
 def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
     """A notebook shows _repr_html_: it said '0 cases × 1 bots.' for a frame
     whose two rows were both invalid, where the text repr says '0 cases ×
