@@ -406,7 +406,13 @@ def custom_metric(fn: Callable):
     from transforms.score.custom import ATTRIBUTE, NEEDS
     spec = getattr(fn, ATTRIBUTE, {})
     name = spec.get("name") or getattr(fn, "__name__", "")
-    check_metric_name(name, f"custom metric {fn!r}")
+    try:
+        check_metric_name(name, f"custom metric {fn!r}")
+    except ConfigError as exc:  # a lambda, a functools.partial: the way to name it
+        if spec.get("name"):
+            raise
+        raise ConfigError(f"{exc}; name it: evalbeam.metric(name=\"my_metric\")(function), "
+                          "or def a function of that name") from None
     needs = tuple(spec.get("needs", ("answer",)))
     bad = sorted(set(needs) - set(NEEDS))
     if bad:

@@ -389,6 +389,25 @@ def test_paths_under_the_home_folder_are_read_and_written_there(tmp_path, monkey
     assert evalbeam.read_run("~/evals", "home").counts == result.counts
 
 
+def test_a_metric_without_a_name_of_its_own_is_refused_saying_how_to_name_it(tmp_path):
+    """metrics=[lambda sample: ...] (or a functools.partial) was refused as
+    "custom metric <function <lambda> at 0x...> must be a metric name ...,
+    got '<lambda>'", not saying how a function gets a name. The line ends with
+    the way: evalbeam.metric(name=...), which then runs."""
+    import functools
+    for fn in (lambda sample: 1.0, functools.partial(lambda sample, k: k, k=1.0)):
+        with pytest.raises(ConfigError) as refused:
+            evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", metrics=[fn])
+        assert str(refused.value).endswith(
+            '; name it: evalbeam.metric(name="my_metric")(function), or def a function of '
+            "that name"), str(refused.value)
+    assert not (tmp_path / "out").exists()
+    named = evalbeam.metric(name="one")(lambda sample: 1.0)
+    result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out", metrics=[named],
+                               progress=False)
+    assert result.to_pandas()["one"].tolist() == [1.0, 1.0]
+
+
 def test_a_summary_of_a_suite_the_run_does_not_have_says_so(tmp_path):
     """result.summary(suite="biling") (a typo) returned an empty table, read as
     "no scores" in a notebook; now a ValueError naming the run's suites. A
