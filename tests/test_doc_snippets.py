@@ -163,9 +163,24 @@ def test_the_python_api_guide_runs_from_top_to_bottom(example, monkeypatch):
         except Exception as exc:  # the snippet's own error, named by its page and line
             pytest.fail(f"{where}: {type(exc).__name__}: {exc}")
         if "result" in scope and "printed" not in scope:
-            scope["printed"] = repr(scope["result"])
+            scope["printed"], scope["first_result"] = repr(scope["result"]), scope["result"]
     assert scope["printed"].splitlines()[1] == shown.splitlines()[-1]
     assert os.path.exists(scope["result"].report_md_path)
+    _summary_by_suite_is_as_commented(page, scope)
+
+
+def _summary_by_suite_is_as_commented(page: str, scope: dict) -> None:
+    """The page's `result.summary(suite=...)` line said its suite (billing,
+    one of the cases') was one the run does not have, and that it raised: it
+    returns that suite's rows. Its comment says which it is; a suite the run
+    lacks is the ValueError naming the run's suites."""
+    (suite, comment), = re.findall(r'result\.summary\(suite="([^"]+)"\)\s*#(.*)', page)
+    result = scope["first_result"]
+    has_it = suite in set(scope["cases"]["suite"])
+    assert has_it == ("rows" in comment.split("(")[0]), comment
+    assert set(result.summary(suite=suite).column("suite").to_pylist()) == {suite}
+    with pytest.raises(ValueError, match=r"has no suite 'no-such-suite'; its suites: .*'billing'"):
+        result.summary(suite="no-such-suite")
 
 
 def test_the_ragas_guide_reads_the_scores_in_ragas_layout(example):
