@@ -19,6 +19,7 @@ import shlex
 import shutil
 from importlib.metadata import entry_points
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -195,6 +196,39 @@ def test_the_ragas_guide_reads_the_scores_in_ragas_layout(example):
         scope: dict = {}
         exec(compile(_for_the_example(body, example), where, "exec"), scope)
         assert scope["wide"].shape == (2 * CASES, scope["scores"]["metric"].nunique())
+
+
+def test_the_calibration_guide_runs_as_written(tmp_path):
+    """Its two commands (`evalbeam run` of a labelled set with a precomputed
+    bot, `evalbeam calibrate`) and its DuckDB query over calibration/, as a
+    user copies them, on the example's first cases labelled by their quality.
+    The query was run by no test (the example has no labels), and the printed
+    table's `↓` and `–`, which the page's shown output never had, were
+    explained nowhere on the page."""
+    import duckdb
+    with open(os.path.join(ROOT, "docs", "guides", "calibration.md"), encoding="utf-8") as fh:
+        page = fh.read()
+    (_, commands), = code_blocks(page, ("bash",))
+    (_, sql), = code_blocks(page, ("sql",))
+    table = pq.read_table(os.path.join(EXAMPLE, "cases.parquet")).slice(0, CASES)
+    good = {"exact", "paraphrase", "non_ascii"}
+    labels = ["PASS" if q in good else "FAIL" for q in table.column("quality").to_pylist()]
+    pq.write_table(table.append_column("label", pa.array(labels)),
+                   tmp_path / "labelled.parquet")
+    (tmp_path / "my.yaml").write_text(
+        "bots: [{name: recorded, type: precomputed}]\nembeddings: {provider: hashing}\n", "utf-8")
+    printed = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
+        for line in commands.splitlines():
+            assert run(shlex.split(line)[1:]) == 0, line
+        rows = duckdb.sql(sql).fetchall()
+    assert len(rows) >= 10 and all(r[0] == "recorded" and r[1] != "verdict" for r in rows)
+    aucs = [r[3] for r in rows if r[3] is not None]
+    assert aucs == sorted(aucs, reverse=True)
+    shown = printed.getvalue().split("calibration of run lab1")[1]
+    assert "hallucination ↓" in shown and " – " in shown
+    prose = " ".join(page.split())
+    assert "`↓` after a name marks a lower-is-better metric" in prose and "`–` a figure" in prose
 
 
 def test_the_judge_call_counts_against_ragas_are_the_benchmarks():
