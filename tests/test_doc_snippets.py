@@ -231,6 +231,23 @@ def test_the_calibration_guide_runs_as_written(tmp_path):
     assert "`↓` after a name marks a lower-is-better metric" in prose and "`–` a figure" in prose
 
 
+def test_the_development_page_names_the_test_servers_classifier_routes():
+    """The page described tests/fake_server.py as chat, embeddings, Azure and
+    /assistant only, while it also serves TEI's /predict, /info, /health (the
+    labels its /info names) and vLLM's /score: a user walking the grounding
+    classifier guide without Docker could not tell the fake serves it."""
+    from tests.fake_server import FakeOpenAI
+    import httpx
+    with open(os.path.join(ROOT, "docs", "development.md"), encoding="utf-8") as fh:
+        page = " ".join(fh.read().split())
+    with FakeOpenAI() as server:
+        labels = httpx.get(server.base_url + "/info").json()["model_type"]["classifier"]["id2label"]
+        assert httpx.get(server.base_url + "/health").status_code == 200
+    assert all(f"`{route}`" in page for route in
+               ("POST /predict", "GET /info", "GET /health", "POST /score"))
+    assert all(f"`{label}`" in page for label in labels.values())
+
+
 def test_the_judge_call_counts_against_ragas_are_the_benchmarks():
     """The Ragas guide said the same judge metrics cost 12 calls per row
     against Ragas' 30, while BENCHMARKS.md §4 measured 8 for the same metrics
