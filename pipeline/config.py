@@ -50,8 +50,8 @@ class InputConfig:
     columns' own names."""
     format: str | None = None
     """The format of every input file. Default (unset): from each file's extension
-    (`.parquet`, `.jsonl`, `.ndjson`, `.csv`, `.json`, each also `.gz` where it can be;
-    a folder with `state.json` is a Hugging Face dataset)."""
+    (`.parquet`, `.jsonl`, `.ndjson`, `.csv`, `.json`, `.yaml`, `.yml`, each also `.gz`
+    where it can be; a folder with `state.json` is a Hugging Face dataset)."""
     preset: str | None = None
     """Another tool's column names, so its files load as they are (see Input cases,
     Presets)."""

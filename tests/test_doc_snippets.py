@@ -309,6 +309,25 @@ def test_the_dependencies_page_names_every_extra_and_its_packages():
         assert {n for n in names if n.lower() not in named.lower()} == set(), extra
 
 
+def test_every_input_format_is_named_where_the_formats_are_listed():
+    """YAML input (a list of cases, a promptfoo config) is read, and
+    input.format takes `yaml`, but Input cases' list of input.format values,
+    the config reference's extensions (from the validator's docstring) and the
+    home page's formats left it out. Each lists every format the reader has."""
+    from pipeline.reference import expand
+    from transforms.read.formats import EXTENSIONS, FORMAT_NAMES, FORMATS
+    with open(os.path.join(ROOT, "docs", "concepts", "inputs.md"), encoding="utf-8") as fh:
+        listed = re.search(r"or `input\.format` \(([^)]*)\)", " ".join(fh.read().split()))
+    assert re.findall(r"`(\w+)`", listed.group(1)) == list(FORMATS)
+    (row,) = [r for r in expand("<!-- reference:config -->").splitlines()
+              if r.startswith("| `input.format`")]
+    assert [e for e in EXTENSIONS if not e.endswith(".gz") and f"`{e}`" not in row] == []
+    with open(os.path.join(ROOT, "docs", "index.md"), encoding="utf-8") as fh:
+        home = " ".join(fh.read().split())
+    names = [name.split(" (")[0].replace(" folder", "") for name in FORMAT_NAMES.values()]
+    assert [n for n in names if n not in home] == []
+
+
 def test_the_judge_call_counts_against_ragas_are_the_benchmarks():
     """The Ragas guide said the same judge metrics cost 12 calls per row
     against Ragas' 30, while BENCHMARKS.md §4 measured 8 for the same metrics
