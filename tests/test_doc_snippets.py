@@ -5,8 +5,12 @@ run of the bundled example (its first cases, so the test stays short), and
 every `evalbeam ...` command line of the docs parses with the CLI's own
 parser, its Beam flags included, and so does every command written inline in
 a sentence; the Dask launchers' `dask scheduler` / `dask worker` lines use
-only flags of the installed Dask CLI. A renamed column, Result attribute or
-flag fails here with the page and line of the snippet."""
+only flags of the installed Dask CLI. The calibration guide's commands and
+query run on labelled cases, and the facts pages quote from elsewhere
+(BENCHMARKS.md's call counts, setup.py's extras, the reader's formats, the
+test server's routes, a run's counters) are checked against their source. A
+renamed column, Result attribute or flag fails here with the page and line of
+the snippet."""
 from __future__ import annotations
 
 import ast
