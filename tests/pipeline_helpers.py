@@ -8,6 +8,7 @@ import glob
 import html
 import json
 import os
+import re
 import subprocess
 import sys
 from urllib.parse import quote, quote_plus
@@ -139,9 +140,11 @@ def base64_cores(secret: str) -> dict[str, str]:
 
 def leaks(text: str, secret: str) -> list[str]:
     """What of the secret the text holds: every encoded form (secret_forms, the
-    base64 cores), compared case-insensitively, and any run of 8 characters of
-    it (a prefix kept by a cut). [] when none: `assert leaks(everything, key) == []`."""
-    low = text.lower()
+    base64 cores), compared case-insensitively, also with every run of
+    backslashes read as one (a JSON text inside another doubles the escapes:
+    `\\\\u0073...`), and any run of 8 characters of it (a prefix kept by a cut).
+    [] when none: `assert leaks(everything, key) == []`."""
+    low = text.lower() + "\n" + re.sub(r"\\+", lambda _: "\\", text).lower()
     forms = list(secret_forms(secret).values()) + [
         c for c in base64_cores(secret).values() if len(c) >= 8]
     found = [f for f in dict.fromkeys(forms) if f.lower() in low]

@@ -412,6 +412,52 @@ def test_a_custom_metric_s_secrets_are_written_nowhere(tmp_path, monkeypatch, ca
     assert "METRIC_KEY" in everything  # the variable's name is no secret
 
 
+def _escaped(secret: str) -> str:
+    """Every character as \\uXXXX: JSON-escaped, as a server or a metric may write it."""
+    return "".join(f"\\u{ord(c):04x}" for c in secret)
+
+
+def test_a_secret_json_escaped_inside_details_is_scrubbed(tmp_path, monkeypatch, capfd):
+    """QA round (secret routes): a key escaped as \\uXXXX in a judge's reason or in a
+    custom metric's details was written: details is JSON text, which escapes the
+    backslashes again (`\\\\u0073...`), a form the scrubber did not know, so
+    scores.details held the key for any reader that parses it (and the call cache
+    the judge's reply, doubled once more)."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.fake_server import FakeOpenAI
+    from tests.judge_script import ScriptedJudge
+    from tests.pipeline_helpers import everything_written, read_rows, run_cli
+    judge_key, metric_key = "sk-judgeKEY-" + "Pq7Rs2Tu9Vw4Xy", "mk-" + "Zr4Tn8Bv0xHq2Wm9Aa"
+    monkeypatch.setenv("JUDGE_KEY", judge_key)
+    monkeypatch.setenv("METRIC_KEY", metric_key)
+    (tmp_path / "escaping_metrics.py").write_text(
+        "import os\n"
+        "def echo(sample, api_key_env):\n"
+        "    key = os.environ[api_key_env]\n"
+        "    return 0.5, {'sent': ''.join(f'\\\\u{ord(c):04x}' for c in key)}\n")
+    judge = ScriptedJudge(overrides={"judge_relevance": lambda request, rule: json.dumps(
+        {**rule, "reason": "you sent " + _escaped(judge_key)})})
+    with FakeOpenAI() as server:
+        server.set_chat_handler(judge)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(
+            f"endpoints:\n  judge: {{base_url: '{server.openai_base_url}', "
+            "api_key_env: JUDGE_KEY}\n"
+            "bots:\n  - {name: recorded, type: precomputed}\n"
+            "judge: {endpoint: judge, model: j}\nmetrics: [judge_relevance, echo]\n"
+            "custom_metrics:\n  - {name: echo, function: 'escaping_metrics:echo', "
+            "options: {api_key_env: METRIC_KEY}}\n")
+        cases = write_cases(str(tmp_path / "cases.parquet"), SAMPLE_ROWS[:2])
+        out = str(tmp_path / "out")
+        assert run_cli("--input", cases, "--output", out, "--config", str(cfg),
+                       "--run-id", "j") == 0
+    details = {r["metric"]: json.loads(r["details"]) for r in read_rows(out, "scores")}
+    assert details["judge_relevance"]["reason"] == "you sent <redacted>"
+    assert details["echo"]["sent"] == "<redacted>"
+    everything = everything_written(out, *capfd.readouterr())
+    assert leaks(everything, judge_key) == [] and leaks(everything, metric_key) == []
+
+
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQr1234567890stUv"  # a name by its characters: [A-Za-z0-9_]
 
 

@@ -9,8 +9,10 @@ values never travel inside the pipeline graph) and replaces every run of at
 least MIN_RUN characters of a secret, in each of these encodings (JSON with "/"
 escaped as PHP writes it, too; and in hex,
 every byte as %XX or \\xXX, every character as \\uXXXX, HTML-escaped, every
-character as an HTML entity &#NNN; or &#xHH;, percent-encoded twice), compared
-case-insensitively (ASCII), by `<redacted>`.
+character as an HTML entity &#NNN; or &#xHH;, percent-encoded twice; and each
+of them inside a JSON text once or more over, its escapes doubled: a metric's
+details, a reply in the call cache), compared case-insensitively (ASCII), by
+`<redacted>`.
 
 It also makes text writable: a lone surrogate (half an emoji in a JSON
 escape, "\\ud83d") cannot be encoded as UTF-8 and would abort a Parquet
@@ -147,6 +149,25 @@ def writable(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+_BACKSLASHES = re.compile(r"\\{2,}")
+
+
+def _collapsed(low: str) -> tuple[str, list[int]]:
+    """The text with every run of backslashes as one, and where each of its
+    characters (and its end) is in the text. A JSON text inside another (a
+    metric's details holding a reason, a judge's reply in the call cache, a
+    repr) doubles every escape at each level: `\\\\u0073...` reads `\\u0073...`
+    once collapsed, a form the scrubber knows, at no cost to other texts."""
+    parts, where, pos = [], [], 0
+    for run in _BACKSLASHES.finditer(low):
+        parts.append(low[pos:run.start() + 1])
+        where.extend(range(pos, run.start() + 1))
+        pos = run.end()
+    parts.append(low[pos:])
+    where.extend(range(pos, len(low) + 1))
+    return "".join(parts), where
+
+
 class Scrubber:
     """scrub(text) -> text without any configured secret; also for nested data."""
 
@@ -193,9 +214,11 @@ class Scrubber:
         if not self._forms or len(text) < self._shortest:
             return writable(text)
         low = _lower(text)
-        if not (self._any.search(low) if len(low) < 256 else any(b in low for b in self._blocks)):
-            return writable(text)
-        spans = sorted(span for form in self._forms for span in form.runs(low))
+        spans = self._spans(low)
+        if "\\\\" in low:  # JSON inside JSON: a secret's escapes doubled, once or more
+            view, where = _collapsed(low)
+            spans = sorted(spans + [(where[start], where[end])
+                                    for start, end in self._spans(view)])
         if not spans:
             return writable(text)
         if hits is not None:
@@ -212,6 +235,12 @@ class Scrubber:
             pos = end
         out.append(text[pos:])
         return writable("".join(out))
+
+    def _spans(self, low: str) -> list[tuple[int, int]]:
+        """(start, end) of every run of a secret's form in the lower-cased text."""
+        if not (self._any.search(low) if len(low) < 256 else any(b in low for b in self._blocks)):
+            return []
+        return sorted(span for form in self._forms for span in form.runs(low))
 
     def held(self, text: str) -> int:
         """How many of the text's last characters (none before its last newline)
