@@ -64,7 +64,8 @@ RESULTS = table("results", "Written by `evalbeam run`: one row per case × bot."
     ("error", _S, "why the bot failed (null when it answered)"),
     ("bot_details", _S, "JSON: what the bot reported (attempts, total_ms, HTTP status, tokens, "
                         "a matched FAQ question, ...; `secrets_scrubbed: true` when a "
-                        "configured secret was removed from the answer or its trace)"),
+                        "configured secret was removed from the answer, its trace or any "
+                        "other text of the row)"),
     ("label", _S, "a reviewer's judgement of the recorded answer, as text (`PASS`, `0.75`), "
                   "for `evalbeam calibrate`"),
     ("references", _L, "every reference when the case has several, else null"),
@@ -83,7 +84,8 @@ SCORES = table("scores", "Written by `evalbeam run`: one row per case × bot × 
     ("metric", _S, "the metric's name"),
     ("value", _D, "the score; null when it cannot be computed (never 0 for that)"),
     ("details", _S, "JSON: the metric's parts (precision and recall, the facts checked, the "
-                    "judge's reasons and raw score, ...)"),
+                    "judge's reasons and raw score, ...; `secrets_scrubbed: true` when a "
+                    "configured secret was removed from the details or the error)"),
     ("error", _S, "why value is null (`no expected_answer`, `no contexts`, `bot failed: …`)"),
 ], ("run_date", "bot"))
 

@@ -458,6 +458,45 @@ def test_a_secret_json_escaped_inside_details_is_scrubbed(tmp_path, monkeypatch,
     assert leaks(everything, judge_key) == [] and leaks(everything, metric_key) == []
 
 
+def test_a_scrubbed_details_stays_json_and_says_so(tmp_path, monkeypatch, capfd):
+    """QA round (secret routes): details is JSON text, scrubbed as one text; a key
+    hidden behind entities (`sk&#x2d;...`) is scrubbed in the text decoded, so a
+    `%22` or `&quot;` elsewhere in it became a quote and scores.details was no
+    longer JSON (a warehouse's JSON functions reject it). Now it is scrubbed
+    value by value, keys too, and a row that held a secret says so in details."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import everything_written, read_rows, run_cli
+    key = "mk-" + "Zr4Tn8B-v0xHq2W-m9Aa7Q"  # no 8 characters without a "-"
+    monkeypatch.setenv("METRIC_KEY", key)
+    (tmp_path / "hiding_metrics.py").write_text(
+        "import os\n"
+        "def hide(sample, api_key_env):\n"
+        "    key = os.environ[api_key_env]\n"
+        "    if sample['case_id'] == 'c0':\n"
+        "        return 0.5, {'reason': key.replace('-', '&#x2d;'), key: 'as a key',\n"
+        "                     'asked': 'say %22hi%22 or &quot;hi&quot;'}\n"
+        "    if sample['case_id'] == 'c1':\n"
+        "        raise RuntimeError('refused ' + key)\n"
+        "    return 1.0, {'reason': 'nothing to hide'}\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [hide]\n"
+                   "custom_metrics:\n  - {name: hide, function: 'hiding_metrics:hide', "
+                   "options: {api_key_env: METRIC_KEY}}\n")
+    cases = write_cases(str(tmp_path / "cases.parquet"), [
+        {"case_id": f"c{i}", "question": "Q?", "answer": "A."} for i in range(3)])
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "h") == 0
+    rows = {r["case_id"]: r for r in read_rows(out, "scores")}
+    details = {case: json.loads(r["details"]) for case, r in rows.items()}
+    assert details["c0"] == {"<redacted>": "as a key", "asked": "say %22hi%22 or &quot;hi&quot;",
+                             "reason": "<redacted>", "secrets_scrubbed": True}
+    assert rows["c0"]["value"] == 0.5
+    assert details["c1"] == {"secrets_scrubbed": True} and rows["c1"]["value"] is None
+    assert "<redacted>" in rows["c1"]["error"]
+    assert details["c2"] == {"reason": "nothing to hide"}
+    assert leaks(everything_written(out, *capfd.readouterr()), key) == []
+
+
 HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQr1234567890stUv"  # a name by its characters: [A-Za-z0-9_]
 
 

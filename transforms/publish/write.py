@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from schemas.tables import TableSpec
+from transforms.publish.rows import to_json
 from transforms.remote.scrub import Scrubber, scrubber_for
 
 ROW_GROUP_ROWS = 10_000
@@ -72,25 +73,55 @@ def partition_dir(output: str, table: str, partition: Sequence[tuple[str, str]])
 
 
 SCRUBBED_FLAG = "secrets_scrubbed"
+JSON_COLUMNS = ("bot_details", "details", "messages")  # JSON text: scrubbed value by value
+FLAG_COLUMNS = ("bot_details", "details")  # where a row says that a text of it held a secret
+
+
+def scrub_json_text(text: str, scrubber: Scrubber, hits: list) -> str:
+    """A JSON text without secrets that is still JSON: scrubbed whole, the text
+    may lose a quote (a secret hidden behind `&#x2d;` is scrubbed decoded, and
+    so is a `%22` beside it); one that held a secret is scrubbed value by value
+    (keys too) and written again. Text that is no JSON is scrubbed as text."""
+    found: list = []
+    clean = scrubber.scrub(text, found)
+    if not found:
+        return clean
+    hits += found
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return clean
+    return to_json(scrubber.scrub_value(data, keys=True)) or clean
+
+
+def flagged(details: str | None) -> str | None:
+    """The JSON object `details` saying secrets_scrubbed: true ({} when null);
+    anything but an object stays as it is."""
+    try:
+        data = json.loads(details or "{}")
+    except ValueError:
+        return details
+    if not isinstance(data, dict):
+        return details
+    return to_json({**data, SCRUBBED_FLAG: True})
 
 
 def scrub_row(row: Mapping, scrubber: Scrubber) -> dict:
     """Every text of a row (lists of texts too) without secrets and writable as
-    UTF-8; a row whose answer held a secret says so in its bot_details."""
+    UTF-8 (JSON columns still JSON); a row in which a secret was found says so
+    in its details (results: bot_details, scores: details). Its values stay:
+    a number holds no text."""
     out, hits = {}, []
-    answer_hits = 0
     for key, value in row.items():
         if isinstance(value, str):
-            value = scrubber.scrub(value, hits)
+            value = (scrub_json_text(value, scrubber, hits) if key in JSON_COLUMNS
+                     else scrubber.scrub(value, hits))
         elif isinstance(value, list):
             value = [scrubber.scrub(v, hits) if isinstance(v, str) else v for v in value]
         out[key] = value
-        if key == "answer":
-            answer_hits = len(hits)
-    if answer_hits and "bot_details" in out:
-        details = json.loads(out["bot_details"] or "{}")
-        details[SCRUBBED_FLAG] = True
-        out["bot_details"] = json.dumps(details, ensure_ascii=False, sort_keys=True)
+    flag = next((c for c in FLAG_COLUMNS if c in out), None)
+    if hits and flag:
+        out[flag] = flagged(out[flag])
     return out
 
 

@@ -262,9 +262,10 @@ class Scrubber:
         keep = len(text) - self.held(text)
         return self.scrub(text[:keep]) + (REDACTED if keep < len(text) else "")
 
-    def scrub_value(self, value: Any, hits: list | None = None) -> Any:
+    def scrub_value(self, value: Any, hits: list | None = None, keys: bool = False) -> Any:
         """Every string value inside dicts, lists and tuples scrubbed (keys are
-        names of fields, not data: they stay, so a reply still parses); bytes
+        names of fields, not data: they stay, so a reply still parses; with
+        `keys`, data written as JSON, they are scrubbed too); bytes
         as UTF-8 (an exception keeps a server's reply so and prints it
         decoded), changed only when they held a secret."""
         if isinstance(value, str):
@@ -276,11 +277,12 @@ class Scrubber:
                 hits += found
             return clean.encode("utf-8") if found else value
         if isinstance(value, Mapping):
-            return {k: self.scrub_value(v, hits) for k, v in value.items()}
+            return {self.scrub(k, hits) if keys and isinstance(k, str) else k:
+                    self.scrub_value(v, hits, keys) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             if value and all(type(v) in (float, int) for v in value):
                 return value  # a vector: no text inside
-            return type(value)(self.scrub_value(v, hits) for v in value)
+            return type(value)(self.scrub_value(v, hits, keys) for v in value)
         return value
 
 
