@@ -302,7 +302,9 @@ def test_secrets_echoed_in_every_encoding_are_scrubbed_everywhere(tmp_path, monk
     flagged = [r for r in answered if "<redacted>" in r["answer"]]
     assert len(flagged) == 3
     assert all(json.loads(r["bot_details"])["secrets_scrubbed"] is True for r in flagged)
-    assert all("<redacted>" in r["error"] for r in results if r["bot"] == "errs")
+    errs_rows = [r for r in results if r["bot"] == "errs"]
+    assert all("<redacted>" in r["error"] for r in errs_rows)
+    assert all(json.loads(r["bot_details"])["secrets_scrubbed"] is True for r in errs_rows)
     captured = capfd.readouterr()
     everything = everything_written(out, captured.out, captured.err)
     assert leaks(everything, KEY) == [] and leaks(everything, TOKEN) == []

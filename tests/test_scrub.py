@@ -453,6 +453,7 @@ def test_a_secret_json_escaped_inside_details_is_scrubbed(tmp_path, monkeypatch,
                        "--run-id", "j") == 0
     details = {r["metric"]: json.loads(r["details"]) for r in read_rows(out, "scores")}
     assert details["judge_relevance"]["reason"] == "you sent <redacted>"
+    assert details["judge_relevance"]["secrets_scrubbed"] is True  # scrubbed as it arrived
     assert details["echo"]["sent"] == "<redacted>"
     everything = everything_written(out, *capfd.readouterr())
     assert leaks(everything, judge_key) == [] and leaks(everything, metric_key) == []

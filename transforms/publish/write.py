@@ -26,7 +26,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from schemas.tables import TableSpec
 from transforms.publish.rows import to_json
-from transforms.remote.scrub import Scrubber, scrubber_for
+from transforms.remote.scrub import REDACTED, Scrubber, scrubber_for
 
 ROW_GROUP_ROWS = 10_000
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -108,9 +108,10 @@ def flagged(details: str | None) -> str | None:
 
 def scrub_row(row: Mapping, scrubber: Scrubber) -> dict:
     """Every text of a row (lists of texts too) without secrets and writable as
-    UTF-8 (JSON columns still JSON); a row in which a secret was found says so
-    in its details (results: bot_details, scores: details). Its values stay:
-    a number holds no text."""
+    UTF-8 (JSON columns still JSON); a row that held a secret, found here or
+    where a reply arrived (a text says <redacted>), says so in its details
+    (results: bot_details, scores: details). Its values stay: a number holds
+    no text."""
     out, hits = {}, []
     for key, value in row.items():
         if isinstance(value, str):
@@ -120,9 +121,15 @@ def scrub_row(row: Mapping, scrubber: Scrubber) -> dict:
             value = [scrubber.scrub(v, hits) if isinstance(v, str) else v for v in value]
         out[key] = value
     flag = next((c for c in FLAG_COLUMNS if c in out), None)
-    if hits and flag:
+    if flag and (hits or any(REDACTED in v for v in _texts(out))):  # or scrubbed upstream
         out[flag] = flagged(out[flag])
     return out
+
+
+def _texts(row: Mapping) -> list[str]:
+    """The row's texts, those of its lists too."""
+    return [t for v in row.values() for t in (v if isinstance(v, list) else [v])
+            if isinstance(t, str)]
 
 
 def write_table_file(path: str, schema: pa.Schema, rows: list[dict],
