@@ -982,3 +982,29 @@ def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(tmp_path):
         answers = list(pool.map(one, range(300)))
     failed = [a for a in answers if a[0] != 200]
     assert failed == [], (len(failed), failed[:3])
+
+
+def test_one_comparison_opened_in_many_tabs_at_once_builds_once(tmp_path):
+    """Eight requests for the same two runs' comparison arriving together each
+    found the pair not built yet and all created its table at once: DuckDB
+    refused all but one ("Catalog write-write conflict on create with
+    pair_run1_run0"), a 500 (seen once in 300 requests of the test above)."""
+    import concurrent.futures
+    import threading
+    runs = ["p0", "p1", "p2", "p3"]
+    for run_id in runs:
+        out = _run(tmp_path, _rows(False)[7:10], "metrics: [exact_match]\n", run_id=run_id)
+    pairs = [(a, b) for a in runs for b in runs if a != b][:6]
+    with _serving(out) as server, concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for run_id in runs:  # each run opened first: only the pair is left to build
+            assert _get(server, f"/run/{run_id}")[0] == 200
+        for a, b in pairs:
+            start = threading.Barrier(8)
+
+            def one(_: int, a=a, b=b, start=start) -> tuple[int, str]:
+                start.wait()
+                status, _, body = _get(server, f"/compare?a={a}&b={b}")
+                return status, body[body.find("<h1>"):][:200]
+
+            failed = [s for s in pool.map(one, range(8)) if s[0] != 200]
+            assert failed == [], (a, b, failed[:2])

@@ -191,6 +191,9 @@ class Catalog:
         self._loaded: OrderedDict[str, LoadedRun] = OrderedDict()
         self._pairs: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._lock = threading.Lock()
+        # one pair table built at a time: tabs opening one comparison together
+        # would each create it, and DuckDB refuses the concurrent creates
+        self._pair_build = threading.Lock()
         self._active = 0     # pages (and background builds) using the tables now
         self._retired: list[LoadedRun | str] = []  # runs and pair tables put aside
         self._serial = 0
@@ -493,20 +496,25 @@ class Catalog:
             table = self._pairs.get(key)
         if table is not None:
             return table
-        table = f"pair_{a.name}_{b.name}"
-        ha, hb = self._ensure_search(a, cur), self._ensure_search(b, cur)
-        cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
-            SELECT y.rn, x.rn AS rn_a, x.verdict AS verdict_a, x.verdict_reason AS reason_a,
-                   ta.answer_hash IS DISTINCT FROM tb.answer_hash AS answer_changed
-            FROM {a.name}_r x JOIN {b.name}_r y ON x.case_id = y.case_id AND x.bot = y.bot
-            JOIN {ha} ta ON ta.rn = x.rn JOIN {hb} tb ON tb.rn = y.rn
-            ORDER BY y.rn""")
-        with self._lock:
-            self._pairs[key] = table
-            while len(self._pairs) > CACHED_RUNS:
-                _, old = self._pairs.popitem(last=False)
-                self._retired.append(old)
-            self._drop_retired()
+        with self._pair_build:
+            with self._lock:  # built by the request this one waited for
+                table = self._pairs.get(key)
+            if table is not None:
+                return table
+            table = f"pair_{a.name}_{b.name}"
+            ha, hb = self._ensure_search(a, cur), self._ensure_search(b, cur)
+            cur.execute(f"""CREATE OR REPLACE TABLE {table} AS
+                SELECT y.rn, x.rn AS rn_a, x.verdict AS verdict_a, x.verdict_reason AS reason_a,
+                       ta.answer_hash IS DISTINCT FROM tb.answer_hash AS answer_changed
+                FROM {a.name}_r x JOIN {b.name}_r y ON x.case_id = y.case_id AND x.bot = y.bot
+                JOIN {ha} ta ON ta.rn = x.rn JOIN {hb} tb ON tb.rn = y.rn
+                ORDER BY y.rn""")
+            with self._lock:
+                self._pairs[key] = table
+                while len(self._pairs) > CACHED_RUNS:
+                    _, old = self._pairs.popitem(last=False)
+                    self._retired.append(old)
+                self._drop_retired()
         return table
 
     def side_by_side(self, a: LoadedRun, b: LoadedRun, f: Filters, cur) -> Page:
