@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ import sys
 import pyarrow as pa
 
 from schemas import SCHEMA_VERSION
+from schemas.manifest import parse_manifest_bytes
 from schemas.tables import EVERY_TABLE, TABLES, TableSpec
 
 ENGINES = ("bigquery", "athena", "spark", "duckdb")
@@ -83,15 +83,11 @@ def unreadable_manifest(path: str, run_id: str) -> str | None:
     read it); the same test as duckdb_manifests, in Python."""
     try:
         with open(path, "rb") as fh:
-            marker = json.loads(fh.read().decode("utf-8"))
-    except UnicodeDecodeError:
-        return "not UTF-8 text"
-    except (ValueError, RecursionError) as exc:
-        return f"not JSON ({str(exc).splitlines()[0][:120]})"
+            marker, why = parse_manifest_bytes(fh.read())
     except OSError as exc:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
-    if not isinstance(marker, dict):
-        return f"a JSON {type(marker).__name__}, not an object"
+    if why:
+        return why
     if marker.get("run_id") != run_id:
         return f"it names run {str(marker.get('run_id'))[:130]!r}"
     if not isinstance(marker.get("attempt"), str) or not _ATTEMPT.fullmatch(marker["attempt"]):

@@ -19,7 +19,6 @@ commands print it and exit 2.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -32,6 +31,7 @@ import pyarrow.fs as pafs
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from schemas.manifest import parse_manifest_bytes
 from schemas.tables import TABLES, TableSpec
 from transforms.publish.lease import run_dir
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters
@@ -108,10 +108,8 @@ def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
     return path, data
 
 
-def _problem(manifest: Any, run_id: str) -> str | None:
-    """What is wrong with a parsed manifest (None: a marker of this run id)."""
-    if not isinstance(manifest, dict):
-        return f"a JSON {type(manifest).__name__}, not an object"
+def _problem(manifest: dict, run_id: str) -> str | None:
+    """What is wrong with a manifest's object (None: a marker of this run id)."""
     if manifest.get("run_id") != run_id:
         return f"it names run {manifest.get('run_id')!r}"
     attempt = manifest.get("attempt")
@@ -170,17 +168,10 @@ def bad_listed_path(spec: TableSpec, run_id: str, attempt: str, path: Any) -> st
 def parse_manifest(data: bytes, run_id: str, where: str) -> dict:
     """The manifest in `data`, checked (CorruptManifest naming `where` otherwise)."""
     if len(data) > MAX_MANIFEST_BYTES:
-        why = f"larger than {MAX_MANIFEST_BYTES >> 20} MiB"
+        manifest, why = None, f"larger than {MAX_MANIFEST_BYTES >> 20} MiB"
     else:
-        try:
-            manifest = json.loads(data.decode("utf-8"))
-            why = _problem(manifest, run_id)
-        except UnicodeDecodeError:
-            why = "not UTF-8 text"
-        except RecursionError:
-            why = "nested too deeply"
-        except ValueError as exc:
-            why = f"not JSON ({str(exc).splitlines()[0][:120]})"
+        manifest, why = parse_manifest_bytes(data)
+        why = why or _problem(manifest, run_id)
     if why:
         raise CorruptManifest(f"run {run_id}: corrupt manifest {where}: {why}; run it again "
                               "to replace it")

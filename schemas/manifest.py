@@ -1,0 +1,27 @@
+"""A run's completion marker (runs/<run_id>/manifest.json) as bytes -> object.
+
+Pure, so that every reader words a damaged marker the same way: the commands
+that read a run through it (transforms/publish/completed.py) and the warehouse
+DDL that leaves its run out of the views (schemas/ddl.py). What the object
+must hold is each reader's own check.
+"""
+from __future__ import annotations
+
+import json
+
+
+def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:
+    """The marker's JSON object and None, or None and why it is not one (one
+    line: "not UTF-8 text", "not JSON (...)", "nested too deeply", "a JSON
+    list, not an object")."""
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:
+        return None, f"not JSON ({(str(exc).splitlines() or [type(exc).__name__])[0][:120]})"
+    if not isinstance(manifest, dict):
+        return None, f"a JSON {type(manifest).__name__}, not an object"
+    return manifest, None
