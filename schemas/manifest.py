@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 
+from schemas.messages import json_kind
+
 
 def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:
     """The marker's JSON object and None, or None and why it is not one (one
     line: "not UTF-8 text", "not JSON (...)", "nested too deeply", "a JSON
-    list, not an object")."""
+    array, not an object": JSON's names, not Python's NoneType or str)."""
     try:
         manifest = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -23,5 +25,5 @@ def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:
     except ValueError as exc:
         return None, f"not JSON ({(str(exc).splitlines() or [type(exc).__name__])[0][:120]})"
     if not isinstance(manifest, dict):
-        return None, f"a JSON {type(manifest).__name__}, not an object"
+        return None, f"a JSON {json_kind(manifest)}, not an object"
     return manifest, None

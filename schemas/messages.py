@@ -92,6 +92,15 @@ def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+               bool: "boolean", type(None): "null"}
+
+
+def json_kind(value: Any) -> str:
+    """A parsed value's JSON name, for messages (Python's said 'NoneType', 'dict')."""
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
 def _shown(role: Any) -> str:
     """A role as the row gave it, cut short: a text quoted, anything else in
     JSON's words (null, true, 1), not as a text it never was ('True')."""

@@ -216,6 +216,25 @@ def test_read_completed_run_names_the_corruption(folder, tmp_path):
                     os.path.join(out, "runs", "k", "manifest.json"))
 
 
+def test_a_marker_that_is_no_object_is_named_in_json_words(folder, tmp_path, capsys):
+    """A marker holding `null` was "a JSON NoneType, not an object" in every
+    command's line and in schemas.ddl's warning (and `42`, `"text"`, `[...]`,
+    `true` int, str, list, bool): Python's names, not JSON's."""
+    from schemas.ddl import main as ddl
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    for data, kind in (("null", "null"), ("42", "number"), ('"text"', "string"),
+                       ("[1]", "array"), ("true", "boolean")):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        said = f"manifest {path}: a JSON {kind}, not an object; "
+        capsys.readouterr()
+        assert run(["status", "--output", out, "--run-id", "k"]) == 2
+        assert said in capsys.readouterr().err, data
+        assert ddl(["duckdb", out]) == 0
+        assert said in capsys.readouterr().err, data
+
+
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
     out = _copy(folder, tmp_path)
     _tamper(out, "not json")

@@ -35,6 +35,7 @@ import pyarrow.ipc as ipc
 from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
 from schemas.cases import UNREADABLE, InputError, Source, TooDeep, candidates, parse_text_list
+from schemas.messages import json_kind
 from transforms.read import json_records
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "json", "yaml")
@@ -271,15 +272,6 @@ def jsonl_keys(sample: list[bytes]) -> set[str]:
         if isinstance(obj, dict):
             keys.update(obj)
     return keys
-
-
-_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number",
-               bool: "boolean", type(None): "null"}
-
-
-def json_kind(value: Any) -> str:
-    """A parsed value's JSON name, for messages (Python's said 'NoneType', 'dict')."""
-    return _JSON_KINDS.get(type(value), type(value).__name__)
 
 
 def repeated_key(text: str, keys: Mapping[str, str]) -> tuple[str, int] | None:
