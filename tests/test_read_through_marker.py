@@ -8,6 +8,8 @@ committed attempt's 10 cases (20 rows over two bots), and a run id that
 never committed must be refused with exit 2."""
 from __future__ import annotations
 
+import html
+import http.client
 import json
 import os
 import shutil
@@ -233,6 +235,40 @@ def test_a_marker_that_is_no_object_is_named_in_json_words(folder, tmp_path, cap
         assert said in capsys.readouterr().err, data
         assert ddl(["duckdb", out]) == 0
         assert said in capsys.readouterr().err, data
+
+
+@pytest.mark.parametrize("key, value, why", [
+    ("finished_at", 5, "'finished_at' is not a JSON string"),
+    ("finished_at", None, "'finished_at' is not a JSON string"),
+    ("head_to_head", "x", "'head_to_head' is not a JSON array"),
+    ("head_to_head", [1], "'head_to_head' is not a list of objects")])
+def test_a_marker_with_a_field_of_the_wrong_type_is_corrupt_not_a_traceback(
+        folder, tmp_path, key, value, why):
+    """finished_at not a text made the viewer's runs list a 500 (TypeError: '<'
+    not supported between 'str' and 'int', sorting the runs by it), and
+    head_to_head not a list of objects made read_run(...).head_to_head() a
+    ValueError traceback; every reader read the marker as a good one."""
+    import evalbeam
+    from pipeline.viewer.server import start_in_thread
+    from transforms.publish.completed import CorruptManifest
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    m = json.load(open(path))
+    m[key] = value
+    with open(path, "w") as fh:
+        json.dump(m, fh)
+    with pytest.raises(CorruptManifest, match=f"run k: corrupt manifest .*: {why}; "):
+        evalbeam.read_run(out, "k")
+    server = start_in_thread(out, 0)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=60)
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        body = html.unescape(resp.read().decode("utf-8"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert resp.status == 200 and why in body and 'href="/run/base"' in body
 
 
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):

@@ -32,6 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.manifest import parse_manifest_bytes
+from schemas.messages import json_kind
 from schemas.tables import TABLES, TableSpec
 from transforms.publish.lease import run_dir
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters
@@ -131,9 +132,12 @@ def _problem(manifest: dict, run_id: str) -> str | None:
     reconciliation = manifest.get("reconciliation")
     if not isinstance(reconciliation, dict) or not isinstance(reconciliation.get("ok"), bool):
         return "'reconciliation' has no ok: true/false"
-    for key, kind in (("config", dict), ("worst_cases", dict), ("notes", list)):
+    for key, kind in (("config", dict), ("worst_cases", dict), ("notes", list),
+                      ("head_to_head", list), ("finished_at", str)):
         if key in manifest and not isinstance(manifest[key], kind):
-            return f"{key!r} is not a JSON {'object' if kind is dict else 'array'}"
+            return f"{key!r} is not a JSON {json_kind(kind())}"
+    if not all(isinstance(pair, dict) for pair in manifest.get("head_to_head", [])):
+        return "'head_to_head' is not a list of objects"
     files = manifest.get("files")
     if not isinstance(files, dict):
         return "no file list (written by an older evalbeam? run it again)"
