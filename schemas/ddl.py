@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import re
 import sys
 
 import pyarrow as pa
 
 from schemas import SCHEMA_VERSION
-from schemas.manifest import parse_manifest_bytes
+from schemas.manifest import ATTEMPT, parse_manifest_bytes
 from schemas.tables import EVERY_TABLE, TABLES, TableSpec
 
 ENGINES = ("bigquery", "athena", "spark", "duckdb")
@@ -50,7 +49,6 @@ def duckdb_hive_types(spec: TableSpec) -> str:
                      for p in spec.partitions)
 
 
-_ATTEMPT = re.compile(r"[0-9a-f]{12}")
 # well-formed UTF-8 (RFC 3629) over a blob's hex(): decode() fails a whole query on
 # anything else, and DuckDB before 1.3 (setup.py allows 1.1) has no try()
 _UTF8_HEX = ("(?:[0-7][0-9A-F]|C[2-9A-F][89AB][0-9A-F]|D[0-9A-F][89AB][0-9A-F]"
@@ -75,7 +73,7 @@ def duckdb_manifests(location: str) -> str:
             f"    '{_UTF8_HEX}')\n"
             f"    THEN decode(content) END AS j FROM read_blob(\n"
             f"    '{location}/runs/*/manifest.json')))\n"
-            f"  WHERE run_id = folder AND regexp_full_match(attempt, '{_ATTEMPT.pattern}'))")
+            f"  WHERE run_id = folder AND regexp_full_match(attempt, '{ATTEMPT.pattern}'))")
 
 
 def unreadable_manifest(path: str, run_id: str) -> str | None:
@@ -90,7 +88,7 @@ def unreadable_manifest(path: str, run_id: str) -> str | None:
         return why
     if marker.get("run_id") != run_id:
         return f"it names run {str(marker.get('run_id'))[:130]!r}"
-    if not isinstance(marker.get("attempt"), str) or not _ATTEMPT.fullmatch(marker["attempt"]):
+    if not isinstance(marker.get("attempt"), str) or not ATTEMPT.fullmatch(marker["attempt"]):
         return "no attempt id"
     return None
 

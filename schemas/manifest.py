@@ -8,8 +8,13 @@ must hold is each reader's own check.
 from __future__ import annotations
 
 import json
+import re
 
 from schemas.messages import json_kind
+
+ATTEMPT = re.compile(r"[0-9a-f]{12}")
+"""An attempt id, as a manifest names it and its files carry it; fullmatch it
+(a "$" would let a last newline through), or read it in DuckDB as a pattern."""
 
 
 def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:

@@ -271,6 +271,28 @@ def test_a_marker_with_a_field_of_the_wrong_type_is_corrupt_not_a_traceback(
     assert resp.status == 200 and why in body and 'href="/run/base"' in body
 
 
+@pytest.mark.parametrize("key", ["attempt", "run_date", "file"])
+def test_a_marker_field_ending_in_a_newline_is_corrupt(folder, tmp_path, key):
+    """An attempt id, a run date or a listed file's name ending in a newline
+    passed the manifest's checks ('$' matches before a last newline): status
+    printed "finished (attempt 3f2a9c1b0d4e" and the rest of its line below."""
+    from transforms.publish.completed import CorruptManifest, read_completed_run
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    m = json.load(open(path))
+    if key == "file":
+        results = m["files"]["results"]
+        results[0] = results[0][:-len(".parquet")] + "\n.parquet"
+    else:
+        m[key] += "\n"
+        m["files"] = {}  # (the files carry the attempt id)
+    with open(path, "w") as fh:
+        json.dump(m, fh)
+    with pytest.raises(CorruptManifest, match="^run k: corrupt manifest ") as caught:
+        read_completed_run(out, "k")
+    assert "\n" not in str(caught.value)
+
+
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
     out = _copy(folder, tmp_path)
     _tamper(out, "not json")
@@ -290,7 +312,7 @@ def test_status_of_a_url_without_its_filesystem_is_one_line(capsys):
             and "apache-beam[gcp]" in err and "\n" not in err, err
 
 
-@pytest.mark.parametrize("run_id", ["../../other/runs/k", "a/b", "", "a.b", "x" * 129])
+@pytest.mark.parametrize("run_id", ["../../other/runs/k", "a/b", "", "a.b", "x" * 129, "k\n"])
 def test_run_ids_are_validated_by_every_reader(folder, tmp_path, capsys, run_id):
     """`status --run-id ../../other/runs/x` must not report another folder's run."""
     out = str(tmp_path / "mine")

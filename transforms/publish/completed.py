@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.manifest import parse_manifest_bytes
+from schemas.manifest import ATTEMPT, parse_manifest_bytes
 from schemas.messages import json_kind
 from schemas.tables import TABLES, TableSpec
 from transforms.publish.lease import run_dir
@@ -40,9 +40,8 @@ from transforms.publish.write import RUN_ID_PATTERN, glob_characters
 MANIFEST = "manifest.json"
 PARQUET_MAGIC = b"PAR1"             # how a whole Parquet file ends
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is small; a bigger file is not one
-_ATTEMPT = re.compile(r"^[0-9a-f]{12}$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_STEM = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # \Z: "$" also matches before a last "\n"
+_STEM = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
 
 
 class RunUnreadable(ValueError):
@@ -114,7 +113,7 @@ def _problem(manifest: dict, run_id: str) -> str | None:
     if manifest.get("run_id") != run_id:
         return f"it names run {manifest.get('run_id')!r}"
     attempt = manifest.get("attempt")
-    if not isinstance(attempt, str) or not _ATTEMPT.match(attempt):
+    if not isinstance(attempt, str) or not ATTEMPT.fullmatch(attempt):
         return "no attempt id (written by an older evalbeam? run it again)"
     date = manifest.get("run_date")
     if not isinstance(date, str) or not _DATE.match(date):

@@ -29,7 +29,7 @@ from transforms.publish.rows import to_json
 from transforms.remote.scrub import REDACTED, Scrubber, scrubber_for
 
 ROW_GROUP_ROWS = 10_000
-RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")  # \Z: "$" also matches before a last "\n"
 GLOB_CHARS = "*?[]{}"
 
 
