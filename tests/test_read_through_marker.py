@@ -293,6 +293,22 @@ def test_a_marker_field_ending_in_a_newline_is_corrupt(folder, tmp_path, key):
     assert "\n" not in str(caught.value)
 
 
+def test_compare_reads_a_marker_whose_verdict_rules_are_no_list(folder, tmp_path, capsys):
+    """A candidate marker whose config said verdict rules: 5 made `evalbeam
+    compare` a TypeError traceback (object of type 'int' has no len()) while
+    it wrote the note on differing rules; the note is left out instead, as for
+    a marker without its config."""
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    m = json.load(open(path))
+    m["config"]["verdict"]["rules"] = 5
+    with open(path, "w") as fh:
+        json.dump(m, fh)
+    capsys.readouterr()
+    assert run(["compare", "--output", out, "--baseline", "base", "--candidate", "k"]) == 0
+    assert "20 paired cases over 2 bots" in capsys.readouterr().out
+
+
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
     out = _copy(folder, tmp_path)
     _tamper(out, "not json")

@@ -441,10 +441,10 @@ def _rules_text(verdict: dict) -> str:
 def verdict_note(baseline: dict, candidate: dict) -> str | None:
     """What to say when the two manifests' verdict rules differ: a pass_rate
     change is then the rules' as much as the answers' (None: same rules, or a
-    manifest without its config)."""
+    manifest without its config or its verdict's rules as a list)."""
     vb, vc = ((m.get("config") or {}).get("verdict") for m in (baseline, candidate))
-    if not isinstance(vb, dict) or not isinstance(vc, dict):
-        return None
+    if not all(isinstance(v, dict) and isinstance(v.get("rules") or [], list) for v in (vb, vc)):
+        return None  # (a tampered marker's rules: 5)
     if all(vb.get(k) == vc.get(k) for k in ("rules", "otherwise")):
         return None
     return (f"the runs' verdicts come from different rules (baseline: {_rules_text(vb)}; "
