@@ -20,7 +20,7 @@ import sys
 import pyarrow as pa
 
 from schemas import SCHEMA_VERSION
-from schemas.manifest import ATTEMPT, parse_manifest_bytes
+from schemas.manifest import ATTEMPT, other_run, parse_manifest_bytes
 from schemas.tables import EVERY_TABLE, TABLES, TableSpec
 
 ENGINES = ("bigquery", "athena", "spark", "duckdb")
@@ -84,10 +84,9 @@ def unreadable_manifest(path: str, run_id: str) -> str | None:
             marker, why = parse_manifest_bytes(fh.read())
     except OSError as exc:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    why = why or other_run(marker, run_id)
     if why:
         return why
-    if marker.get("run_id") != run_id:
-        return f"it names run {str(marker.get('run_id'))[:130]!r}"
     if not isinstance(marker.get("attempt"), str) or not ATTEMPT.fullmatch(marker["attempt"]):
         return "no attempt id"
     return None

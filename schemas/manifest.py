@@ -32,3 +32,12 @@ def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:
     if not isinstance(manifest, dict):
         return None, f"a JSON {json_kind(manifest)}, not an object"
     return manifest, None
+
+
+def other_run(manifest: dict, run_id: str) -> str | None:
+    """Why a marker is not `run_id`'s: the run it names, cut short (a tampered
+    marker's run_id of 100,000 characters made a line as long); None: it is."""
+    named = manifest.get("run_id")
+    if named == run_id:
+        return None
+    return f"it names run {repr(named[:130]) if isinstance(named, str) else repr(named)[:130]}"

@@ -309,6 +309,21 @@ def test_compare_reads_a_marker_whose_verdict_rules_are_no_list(folder, tmp_path
     assert "20 paired cases over 2 bots" in capsys.readouterr().out
 
 
+def test_a_marker_naming_a_long_run_id_is_one_short_line(folder, tmp_path):
+    """A marker whose run_id held 100,000 characters (a tampered or garbled
+    file) made a corrupt-manifest line of 100,000 characters, naming it whole."""
+    from transforms.publish.completed import CorruptManifest, read_completed_run
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    m = json.load(open(path))
+    m["run_id"] = "x" * 100_000
+    with open(path, "w") as fh:
+        json.dump(m, fh)
+    with pytest.raises(CorruptManifest, match=f"it names run '{'x' * 130}'; ") as caught:
+        read_completed_run(out, "k")
+    assert len(str(caught.value)) < len(path) + 300
+
+
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
     out = _copy(folder, tmp_path)
     _tamper(out, "not json")

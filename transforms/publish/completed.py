@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.manifest import ATTEMPT, parse_manifest_bytes
+from schemas.manifest import ATTEMPT, other_run, parse_manifest_bytes
 from schemas.messages import json_kind
 from schemas.tables import TABLES, TableSpec
 from transforms.publish.lease import run_dir
@@ -110,8 +110,9 @@ def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
 
 def _problem(manifest: dict, run_id: str) -> str | None:
     """What is wrong with a manifest's object (None: a marker of this run id)."""
-    if manifest.get("run_id") != run_id:
-        return f"it names run {manifest.get('run_id')!r}"
+    named = other_run(manifest, run_id)
+    if named:
+        return named
     attempt = manifest.get("attempt")
     if not isinstance(attempt, str) or not ATTEMPT.fullmatch(attempt):
         return "no attempt id (written by an older evalbeam? run it again)"
