@@ -19,8 +19,10 @@ ATTEMPT = re.compile(r"[0-9a-f]{12}")
 
 def parse_manifest_bytes(data: bytes) -> tuple[dict | None, str | None]:
     """The marker's JSON object and None, or None and why it is not one (one
-    line: "not UTF-8 text", "not JSON (...)", "nested too deeply", "a JSON
-    array, not an object": JSON's names, not Python's NoneType or str)."""
+    line: "empty", "not UTF-8 text", "not JSON (...)", "nested too deeply",
+    "a JSON array, not an object": JSON's names, not Python's NoneType or str)."""
+    if not data.strip():  # a write cut off at its start (a full disk, a crash)
+        return None, "empty"
     try:
         manifest = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -324,6 +324,24 @@ def test_a_marker_naming_a_long_run_id_is_one_short_line(folder, tmp_path):
     assert len(str(caught.value)) < len(path) + 300
 
 
+def test_an_empty_marker_is_said_to_be_empty(folder, tmp_path, capsys):
+    """A 0-byte marker (a write cut off at its start) was "not JSON (Expecting
+    value: line 1 column 1 (char 0))" in every command and in schemas.ddl's
+    warning: the parser's words for an empty file."""
+    from schemas.ddl import main as ddl
+    out = _copy(folder, tmp_path)
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    for data in (b"", b" \n"):
+        with open(path, "wb") as fh:
+            fh.write(data)
+        said = f"manifest {path}: empty; "
+        capsys.readouterr()
+        assert run(["calibrate", "--output", out, "--run-id", "k"]) == 2
+        assert said in capsys.readouterr().err, data
+        assert ddl(["duckdb", out]) == 0
+        assert said in capsys.readouterr().err, data
+
+
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
     out = _copy(folder, tmp_path)
     _tamper(out, "not json")
