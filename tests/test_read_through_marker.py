@@ -218,23 +218,29 @@ def test_read_completed_run_names_the_corruption(folder, tmp_path):
                     os.path.join(out, "runs", "k", "manifest.json"))
 
 
+def _said_of_marker(capsys, out: str, data: bytes, why: str, command: str) -> None:
+    """Run k's marker holding `data`: the command (exit 2) and schemas.ddl's
+    warning both say "corrupt manifest PATH: <why>; "."""
+    from schemas.ddl import main as ddl
+    path = os.path.join(out, "runs", "k", "manifest.json")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    said = f"corrupt manifest {path}: {why}; "
+    capsys.readouterr()
+    assert run([command, "--output", out, "--run-id", "k"]) == 2
+    assert said in capsys.readouterr().err, data
+    assert ddl(["duckdb", out]) == 0
+    assert said in capsys.readouterr().err, data
+
+
 def test_a_marker_that_is_no_object_is_named_in_json_words(folder, tmp_path, capsys):
     """A marker holding `null` was "a JSON NoneType, not an object" in every
     command's line and in schemas.ddl's warning (and `42`, `"text"`, `[...]`,
     `true` int, str, list, bool): Python's names, not JSON's."""
-    from schemas.ddl import main as ddl
     out = _copy(folder, tmp_path)
-    path = os.path.join(out, "runs", "k", "manifest.json")
     for data, kind in (("null", "null"), ("42", "number"), ('"text"', "string"),
                        ("[1]", "array"), ("true", "boolean")):
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(data)
-        said = f"manifest {path}: a JSON {kind}, not an object; "
-        capsys.readouterr()
-        assert run(["status", "--output", out, "--run-id", "k"]) == 2
-        assert said in capsys.readouterr().err, data
-        assert ddl(["duckdb", out]) == 0
-        assert said in capsys.readouterr().err, data
+        _said_of_marker(capsys, out, data.encode(), f"a JSON {kind}, not an object", "status")
 
 
 @pytest.mark.parametrize("key, value, why", [
@@ -328,18 +334,9 @@ def test_an_empty_marker_is_said_to_be_empty(folder, tmp_path, capsys):
     """A 0-byte marker (a write cut off at its start) was "not JSON (Expecting
     value: line 1 column 1 (char 0))" in every command and in schemas.ddl's
     warning: the parser's words for an empty file."""
-    from schemas.ddl import main as ddl
     out = _copy(folder, tmp_path)
-    path = os.path.join(out, "runs", "k", "manifest.json")
     for data in (b"", b" \n"):
-        with open(path, "wb") as fh:
-            fh.write(data)
-        said = f"manifest {path}: empty; "
-        capsys.readouterr()
-        assert run(["calibrate", "--output", out, "--run-id", "k"]) == 2
-        assert said in capsys.readouterr().err, data
-        assert ddl(["duckdb", out]) == 0
-        assert said in capsys.readouterr().err, data
+        _said_of_marker(capsys, out, data, "empty", "calibrate")
 
 
 def test_status_of_a_corrupt_manifest_says_corrupt_not_unknown(folder, tmp_path, capsys):
