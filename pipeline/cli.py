@@ -49,6 +49,14 @@ EXIT_NOTHING_EVALUATED = 6
 EXIT_OUTPUT_UNWRITABLE = 74  # sysexits.h EX_IOERR: no state of a run uses it
 
 
+def _unwritable(command: str, then: str) -> str:
+    """What EXIT_OUTPUT_UNWRITABLE means for a command."""
+    return (f"its output could not be written (stdout on a full disk, `> /dev/full`): one line "
+            f"`evalbeam: error: {command} could not write its output: ...` on stderr; {then} "
+            "(a reader that leaves, `| head -1`, is no error, and a stderr that cannot be "
+            "written loses its lines, not the exit code)")
+
+
 # What each command's exit code means: the --help epilogs and the docs'
 # command-line reference are made from this table.
 EXIT_SIGINT, EXIT_SIGTERM = exit_code(signal.SIGINT), exit_code(signal.SIGTERM)  # 130, 143
@@ -79,6 +87,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
              "complete; before the pipeline starts (planning, taking the lease) the lease is "
              "given up, nothing ran, and a new run of the id starts at once",
         EXIT_SIGTERM: "stopped by SIGTERM, the same way",
+        EXIT_OUTPUT_UNWRITABLE: _unwritable("run", "the run went on and may be complete: "
+                                                   "`evalbeam status` says"),
     },
     "status": {
         0: "finished",
@@ -94,10 +104,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
                                 "invalid, and the run was not started with --allow-empty",
-        EXIT_OUTPUT_UNWRITABLE: "its output could not be written (stdout on a full disk, "
-                                "`> /dev/full`): one line `evalbeam: error: status could not "
-                                "write its output: ...` on stderr; the run's state is unknown "
-                                "(a reader that leaves, `| head -1`, is no error)",
+        EXIT_OUTPUT_UNWRITABLE: _unwritable("status", "the run's state is unknown"),
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: status stopped "
                      "by SIGINT (Ctrl-C)`",
     },
@@ -112,6 +119,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: calibrate "
                      "stopped by SIGINT (Ctrl-C); ...`; calibration/ and calibration.md may "
                      "be incomplete: run it again",
+        EXIT_OUTPUT_UNWRITABLE: _unwritable("calibrate", "calibration/ and calibration.md "
+                                                         "were written"),
     },
     "compare": {
         0: "compared, and no gate: rule failed",
@@ -130,6 +139,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C), the gate undecided: one line `evalbeam: "
                      "error: compare stopped by SIGINT (Ctrl-C); ...`; the comparison's "
                      "table and pages may be incomplete: run it again",
+        EXIT_OUTPUT_UNWRITABLE: _unwritable("compare", "the gate undecided (the "
+                                                       "comparison's table and pages were "
+                                                       "written)"),
     },
     "view": {
         0: "stopped with Ctrl-C",
@@ -140,6 +152,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "number): one line `evalbeam: error: ...`",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) before it served (while it opened "
                      "--output): one line `evalbeam: error: view stopped by SIGINT (Ctrl-C)`",
+        EXIT_OUTPUT_UNWRITABLE: _unwritable("view", "it served nothing (its address could "
+                                                    "not be printed)"),
     },
 }
 
@@ -177,6 +191,12 @@ class _Parser(argparse.ArgumentParser):
     'evalbeam status: error: ...'; and whose refusal of a choice (the
     command) quotes the word only when it is short: `evalbeam $OPENAI_API_KEY`
     printed the key whole in "invalid choice: 'sk-...'"."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        """argparse's, but a --help that stdout cannot take is said (exit 74):
+        argparse drops the write's error and exits 0."""
+        if message:
+            (file or sys.stderr).write(message)
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"evalbeam: error: {message} (see {self.prog} --help)\n")
@@ -457,8 +477,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         return calibrate(args)
     if args.command == "view":
         return view(args)
-    if args.command == "status":
-        return _status(args.output, args.run_id)
+    if args.command == "status":  # its exit code is the run's state
+        from pipeline.postrun.status import print_status
+        return print_status(args.output, args.run_id)
     from transforms.remote.scrub import remember_config_secrets
     remember_config_secrets(args.config)  # before anything it says can quote them
     planned: list[RunInfo] = []  # a stop before the pipeline gives up the lease it took
@@ -588,58 +609,58 @@ def _bot_line(summary_files: Sequence[str], bot: str, metrics: Sequence[str]) ->
     return " | ".join(parts)
 
 
-class OutputUnwritable(OSError):
-    """A standard stream that cannot be written for another reason than its reader
-    leaving (a full disk, /dev/full)."""
+class OutputUnwritable(Exception):
+    """stdout cannot be written for another reason than its reader leaving (a
+    full disk, /dev/full). No OSError, which a command's own handlers of a
+    file or a socket (view's 'cannot serve on ...') would take for theirs."""
 
 
-def _status(output: str, run_id: str) -> int:
-    """`evalbeam status`, whose exit code is the run's state: stdout it cannot
-    write is one line on stderr and EXIT_OUTPUT_UNWRITABLE, not a traceback and
-    1, which a scheduler would read as a failed run."""
-    from pipeline.postrun.status import print_status
-    try:
-        code = print_status(output, run_id)
-        sys.stdout.flush()  # what the buffer holds is written now, or said to be lost
-    except OutputUnwritable as exc:
-        with contextlib.suppress(OSError):
-            print(f"evalbeam: error: status could not write its output: {exc}",
-                  file=sys.stderr)
-        return EXIT_OUTPUT_UNWRITABLE
-    return code
+def _output_lost(argv: Sequence[str], exc: OutputUnwritable) -> int:
+    """stdout that cannot be written (a full disk, `> /dev/full`): one line on
+    stderr and EXIT_OUTPUT_UNWRITABLE, for every command, not a traceback and
+    1 (a failed run to a scheduler: status says 1 for failed), nor 0 with
+    the output lost (--help: argparse drops a write error)."""
+    command = argv[0] if argv and argv[0] in EXIT_CODES else "evalbeam"
+    with contextlib.suppress(OSError):
+        print(f"evalbeam: error: {command} could not write its output: {exc}", file=sys.stderr)
+    return EXIT_OUTPUT_UNWRITABLE
 
 
 class _ReaderMayLeave:
     """stdout and stderr for the console script: when their reader has gone
     (`evalbeam status ... | head -1`, `... 2>&1 | head -1`) what is left to
     print goes nowhere, without a traceback and without changing the
-    command's exit code."""
+    command's exit code. stderr that cannot be written for another reason (a
+    full disk, `2> /dev/full`) is the same: its notes and progress lines are
+    lost, the command goes on (a run whose first note failed crashed with its
+    lease taken). stdout that cannot be written raises OutputUnwritable: what
+    the command was asked for is lost (main says so, exit 74)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, lost_is_fatal: bool) -> None:
         self._stream = stream
+        self._fatal = lost_is_fatal
 
     def _gone(self) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
 
-    def _unwritable(self, exc: OSError) -> OutputUnwritable:
-        return OutputUnwritable(f"{exc.strerror or exc} ({self._stream.name.strip('<>')})")
+    def _lost(self, exc: OSError) -> None:
+        if self._fatal and not isinstance(exc, BrokenPipeError):
+            raise OutputUnwritable(f"{exc.strerror or exc} ({self._stream.name.strip('<>')})"
+                                   ) from None
+        self._gone()
 
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
-            self._gone()
-            return len(text)
         except OSError as exc:
-            raise self._unwritable(exc) from None
+            self._lost(exc)
+            return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
-            self._gone()
         except OSError as exc:
-            raise self._unwritable(exc) from None
+            self._lost(exc)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -651,7 +672,8 @@ def _print_crash() -> int:
     echoed header), and Python would print it as it is. Exit code 1."""
     import traceback
     from transforms.remote.scrub import process_scrubber
-    sys.stdout.flush()
+    with contextlib.suppress(OutputUnwritable):
+        sys.stdout.flush()
     print(process_scrubber().scrub(traceback.format_exc()), file=sys.stderr, end="")
     return 1
 
@@ -669,7 +691,8 @@ def _stopped_by_ctrl_c(argv: Sequence[str]) -> int:
     command = argv[0] if argv else ""
     if command not in EXIT_CODES or command == "run":
         return _print_crash() and EXIT_SIGINT
-    sys.stdout.flush()
+    with contextlib.suppress(OutputUnwritable):
+        sys.stdout.flush()
     print(f"evalbeam: error: {command} stopped by SIGINT (Ctrl-C){WROTE_PART.get(command, '')}",
           file=sys.stderr)
     return EXIT_SIGINT
@@ -684,11 +707,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     would turn a finished run into a crash exit code.
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
+    sys.stdout = _ReaderMayLeave(sys.stdout, lost_is_fatal=True)
+    sys.stderr = _ReaderMayLeave(sys.stderr, lost_is_fatal=False)
     from transforms.remote.scrub import release_streams, scrub_std_streams
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
     try:
         code = run(argv)
+        sys.stdout.flush()  # what the buffer holds is written now, or said to be lost
+    except OutputUnwritable as exc:
+        code = _output_lost(sys.argv[1:] if argv is None else argv, exc)
     except KeyboardInterrupt:
         code = _stopped_by_ctrl_c(sys.argv[1:] if argv is None else argv)
     except BaseException as exc:  # exit 1 with the traceback, as Python would, but scrubbed
