@@ -33,8 +33,8 @@ from pipeline.execute import (beam_flags, beam_options, print_submitted, run_log
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import exit_code, stop_on_signals
-from pipeline.plan import (DEFAULT_TTL_S, NO_ANSWERING_BOT, UsageError, driven_from_here,
-                           make_plan)
+from pipeline.plan import (DEFAULT_TTL_S, MAX_WORKERS_PER_CORE, NO_ANSWERING_BOT, UsageError,
+                           driven_from_here, make_plan)
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
 from transforms.publish import lease as leases
@@ -227,7 +227,9 @@ def _parser() -> argparse.ArgumentParser:
         "multi_processing, --direct_num_workers, --project, --region, --temp_location), its "
         "value after = or a space (--runner DataflowRunner); without --runner the run uses FnApiRunner in this process (nothing is downloaded). "
         "One that Beam does not declare and that is close to a flag above (--run_id, "
-        "--metrcs=...) is a typo: exit 2, not an option Beam would keep and ignore.")
+        "--metrcs=...) is a typo: exit 2, not an option Beam would keep and ignore. "
+        "--direct_num_workers of a local run is 0 (Beam's one per CPU core) to "
+        f"{MAX_WORKERS_PER_CORE} per CPU core; a negative or larger count is exit 2.")
     run.add_argument("--input", required=True, metavar="PATH_OR_GLOB", help=_input_help())
     run.add_argument("--output", required=True, metavar="DIR",
                      help="the folder of the output tables (local, or a gs://, s3://, hdfs:// "

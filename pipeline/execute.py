@@ -21,7 +21,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipeline.filesystems import use_filesystems
 from pipeline.graph import build_pipeline
-from pipeline.plan import DASK_NAMES, DASK_RUNNER, Plan, UsageError, runner_is_local
+from pipeline.plan import (DASK_NAMES, DASK_RUNNER, Plan, UsageError, check_direct_workers,
+                           runner_is_local)
 from pipeline.stopping import Terminated, stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
@@ -101,6 +102,7 @@ def beam_options(beam_args: Sequence[str],
         raise UsageError(f"--runner {runner!r} is not a Beam runner (one of "
                          f"{', '.join(StandardOptions.KNOWN_RUNNER_NAMES)}, dask, or a runner "
                          "class's full path)")
+    check_direct_workers(options)
     # The plan lists and opens the input before beam.Pipeline() would do this, and
     # s3:// and hdfs:// cannot be used without their options (region, host, ...).
     use_filesystems(options, urls)

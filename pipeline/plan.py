@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, other_secrets
 from schemas.cases import InputError, source_columns
@@ -529,11 +529,36 @@ def escalation(cfg, judge_metrics: Sequence[str], classifier_metrics: Sequence[s
     return metrics
 
 
+MAX_WORKERS_PER_CORE = 4
+
+
+def direct_workers(options: PipelineOptions) -> int:
+    """The workers a local run starts for --direct_num_workers: 0 is Beam's
+    'one per CPU core' (the FnApiRunner counts them with multiprocessing.cpu_count)."""
+    n = options.view_as(DirectOptions).direct_num_workers
+    return (os.cpu_count() or 1) if n == 0 else n
+
+
+def check_direct_workers(options: PipelineOptions) -> None:
+    """A local run's --direct_num_workers, refused in one line before anything
+    runs when it is no count: a negative one crashed in Beam's runner (an
+    IndexError), and 10000 started worker processes until the machine gave
+    up. At most MAX_WORKERS_PER_CORE per core: each worker loads the metrics'
+    models, and more than a few per core only wait for one."""
+    if not runner_is_local(options):  # a cluster's runner does not read it
+        return
+    n, cores = options.view_as(DirectOptions).direct_num_workers, os.cpu_count() or 1
+    most = MAX_WORKERS_PER_CORE * cores
+    if not 0 <= n <= most:
+        raise UsageError(f"--direct_num_workers {n} must be 0 (one per CPU core) to {most} "
+                         f"({MAX_WORKERS_PER_CORE} per CPU core; {cores} here)")
+
+
 def worker_count(options: PipelineOptions) -> int:
     """How many worker processes will call the endpoints at once (for the limit share)."""
     opts = options.get_all_options(retain_unknown_options=True)
     if opts.get("direct_running_mode") == "multi_processing":
-        return max(1, int(opts.get("direct_num_workers") or 1))
+        return max(1, direct_workers(options))
     for key in ("max_num_workers", "num_workers"):
         if opts.get(key):
             return max(1, int(opts[key]))

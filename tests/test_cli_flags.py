@@ -158,3 +158,33 @@ def test_beams_flags_written_with_a_space_run_and_a_stray_word_is_refused(tmp_pa
         assert run(["run", "--input", cases, "--output", str(tmp_path / "o2"), *stray]) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1] == (
             f"evalbeam: error: unexpected argument {stray[-1]!r}")
+
+
+@pytest.mark.parametrize("workers", ["-1", "10000"])
+def test_a_worker_count_that_is_no_count_is_one_line_before_anything_runs(tmp_path, capsys,
+                                                                         workers):
+    """Before: --direct_num_workers=-1 crashed inside Beam's runner (IndexError,
+    exit 1, after the lease was taken) and 10000 started worker processes until
+    the run was killed; the bound is 4 per core."""
+    import os
+    from pipeline.cli import run
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = tmp_path / "out"
+    cores = os.cpu_count()
+    assert run(["run", "--input", cases, "--output", str(out), "--metrics", "bleu",
+                "--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"evalbeam: error: --direct_num_workers {workers} must be 0 (one per CPU core) to "
+        f"{4 * cores} (4 per CPU core; {cores} here)"]
+    assert not out.exists()
+
+
+def test_zero_workers_shares_the_endpoints_limits_among_one_per_core():
+    """--direct_num_workers=0 is Beam's 'one worker per CPU core'; the limit
+    share counted it as 1 worker, so each of the cores' workers took an
+    endpoint's whole requests_per_second."""
+    import os
+    from pipeline.execute import beam_options
+    from pipeline.plan import worker_count
+    options = beam_options(["--direct_running_mode=multi_processing", "--direct_num_workers=0"])
+    assert worker_count(options) == os.cpu_count()
