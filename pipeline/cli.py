@@ -32,7 +32,7 @@ from pipeline.execute import (beam_flags, beam_options, print_submitted, run_log
                               say_before, stopped_before_start, stray_arguments, take_lease)
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
-from pipeline.stopping import exit_code, stop_on_signals
+from pipeline.stopping import Terminated, exit_code, raising_on_stop, stop_on_signals
 from pipeline.plan import (DEFAULT_TTL_S, MAX_WORKERS_PER_CORE, NO_ANSWERING_BOT, UsageError,
                            driven_from_here, make_plan)
 from schemas.cases import InputError
@@ -104,6 +104,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
                                 "invalid, and the run was not started with --allow-empty",
+        EXIT_SIGTERM: "stopped by SIGTERM: one line `evalbeam: error: status stopped by SIGTERM`",
         EXIT_OUTPUT_UNWRITABLE: _unwritable("status", "the run's state is unknown"),
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: status stopped "
                      "by SIGINT (Ctrl-C)`",
@@ -119,6 +120,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: calibrate "
                      "stopped by SIGINT (Ctrl-C); ...`; calibration/ and calibration.md may "
                      "be incomplete: run it again",
+        EXIT_SIGTERM: "stopped by SIGTERM, the same way (`... stopped by SIGTERM; ...`)",
         EXIT_OUTPUT_UNWRITABLE: _unwritable("calibrate", "calibration/ and calibration.md "
                                                          "were written"),
     },
@@ -139,6 +141,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C), the gate undecided: one line `evalbeam: "
                      "error: compare stopped by SIGINT (Ctrl-C); ...`; the comparison's "
                      "table and pages may be incomplete: run it again",
+        EXIT_SIGTERM: "stopped by SIGTERM, the same way (`... stopped by SIGTERM; ...`)",
         EXIT_OUTPUT_UNWRITABLE: _unwritable("compare", "the gate undecided (the "
                                                        "comparison's table and pages were "
                                                        "written)"),
@@ -152,6 +155,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "number): one line `evalbeam: error: ...`",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) before it served (while it opened "
                      "--output): one line `evalbeam: error: view stopped by SIGINT (Ctrl-C)`",
+        EXIT_SIGTERM: "stopped by SIGTERM (`kill`, a service manager), before or while it "
+                      "serves: one line `evalbeam: error: view stopped by SIGTERM`; it wrote "
+                      "nothing",
         EXIT_OUTPUT_UNWRITABLE: _unwritable("view", "it served nothing (its address could "
                                                     "not be printed)"),
     },
@@ -684,20 +690,22 @@ WROTE_PART = {"compare": "; the comparison's table and pages may be incomplete: 
               "calibrate": "; calibration/ and calibration.md may be incomplete: run it again"}
 
 
-def _stopped_by_ctrl_c(argv: Sequence[str]) -> int:
-    """Ctrl-C in a command that reads a finished run (compare takes minutes
-    over a million cases): one line, not Python's traceback of DuckDB's or
-    pyarrow's internals; exit 130. `run` stops in one line on its own
+def _stopped(argv: Sequence[str], signum: int) -> int:
+    """Ctrl-C (SIGINT) or SIGTERM (`kill`, a scheduler) in a command that reads
+    a finished run (compare takes minutes over a million cases): one line, not
+    Python's traceback of DuckDB's or pyarrow's internals (SIGTERM: nothing
+    at all); exit 130 or 143. `run` stops in one line on its own
     (stopping.py): a KeyboardInterrupt of it that reaches here is a fault,
     shown with its traceback, scrubbed."""
     command = argv[0] if argv else ""
     if command not in EXIT_CODES or command == "run":
-        return _print_crash() and EXIT_SIGINT
+        return _print_crash() and exit_code(signum)
     with contextlib.suppress(OutputUnwritable):
         sys.stdout.flush()
-    print(f"evalbeam: error: {command} stopped by SIGINT (Ctrl-C){WROTE_PART.get(command, '')}",
+    name = "SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name
+    print(f"evalbeam: error: {command} stopped by {name}{WROTE_PART.get(command, '')}",
           file=sys.stderr)
-    return EXIT_SIGINT
+    return exit_code(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -713,13 +721,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.stderr = _ReaderMayLeave(sys.stderr, lost_is_fatal=False)
     from transforms.remote.scrub import release_streams, scrub_std_streams
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)
-    try:
-        code = run(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # SIGTERM as Ctrl-C; `run` handles both itself (stopping.stop_on_signals)
+        with raising_on_stop() if argv[:1] != ["run"] else contextlib.nullcontext():
+            code = run(argv)
         sys.stdout.flush()  # what the buffer holds is written now, or said to be lost
     except OutputUnwritable as exc:
-        code = _output_lost(sys.argv[1:] if argv is None else argv, exc)
+        code = _output_lost(argv, exc)
     except KeyboardInterrupt:
-        code = _stopped_by_ctrl_c(sys.argv[1:] if argv is None else argv)
+        code = _stopped(argv, signal.SIGINT)
+    except Terminated:
+        code = _stopped(argv, signal.SIGTERM)
     except BaseException as exc:  # exit 1 with the traceback, as Python would, but scrubbed
         if isinstance(exc, SystemExit):  # (a worker's BaseException, re-raised here, too)
             raise

@@ -46,15 +46,16 @@ def test_help_lists_every_option_with_a_meaning_and_every_exit_code(name):
 def test_exit_codes_are_the_codes_the_commands_return():
     lost = cli.EXIT_OUTPUT_UNWRITABLE  # every command: stdout it cannot write
     assert set(cli.EXIT_CODES["status"]) == set(status.EXIT.values()) | {
-        cli.EXIT_SIGINT, lost}
+        cli.EXIT_SIGINT, cli.EXIT_SIGTERM, lost}
     assert cli.EXIT_CODES["compare"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_GATE_FAILED,
-                                                cli.EXIT_SIGINT, lost}
+                                                cli.EXIT_SIGINT, cli.EXIT_SIGTERM, lost}
     assert cli.EXIT_CODES["run"].keys() == {0, 1, cli.EXIT_USAGE, cli.EXIT_NOT_RECONCILED,
                                             cli.EXIT_NOTHING_EVALUATED, cli.EXIT_SIGINT,
                                             cli.EXIT_SIGTERM, lost}
     assert (cli.EXIT_SIGINT, cli.EXIT_SIGTERM) == (130, 143)
-    assert cli.EXIT_CODES["calibrate"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_SIGINT, lost}
-    assert cli.EXIT_CODES["view"].keys() == {0, cli.EXIT_USAGE, cli.EXIT_SIGINT, lost}
+    for name in ("calibrate", "view"):
+        assert cli.EXIT_CODES[name].keys() == {0, cli.EXIT_USAGE, cli.EXIT_SIGINT,
+                                               cli.EXIT_SIGTERM, lost}
 
 
 def test_run_help_names_every_input_format_and_the_flags_precedence():

@@ -97,3 +97,22 @@ def test_an_error_on_a_full_stderr_keeps_its_exit_code(labelled):
     with open("/dev/full", "w") as full:
         proc = _evalbeam("status", "--output", out, "--run-id", "nope", stderr=full)
     assert proc.returncode == 2
+
+
+def test_sigterm_stops_the_viewer_in_one_line_with_exit_143(labelled):
+    """Before: SIGTERM (`kill`, a service manager) ended view, status, compare
+    and calibrate with Python's default: exit 143 and not a word, nor in
+    --help or the reference; Ctrl-C said one line."""
+    import signal
+    out, _ = labelled
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "view", "--output", out,
+                             "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        assert proc.stdout.readline().startswith("evalbeam view: http://127.0.0.1:")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (143, "evalbeam: error: view stopped by SIGTERM\n")
