@@ -27,6 +27,7 @@ from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, 
 from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
 from transforms.decide.rules import UNDECIDED
+from transforms.publish.completed import unreachable
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
 from transforms.publish.write import RUN_ID_PATTERN, glob_characters, temp_dir, unwritable
@@ -712,7 +713,11 @@ def check_output(output: str, input_pattern: str) -> str:
         raise UsageError(f"--output {output!r} contains the glob character(s) {bad}; "
                          "choose a folder name without * ? [ ] { }")
     output = output.rstrip("/") or "/"
-    if "://" in output:
+    if "://" in output:  # its filesystem is installed and answers, before the run
+        try:
+            FileSystems.exists(output)
+        except Exception as exc:  # noqa: BLE001 - Beam raises anything: ValueError, NameError
+            raise UsageError(str(unreachable(output, exc, "write to"))) from None
         return output
     if os.path.exists(output) and not os.path.isdir(output):
         raise UsageError(f"--output {output} exists and is not a folder")

@@ -349,3 +349,26 @@ def test_a_key_typed_into_a_typed_flag_is_not_echoed(tmp_path, capsys, monkeypat
     assert code == 2 and "error" in err, err
     assert SECRET not in out + err and SECRET[:8] not in out + err, err
     assert "not shown" in err, err
+
+
+def test_a_run_to_a_url_without_its_filesystem_is_one_line_before_anything(tmp_path, capsys):
+    """Before: `run --output gs://...` without apache-beam[gcp] (or s3:// without
+    boto3, or memory://, which Beam has no filesystem for) planned the run and
+    then printed a traceback of Beam's ValueError or BeamIOError, exit 1;
+    status, compare and calibrate said one line. The same line, with 'write to',
+    exit 2; and memory:// is not sent to install apache-beam[gcp]."""
+    import importlib.util
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"question": "How long do refunds take?", "answer": "30 days."}])
+    urls = {"memory://out": "Beam has no filesystem for it"}
+    if importlib.util.find_spec("google.cloud") is None:
+        urls["gs://no-such-bucket/out"] = "install apache-beam[gcp]"
+    if importlib.util.find_spec("boto3") is None:
+        urls["s3://no-such-bucket/out"] = "install apache-beam[aws]"
+    for url, needs in urls.items():
+        capsys.readouterr()
+        assert run_cli("--input", cases, "--output", url, "--run-id", "u") == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"evalbeam: error: cannot write to {url}: no usable filesystem "
+                              f"for {url.split('://')[0]}:// here ({needs}") and \
+            err.count("\n") == 1, err

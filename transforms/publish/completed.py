@@ -84,15 +84,19 @@ def manifest_path(output: str, run_id: str) -> str:
     return FileSystems.join(run_dir(output, run_id), MANIFEST)
 
 
-def unreachable(output: str, exc: Exception) -> RunUnreadable:
+def unreachable(output: str, exc: Exception, verb: str = "read") -> RunUnreadable:
+    """Why `output` cannot be read (or written: verb) here, in one line: for a
+    URL, the Beam extra whose filesystem it needs (none for a scheme Beam
+    has no filesystem for: memory://, a typo)."""
     first = (str(exc).splitlines() or [type(exc).__name__])[0]
     if "://" in output:
         scheme = output.split("://", 1)[0]
-        extra = {"gs": "gcp", "s3": "aws", "hdfs": "hadoop"}.get(scheme, "gcp")
-        return RunUnreadable(f"cannot read {output}: no usable filesystem for {scheme}:// "
-                             f"here (install apache-beam[{extra}] and its credentials): "
-                             f"{first[:200]}")
-    return RunUnreadable(f"cannot read {output}: {first[:200]}")
+        extra = {"gs": "gcp", "s3": "aws", "hdfs": "hadoop", "azfs": "azure"}.get(scheme)
+        needs = (f"install apache-beam[{extra}] and its credentials" if extra else
+                 "Beam has no filesystem for it: gs://, s3://, hdfs://, azfs:// or a local path")
+        return RunUnreadable(f"cannot {verb} {output}: no usable filesystem for {scheme}:// "
+                             f"here ({needs}): {first[:200]}")
+    return RunUnreadable(f"cannot {verb} {output}: {first[:200]}")
 
 
 def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
