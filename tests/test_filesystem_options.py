@@ -372,3 +372,26 @@ def test_a_run_to_a_url_without_its_filesystem_is_one_line_before_anything(tmp_p
         assert err.startswith(f"evalbeam: error: cannot write to {url}: no usable filesystem "
                               f"for {url.split('://')[0]}:// here ({needs}") and \
             err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv, blocked", [
+    (["calibrate", "--run-id", "b", "--bot", "recorded"], "calibration"),
+    (["compare", "--baseline", "a", "--candidate", "b"], "comparisons")])
+def test_a_url_output_it_cannot_write_in_is_refused_before_the_work(tmp_path, capsys, argv,
+                                                                    blocked):
+    """Before: check_writable skipped URL outputs ('said when it is written'):
+    a bucket calibrate or compare could not write in was found after the work,
+    as a traceback of the filesystem's error, exit 1. Now a probe (a small
+    file made and deleted) in each folder it writes, before the work: one
+    line, exit 2, nothing written. Here the URL's folder is a file."""
+    out = _two_labelled_runs(tmp_path)
+    with open(os.path.join(out, blocked), "w") as fh:
+        fh.write("not a folder")
+    before = sorted(os.walk(out))
+    capsys.readouterr()
+    url = "optfs://" + out
+    assert run([argv[0], "--output", url, *argv[1:], *FS_FLAGS]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"evalbeam: error: --output {url}: cannot write in {url}/{blocked}/") \
+        and err.count("\n") == 1, err
+    assert sorted(os.walk(out)) == before

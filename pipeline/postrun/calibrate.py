@@ -308,6 +308,10 @@ def calibrate(output: str, run_id: str, bots: Sequence[str] = ()) -> Calibration
     """Read a finished run and calibrate it (raises PostRunError: exit 2)."""
     run = read_completed_run(output, run_id)
     manifest = run.manifest
+    folder = output.rstrip("/") or "/"  # where it writes, checked before the work
+    check_writable(folder, partition_dir(folder, CALIBRATION.name,
+                                         (("run_date", manifest["run_date"]),)),
+                   FileSystems.join(folder, "runs", run_id))
     chosen = bots_to_calibrate(manifest, bots)
     bot_labels = load_labels(run, chosen)
     if not any(labels.answers for labels in bot_labels):
@@ -339,9 +343,6 @@ def suggestion_data(s: Suggestion) -> dict:
 def write_calibration(output: str, result: Calibration) -> tuple[str, str]:
     """calibration/ (replacing this run's earlier file) and calibration.md."""
     output = output.rstrip("/") or "/"
-    check_writable(output, partition_dir(output, CALIBRATION.name,
-                                         (("run_date", result.run_date),)),
-                   FileSystems.join(output, "runs", result.run_id))
     table = write_small_table(output, CALIBRATION, result.run_id, result.run_date, result.rows)
     page = FileSystems.join(output, "runs", result.run_id, CALIBRATION_PAGE)
     text = render_calibration(result.run_id, result.run_date, result.rows,

@@ -485,6 +485,8 @@ def compare(output: str, baseline: Side, candidate: Side,
             tables = Tables(con, output, baseline, candidate, os.path.join(workdir, "tables"))
             tables.load()
             tables.check_pairs()
+            check_writable(output, table_dir(output, tables.run_date),  # before the work
+                           pages_dir(output, candidate))
             pairs, only = read_pairs(tables, min_difference)
             bots = list(_bots(pairs.groups))
             unpaired = tables.unpaired_counts()
@@ -496,8 +498,6 @@ def compare(output: str, baseline: Side, candidate: Side,
                     rows.append(row)
             overall = {bot: counts for (bot, suite), counts in unpaired.items()
                        if suite == ALL_SUITES}
-            check_writable(output, pages_dir(output, candidate),
-                           table_dir(output, tables.run_date))
             csv = None
             if any(sum(c.values()) for c in overall.values()):
                 csv = FileSystems.join(pages_dir(output, candidate), f"{stem}.unpaired.csv")

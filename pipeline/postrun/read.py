@@ -24,12 +24,25 @@ class PostRunError(RunUnreadable):
 
 def check_writable(output: str, *folders: str) -> None:
     """Refuse (PostRunError, exit 2) before a command writes anything when a
-    folder it writes in under a local --output cannot be written in (a file
-    in its place, a read-only mount): not a traceback of os.makedirs halfway
-    through its files. A URL output says so when it is written."""
-    if "://" in output:
-        return
+    folder it writes in under --output cannot be written in (a file in its
+    place, a read-only mount; for a URL, a small file made and deleted there:
+    a bucket without write access): not a traceback of os.makedirs or of the
+    object store halfway through its files."""
     for folder in folders:
-        why = unwritable(folder)
+        why = url_unwritable(folder) if "://" in output else unwritable(folder)
         if why:
             raise PostRunError(f"--output {output}: {why}")
+
+
+def url_unwritable(folder: str) -> str | None:
+    """Why a folder of a URL output cannot be written in, or None: a probe."""
+    import secrets
+    from apache_beam.io.filesystems import FileSystems
+    probe = FileSystems.join(folder, f".evalbeam-probe-{secrets.token_hex(4)}")
+    try:
+        FileSystems.create(probe).close()
+        FileSystems.delete([probe])
+    except Exception as exc:  # noqa: BLE001 - each filesystem raises its own
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return f"cannot write in {folder} ({first[:200]})"
+    return None
