@@ -21,17 +21,21 @@ from transforms.publish.finalize import RunInfo
 
 DEFAULT_INTERVAL_S = 5.0
 TTY_INTERVAL_S = 1.0
+MAX_INTERVAL_S = 86400.0 * 365  # longer is never: no progress
 
 
 def interval_from_env(tty: bool) -> float:
-    """EVALBEAM_PROGRESS_S: seconds between progress lines (0: no progress)."""
+    """EVALBEAM_PROGRESS_S: seconds between progress lines (0: no progress).
+    'inf' (or 1e400) is no progress too: as a wait it raised OverflowError in
+    the watch thread, a traceback in the middle of the run's output."""
     value = os.environ.get("EVALBEAM_PROGRESS_S")
     if value is None:
         return TTY_INTERVAL_S if tty else DEFAULT_INTERVAL_S
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         return DEFAULT_INTERVAL_S
+    return seconds if 0 < seconds <= MAX_INTERVAL_S else 0.0
 
 
 def run_figures(info: RunInfo, now: float | None = None) -> Figures:

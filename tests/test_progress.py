@@ -290,3 +290,16 @@ def test_embedded_and_classified_turns_show_before_any_row_is_written(tmp_path):
                            bots=("b",), started=time.time())
     assert "· turns embedded 3, classified 3 · " in progress_line(run_figures(info))
     leases.release(out, "r", "a" * 12)
+
+
+def test_an_endless_progress_interval_is_no_progress_not_a_traceback(tmp_path):
+    """Before: EVALBEAM_PROGRESS_S=inf (or 1e400) made the watch thread wait
+    forever, which raised OverflowError: 'Exception in thread evalbeam-watch'
+    and its traceback in the middle of a run that went on (exit 0)."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.pipeline_helpers import run_cli_subprocess
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    proc = run_cli_subprocess("--input", cases, "--output", str(tmp_path / "out"),
+                              "--metrics", "bleu", env={"EVALBEAM_PROGRESS_S": "inf"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "cases (" not in proc.stderr, proc.stderr
