@@ -188,3 +188,17 @@ def test_zero_workers_shares_the_endpoints_limits_among_one_per_core():
     from pipeline.plan import worker_count
     options = beam_options(["--direct_running_mode=multi_processing", "--direct_num_workers=0"])
     assert worker_count(options) == os.cpu_count()
+
+
+def test_an_embedder_worker_count_that_is_no_count_is_the_default(tmp_path):
+    """Before: EVALBEAM_EMBED_WORKERS=abc failed the run at its first embedding
+    (ValueError: invalid literal for int(), exit 1), after its work began and
+    with the lease marked failed; a text that is no count is now the default,
+    as EVALBEAM_PROGRESS_S's is. The bundled example, whose metrics embed."""
+    from tests.conftest import ROOT
+    from tests.pipeline_helpers import manifest, run_cli_subprocess
+    out = str(tmp_path / "out")
+    proc = run_cli_subprocess("--input", f"{ROOT}/examples/support/cases.parquet", "--output",
+                              out, "--run-id", "e", env={"EVALBEAM_EMBED_WORKERS": "abc"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert manifest(out, "e")["counts"]["valid_cases"] == 258

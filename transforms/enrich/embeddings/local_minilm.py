@@ -108,9 +108,9 @@ _PROCESS_CORES: list[int] = []  # set by use_cores: the cores this worker proces
 
 
 def _default_workers() -> int:
-    env = os.environ.get(ENV_WORKERS)
-    if env:
-        return max(1, int(env))
+    env = os.environ.get(ENV_WORKERS, "").strip()
+    if env.lstrip("-").isdecimal():  # a text that is no count is the default: it failed
+        return max(1, int(env))   # the run at its first embedding, after its work began
     if _PROCESS_CORES:
         cores = _PROCESS_CORES[0]
     else:
