@@ -131,8 +131,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
                     "case paired, the same run (or RUN:BOT) on both sides, an empty "
                     "--output or one with glob characters or that it cannot write in (a "
-                    "file where comparisons/ or the pages go, a read-only folder or bucket: checked "
-                    "before the work), an unknown "
+                    "file where comparisons/ or the pages go, a read-only folder or bucket: "
+                    "checked before the work), an unknown "
                     "bot, a bot on one side only, an invalid config, a gate rule that matches nothing compared (or whose "
                     "bot: only the candidate has), or a bad invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
