@@ -193,28 +193,12 @@ def _input_help() -> str:
             "extension, or the config's input.format")
 
 
-class _StoreOnce(argparse._StoreAction):
-    """A flag of one value given twice is refused: argparse kept the last, so
-    `status --run-id a ... --run-id b` (a script's default, then its argument)
-    looked at b, and `run --output A ... --output B` wrote to B, without a word."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if getattr(namespace, self.dest, None) not in (None, self.default):
-            raise argparse.ArgumentError(self, "given twice: give it once")
-        super().__call__(parser, namespace, values, option_string)
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, whose refusals are one line `evalbeam: error: ...` (exit 2) as
     the exit-code texts promise, not its usage (up to 8 lines) and
     'evalbeam status: error: ...'; and whose refusal of a choice (the
     command) quotes the word only when it is short: `evalbeam $OPENAI_API_KEY`
     printed the key whole in "invalid choice: 'sk-...'"."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.register("action", None, _StoreOnce)
-        self.register("action", "store", _StoreOnce)
 
     def _print_message(self, message: str, file=None) -> None:
         """argparse's, but a --help that stdout cannot take is said (exit 74):
@@ -543,7 +527,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
     of its own (new session, output to a log beside the manifest) and return."""
     import subprocess
     log = run_log(info)
-    child = _without(argv, ("--detach", "--no_wait_until_finish"), ("--run-id", "--run-date")) + [
+    child = [a for a in argv if a not in ("--detach", "--no_wait_until_finish")] + [
         "--run-id", info.run_id, "--run-date", info.run_date, "--attempt", info.attempt]
     with open(log, "ab") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "pipeline", *child], stdout=fh,
@@ -552,18 +536,6 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
     leases.update(info.output, lease, pid=proc.pid)
     print_submitted(info, f"pid {proc.pid}, log {log}")
     return 0
-
-
-def _without(argv: Sequence[str], switches: Sequence[str], valued: Sequence[str]) -> list[str]:
-    """argv without the switches and the valued flags (`--f V`, `--f=V`) named:
-    a flag given twice is refused."""
-    out, skip = [], False
-    for arg in argv:
-        if skip or arg in switches or arg.partition("=")[0] in valued:
-            skip = not skip and arg in valued
-            continue
-        out.append(arg)
-    return out
 
 
 def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:

@@ -130,21 +130,3 @@ def test_a_bad_invocation_is_one_line(capsys, argv, said):
     err = capsys.readouterr().err
     assert err.startswith("evalbeam: error: ") and err.count("\n") == 1, err
     assert said in err, err
-
-
-@pytest.mark.parametrize("argv", [
-    ["status", "--output", "out", "--run-id", "a", "--run-id", "b"],
-    ["run", "--input", "a.jsonl", "--output", "out", "--output", "elsewhere"],
-    ["compare", "--output", "o", "--baseline", "a", "--candidate", "b", "--candidate=c"],
-])
-def test_a_flag_of_one_value_given_twice_is_one_line(capsys, argv):
-    """Before: argparse kept the last value without a word: `status --run-id a
-    ... --run-id b` looked at b, `run --output out ... --output elsewhere`
-    wrote to elsewhere (a script's default and its caller's argument)."""
-    from pipeline.cli import run
-    with pytest.raises(SystemExit) as exited:
-        run(argv)
-    assert exited.value.code == cli.EXIT_USAGE
-    flag = argv[-1].partition("=")[0] if "=" in argv[-1] else argv[-2]
-    assert capsys.readouterr().err == (f"evalbeam: error: argument {flag}: given twice: give "
-                                       f"it once (see evalbeam {argv[0]} --help)\n")
