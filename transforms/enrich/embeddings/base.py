@@ -1,7 +1,6 @@
 """The embedder interface shared by the local, hashing and endpoint embedders."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -71,10 +70,11 @@ def unit_length(vector: list[float]) -> list[float]:
     """The vector at length 1, computed in float64 after dividing by its largest
     |value|: kept as float32 later, values of 1e39 became inf and of 1e-46 zero,
     and the cosine of a vector so spoilt with any other was 0, a score. A cosine
-    does not change; all zeros stay zeros (unusable, said by the caller)."""
-    top = max((abs(x) for x in vector), default=0.0)
+    does not change; all zeros stay zeros (unusable, said by the caller). numpy:
+    a Python loop took ~0.2 ms per 1,536-d vector, minutes of CPU a million texts."""
+    x = np.asarray(vector, dtype=np.float64)
+    top = float(np.max(np.abs(x))) if x.size else 0.0
     if not top:
         return vector
-    scaled = [x / top for x in vector]
-    norm = math.sqrt(math.fsum(x * x for x in scaled))
-    return [x / norm for x in scaled]
+    x = x / top
+    return (x / np.sqrt(np.dot(x, x))).tolist()
