@@ -30,6 +30,10 @@ def test_valid_fenced_and_wrapped_replies_parse(text):
     ("The answer is good, 5/5.", "no JSON object"),
     ('{"score": 4, "reason": "ok"', "no JSON object"),
     ('[{"score": 4}]', "not an object"),
+    # JSON's names for what came instead, not Python's ('NoneType', 'list', 'str')
+    ('null', "the reply is a JSON null, not an object"),
+    ('[{"score": 4}]', "the reply is a JSON array, not an object"),
+    ('"4"', "the reply is a JSON string, not an object"),
     ('{"score": 4, "reason": "a"} and {"score": 2, "reason": "b"}', "2 JSON objects"),
     # a draft and a final answer: which one the judge meant is not guessed
     ('Draft:\n```json\n{"score": 2, "reason": "a"}\n```\nFinal:\n```json\n'

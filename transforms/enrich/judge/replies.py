@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from schemas.messages import json_kind
+
+
 class _Repeated(ValueError):
     """An object gives one field twice with two values (json would keep the last)."""
 
@@ -45,7 +48,7 @@ def extract_object(text: str) -> tuple[dict | None, str | None]:
     else:
         if isinstance(obj, dict):
             return obj, None
-        return None, f"the reply is a JSON {type(obj).__name__}, not an object"
+        return None, f"the reply is a JSON {json_kind(obj)}, not an object"
     # an object in a ```json fence or with prose around it: every outermost object
     # of the reply counts, fenced or not, so a draft and a final answer (two fences,
     # or one in prose and one fenced) are two objects, not the first one found
