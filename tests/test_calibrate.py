@@ -428,6 +428,26 @@ def test_missing_table_exits_2(calibrated, tmp_path, capsys):
     assert "its completion marker lists the scores/ file" in err and "missing" in err
 
 
+def test_a_marker_without_config_is_named_as_corrupt_not_blamed_on_the_bots(calibrated, tmp_path,
+                                                                            capsys):
+    """Which bots are precomputed is in the marker's config: without it the
+    command names the marker (exit 2), not 'no bot of type precomputed'."""
+    out = str(tmp_path / "out")
+    shutil.copytree(calibrated[0], out)
+    path = os.path.join(out, "runs", RUN_ID, "manifest.json")
+    with open(path, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    bot = manifest["bots"][0]
+    del manifest["config"]
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh)
+    assert run(["calibrate", "--output", out, "--run-id", RUN_ID]) == 2
+    line = _one_error_line(capsys)
+    assert f"corrupt manifest {path}: no 'config'" in line and "--bot" in line
+    assert "no bot of type" not in line
+    assert run(["calibrate", "--output", out, "--run-id", RUN_ID, "--bot", bot]) == 0
+
+
 def test_rerun_without_labels_drops_stale_calibration_and_exits_2(tmp_path, capsys):
     out = _write_run(str(tmp_path), "again")
     assert run(["calibrate", "--output", out, "--run-id", "again"]) == 0

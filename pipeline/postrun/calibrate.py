@@ -25,7 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import VerdictRule
 from pipeline.postrun.agreement import (Threshold, VerdictAgreement, acceptable, best_threshold,
                                         pairwise_accuracy, roc_auc, verdict_agreement)
-from pipeline.postrun.read import CompletedRun, PostRunError, check_writable, read_completed_run
+from pipeline.postrun.read import (CompletedRun, PostRunError, check_writable, corrupt,
+                                   manifest_path, read_completed_run)
 from schemas.records import MetricResult
 from schemas.cases import is_label_error
 from schemas.tables import (ALL_SUITES, CALIBRATION, ERRORS, RESULTS, SCORES, SUMMARY,
@@ -213,9 +214,12 @@ def calibrate_bots(run_id: str, run_date: str, bot_labels: Sequence[BotLabels],
     return result
 
 
-def bots_to_calibrate(manifest: Mapping, requested: Sequence[str]) -> tuple[str, ...]:
+def bots_to_calibrate(manifest: Mapping, requested: Sequence[str],
+                      where: str = "manifest.json") -> tuple[str, ...]:
     """The bots named with --bot, else those answering with the recorded answer
-    (type precomputed): a label judges that answer, not another bot's."""
+    (type precomputed): a label judges that answer, not another bot's. Their
+    types are in the marker's config (`where`): without it, that is the fault,
+    not the run's bots."""
     bots = list(manifest.get("bots", []))
     run_id = manifest.get("run_id")
     if requested:
@@ -224,8 +228,11 @@ def bots_to_calibrate(manifest: Mapping, requested: Sequence[str]) -> tuple[str,
             raise PostRunError(f"--bot {unknown[0]!r} is not a bot of run {run_id!r} "
                                f"(bots: {', '.join(bots)})")
         return tuple(dict.fromkeys(requested))
-    types = {b.get("name"): b.get("type") for b in manifest.get("config", {}).get("bots", [])
-             if isinstance(b, Mapping)}
+    configured = manifest.get("config", {}).get("bots")  # a config is an object (checked)
+    if not isinstance(configured, list):
+        raise corrupt(run_id, where, "no 'config' listing the run's bots and their types "
+                      "(or name the bots to calibrate with --bot)")
+    types = {b.get("name"): b.get("type") for b in configured if isinstance(b, Mapping)}
     chosen = tuple(b for b in bots if types.get(b) == PRECOMPUTED)
     if not chosen:
         raise PostRunError(f"run {run_id!r} has no bot of type {PRECOMPUTED}: labels judge the "
@@ -312,7 +319,7 @@ def calibrate(output: str, run_id: str, bots: Sequence[str] = ()) -> Calibration
     check_writable(folder, partition_dir(folder, CALIBRATION.name,
                                          (("run_date", manifest["run_date"]),)),
                    FileSystems.join(folder, "runs", run_id))
-    chosen = bots_to_calibrate(manifest, bots)
+    chosen = bots_to_calibrate(manifest, bots, manifest_path(output, run_id))
     bot_labels = load_labels(run, chosen)
     if not any(labels.answers for labels in bot_labels):
         raise PostRunError(no_labels(run_id))

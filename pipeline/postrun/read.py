@@ -8,13 +8,13 @@ table for the run id, so a killed or running attempt's files are never read.
 from __future__ import annotations
 
 from transforms.publish.completed import (CompletedRun, CorruptManifest, NoCompletedAttempt,
-                                          RunUnreadable, check_output, check_run_id,
-                                          read_completed_run, read_manifest)
+                                          RunUnreadable, check_output, check_run_id, corrupt,
+                                          manifest_path, read_completed_run, read_manifest)
 from transforms.publish.write import unwritable
 
 __all__ = ["CompletedRun", "CorruptManifest", "NoCompletedAttempt", "PostRunError",
-           "RunUnreadable", "check_output", "check_run_id", "check_writable",
-           "read_completed_run", "read_manifest"]
+           "RunUnreadable", "check_output", "check_run_id", "check_writable", "corrupt",
+           "manifest_path", "read_completed_run", "read_manifest"]
 
 
 class PostRunError(RunUnreadable):

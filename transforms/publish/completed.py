@@ -181,9 +181,15 @@ def parse_manifest(data: bytes, run_id: str, where: str) -> dict:
         manifest, why = parse_manifest_bytes(data)
         why = why or _problem(manifest, run_id)
     if why:
-        raise CorruptManifest(f"run {run_id}: corrupt manifest {where}: {why}; run it again "
-                              "to replace it")
+        raise corrupt(run_id, where, why)
     return manifest
+
+
+def corrupt(run_id: str, where: str, why: str) -> CorruptManifest:
+    """The one line for a marker that is not what a reader needs (exit 2): also
+    for a command's own check of a part only it reads (calibrate's config)."""
+    return CorruptManifest(f"run {run_id}: corrupt manifest {where}: {why}; run it again "
+                           "to replace it")
 
 
 def read_manifest(output: str, run_id: str) -> dict | None:
