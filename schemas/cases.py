@@ -772,14 +772,24 @@ def parse_label(value: Any) -> str | None:
     return repr(number)
 
 
-def _split(turns: list[dict[str, str]]) -> tuple[str, list[dict[str, str]], str | None]:
-    """(question, earlier turns, recorded reply) of a whole conversation."""
+def _split(turns: list[dict[str, str]], name: str
+           ) -> tuple[str, list[dict[str, str]], str | None]:
+    """(question, earlier turns, recorded reply) of a whole conversation. A
+    system turn after the question is refused, not dropped: it instructs no
+    turn a bot is sent (they all come before it) and is no reply."""
     question, messages = split_conversation(turns)
-    replies = [m["content"] for m in turns[len(messages) + 1:] if m["role"] == "assistant"]
+    after = range(len(messages) + 1, len(turns))
+    late = next((i for i in after if turns[i]["role"] == "system"), None)
+    if late is not None:
+        raise ValueError(f"{name}[{late}] is a system turn after the last user turn (the "
+                         "question): a bot is sent the turns before the question only; move "
+                         "it before the question or remove it")
+    replies = [turns[i]["content"] for i in after]  # the rest are assistant turns
     return question, messages, "\n\n".join(replies) or None
 
 
-def _question(value: Any, messages: list[dict[str, str]] | None, name: str = "question"
+def _question(value: Any, messages: list[dict[str, str]] | None, name: str = "question",
+              messages_name: str = "messages"
               ) -> tuple[str, list[dict[str, str]] | None, str | None]:
     """(question, earlier turns, recorded reply); a question given as a whole
     conversation (a list of turns) is split into its last user turn and the
@@ -789,12 +799,12 @@ def _question(value: Any, messages: list[dict[str, str]] | None, name: str = "qu
         if messages is not None:  # the whole conversation in messages (OpenAI's chat format)
             if not any(m["role"] == "user" for m in messages):
                 raise ValueError("question is null and messages has no user turn to answer")
-            return _split(messages)
+            return _split(messages, messages_name)
         raise ValueError("question is null")
     if isinstance(value, (list, tuple)):
         if messages is not None:
             raise ValueError("question is a conversation and messages is set too")
-        return _split(parse_messages(value, name))
+        return _split(parse_messages(value, name), name)
     if not isinstance(value, str):
         raise TypeError(f"question must be a string, got {type(value).__name__}")
     return value, messages, None
@@ -830,7 +840,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             ("messages", row.get("messages") is not None))}
         question, messages, reply = _question(
             row["question"], parse_messages(row.get("messages"), named["messages"]),
-            named["question"])
+            named["question"], named["messages"])
         answer = _optional_text(row.get("answer"), "answer")
         if not question.strip():
             raise ValueError("question is empty")

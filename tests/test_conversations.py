@@ -368,6 +368,33 @@ def test_a_file_in_openai_chat_format_is_read_as_whole_conversations(tmp_path):
     assert manifest(out, "r")["reconciliation"]["ok"]
 
 
+def test_a_system_turn_after_the_question_is_refused_not_dropped(tmp_path):
+    """A conversation with a system turn after its last user turn lost that
+    turn silently (only the assistant's replies after the question were kept,
+    and a bot is sent the turns before it): the row is an errors/ row naming
+    the turn, in the question and in a chat-format messages; the rest of the
+    run is read as before."""
+    asked = {"role": "user", "content": "What does it cost?"}
+    reply = {"role": "assistant", "content": "Plus costs $10 a month."}
+    late = {"role": "system", "content": "Answer in French."}
+    rows = [{"case_id": "in-question", "question": [*HISTORY, asked, late, reply]},
+            {"case_id": "in-messages", "messages": [SYSTEM, asked, reply, late]},
+            {"case_id": "fine", "messages": [SYSTEM, asked, reply]}]
+    out = str(tmp_path / "out")
+    assert run_cli("--input", write_jsonl(tmp_path / "late.jsonl", rows), "--output", out,
+                   "--run-id", "r") == 0
+    errors = {e["case_id"]: e for e in read_rows(out, "errors")}
+    assert sorted(errors) == ["in-messages", "in-question"]
+    for case_id, turn in (("in-question", "question[3]"), ("in-messages", "messages[3]")):
+        assert (errors[case_id]["stage"], errors[case_id]["error_type"]) == ("read",
+                                                                            "invalid_value")
+        assert errors[case_id]["message"].startswith(
+            f"{turn} is a system turn after the last user turn"), errors[case_id]
+    results = read_rows(out, "results")
+    assert [(r["case_id"], r["answer"]) for r in results] == [("fine", reply["content"])]
+    assert manifest(out, "r")["reconciliation"]["ok"]
+
+
 def test_a_turn_missing_its_role_or_content_is_told_so_in_json_words(tmp_path):
     """A turn without `content` (or with `"content": null`, as OpenAI writes an
     assistant turn that only calls tools) was dead-lettered as 'content must be a
