@@ -4,9 +4,11 @@ score of someone else's text, and never a request asked again for nothing.
 The loopback server sends the bytes (tests/fake_server.py set_raw_handler)."""
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import re
+import struct
 import time
 from typing import Callable
 
@@ -320,29 +322,37 @@ def test_a_usage_block_without_counts_is_not_taken_for_free_calls(tmp_path):
     assert sum(u["completion_tokens"] for u in counted) == 6
 
 
-def _embedding_scores(tmp_path, scale: Callable[[int], float] | None) -> dict:
+def _embedding_scores(tmp_path, item: Callable[[int, list[float]], dict] | None) -> dict:
     """answer_similarity and answer_relevance of SAMPLE_ROWS with an embeddings
-    endpoint whose i-th vector of a reply is multiplied by scale(i)."""
+    endpoint whose reply's i-th item is item(i, the text's vector) (None: the
+    fake server's own reply)."""
     def embed(route, data):
         if route != "embeddings":
             return None
-        return _raw({"data": [{"index": i, "embedding": [x * scale(i) for x in
-                                                         embed_text(t, 16)]}
-                              for i, t in enumerate(data["input"])]})
+        return _raw({"data": [item(i, embed_text(t, 16)) for i, t in enumerate(data["input"])]})
 
     tmp_path.mkdir()
     with FakeOpenAI() as server:
-        if scale is not None:
+        if item is not None:
             server.set_raw_handler(embed)
         code, out = run_sample(tmp_path, (
             f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}', "
             "requests_per_second: 500}\n"
             "embeddings: {provider: endpoint, endpoint: emb, model: m}\n"
             "metrics: [answer_similarity, answer_relevance]\ncache: {enabled: false}\n"),
-            "scaled" if scale else "plain")
+            "plain" if item is None else "odd")
     assert code == 0
     return {(s["case_id"], s["metric"]): (s["value"], s["error"])
             for s in read_rows(out, "scores")}
+
+
+def _same_scores(plain: dict, other: dict) -> None:
+    assert plain.keys() == other.keys()
+    assert any(v == 1.0 for v, _ in plain.values())
+    for key, (value, error) in plain.items():
+        got, got_error = other[key]
+        assert got_error == error, key
+        assert (got is None and value is None) or abs(got - value) < 1e-6, (key, got, value)
 
 
 def test_embeddings_far_from_length_one_score_as_their_direction(tmp_path):
@@ -352,13 +362,24 @@ def test_embeddings_far_from_length_one_score_as_their_direction(tmp_path):
     error. A cosine depends on the direction only: now the scores are those of
     the same vectors at length 1."""
     plain = _embedding_scores(tmp_path / "plain", None)
-    scaled = _embedding_scores(tmp_path / "scaled", lambda i: 1e39 if i % 2 else 1e-46)
-    assert plain.keys() == scaled.keys()
-    assert any(v == 1.0 for v, _ in plain.values())
-    for key, (value, error) in plain.items():
-        got, got_error = scaled[key]
-        assert got_error == error, key
-        assert (got is None and value is None) or abs(got - value) < 1e-6, (key, got, value)
+    _same_scores(plain, _embedding_scores(tmp_path / "scaled", lambda i, v: {
+        "index": i, "embedding": [x * (1e39 if i % 2 else 1e-46) for x in v]}))
+
+
+def test_embeddings_sent_as_base64_are_read_as_float32(tmp_path):
+    """A vector sent as base64 (OpenAI's encoding_format=base64, which gateways
+    and SDKs may ask for on their own) failed every embedding score with
+    'could not convert string to float'. It is little-endian float32:
+    now read as such, the scores those of the same vectors sent as numbers; a
+    string that is not base64 says so in one line."""
+    plain = _embedding_scores(tmp_path / "plain", None)
+    _same_scores(plain, _embedding_scores(tmp_path / "b64", lambda i, v: {
+        "index": i, "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode()}))
+    bad = _embedding_scores(tmp_path / "bad", lambda i, v: {"index": i, "embedding": "A!"})
+    errors = {e for v, e in bad.values()}
+    assert all(v is None for v, _ in bad.values())
+    assert any("the embedding is a string that is not base64 ('A!'...)" in (e or "") for e in errors), \
+        errors
 
 
 def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):

@@ -6,8 +6,11 @@ the deployment name, the key goes in the `api-key` header).
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -252,6 +255,22 @@ def by_index(rows: Any, n: int, what: str) -> list[Any]:
     return sorted(rows, key=lambda r: r["index"])
 
 
+def vector(value: Any) -> list[float]:
+    """An embedding's values: a list of numbers, or the base64 of little-endian
+    float32 (OpenAI's encoding_format=base64, which some gateways and SDKs ask
+    for on their own; evalbeam asks for none)."""
+    if not isinstance(value, str):
+        return list(map(float, value))
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"the embedding is a string that is not base64 ({value[:20]!r}...)") \
+            from None
+    if len(raw) % 4:
+        raise ValueError(f"the embedding is base64 of {len(raw)} bytes, not float32 values")
+    return [float(x) for x in struct.unpack(f"<{len(raw) // 4}f", raw)]
+
+
 async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *,
                      purpose: str = "embeddings") -> tuple[list[list[float]] | None, CallRecord]:
     est = sum(estimate_tokens(t) for t in texts)
@@ -262,7 +281,7 @@ async def embeddings(client: EndpointClient, model: str, texts: Sequence[str], *
         return None, result.record
     try:
         rows = by_index(result.data["data"], len(texts), "text")
-        vectors = [list(map(float, d["embedding"])) for d in rows]
+        vectors = [vector(d["embedding"]) for d in rows]
         sizes = sorted({len(v) for v in vectors})
         if len(sizes) > 1:
             raise ValueError(f"vectors of {sizes[0]} and {sizes[-1]} dimensions in one reply")
