@@ -382,6 +382,19 @@ def test_embeddings_sent_as_base64_are_read_as_float32(tmp_path):
         errors
 
 
+def test_embeddings_without_an_index_are_read_in_order(tmp_path):
+    """Items with no `index` (OpenAI-compatible servers that omit it) were
+    refused: 'item indices [None, None] are not one per text', every embedding
+    score null. Without any index they are in input order; a reply where some
+    items have one and others not is still refused."""
+    plain = _embedding_scores(tmp_path / "plain", None)
+    _same_scores(plain, _embedding_scores(tmp_path / "none", lambda i, v: {"embedding": v}))
+    mixed = _embedding_scores(tmp_path / "mixed", lambda i, v: {"embedding": v, **(
+        {"index": i} if i else {})})
+    assert all(v is None for v, _ in mixed.values())
+    assert any("are not one per text" in (e or "") for _, e in mixed.values())
+
+
 def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
     """A 200 whose body is vLLM's error ({"object": "error", "message": ...}, no
     `error` key) was read as an answer: 'unexpected chat response shape

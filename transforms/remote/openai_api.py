@@ -244,12 +244,15 @@ def by_index(rows: Any, n: int, what: str) -> list[Any]:
     """The items of a batch reply in input order by their `index` (OpenAI
     embeddings, vLLM /score); ValueError unless there is exactly one per
     input: with two of index 0 for two inputs, sorting alone gave the second
-    input the first one's answer."""
+    input the first one's answer. Items none of which has an index are in
+    input order (servers that omit it); some with and some without is refused."""
     if not isinstance(rows, list):
         raise ValueError("the items are not a list")
     if len(rows) != n:
         raise ValueError(f"{len(rows)} items for {n} {what}s")
     indices = [r.get("index") if isinstance(r, dict) else None for r in rows]
+    if all(i is None for i in indices) and all(isinstance(r, dict) for r in rows):
+        return rows
     if sorted(i if type(i) is int else -1 for i in indices) != list(range(n)):
         raise ValueError(f"item indices {indices[:8]} are not one per {what} (0 to {n - 1})")
     return sorted(rows, key=lambda r: r["index"])
