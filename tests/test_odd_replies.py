@@ -400,15 +400,20 @@ def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
     `error` key) was read as an answer: 'unexpected chat response shape
     (missing 'choices')', the server's message lost, and not retried as the
     {"error": ...} a gateway wraps in a 200 is. Now both are the same: the
-    message, retried within max_attempts."""
+    message, retried within max_attempts. So is an error beside empty answer
+    fields (`"choices": []`, a gateway's completion object), which said 'the
+    chat response has no choices', the server's message lost."""
     vllm = _raw({"object": "error", "message": "The model is overloaded.",
                  "type": "ServiceUnavailableError", "param": None, "code": 503})
-    out, results, asked = _run_bots(tmp_path, {"vllm": vllm, "wrapped": _raw(
-        {"error": {"message": "The model is overloaded.", "type": "server_error"}})})
-    for bot in ("vllm", "wrapped"):
+    error = {"message": "The model is overloaded.", "type": "server_error"}
+    out, results, asked = _run_bots(tmp_path, {
+        "vllm": vllm, "wrapped": _raw({"error": error}),
+        "beside": _raw({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                        "model": "m", "choices": [], "usage": None, "error": error})})
+    for bot in ("vllm", "wrapped", "beside"):
         assert results[bot]["error"] == "HTTP 200 with an error body: The model is overloaded."
         assert json.loads(results[bot]["bot_details"])["attempts"] == 3
-    assert asked == {"vllm": 6, "wrapped": 6}
+    assert asked == {"vllm": 6, "wrapped": 6, "beside": 6}
 
 
 def test_a_judge_reply_cut_off_before_any_text_is_asked_once(tmp_path):

@@ -619,15 +619,19 @@ def _json_in_charset(response: httpx.Response, body: bytes, exc: UnicodeDecodeEr
         retryable=False) from None
 
 
+_ERROR_FIELDS = {"error", "error_type", "code", "message", "status", "object", "type", "param",
+                 "id", "created", "model"}
+
+
 def _error_body(data: Any) -> bool:
     """A JSON object that is an error and nothing else (`{"error": {...}}` or
-    `{"error": "..."}`, or vLLM's `{"object": "error", "message": "..."}`; no
-    `choices`, `data` or other answer fields)."""
+    `{"error": "..."}`, or vLLM's `{"object": "error", "message": "..."}`; any
+    `choices`, `data` or other answer field empty: `{"error": ..., "choices": []}`
+    is the server's error, not a reply without choices)."""
     return (isinstance(data, dict)
             and (bool(data.get("error")) or (data.get("object") == "error"
                                              and isinstance(data.get("message"), str)))
-            and set(data) <= {"error", "error_type", "code", "message", "status", "object",
-                              "type", "param"})
+            and all(k in _ERROR_FIELDS or v in (None, [], {}, "") for k, v in data.items()))
 
 
 def _error_detail(body: bytes) -> str:
