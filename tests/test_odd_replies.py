@@ -102,6 +102,49 @@ def test_reasoning_sent_in_the_content_is_not_scored_as_the_answer(tmp_path):
     assert set(asked.values()) == {2}  # a bot is measured as it answers: no retry
 
 
+def test_an_http_assistants_thinking_is_not_scored_as_its_answer(tmp_path):
+    """An http assistant in front of a reasoning model (DeepSeek-R1 without a
+    reasoning parser) passes its <think> block on in the answer: it was scored
+    with the answer (exact_match 0.0 for the right one), while a chat bot's is
+    moved aside. Now the same: the thinking in bot_details' reasoning_content,
+    the answer after it scored, an answer that is only thinking an error row;
+    an answer without thinking is as it was."""
+    thinking = "Maybe 45 days? The policy says 30."
+    answers = {"tagged": f"<think>\n{thinking}\n</think>\n\n{ANSWER}",
+               "closing_only": f"{thinking}\n</think>\n\n{ANSWER}",
+               "only": f"<think>\n{thinking}\n</think>\n", "plain": ANSWER}
+
+    def answer(route, data):
+        if route != "assistant":
+            return None
+        return _raw({"data": {"answer": answers[data["bot"]]}})
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  web: {{base_url: '{server.base_url}', "
+                       "requests_per_second: 500}\nbots:\n" + "".join(
+                           f"  - {{name: {b}, type: http, endpoint: web, options: {{path: "
+                           f"/assistant, answer_path: data.answer, body: {{question: "
+                           f"'{{question}}', bot: {b}}}}}}}\n" for b in answers)
+                       + "metrics: [exact_match]\n")
+        out = str(tmp_path / "out")
+        rows = [{"case_id": "c0", "question": "How long is the refund window?",
+                 "expected_answer": ANSWER}]
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--run-id", "odd") == 0
+    results = {r["bot"]: r for r in read_rows(out, "results")}
+    scores = _scores(out)
+    for bot in ("tagged", "closing_only", "plain"):
+        assert results[bot]["answer"] == ANSWER and results[bot]["error"] is None, results[bot]
+        assert scores[(bot, "c0", "exact_match")]["value"] == 1.0
+        assert json.loads(results[bot]["bot_details"]).get("reasoning_content") == (
+            None if bot == "plain" else thinking)
+    only = results["only"]
+    assert only["verdict"] == "ERROR" and only["answer"] is None
+    assert only["error"] == "'data.answer' is only reasoning (thinking), no answer"
+
+
 def test_an_empty_reply_a_content_filter_stopped_or_of_tool_calls_is_no_answer(tmp_path):
     """finish_reason 'content_filter' with an empty content, and an empty content
     beside tool calls, were scored as the bot's answer '' (exact_match 0.0, a

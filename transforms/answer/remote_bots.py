@@ -14,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import EvalCase, Turn
 from transforms.remote.client import CallRecord, resolve_env_refs
-from transforms.remote.openai_api import chat, text_problem
+from transforms.remote.openai_api import chat, split_reasoning, text_problem
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.templates import fill_placeholders
 
@@ -193,7 +193,7 @@ class HttpBot:
         result = await self.client.post_json(self.path, body, model=self.model,
                                              purpose=f"bot:{self.name}")
         rec = result.record
-        answer, contexts = None, None
+        answer, contexts, thought = None, None, None
         if rec.ok:
             try:
                 answer = json_path(result.data, self.answer_path)
@@ -203,8 +203,15 @@ class HttpBot:
                 contexts = self._contexts(result.data)
             except (KeyError, IndexError, TypeError) as exc:
                 rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"
+        if rec.ok:  # a reasoning model behind the assistant: its thinking is not the answer
+            answer, thought = split_reasoning(answer)
+            if thought is not None and (answer is None or not answer.strip()):
+                rec.ok, rec.error = False, (f"'{self.answer_path}' is only reasoning "
+                                            "(thinking), no answer")
         self.runtime.record(rec, self.log)
-        note = {} if self.sends_messages or not case.messages else {
+        details = {} if self.sends_messages or not case.messages else {
             "note": "the conversation's earlier turns were not sent: the body has no "
                     "\"{messages}\" value"}
-        return _turn(case, self.name, answer, rec, contexts, **note)
+        if thought:
+            details["reasoning_content"] = thought
+        return _turn(case, self.name, answer, rec, contexts, **details)
