@@ -734,10 +734,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = _stopped(argv, signal.SIGINT)
     except Terminated:
         code = _stopped(argv, signal.SIGTERM)
-    except BaseException as exc:  # exit 1 with the traceback, as Python would, but scrubbed
-        if isinstance(exc, SystemExit):  # (a worker's BaseException, re-raised here, too)
+    except SystemExit:  # argparse's --help or usage error: its text may still be buffered
+        try:
+            sys.stdout.flush()
+        except OutputUnwritable as exc:  # else Python's own flush at exit: exit 120
+            code = _output_lost(argv, exc)
+        else:
             raise
-        code = _print_crash()
+    except BaseException:  # exit 1 with the traceback, as Python would, but scrubbed
+        code = _print_crash()  # (a worker's BaseException, re-raised here, too)
     release_streams()  # a held tail too, a possible beginning of a key masked
     logging.shutdown()
     os._exit(code)

@@ -34,15 +34,19 @@ def labelled(tmp_path_factory) -> tuple[str, str]:
 
 
 def _evalbeam(*args: str, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-              ) -> subprocess.CompletedProcess:
+              unbuffered: bool = False) -> subprocess.CompletedProcess:
+    """The command as a shell runs it: stdout to a file is block-buffered
+    unless PYTHONUNBUFFERED is set (a developer's environment may set it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, stdout=stdout,
-                          stderr=stderr, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": ROOT})
+                          stderr=stderr, text=True, timeout=300, env={**env, "PYTHONPATH": ROOT})
 
 
-def _to_full_stdout(*args: str) -> subprocess.CompletedProcess:
+def _to_full_stdout(*args: str, unbuffered: bool = False) -> subprocess.CompletedProcess:
     with open("/dev/full", "w") as full:
-        return _evalbeam(*args, stdout=full)
+        return _evalbeam(*args, stdout=full, unbuffered=unbuffered)
 
 
 @pytest.mark.parametrize("args", [
@@ -57,6 +61,20 @@ def test_every_command_whose_stdout_is_full_says_so_with_exit_74(labelled, args)
     view's address was lost the same way."""
     out, _ = labelled
     proc = _to_full_stdout(*[a.replace("{out}", out) for a in args])
+    command = args[0] if not args[0].startswith("-") else "evalbeam"
+    assert (proc.returncode, proc.stderr) == (74, f"evalbeam: error: {command} could not write "
+                                                  "its output: No space left on device "
+                                                  "(stdout)\n")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+@pytest.mark.parametrize("args", [["--help"], ["compare", "--help"]])
+def test_help_to_a_full_stdout_is_exit_74_buffered_or_not(args, unbuffered):
+    """Before, with stdout block-buffered (no PYTHONUNBUFFERED: a shell's, CI's
+    `env -i`): argparse's help went into the buffer, its SystemExit(0) left
+    main, and Python's own flush at exit failed: 'Exception ignored in:
+    ScrubbedStream ... OutputUnwritable' and exit 120."""
+    proc = _to_full_stdout(*args, unbuffered=unbuffered)
     command = args[0] if not args[0].startswith("-") else "evalbeam"
     assert (proc.returncode, proc.stderr) == (74, f"evalbeam: error: {command} could not write "
                                                   "its output: No space left on device "
