@@ -34,7 +34,7 @@ from pipeline.filesystems import (add_filesystem_options, check_command_line, fi
                                   use_filesystems)
 from pipeline.stopping import Terminated, exit_code, raising_on_stop, stop_on_signals
 from pipeline.plan import (DEFAULT_TTL_S, MAX_WORKERS_PER_CORE, NO_ANSWERING_BOT, UsageError,
-                           driven_from_here, make_plan)
+                           check_path_flags, driven_from_here, make_plan)
 from schemas.cases import InputError
 from schemas.tables import CALL_ERROR_STAGES
 from transforms.publish import lease as leases
@@ -98,7 +98,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     "running), a manifest whose listed table files are missing or cut short "
                     "(not ending as Parquet does), an unreadable lease file and no manifest, "
                     "an invalid "
-                    "run id, an empty --output or one with glob characters or whose "
+                    "run id, an empty --output or one with glob or control characters or whose "
                     "filesystem is not installed, or a bad invocation",
         3: "finished, but the counts do not reconcile",
         5: "running",
@@ -114,8 +114,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), an "
                     "unknown --bot, a run without labels, an empty --output or one with "
-                    "glob characters or that it cannot write in (a file where calibration/ "
-                    "goes, a read-only folder or bucket: checked before the work), or a bad "
+                    "glob or control characters or that it cannot write in (a file where "
+                    "calibration/ goes, a read-only folder or bucket: checked before the "
+                    "work), or a bad "
                     "invocation: one line "
                     "`evalbeam: error: ...`, nothing written",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: calibrate "
@@ -130,7 +131,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
                     "case paired, the same run (or RUN:BOT) on both sides, an empty "
-                    "--output or one with glob characters or that it cannot write in (a "
+                    "--output or one with glob or control characters or that it cannot write in (a "
                     "file where comparisons/ or the pages go, a read-only folder or bucket: "
                     "checked before the work), an unknown "
                     "bot, a bot on one side only, an invalid config, a gate rule that matches nothing compared (or whose "
@@ -150,7 +151,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     },
     "view": {
         0: "stopped with Ctrl-C",
-        EXIT_USAGE: "an empty --output or one with glob characters, a local --output "
+        EXIT_USAGE: "an empty --output or one with glob or control characters, a local --output "
                     "that is not a folder, a URL --output whose "
                     "filesystem is not installed or cannot be read, a filesystem option it "
                     "needs is missing, or the port cannot be used (taken, or not a port "
@@ -242,7 +243,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", required=True, metavar="DIR",
                      help="the folder of the output tables (local, or a gs://, s3://, hdfs:// "
                           "URL); it must be writable, hold no glob characters (* ? [ ] { }) "
-                          "and not lie inside the input folder")
+                          "nor control characters (a newline, a tab) and not lie inside the "
+                          "input folder")
     run.add_argument("--config", metavar="FILE.yaml",
                      help="the YAML config (default: the built-in defaults: the recorded "
                           "answers as the bot `recorded`, every metric the inputs allow, the "
@@ -468,6 +470,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return _usage_error(str(exc))
     args, beam_args = _parser().parse_known_args(argv)
+    try:
+        check_path_flags(args)
+    except UsageError as exc:
+        return _usage_error(str(exc))
     fs_args = filesystem_args(args)
     if args.command != "run":  # s3://, hdfs:// cannot be read without their options
         try:

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -697,6 +698,29 @@ def check_run_date(run_date: str) -> None:
         raise UsageError(f"--run-date {said} is not a date YYYY-MM-DD")
 
 
+PATH_FLAGS = ("input", "output", "config")
+LINE_BREAKING = ("Cc", "Zl", "Zp")  # control characters (newline, tab, ESC), U+2028, U+2029
+
+
+def control_character(text: str) -> str | None:
+    """The first control character (or Unicode line break) of text, escaped
+    ('\\n', '\\x1b'), or None: in a path it splits or garbles every line that prints it."""
+    bad = next((c for c in text if unicodedata.category(c) in LINE_BREAKING), None)
+    return None if bad is None else repr(bad)
+
+
+def check_path_flags(args: argparse.Namespace) -> None:
+    """--input, --output, --config as given, refused before anything reads
+    them: a control character (a newline pasted into `--output "$OUT"`)
+    would have the run go ahead and print its paths split across lines."""
+    for name in PATH_FLAGS:
+        value = getattr(args, name, None)
+        bad = control_character(value) if isinstance(value, str) else None
+        if bad:
+            raise UsageError(f"--{name} {value!r} contains the control character {bad}; "
+                             "name a path without control characters")
+
+
 def _inside(path: str, folder: str) -> bool:
     path, folder = os.path.realpath(path), os.path.realpath(folder)
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
@@ -821,6 +845,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
               config: Config | None = None) -> Plan:
     """Validate everything and decide the run; raises ConfigError/InputError/UsageError.
     `config`: an already loaded config (the Python API's), else args.config is loaded."""
+    check_path_flags(args)
     elsewhere = options is not None and workers_elsewhere(options)
     shared = bool(getattr(args, "shared_filesystem", False))
     input_pattern = worker_path(args.input, "--input", elsewhere, shared)

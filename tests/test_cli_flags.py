@@ -202,3 +202,30 @@ def test_an_embedder_worker_count_that_is_no_count_is_the_default(tmp_path):
                               out, "--run-id", "e", env={"EVALBEAM_EMBED_WORKERS": "abc"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert manifest(out, "e")["counts"]["valid_cases"] == 258
+
+
+@pytest.mark.parametrize("command,flag,value,escaped", [
+    ("run", "--output", "o\nx", r"'\n'"),
+    ("run", "--input", "c\r.parquet", r"'\r'"),
+    ("run", "--config", "c\x1b[2J.yaml", r"'\x1b'"),
+    ("status", "--output", "o\tx", r"'\t'"),
+    ("view", "--output", "o\u2028x", r"'\u2028'"),
+    ("compare", "--output", "o\nx", r"'\n'"),
+])
+def test_a_control_character_in_a_path_flag_is_one_line_before_anything_runs(
+        tmp_path, capsys, command, flag, value, escaped):
+    from pipeline.cli import run
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    given = {"--input": cases, "--output": str(tmp_path / "out"),
+             "--config": str(tmp_path / "c.yaml")}
+    given[flag] = str(tmp_path / value)
+    argv = {"run": ["--input", given["--input"], "--config", given["--config"]],
+            "status": ["--run-id", "r"], "view": [],
+            "compare": ["--baseline", "a", "--candidate", "b"]}[command]
+    code = run([command, *argv, "--output", given["--output"]]
+               + (["--run-id", "r"] if command == "run" else []))
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"evalbeam: error: {flag} ") and f"control character {escaped}" in err
+    assert not any(p.name.startswith(("o", "out")) for p in tmp_path.iterdir())
