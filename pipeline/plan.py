@@ -711,10 +711,13 @@ def control_character(text: str) -> str | None:
 
 def check_path_flags(args: argparse.Namespace) -> None:
     """--input, --output, --config as given, refused before anything reads
-    them: a control character (a newline pasted into `--output "$OUT"`)
-    would have the run go ahead and print its paths split across lines."""
+    them: empty (`--config "$CFG"` with CFG unset said "cannot read config :
+    No such file"), or with a control character (a newline pasted into
+    `--output "$OUT"` had the run go ahead and print its paths split across lines)."""
     for name in PATH_FLAGS:
         value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            raise UsageError(f"--{name} is empty")
         bad = control_character(value) if isinstance(value, str) else None
         if bad:
             raise UsageError(f"--{name} {value!r} contains the control character {bad}; "

@@ -229,3 +229,20 @@ def test_a_control_character_in_a_path_flag_is_one_line_before_anything_runs(
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"evalbeam: error: {flag} ") and f"control character {escaped}" in err
     assert not any(p.name.startswith(("o", "out")) for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command,flag", [("run", "--config"), ("run", "--input"),
+                                          ("run", "--output"), ("compare", "--config")])
+def test_an_empty_path_flag_is_named_as_empty(tmp_path, capsys, command, flag):
+    from pipeline.cli import run
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    given = {"--input": cases, "--output": str(tmp_path / "out"),
+             "--config": str(tmp_path / "c.yaml"), flag: ""}
+    argv = (["--input", given["--input"], "--run-id", "r"] if command == "run"
+            else ["--baseline", "a", "--candidate", "b"])
+    code = run([command, *argv, "--output", given["--output"], "--config", given["--config"]])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"evalbeam: error: {flag} is empty") and \
+        err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
