@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import textwrap
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TextIO
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -683,6 +683,15 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
+def _escaping(stream: TextIO) -> TextIO:
+    """stdout that prints a letter its encoding lacks escaped ('my runs/\\xe9t\\xe9'),
+    as stderr does: a path named in UTF-8 under PYTHONIOENCODING=ascii or a
+    Latin-1 locale crashed status (exit 1, 'failed') and a finished run."""
+    with contextlib.suppress(AttributeError, ValueError):  # no TextIOWrapper (a test's)
+        stream.reconfigure(errors="backslashreplace")
+    return stream
+
+
 def _print_crash() -> int:
     """The traceback of a run that crashed, without the endpoints' secrets: an
     exception from a worker can quote a request (a URL with credentials, an
@@ -726,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     would turn a finished run into a crash exit code.
     """
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    sys.stdout = _ReaderMayLeave(sys.stdout, lost_is_fatal=True)
+    sys.stdout = _ReaderMayLeave(_escaping(sys.stdout), lost_is_fatal=True)
     sys.stderr = _ReaderMayLeave(sys.stderr, lost_is_fatal=False)
     from transforms.remote.scrub import release_streams, scrub_std_streams
     scrub_std_streams()  # what is printed from here on (a custom metric's print, too)

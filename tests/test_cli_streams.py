@@ -34,14 +34,16 @@ def labelled(tmp_path_factory) -> tuple[str, str]:
 
 
 def _evalbeam(*args: str, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-              unbuffered: bool = False) -> subprocess.CompletedProcess:
+              unbuffered: bool = False, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess:
     """The command as a shell runs it: stdout to a file is block-buffered
     unless PYTHONUNBUFFERED is set (a developer's environment may set it)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     if unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
+        base["PYTHONUNBUFFERED"] = "1"
     return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, stdout=stdout,
-                          stderr=stderr, text=True, timeout=300, env={**env, "PYTHONPATH": ROOT})
+                          stderr=stderr, text=True, timeout=300,
+                          env={**base, "PYTHONPATH": ROOT, **(env or {})})
 
 
 def _to_full_stdout(*args: str, unbuffered: bool = False) -> subprocess.CompletedProcess:
@@ -134,3 +136,29 @@ def test_sigterm_stops_the_viewer_in_one_line_with_exit_143(labelled):
     finally:
         proc.kill()
     assert (proc.returncode, err) == (143, "evalbeam: error: view stopped by SIGTERM\n")
+
+
+def test_a_path_stdout_cannot_encode_is_printed_escaped_not_a_crash(tmp_path):
+    """`--output "my runs/été"` with a stdout whose encoding lacks é (a cron job's
+    PYTHONIOENCODING=ascii, a Latin-1 locale and a Japanese folder name): status
+    crashed at its report: line with a traceback and exit 1 ("failed"), and a
+    finished run exited 1 at its tables: line. The letter is printed escaped."""
+    rows = [{"case_id": f"c{i}", "question": f"Question {i}?", "expected_answer": "Yes.",
+             "answer": "Yes."} for i in range(3)]
+    cases = write_cases(str(tmp_path / "cäses.parquet"), rows)
+    (tmp_path / "cönfig.yaml").write_text(CONFIG)
+    out = str(tmp_path / "my runs" / "été")
+    shown = out.replace("é", "\\xe9")
+    ascii_out = {"PYTHONIOENCODING": "ascii"}
+    for run_id in ("a", "b"):
+        ran = _evalbeam("run", "--input", cases, "--output", out, "--config",
+                        str(tmp_path / "cönfig.yaml"), "--run-id", run_id, env=ascii_out)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+    assert f"report:  {shown}/runs/b/report.md" in ran.stdout
+    status = _evalbeam("status", "--output", out, "--run-id", "a", env=ascii_out)
+    assert status.returncode == 0 and f"{shown}/runs/a/report.md" in status.stdout, status.stderr
+    compared = _evalbeam("compare", "--output", out, "--baseline", "a", "--candidate", "b",
+                         env=ascii_out)
+    assert compared.returncode == 0 and f"{shown}/runs/b/compare/a.md" in compared.stdout, \
+        compared.stderr[-2000:]
+    assert "Traceback" not in ran.stderr + status.stderr + compared.stderr
