@@ -251,6 +251,14 @@ class JudgeConfig:
     """Temperature of every judge question except the safety votes (≥ 0)."""
     max_tokens: int = 1024
     """Completion limit per judge call."""
+    max_prompt_tokens: int | None = None
+    """The largest prompt a judge request may carry, in tokens as estimated without a
+    tokenizer (~4 ASCII characters a token, ~1 Chinese, Japanese or Korean character,
+    ~2 of other scripts; the template included): the model's context window less
+    `max_tokens`, with a margin. A larger request is not sent: its metrics are null
+    with `prompt ~N tokens over the judge's limit M`, an errors/ row
+    (`judge_prompt_too_large`) and a failure in usage/. Unset: no check (a server's
+    own 400 for a prompt too long is never retried)."""
     keep_trace: bool = False
     """Keep the raw reply (and a `reasoning_content` / `reasoning` trace if the server
     returns one) in each judge metric's details."""
@@ -784,6 +792,8 @@ def _judge(data: Any, endpoints: Mapping[str, EndpointConfig], base_dir: str) ->
                          ("judge.safety.temperature", safety.temperature)):
         _number(value, where, positive=False)  # < 0: every judge call refused, a 400
     _integer(judge.max_tokens, "judge.max_tokens", 1)
+    if judge.max_prompt_tokens is not None:
+        _integer(judge.max_prompt_tokens, "judge.max_prompt_tokens", 1)
     _integer(safety.votes, "judge.safety.votes", 1, MAX_VOTES)
     if safety.mode not in SAFETY_MODES:
         raise ConfigError(f"judge.safety.mode must be one of {SAFETY_MODES}, got {safety.mode!r}")

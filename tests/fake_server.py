@@ -44,7 +44,7 @@ sent as it is, or None for the usual answer: a body that is not JSON or not
 UTF-8, an event stream, thinking in the content, a prediction of the wrong shape.
 
 Order of checks for a non-admin request: record it -> auth (401) -> route/validation
-(404/405/400) -> rate limit (429) -> block_containing (403) -> status_override -> fault
+(404/405/400) -> rate limit (429) -> block_containing (403) -> context_window -> status_override -> fault
 -> latency -> answer.
 401/400/404/405/429 answers come back at once; latency applies to everything else
 (status_override answers and the 500/503/drop/malformed/truncated faults included);
@@ -130,6 +130,11 @@ class ServerConfig:
     huge_body_bytes: int = 9 * 1024 * 1024  # size of a huge_body reply's content
     record_requests: bool = True      # keep RecordedRequest objects (switch off for long benchmarks)
     omit_usage: bool = False          # chat and embeddings replies without `usage` (vLLM, proxies)
+    # a chat request whose prompt tokens (words x 1.3) + max_tokens exceed this is refused
+    # as OpenAI does (code context_length_exceeded), with context_window_status: 400,
+    # or 200 / 500 as gateways that wrap the upstream's error send it
+    context_window: int | None = None
+    context_window_status: int = 400
     # TEI classifier (/predict, /info) and vLLM /score
     tei_labels: tuple[str, ...] = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")  # id2label order
     tei_max_batch: int = 32           # --max-client-batch-size
@@ -293,6 +298,25 @@ def _error_body(status: int, message: str, shape: str = "openai") -> dict:
         return {"object": "error", "message": message, "type": etype, "param": None,
                 "code": status}
     return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+
+
+def _over_context(cfg: ServerConfig, route: str | None, data: Any) -> dict | None:
+    """OpenAI's error body for a chat request longer than cfg.context_window, else None."""
+    if cfg.context_window is None or route != "chat" or not isinstance(data, dict) \
+            or not isinstance(data.get("messages"), list):
+        return None
+    prompt = sum(_tokens(_content_text(m.get("content"))) for m in data["messages"]
+                 if isinstance(m, dict))
+    completion = data.get("max_tokens") if isinstance(data.get("max_tokens"), int) else 0
+    if prompt + completion <= cfg.context_window:
+        return None
+    return {"error": {
+        "message": f"This model's maximum context length is {cfg.context_window} tokens. "
+                   f"However, you requested {prompt + completion} tokens ({prompt} in the "
+                   f"messages, {completion} in the completion). Please reduce the length of "
+                   "the messages or completion.",
+        "type": "invalid_request_error", "param": "messages",
+        "code": "context_length_exceeded"}}
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -760,6 +784,11 @@ class FakeOpenAI:
         if cfg.block_containing is not None and cfg.block_containing.encode() in rec.raw:
             self._sleep(latency)
             error(403, "Request blocked by content policy.", rl_headers)
+            return None
+        too_long = _over_context(cfg, route, data)
+        if too_long is not None:
+            self._sleep(latency)
+            reply(cfg.context_window_status, too_long, rl_headers)
             return None
         if cfg.status_override is not None:
             self._sleep(latency)

@@ -4,6 +4,7 @@ second run answered entirely from the call cache, usage per purpose, and the
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -311,3 +312,51 @@ def test_entities_recall_alone_asks_the_judge_for_entities(tmp_path, monkeypatch
     assert dict(script.tasks) == {"reference": 3}  # c1, c2, c5: reference and contexts
     got = {s["case_id"]: s for s in read_rows(out, "scores")}
     assert json.loads(got["c1"]["details"])["method"] == "judge" and got["c1"]["value"] == 1.0
+
+
+BIG = "The warranty covers parts and labour for two years. " * 1200   # ~12,000 tokens
+HANZI = "保修期为两年，涵盖零件和人工费用。" * 300                       # ~5,000 tokens
+
+
+def test_a_prompt_over_judge_max_prompt_tokens_is_not_sent_and_says_so(tmp_path, monkeypatch):
+    """A case whose contexts were far larger than the judge model's window was
+    sent anyway (each of its questions a 400, or a prompt the server cut
+    silently): judge.max_prompt_tokens now refuses it up front, from an estimate
+    that takes a Chinese character for a token (len/4 took 5,100 hanzi for 1,275)."""
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    rows = [SAMPLE_ROWS[0],
+            {**SAMPLE_ROWS[0], "case_id": "big", "contexts": [BIG]},
+            {**SAMPLE_ROWS[0], "case_id": "hanzi", "contexts": [HANZI]},
+            {**SAMPLE_ROWS[0], "case_id": "long", "contexts": None, "answer": BIG}]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.configure(context_window=5000)
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _config(tmp_path, server, "metrics: [faithfulness, judge_relevance, safety]\n"
+                      "cache: {enabled: false}\n", judge_extra=", max_prompt_tokens: 3000")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "g") == 0
+        sent = [r.raw.decode() for r in server.recorded()]
+    assert sent and not any("warranty covers" in s or "保修期" in s for s in sent)
+    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+    for case in ("big", "hanzi"):
+        faith = scores[(case, "faithfulness")]
+        assert faith["value"] is None
+        assert re.fullmatch(r"prompt ~\d+ tokens over the judge's limit 3000 "
+                            r"\(judge\.max_prompt_tokens\): not sent", faith["error"])
+        assert scores[(case, "judge_relevance")]["value"] is not None  # a small question
+    assert int(re.search(r"~(\d+)", scores[("hanzi", "faithfulness")]["error"])[1]) >= 5000
+    assert scores[("c1", "faithfulness")]["value"] == 1.0
+    for metric in ("judge_relevance", "safety_toxic"):  # a long answer: every question
+        assert scores[("long", metric)]["value"] is None
+        assert scores[("long", metric)]["error"].endswith("(judge.max_prompt_tokens): not sent")
+    errors = [e for e in read_rows(out, "errors") if e["stage"] == "judge"
+              and e["case_id"] != "long"]
+    assert sorted(e["case_id"] for e in errors) == ["big", "hanzi"]
+    assert {e["error_type"] for e in errors} == {"judge_prompt_too_large"}
+    assert all(e["message"].startswith("grounding: prompt ~") for e in errors)
+    usage = usage_totals(read_rows(out, "usage"), "purpose")["judge:grounding"]
+    assert (usage["calls"], usage["failures"]) == (1, 2)  # c1 sent; big, hanzi counted unsent
+    m = manifest(out, "g")
+    assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 2 + 1 + 3  # 3 votes
+

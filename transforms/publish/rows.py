@@ -70,8 +70,7 @@ def call_error_rows(turn: Turn, run_id: str, stages: tuple[str, ...]) -> list[di
     out = []
     if "judge" in stages:
         from transforms.enrich.judge.tasks import judge_failures
-        out += [row("judge", "judge_call_failed" if error.startswith("judge call failed")
-                    else "judge_reply_unusable", f"{task}: {error}")
+        out += [row("judge", judge_error_type(error), f"{task}: {error}")
                 for task, error in judge_failures(turn.features)]
     if "embedding" in stages:
         from transforms.enrich.features import EMBED_ERROR
@@ -85,6 +84,15 @@ def call_error_rows(turn: Turn, run_id: str, stages: tuple[str, ...]) -> list[di
         if why:
             out.append(row("classifier", "classifier_failed", why))
     return out
+
+
+def judge_error_type(error: str) -> str:
+    """errors/'s error_type of a failed judge question."""
+    if error.startswith("judge call failed"):
+        return "judge_call_failed"
+    if error.startswith("prompt ~") and error.endswith("not sent"):  # judge.max_prompt_tokens
+        return "judge_prompt_too_large"
+    return "judge_reply_unusable"
 
 
 def call_error_count(row: dict) -> str:

@@ -403,11 +403,13 @@ class EndpointClient:
                 return reservation
             await self.ledger.in_flight.settled_since(settled)
 
-    def refused(self, model: str, purpose: str, reason: str) -> CallResult:
-        """A call that was not sent: a spend cap was reached."""
+    def refused(self, model: str, purpose: str, reason: str, budget: bool = True) -> CallResult:
+        """A call that was not sent: a spend cap was reached (budget), or its caller
+        refused it up front (a judge prompt larger than judge.max_prompt_tokens,
+        counted in usage/ as a failure without a call)."""
         return CallResult(None, _for_whom(CallRecord(
             self.name, model, purpose, ok=False, status=None, attempts=0, latency_ms=None,
-            total_ms=0.0, error=reason, budget_refused=True)))
+            total_ms=0.0, error=reason, budget_refused=budget)))
 
     async def _post(self, path: str, body: Mapping[str, Any] | None, model: str, purpose: str,
                     estimated_tokens: float, method: str = "POST",

@@ -21,9 +21,27 @@ DEFAULT_MAX_TOKENS_ESTIMATE = 512  # completion tokens assumed before the call
 NOT_CACHED = "no answer in the call cache"
 
 
+# Han, kana, Hangul (and their punctuation and full-width forms): about a token a
+# character in the tokenizers of OpenAI, Llama, Qwen and Mistral
+_DENSE = re.compile("[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff"
+                    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
+
+
 def estimate_tokens(text: str) -> int:
-    """~4 characters a token: good enough to pace a tokens/minute budget."""
-    return len(text) // 4 + 1
+    """Tokens a text is likely to be, without a tokenizer (none is downloaded): ~4
+    ASCII characters a token, ~1 Chinese, Japanese or Korean character, ~2 of any
+    other script (Cyrillic, Greek, accented letters). Paces a tokens/minute budget
+    and is what judge.max_prompt_tokens is checked against; len/4 alone took a
+    Chinese prompt for a quarter of its size."""
+    ascii_chars = sum(c.isascii() for c in text) if not text.isascii() else len(text)
+    dense = len(_DENSE.findall(text)) if ascii_chars < len(text) else 0
+    return ascii_chars // 4 + dense + (len(text) - ascii_chars - dense) // 2 + 1
+
+
+def prompt_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """The estimated prompt of a chat request: its messages' text."""
+    return sum(estimate_tokens(m.get("content") or "") if isinstance(m.get("content"), str)
+               else 0 for m in messages)
 
 
 def embeddings_path(client: EndpointClient, model: str) -> str:
@@ -71,7 +89,7 @@ async def chat(client: EndpointClient, model: str, messages: Sequence[dict[str, 
         body["n"] = n
     body.update(extra or {})
     completion = (max_tokens or DEFAULT_MAX_TOKENS_ESTIMATE) * n
-    est = sum(estimate_tokens(m.get("content", "")) for m in messages) + completion
+    est = prompt_tokens(messages) + completion
     keyed = {**body, "messages": list(cache_messages)} if cache_messages is not None else None
     result = await client.post_json(_path(client, model, "chat/completions"), body, model=model,
                                     purpose=purpose, estimated_tokens=est, cache_salt=cache_salt,

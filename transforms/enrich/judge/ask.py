@@ -22,12 +22,13 @@ from typing import Any, Mapping
 from transforms.enrich.judge.prompts import render
 from transforms.enrich.judge.replies import Shape, whole_object
 from transforms.remote.cache import ONLY, REFRESH, USE
-from transforms.remote.openai_api import FILTERED, chat
+from transforms.remote.openai_api import FILTERED, ChatReply, chat, prompt_tokens
 
 REPAIR = ("Your reply could not be used: {problem}. Reply again with only one JSON object "
           "of this form, with every field filled in: {example}")
 RAW_LIMIT = 2000  # characters of a raw reply kept in details
 CUT_OFF = "the reply was cut off at the token limit (finish_reason 'length')"
+TOO_LARGE = "prompt ~{n} tokens over the judge's limit {limit} (judge.max_prompt_tokens): not sent"
 
 
 @dataclass(slots=True)
@@ -76,6 +77,11 @@ class Judge:
     async def _chat(self, messages, plain, purpose: str, temperature: float, salt: str,
                     records: list, n: int = 1, cache_mode: str = USE):
         """The reply; its call's record goes to `records` (counted by the caller)."""
+        too_large = self.too_large(messages)
+        if too_large:
+            unsent = self.client.refused(self.cfg.model, purpose, too_large, budget=False)
+            records.append(unsent.record)
+            return ChatReply([], record=unsent.record, error=too_large)
         reply = await chat(self.client, self.cfg.model, messages, purpose=purpose,
                            temperature=temperature, max_tokens=self.cfg.max_tokens, n=n,
                            cache_salt=salt, cache_messages=plain, defer_store=True,
@@ -83,6 +89,14 @@ class Judge:
         if reply.record is not None:
             records.append(reply.record)
         return reply
+
+    def too_large(self, messages) -> str | None:
+        """Why a request is not sent (None: it is): its prompt, as estimated, is larger
+        than judge.max_prompt_tokens. Sent, the server refuses it (400) or cuts it
+        silently, and every question of the case asks again, each one paid."""
+        limit = self.cfg.max_prompt_tokens
+        size = prompt_tokens(messages) if limit else 0
+        return TOO_LARGE.format(n=size, limit=limit) if limit and size > limit else None
 
     def _count(self, records: list) -> None:
         for record in records:
@@ -109,6 +123,8 @@ class Judge:
         try:
             if reply.record is not None and reply.record.budget_refused:
                 return [JudgeOutcome(None, reply.error, {"calls": 0, "budget": True})] * n
+            if reply.error and reply.error == self.too_large(asked[0]):  # never sent
+                return [JudgeOutcome(None, reply.error, {"calls": 0})] * n
             if reply.error:
                 return [JudgeOutcome(None, f"judge call failed: {reply.error}")] * n
             outcomes = await self._outcomes(asked, reply, shape, purpose, t, salt, n, records,

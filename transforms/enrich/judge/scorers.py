@@ -225,8 +225,8 @@ def safety(category: str):
             details["reasons"] = reasons
         if errors:
             details["errors"] = errors
-        capped = [e for e in errors if e.startswith(BUDGET_REACHED)]
-        if decided is None and capped:  # votes not sent for a spend cap: said as such
+        capped = [e for e in errors if e.startswith(BUDGET_REACHED) or e.endswith("not sent")]
+        if decided is None and capped:  # votes not sent (a spend cap, a prompt too large)
             return MetricResult.null(capped[0], **details)
         if decided is None:
             return MetricResult.null(f"no majority of {len(votes)} votes "
