@@ -360,3 +360,24 @@ def test_a_prompt_over_judge_max_prompt_tokens_is_not_sent_and_says_so(tmp_path,
     m = manifest(out, "g")
     assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 2 + 1 + 3  # 3 votes
 
+
+@pytest.mark.parametrize("status", [400, 200, 500])
+def test_a_context_length_error_is_asked_once_not_retried(tmp_path, monkeypatch, status):
+    """Without judge.max_prompt_tokens the server's context-length error is the
+    metric's reason after one request: a 400 never was retried, but a gateway
+    that wraps it in a 200 (`{"error": {...}}`) or a 500 had it sent max_attempts
+    times, each request the whole over-long prompt."""
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    rows = [{**SAMPLE_ROWS[0], "case_id": "big", "contexts": [BIG]}]
+    cases = write_cases(str(tmp_path / "c.parquet"), rows)
+    out = str(tmp_path / "out")
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        server.configure(context_window=5000, context_window_status=status)
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _config(tmp_path, server, "metrics: [faithfulness]\ncache: {enabled: false}\n")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "x") == 0
+        refused = [r for r in server.recorded() if r.status == status and BIG[:40] in r.raw.decode()]
+    assert len(refused) == 1
+    faith = {s["metric"]: s for s in read_rows(out, "scores")}["faithfulness"]
+    assert faith["value"] is None and "maximum context length is 5000 tokens" in faith["error"]
+    assert usage_totals(read_rows(out, "usage"), "purpose")["judge:grounding"]["retries"] == 0

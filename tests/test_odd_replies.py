@@ -459,6 +459,25 @@ def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
     assert asked == {"vllm": 6, "wrapped": 6, "beside": 6}
 
 
+def test_a_200_error_body_that_refuses_the_request_is_not_asked_again(tmp_path):
+    """A 200 error body was retried whatever it said, as the 5xx or 429 a gateway
+    wraps that way (above, still retried). One that refuses the request itself (a
+    request error by type, vLLM's code 400, a prompt over the model's context)
+    would be refused again: each of max_attempts requests sent the whole prompt."""
+    out, results, asked = _run_bots(tmp_path, {
+        "typed": _raw({"error": {"message": "Unrecognized request argument supplied: x",
+                                 "type": "invalid_request_error"}}),
+        "vllm400": _raw({"object": "error", "message": "Invalid 'n'.",
+                         "type": "BadRequestError", "param": None, "code": 400}),
+        "toolong": _raw({"error": "Input validation error: `inputs` tokens + "
+                                  "`max_new_tokens` must be <= 4096. Given: 5000 `inputs` "
+                                  "tokens (too many input tokens)"})})
+    assert asked == {"typed": 2, "vllm400": 2, "toolong": 2}  # one request per case
+    assert results["typed"]["error"] == ("HTTP 200 with an error body: Unrecognized request "
+                                         "argument supplied: x")
+    assert json.loads(results["vllm400"]["bot_details"])["attempts"] == 1
+
+
 def test_a_judge_reply_cut_off_before_any_text_is_asked_once(tmp_path):
     """A reasoning judge that spent max_tokens thinking (content null beside its
     reasoning_content, an empty content, or an unclosed <think>, each with

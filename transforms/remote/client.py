@@ -531,6 +531,8 @@ class EndpointClient:
                 status=response.status_code, retryable=False)
         if response.status_code >= 400:
             err = error_for_status(response, self.scrub(_error_detail(body))[:300])
+            if err.retryable and response.status_code != 429 and _refused_as_asked(body):
+                err.retryable = False  # a gateway's 5xx for a prompt the model cannot take
             if not err.retryable and err.retry_after:  # longer than a call waits
                 if self.breaker.hold(err.retry_after, str(err)):
                     _log.warning("evalbeam: endpoint %s asked to wait %.0f s: its calls in "
@@ -553,10 +555,12 @@ class EndpointClient:
         if data is None:  # no API answers `null`; and data None means a failed call
             raise RemoteCallError(f"HTTP {response.status_code} with a JSON null body",
                                   status=response.status_code, retryable=True)
-        if _error_body(data):  # a gateway's upstream failure wrapped as a 200: retried as one
+        if _error_body(data):  # a gateway's upstream failure wrapped as a 200: retried as
+            # one, unless it refuses the request itself (asked again, refused again)
             detail = self.scrub(_error_detail(body))[:300]
             raise RemoteCallError(f"HTTP {response.status_code} with an error body: {detail}",
-                                  status=response.status_code, retryable=True)
+                                  status=response.status_code,
+                                  retryable=not _refused_as_asked(body))
         problem = state["reject"](data) if state["reject"] is not None else None
         if problem is not None:  # a 200 without an answer: retried, its tokens counted
             used = _usage_tokens(data, state["compute_tokens"])
@@ -634,6 +638,34 @@ def _error_body(data: Any) -> bool:
             and (bool(data.get("error")) or (data.get("object") == "error"
                                              and isinstance(data.get("message"), str)))
             and all(k in _ERROR_FIELDS or v in (None, [], {}, "") for k, v in data.items()))
+
+
+# what servers say of a prompt longer than the model reads (OpenAI, Azure, vLLM,
+# LiteLLM, TGI, Anthropic through gateways)
+_TOO_LONG = re.compile(r"context[ _-]?length|context[ _-]?window|maximum context|"
+                       r"prompt is too long|too many (input )?tokens|input is too long", re.I)
+# error types and codes that blame the request: the same request gets the same answer
+_REQUEST_ERRORS = {"invalid_request_error", "badrequesterror", "context_length_exceeded",
+                   "authentication_error", "permission_error", "not_found_error"}
+
+
+def _refused_as_asked(body: bytes) -> bool:
+    """An error body that refuses the request as it is (a prompt over the model's
+    context, a request error by type, or a 4xx code other than 408, 409, 425 and
+    429), which a gateway may send with 200 or a 5xx: asking again is another
+    request refused, the whole prompt sent each time."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return bool(_TOO_LONG.search(body[:4096].decode("utf-8", "replace")))
+    error = data.get("error") if isinstance(data, dict) else None
+    fields = error if isinstance(error, dict) else data if isinstance(data, dict) else {}
+    kinds = {str(fields.get(k, "")).lower() for k in ("type", "code", "error_type")}
+    codes = [fields.get(k) for k in ("code", "status")]
+    client_code = any(type(c) is int and 400 <= c < 500 and c not in (408, 409, 425, 429)
+                      for c in codes)
+    return bool(kinds & _REQUEST_ERRORS) or client_code or bool(
+        _TOO_LONG.search(_error_detail(body)))
 
 
 def _error_detail(body: bytes) -> str:

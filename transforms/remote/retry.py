@@ -2,9 +2,10 @@
 
 Retried: 429, 5xx, timeouts, connection errors, a 2xx whose body is not the
 JSON it should be (truncated or malformed). Never retried: any other 4xx (a
-bad request or a bad key does not get better by asking again). A 429 without
-Retry-After is waited out by OpenAI's x-ratelimit-reset-* headers when it has
-them: asking again before then is a request spent on another 429.
+bad request or a bad key does not get better by asking again), nor a 200 or
+5xx whose error body refuses the request itself (client._refused_as_asked). A
+429 without Retry-After is waited out by OpenAI's x-ratelimit-reset-* headers
+when it has them: asking again before then is a request spent on another 429.
 """
 from __future__ import annotations
 
