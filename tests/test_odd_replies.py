@@ -235,6 +235,30 @@ def test_the_judge_reads_its_verdict_after_its_thinking(tmp_path):
     assert not read_rows(out, "errors")
 
 
+def test_a_closing_think_tag_in_running_text_is_part_of_the_answer(tmp_path):
+    """A lone </think> anywhere split the content there: an answer that names the
+    tag ("close it with </think> and ...") was scored as its tail with its head
+    as reasoning, and a judge verdict whose reason quotes it lost the JSON's
+    start (a repair request, then a null score). A lone closing tag ends
+    reasoning only where it ends a line (DeepSeek-R1, QwQ: `...\n</think>\n\n`),
+    in any case and as </thinking> too, outside code."""
+    mention = "Close the block with </think> and the answer follows."
+    fenced = "Write this:\n```\n</think>\n```\nthen the answer."
+    out, results, _ = _run_bots(tmp_path, {
+        "mention": _raw(_reply(mention)), "fenced": _raw(_reply(fenced)),
+        "upper": _raw(_reply(f"Maybe 45 days.</THINK>\n\n{ANSWER}")),
+        "thinking": _raw(_reply(f"Maybe 45 days.\n</thinking>\n{ANSWER}"))})
+    assert results["mention"]["answer"] == mention
+    assert results["fenced"]["answer"] == fenced
+    for bot in ("upper", "thinking"):
+        assert results[bot]["answer"] == ANSWER, results[bot]
+        assert json.loads(results[bot]["bot_details"])["reasoning_content"] == "Maybe 45 days."
+    quoted = '{"score": 4, "reason": "explains that </think> ends a reasoning block"}'
+    (tmp_path / "j").mkdir()
+    _, scores, asked = _run_judge(tmp_path / "j", {"quoted": _raw(_reply(quoted))})
+    assert scores["quoted"]["value"] == 0.75 and asked == {"quoted": 1}
+
+
 def test_a_judge_reply_a_content_filter_stopped_is_asked_once(tmp_path):
     """A judge reply withheld by the provider's content filter was asked again up
     to max_attempts (null content: 3 requests) or got a repair request quoting

@@ -186,7 +186,24 @@ TEXT_PARTS = ("text", "output_text")
 REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
 _THINK = re.compile(r"\s*<(think|thinking|reasoning)>(.*?)</\1>\s*", re.S | re.I)
 _THINK_OPEN = re.compile(r"\s*<(think|thinking|reasoning)>", re.I)
-_THINK_CLOSE = "</think>"
+_ANY_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
+# a closing tag that ends its line (DeepSeek-R1, QwQ: "...\n</think>\n\nanswer")
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>[ \t]*(?:\r?\n|$)", re.I)
+
+
+def _lone_close(content: str) -> re.Match | None:
+    """The closing tag that ends thinking sent without its opening tag (the opening
+    tag was in the prompt), else None. Only one that ends a line and stands outside
+    code counts: a tag named in running text ("close it with </think> and ..."),
+    in a JSON string or in a code block is the answer's own text."""
+    if _ANY_OPEN.search(content):
+        return None
+    for m in _THINK_CLOSE.finditer(content):
+        before = content[:m.start()]
+        line = before[before.rfind("\n") + 1:]
+        if before.count("```") % 2 == 0 and line.count("`") % 2 == 0:
+            return m
+    return None
 
 
 def _part_text(value: Any) -> str | None:
@@ -224,8 +241,8 @@ def split_reasoning(content: Any) -> tuple[Any, str | None]:
     """(the answer, the reasoning before it, None if none) of a message's content.
     A reasoning model served without a reasoning parser (DeepSeek-R1 on vLLM or
     Ollama's /v1, QwQ) sends its thinking in the content: `<think>...</think>`
-    then the answer, or the thinking and `</think>` alone (the opening tag was
-    in the prompt). Scored as the answer it would be someone else's text; an
+    then the answer, or the thinking and `</think>` alone at a line's end (the
+    opening tag was in the prompt). Scored as the answer it would be someone else's text; an
     unclosed <think> is only reasoning (answer None)."""
     content, thought = _joined_parts(content)
     if not isinstance(content, str):
@@ -235,9 +252,8 @@ def split_reasoning(content: Any) -> tuple[Any, str | None]:
         more, content = m.group(2).strip(), content[m.end():]
     elif _THINK_OPEN.match(content):
         more, content = content[_THINK_OPEN.match(content).end():].strip(), None
-    elif _THINK_CLOSE in content and "<think>" not in content:
-        before, _, after = content.partition(_THINK_CLOSE)
-        more, content = before.strip(), after.lstrip()
+    elif (close := _lone_close(content)) is not None:
+        more, content = content[:close.start()].strip(), content[close.end():].lstrip()
     else:
         return content, thought
     return content, "\n".join(t for t in (thought, more) if t)
