@@ -62,7 +62,8 @@ class EndpointConfig:
     base_url: str
     """The service's URL: `https://api.openai.com/v1`, vLLM or LiteLLM
     `http://host:8000/v1`, Ollama `http://host:11434/v1`, an Azure resource URL, or any
-    JSON HTTP service for an `http` bot."""
+    JSON HTTP service for an `http` bot. No variable is read in it (a `${VAR}` stops
+    the run): a key goes in `api_key_env` or a header."""
     api_key_env: str | None = None
     """The NAME of the environment variable that holds the key (`OPENAI_API_KEY`, not
     `${OPENAI_API_KEY}`: refused, saying so), sent as
@@ -96,7 +97,8 @@ class EndpointConfig:
     headers: dict[str, str] = field(default_factory=dict)
     """Extra HTTP headers, name to text; `${VAR}` in a value is read from the environment
     (unset or empty: the run stops before it starts; `$VAR` without braces, which
-    would be sent as it is, is refused, saying to write `${VAR}`) and scrubbed from everything
+    would be sent as it is, is refused wherever it stands, saying to write `${VAR}`;
+    `$$` is a literal `$`) and scrubbed from everything
     written, as are literal values of headers named like a secret and tokens in any
     header (16+ letters and digits mixing cases)."""
     worker_share: float | None = None
@@ -348,9 +350,9 @@ class CacheConfig:
 
 
 from transforms.decide.presets import PRESETS  # noqa: E402
-from transforms.remote.scrub import (SECRET_NAME, key_like_name, path_secrets,  # noqa: E402
-                                     redact_url, secret_texts, shown, token_words,
-                                     url_secrets_in)
+from transforms.remote.scrub import (ENV_TEXT, SECRET_NAME, key_like_name,  # noqa: E402
+                                     path_secrets, redact_url, secret_texts, shown,
+                                     token_words, url_secrets_in)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
 
@@ -548,6 +550,7 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     if not usable:
         raise ConfigError(f"{where}.base_url must be an http(s) URL with a host (and a port "
                           f"from 1 to 65535), got {redact_url(ep.base_url)!r}")
+    _no_reference_in_url(ep.base_url, f"{where}.base_url")
     for key in ("requests_per_second", "timeout_s", "backoff_initial_s", "backoff_max_s",
                 "circuit_cooldown_s"):
         _number(getattr(ep, key), f"{where}.{key}")
@@ -590,20 +593,31 @@ def _endpoint(name: str, data: Any) -> EndpointConfig:
     return ep
 
 
-_BARE_REF = re.compile(r"(?:^|\s)\$([A-Za-z_][A-Za-z0-9_]*)\b")
-
-
 def _no_bare_reference(value: str, where: str) -> None:
-    """A header's or an http bot body's `$VAR` (at its start or after a space,
-    as in `Bearer $KEY`) would be sent as it is, and every call refused: both
-    read `${VAR}`. The name is quoted only when it cannot be a key pasted in
-    its place."""
-    ref = _BARE_REF.search(value)
+    """A header's or an http bot body's `$VAR`, wherever it stands (`Bearer $KEY`,
+    `Bearer$KEY`, `?key=$KEY`), would be sent as it is, and every call refused:
+    both read `${VAR}`, and `$$` is a literal `$`. The name is quoted only when it
+    cannot be a key pasted in its place."""
+    ref = next((m for m in ENV_TEXT.finditer(value) if m.group(2)), None)
     if ref:
-        name = ref.group(1)
-        said = ("a $ and a name as they are: write ${NAME}" if key_like_name(name)
-                else f"${name} as it is: write ${{{name}}}")
-        raise ConfigError(f"{where} sends {said} to read the variable")
+        name = ref.group(2)
+        said = ("a $ and a name as they are: write ${NAME} to read the variable, or $$ "
+                "for a literal $" if key_like_name(name)
+                else f"${name} as it is: write ${{{name}}} to read the variable, or "
+                     f"$${name} for the text ${name}")
+        raise ConfigError(f"{where} sends {said}")
+
+
+def _no_reference_in_url(url: str, where: str) -> None:
+    """A `${VAR}` or `$VAR` in base_url is not read from the environment (the URL
+    is sent, logged and written as it is): said, naming the variable only."""
+    ref = next((m for m in ENV_TEXT.finditer(url) if m.group(1) or m.group(2)), None)
+    if ref:
+        name = ref.group(1) or ref.group(2)
+        shown_ref = "a $ and a name" if key_like_name(name) else ref.group(0)
+        raise ConfigError(f"{where} holds a variable ({shown_ref}), which is not read from "
+                          "the environment in a URL: give the key by api_key_env or a "
+                          "header with ${VAR} (a literal $ in a URL is %24)")
 
 
 def _texts_at(value: Any, where: str) -> Iterator[tuple[str, str]]:

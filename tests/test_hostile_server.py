@@ -537,7 +537,8 @@ def test_an_http_bot_body_variable_without_braces_is_refused_as_a_header_s_is(
         assert code == 2 and not os.path.exists(out)
         assert not [r for r in server.recorded() if r.path == "/assistant"]
         assert err == ("evalbeam: error: bots[0].options.body.auth[0].bearer sends $BODY_TOKEN "
-                       "as it is: write ${BODY_TOKEN} to read the variable")
+                       "as it is: write ${BODY_TOKEN} to read the variable, or "
+                       "$$BODY_TOKEN for the text $BODY_TOKEN")
         assert token not in err
         assert run_with("Bearer ${BODY_TOKEN}", "braced")[0] == 0
         sent = [r.json for r in server.recorded() if r.path == "/assistant"]
@@ -561,3 +562,51 @@ def test_a_token_in_a_header_not_named_like_a_secret_is_written_nowhere(tmp_path
     assert leaks(everything, token) == []
     public = json.dumps(manifest(out, "x")["config"])
     assert "eu-west-1" in public and "Qwen2.5-72B-Instruct" in public  # what names no key
+
+
+def test_a_variable_glued_to_text_is_refused_and_a_doubled_dollar_is_a_dollar(
+        tmp_path, monkeypatch, capfd):
+    """`$VAR` was refused only at a text's start or after a blank (`Bearer
+    $KEY`): glued to text (`Bearer$KEY`, `token=$KEY`, a URL's `?key=$KEY` in an
+    http bot's body) it was sent as those characters, every call refused, and a
+    `${VAR}` in base_url went out as written. Now a `$NAME` anywhere in a header or
+    a body is refused before the run (exit 2, one line naming the key, never a
+    value), so is a variable in base_url (not read there), and `$$` writes a
+    literal `$` (`$$HOME` sends `$HOME`, `$${X}` sends `${X}`)."""
+    token = "gluedTok-Xw4Tn8Bv2q7ZrLm9"
+    monkeypatch.setenv("GLUED_TOKEN", token)
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(lambda body: "Within 30 days.")
+
+        def run_with(run_id: str, header: str, body: str, base: str = "") -> tuple[int, str]:
+            cfg = tmp_path / f"{run_id}.yaml"
+            ep = json.loads(_endpoint(server.base_url + base, max_attempts=1))
+            ep["headers"] = {"X-Auth": header}
+            cfg.write_text(
+                f"endpoints:\n  rag: {json.dumps(ep)}\n"
+                "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: /assistant, "
+                "answer_path: data.answer, body: {question: '{question}', link: '" + body
+                + "'}}}\nmetrics: [exact_match]\n")
+            out = str(tmp_path / run_id)
+            code = run_cli("--input", _cases(tmp_path, 1), "--output", out, "--config",
+                           str(cfg), "--run-id", run_id)
+            return code, capfd.readouterr().err.strip()
+
+        for run_id, header, body, base, said in [
+            ("h", "Bearer$GLUED_TOKEN", "x", "", "endpoints.rag.headers.X-Auth sends "
+             "$GLUED_TOKEN as it is: write ${GLUED_TOKEN} to read the variable, or "
+             "$$GLUED_TOKEN for the text $GLUED_TOKEN"),
+            ("b", "k", "https://docs.example/?key=$GLUED_TOKEN", "",
+             "bots[0].options.body.link sends $GLUED_TOKEN as it is"),
+            ("u", "k", "x", "/?key=${GLUED_TOKEN}", "endpoints.rag.base_url holds a "
+             "variable (${GLUED_TOKEN}), which is not read from the environment in a URL"),
+        ]:
+            code, err = run_with(run_id, header, body, base)
+            assert code == 2 and said in err and err.count("\n") == 0, err
+            assert token not in err and not os.path.exists(tmp_path / run_id)
+        assert not [r for r in server.recorded() if r.path == "/assistant"]
+        code, _ = run_with("ok", "Bearer${GLUED_TOKEN}", "cost: US$$5, $$HOME, $${X}")
+        assert code == 0
+        sent = [r for r in server.recorded() if r.path == "/assistant"]
+    assert len(sent) == 1 and sent[0].headers["x-auth"] == f"Bearer{token}"
+    assert sent[0].json["link"] == "cost: US$5, $HOME, ${X}"

@@ -31,7 +31,7 @@ from transforms.remote.cache import (ONLY, REFRESH, SHARED, USE, CallCache, Tier
 from transforms.remote.ratelimit import AdaptiveRateLimiter
 from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
                                      error_for_status, is_retryable)
-from transforms.remote.scrub import ENV_REF, Scrubber, configured_secrets, redact_url
+from transforms.remote.scrub import ENV_TEXT, Scrubber, configured_secrets, redact_url
 
 REQUEST_ID_HEADER = "X-Client-Request-Id"
 # Whom a call is for, (bot, metrics): set by the caller around its calls with
@@ -136,10 +136,11 @@ def env_secret(name: str, where: str) -> str:
 
 
 def resolve_env_refs(value: str, where: str) -> str:
-    """Replace ${VAR} by the environment variable's value (secrets stay out of configs)."""
+    """Replace ${VAR} by the environment variable's value (secrets stay out of
+    configs) and `$$` by `$` (how a literal `$` before a name is written)."""
     def sub(m: re.Match) -> str:
-        return env_secret(m.group(1), where)
-    return ENV_REF.sub(sub, value)
+        return env_secret(m.group(1), where) if m.group(1) else m.group(0).replace("$$", "$")
+    return ENV_TEXT.sub(sub, value)
 
 
 def split_query(base_url: str) -> tuple[str, dict[str, str]]:

@@ -41,6 +41,10 @@ REDACTED = "<redacted>"
 MIN_RUN = 8        # a shared run of this many characters of a secret is scrubbed
 MIN_SECRET = 4     # shorter values would redact ordinary words; they are not scrubbed
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# a text where ${VAR} is read (a header's value, an http bot's body), token by token:
+# `$$` a literal `$`, `${VAR}` (group 1) the variable, `$VAR` (group 2) a reference
+# without braces, which the config refuses wherever it stands
+ENV_TEXT = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 # a header (or config key) whose literal value is a credential: Authorization,
 # Proxy-Authorization, X-Auth, X-Api-Key, Cookie, X-Signature, ... (not "session": an
 # http bot's body {session: "eval-{case_id}"} is no secret)
