@@ -7,7 +7,8 @@ docs/guides/judges.md) or `classifier:grounding`. `calls` counts requests that w
 the endpoint (`calls` + `retries` = the attempts made); `failures` counts
 calls that ended without an answer: those sent that failed after their
 attempts, and those the endpoint's open circuit breaker failed before any
-attempt (in `failures` only, not in `calls`). A reply served from the call
+attempt or the judge did not send, larger than judge.max_prompt_tokens (in
+`failures` only, not in `calls`). A reply served from the call
 cache counts in `cache_hits` instead, with no tokens; `shared_cache_hits` is the part of those served by
 tier 2 (the objects every worker shares), the rest came from the worker's
 own SQLite file. `budget_refused` counts calls not sent because a spend cap
