@@ -150,10 +150,10 @@ class BotConfig:
     system_prompt: str | None = None
     """`chat`, `full_context`: an optional system message."""
     options: dict[str, Any] = field(default_factory=dict)
-    """`http`: `path`, `body` (JSON with `{question}`, `{case_id}`, a value
-    `"{messages}"` for a conversation's earlier turns, and `${VAR}` read from the
-    environment and scrubbed, as in headers, where `$VAR` without braces is
-    refused), `answer_path` (required: a dot path such as `data.answer`),
+    """`http`: `path` (no variable is read in it), `body` (JSON with `{question}`,
+    `{case_id}`, a value `"{messages}"` for a conversation's earlier turns, and
+    `${VAR}` read from the environment and scrubbed, as in headers, where `$VAR`
+    without braces is refused and `$$` is a literal `$`), `answer_path` (required: a dot path such as `data.answer`),
     `contexts_path`, `context_field`; `chat` and `full_context`: `temperature`
     (0), `max_tokens`."""
 
@@ -609,8 +609,9 @@ def _no_bare_reference(value: str, where: str) -> None:
 
 
 def _no_reference_in_url(url: str, where: str) -> None:
-    """A `${VAR}` or `$VAR` in base_url is not read from the environment (the URL
-    is sent, logged and written as it is): said, naming the variable only."""
+    """A `${VAR}` or `$VAR` in base_url or an http bot's path is not read from the
+    environment (the URL is sent, logged and written as it is): said, naming the
+    variable only."""
     ref = next((m for m in ENV_TEXT.finditer(url) if m.group(1) or m.group(2)), None)
     if ref:
         name = ref.group(1) or ref.group(2)
@@ -1003,6 +1004,7 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
                 raise ConfigError(f"{where}.options.path must not carry a query (it is not "
                                   "sent); put query parameters in endpoints.<name>.base_url, "
                                   "whose values go with every request and are scrubbed")
+            _no_reference_in_url(path, f"{where}.options.path")
             if path_secrets(path):  # sent in every request line, echoed in a 404
                 raise ConfigError(f"{where}.options.path must not carry a credential (a "
                                   "segment after /key/ or /token/, a long token, ;api_key=): "

@@ -571,37 +571,40 @@ def test_a_variable_glued_to_text_is_refused_and_a_doubled_dollar_is_a_dollar(
     http bot's body) it was sent as those characters, every call refused, and a
     `${VAR}` in base_url went out as written. Now a `$NAME` anywhere in a header or
     a body is refused before the run (exit 2, one line naming the key, never a
-    value), so is a variable in base_url (not read there), and `$$` writes a
+    value), so is a variable in base_url or a path (not read there), and `$$` writes a
     literal `$` (`$$HOME` sends `$HOME`, `$${X}` sends `${X}`)."""
     token = "gluedTok-Xw4Tn8Bv2q7ZrLm9"
     monkeypatch.setenv("GLUED_TOKEN", token)
     with FakeOpenAI() as server:
         server.set_assistant_handler(lambda body: "Within 30 days.")
 
-        def run_with(run_id: str, header: str, body: str, base: str = "") -> tuple[int, str]:
+        def run_with(run_id: str, header: str, body: str, base: str = "",
+                     path: str = "/assistant") -> tuple[int, str]:
             cfg = tmp_path / f"{run_id}.yaml"
             ep = json.loads(_endpoint(server.base_url + base, max_attempts=1))
             ep["headers"] = {"X-Auth": header}
             cfg.write_text(
                 f"endpoints:\n  rag: {json.dumps(ep)}\n"
-                "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: /assistant, "
-                "answer_path: data.answer, body: {question: '{question}', link: '" + body
+                "bots:\n  - {name: rag, type: http, endpoint: rag, options: {path: '" + path
+                + "', answer_path: data.answer, body: {question: '{question}', link: '" + body
                 + "'}}}\nmetrics: [exact_match]\n")
             out = str(tmp_path / run_id)
             code = run_cli("--input", _cases(tmp_path, 1), "--output", out, "--config",
                            str(cfg), "--run-id", run_id)
             return code, capfd.readouterr().err.strip()
 
-        for run_id, header, body, base, said in [
-            ("h", "Bearer$GLUED_TOKEN", "x", "", "endpoints.rag.headers.X-Auth sends "
+        for run_id, header, body, base, path, said in [
+            ("h", "Bearer$GLUED_TOKEN", "x", "", "/assistant", "endpoints.rag.headers.X-Auth sends "
              "$GLUED_TOKEN as it is: write ${GLUED_TOKEN} to read the variable, or "
              "$$GLUED_TOKEN for the text $GLUED_TOKEN"),
-            ("b", "k", "https://docs.example/?key=$GLUED_TOKEN", "",
+            ("b", "k", "https://docs.example/?key=$GLUED_TOKEN", "", "/assistant",
              "bots[0].options.body.link sends $GLUED_TOKEN as it is"),
-            ("u", "k", "x", "/?key=${GLUED_TOKEN}", "endpoints.rag.base_url holds a "
-             "variable (${GLUED_TOKEN}), which is not read from the environment in a URL"),
+            ("u", "k", "x", "/?key=${GLUED_TOKEN}", "/assistant", "endpoints.rag.base_url "
+             "holds a variable (${GLUED_TOKEN}), which is not read from the environment"),
+            ("p", "k", "x", "", "/assistant/$GLUED_TOKEN", "bots[0].options.path holds a "
+             "variable ($GLUED_TOKEN), which is not read from the environment in a URL"),
         ]:
-            code, err = run_with(run_id, header, body, base)
+            code, err = run_with(run_id, header, body, base, path)
             assert code == 2 and said in err and err.count("\n") == 0, err
             assert token not in err and not os.path.exists(tmp_path / run_id)
         assert not [r for r in server.recorded() if r.path == "/assistant"]
