@@ -32,10 +32,10 @@ def _need_chromium() -> None:
         pytest.skip(f"{browser.CHROMIUM} not installed")
 
 
-def _run(tmp_path, n_bots: int) -> tuple[str, str]:
+def _run(tmp_path, n_bots: int, name: str = "faq_{:02d}") -> tuple[str, str]:
     """The example's first 4 cases of each of 5 suites (long ids), answered by
-    `recorded` and n_bots − 1 FAQ bots each knowing part of the FAQ: the run's
-    report.html and report.md paths."""
+    `recorded` and n_bots − 1 FAQ bots each knowing part of the FAQ (named by
+    `name`'s format of their number): the run's report.html and report.md paths."""
     rows = pq.read_table(os.path.join(EXAMPLE, "cases.parquet")).to_pylist()
     cases = [{**c, "case_id": f"{PREFIX}{suite}_{i}"} for suite in SUITES
              for i, c in enumerate([c for c in rows if c["suite"] == suite][:4])]
@@ -45,7 +45,7 @@ def _run(tmp_path, n_bots: int) -> tuple[str, str]:
     bots = ["  - {name: recorded, type: precomputed}"]
     for b in range(n_bots - 1):
         write_cases(str(tmp_path / f"faq{b}.parquet"), faq[: len(faq) - 4 * b])
-        bots.append(f"  - {{name: faq_{b:02d}, type: faq_match, faq: faq{b}.parquet}}")
+        bots.append(f"  - {{name: {name.format(b)}, type: faq_match, faq: faq{b}.parquet}}")
     cfg = tmp_path / "c.yaml"
     cfg.write_text("bots:\n" + "\n".join(bots) + "\nmetrics: [exact_match, rougeL, "
                    "keyword_recall, answer_similarity]\n")
@@ -114,3 +114,73 @@ def test_two_bots_keep_every_section_open(tmp_path):
     text = open(md, encoding="utf-8").read()
     assert "more of " not in text and "Each cell: the row bot's" not in text
     assert "### faq\\_00 − recorded" in text or "### faq_00 − recorded" in text
+
+
+# bot names as a team names its variants: 45 characters and more
+LONG_NAME = "support-assistant-gpt-4o-mini-retrieval-v{:02d}-temperature-0_7"
+
+
+@pytest.fixture(scope="module")
+def twelve_long(tmp_path_factory) -> tuple[str, str]:
+    """One run of 12 bots, 11 of them with long names: report.html and report.md."""
+    return _run(tmp_path_factory.mktemp("twelve"), 12, LONG_NAME)
+
+
+def _box(section: str) -> str:
+    """JS: [scrollWidth, clientWidth, rows, column headings] of the table in the
+    first sideways-scrolling box after the h2 that starts with `section`."""
+    return ("(() => { const h = Array.from(document.querySelectorAll('h2'))"
+            f".find(e => e.innerText.startsWith({section!r})); let d = h.nextElementSibling;"
+            " while (!d.classList.contains('wide')) d = d.nextElementSibling;"
+            " return [d.scrollWidth, d.clientWidth, d.querySelectorAll('tr').length,"
+            " Array.from(d.querySelectorAll('th')).map(t => t.innerText)]; })()")
+
+
+def _md_section(md: str, title: str) -> str:
+    text = open(md, encoding="utf-8").read()
+    return text.split(f"## {title}")[1].split("\n## ")[0]
+
+
+def test_the_metric_means_of_many_bots_are_a_ranked_row_per_bot_within_the_page(twelve_long):
+    """12 bots made the means a column per bot, 3,500 px of them scrolled
+    sideways at 1,280 px in report.html (and 12 columns of report.md): now a
+    row per bot, best pass rate first, each metric a column."""
+    _need_chromium()
+    html, md = twelve_long
+    for width in (1280, 400):
+        with browser.Browser(width=width) as b:
+            shown = b.open("file://" + html)
+            box = shown.evaluate(_box("Metric means"))
+            page_width = shown.evaluate("document.documentElement.scrollWidth")
+        assert page_width <= width, (width, page_width)
+        assert box[2] == 1 + 12, box  # a heading row and a row per bot
+        if width == 1280:
+            assert box[0] <= box[1], box
+    rows = re.findall(r"^\| (\S+) \| (\d\.\d{3}) \|", _md_section(md, "Metric means"), re.M)
+    assert len(rows) == 12, rows
+    rates = [float(r) for _, r in rows]
+    assert rates == sorted(rates, reverse=True) and rows[0][0] == "recorded", rows
+
+
+def test_the_head_to_head_of_many_bots_in_report_md_is_a_line_per_bot(twelve_long):
+    """report.md wrote a paragraph of findings per pair: 66 for 12 bots. Now the
+    matrix and one line per bot naming the bots it differs from."""
+    _, md = twelve_long
+    section = _md_section(md, "Head to head")
+    blocks = [b for b in section.split("\n\n") if b.strip()]
+    assert len(blocks) <= 8, len(blocks)
+    items = re.findall(r"^- \*\*(.+?)\*\*: ", section, re.M)
+    assert len(items) == 12 and "recorded" in items, items
+
+
+def test_long_bot_names_head_no_column_of_the_matrix(twelve_long):
+    """Twelve 59-character names as the matrix's column headings wrapped to six
+    lines each, every row as tall, and the matrix scrolled sideways (1,554 px at
+    1,280): the rows are numbered and the columns go by number."""
+    _need_chromium()
+    html, _ = twelve_long
+    with browser.Browser(width=1280) as b:
+        shown = b.open("file://" + html)
+        box = shown.evaluate(_box("Head to head"))
+    assert box[0] <= box[1], box
+    assert box[3][1:] == [str(i) for i in range(1, 13)], box

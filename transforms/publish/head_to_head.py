@@ -309,9 +309,70 @@ def pass_rate_grid(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]
     return bots, cells
 
 
+def bot_findings(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]
+                 ) -> list[tuple[str, str]]:
+    """Per bot (in the pairs' order), one sentence: the bots it passes
+    significantly more or fewer cases than, and those it is significantly
+    better or worse than on some metric, naming the metrics (a paragraph per
+    pair made 12 bots' head to head 66 paragraphs, 25 bots' 300)."""
+    bots: list[str] = []
+    found: dict[str, dict[str, list[str]]] = {}
+    for (a, b), stats in pairs:
+        bots += [n for n in (a, b) if n not in bots]
+        if not stats["paired"]:
+            continue
+        rows = overall(stats)
+        pr = next((r for r in rows if r["metric"] == PASS_RATE), None)
+        ahead = ({"better": (b, a), "worse": (a, b)}.get(change(pr))
+                 if pr is not None and pr.get("n_pairs") else None)
+        if ahead:
+            found.setdefault(ahead[0], {}).setdefault("more", []).append(ahead[1])
+            found.setdefault(ahead[1], {}).setdefault("fewer", []).append(ahead[0])
+        for winner, loser, names in ((b, a, _names(rows, "better")),
+                                     (a, b, _names(rows, "worse"))):
+            if names:
+                said = f" ({', '.join(names)})"
+                found.setdefault(winner, {}).setdefault("better", []).append(loser + said)
+                found.setdefault(loser, {}).setdefault("worse", []).append(winner + said)
+    words = {"more": "passes significantly more cases than",
+             "fewer": "passes significantly fewer cases than",
+             "better": "is significantly better on some metric than",
+             "worse": "is significantly worse on some metric than"}
+    out = []
+    for bot in bots:
+        said = [f"{words[k]} {', '.join(found[bot][k])}" for k in words
+                if found.get(bot, {}).get(k)]
+        out.append((bot, "; ".join(said) + "." if said else
+                    "no significant difference from any other bot."))
+    return out
+
+
+BOT_FINDINGS_NOTE = ("Per bot, the bots it differs from significantly (Holm-adjusted, as "
+                     "below); in brackets, the metrics on which it is better or worse.")
+
+
+# a name longer than this heads no column of the matrix (twelve 45-character names
+# made the columns wrap to six lines, each row as tall, the matrix 1,550 px wide)
+GRID_NAME_CHARS = 10
+
+
+def grid_labels(bots: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The matrix's row and column labels: the bots' names, or, when a name is
+    long, the rows numbered (`2. name`) and the columns by their number."""
+    if max(map(len, bots), default=0) <= GRID_NAME_CHARS:
+        return list(bots), list(bots)
+    return [f"{i}. {b}" for i, b in enumerate(bots, 1)], [str(i) for i in range(1, len(bots) + 1)]
+
+
 GRID_NOTE = ("Each cell: the row bot's pass rate − the column bot's, on the cases both "
              "answered; ▲ the row bot passes significantly more, ▼ significantly fewer "
              "(Holm-adjusted, as below).")
+
+
+def grid_note(bots: Sequence[str]) -> str:
+    """GRID_NOTE, and what the columns' numbers are when they stand for names."""
+    numbered = grid_labels(bots)[1] != list(bots)
+    return GRID_NOTE + (" A column's number is the row bot's number." if numbered else "")
 
 
 def suite_lines(pair: Sequence[str], stats: Mapping[str, Any]) -> list[list[Any]]:

@@ -415,18 +415,27 @@ def head_to_head_md(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) ->
 
 
 def _pairs_in_brief(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> list[str]:
-    """Many pairs: the matrix of pass-rate differences, then one paragraph of
-    findings per pair (each pair's tables made 12 bots' report.md 2,900 lines)."""
+    """Many pairs: the matrix of pass-rate differences, then a line per bot of
+    the bots it differs from (each pair's tables made 12 bots' report.md 2,900
+    lines; a paragraph per pair, 66 paragraphs)."""
     bots, cells = h2h.pass_rate_grid(pairs)
-    grid = [[md_name(r), *(cells.get((r, c), ("–",))[0] for c in bots)] for r in bots]
-    lines = [h2h.GRID_NOTE, "", *md_table(["bot", *map(md_name, bots)], grid, right=len(bots))]
-    for names, stats in pairs:
-        pair = tuple(md_name(n) for n in names)
-        lines += [f"**{md_cell(h2h.pair_label(pair), 200)}** ({stats['paired']} paired "
-                  f"cases): " + " ".join(md_cell(x, 2000) for x in h2h.findings(pair, stats)),
-                  ""]
-    return lines + ["Every metric's paired difference, per pair and per suite: the manifest's "
-                    "`head_to_head`, report.html, or `evalbeam compare`.", "", h2h.METHOD, ""]
+    rows, columns = h2h.grid_labels(bots)
+    grid = [[md_name(label), *(cells.get((r, c), ("–",))[0] for c in bots)]
+            for label, r in zip(rows, bots)]
+    lines = [h2h.grid_note(bots), "", *md_table(["bot", *map(md_name, columns)], grid,
+                                          right=len(bots)),
+             h2h.BOT_FINDINGS_NOTE, ""]
+    lines += [f"- **{md_cell(md_name(bot), 200)}**: {md_cell(said, 4000)}"
+              for bot, said in h2h.bot_findings(_md_named(pairs))]
+    return lines + ["", "Each pair's findings and every metric's paired difference, per suite: "
+                    "report.html, the manifest's `head_to_head`, or `evalbeam compare`.", "",
+                    h2h.METHOD, ""]
+
+
+def _md_named(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]
+              ) -> list[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    """The pairs with their bots' names as report.md writes them (md_name)."""
+    return [(tuple(md_name(n) for n in names), stats) for names, stats in pairs]
 
 
 def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int = 0,
@@ -438,6 +447,64 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: int =
            + "|"]
     out += ["| " + " | ".join(md_cell(str(x), limit) for x in row) + " |" for row in rows]
     return out + [""]
+
+
+def _means_md(summary: Sequence[Mapping[str, Any]], bots: Sequence[str]) -> list[str]:
+    """report.md's metric means: a column per bot up to FEW_BOTS, beyond them a
+    row per bot, ranked (12 bots' columns made a table 3,500 px wide)."""
+    if len(bots) > FEW_BOTS:
+        ranked, labels = ranked_means(summary)
+        return md_table(["bot", "pass rate", *labels],
+                        [[md_name(b), num(rate), *(_md_mean(r) for r in cells)]
+                         for b, rate, cells in ranked],
+                        right=len(labels) + 1, limit=500) + [RANKED_NOTE]
+    metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
+    by = {(r["bot"], r["metric"]): r for r in summary}
+    means = []
+    for m in metrics:
+        cells = []
+        for b in bots:
+            r = by.get((b, m))
+            if r is None:
+                cells.append("–")
+            elif r.get("sampled"):
+                cells.append(sampled_cell(r))
+            else:
+                cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
+        label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
+        means.append([label, *cells])
+    # md_table: with no bot (nothing evaluated) the header still has one cell per column
+    return md_table(["metric", *map(md_name, bots)], means, right=len(bots), limit=500)
+
+
+def _md_mean(row: Mapping[str, Any] | None) -> str:
+    """A mean in the ranked table of report.md: its interval, and what is missing."""
+    if row is None:
+        return "–"
+    if row.get("sampled"):
+        return sampled_cell(row)
+    return with_interval(row) + (f" (missing {row['missing']})" if row["missing"] else "")
+
+
+def ranked_means(summary: Iterable[Mapping[str, Any]]
+                 ) -> tuple[list[tuple[str, float | None, list[Mapping[str, Any] | None]]],
+                            list[str]]:
+    """The all-suites summary of many bots as both reports rank it: per bot, best
+    pass rate first (then by name), its pass rate and its row of each metric
+    (None where it has none); and the metrics' labels (↓ lower is better)."""
+    summary = [r for r in summary if r["suite"] == ALL_SUITES]
+    by = {(r["bot"], r["metric"]): r for r in summary}
+    metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
+    rates = {r["bot"]: r.get("mean") for r in summary if r["metric"] == VERDICT_METRIC}
+    bots = sorted({r["bot"] for r in summary},
+                  key=lambda b: (rates.get(b) is None, -(rates.get(b) or 0.0), b))
+    labels = [metric_label(m, next(by[(b, m)] for b in bots if (b, m) in by)
+                           .get("higher_is_better", True)) for m in metrics]
+    return [(b, rates.get(b), [by.get((b, m)) for m in metrics]) for b in bots], labels
+
+
+RANKED_NOTE = ("Bots ranked by pass rate (best first); each metric's mean over the bot's "
+               "rows with a value, with its 95% interval.")
 
 
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
@@ -468,25 +535,9 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
             lines.append(f"| {md_cell(md_name(r['bot']), 80)} | {r['pass_count']} | "
                          f"{r['warn_count']} | "
                          f"{r['fail_count']} | {r['error_count']} | {with_interval(r)} |")
-    metrics = sorted({r["metric"] for r in summary if r["metric"] != VERDICT_METRIC})
-    by = {(r["bot"], r["metric"]): r for r in summary}
     lines += ["", "## Metric means [95% CI] (null values excluded; missing = could not be "
               "computed)", ""]
-    means = []
-    for m in metrics:
-        cells = []
-        for b in bots:
-            r = by.get((b, m))
-            if r is None:
-                cells.append("–")
-            elif r.get("sampled"):
-                cells.append(sampled_cell(r))
-            else:
-                cells.append(f"{with_interval(r)} (n={r['count']}, missing {r['missing']})")
-        label = metric_label(m, by.get((bots[0], m), {}).get("higher_is_better", True))
-        means.append([label, *cells])
-    # md_table: with no bot (nothing evaluated) the header still has one cell per column
-    lines += md_table(["metric", *map(md_name, bots)], means, right=len(bots), limit=500)
+    lines += _means_md(summary, bots)
     lines += ["↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
     if any(r.get("sampled") for r in summary):

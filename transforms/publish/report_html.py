@@ -17,7 +17,8 @@ from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND_BY_METRIC,
                                       SPEND_TITLE, SPLIT_NOTE, cap_lines, clip, clip_id,
                                       finished_text, left_out_note, lost_request_lines,
-                                      metric_values, sampled_cell, sampled_note, spend_tables,
+                                      metric_values, ranked_means,
+                                      sampled_cell, sampled_note, spend_tables,
                                       with_interval, worst_shown)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history
@@ -79,7 +80,18 @@ def _verdicts(overall: list[Mapping[str, Any]]) -> Raw:
 
 
 def _means(overall: list[Mapping[str, Any]]) -> Raw:
+    """A column per bot up to FEW_BOTS; beyond, a row per bot ranked by pass
+    rate, each mean's interval and count in its tooltip (12 bots' columns of
+    means with intervals made a table 3,500 px wide, scrolled sideways)."""
     bots = sorted({r["bot"] for r in overall})
+    if len(bots) > FEW_BOTS:
+        ranked, labels = ranked_means(overall)
+        return Raw(table(["bot", "pass rate", *labels],
+                         [[b, num(rate), *map(_ranked_mean, cells)] for b, rate, cells in ranked],
+                         numeric=range(1, len(labels) + 2))
+                   + tag("p", "Bots ranked by pass rate (best first); each metric's mean "
+                         "over the bot's rows with a value (point at a mean for its 95% "
+                         "interval and count).", "muted small"))
     by = {(r["bot"], r["metric"]): r for r in overall}
     metrics = sorted({r["metric"] for r in overall if r["metric"] != VERDICT_METRIC})
     rows = []
@@ -92,6 +104,17 @@ def _means(overall: list[Mapping[str, Any]]) -> Raw:
                          f"{with_interval(r)}  n={r['count']}, missing {r['missing']}")
         rows.append(cells)
     return table(["metric", *bots], rows, numeric=range(1, len(bots) + 1))
+
+
+def _ranked_mean(row: Mapping[str, Any] | None) -> Raw | None:
+    """A mean in the ranked table, its interval and count in the tooltip."""
+    if row is None:
+        return None
+    missing = f" ({row['missing']} missing)" if row["missing"] else ""
+    shown = f"{num(row['mean'])}{' sampled' if row.get('sampled') else missing}"
+    title = (sampled_cell(row) if row.get("sampled") else
+             f"{with_interval(row)}, n={row['count']}, missing {row['missing']}")
+    return Raw(f'<span title="{esc(title)}">{esc(shown)}</span>')
 
 
 def _metrics_cell(case: Mapping[str, Any]) -> Raw:
@@ -159,7 +182,12 @@ def _head_to_head(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
         return parts + forest + sections + [tag("p", h2h.METHOD, "muted small")]
     folded = [(f"Forest plot of the {len(pairs)} pairs", forest),
               (f"Each pair's findings, metrics and suites ({len(pairs)} pairs)", sections)]
-    return parts + [_grid(pairs), tag("p", h2h.GRID_NOTE, "muted small")] + [
+    said = h2h.bot_findings(pairs)
+    findings = Raw("<ul>" + "".join(
+        f"<li><strong><bdi>{esc(bot)}</bdi></strong>: {esc(isolated(text, [b for b, _ in said]))}"
+        "</li>" for bot, text in said) + "</ul>")
+    return parts + [_grid(pairs), tag("p", h2h.grid_note(h2h.pass_rate_grid(pairs)[0]), "muted small"),
+                    tag("p", h2h.BOT_FINDINGS_NOTE), findings] + [
         Raw(f"<details><summary>{esc(title)}</summary>{''.join(map(esc, body))}</details>")
         for title, body in folded if body] + [tag("p", h2h.METHOD, "muted small")]
 
@@ -194,7 +222,9 @@ def _grid(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> Raw:
         text, side, title = cells[(row, col)]
         cls = f' class="{side}"' if side else ""
         return Raw(f'<span{cls} title="{esc(title)}">{esc(text)}</span>')
-    return table(["bot", *bots], [[r, *(shown(r, c) for c in bots)] for r in bots],
+    rows, columns = h2h.grid_labels(bots)
+    return table(["bot", *columns],
+                 [[label, *(shown(r, c) for c in bots)] for label, r in zip(rows, bots)],
                  numeric=range(1, len(bots) + 1))
 
 
