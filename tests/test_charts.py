@@ -161,21 +161,48 @@ def test_verdict_counts_are_whole_cases_on_the_axis():
     assert large[-1] == "100,000" and all(t.replace(",", "").isdigit() for t in large), large
 
 
+def _lines_of_bots(name: str, n: int) -> tuple[list[str], str]:
+    """The bots bot_00 ... and the SVG of a chart (histograms or trends) with a
+    line each."""
+    bots = [f"bot_{i:02d}" for i in range(n)]
+    if name == "histograms":
+        rows = [{"metric": "bleu", "bot": b, "start": s / 20, "share": (i + s) % 7 / 10}
+                for i, b in enumerate(bots) for s in range(3)]
+    else:
+        rows = [{"run": f"2026-01-0{s + 1}", "metric": "bleu", "bot": b, "mean": i / (2 * n),
+                 "ci_low": None, "ci_high": None, "run_id": f"r{s}"}
+                for i, b in enumerate(bots) for s in range(2)]
+    return bots, chart_engine.to_svg(getattr(charts, name)(rows))
+
+
 @pytest.mark.parametrize("name", ["histograms", "trends"])
 def test_each_of_twelve_bots_has_its_own_colour(name):
     """Vega's default palette has ten colours: in a 12-bot report the eleventh and
     twelfth bots' lines were drawn in the first two's colours, and the legend of the
     distributions and the trends named two bots per colour."""
-    bots = [f"bot_{i:02d}" for i in range(12)]
-    if name == "histograms":
-        rows = [{"metric": "bleu", "bot": b, "start": s / 20, "share": (i + s) % 7 / 10}
-                for i, b in enumerate(bots) for s in range(3)]
-    else:
-        rows = [{"run": f"2026-01-0{s + 1}", "metric": "bleu", "bot": b, "mean": i / 20,
-                 "ci_low": None, "ci_high": None, "run_id": f"r{s}"}
-                for i, b in enumerate(bots) for s in range(2)]
-    svg = chart_engine.to_svg(getattr(charts, name)(rows))
+    bots, svg = _lines_of_bots(name, 12)
     colour = dict(re.findall(r'aria-label="[^"]*bot: (bot_\d\d)"[^>]*?aria-roledescription='
                              r'"line mark"[^>]*?stroke="(#[0-9a-f]{6})"', svg))
     assert sorted(colour) == bots, colour
     assert len(set(colour.values())) == 12, colour
+
+
+@pytest.mark.parametrize("name", ["histograms", "trends"])
+def test_each_of_twenty_five_bots_is_drawn_its_own_way(name):
+    """tableau20 has 20 colours: in a 25-bot report the 21st to 25th bots' lines were
+    drawn as the first five's, the legend naming two bots per line. Beyond 20 bots
+    each round of 20 gets its own dash pattern: no two bots share colour and dash."""
+    bots, svg = _lines_of_bots(name, 25)
+    drawn = {}
+    for bot, attrs in re.findall(r'aria-label="[^"]*bot: (bot_\d\d)"([^>]*?'
+                                 r'aria-roledescription="line mark"[^>]*)>', svg):
+        dash = re.search(r'stroke-dasharray="([^"]*)"', attrs)
+        drawn[bot] = (re.search(r'stroke="(#[0-9a-f]{6})"', attrs).group(1),
+                      dash.group(1) if dash else "solid")
+    assert sorted(drawn) == bots, drawn
+    assert len(set(drawn.values())) == 25, drawn
+    legends = re.findall(r"legend titled 'bot' for ([^\"]*) with 25 values", svg)
+    assert len(legends) == 1 and "stroke color" in legends[0] and "strokeDash" in legends[0], \
+        legends  # one legend: each bot its colour and dash
+    width = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
+    assert width < 1200, width  # the legend in rows, not one row 1,540 px wide

@@ -89,11 +89,28 @@ def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> Spec:
 PALETTE = 10
 
 
-def _bot_colour(rows: Sequence[Mapping[str, Any]], **props: Any) -> Spec:
-    """The colour channel of a chart with one line per bot."""
-    if len({r["bot"] for r in rows}) > PALETTE:
-        props["scale"] = {"scheme": "tableau20"}
-    return _field("bot", "nominal", **props)
+# beyond tableau20's 20 colours the 21st bot took the first one's: from then on each
+# round of 20 bots is drawn with its own dash pattern (solid, dashed, dotted, ...)
+WIDE_PALETTE = 20
+DASHES = ([1, 0], [6, 3], [2, 2], [8, 3, 2, 3])
+
+
+def _bot_lines(rows: Sequence[Mapping[str, Any]], **props: Any) -> dict[str, Spec]:
+    """The channels that tell a chart's bots apart: a colour each up to 20
+    bots; beyond, the colours again with another dash pattern per round of 20
+    (one legend, each bot its colour and dash)."""
+    bots = sorted({r["bot"] for r in rows})
+    if len(bots) <= PALETTE:
+        return {"color": _field("bot", "nominal", **props)}
+    if len(bots) <= WIDE_PALETTE:
+        return {"color": _field("bot", "nominal", **props, scale={"scheme": "tableau20"})}
+    dashes = [DASHES[min(i // WIDE_PALETTE, len(DASHES) - 1)] for i in range(len(bots))]
+    if "legend" in props:  # in rows of ten: on one row 25 names made the chart 1,540 px wide
+        props["legend"] = {**props["legend"], "columns": 10}
+    return {"color": _field("bot", "nominal", **props,
+                            scale={"scheme": "tableau20", "domain": bots}),
+            "strokeDash": _field("bot", "nominal", **props,
+                                 scale={"domain": bots, "range": dashes})}
 
 
 def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
@@ -103,7 +120,7 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
         "facet": _field("metric", "nominal", title=None),
         "spec": {"mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6},
                  "encoding": _encoding(
-                     color=_bot_colour(bins, legend={"orient": "bottom"}),
+                     **_bot_lines(bins, legend={"orient": "bottom"}),
                      x=_field("start", "quantitative", scale={"domain": [0, 1]}, title=None),
                      y=_field("share", "quantitative", axis={"format": "%"}, title="share")),
                  "height": 80, "width": 170},
@@ -136,11 +153,11 @@ def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
         "facet": _field("metric", "nominal", title=None),
         "spec": {"layer": [
             {"mark": {"type": "rule", "opacity": 0.6},
-             "encoding": _encoding(color=_bot_colour(points), x=x,
+             "encoding": _encoding(**_bot_lines(points), x=x,
                                    y=_field("ci_low", "quantitative"),
                                    y2=_field("ci_high", None))},
             {"mark": {"type": "line", "point": True},
-             "encoding": _encoding(color=_bot_colour(points, legend={"orient": "bottom"}),
+             "encoding": _encoding(**_bot_lines(points, legend={"orient": "bottom"}),
                                    x=x, y=_field("mean", "quantitative",
                                                  scale={"zero": False}, title=None))}],
             "height": 140, "width": 260},
