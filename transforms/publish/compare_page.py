@@ -11,10 +11,10 @@ from typing import Any, Mapping
 
 from schemas.tables import PASS_RATE, VERDICT_ORDER as VERDICTS
 from transforms.publish import charts
-from transforms.publish.html import (Raw, figure, isolated, num, p_text, page, signed, table,
-                                    tag)
+from transforms.publish.html import (Raw, esc, figure, isolated, num, p_text, page, signed,
+                                    table, tag)
 from transforms.publish.paired import CHANGED, MIN_DIFFERENCE, change, metric_label, wtl
-from transforms.publish.report import clip, md_cell, md_table
+from transforms.publish.report import FEW_BOTS, clip, md_cell, md_table
 
 METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
           "over the pairs where both have a value; its 95% interval is a percentile bootstrap "
@@ -63,6 +63,33 @@ def _suites(c: Mapping[str, Any], bot: str) -> list[str]:
     return sorted({r["suite"] for r in c["rows"] if r["bot"] == bot and r["suite"] != "*"})
 
 
+BOTS_HEADERS = ["bot", "pairs", "pass rate", "Δ pass rate [95% CI]",
+                "significantly worse", "significantly better"]
+
+
+def bots_at_a_glance(c: Mapping[str, Any]) -> list[list[Any]]:
+    """One line per bot, the most regressed pass rate first: its pass rate's
+    move and the metrics significantly worse and better (with 25 bots each
+    bot's own table made the page 44,000 px tall before the first verdict)."""
+    out = []
+    for bot in c["bots"]:
+        rows = _rows(c, bot)
+        pr = next((r for r in rows if r["metric"] == PASS_RATE), {})
+        named = {side: ", ".join(_metric_label(r) for r in rows
+                                 if r["metric"] != PASS_RATE and change(r) == side) or "–"
+                 for side in ("worse", "better")}
+        mark = {"better": " ▲", "worse": " ▼"}.get(change(pr), "") if pr else ""
+        out.append((pr.get("delta") if pr.get("delta") is not None else 0.0, bot, [
+            bot, pr.get("n_pairs", 0),
+            f"{num(pr.get('baseline_mean'))} → {num(pr.get('candidate_mean'))}",
+            delta_text(pr) + mark if pr else "–", named["worse"], named["better"]]))
+    return [cells for _, _, cells in sorted(out, key=lambda x: (x[0], x[1]))]
+
+
+BOTS_NOTE = ("One line per bot, the largest drop of the pass rate first; each bot's "
+             "metrics, transitions and most regressed cases follow, folded.")
+
+
 def transition_grid(row: Mapping[str, Any]) -> list[list[Any]]:
     counts = json.loads(row.get("transitions") or "{}")
     return [[f"{a} →", *(counts.get(f"{a}->{b}", 0) for b in VERDICTS)] for a in VERDICTS]
@@ -99,6 +126,9 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
         lines += ["## Gate", ""]
         lines += [f"- **{'FAIL' if g['failed'] else 'pass'}** {md_cell(g['rule'], 300)}: "
                   f"{md_cell(g['finding'], 500)}" for g in c["gate"]] + [""]
+    if len(c["bots"]) > FEW_BOTS:
+        lines += ["## Bots at a glance", "", *md_table(BOTS_HEADERS, bots_at_a_glance(c),
+                                                       right=3)]
     lines += ["## Changes, all suites", ""]
     for bot in c["bots"]:
         lines += [f"### {bot}", ""] + md_table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)))
@@ -168,6 +198,58 @@ def forest_rows(c: Mapping[str, Any]) -> list[dict]:
             and r.get("delta") is not None and r.get("ci_low") is not None]
 
 
+def _folded(summary: str, body: Any) -> Raw:
+    return Raw(f"<details><summary>{summary}</summary>{esc(body)}</details>")
+
+
+def _changes_html(c: Mapping[str, Any], many: bool) -> list[Any]:
+    """The forest plot, each bot's metrics, its verdict transitions and its most
+    regressed cases; with many bots each folded under a line that says it."""
+    parts: list[Any] = []
+    points = forest_rows(c)
+    parts.append(tag("h2", "Changes, all suites"))
+    if points:
+        # no wider than the largest possible move of a plotted metric (1)
+        floor = min(max(10 * c.get("min_difference", MIN_DIFFERENCE), 0.01), 1.0)
+        forest = figure(charts.render(charts.forest(points, floor), "forest plot of deltas"),
+                        "Candidate − baseline with its 95% bootstrap interval (metrics "
+                        "scored in [0, 1] and the pass rate); green: significantly better, "
+                        "red: significantly worse (Holm-adjusted p < 0.05); ↓ lower is "
+                        "better.")
+        parts.append(_folded(f"Forest plot of the {len(c['bots'])} bots", forest)
+                     if many else forest)
+    for bot in c["bots"]:
+        rows = _rows(c, bot)
+        changes = table(CHANGE_HEADERS, map(change_cells, rows), numeric=range(1, 9))
+        if many:
+            worse = sum(change(r) == "worse" for r in rows)
+            better = sum(change(r) == "better" for r in rows)
+            parts.append(_folded(f"{tag('b', bot)}: {worse} significantly worse, {better} "
+                                 "better", changes))
+        else:
+            parts += [tag("h3", bot), changes]
+    parts.append(tag("h2", "Verdict transitions (rows: baseline, columns: candidate)"))
+    for bot in c["bots"]:
+        passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
+        if passes:
+            grid = table(["", *VERDICTS], transition_grid(passes[0]), numeric=range(1, 5))
+            parts += ([_folded(tag("b", bot), grid)] if many else [tag("h3", bot), grid])
+    parts.append(tag("h2", "Most regressed cases"))
+    for bot in c["bots"]:
+        cases = c["regressed"].get(bot)
+        shown = (table(["case", "suite", "verdict", "largest drops", "baseline answer",
+                        "candidate answer", "baseline reason", "candidate reason"],
+                       _regressed_cells(c, bot), text=range(3, 8), stack=True)
+                 if cases else tag("p", "No case regressed.", "muted"))
+        if not many:
+            parts += [tag("h3", bot), shown]
+        elif cases:
+            parts.append(_folded(f"{tag('b', bot)}: {len(cases)} regressed", shown))
+        else:
+            parts.append(tag("p", Raw(f"{tag('b', bot)}: no case regressed."), "muted"))
+    return parts
+
+
 def render_compare_html(c: Mapping[str, Any]) -> str:
     parts: list[Any] = [tag("h1", f"{c['candidate']} vs {c['baseline']}")]
     parts += [tag("p", isolated(line.replace("`", ""), c["bots"]), "muted")
@@ -179,43 +261,29 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
         parts.append(table(["", "rule", "finding"],
                            [["FAIL" if g["failed"] else "pass", g["rule"], g["finding"]]
                             for g in c["gate"]]))
-    points = forest_rows(c)
-    parts.append(tag("h2", "Changes, all suites"))
-    if points:
-        # no wider than the largest possible move of a plotted metric (1)
-        floor = min(max(10 * c.get("min_difference", MIN_DIFFERENCE), 0.01), 1.0)
-        parts.append(figure(charts.render(charts.forest(points, floor), "forest plot of deltas"),
-                            "Candidate − baseline with its 95% bootstrap interval (metrics "
-                            "scored in [0, 1] and the pass rate); green: significantly better, "
-                            "red: significantly worse (Holm-adjusted p < 0.05); ↓ lower is "
-                            "better."))
-    for bot in c["bots"]:
-        parts += [tag("h3", bot), table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)),
-                                        numeric=range(1, 9))]
-    parts.append(tag("h2", "Verdict transitions (rows: baseline, columns: candidate)"))
-    for bot in c["bots"]:
-        passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
-        if passes:
-            parts += [tag("h3", bot), table(["", *VERDICTS], transition_grid(passes[0]),
-                                            numeric=range(1, 5))]
-    parts.append(tag("h2", "Most regressed cases"))
-    for bot in c["bots"]:
-        parts.append(tag("h3", bot))
-        parts.append(table(["case", "suite", "verdict", "largest drops", "baseline answer",
-                            "candidate answer", "baseline reason", "candidate reason"],
-                           _regressed_cells(c, bot), text=range(3, 8), stack=True)
-                     if c["regressed"].get(bot) else tag("p", "No case regressed.", "muted"))
+    many = len(c["bots"]) > FEW_BOTS
+    if many:
+        parts += [tag("h2", "Bots at a glance"),
+                  table(BOTS_HEADERS, bots_at_a_glance(c), numeric=(1, 2, 3)),
+                  tag("p", BOTS_NOTE, "muted small")]
+    parts += _changes_html(c, many)
     parts.append(tag("h2", "Cases in only one run"))
     parts += [tag("p", line) for line in unpaired_lines(c)]
     parts.append(tag("h2", "Per suite"))
     for bot in c["bots"]:
+        suites, counts = [], [0, 0]
         for suite in _suites(c, bot):
             rows = _rows(c, bot, suite)
             worse = sum(change(r) == "worse" for r in rows)
             better = sum(change(r) == "better" for r in rows)
-            parts.append(Raw(f"<details><summary>{tag('b', bot)} · suite {tag('b', suite)}: "
-                             f"{worse} significantly worse, {better} better</summary>"
-                             + table(CHANGE_HEADERS, map(change_cells, rows),
-                                     numeric=range(1, 9)) + "</details>"))
+            counts = [counts[0] + worse, counts[1] + better]
+            suites.append(_folded(f"{tag('b', bot)} · suite {tag('b', suite)}: {worse} "
+                                  f"significantly worse, {better} better",
+                                  table(CHANGE_HEADERS, map(change_cells, rows),
+                                        numeric=range(1, 9))))
+        # many bots: a line per bot, its suites inside (25 bots × 5 suites were 125 lines)
+        parts += ([_folded(f"{tag('b', bot)}: {len(suites)} suites, {counts[0]} significantly "
+                           f"worse, {counts[1]} better", Raw("".join(suites)))]
+                  if len(c["bots"]) > FEW_BOTS and suites else suites)
     parts += [tag("h2", "Method"), tag("p", METHOD, "small")]
     return page(f"{c['candidate']} vs {c['baseline']}", parts)
