@@ -127,13 +127,16 @@ def twelve_long(tmp_path_factory) -> tuple[str, str]:
 
 
 def _box(section: str) -> str:
-    """JS: [scrollWidth, clientWidth, rows, column headings] of the table in the
-    first sideways-scrolling box after the h2 that starts with `section`."""
+    """JS: [scrollWidth, clientWidth, rows, column headings, tallest row's height]
+    of the table in the first sideways-scrolling box after the h2 that starts
+    with `section`."""
     return ("(() => { const h = Array.from(document.querySelectorAll('h2'))"
             f".find(e => e.innerText.startsWith({section!r})); let d = h.nextElementSibling;"
             " while (!d.classList.contains('wide')) d = d.nextElementSibling;"
             " return [d.scrollWidth, d.clientWidth, d.querySelectorAll('tr').length,"
-            " Array.from(d.querySelectorAll('th')).map(t => t.innerText)]; })()")
+            " Array.from(d.querySelectorAll('th')).map(t => t.innerText),"
+            " Math.max(...Array.from(d.querySelectorAll('tbody tr'))"
+            ".map(r => r.getBoundingClientRect().height))]; })()")
 
 
 def _md_section(md: str, title: str) -> str:
@@ -184,3 +187,16 @@ def test_long_bot_names_head_no_column_of_the_matrix(twelve_long):
         box = shown.evaluate(_box("Head to head"))
     assert box[0] <= box[1], box
     assert box[3][1:] == [str(i) for i in range(1, 13)], box
+
+
+def test_long_bot_names_keep_their_rows_a_few_lines_tall_on_a_phone(twelve_long):
+    """At 400 px a table of many bots is wider than the screen (it scrolls in its
+    box) and its name column shrank to its longest word: every row of the verdicts,
+    the means and the matrix was a 59-character name on 7 lines (153 px)."""
+    _need_chromium()
+    html, _ = twelve_long
+    with browser.Browser(width=400) as b:
+        shown = b.open("file://" + html)
+        heights = {title: shown.evaluate(_box(title))[4]
+                   for title in ("Verdicts", "Metric means", "Head to head")}
+    assert all(h <= 80 for h in heights.values()), heights

@@ -264,7 +264,7 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
     many = len(c["bots"]) > FEW_BOTS
     if many:
         parts += [tag("h2", "Bots at a glance"),
-                  table(BOTS_HEADERS, bots_at_a_glance(c), numeric=(1, 2, 3)),
+                  table(BOTS_HEADERS, bots_at_a_glance(c), numeric=(1, 2, 3), names=True),
                   tag("p", BOTS_NOTE, "muted small")]
     parts += _changes_html(c, many)
     parts.append(tag("h2", "Cases in only one run"))

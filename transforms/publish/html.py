@@ -41,9 +41,14 @@ text-align:start}
 table.stack td::before{content:attr(data-label);margin-inline-end:.5rem;font-size:.8rem;
 font-weight:600;color:#57606a}
 figure .wide img.chart{max-width:none}
+td.name{min-width:11rem}
 }
 """
 
+
+# The names column of a table of many bots: in a table wider than a phone a column
+# shrinks to its longest word, and a 59-character bot name took 7 lines in every row.
+NAMES = "name"
 
 # A table with this class is shown on a phone as one card per row, each cell
 # labelled with its column's heading (the cells' data-label, see `cell`).
@@ -133,16 +138,19 @@ def signed(x: float | None, digits: int = 3) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
-          numeric: Iterable[int] = (), text: Iterable[int] = (), stack: bool = False) -> Raw:
+          numeric: Iterable[int] = (), text: Iterable[int] = (), stack: bool = False,
+          names: bool = False) -> Raw:
     """A table; `numeric` and `text` are the column indexes to align right or wrap;
-    stack: one card per row on a phone (STACK)."""
+    stack: one card per row on a phone (STACK); names: its first column holds
+    names, kept 11rem wide on a phone (NAMES)."""
     numeric, text = set(numeric), set(text)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
         cells = []
         for i, value in enumerate(row):
-            cls = "num" if i in numeric else "text" if i in text else ""
+            cls = ("num" if i in numeric else "text" if i in text else
+                   NAMES if names and i == 0 else "")
             cells.append(cell(breakable(value), esc(headers[i]) if stack else None, cls))
         body.append("<tr>" + "".join(cells) + "</tr>")
     opening = f'<table class="{STACK}">' if stack else "<table>"

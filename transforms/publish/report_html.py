@@ -76,7 +76,7 @@ def _verdicts(overall: list[Mapping[str, Any]]) -> Raw:
     return Raw(chart + table(
         ["bot", "PASS", "WARN", "FAIL", "ERROR", "pass rate [95% CI]"],
         [[r["bot"], r["pass_count"], r["warn_count"], r["fail_count"], r["error_count"],
-          with_interval(r)] for r in rows], numeric=range(1, 6)))
+          with_interval(r)] for r in rows], numeric=range(1, 6), names=len(rows) > FEW_BOTS))
 
 
 def _means(overall: list[Mapping[str, Any]]) -> Raw:
@@ -88,7 +88,7 @@ def _means(overall: list[Mapping[str, Any]]) -> Raw:
         ranked, labels = ranked_means(overall)
         return Raw(table(["bot", "pass rate", *labels],
                          [[b, num(rate), *map(_ranked_mean, cells)] for b, rate, cells in ranked],
-                         numeric=range(1, len(labels) + 2))
+                         numeric=range(1, len(labels) + 2), names=True)
                    + tag("p", "Bots ranked by pass rate (best first); each metric's mean "
                          "over the bot's rows with a value (point at a mean for its 95% "
                          "interval and count).", "muted small"))
@@ -225,7 +225,7 @@ def _grid(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]]) -> Raw:
     rows, columns = h2h.grid_labels(bots)
     return table(["bot", *columns],
                  [[label, *(shown(r, c) for c in bots)] for label, r in zip(rows, bots)],
-                 numeric=range(1, len(bots) + 1))
+                 numeric=range(1, len(bots) + 1), names=True)
 
 
 def _forest(pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]],
@@ -269,7 +269,7 @@ def _per_suite(summary: list[Mapping[str, Any]], n_bots: int) -> list[Any]:
     return [tag("h2", "Means per suite"), tag("p", "Pass rate per bot and suite:"),
             table(["bot", *(clip(s, NAME_CHARS) for s in suites)],
                   [[b, *(num(rates.get((b, s))) for s in suites)] for b in bots],
-                  numeric=range(1, len(suites) + 1)),
+                  numeric=range(1, len(suites) + 1), names=True),
             Raw(f"<details><summary>Heat map of every metric's mean per suite, one panel per "
                 f"bot ({n_bots} panels)</summary>{heatmap}</details>")]
 
