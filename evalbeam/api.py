@@ -403,7 +403,7 @@ def custom_metric(fn: Callable):
     """A function (declared with @evalbeam.metric, or plain: it needs the answer)
     as the config's custom metric entry; its name is the function's."""
     from pipeline.config import ConfigError, CustomMetricConfig, check_metric_name
-    from transforms.score.custom import ATTRIBUTE, NEEDS
+    from transforms.score.custom import ATTRIBUTE, DEFAULT_TIMEOUT_S, NEEDS
     spec = getattr(fn, ATTRIBUTE, {})
     name = spec.get("name") or getattr(fn, "__name__", "")
     try:
@@ -421,7 +421,8 @@ def custom_metric(fn: Callable):
     return CustomMetricConfig(name=name, function=fn, needs=needs,
                               direction=spec.get("direction"),
                               lower_is_better=bool(spec.get("lower_is_better", False)),
-                              options=dict(spec.get("options", {})))
+                              options=dict(spec.get("options", {})),
+                              timeout_s=spec.get("timeout_s", DEFAULT_TIMEOUT_S))
 
 
 DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "expected_outcome", "actual_output",

@@ -239,6 +239,10 @@ class CustomMetricConfig:
     calibrate orients it by the labels)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the function (`metric_options.<name>` overrides them)."""
+    timeout_s: float = 60.0
+    """The time limit of one call, in seconds: a row whose call is not back by then is
+    null with `custom metric <name> timed out after 60 s (timeout_s)` and the run goes
+    on (the call itself cannot be stopped: it runs on in the background)."""
 
 
 @dataclass(frozen=True)
@@ -909,7 +913,7 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
 
 
 def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
-    from transforms.score.custom import NEEDS, direction_problem
+    from transforms.score.custom import NEEDS, direction_problem, timeout_problem
     if not isinstance(data, list):
         raise ConfigError("custom_metrics must be a list of {name, function, ...}")
     out = []
@@ -923,13 +927,14 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
         if not isinstance(m.function, str) or m.function.count(":") != 1:
             raise ConfigError(f"{where}.function must be 'package.module:function', "
                               f"got {m.function!r}")
-        problem = direction_problem(m.direction, m.lower_is_better)
+        problem = direction_problem(m.direction, m.lower_is_better) or timeout_problem(
+            m.timeout_s)
         if problem:
             raise ConfigError(f"{where}.{problem}")
         if not isinstance(m.options, Mapping):
             raise ConfigError(f"{where}.options must be a mapping")
         out.append(dataclasses.replace(m, needs=_string_tuple(m.needs, f"{where}.needs", NEEDS),
-                                       options=dict(m.options)))
+                                       options=dict(m.options), timeout_s=float(m.timeout_s)))
     names = [m.name for m in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

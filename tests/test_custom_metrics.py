@@ -547,3 +547,93 @@ def test_a_dict_without_value_is_named_not_taken_for_no_value():
                             "with 'value'")
     assert to_result({"value": None}).error == "custom metric returned no value"
     assert to_result({"error": "too short"}).error == "too short"
+
+
+HANGING = '''import time
+
+
+def hangs_on_c1(sample):
+    """A call that never comes back on one odd case (a network call without timeout)."""
+    if sample["case_id"] == "c1":
+        time.sleep(30)
+    return 0.5
+'''
+
+
+def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp_path):
+    """A custom metric had no time limit: one call that never returned held the
+    run until it was stopped, with no sign of which case. Now the row is null
+    naming the metric and its limit, and the other rows and counts are whole."""
+    import time
+    (tmp_path / "hanging.py").write_text(HANGING, "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(4)])
+    (tmp_path / "c.yaml").write_text('metrics: [answer_length, hang]\ncustom_metrics:\n'
+                                     '  - {name: hang, function: "hanging:hangs_on_c1", '
+                                     'timeout_s: 0.5}\n', "utf-8")
+    out = str(tmp_path / "out")
+    started = time.monotonic()
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "hang") == 0
+    assert time.monotonic() - started < 20
+    rows = {r["case_id"]: r for r in read_rows(out, "scores") if r["metric"] == "hang"}
+    assert rows["c1"]["value"] is None
+    assert rows["c1"]["error"] == "custom metric hang timed out after 0.5 s (timeout_s)"
+    assert all(rows[c]["value"] == 0.5 and rows[c]["error"] is None for c in ("c0", "c2", "c3"))
+    m = manifest(out, "hang")
+    assert m["reconciliation"]["ok"] and m["counts"]["scores_rows"] == 8
+    assert m["config"]["custom_metrics"][0]["timeout_s"] == 0.5
+    sys.modules.pop("hanging", None)
+
+
+def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_path):
+    """A service that never answers: every call times out. Once MAX_OVERDUE calls
+    are still running, the others are null at once, not one time limit each."""
+    import threading
+    import time
+
+    import evalbeam
+    from transforms.score.custom import MAX_OVERDUE
+    release = threading.Event()
+
+    @evalbeam.metric(timeout_s=0.2)
+    def never_answers(sample):
+        release.wait(30)
+        return 1.0
+
+    n = 12
+    cases = [{"case_id": f"c{i:02d}", "question": "q?", "answer": "a"} for i in range(n)]
+    started = time.monotonic()
+    try:
+        result = evalbeam.evaluate(cases, output=str(tmp_path / "out"), run_id="api",
+                                   metrics=["answer_length", never_answers])
+    finally:
+        release.set()
+    assert time.monotonic() - started < 0.2 * n  # not one time limit per row
+    errors = sorted(r["error"] for r in result.scores().to_pylist()
+                    if r["metric"] == "never_answers")
+    assert len(errors) == n
+    timed_out = "custom metric never_answers timed out after 0.2 s (timeout_s)"
+    assert errors.count(timed_out) == MAX_OVERDUE
+    assert set(errors) - {timed_out} == {
+        f"custom metric never_answers not called: {MAX_OVERDUE} earlier calls are still "
+        "running past its 0.2 s limit in this worker (timeout_s)"}
+    assert result.counts["results_rows"] == n
+
+
+@pytest.mark.parametrize("value, shown", [("0", "0"), ("-1", "-1"), ('"60"', "'60'"),
+                                          ("true", "True"), (".nan", "nan"), ("null", "None")])
+def test_a_bad_time_limit_is_one_line_before_the_run(tmp_path, capsys, value, shown):
+    cases, _ = _write_run(tmp_path, 2)
+    assert (f"custom_metrics[0].timeout_s must be a number of seconds > 0, got {shown}"
+            in _refused(tmp_path, capsys, cases,
+                        f'{{name: mine, function: "my_metrics:overlap", timeout_s: {value}}}'))
+
+
+def test_the_decorator_takes_a_time_limit():
+    from transforms.score.custom import ATTRIBUTE, DEFAULT_TIMEOUT_S, CustomMetricError, metric
+    assert getattr(metric()(lambda s: 0.0), ATTRIBUTE)["timeout_s"] == DEFAULT_TIMEOUT_S
+    assert getattr(metric(timeout_s=5)(lambda s: 0.0), ATTRIBUTE)["timeout_s"] == 5.0
+    with pytest.raises(CustomMetricError, match="timeout_s must be a number of seconds > 0"):
+        metric(timeout_s=0)
+

@@ -8,8 +8,9 @@ function is called as `fn(sample, **options)` with `sample` a plain dict of
 the turn (question, answer, expected_answer, references, contexts, messages,
 case_id, suite, tags, bot, latency_ms) and returns a number, None, a
 (value, details) pair, a {"value", "details", "error"} dict or a
-MetricResult. An exception in it makes that row's value null with the error;
-the run goes on.
+MetricResult. An exception in it makes that row's value null with the error,
+and so does a call past its time limit (`timeout_s`, see TimedCalls); the run
+goes on.
 
 Shipping: a function from a module outside any installed package (e.g. a
 file next to the config) is pickled *by value* with the job (Beam's
@@ -25,9 +26,12 @@ import inspect
 import json
 import math
 import os
+import queue
 import sys
 import sysconfig
-from dataclasses import dataclass
+import threading
+from concurrent.futures import Future, TimeoutError as CallTimedOut
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable, Mapping
 
@@ -40,6 +44,8 @@ NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
 ENTRY_POINT_GROUP = "evalbeam.metrics"
 ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, direction, options, name}
 DIRECTIONS = ("higher", "lower", "none")  # a custom metric's `direction:` (none: neither)
+DEFAULT_TIMEOUT_S = 60.0  # a custom metric's time limit per call (`timeout_s:`), as an endpoint's
+MAX_OVERDUE = 4  # calls of one metric still running past the limit before its rows are skipped
 
 
 # What a user's code may raise without costing the run: every Exception, and
@@ -71,8 +77,17 @@ def direction_of(direction: str | None, lower_is_better: bool) -> str:
     return direction or ("lower" if lower_is_better else "higher")
 
 
+def timeout_problem(timeout_s: Any) -> str | None:
+    """Why a declared time limit is wrong (None: it is a number of seconds > 0)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not (
+            math.isfinite(timeout_s) and timeout_s > 0):
+        return f"timeout_s must be a number of seconds > 0, got {timeout_s!r}"[:200]
+    return None
+
+
 def metric(needs=("answer",), lower_is_better: bool = False, options=None,
-           name: str | None = None, direction: str | None = None):
+           name: str | None = None, direction: str | None = None,
+           timeout_s: float = DEFAULT_TIMEOUT_S):
     """Declare what a metric function needs (`evalbeam.metric`; for functions
     given to evalbeam.evaluate() or published as entry points; a config's
     `needs:` etc. override it):
@@ -83,6 +98,7 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
     name: the metric's name (default: the function's, for evaluate()).
     direction: "higher" (the default), "lower" (as lower_is_better=True) or
     "none": neither is better, so compare reports a change, never better or worse.
+    timeout_s: the time limit of one call (a row past it is null, the run goes on).
     Bare `@evalbeam.metric` (no parentheses) declares the defaults; needs="answer"
     is one need (not its letters).
     """
@@ -90,14 +106,15 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
         return metric()(needs)
     if isinstance(needs, str):
         needs = (needs,)
-    problem = direction_problem(direction, bool(lower_is_better))
+    problem = direction_problem(direction, bool(lower_is_better)) or timeout_problem(timeout_s)
     if problem:
         raise CustomMetricError(f"@metric: {problem}")
 
     def mark(fn):
         setattr(fn, ATTRIBUTE, {"needs": tuple(needs),
                                 "direction": direction_of(direction, bool(lower_is_better)),
-                                "options": dict(options or {}), "name": name})
+                                "options": dict(options or {}), "name": name,
+                                "timeout_s": float(timeout_s)})
         return fn
     return mark
 
@@ -261,25 +278,100 @@ def writable_result(result: MetricResult) -> MetricResult:
     return MetricResult(result.value, _writable(result.details), _writable(result.error))
 
 
+class Overdue(Exception):
+    """A call was given up on: past its time limit, or not started because too
+    many earlier calls are still running past theirs."""
+
+
+def _serve(inbox: "queue.SimpleQueue") -> None:
+    """A caller thread: runs the calls put in its inbox one after another until
+    it is handed None (it was given up on, or the step is done)."""
+    while (item := inbox.get()) is not None:
+        future, fn, args, kwargs = item
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: B036 - handed to the caller, who decides
+                future.set_exception(exc)
+
+
+class TimedCalls:
+    """Calls a user's function on a thread of its own, one call at a time, so
+    that a call can be given up on after its time limit. Python cannot stop a
+    thread: a call given up on runs on in its (daemon) thread until it returns
+    or the process exits, and the next call gets a new thread. Once MAX_OVERDUE
+    such calls are still running, further calls are refused at once instead of
+    piling up threads (a service that never answers). Not pickled: each worker
+    makes its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inbox: queue.SimpleQueue | None = None
+        self.overdue = 0
+
+    def __reduce__(self):
+        return TimedCalls, ()
+
+    def call(self, timeout_s: float, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """fn(*args, **kwargs), or Overdue when it has not returned in timeout_s."""
+        with self._lock:
+            if self.overdue >= MAX_OVERDUE:
+                raise Overdue(f"not called: {self.overdue} earlier calls are still running "
+                              f"past its {_seconds(timeout_s)} limit in this worker")
+            if self._inbox is None:
+                self._inbox = queue.SimpleQueue()
+                threading.Thread(target=_serve, args=(self._inbox,), daemon=True,
+                                 name="evalbeam-custom-metric").start()
+            inbox = self._inbox
+        future: Future = Future()
+        inbox.put((future, fn, args, kwargs))
+        try:
+            return future.result(timeout_s)
+        except CallTimedOut:
+            with self._lock:
+                if self._inbox is inbox:  # its thread is busy: the next call gets another
+                    self._inbox = None
+                    inbox.put(None)  # ...and this one ends when the late call returns
+                self.overdue += 1
+            future.add_done_callback(self._returned)
+            raise Overdue(f"timed out after {_seconds(timeout_s)}") from None
+
+    def _returned(self, _future: Future) -> None:
+        with self._lock:
+            self.overdue -= 1
+
+
+def _seconds(limit: float) -> str:
+    return f"{limit:g} s"
+
+
 @dataclass(frozen=True)
 class CustomCompute:
-    """A Scorer's compute for a user function (pickled with the job)."""
+    """A Scorer's compute for a user function (pickled with the job). Each call
+    has a time limit, `timeout_s`: a row whose call is not back by then is null
+    with the reason and the run goes on (see TimedCalls)."""
 
     name: str
     fn: Callable
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    calls: TimedCalls = field(default_factory=TimedCalls, compare=False, repr=False)
 
     def __call__(self, turn: Turn, options: Mapping[str, Any], side: Any = None
                  ) -> dict[str, MetricResult]:
         try:
-            out = self.fn(sample(turn), **options)
+            out = self.calls.call(self.timeout_s, self.fn, sample(turn), **options)
+        except Overdue as exc:
+            msg = f"custom metric {self.name} {exc} (timeout_s)"
+            return {self.name: MetricResult.null(msg)}
         except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
             msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"[:500]
             return {self.name: writable_result(MetricResult.null(msg))}
         return {self.name: writable_result(to_result(out))}
 
 
-def _scorer(name: str, fn: Callable, needs, direction: str, options) -> Scorer:
-    return Scorer(name, (name,), tuple(needs), CustomCompute(name, fn),
+def _scorer(name: str, fn: Callable, needs, direction: str, options,
+            timeout_s: float = DEFAULT_TIMEOUT_S) -> Scorer:
+    return Scorer(name, (name,), tuple(needs), CustomCompute(name, fn, float(timeout_s)),
                   lower_is_better=frozenset({name} if direction == "lower" else ()),
                   no_direction=frozenset({name} if direction == "none" else ()),
                   option_defaults=dict(options))
@@ -312,7 +404,7 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
         _check_call(fn, m.options, f"custom_metrics[{i}] ({m.name})")
         ship_by_value(fn)
         out.append(_scorer(m.name, fn, m.needs, direction_of(m.direction, m.lower_is_better),
-                           m.options))
+                           m.options, m.timeout_s))
     return out
 
 
@@ -339,7 +431,7 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
         out.append(_scorer(ep.name, fn, spec.get("needs", ("answer",)),
                            direction_of(spec.get("direction"),
                                         bool(spec.get("lower_is_better", False))),
-                           spec.get("options", {})))
+                           spec.get("options", {}), spec.get("timeout_s", DEFAULT_TIMEOUT_S)))
     return out
 
 
