@@ -637,3 +637,44 @@ def test_the_decorator_takes_a_time_limit():
     with pytest.raises(CustomMetricError, match="timeout_s must be a number of seconds > 0"):
         metric(timeout_s=0)
 
+
+UNPICKLABLE = '''import sqlite3
+
+DB = sqlite3.connect(":memory:")  # made when the module is imported: cannot travel
+
+
+def from_db(sample):
+    return float(DB.execute("select 1").fetchone()[0])
+'''
+SHIPPING = ("cannot be shipped to the workers: cannot pickle 'sqlite3.Connection' object; make "
+            "such an object (a connection, a lock, a client) inside the function, on its first "
+            "call, not outside it")
+
+
+def test_a_metric_that_cannot_be_pickled_is_one_line_before_the_run(tmp_path, capsys):
+    """A function holding a connection made at import failed the run as it was
+    built: exit 1, a 60-line traceback of Beam's, the output folder and a lease
+    already written."""
+    cases, _ = _write_run(tmp_path, 2)
+    (tmp_path / "db_metrics.py").write_text(UNPICKLABLE, "utf-8")
+    err = _refused(tmp_path, capsys, cases, '{name: db, function: "db_metrics:from_db"}')
+    assert err == f"evalbeam: error: custom_metrics[0] (db): {SHIPPING}"
+    sys.modules.pop("db_metrics", None)
+
+
+def test_a_notebook_function_that_cannot_be_pickled_is_refused_by_evaluate(tmp_path):
+    import sqlite3
+
+    import evalbeam
+    from pipeline.config import ConfigError
+    db = sqlite3.connect(":memory:")
+
+    def from_db(sample):
+        return float(db.execute("select 1").fetchone()[0])
+
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError) as caught:
+        evalbeam.evaluate([{"question": "q?", "answer": "a"}], output=str(out),
+                          custom_metrics=[from_db])
+    assert str(caught.value) == f"custom_metrics[0] (from_db): {SHIPPING}"
+    assert not out.exists()

@@ -167,6 +167,20 @@ def load_beside(module_name: str, search_dir: str | None):
     return module
 
 
+def check_ships(fn: Callable) -> None:
+    """The function can be pickled with the job (Beam's pickler, as the run will):
+    else the run failed as it was built, with a traceback of Beam's, after
+    creating the output folder. CustomMetricError in one line naming what cannot."""
+    from apache_beam.internal import pickler
+    try:
+        pickler.dumps(fn)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure, told in one line
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise CustomMetricError(f"cannot be shipped to the workers: {why}; make such an "
+                                "object (a connection, a lock, a client) inside the function, "
+                                "on its first call, not outside it") from None
+
+
 def resolve(reference: str, search_dir: str | None = None) -> Callable:
     """'package.module:function' -> the function; CustomMetricError in one line.
     The config file's folder is searched too, so a module beside it works (and
@@ -377,7 +391,7 @@ def _scorer(name: str, fn: Callable, needs, direction: str, options,
                   option_defaults=dict(options))
 
 
-def _check_call(fn: Callable, options: Mapping[str, Any], where: str) -> None:
+def _check_call(fn: Callable, options: Mapping[str, Any]) -> None:
     """fn(sample, **options) can be called: an option the function does not take (or a
     parameter it needs and is not given) would otherwise make every row null."""
     try:
@@ -388,7 +402,7 @@ def _check_call(fn: Callable, options: Mapping[str, Any], where: str) -> None:
         signature.bind(None, **options)
     except TypeError as exc:
         name = getattr(fn, "__name__", "the function")
-        raise CustomMetricError(f"{where}: {name}(sample, **options) cannot be called with "
+        raise CustomMetricError(f"{name}(sample, **options) cannot be called with "
                                 f"options {sorted(options)}: {exc}") from None
 
 
@@ -399,10 +413,11 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
     for i, m in enumerate(custom_metrics):
         try:
             fn = m.function if callable(m.function) else resolve(m.function, search_dir)
+            _check_call(fn, m.options)
+            ship_by_value(fn)
+            check_ships(fn)
         except CustomMetricError as exc:
             raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
-        _check_call(fn, m.options, f"custom_metrics[{i}] ({m.name})")
-        ship_by_value(fn)
         out.append(_scorer(m.name, fn, m.needs, direction_of(m.direction, m.lower_is_better),
                            m.options, m.timeout_s))
     return out
