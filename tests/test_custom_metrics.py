@@ -678,3 +678,34 @@ def test_a_notebook_function_that_cannot_be_pickled_is_refused_by_evaluate(tmp_p
                           custom_metrics=[from_db])
     assert str(caught.value) == f"custom_metrics[0] (from_db): {SHIPPING}"
     assert not out.exists()
+
+
+BULKY = '''def bulky(sample):
+    """A document per row in the details, and a whole log as its error on c1."""
+    if sample["case_id"] == "c1":
+        return {"value": None, "error": "e" * 5000}
+    return 0.5, {"document": "x" * 200_000, "n": 1}
+'''
+
+
+def test_huge_details_or_error_are_left_out_and_the_value_kept(tmp_path):
+    """Details of 200,000 characters went whole into every scores/ row (a metric
+    returning the retrieved documents made the table gigabytes), and a 5000-
+    character error of the metric's own was written whole (an exception's was cut)."""
+    from transforms.score.custom import MAX_DETAILS_CHARS, MAX_ERROR_CHARS
+    (tmp_path / "bulky_metrics.py").write_text(BULKY, "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(3)])
+    (tmp_path / "c.yaml").write_text('metrics: [bulky]\ncustom_metrics:\n'
+                                     '  - {name: bulky, function: "bulky_metrics:bulky"}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "bulky") == 0
+    rows = {r["case_id"]: r for r in read_rows(out, "scores")}
+    for case in ("c0", "c2"):
+        assert rows[case]["value"] == 0.5 and rows[case]["error"] is None
+        assert json.loads(rows[case]["details"]) == {"details_left_out": (
+            f"200024 characters of JSON, over the {MAX_DETAILS_CHARS} a row keeps")}
+    assert rows["c1"]["value"] is None and rows["c1"]["error"] == "e" * MAX_ERROR_CHARS
+    assert manifest(out, "bulky")["reconciliation"]["ok"]
+    sys.modules.pop("bulky_metrics", None)

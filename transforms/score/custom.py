@@ -46,6 +46,8 @@ ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, direction, options, nam
 DIRECTIONS = ("higher", "lower", "none")  # a custom metric's `direction:` (none: neither)
 DEFAULT_TIMEOUT_S = 60.0  # a custom metric's time limit per call (`timeout_s:`), as an endpoint's
 MAX_OVERDUE = 4  # calls of one metric still running past the limit before its rows are skipped
+MAX_ERROR_CHARS = 500  # a custom metric's error in scores/ (its exception's, or its own)
+MAX_DETAILS_CHARS = 100_000  # its details as JSON in scores/; more are left out, the value kept
 
 
 # What a user's code may raise without costing the run: every Exception, and
@@ -289,7 +291,16 @@ def _key(key: Any) -> str:
 
 
 def writable_result(result: MetricResult) -> MetricResult:
-    return MetricResult(result.value, _writable(result.details), _writable(result.error))
+    """A user's result as the run carries and writes it: plain JSON data
+    (_writable), its error cut at MAX_ERROR_CHARS and its details left out past
+    MAX_DETAILS_CHARS of JSON, value kept (a metric returning a document per
+    row wrote it into every scores/ row, 20 MB each)."""
+    details, error = _writable(result.details), _writable(result.error)
+    size = len(json.dumps(details, ensure_ascii=False))
+    if size > MAX_DETAILS_CHARS:
+        details = {"details_left_out": f"{size} characters of JSON, over the "
+                                       f"{MAX_DETAILS_CHARS} a row keeps"}
+    return MetricResult(result.value, details, error if error is None else error[:MAX_ERROR_CHARS])
 
 
 class Overdue(Exception):
@@ -378,7 +389,7 @@ class CustomCompute:
             msg = f"custom metric {self.name} {exc} (timeout_s)"
             return {self.name: MetricResult.null(msg)}
         except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
-            msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"[:500]
+            msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"
             return {self.name: writable_result(MetricResult.null(msg))}
         return {self.name: writable_result(to_result(out))}
 
