@@ -709,3 +709,63 @@ def test_huge_details_or_error_are_left_out_and_the_value_kept(tmp_path):
     assert rows["c1"]["value"] is None and rows["c1"]["error"] == "e" * MAX_ERROR_CHARS
     assert manifest(out, "bulky")["reconciliation"]["ok"]
     sys.modules.pop("bulky_metrics", None)
+
+
+ODD = '''class Weird(Exception):
+    def __str__(self):
+        return self.detail  # never set: str() of it raises AttributeError
+
+
+class NoFloat:
+    def __float__(self):
+        raise RuntimeError("no float here")
+
+
+def weird(sample):
+    raise Weird()
+
+
+def no_float(sample):
+    return NoFloat()
+
+
+def cycle(sample):
+    details = {}
+    details["self"] = details
+    return 0.5, details
+'''
+
+
+def test_a_value_or_exception_that_breaks_on_reading_names_the_metric(tmp_path):
+    """An exception whose str() fails, or a value whose __float__ raises, was
+    recorded as `metric failed: AttributeError: 'Weird' object has no attribute
+    'detail'` (the inner failure, not the metric's)."""
+    (tmp_path / "odd_metrics.py").write_text(ODD, "utf-8")
+    cases = write_cases(str(tmp_path / "cases.parquet"),
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(2)])
+    (tmp_path / "c.yaml").write_text(
+        'metrics: [weird, no_float, cycle]\ncustom_metrics:\n'
+        + "".join(f'  - {{name: {n}, function: "odd_metrics:{n}"}}\n'
+                  for n in ("weird", "no_float", "cycle")))
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
+                   "--run-id", "odd") == 0
+    errors = {r["metric"]: r["error"] for r in read_rows(out, "scores") if r["case_id"] == "c0"}
+    assert errors.pop("cycle").startswith("custom metric cycle returned a value that cannot be "
+                                          "read: RecursionError: maximum recursion depth")
+    assert errors == {
+        "weird": "custom metric weird failed: Weird: (its message cannot be shown: "
+                 "AttributeError)",
+        "no_float": "custom metric no_float returned a value that cannot be read: "
+                    "RuntimeError: no float here"}
+    sys.modules.pop("odd_metrics", None)
+
+
+def test_a_module_raising_an_unprintable_exception_at_import_is_one_line(tmp_path, capsys):
+    """The message of the import's failure could not be built: a traceback of
+    the AttributeError, exit 1, instead of the one line."""
+    cases, _ = _write_run(tmp_path, 2)
+    (tmp_path / "odd_import.py").write_text(ODD + "\nraise Weird()\n", "utf-8")
+    err = _refused(tmp_path, capsys, cases, '{name: m, function: "odd_import:weird"}')
+    assert err == ("evalbeam: error: custom_metrics[0] (m): importing module 'odd_import' "
+                   "failed: Weird: (its message cannot be shown: AttributeError)")

@@ -60,6 +60,17 @@ class CustomMetricError(ValueError):
     """A custom metric cannot be used; the message is one line."""
 
 
+def described(exc: BaseException) -> str:
+    """`Type: message` of an exception of a user's code, whose own str() may
+    fail (a __str__ reading an attribute never set): that failure named the
+    wrong thing, or, outside a row's scoring, ended the run with a traceback."""
+    try:
+        text = str(exc)
+    except USER_CODE_FAILURES as inner:
+        text = f"(its message cannot be shown: {type(inner).__name__})"
+    return f"{type(exc).__name__}: {text}"
+
+
 def direction_problem(direction: Any, lower_is_better: Any) -> str | None:
     """Why a declared direction is wrong (None: it is right): `direction` is
     higher, lower or none (None: not given), and lower_is_better, the older
@@ -196,7 +207,7 @@ def resolve(reference: str, search_dir: str | None = None) -> Callable:
         raise CustomMetricError(f"cannot import module {module_name!r}: {exc}") from None
     except USER_CODE_FAILURES as exc:  # the module itself raised while importing
         raise CustomMetricError(f"importing module {module_name!r} failed: "
-                                f"{type(exc).__name__}: {exc}") from None
+                                f"{described(exc)}") from None
     fn = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
@@ -389,9 +400,13 @@ class CustomCompute:
             msg = f"custom metric {self.name} {exc} (timeout_s)"
             return {self.name: MetricResult.null(msg)}
         except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
-            msg = f"custom metric {self.name} failed: {type(exc).__name__}: {exc}"
+            msg = f"custom metric {self.name} failed: {described(exc)}"
             return {self.name: writable_result(MetricResult.null(msg))}
-        return {self.name: writable_result(to_result(out))}
+        try:
+            return {self.name: writable_result(to_result(out))}
+        except USER_CODE_FAILURES as exc:  # the value's own code: a __float__, a cycle
+            msg = f"custom metric {self.name} returned a value that cannot be read: {described(exc)}"
+            return {self.name: writable_result(MetricResult.null(msg))}
 
 
 def _scorer(name: str, fn: Callable, needs, direction: str, options,
@@ -449,7 +464,7 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
             fn = ep.load()
         except USER_CODE_FAILURES as exc:
             raise CustomMetricError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) "
-                                    f"cannot be loaded: {type(exc).__name__}: {exc}") from None
+                                    f"cannot be loaded: {described(exc)}") from None
         spec = getattr(fn, ATTRIBUTE, {})
         bad = sorted(set(spec.get("needs", ())) - set(NEEDS))
         if bad:
