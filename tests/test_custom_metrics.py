@@ -588,28 +588,30 @@ def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp
 
 def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_path):
     """A service that never answers: every call times out. Once MAX_OVERDUE calls
-    are still running, the others are null at once, not one time limit each."""
+    are still running, the others are null at once, not one time limit each;
+    when the late calls return, their threads end."""
     import threading
     import time
 
     import evalbeam
     from transforms.score.custom import MAX_OVERDUE
-    release = threading.Event()
+    answered = tmp_path / "answered"  # a file, not an Event: the function travels by value
 
-    @evalbeam.metric(timeout_s=0.2)
-    def never_answers(sample):
-        release.wait(30)
+    @evalbeam.metric(timeout_s=0.2, options={"flag": str(answered)})
+    def never_answers(sample, flag):
+        started = time.monotonic()
+        while not os.path.exists(flag) and time.monotonic() - started < 30:
+            time.sleep(0.05)
         return 1.0
 
     n = 12
     cases = [{"case_id": f"c{i:02d}", "question": "q?", "answer": "a"} for i in range(n)]
-    started = time.monotonic()
+    before = set(threading.enumerate())
     try:
         result = evalbeam.evaluate(cases, output=str(tmp_path / "out"), run_id="api",
                                    metrics=["answer_length", never_answers])
     finally:
-        release.set()
-    assert time.monotonic() - started < 0.2 * n  # not one time limit per row
+        answered.touch()
     errors = sorted(r["error"] for r in result.scores().to_pylist()
                     if r["metric"] == "never_answers")
     assert len(errors) == n
@@ -619,6 +621,44 @@ def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_pat
         f"custom metric never_answers not called: {MAX_OVERDUE} earlier calls are still "
         "running past its 0.2 s limit in this worker (timeout_s)"}
     assert result.counts["results_rows"] == n
+
+    assert not _callers_left(before)  # the late calls returned: their threads ended
+
+
+def _callers_left(before: set) -> list:
+    """The metric caller threads started since `before` still alive, given the
+    garbage collector and a few seconds to end them."""
+    import gc
+    import threading
+    import time
+    deadline = time.monotonic() + 10
+    while True:
+        gc.collect()
+        left = [t for t in threading.enumerate()
+                if t.name == "evalbeam-custom-metric" and t not in before]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def test_a_finished_run_leaves_no_caller_thread_behind(tmp_path):
+    """A notebook calling evaluate() again and again, or a long-lived worker,
+    would keep one idle thread per custom metric and run."""
+    import threading
+
+    import evalbeam
+
+    @evalbeam.metric(timeout_s=5)
+    def quick(sample):
+        return 1.0
+
+    before = set(threading.enumerate())
+    for run_id in ("one", "two"):
+        result = evalbeam.evaluate([{"question": "q?", "answer": "a"}] * 3, run_id=run_id,
+                                   output=str(tmp_path / "out"), metrics=[quick])
+        assert [r["value"] for r in result.scores().to_pylist()] == [1.0] * 3
+    del result
+    assert not _callers_left(before)
 
 
 @pytest.mark.parametrize("value, shown", [("0", "0"), ("-1", "-1"), ('"60"', "'60'"),

@@ -332,42 +332,49 @@ def _serve(inbox: "queue.SimpleQueue") -> None:
 
 
 class TimedCalls:
-    """Calls a user's function on a thread of its own, one call at a time, so
-    that a call can be given up on after its time limit. Python cannot stop a
-    thread: a call given up on runs on in its (daemon) thread until it returns
-    or the process exits, and the next call gets a new thread. Once MAX_OVERDUE
-    such calls are still running, further calls are refused at once instead of
-    piling up threads (a service that never answers). Not pickled: each worker
-    makes its own."""
+    """Calls a user's function on a thread of its own, one call at a time for
+    each thread that calls (a worker's threads never wait on each other's
+    calls), so that a call can be given up on after its time limit. Python
+    cannot stop a thread: a call given up on runs on in its (daemon) thread
+    until it returns or the process exits, and the next call gets a new
+    thread. Once MAX_OVERDUE such calls are still running, further calls are
+    refused at once instead of piling up threads (a service that never
+    answers). The threads end with the step (its DoFn dropped), so a notebook
+    or a long-lived worker running many runs keeps none. Not pickled: each
+    worker makes its own."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._inbox: queue.SimpleQueue | None = None
+        self._inboxes: dict[int, queue.SimpleQueue] = {}  # per calling thread
         self.overdue = 0
 
     def __reduce__(self):
         return TimedCalls, ()
 
+    def __del__(self) -> None:
+        for inbox in self._inboxes.values():
+            inbox.put(None)
+
     def call(self, timeout_s: float, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """fn(*args, **kwargs), or Overdue when it has not returned in timeout_s."""
+        caller = threading.get_ident()
         with self._lock:
             if self.overdue >= MAX_OVERDUE:
                 raise Overdue(f"not called: {self.overdue} earlier calls are still running "
                               f"past its {_seconds(timeout_s)} limit in this worker")
-            if self._inbox is None:
-                self._inbox = queue.SimpleQueue()
-                threading.Thread(target=_serve, args=(self._inbox,), daemon=True,
+            inbox = self._inboxes.get(caller)
+            if inbox is None:
+                inbox = self._inboxes[caller] = queue.SimpleQueue()
+                threading.Thread(target=_serve, args=(inbox,), daemon=True,
                                  name="evalbeam-custom-metric").start()
-            inbox = self._inbox
         future: Future = Future()
         inbox.put((future, fn, args, kwargs))
         try:
             return future.result(timeout_s)
         except CallTimedOut:
-            with self._lock:
-                if self._inbox is inbox:  # its thread is busy: the next call gets another
-                    self._inbox = None
-                    inbox.put(None)  # ...and this one ends when the late call returns
+            with self._lock:  # its thread is busy: the next call gets another, and this
+                del self._inboxes[caller]  # one ends when the late call returns
+                inbox.put(None)
                 self.overdue += 1
             future.add_done_callback(self._returned)
             raise Overdue(f"timed out after {_seconds(timeout_s)}") from None
