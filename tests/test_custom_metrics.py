@@ -207,23 +207,34 @@ def _plugin(tmp_path, monkeypatch, module: str, body: str, entry: str) -> None:
     monkeypatch.syspath_prepend(str(tmp_path))
 
 
-def test_a_metric_calling_sys_exit_costs_its_rows_not_the_run(tmp_path):
-    """Issue 22 item 15: SystemExit is not an Exception; it ended the run with exit 1."""
-    (tmp_path / "quitter.py").write_text("import sys\n\ndef quit_now(sample):\n"
-                                         "    sys.exit(3)\n", "utf-8")
+def _own_metrics_run(tmp_path, module: str, body: str, entries: str, n: int,
+                     run_id: str) -> str:
+    """A run over n cases c0.. of `module` (written from `body` beside the config)
+    with the config's `entries` (YAML lines under custom_metrics:, each metric
+    also in metrics: with answer_length); it exits 0; the output folder."""
+    (tmp_path / f"{module}.py").write_text(body, "utf-8")
     cases = write_cases(str(tmp_path / "cases.parquet"),
-                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(3)])
-    (tmp_path / "c.yaml").write_text('metrics: [answer_length, quitter]\ncustom_metrics:\n'
-                                     '  - {name: quitter, function: "quitter:quit_now"}\n')
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(n)])
+    names = [line.split("name: ")[1].split(",")[0] for line in entries.splitlines()]
+    (tmp_path / "c.yaml").write_text(f"metrics: [answer_length, {', '.join(names)}]\n"
+                                     f"custom_metrics:\n{entries}", "utf-8")
     out = str(tmp_path / "out")
     assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "quit") == 0
+                   "--run-id", run_id) == 0
+    sys.modules.pop(module, None)
+    return out
+
+
+def test_a_metric_calling_sys_exit_costs_its_rows_not_the_run(tmp_path):
+    """Issue 22 item 15: SystemExit is not an Exception; it ended the run with exit 1."""
+    out = _own_metrics_run(tmp_path, "quitter", "import sys\n\ndef quit_now(sample):\n"
+                           "    sys.exit(3)\n",
+                           '  - {name: quitter, function: "quitter:quit_now"}\n', 3, "quit")
     rows = [r for r in read_rows(out, "scores") if r["metric"] == "quitter"]
     assert len(rows) == 3
     assert all(r["value"] is None and r["error"] == "custom metric quitter failed: SystemExit: 3"
                for r in rows)
     assert manifest(out, "quit")["reconciliation"]["ok"]
-    sys.modules.pop("quitter", None)
 
 
 def test_a_plugin_exiting_at_import_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
@@ -565,16 +576,9 @@ def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp
     run until it was stopped, with no sign of which case. Now the row is null
     naming the metric and its limit, and the other rows and counts are whole."""
     import time
-    (tmp_path / "hanging.py").write_text(HANGING, "utf-8")
-    cases = write_cases(str(tmp_path / "cases.parquet"),
-                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(4)])
-    (tmp_path / "c.yaml").write_text('metrics: [answer_length, hang]\ncustom_metrics:\n'
-                                     '  - {name: hang, function: "hanging:hangs_on_c1", '
-                                     'timeout_s: 0.5}\n', "utf-8")
-    out = str(tmp_path / "out")
     started = time.monotonic()
-    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "hang") == 0
+    out = _own_metrics_run(tmp_path, "hanging", HANGING, '  - {name: hang, function: '
+                           '"hanging:hangs_on_c1", timeout_s: 0.5}\n', 4, "hang")
     assert time.monotonic() - started < 20
     rows = {r["case_id"]: r for r in read_rows(out, "scores") if r["metric"] == "hang"}
     assert rows["c1"]["value"] is None
@@ -583,7 +587,6 @@ def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp
     m = manifest(out, "hang")
     assert m["reconciliation"]["ok"] and m["counts"]["scores_rows"] == 8
     assert m["config"]["custom_metrics"][0]["timeout_s"] == 0.5
-    sys.modules.pop("hanging", None)
 
 
 def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_path):
@@ -733,22 +736,15 @@ def test_huge_details_or_error_are_left_out_and_the_value_kept(tmp_path):
     returning the retrieved documents made the table gigabytes), and a 5000-
     character error of the metric's own was written whole (an exception's was cut)."""
     from transforms.score.custom import MAX_DETAILS_CHARS, MAX_ERROR_CHARS
-    (tmp_path / "bulky_metrics.py").write_text(BULKY, "utf-8")
-    cases = write_cases(str(tmp_path / "cases.parquet"),
-                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(3)])
-    (tmp_path / "c.yaml").write_text('metrics: [bulky]\ncustom_metrics:\n'
-                                     '  - {name: bulky, function: "bulky_metrics:bulky"}\n')
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "bulky") == 0
-    rows = {r["case_id"]: r for r in read_rows(out, "scores")}
+    out = _own_metrics_run(tmp_path, "bulky_metrics", BULKY,
+                           '  - {name: bulky, function: "bulky_metrics:bulky"}\n', 3, "bulky")
+    rows = {r["case_id"]: r for r in read_rows(out, "scores") if r["metric"] == "bulky"}
     for case in ("c0", "c2"):
         assert rows[case]["value"] == 0.5 and rows[case]["error"] is None
         assert json.loads(rows[case]["details"]) == {"details_left_out": (
             f"200024 characters of JSON, over the {MAX_DETAILS_CHARS} a row keeps")}
     assert rows["c1"]["value"] is None and rows["c1"]["error"] == "e" * MAX_ERROR_CHARS
     assert manifest(out, "bulky")["reconciliation"]["ok"]
-    sys.modules.pop("bulky_metrics", None)
 
 
 ODD = '''class Weird(Exception):
@@ -780,17 +776,11 @@ def test_a_value_or_exception_that_breaks_on_reading_names_the_metric(tmp_path):
     """An exception whose str() fails, or a value whose __float__ raises, was
     recorded as `metric failed: AttributeError: 'Weird' object has no attribute
     'detail'` (the inner failure, not the metric's)."""
-    (tmp_path / "odd_metrics.py").write_text(ODD, "utf-8")
-    cases = write_cases(str(tmp_path / "cases.parquet"),
-                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(2)])
-    (tmp_path / "c.yaml").write_text(
-        'metrics: [weird, no_float, cycle]\ncustom_metrics:\n'
-        + "".join(f'  - {{name: {n}, function: "odd_metrics:{n}"}}\n'
-                  for n in ("weird", "no_float", "cycle")))
-    out = str(tmp_path / "out")
-    assert run_cli("--input", cases, "--output", out, "--config", str(tmp_path / "c.yaml"),
-                   "--run-id", "odd") == 0
-    errors = {r["metric"]: r["error"] for r in read_rows(out, "scores") if r["case_id"] == "c0"}
+    entries = "".join(f'  - {{name: {n}, function: "odd_metrics:{n}"}}\n'
+                      for n in ("weird", "no_float", "cycle"))
+    out = _own_metrics_run(tmp_path, "odd_metrics", ODD, entries, 2, "odd")
+    errors = {r["metric"]: r["error"] for r in read_rows(out, "scores")
+              if r["case_id"] == "c0" and r["metric"] != "answer_length"}
     assert errors.pop("cycle").startswith("custom metric cycle returned a value that cannot be "
                                           "read: RecursionError: maximum recursion depth")
     assert errors == {
@@ -798,7 +788,6 @@ def test_a_value_or_exception_that_breaks_on_reading_names_the_metric(tmp_path):
                  "AttributeError)",
         "no_float": "custom metric no_float returned a value that cannot be read: "
                     "RuntimeError: no float here"}
-    sys.modules.pop("odd_metrics", None)
 
 
 def test_a_module_raising_an_unprintable_exception_at_import_is_one_line(tmp_path, capsys):
