@@ -571,7 +571,7 @@ def hangs_on_c1(sample):
 '''
 
 
-def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp_path):
+def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp_path, caplog):
     """A custom metric had no time limit: one call that never returned held the
     run until it was stopped, with no sign of which case. Now the row is null
     naming the metric and its limit, and the other rows and counts are whole."""
@@ -587,9 +587,13 @@ def test_a_metric_that_hangs_is_null_past_its_time_limit_and_the_run_goes_on(tmp
     m = manifest(out, "hang")
     assert m["reconciliation"]["ok"] and m["counts"]["scores_rows"] == 8
     assert m["config"]["custom_metrics"][0]["timeout_s"] == 0.5
+    said = [r.getMessage() for r in caplog.records if "timed out" in r.getMessage()]
+    assert said == ["evalbeam: custom metric hang timed out after 0.5 s (timeout_s) on case c1 "
+                    "(bot recorded); the call goes on in the background, and the next rows "
+                    "past the limit are null in scores/ without a line here"]
 
 
-def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_path):
+def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_path, caplog):
     """A service that never answers: every call times out. Once MAX_OVERDUE calls
     are still running, the others are null at once, not one time limit each;
     when the late calls return, their threads end."""
@@ -624,6 +628,7 @@ def test_calls_past_the_limit_do_not_pile_up_threads_from_the_python_api(tmp_pat
         f"custom metric never_answers not called: {MAX_OVERDUE} earlier calls are still "
         "running past its 0.2 s limit in this worker (timeout_s)"}
     assert result.counts["results_rows"] == n
+    assert len([r for r in caplog.records if "timed out" in r.getMessage()]) == 1  # the first
 
     assert not _callers_left(before)  # the late calls returned: their threads ended
 

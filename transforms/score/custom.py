@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import logging
 import math
 import os
 import queue
@@ -44,6 +45,7 @@ NEEDS = ("question", "answer", "expected_answer", "contexts", "messages")
 ENTRY_POINT_GROUP = "evalbeam.metrics"
 ATTRIBUTE = "evalbeam_metric"  # set by @metric: {needs, direction, options, name}
 DIRECTIONS = ("higher", "lower", "none")  # a custom metric's `direction:` (none: neither)
+_log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 60.0  # a custom metric's time limit per call (`timeout_s:`), as an endpoint's
 MAX_OVERDUE = 4  # calls of one metric still running past the limit before its rows are skipped
 MAX_ERROR_CHARS = 500  # a custom metric's error in scores/ (its exception's, or its own)
@@ -316,7 +318,12 @@ def writable_result(result: MetricResult) -> MetricResult:
 
 class Overdue(Exception):
     """A call was given up on: past its time limit, or not started because too
-    many earlier calls are still running past theirs."""
+    many earlier calls are still running past theirs. `first`: the first call
+    of this step in this worker to time out."""
+
+    def __init__(self, message: str, first: bool = False):
+        super().__init__(message)
+        self.first = first
 
 
 def _serve(inbox: "queue.SimpleQueue") -> None:
@@ -347,6 +354,7 @@ class TimedCalls:
         self._lock = threading.Lock()
         self._inboxes: dict[int, queue.SimpleQueue] = {}  # per calling thread
         self.overdue = 0
+        self.timed_out = 0  # calls given up on, ever
 
     def __reduce__(self):
         return TimedCalls, ()
@@ -376,8 +384,10 @@ class TimedCalls:
                 del self._inboxes[caller]  # one ends when the late call returns
                 inbox.put(None)
                 self.overdue += 1
+                self.timed_out += 1
+                first = self.timed_out == 1
             future.add_done_callback(self._returned)
-            raise Overdue(f"timed out after {_seconds(timeout_s)}") from None
+            raise Overdue(f"timed out after {_seconds(timeout_s)}", first) from None
 
     def _returned(self, _future: Future) -> None:
         with self._lock:
@@ -405,6 +415,11 @@ class CustomCompute:
             out = self.calls.call(self.timeout_s, self.fn, sample(turn), **options)
         except Overdue as exc:
             msg = f"custom metric {self.name} {exc} (timeout_s)"
+            if exc.first:  # a sign in the run's log of which case, while the run goes on
+                _log.warning("evalbeam: %s on case %s (bot %s); the call goes on in the "
+                             "background, and the next rows past the limit are null in "
+                             "scores/ without a line here", msg, writable(turn.case.case_id),
+                             writable(turn.bot))
             return {self.name: MetricResult.null(msg)}
         except USER_CODE_FAILURES as exc:  # the user's bug costs this row's value, not the run
             msg = f"custom metric {self.name} failed: {described(exc)}"
@@ -412,7 +427,8 @@ class CustomCompute:
         try:
             return {self.name: writable_result(to_result(out))}
         except USER_CODE_FAILURES as exc:  # the value's own code: a __float__, a cycle
-            msg = f"custom metric {self.name} returned a value that cannot be read: {described(exc)}"
+            msg = (f"custom metric {self.name} returned a value that cannot be read: "
+                   f"{described(exc)}")
             return {self.name: writable_result(MetricResult.null(msg))}
 
 
