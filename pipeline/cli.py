@@ -127,7 +127,9 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                                                          "were written"),
     },
     "compare": {
-        0: "compared, and no gate: rule failed",
+        0: "compared, and no gate: rule failed (a check that passed without seeing "
+           "everything, a drop above max_drop too few pairs can show significant or baseline "
+           "cases left out, is a `gate: WARN ...` line with the reason)",
         EXIT_USAGE: "a run without a completed attempt (no manifest.json), a corrupt "
                     "manifest, a table file it lists missing or not Parquet (cut short), no "
                     "case paired, the same run (or RUN:BOT) on both sides, an empty "

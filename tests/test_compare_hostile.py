@@ -359,3 +359,51 @@ def test_a_suite_one_bot_dropped_fails_the_gate_while_another_bot_passes(tmp_pat
     assert lines[0].endswith("rag suite billing bleu: the candidate run has no case in the "
                              "suite (20 in the baseline): renamed or dropped"), lines
     assert lines[1] == "gate: 1 of 2 checks failed (1 rule)"
+
+
+def test_a_large_drop_too_few_cases_can_show_is_a_warning_not_a_silent_pass(tmp_path, capsys):
+    """Every case PASS -> FAIL and faithfulness 1 -> 0 over 2 cases printed
+    `gate: passed (2 rules, 2 checks)`: no test can be significant at 2 pairs,
+    and nothing said so."""
+    out, ids = str(tmp_path / "out"), ["c0", "c1"]
+    write_run(out, "b", "2026-01-01", "bot", ids, SUITES[:2], {"faithfulness": np.ones(2)},
+              VERDICTS[:2])
+    write_run(out, "c", "2026-01-02", "bot", ids, SUITES[:2], {"faithfulness": np.zeros(2)},
+              np.array(["FAIL"] * 2))
+    cfg = _gate(tmp_path, "gate:\n  - {metric: faithfulness, max_drop: 0.02}\n"
+                          "  - {metric: pass_rate, max_drop: 0.02}\n")
+    capsys.readouterr()
+    assert _compare(out, "--config", cfg) == 0  # no significant regression: still exit 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "gate: WARN gate[0] {metric: faithfulness, max_drop: 0.02}: bot faithfulness 1.000 → "
+        "0.000 (drop 1 > 0.02, p_holm 1 ≥ 0.05); not significant over 2 paired cases (too "
+        "few, or too noisy, to tell the drop from chance)",
+        "gate: WARN gate[1] {metric: pass_rate, max_drop: 0.02}: bot pass_rate 1.000 → 0.000 "
+        "(drop 1 > 0.02, p_holm 1 ≥ 0.05); not significant over 2 paired cases (too few, or "
+        "too noisy, to tell the drop from chance)",
+        "gate: passed (2 rules, 2 checks; 2 with a warning)"], lines
+    page = open(os.path.join(out, "runs", "c", "compare", "b.md"), encoding="utf-8").read()
+    assert page.count("- **WARN** gate[") == 2
+    html = open(os.path.join(out, "runs", "c", "compare", "b.html"), encoding="utf-8").read()
+    assert "passed, 2 with a warning" in html
+
+
+def test_a_gate_that_saw_part_of_the_baseline_says_what_it_left_out(tmp_path, capsys):
+    """30 of 40 baseline cases paired, 5 of those null in the candidate: the
+    gate checked 25 cases and printed `gate: passed (1 rule, 1 check)`."""
+    out = str(tmp_path / "out")
+    write_run(out, "b", "2026-01-01", "bot", IDS, SUITES, {"faithfulness": _values()}, VERDICTS)
+    cand = _values()[:30]
+    cand[:5] = np.nan
+    write_run(out, "c", "2026-01-02", "bot", IDS[:30], SUITES[:30], {"faithfulness": cand},
+              VERDICTS[:30])
+    cfg = _gate(tmp_path, "gate:\n  - {metric: faithfulness, max_drop: 0.02}\n")
+    capsys.readouterr()
+    assert _compare(out, "--config", cfg) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gate: WARN gate[0] {metric: faithfulness, max_drop: 0.02}: "
+                               "bot faithfulness "), lines
+    assert lines[0].endswith("; baseline cases not checked: 10 only in the baseline, 5 null "
+                             "in the candidate"), lines
+    assert lines[1] == "gate: passed (1 rule, 1 check; 1 with a warning)"

@@ -590,7 +590,7 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
     return lines + [f"note: {note}" for note in c.get("notes", ())]
 
 
-LISTED_FAILURES = 10  # failed gate checks printed (all of them are on the pages)
+LISTED_FAILURES = 10  # failed (and warned) gate checks printed (all of them are on the pages)
 
 
 def counted(n: int, noun: str) -> str:
@@ -598,19 +598,29 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' * (n != 1)}"
 
 
-def gate_lines(failed: Sequence, rules: int, checks: int) -> list[str]:
-    """The gate's outcome first: every failed check (up to LISTED_FAILURES), or
-    that it passed."""
+def _listed(checks: Sequence, label: str, noun: str) -> list[str]:
+    """Up to LISTED_FAILURES checks, one line each, then how many more."""
+    lines = [f"gate: {label} {g.describe()}: {g.finding()}" for g in checks[:LISTED_FAILURES]]
+    if len(checks) > LISTED_FAILURES:
+        lines.append(f"gate: ... and {len(checks) - LISTED_FAILURES} more {noun} "
+                     "(all of them are on the pages)")
+    return lines
+
+
+def gate_lines(failed: Sequence, rules: int, checks: int, warned: Sequence = ()) -> list[str]:
+    """The gate's outcome first: every failed check, then every check that
+    passed with a warning (up to LISTED_FAILURES each), then how many failed,
+    or that it passed."""
     if not checks:
         return []
+    lines = (_listed(failed, "FAILED", "failed checks")
+             + _listed(warned, "WARN", "checks with a warning"))
+    warnings = f"; {len(warned)} with a warning" if warned else ""
     if not failed:
-        return [f"gate: passed ({counted(rules, 'rule')}, {counted(checks, 'check')})"]
-    lines = [f"gate: FAILED {g.describe()}: {g.finding()}" for g in failed[:LISTED_FAILURES]]
-    if len(failed) > LISTED_FAILURES:
-        lines.append(f"gate: ... and {len(failed) - LISTED_FAILURES} more failed checks "
-                     "(all of them are on the pages)")
+        return lines + [f"gate: passed ({counted(rules, 'rule')}, {counted(checks, 'check')}"
+                        f"{warnings})"]
     return lines + [f"gate: {len(failed)} of {counted(checks, 'check')} failed "
-                    f"({counted(rules, 'rule')})"]
+                    f"({counted(rules, 'rule')}{warnings})"]
 
 
 def run_compare(args) -> bool:
@@ -625,12 +635,13 @@ def run_compare(args) -> bool:
                 MIN_DIFFERENCE if min_difference is None else min_difference)
     checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"],
                                c["new_bots"], c["gone_suites"]),
-                    key=lambda g: not g.failed)  # failed first
-    c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed}
-                 for g in checks]
+                    key=lambda g: ("FAIL", "WARN", "pass").index(g.status))  # failed first
+    c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed,
+                  "status": g.status} for g in checks]
     paths = write_comparison(c)
     failed = [g for g in checks if g.failed]
-    for line in gate_lines(failed, len(cfg.gate), len(checks)):
+    for line in gate_lines(failed, len(cfg.gate), len(checks),
+                           [g for g in checks if g.status == "WARN"]):
         print(line)
     for line in summary_lines(c):
         print(line)

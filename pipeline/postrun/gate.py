@@ -7,7 +7,14 @@ be noise does not fail a build; neither does a real but allowed one.
 
 A gated metric that cannot be compared fails its rule, with the reason: it
 is missing from one run, or null in every case of one side (or no case has
-a value on both sides). A gate that cannot look must not pass."""
+a value on both sides). A gate that cannot look must not pass.
+
+A check that passes without having looked at everything is a warning, with
+the reason, never a silent pass: a drop larger than `max_drop` that is not
+significant (too few pairs to tell it from noise: with 5 pairs or fewer no
+drop can be), and a check that left out cases of the baseline (only in the
+baseline, a repeated case id, or null in the candidate). The exit code stays
+0: the gate did not find a regression; the output says what it could not see."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,6 +36,12 @@ class GateCheck:
     drop: float | None     # how much worse (positive) the candidate is
     failed: bool
     missing: str | None = None  # why the metric could not be compared (the check fails)
+    warning: str | None = None  # what a passed check could not see (see unseen())
+
+    @property
+    def status(self) -> str:
+        """FAIL, WARN (passed without having seen everything) or pass."""
+        return "FAIL" if self.failed else "WARN" if self.warning else "pass"
 
     def describe(self) -> str:
         return describe_rule(self.index, self.rule)
@@ -44,11 +57,12 @@ class GateCheck:
         p = r.get("p_adjusted")
         p_text = "p_holm –" if p is None else f"p_holm {p_shown(p, self.rule.alpha)}"
         moved = "drop" if r.get("higher_is_better", True) is not None else "change"
-        verdict = (f"{moved} {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} < "
-                   f"{self.rule.alpha!r}" if self.failed else
+        above = self.drop > self.rule.max_drop + 1e-12
+        verdict = (f"{moved} {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} "
+                   f"{'<' if self.failed else '≥'} {self.rule.alpha!r}" if above else
                    f"{moved} {self.drop:.3g} (max {self.rule.max_drop:g}), {p_text}")
         return (f"{where} {r['metric']} {r['baseline_mean']:.3f} → {r['candidate_mean']:.3f} "
-                f"({verdict})")
+                f"({verdict})" + (f"; {self.warning}" if self.warning else ""))
 
 
 def p_shown(p: float, alpha: float) -> str:
@@ -94,6 +108,23 @@ def missing_values(row: Mapping[str, Any]) -> str | None:
         return (f"null in every case of the {' and the '.join(empty)} "
                 f"({row.get('null_pairs', 0)} paired cases, none with a value on both sides)")
     return "no paired case has a value on both sides"
+
+
+def unseen(row: Mapping[str, Any], rule: GateRule, drop: float) -> str | None:
+    """What a passed check could not see, or None: a drop above max_drop that
+    is not significant (the pairs too few, or too noisy, to tell), and the
+    baseline's cases it left out (not paired, or null in the candidate)."""
+    said, n = [], row.get("n_pairs", 0)
+    if drop > rule.max_drop + 1e-12:
+        said.append(f"not significant over {n:,} paired case{'s' * (n != 1)} (too few, or too noisy, to tell the "
+                    "drop from chance)")
+    left = [(row.get("only_in_baseline", 0), "only in the baseline"),
+            (row.get("duplicate_case_id", 0), "with a repeated case id"),
+            (row.get("baseline_values", n) - n, "null in the candidate")]
+    if any(n for n, _ in left):
+        said.append("baseline cases not checked: "
+                    + ", ".join(f"{n:,} {why}" for n, why in left if n))
+    return "; ".join(said) or None
 
 
 def compared(rows: Sequence[Mapping[str, Any]], with_suites: bool) -> str:
@@ -161,5 +192,6 @@ def check_gate(rules: Sequence[GateRule], rows: Sequence[Mapping[str, Any]],
             p = row.get("p_adjusted")
             failed = (drop is not None and drop > rule.max_drop + 1e-12
                       and p is not None and p < rule.alpha)
-            checks.append(GateCheck(i, rule, row, drop, failed))
+            checks.append(GateCheck(i, rule, row, drop, failed,
+                                    warning=None if failed else unseen(row, rule, drop)))
     return checks

@@ -124,7 +124,7 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
     lines += [md_cell(x, 2000) for x in headline(c)] + [""]
     if c.get("gate"):
         lines += ["## Gate", ""]
-        lines += [f"- **{'FAIL' if g['failed'] else 'pass'}** {md_cell(g['rule'], 300)}: "
+        lines += [f"- **{g['status']}** {md_cell(g['rule'], 300)}: "
                   f"{md_cell(g['finding'], 500)}" for g in c["gate"]] + [""]
     if len(c["bots"]) > FEW_BOTS:
         lines += ["## Bots at a glance", "", *md_table(BOTS_HEADERS, bots_at_a_glance(c),
@@ -256,11 +256,12 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
               for line in headline(c)]
     if c.get("gate"):
         failed = any(g["failed"] for g in c["gate"])
+        warned = sum(g["status"] == "WARN" for g in c["gate"])
+        outcome = "FAILED" if failed else "passed" + (f", {warned} with a warning" * bool(warned))
         parts.append(Raw(f'<h2>Gate <span class="badge {"fail" if failed else "pass"}">'
-                         f'{"FAILED" if failed else "passed"}</span></h2>'))
+                         f'{outcome}</span></h2>'))
         parts.append(table(["", "rule", "finding"],
-                           [["FAIL" if g["failed"] else "pass", g["rule"], g["finding"]]
-                            for g in c["gate"]]))
+                           [[g["status"], g["rule"], g["finding"]] for g in c["gate"]]))
     many = len(c["bots"]) > FEW_BOTS
     if many:
         parts += [tag("h2", "Bots at a glance"),
