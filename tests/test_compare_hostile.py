@@ -407,3 +407,17 @@ def test_a_gate_that_saw_part_of_the_baseline_says_what_it_left_out(tmp_path, ca
     assert lines[0].endswith("; baseline cases not checked: 10 only in the baseline, 5 null "
                              "in the candidate"), lines
     assert lines[1] == "gate: passed (1 rule, 1 check; 1 with a warning)"
+
+
+def test_a_config_without_gate_rules_says_nothing_was_gated(tmp_path, capsys):
+    """`--config eval.yaml` whose gate: is empty (or absent) printed no gate
+    line at all and exited 0, as a gate that passed would."""
+    out = str(tmp_path / "out")
+    for run_id, day in (("b", "2026-01-01"), ("c", "2026-01-02")):
+        write_run(out, run_id, day, "bot", IDS, SUITES, {"faithfulness": _values()}, VERDICTS)
+    for text in ("gate: []\n", "metrics: [faithfulness]\n"):
+        cfg = _gate(tmp_path, text)
+        capsys.readouterr()
+        assert _compare(out, "--config", cfg) == 0
+        assert capsys.readouterr().out.splitlines()[0] == \
+            f"gate: none (--config {cfg} has no gate: rules)"

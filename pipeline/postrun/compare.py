@@ -640,6 +640,8 @@ def run_compare(args) -> bool:
                   "status": g.status} for g in checks]
     paths = write_comparison(c)
     failed = [g for g in checks if g.failed]
+    if args.config and not cfg.gate:  # a gate asked for and not written: never a silent pass
+        print(f"gate: none (--config {args.config} has no gate: rules)")
     for line in gate_lines(failed, len(cfg.gate), len(checks),
                            [g for g in checks if g.status == "WARN"]):
         print(line)
