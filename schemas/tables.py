@@ -229,7 +229,8 @@ COMPARISONS = table("comparisons", "Written by `evalbeam compare` (not by a run)
     ("baseline_mean", _D, "the baseline's mean over the pairs"),
     ("candidate_mean", _D, "the candidate's mean over the pairs"),
     ("delta", _D, "candidate_mean − baseline_mean"),
-    ("ci_low", _D, "lower end of the 95% bootstrap interval of delta"),
+    ("ci_low", _D, "lower end of the 95% bootstrap interval of delta; null with fewer than "
+                   "two pairs"),
     ("ci_high", _D, "upper end of that interval"),
     ("test", _S, "the paired test: Wilcoxon's signed-rank or McNemar's"),
     ("p_value", _D, "the test's p-value"),

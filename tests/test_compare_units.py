@@ -274,3 +274,19 @@ def test_summary_and_the_report_give_answer_length_no_direction():
         "answer_length": None, "latency_ms": False, "rougeL": True}
     assert [metric_label(r["metric"], r["higher_is_better"]) for r in rows] == [
         "answer_length", "latency_ms ↓", "rougeL"]
+
+
+def test_one_pair_has_no_interval_not_a_zero_wide_one(tmp_path, capsys):
+    """One paired case printed `Δ -1.000 [-1.000, -1.000]`: a bootstrap of one
+    value resamples it alone, a 95% interval of width 0 claiming certainty."""
+    out = str(tmp_path)
+    write_run(out, "b", "2026-01-01", "bot", ["c0"], np.array(["s"]), {"score": np.ones(1)},
+              np.array(["PASS"]))
+    write_run(out, "c", "2026-01-02", "bot", ["c0"], np.array(["s"]), {"score": np.zeros(1)},
+              np.array(["FAIL"]))
+    capsys.readouterr()
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c"]) == 0
+    assert "pass rate 1.000 → 0.000 (Δ -1.000 [–, –], p_holm 1)" in capsys.readouterr().out
+    c = compare(out, Side("b"), Side("c"))
+    assert all(r["delta"] == -1.0 and r["ci_low"] is None and r["ci_high"] is None
+               for r in c["rows"]), c["rows"]

@@ -36,6 +36,7 @@ RESAMPLES = 1000
 LEVEL = 0.95
 TIE = 1e-9          # |delta| at or below this is zero whatever the minimum difference
 ALPHA = 0.05
+MIN_INTERVAL_PAIRS = 2  # one pair resamples to itself: an interval of width 0, not one
 _BLOCK_CELLS = 8_000_000  # resamples × cases per weight block (32 MB as float32)
 
 
@@ -205,7 +206,8 @@ def group_rows(base: np.ndarray, cand: np.ndarray, higher: Sequence[bool],
     """metric_row for every metric (columns of the pairs × metrics matrices),
     first over all pairs, then over each part between `cuts` (pairs sorted by
     suite), with the bootstrap interval of each delta and Holm's adjustment
-    across the metrics of a group (`significant`: adjusted p < ALPHA)."""
+    across the metrics of a group (`significant`: adjusted p < ALPHA); no
+    interval (null) below MIN_INTERVAL_PAIRS pairs with a value."""
     n = len(base)
     bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
     groups = [(0, n)] + list(zip(bounds[:-1], bounds[1:]))
@@ -215,8 +217,9 @@ def group_rows(base: np.ndarray, cand: np.ndarray, higher: Sequence[bool],
         group = []
         for j, metric in enumerate(metrics):
             row = metric_row(base[a:b, j], cand[a:b, j], higher[j], min_difference)
-            row.update(metric=metric, ci_low=None if np.isnan(low[j]) else float(low[j]),
-                       ci_high=None if np.isnan(high[j]) else float(high[j]))
+            known = row["n_pairs"] >= MIN_INTERVAL_PAIRS and not np.isnan(low[j])
+            row.update(metric=metric, ci_low=float(low[j]) if known else None,
+                       ci_high=float(high[j]) if known else None)
             group.append(row)
         for row, adjusted in zip(group, holm([r["p_value"] for r in group])):
             row["p_adjusted"] = adjusted
