@@ -57,23 +57,37 @@ _UTF8_HEX = ("(?:[0-7][0-9A-F]|C[2-9A-F][89AB][0-9A-F]|D[0-9A-F][89AB][0-9A-F]"
              "|F[1-3](?:[89AB][0-9A-F]){3}|F48[0-9A-F](?:[89AB][0-9A-F]){2})*")
 
 
-def duckdb_manifests(location: str) -> str:
-    """The committed attempts, one row (run_id, attempt) per readable manifest.
-    The manifests are read as bytes, decoded only when they are UTF-8 and
-    parsed only when json_valid (CASE: a WHERE may run after the projection,
-    as in DuckDB 1.1), so one truncated, empty or non-UTF-8 marker
+def sql_text(text: str) -> str:
+    """A SQL string literal: a folder named `it's` must not end the string."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def duckdb_manifests(location: str, table: str) -> str:
+    """The committed attempts, one row (run_id, files, n_rows) per readable
+    manifest: the table's files it lists (paths under the output) and the rows
+    it counts in them. The manifests are read as bytes, decoded only when they
+    are UTF-8 and parsed only when json_valid (CASE: a WHERE may run after the
+    projection, as in DuckDB 1.1), so one truncated, empty or non-UTF-8 marker
     leaves out its own run (as `evalbeam status` and the viewer do) instead of
     failing every view, as read_json does; a marker naming another run than
-    its folder's counts for none."""
-    return (f"(SELECT run_id, attempt FROM (SELECT parse_filename(parse_dirpath(filename)) "
-            f"AS folder,\n"
-            f"    CASE WHEN json_valid(j) THEN json_extract_string(j, '$.run_id') END AS run_id,\n"
-            f"    CASE WHEN json_valid(j) THEN json_extract_string(j, '$.attempt') END AS attempt\n"
+    its folder's, or with no file list, counts for none."""
+    def field(path: str, how: str = "json_extract_string") -> str:
+        return f"CASE WHEN json_valid(j) THEN {how}(j, '{path}') END"
+    return (f"(SELECT run_id, CASE WHEN json_type(listed) = 'ARRAY'\n"
+            f"    THEN from_json(listed, '[\"VARCHAR\"]') ELSE [] END AS files,\n"
+            f"    coalesce(TRY_CAST(counted AS BIGINT), 0) AS n_rows\n"
+            f"  FROM (SELECT parse_filename(parse_dirpath(filename)) AS folder,\n"
+            f"    {field('$.run_id')} AS run_id,\n"
+            f"    {field('$.attempt')} AS attempt,\n"
+            f"    {field('$.files', 'json_type')} AS listing,\n"
+            f"    {field(f'$.files.{table}', 'json_extract')} AS listed,\n"
+            f"    {field(f'$.tables.{table}')} AS counted\n"
             f"  FROM (SELECT filename, CASE WHEN regexp_full_match(hex(content),\n"
             f"    '{_UTF8_HEX}')\n"
             f"    THEN decode(content) END AS j FROM read_blob(\n"
-            f"    '{location}/runs/*/manifest.json')))\n"
-            f"  WHERE run_id = folder AND regexp_full_match(attempt, '{ATTEMPT.pattern}'))")
+            f"    {sql_text(location + '/runs/*/manifest.json')})))\n"
+            f"  WHERE run_id = folder AND regexp_full_match(attempt, '{ATTEMPT.pattern}')\n"
+            f"    AND listing = 'OBJECT')")
 
 
 def unreadable_manifest(path: str, run_id: str) -> str | None:
@@ -89,6 +103,8 @@ def unreadable_manifest(path: str, run_id: str) -> str | None:
         return why
     if not isinstance(marker.get("attempt"), str) or not ATTEMPT.fullmatch(marker["attempt"]):
         return "no attempt id"
+    if not isinstance(marker.get("files"), dict):
+        return "no file list"
     return None
 
 
@@ -107,22 +123,37 @@ def left_out_runs(location: str) -> list[str]:
 
 
 def duckdb_view(spec: TableSpec, location: str) -> str:
-    """A view over a table's files; a run's own tables keep only the files of
-    committed attempts (named part-<run_id>.<attempt>.*, the attempt that
-    runs/<run_id>/manifest.json names), as a killed or failed attempt's files
-    stay in the Hive folders until its run id runs again, which a nightly run
-    with a new id each night never does."""
-    where = f"{location}/{spec.name}"
+    """A view over a table's files; a run's own tables keep only the files the
+    committed attempt's manifest (runs/<run_id>/manifest.json) lists, as a
+    killed or failed attempt's files stay in the Hive folders until its run id
+    runs again, which a nightly run with a new id each night never does. It
+    refuses (one line, naming the run) when those files are not all there or
+    do not hold the rows the manifest counts: a deleted file would otherwise
+    read as fewer rows."""
+    where = sql_text(f"{location}/{spec.name}/**/*.parquet")
     committed = spec.name in TABLES
-    read = (f"read_parquet(\n  '{where}/**/*.parquet', hive_partitioning = true, "
+    read = (f"read_parquet(\n  {where}, hive_partitioning = true, "
             f"union_by_name = true,{' filename = true,' if committed else ''}\n"
             f"  hive_types = {{{duckdb_hive_types(spec)}}})")
     if not committed:
         return f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * FROM {read};"
-    return (f"CREATE OR REPLACE VIEW {spec.name} AS SELECT t.* EXCLUDE (filename) FROM {read} t\n"
-            f"SEMI JOIN {duckdb_manifests(location)} m\n"
-            f"  ON t.run_id = m.run_id AND starts_with(parse_filename(t.filename),\n"
-            f"    'part-' || m.run_id || '.' || m.attempt || '.');")
+    return (f"CREATE OR REPLACE VIEW {spec.name} AS\n"
+            f"WITH manifests AS {duckdb_manifests(location, spec.name)},\n"
+            f"listed AS (SELECT run_id, unnest(files) AS path FROM manifests),\n"
+            f"found AS (SELECT l.run_id, count(*) AS n, sum(f.num_rows) AS got FROM listed l\n"
+            f"  JOIN parquet_file_metadata({where}) f ON ends_with(f.file_name, '/' || l.path)\n"
+            f"  GROUP BY l.run_id),\n"
+            f"checked AS (SELECT m.run_id, CASE WHEN len(m.files) = coalesce(f.n, 0)\n"
+            f"    AND m.n_rows = coalesce(f.got, 0) THEN true ELSE error('run ' || m.run_id\n"
+            f"    || ': its completion marker lists ' || len(m.files) || ' {spec.name}/ files '\n"
+            f"    || 'of ' || m.n_rows || ' rows, but the folder holds ' || coalesce(f.n, 0)\n"
+            f"    || ' of them, of ' || coalesce(f.got, 0) || ' rows (deleted, replaced or '\n"
+            f"    || 'not copied?): run it again to replace them') END AS ok\n"
+            f"  FROM manifests m LEFT JOIN found f USING (run_id))\n"
+            f"SELECT t.* EXCLUDE (filename) FROM {read} t\n"
+            f"SEMI JOIN (SELECT l.run_id, l.path FROM listed l JOIN checked c USING (run_id)\n"
+            f"  WHERE c.ok) m\n"
+            f"  ON t.run_id = m.run_id AND ends_with(t.filename, '/' || m.path);")
 
 
 def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals") -> str:

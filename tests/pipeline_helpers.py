@@ -179,15 +179,19 @@ def fake_runtime(server, name: str, cache=None, **endpoint):
 def write_marker(output: str, run_id: str, run_date: str, attempt: str = "0" * 12,
                  **fields) -> dict:
     """A completion marker for tables a test wrote by hand (files named
-    part-<run_id>.<attempt>.<n>.parquet): it lists them, as Finalize would."""
+    part-<run_id>.<attempt>.<n>.parquet): it lists them and counts their rows,
+    as Finalize would."""
     files: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
     for path in sorted(glob.glob(os.path.join(output, "*", "**",
                                               f"part-{run_id}.{attempt}.*.parquet"),
                                  recursive=True)):
         rel = os.path.relpath(path, output).replace(os.sep, "/")
-        files.setdefault(rel.split("/", 1)[0], []).append(rel)
+        table = rel.split("/", 1)[0]
+        files.setdefault(table, []).append(rel)
+        rows[table] = rows.get(table, 0) + pq.ParquetFile(path).metadata.num_rows
     marker = {"run_id": run_id, "run_date": run_date, "attempt": attempt, "bots": [],
-              "metrics": [], "counts": {}, "tables": {t: 0 for t in files},
+              "metrics": [], "counts": {}, "tables": rows,
               "reconciliation": {"ok": True}, "files": files, **fields}
     os.makedirs(os.path.join(output, "runs", run_id), exist_ok=True)
     with open(os.path.join(output, "runs", run_id, "manifest.json"), "w") as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import json
 import os
 import re
 
@@ -227,12 +228,12 @@ def test_the_guides_pyarrow_recipe_reads_committed_runs_with_text_bots(tmp_path)
 
 def test_a_corrupt_manifest_leaves_out_its_run_with_a_warning_not_every_view(tmp_path, capsys):
     """A nightly folder where one run's manifest is truncated, empty, not an
-    object or not UTF-8: the views read the other runs (as `evalbeam status`
-    and the viewer read them, that run being unreadable), and the command
-    that prints them names the runs left out."""
+    object, not UTF-8 or without a file list: the views read the other runs
+    (as `evalbeam status` and the viewer read them, that run being
+    unreadable), and the command that prints them names the runs left out."""
     config = "embeddings: {provider: hashing}\n"
     bad = {"cut": None, "empty": b"", "array": b"[]\n", "utf16": "{}".encode("utf-16"),
-           "other": None}
+           "other": None, "unlisted": None}
     for run_id in ("ok", *bad):
         code, out = run_sample(tmp_path, config, run_id)
         assert code == 0
@@ -244,6 +245,9 @@ def test_a_corrupt_manifest_leaves_out_its_run_with_a_warning_not_every_view(tmp
             data = text[:len(text) // 2]  # a copy cut short
         elif run_id == "other":  # run ok's marker copied over
             data = open(os.path.join(out, "runs", "ok", "manifest.json"), "rb").read()
+        elif run_id == "unlisted":  # no file list, as the commands refuse it
+            data = json.dumps({k: v for k, v in json.loads(text).items() if k != "files"}
+                              ).encode()
         with open(path, "wb") as fh:
             fh.write(data)
     capsys.readouterr()  # the runs' own lines
@@ -281,3 +285,44 @@ def test_the_guides_pyarrow_recipe_reads_beside_a_run_without_results(tmp_path, 
     exec(block.replace('"out/example"', repr(out)), scope)
     assert scope["results"].num_rows == manifest(out, "ok")["tables"]["results"]
     assert "warning" not in capsys.readouterr().out
+
+
+def test_the_duckdb_views_read_the_listed_files_and_refuse_when_they_do_not_reconcile(tmp_path):
+    """The views kept every file named with the committed attempt: a stray
+    copy of one (`part-r.<attempt>.<x> (1).parquet`, a sync tool's) doubled its
+    rows, and a listed file deleted or replaced after the commit read as fewer
+    rows, silently. They now read exactly the files the manifest lists, and
+    refuse in one line naming the run when those do not hold the rows it
+    counts; a query of another table of the run still reads."""
+    config = ("embeddings: {provider: hashing}\nbots: [{name: a, type: precomputed}, "
+              "{name: b, type: precomputed}]\n")
+    code, out = run_sample(tmp_path, config, "r")
+    assert code == 0
+    marker = manifest(out, "r")
+    first, second = (os.path.join(out, p) for p in marker["files"]["results"])
+    con = duckdb.connect()
+    for name in TABLE_NAMES:
+        con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))
+
+    def count(name: str) -> int:
+        return con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+
+    with open(first, "rb") as src, open(first[:-len(".parquet")] + " (1).parquet", "wb") as dst:
+        dst.write(src.read())
+    assert count("results") == marker["tables"]["results"] == 2 * len(SAMPLE_ROWS)
+    os.remove(second)  # deleted after the commit
+    with pytest.raises(duckdb.Error) as refused:
+        count("results")
+    line = str(refused.value)
+    assert "\n" not in line and line.endswith(
+        "run r: its completion marker lists 2 results/ files of 8 rows, but the folder holds 1 "
+        "of them, of 4 rows (deleted, replaced or not copied?): run it again to replace them"), line
+    with pytest.raises(duckdb.Error, match="run r: its completion marker"):
+        con.execute("SELECT count(*) FROM results WHERE bot = 'a'").fetchall()
+    assert count("scores") == marker["tables"]["scores"]
+    [scores, _] = (os.path.join(out, p) for p in marker["files"]["scores"])
+    fewer = pq.read_table(scores).slice(0, 1)  # replaced by a whole file of fewer rows
+    pq.write_table(fewer, scores)
+    with pytest.raises(duckdb.Error, match=r"lists 2 scores/ files of \d+ rows, but the "
+                                           r"folder holds 2 of them, of \d+ rows"):
+        count("scores")
