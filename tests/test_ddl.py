@@ -326,3 +326,23 @@ def test_the_duckdb_views_read_the_listed_files_and_refuse_when_they_do_not_reco
     with pytest.raises(duckdb.Error, match=r"lists 2 scores/ files of \d+ rows, but the "
                                            r"folder holds 2 of them, of \d+ rows"):
         count("scores")
+
+
+def test_the_duckdb_views_read_a_run_in_a_folder_named_with_quotes_and_spaces(tmp_path, capsys):
+    """`python -m schemas.ddl duckdb "runs/it's Q3"` printed the folder inside
+    '…' as it was: every view was a Parser Error (`syntax error at or near
+    "s"`). The folder is now a quoted literal; the views read the run."""
+    folder = tmp_path / "it's a \"nightly\" run; --"
+    folder.mkdir()
+    code, out = run_sample(folder, "embeddings: {provider: hashing}\n", "q")
+    assert code == 0
+    capsys.readouterr()
+    assert main(["duckdb", out]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    con = duckdb.connect()
+    con.execute(printed.out.split("\n\n", 1)[1].rsplit("\n\n", 2)[0])  # the run's five
+    counts = manifest(out, "q")["tables"]
+    for name in TABLE_NAMES:
+        got = dict(con.execute(f"SELECT run_id, count(*) FROM {name} GROUP BY ALL").fetchall())
+        assert got == ({"q": counts[name]} if counts[name] else {}), name
