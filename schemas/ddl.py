@@ -38,8 +38,16 @@ def column_type(arrow_type: pa.DataType, engine: str) -> str:
     return _TYPES[arrow_type][ENGINES.index(engine)]
 
 
+def column_name(name: str, engine: str) -> str:
+    """A column as Athena's and Spark's DDL take it: in backticks, since their
+    Hive parser refuses a reserved word such as results' `references` as a
+    bare name (Athena always, Spark in ANSI mode)."""
+    return f"`{name}`" if engine in ("athena", "spark") else name
+
+
 def _columns(spec: TableSpec, engine: str, indent: str = "  ") -> str:
-    return ",\n".join(f"{indent}{f.name} {column_type(f.type, engine)}" for f in spec.schema)
+    return ",\n".join(f"{indent}{column_name(f.name, engine)} {column_type(f.type, engine)}"
+                       for f in spec.schema)
 
 
 def duckdb_hive_types(spec: TableSpec) -> str:
@@ -173,14 +181,17 @@ def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals
                 f"         hive_partition_uri_prefix = '{where}'"
                 + (",\n         enable_list_inference = true" if lists else "") + ");")
     if engine == "athena":
-        parts = ", ".join(f"{p} {PARTITION_TYPES[p]}" for p in spec.partitions)
+        parts = ", ".join(f"{column_name(p, engine)} {PARTITION_TYPES[p]}"
+                          for p in spec.partitions)
         return (f"CREATE EXTERNAL TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)}\n)\n"
                 f"PARTITIONED BY ({parts})\nSTORED AS PARQUET\nLOCATION '{where}/';\n"
                 f"MSCK REPAIR TABLE {name};")
     if engine == "spark":
-        parts = ",\n".join(f"  {p} {PARTITION_TYPES[p].upper()}" for p in spec.partitions)
+        names = [column_name(p, engine) for p in spec.partitions]
+        parts = ",\n".join(f"  {n} {PARTITION_TYPES[p].upper()}"
+                           for n, p in zip(names, spec.partitions))
         return (f"CREATE TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)},\n{parts}\n)\n"
-                f"USING parquet\nPARTITIONED BY ({', '.join(spec.partitions)})\n"
+                f"USING parquet\nPARTITIONED BY ({', '.join(names)})\n"
                 f"LOCATION '{where}';\nMSCK REPAIR TABLE {name};")
     raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
 
