@@ -369,3 +369,18 @@ def test_athena_and_spark_statements_quote_every_column(engine, location):
             [f"`{p}`" for p in spec.partitions] if engine == "spark" else []), name
         clause = re.search(r"PARTITIONED BY \((.*)\)", ddl).group(1)  # Athena's: name type
         assert [p.split()[0] for p in clause.split(", ")] == [f"`{p}`" for p in spec.partitions]
+
+
+def test_the_guides_pyarrow_recipe_refuses_a_listed_file_that_lost_rows(tmp_path):
+    """The recipe read the listed files as they were: one replaced after the
+    commit by a whole file of fewer rows read as fewer rows, silently. It now
+    checks the rows against the manifests' counts, as the DuckDB views do."""
+    assert run_sample(tmp_path, "embeddings: {provider: hashing}\n", "r")[0] == 0
+    out = str(tmp_path / "out")
+    [listed] = manifest(out, "r")["files"]["results"]
+    path = os.path.join(out, listed)
+    pq.write_table(pq.read_table(path).slice(0, 1), path)
+    [(_, block)] = [b for b in code_blocks(doc("guides/warehouse.md"), ("python",))]
+    with pytest.raises(ValueError, match=r"^results/: the manifests count 4 rows, their files "
+                                         r"hold 1$"):
+        exec(block.replace('"out/example"', repr(out)), {})
