@@ -8,6 +8,10 @@ import glob
 import json
 import os
 import re
+import resource
+import signal
+import subprocess
+import sys
 
 import duckdb
 import pyarrow as pa
@@ -19,7 +23,8 @@ from pipeline.cli import run
 from schemas.tables import EVERY_TABLE, RESULTS, SCORES, USAGE
 from tests.conftest import ROOT, SAMPLE_ROWS
 from tests.test_docs import code_blocks
-from tests.pipeline_helpers import TABLE_NAMES, manifest, read_table, run_sample, write_marker
+from tests.pipeline_helpers import (TABLE_NAMES, files_under, manifest, read_table, run_sample,
+                                    write_marker)
 
 
 def doc(page: str) -> str:
@@ -384,3 +389,45 @@ def test_the_guides_pyarrow_recipe_refuses_a_listed_file_that_lost_rows(tmp_path
     with pytest.raises(ValueError, match=r"^results/: the manifests count 4 rows, their files "
                                          r"hold 1$"):
         exec(block.replace('"out/example"', repr(out)), {})
+
+
+def _file_size_limited(limit: int):
+    """A child whose files cannot grow past `limit` bytes, as on a full disk:
+    a write past it fails with EFBIG (SIGXFSZ ignored, so it is an OSError)."""
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_failed_compare_or_calibrate_leaves_the_tables_views_reading(tmp_path):
+    """`evalbeam compare` and `evalbeam calibrate` wrote their table's file in
+    place (compare after deleting the earlier one): a write that failed (a
+    full disk, a kill) left a cut file part-….parquet in comparisons/ or
+    calibration/, and every DuckDB view of that table then failed to be made
+    or read (`No magic bytes found at end of file`), every earlier comparison
+    with it. The file is written under _tmp/ and renamed into place: a failed
+    write leaves the earlier file and nothing else."""
+    labels = ("PASS", "FAIL", "PASS", "WARN")
+    rows = [dict(r, label=label) for r, label in zip(SAMPLE_ROWS, labels)]
+    code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\nbots: [{name: a, type: "
+                           "precomputed}, {name: b, type: precomputed}]\n", "f", rows)
+    assert code == 0
+    commands = {"calibration": ["calibrate", "--output", out, "--run-id", "f"],
+                "comparisons": ["compare", "--output", out, "--baseline", "f:a",
+                                "--candidate", "f:b"]}
+    before = {}
+    for name, argv in commands.items():
+        assert run(argv) == 0
+        before[name] = sorted(files_under(os.path.join(out, name)))
+    for name, argv in commands.items():
+        failed = subprocess.run([sys.executable, "-m", "pipeline", *argv], cwd=ROOT,
+                                capture_output=True, text=True, timeout=300,
+                                preexec_fn=_file_size_limited(1024))
+        assert failed.returncode != 0 and "File too large" in failed.stderr, failed.stderr
+        assert sorted(files_under(os.path.join(out, name))) == before[name], name
+        con = duckdb.connect()
+        con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))
+        assert con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == \
+            read_table(out, name).num_rows > 0, name
+    assert not [f for f in files_under(out) if f.startswith("_tmp")]

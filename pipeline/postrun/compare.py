@@ -37,7 +37,7 @@ from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, TIE, bot_seed, change,
                                        group_rows, passed, transitions)
-from transforms.publish.write import RUN_ID_PATTERN, write_table_file
+from transforms.publish.write import RUN_ID_PATTERN, replace_table_file
 from transforms.score.scoring import UNSCALED, recorded_direction
 
 REGRESSED_CASES = 10   # most regressed cases per bot on the pages
@@ -545,10 +545,12 @@ def write_comparison(c: dict[str, Any]) -> dict[str, str]:
                                                     name)])[0].metadata_list
     except BeamIOError:  # no comparisons/ yet
         found = []
-    if found:
-        FileSystems.delete([m.path for m in found])
     paths = {"table": FileSystems.join(table_dir(output, c["run_date"]), name)}
-    write_table_file(paths["table"], COMPARISONS.schema, table_rows(c))
+    replace_table_file(output, paths["table"], COMPARISONS.schema, table_rows(c))
+    here = f"run_date={c['run_date']}"  # the copies of other dates (the candidate's moved)
+    stale = [m.path for m in found if m.path.rstrip("/").split("/")[-2] != here]
+    if stale:
+        FileSystems.delete(stale)
     pages = pages_dir(output, cand)
     for ext, render in (("md", render_compare_md), ("html", render_compare_html)):
         paths[ext] = FileSystems.join(pages, f"{stem}.{ext}")

@@ -42,7 +42,7 @@ from transforms.publish.completed import CorruptManifest, manifest_path, read_ma
 from transforms.publish.lease import (delete_quietly, local_process_gone, read_json, run_dir,
                                       stale_files, write_atomic)
 from transforms.publish.rows import to_json
-from transforms.publish.write import WrittenFile, partition_dir, temp_dir
+from transforms.publish.write import WrittenFile, ensure_folder, partition_dir, temp_dir
 
 ATTEMPT_LENGTH = 12  # hex characters of an attempt id
 PAUSE_ENV = "EVALBEAM_TEST_PAUSE_AT"  # tests: "step" (wait to be killed) or "step:seconds"
@@ -172,11 +172,6 @@ def _in_parallel(fn, items) -> None:
             pass
 
 
-def _ensure_folder(folder: str) -> None:
-    if not FileSystems.exists(folder):
-        FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
-
-
 def _move_if_staged(move: tuple[str, str]) -> None:
     source, target = move
     if FileSystems.exists(source):  # a retried Finalize skips what it already moved
@@ -198,7 +193,7 @@ def move_into_place(output: str, run_id: str, attempt: str,
         rows[f.table] = rows.get(f.table, 0) + f.rows
         moves.append((f.temp_path, target))
         folders.add(folder)
-    _in_parallel(_ensure_folder, sorted(folders))
+    _in_parallel(ensure_folder, sorted(folders))
     _in_parallel(_move_if_staged, moves)
     return files, rows
 

@@ -141,13 +141,35 @@ def write_table_file(path: str, schema: pa.Schema, rows: list[dict],
         pq.write_table(table, fh)
 
 
+def ensure_folder(folder: str) -> None:
+    if not FileSystems.exists(folder):
+        FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
+
+
+def replace_table_file(output: str, path: str, schema: pa.Schema, rows: list[dict]) -> None:
+    """A post-run command's file of a table (calibration/, comparisons/), which
+    readers see at once: written under `_tmp/`, which no table glob reaches,
+    then renamed over `path`. Written in place, a failed write (a full disk,
+    a kill) left a partial file that failed every query of the table (DuckDB:
+    "No magic bytes found"), and a reader could meet one half-written."""
+    temp = FileSystems.join(output, "_tmp", f"{os.path.basename(path)}.{uuid.uuid4().hex}")
+    try:
+        write_table_file(temp, schema, rows)
+        ensure_folder(path.rsplit("/", 1)[0])
+        FileSystems.rename([temp], [path])
+    except BaseException:
+        if FileSystems.exists(temp):
+            FileSystems.delete([temp])
+        raise
+
+
 def write_small_table(output: str, spec: TableSpec, run_id: str, run_date: str,
                       rows: list[dict]) -> str:
     """A table partitioned by run_date only, as one file `part-<run_id>.0.parquet`
     (a fixed name, so writing it again replaces it); returns its path."""
     folder = partition_dir(output, spec.name, (("run_date", run_date),))
     path = FileSystems.join(folder, f"part-{run_id}.0.parquet")
-    write_table_file(path, spec.schema, rows)
+    replace_table_file(output, path, spec.schema, rows)
     return path
 
 
