@@ -1,11 +1,12 @@
 """A run folder whose completion marker lists table files that are gone
-(deleted, an incomplete copy or restore) or cut short: every command that
-reads the run's rows says so in one line and exits non-zero; none reads it
-as finished."""
+(deleted, an incomplete copy or restore), cut short, or replaced by files of
+other rows: every command that reads the run's rows says so in one line and
+exits non-zero; none reads it as finished."""
 from __future__ import annotations
 
 import os
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.cli import run
@@ -17,7 +18,8 @@ from tests.pipeline_helpers import manifest, run_cli
 def folder(tmp_path_factory):
     """Runs a (whole), d (its marker lists results/ files that are gone) and
     t (the last of its two results/ files, one per bot, is cut short: an
-    interrupted copy; a reader opens the first one whole)."""
+    interrupted copy; a reader opens the first one whole) and r (the last one
+    replaced by a whole file of one row: an overwrite, another copy restored)."""
     tmp = str(tmp_path_factory.mktemp("lost"))
     rows = [{"case_id": f"c{i}", "question": f"Question {i} about refunds?",
              "expected_answer": "Refunds take 30 days.",
@@ -29,7 +31,7 @@ def folder(tmp_path_factory):
     with open(config, "w", encoding="utf-8") as fh:
         fh.write("bots:\n  - {name: recorded, type: precomputed}\n"
                  "  - {name: again, type: precomputed}\n")
-    for run_id in ("a", "d", "t"):
+    for run_id in ("a", "d", "t", "r"):
         assert run_cli("--input", cases, "--output", out, "--run-id", run_id,
                        "--run-date", "2026-11-27", "--config", config) == 0
     for rel in manifest(out, "d")["files"]["results"]:
@@ -38,6 +40,8 @@ def folder(tmp_path_factory):
     assert len(listed) == 2
     with open(os.path.join(out, listed[-1]), "r+b") as fh:
         fh.truncate(100)
+    replaced = os.path.join(out, manifest(out, "r")["files"]["results"][-1])
+    pq.write_table(pq.read_table(replaced).slice(0, 1), replaced)
     return out
 
 
@@ -49,7 +53,11 @@ def _one_line(capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize("run_id, why", [("d", "missing"), ("t", "not a whole Parquet file")])
+REPLACED = "its completion marker counts 12 results/ rows, its listed files hold 7"
+
+
+@pytest.mark.parametrize("run_id, why", [("d", "missing"), ("t", "not a whole Parquet file"),
+                                         ("r", REPLACED)])
 @pytest.mark.parametrize("argv", [
     ["status", "--run-id", "{run}"],
     ["calibrate", "--run-id", "{run}"],
@@ -64,7 +72,8 @@ def test_every_command_refuses_a_run_whose_listed_tables_are_gone(folder, capsys
     compare crashed with a traceback and exit 1 (pyarrow's 'Parquet magic
     bytes not found in footer', DuckDB's InvalidInputException 'No magic bytes
     found at end of file'), which cli.md documents for neither; status said
-    'run t: finished' (exit 0)."""
+    'run t: finished' (exit 0). For r: status said finished (exit 0), and
+    compare and calibrate read its 7 rows as the run's 12."""
     assert run([*(a.format(run=run_id) for a in argv), "--output", folder]) == 2
     err = _one_line(capsys)
     assert f"run {run_id!r}" in err and "results/" in err and why in err, err
@@ -81,6 +90,8 @@ def test_the_viewer_says_so_for_such_a_run(folder):
             catalog.run("d")
         with pytest.raises(RunUnreadable, match="run 't'.*results/.*not a whole Parquet file"):
             catalog.run("t")  # before: DuckDB's InvalidInputException, a 500 page
+        with pytest.raises(RunUnreadable, match=f"run 'r': {REPLACED}"):
+            catalog.run("r")  # before: its 7 rows as the run
         assert catalog.run("a").run.run_id == "a"
     finally:
         catalog.close()
@@ -93,3 +104,5 @@ def test_the_python_api_says_so(folder):
         evalbeam.read_run(folder, "d").results()
     with pytest.raises(RunUnreadable, match="run 't': .* results/ file .*, which is not a whole Parquet file"):
         evalbeam.read_run(folder, "t").results()
+    with pytest.raises(RunUnreadable, match=f"run 'r': {REPLACED}"):
+        evalbeam.read_run(folder, "r").results()

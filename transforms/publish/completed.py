@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -260,6 +261,7 @@ class CompletedRun:
                                         f"files: {first[:200]}") from None
                 os.replace(local + ".part", local)
             out.append(local)
+        self.check_rows(table, sum(pq.ParquetFile(p).metadata.num_rows for p in out))
         return out
 
     def check_files(self, *tables: str) -> None:
@@ -276,6 +278,17 @@ class CompletedRun:
                     continue
                 raise RunUnreadable(f"run {self.run_id!r}: its completion marker lists the "
                                     f"{table}/ file {path}, {why}; run it again to replace it")
+            self.check_rows(table, sum(_footer_rows(p) for p in self.files(table)))
+
+    def check_rows(self, table: str, held: int) -> None:
+        """RunUnreadable when a table's listed files hold other than the rows the
+        marker counts: one replaced after the commit (an overwrite, a restore
+        of another copy) would otherwise read as fewer rows, or more."""
+        counted = self.manifest["tables"].get(table)
+        if counted is not None and held != counted:
+            raise RunUnreadable(f"run {self.run_id!r}: its completion marker counts {counted} "
+                                f"{table}/ rows, its listed files hold {held} (one replaced "
+                                "after the commit?); run it again to replace them")
 
     def no_files(self, table: str) -> str:
         """Why the attempt lists no file of a table: it evaluated nothing (every
@@ -298,10 +311,13 @@ class CompletedRun:
         partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in spec.partitions]),
                                        flavor="hive")
         try:
-            return ds.dataset(paths, format="parquet", partitioning=partitioning,
-                              partition_base_dir=base, filesystem=filesystem)
+            dataset = ds.dataset(paths, format="parquet", partitioning=partitioning,
+                                 partition_base_dir=base, filesystem=filesystem)
+            held = dataset.count_rows()  # the footers only
         except (OSError, pa.ArrowInvalid) as exc:  # a listed file gone or not Parquet
             raise self.unreadable(spec.name, exc) from None
+        self.check_rows(spec.name, held)
+        return dataset
 
     def unreadable(self, table: str, exc: Exception) -> RunUnreadable:
         """The one line for a listed file that cannot be read: missing (said
@@ -327,6 +343,14 @@ class CompletedRun:
             return dataset.to_table(columns=columns, filter=condition)
         except (OSError, pa.ArrowInvalid) as exc:
             raise self.unreadable(spec.name, exc) from None
+
+
+def _footer_rows(path: str) -> int:
+    """The rows a whole Parquet file holds, from its footer (read through Beam's
+    FileSystems: a seek, not the whole file)."""
+    with FileSystems.open(path, "application/octet-stream",
+                          CompressionTypes.UNCOMPRESSED) as fh:
+        return pq.ParquetFile(fh).metadata.num_rows
 
 
 def _ends_as_parquet(path: str) -> bool:
