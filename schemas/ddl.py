@@ -65,9 +65,13 @@ _UTF8_HEX = ("(?:[0-7][0-9A-F]|C[2-9A-F][89AB][0-9A-F]|D[0-9A-F][89AB][0-9A-F]"
              "|F[1-3](?:[89AB][0-9A-F]){3}|F48[0-9A-F](?:[89AB][0-9A-F]){2})*")
 
 
-def sql_text(text: str) -> str:
-    """A SQL string literal: a folder named `it's` must not end the string."""
-    return "'" + text.replace("'", "''") + "'"
+def sql_text(text: str, engine: str = "duckdb") -> str:
+    """A SQL string literal: a folder named `it's` must not end the string.
+    DuckDB doubles the quote; BigQuery's, Athena's (Hive) and Spark's literals
+    take a backslash before it, so a backslash is doubled there too."""
+    if engine == "duckdb":
+        return "'" + text.replace("'", "''") + "'"
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def duckdb_manifests(location: str, table: str) -> str:
@@ -177,14 +181,14 @@ def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals
         lists = any(pa.types.is_list(f.type) for f in spec.schema)
         return (f"CREATE OR REPLACE EXTERNAL TABLE `{name}` (\n{_columns(spec, engine)}\n)\n"
                 f"WITH PARTITION COLUMNS ({parts})\n"
-                f"OPTIONS (format = 'PARQUET', uris = ['{where}/*'],\n"
-                f"         hive_partition_uri_prefix = '{where}'"
+                f"OPTIONS (format = 'PARQUET', uris = [{sql_text(where + '/*', engine)}],\n"
+                f"         hive_partition_uri_prefix = {sql_text(where, engine)}"
                 + (",\n         enable_list_inference = true" if lists else "") + ");")
     if engine == "athena":
         parts = ", ".join(f"{column_name(p, engine)} {PARTITION_TYPES[p]}"
                           for p in spec.partitions)
         return (f"CREATE EXTERNAL TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)}\n)\n"
-                f"PARTITIONED BY ({parts})\nSTORED AS PARQUET\nLOCATION '{where}/';\n"
+                f"PARTITIONED BY ({parts})\nSTORED AS PARQUET\nLOCATION {sql_text(where + '/', engine)};\n"
                 f"MSCK REPAIR TABLE {name};")
     if engine == "spark":
         names = [column_name(p, engine) for p in spec.partitions]
@@ -192,7 +196,7 @@ def table_ddl(spec: TableSpec, engine: str, location: str, dataset: str = "evals
                            for n, p in zip(names, spec.partitions))
         return (f"CREATE TABLE IF NOT EXISTS {name} (\n{_columns(spec, engine)},\n{parts}\n)\n"
                 f"USING parquet\nPARTITIONED BY ({', '.join(names)})\n"
-                f"LOCATION '{where}';\nMSCK REPAIR TABLE {name};")
+                f"LOCATION {sql_text(where, engine)};\nMSCK REPAIR TABLE {name};")
     raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
 
 

@@ -431,3 +431,18 @@ def test_a_failed_compare_or_calibrate_leaves_the_tables_views_reading(tmp_path)
         assert con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == \
             read_table(out, name).num_rows > 0, name
     assert not [f for f in files_under(out) if f.startswith("_tmp")]
+
+
+@pytest.mark.parametrize("engine,location", [("bigquery", "gs://b/Q3's \\evals"),
+                                             ("athena", "s3://b/Q3's \\evals"),
+                                             ("spark", "s3a://b/Q3's \\evals")])
+def test_a_location_with_a_quote_is_one_string_literal(engine, location):
+    """BigQuery's uris and prefix, Athena's and Spark's LOCATION printed the
+    location inside '…' as it was: a folder named Q3's ended the string there
+    and the rest was a syntax error. Their literals escape ' and \\ with a
+    backslash (DuckDB's doubles the quote: tested on a real run above)."""
+    ddl = table_ddl(SCORES, engine, location)
+    literals = [re.sub(r"\\(.)", r"\1", t) for t in re.findall(r"'((?:[^'\\]|\\.)*)'", ddl)]
+    paths = [t for t in literals if "://" in t]
+    assert paths and all(p.startswith(f"{location}/scores") for p in paths), paths
+    assert len(paths) == (2 if engine == "bigquery" else 1)
