@@ -132,7 +132,9 @@ class ServerConfig:
     omit_usage: bool = False          # chat and embeddings replies without `usage` (vLLM, proxies)
     # a chat request whose prompt tokens (words x 1.3) + max_tokens exceed this is refused
     # as OpenAI does (code context_length_exceeded), with context_window_status: 400,
-    # or 200 / 500 as gateways that wrap the upstream's error send it
+    # or 200 / 500 as gateways that wrap the upstream's error send it; so is an embeddings
+    # request one of whose inputs is longer (the whole batch), as OpenAI does with 400 and
+    # TEI's /v1/embeddings with 413 (422: a TEI behind a proxy), in TEI's OpenAI shape
     context_window: int | None = None
     context_window_status: int = 400
     # TEI classifier (/predict, /info) and vLLM /score
@@ -301,9 +303,13 @@ def _error_body(status: int, message: str, shape: str = "openai") -> dict:
 
 
 def _over_context(cfg: ServerConfig, route: str | None, data: Any) -> dict | None:
-    """OpenAI's error body for a chat request longer than cfg.context_window, else None."""
-    if cfg.context_window is None or route != "chat" or not isinstance(data, dict) \
-            or not isinstance(data.get("messages"), list):
+    """The error body for a chat request, or an embeddings input, longer than
+    cfg.context_window, else None."""
+    if cfg.context_window is None or not isinstance(data, dict):
+        return None
+    if route == "embeddings":
+        return _embedding_too_long(cfg, data.get("input"))
+    if route != "chat" or not isinstance(data.get("messages"), list):
         return None
     prompt = sum(_tokens(_content_text(m.get("content"))) for m in data["messages"]
                  if isinstance(m, dict))
@@ -317,6 +323,24 @@ def _over_context(cfg: ServerConfig, route: str | None, data: Any) -> dict | Non
                    "the messages or completion.",
         "type": "invalid_request_error", "param": "messages",
         "code": "context_length_exceeded"}}
+
+
+def _embedding_too_long(cfg: ServerConfig, inputs: Any) -> dict | None:
+    """A batch with an input over cfg.context_window tokens fails whole: OpenAI's
+    400, or TEI's 413/422 {"message", "code", "type": "validation"}."""
+    texts = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []
+    longest = max((_tokens(t) for t in texts if isinstance(t, str)), default=0)
+    if longest <= cfg.context_window:
+        return None
+    if cfg.context_window_status in (413, 422):
+        return {"message": f"Input validation error: `inputs` must have less than "
+                           f"{cfg.context_window} tokens. Given: {longest}",
+                "code": cfg.context_window_status, "type": "validation"}
+    return {"error": {
+        "message": f"This model's maximum context length is {cfg.context_window} tokens, "
+                   f"however you requested {longest} tokens ({longest} in your prompt; 0 for "
+                   "the completion). Please reduce your prompt; or completion length.",
+        "type": "invalid_request_error", "param": None, "code": None}}
 
 
 _WORD = re.compile(r"[^\W_]+")

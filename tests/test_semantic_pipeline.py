@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import EXAMPLE, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig, embed_text
-from tests.pipeline_helpers import fake_runtime, manifest, read_rows, run_cli, usage_totals
+from tests.pipeline_helpers import (fake_runtime, manifest, read_rows, run_cli, run_sample,
+                                    usage_totals)
 from transforms.enrich.embeddings.cache import CachingEmbedder
 from transforms.enrich.embeddings.endpoint import EmbeddingError, EndpointEmbedder
 from transforms.remote.usage import CallLog
@@ -245,3 +246,42 @@ def test_an_invisible_only_reference_or_answer_is_blank_as_an_empty_one(tmp_path
             assert got["value"] is None and got["error"] == "empty expected answer", got
     sim = scores["blank_answer", "answer_similarity"]
     assert sim["value"] == 0.0 and json.loads(sim["details"])["note"] == "empty answer", sim
+
+
+@pytest.mark.parametrize("status", [400, 413])  # OpenAI's refusal; TEI's /v1/embeddings
+def test_a_text_over_the_model_input_limit_fails_alone_not_its_batch(tmp_path, status):
+    """One answer longer than the embedding model reads: the server refuses the
+    whole request of (up to 64) texts. The batch is sent again in halves down
+    to that text, which alone is null with the reason (and an errors/ row) and
+    is not asked again; the other rows score, and usage/ counts every request."""
+    rows = [{"case_id": f"c{i}", "question": f"What is rule number {i}?",
+             "expected_answer": f"Rule {i} says to keep receipts.",
+             "answer": f"Rule {i} says keep the receipts."} for i in range(12)]
+    long_answer = " ".join(f"word{j}" for j in range(200))  # 260 tokens on the fake
+    rows[5]["answer"] = long_answer
+    with FakeOpenAI(ServerConfig(context_window=100, context_window_status=status)) as server:
+        code, out = run_sample(tmp_path, f"endpoints:\n  emb: {{base_url: "
+                               f"'{server.openai_base_url}'}}\nembeddings: {{provider: endpoint, "
+                               "endpoint: emb, model: m}\nmetrics: [answer_similarity]\n",
+                               "long", rows)
+        assert code == 0
+        sent = [r for r in server.requests if r.path == "/v1/embeddings"]
+    sims = {s["case_id"]: s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"}
+    assert sims["c5"]["value"] is None
+    assert "text over the embedding model's input limit" in sims["c5"]["error"]
+    assert ("maximum context length is 100" if status == 400 else
+            "must have less than 100 tokens") in sims["c5"]["error"]
+    assert all(s["value"] is not None and s["error"] is None
+               for c, s in sims.items() if c != "c5"), sims
+    errors = [e for e in read_rows(out, "errors") if e["stage"] == "embedding"]
+    assert [e["case_id"] for e in errors] == ["c5"]
+    assert "over the embedding model's input limit" in errors[0]["message"]
+    # the long text alone is asked once, never retried; every other text is embedded
+    assert [r.json["input"] for r in sent].count([long_answer]) == 1
+    embedded = {t for r in sent if r.status == 200 for t in r.json["input"]}
+    assert long_answer not in embedded and len(embedded) == 12 + 11  # references, answers
+    refused = [r for r in sent if r.status != 200]
+    assert len(refused) > 1 and all(long_answer in r.json["input"] for r in refused)
+    u = usage_totals(read_rows(out, "usage"), "endpoint", "model")[("emb", "m")]
+    assert u["calls"] == len(sent) and u["failures"] == len(refused) and u["retries"] == 0
+    assert manifest(out, "long")["reconciliation"]["ok"]

@@ -642,9 +642,11 @@ def _error_body(data: Any) -> bool:
 
 
 # what servers say of a prompt longer than the model reads (OpenAI, Azure, vLLM,
-# LiteLLM, TGI, Anthropic through gateways)
+# LiteLLM, TGI, Anthropic through gateways; TEI: "`inputs` must have less than 512
+# tokens"; llama.cpp: "input is too large to process")
 _TOO_LONG = re.compile(r"context[ _-]?length|context[ _-]?window|maximum context|"
-                       r"prompt is too long|too many (input )?tokens|input is too long", re.I)
+                       r"prompt is too long|too many (input )?tokens|input is too (long|large)|"
+                       r"must have less than \d+ tokens", re.I)
 # error types and codes that blame the request: the same request gets the same answer
 _REQUEST_ERRORS = {"invalid_request_error", "badrequesterror", "context_length_exceeded",
                    "authentication_error", "permission_error", "not_found_error"}
@@ -667,6 +669,14 @@ def _refused_as_asked(body: bytes) -> bool:
                       for c in codes)
     return bool(kinds & _REQUEST_ERRORS) or client_code or bool(
         _TOO_LONG.search(_error_detail(body)))
+
+
+def refused_as_too_long(rec: CallRecord) -> bool:
+    """A sent call the server refused because an input is longer than the model
+    reads (never retried: the same input is refused again). For a batch of
+    inputs (embeddings), only a smaller batch without that input can succeed."""
+    return (not rec.ok and rec.sent and not rec.budget_refused
+            and bool(_TOO_LONG.search(rec.error or "")))
 
 
 def _error_detail(body: bytes) -> str:

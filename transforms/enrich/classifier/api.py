@@ -26,19 +26,18 @@ pair does not, so a re-run sends no request.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from transforms.enrich.classifier.labels import (LabelError, id2label_of, label_name,
                                                  probability, read_prediction)
+from transforms.remote.batches import (  # noqa: F401 (batch_limit, split_batch also read here)
+    BATCH_REFUSED, batch_limit, split_batch)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.openai_api import by_index, estimate_tokens
 
 TEI_PREDICT, TEI_INFO, VLLM_SCORE = "/predict", "/info", "/score"
-BATCH_REFUSED = (413, 422)  # TEI: a batch over --max-client-batch-size
-_BATCH_LIMIT = re.compile(r"maximum allowed batch size (\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +46,6 @@ class PairVerdict:
     support: float | None
     contradiction: float | None = None
     error: str | None = None
-
-
-def batch_limit(error: str | None) -> int | None:
-    """M from TEI's "batch size N > maximum allowed batch size M", if named."""
-    m = _BATCH_LIMIT.search(error or "")
-    return int(m.group(1)) if m else None
-
-
-def split_batch(size: int, limit: int | None) -> list[tuple[int, int]]:
-    """(start, stop) of the smaller batches a refused batch of `size` is sent as:
-    batches of `limit` when the server named one below size, else two halves."""
-    step = limit if limit is not None and 0 < limit < size else (size + 1) // 2
-    return [(i, min(i + step, size)) for i in range(0, size, step)]
 
 
 Record = Callable[[CallRecord], None]

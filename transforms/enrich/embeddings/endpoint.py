@@ -13,7 +13,11 @@ run to run, so a per-request key would miss on a re-run of the same inputs.
 
 A request that fails (or that a spend cap refuses) costs only its own texts:
 the EmbeddingError raised carries the vectors the other requests brought
-(`done`) and, per text without one, the reason.
+(`done`) and, per text without one, the reason. One text over the model's
+input limit fails its whole request (OpenAI's 400 "maximum context length",
+TEI's 413 "must have less than 512 tokens"): such a request is sent again in
+halves down to that text, whose one request fails alone (never retried); each
+request, the refused ones too, is a call in usage/.
 """
 from __future__ import annotations
 
@@ -25,8 +29,9 @@ import numpy as np
 
 from transforms.enrich.embeddings.base import (  # noqa: F401 (EmbeddingError is also read from here)
     MAX_TOKEN_VECTORS, EmbeddingError, TokenVectors, l2_normalise, unit_length)
+from transforms.remote.batches import split_batch
 from transforms.remote.cache import cache_key
-from transforms.remote.client import attributed
+from transforms.remote.client import CallRecord, attributed, refused_as_too_long
 from transforms.remote.openai_api import embeddings, embeddings_path
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.tokens import tokenize
@@ -63,19 +68,31 @@ class EndpointEmbedder:
                     hits.append(self.client.hit_record(self.model, "embeddings", tier))
         todo = [t for t in texts if t not in found]
         chunks = [todo[i:i + self.request_size] for i in range(0, len(todo), self.request_size)]
-        sent = [(got if got is None else [unit_length(v) for v in got], rec) for got, rec in
-                await asyncio.gather(*(embeddings(self.client, self.model, c) for c in chunks))]
-        fresh = [v for _, (got, _) in zip(chunks, sent) for v in got or []]
+        sent = [x for part in await asyncio.gather(*(self._send(c) for c in chunks))
+                for x in part]
+        fresh = [v for _, got, _ in sent for v in got or []]
         dim = self.dim or _most_common_length(list(found.values()) or fresh)
-        unusable = {t: why for chunk, (got, _) in zip(chunks, sent)
+        unusable = {t: why for chunk, got, _ in sent
                     for t, v in zip(chunk, got or []) if (why := _unusable(v, dim))}
         if found:  # a cached vector of another dimension than the call's (self.dim unknown)
             unusable.update({t: why for t, v in found.items() if (why := _unusable(v, dim))})
         if cache is not None:
-            await asyncio.gather(*(cache.store(self._key(t), v) for chunk, (got, _) in
-                                   zip(chunks, sent) for t, v in zip(chunk, got or [])
-                                   if t not in unusable))
-        return found, hits, [(c, got, rec) for c, (got, rec) in zip(chunks, sent)], unusable
+            await asyncio.gather(*(cache.store(self._key(t), v) for chunk, got, _ in sent
+                                   for t, v in zip(chunk, got or []) if t not in unusable))
+        return found, hits, sent, unusable
+
+    async def _send(self, texts: list[str]
+                    ) -> list[tuple[list[str], list[np.ndarray] | None, CallRecord]]:
+        """[(texts, their vectors or None, record)] per request made for texts: a
+        request refused because one of its texts is over the model's input limit
+        is sent again in halves; it stays in the list with no texts (a call
+        usage/ counts, whose failure is no text's)."""
+        got, rec = await embeddings(self.client, self.model, texts)
+        if got is None and len(texts) > 1 and refused_as_too_long(rec):
+            parts = await asyncio.gather(*(self._send(texts[a:b])
+                                           for a, b in split_batch(len(texts), None)))
+            return [([], None, rec)] + [x for part in parts for x in part]
+        return [(texts, got if got is None else [unit_length(v) for v in got], rec)]
 
     def _vectors(self, texts: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         """(text -> its L2-normalised vector, text -> why it has none): an empty
@@ -92,9 +109,8 @@ class EndpointEmbedder:
             by_text.pop(text, None)
         for chunk, got, record in sent:
             self.runtime.record(record, self.log)
-            if got is None:  # a cap's refusal is no failure: its rows say the cap, as the judge's do
-                failed.update(dict.fromkeys(chunk, record.error if record.budget_refused
-                                            else f"embeddings failed: {record.error}"))
+            if got is None:
+                failed.update(dict.fromkeys(chunk, _failure(record)))
             else:
                 by_text.update((t, v) for t, v in zip(chunk, got) if t not in unusable)
         if by_text:
@@ -142,6 +158,17 @@ class EndpointEmbedder:
         if reasons:
             raise EmbeddingError(next(iter(reasons.values())), done, reasons)
         return [done[t] for t in texts]
+
+
+def _failure(record: CallRecord) -> str:
+    """Why a failed request's texts have no vector: a cap's refusal is no failure
+    (its rows say the cap, as the judge's do); a text over the model's input
+    limit is named as such (its request held it alone)."""
+    if record.budget_refused:
+        return record.error
+    if refused_as_too_long(record):
+        return f"text over the embedding model's input limit: {record.error}"
+    return f"embeddings failed: {record.error}"
 
 
 def _most_common_length(vectors: list) -> int | None:
