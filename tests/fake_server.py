@@ -137,6 +137,9 @@ class ServerConfig:
     # TEI's /v1/embeddings with 413 (422: a TEI behind a proxy), in TEI's OpenAI shape
     context_window: int | None = None
     context_window_status: int = 400
+    # an embeddings request of more inputs is refused as TEI's /v1/embeddings does
+    # (--max-client-batch-size): 413 "batch size N > maximum allowed batch size M"
+    embedding_max_batch: int | None = None
     # TEI classifier (/predict, /info) and vLLM /score
     tei_labels: tuple[str, ...] = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")  # id2label order
     tei_max_batch: int = 32           # --max-client-batch-size
@@ -305,11 +308,10 @@ def _error_body(status: int, message: str, shape: str = "openai") -> dict:
 def _over_context(cfg: ServerConfig, route: str | None, data: Any) -> dict | None:
     """The error body for a chat request, or an embeddings input, longer than
     cfg.context_window, else None."""
-    if cfg.context_window is None or not isinstance(data, dict):
-        return None
-    if route == "embeddings":
-        return _embedding_too_long(cfg, data.get("input"))
-    if route != "chat" or not isinstance(data.get("messages"), list):
+    if route == "embeddings" and isinstance(data, dict):
+        return _embedding_refused(cfg, data.get("input"))
+    if cfg.context_window is None or route != "chat" or not isinstance(data, dict) \
+            or not isinstance(data.get("messages"), list):
         return None
     prompt = sum(_tokens(_content_text(m.get("content"))) for m in data["messages"]
                  if isinstance(m, dict))
@@ -325,12 +327,16 @@ def _over_context(cfg: ServerConfig, route: str | None, data: Any) -> dict | Non
         "code": "context_length_exceeded"}}
 
 
-def _embedding_too_long(cfg: ServerConfig, inputs: Any) -> dict | None:
-    """A batch with an input over cfg.context_window tokens fails whole: OpenAI's
-    400, or TEI's 413/422 {"message", "code", "type": "validation"}."""
+def _embedding_refused(cfg: ServerConfig, inputs: Any) -> dict | None:
+    """A batch of more than cfg.embedding_max_batch inputs (TEI's 413), or with
+    an input over cfg.context_window tokens, fails whole: OpenAI's 400, or
+    TEI's 413/422 {"message", "code", "type": "validation"}."""
     texts = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []
+    if cfg.embedding_max_batch is not None and len(texts) > cfg.embedding_max_batch:
+        return {"message": f"batch size {len(texts)} > maximum allowed batch size "
+                           f"{cfg.embedding_max_batch}", "code": 413, "type": "validation"}
     longest = max((_tokens(t) for t in texts if isinstance(t, str)), default=0)
-    if longest <= cfg.context_window:
+    if cfg.context_window is None or longest <= cfg.context_window:
         return None
     if cfg.context_window_status in (413, 422):
         return {"message": f"Input validation error: `inputs` must have less than "
@@ -812,7 +818,9 @@ class FakeOpenAI:
         too_long = _over_context(cfg, route, data)
         if too_long is not None:
             self._sleep(latency)
-            reply(cfg.context_window_status, too_long, rl_headers)
+            code = too_long.get("code")  # TEI's body says its status
+            reply(code if isinstance(code, int) else cfg.context_window_status, too_long,
+                  rl_headers)
             return None
         if cfg.status_override is not None:
             self._sleep(latency)

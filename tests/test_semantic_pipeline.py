@@ -248,23 +248,32 @@ def test_an_invisible_only_reference_or_answer_is_blank_as_an_empty_one(tmp_path
     assert sim["value"] == 0.0 and json.loads(sim["details"])["note"] == "empty answer", sim
 
 
+def _rule_rows() -> list[dict]:
+    return [{"case_id": f"c{i}", "question": f"What is rule number {i}?",
+             "expected_answer": f"Rule {i} says to keep receipts.",
+             "answer": f"Rule {i} says keep the receipts."} for i in range(12)]
+
+
+def _answer_similarity_run(tmp_path, server, run_id: str, rows: list[dict]) -> str:
+    """answer_similarity over rows, embedded by the server: the output folder."""
+    code, out = run_sample(tmp_path, f"endpoints:\n  emb: {{base_url: '{server.openai_base_url}'}}"
+                           "\nembeddings: {provider: endpoint, endpoint: emb, model: m}\n"
+                           "metrics: [answer_similarity]\n", run_id, rows)
+    assert code == 0
+    return out
+
+
 @pytest.mark.parametrize("status", [400, 413])  # OpenAI's refusal; TEI's /v1/embeddings
 def test_a_text_over_the_model_input_limit_fails_alone_not_its_batch(tmp_path, status):
     """One answer longer than the embedding model reads: the server refuses the
     whole request of (up to 64) texts. The batch is sent again in halves down
     to that text, which alone is null with the reason (and an errors/ row) and
     is not asked again; the other rows score, and usage/ counts every request."""
-    rows = [{"case_id": f"c{i}", "question": f"What is rule number {i}?",
-             "expected_answer": f"Rule {i} says to keep receipts.",
-             "answer": f"Rule {i} says keep the receipts."} for i in range(12)]
+    rows = _rule_rows()
     long_answer = " ".join(f"word{j}" for j in range(200))  # 260 tokens on the fake
     rows[5]["answer"] = long_answer
     with FakeOpenAI(ServerConfig(context_window=100, context_window_status=status)) as server:
-        code, out = run_sample(tmp_path, f"endpoints:\n  emb: {{base_url: "
-                               f"'{server.openai_base_url}'}}\nembeddings: {{provider: endpoint, "
-                               "endpoint: emb, model: m}\nmetrics: [answer_similarity]\n",
-                               "long", rows)
-        assert code == 0
+        out = _answer_similarity_run(tmp_path, server, "long", rows)
         sent = [r for r in server.requests if r.path == "/v1/embeddings"]
     sims = {s["case_id"]: s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"}
     assert sims["c5"]["value"] is None
@@ -285,3 +294,22 @@ def test_a_text_over_the_model_input_limit_fails_alone_not_its_batch(tmp_path, s
     u = usage_totals(read_rows(out, "usage"), "endpoint", "model")[("emb", "m")]
     assert u["calls"] == len(sent) and u["failures"] == len(refused) and u["retries"] == 0
     assert manifest(out, "long")["reconciliation"]["ok"]
+
+
+def test_a_tei_batch_limit_below_the_request_size_is_kept_not_fatal(tmp_path):
+    """TEI's /v1/embeddings refuses more inputs than --max-client-batch-size (32
+    by default; evalbeam sends up to 64) with 413 "batch size N > maximum
+    allowed batch size M": every row of such a request lost its metrics. The
+    request is sent again in batches of M, and M is kept for the later ones."""
+    rows = _rule_rows()
+    with FakeOpenAI(ServerConfig(embedding_max_batch=5)) as server:
+        out = _answer_similarity_run(tmp_path, server, "batch", rows)
+        sent = [r for r in server.requests if r.path == "/v1/embeddings"]
+    sims = [s for s in read_rows(out, "scores") if s["metric"] == "answer_similarity"]
+    assert len(sims) == 12 and all(s["value"] is not None for s in sims), sims
+    assert not [e for e in read_rows(out, "errors") if e["stage"] == "embedding"]
+    refused = [r for r in sent if r.status == 413]
+    assert refused and all(len(r.json["input"]) > 5 for r in refused)
+    assert all(len(r.json["input"]) <= 5 for r in sent if r.status == 200)
+    u = usage_totals(read_rows(out, "usage"), "endpoint", "model")[("emb", "m")]
+    assert u["calls"] == len(sent) and u["failures"] == len(refused)

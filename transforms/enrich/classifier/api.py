@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from transforms.enrich.classifier.labels import (LabelError, id2label_of, label_name,
                                                  probability, read_prediction)
 from transforms.remote.batches import (  # noqa: F401 (batch_limit, split_batch also read here)
-    BATCH_REFUSED, batch_limit, split_batch)
+    BATCH_REFUSED, ask_in_parts, batch_limit, split_batch)
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord, EndpointClient
 from transforms.remote.openai_api import by_index, estimate_tokens
@@ -122,32 +122,29 @@ class GroundingClassifier:
 
     async def _send(self, pairs: list[tuple[str, str]], record: Record
                     ) -> list[Any | PairVerdict]:
-        """Raw answers for the pairs, or a PairVerdict error per pair that failed."""
-        limit = self.client.batch_limit
-        if limit is not None and len(pairs) > limit:
-            parts = await asyncio.gather(*(self._send(pairs[a:b], record)
-                                           for a, b in split_batch(len(pairs), limit)))
-            return [x for part in parts for x in part]
-        path, body = self._request(pairs)
-        est = sum(estimate_tokens(p) + estimate_tokens(h) for p, h in pairs)
-        result = await self.client.post_json(path, body, model=self.cfg.model,
-                                             purpose=self.PURPOSE, estimated_tokens=est)
-        record(result.record)
-        if result.data is not None:
+        """Raw answers for the pairs, or a PairVerdict error per pair that failed:
+        a 413/422 batch is sent again smaller (ask_in_parts), so a pair the
+        server cannot read fails alone."""
+        async def ask(part: list[tuple[str, str]]) -> tuple[Any, CallRecord]:
+            path, body = self._request(part)
+            est = sum(estimate_tokens(p) + estimate_tokens(h) for p, h in part)
+            result = await self.client.post_json(path, body, model=self.cfg.model,
+                                                 purpose=self.PURPOSE, estimated_tokens=est)
+            record(result.record)
+            if result.data is None:
+                return None, result.record
             try:
-                return self._answers(result.data, len(pairs))
+                return self._answers(result.data, len(part)), result.record
             except (KeyError, TypeError, ValueError) as exc:
-                return [PairVerdict(None, None, f"classifier reply unusable: {exc}")] * len(pairs)
-        rec = result.record
-        if len(pairs) > 1 and rec.status in BATCH_REFUSED:
-            named = batch_limit(rec.error)
-            if named is not None:
-                self.client.batch_limit = min(named, self.client.batch_limit or named)
-            parts = await asyncio.gather(*(self._send(pairs[a:b], record)
-                                           for a, b in split_batch(len(pairs), named)))
-            return [x for part in parts for x in part]
-        reason = rec.error if rec.budget_refused else f"classifier call failed: {rec.error}"
-        return [PairVerdict(None, None, reason)] * len(pairs)
+                return ([PairVerdict(None, None, f"classifier reply unusable: {exc}")]
+                        * len(part), result.record)
+
+        out: list[Any | PairVerdict] = []
+        for part, answers, rec in await ask_in_parts(self.client, pairs, ask,
+                                                     lambda r: r.status in BATCH_REFUSED):
+            reason = rec.error if rec.budget_refused else f"classifier call failed: {rec.error}"
+            out += [PairVerdict(None, None, reason)] * len(part) if answers is None else answers
+        return out
 
     async def classify(self, pairs: Sequence[tuple[str, str]], record: Record
                        ) -> dict[tuple[str, str], PairVerdict]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from transforms.enrich.embeddings.base import (  # noqa: F401 (EmbeddingError is also read from here)
     MAX_TOKEN_VECTORS, EmbeddingError, TokenVectors, l2_normalise, unit_length)
-from transforms.remote.batches import split_batch
+from transforms.remote.batches import ask_in_parts
 from transforms.remote.cache import cache_key
 from transforms.remote.client import CallRecord, attributed, refused_as_too_long
 from transforms.remote.openai_api import embeddings, embeddings_path
@@ -85,14 +85,13 @@ class EndpointEmbedder:
                     ) -> list[tuple[list[str], list[np.ndarray] | None, CallRecord]]:
         """[(texts, their vectors or None, record)] per request made for texts: a
         request refused because one of its texts is over the model's input limit
-        is sent again in halves; it stays in the list with no texts (a call
-        usage/ counts, whose failure is no text's)."""
-        got, rec = await embeddings(self.client, self.model, texts)
-        if got is None and len(texts) > 1 and refused_as_too_long(rec):
-            parts = await asyncio.gather(*(self._send(texts[a:b])
-                                           for a, b in split_batch(len(texts), None)))
-            return [([], None, rec)] + [x for part in parts for x in part]
-        return [(texts, got if got is None else [unit_length(v) for v in got], rec)]
+        is sent again in halves, one over a TEI's batch limit in batches of it
+        (ask_in_parts: the refused request stays with no texts)."""
+        parts = await ask_in_parts(self.client, texts,
+                                   lambda part: embeddings(self.client, self.model, part),
+                                   refused_as_too_long)
+        return [(part, got if got is None else [unit_length(v) for v in got], rec)
+                for part, got, rec in parts]
 
     def _vectors(self, texts: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         """(text -> its L2-normalised vector, text -> why it has none): an empty
