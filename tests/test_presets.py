@@ -725,3 +725,29 @@ def test_values_in_ragas_fields_evalbeam_does_not_read_are_counted_not_their_col
     mapped = source_columns(input_columns("ragas", {"contexts": "reference_contexts"}))
     plan_shards(str(tmp_path / "r.jsonl"), mapped, None, notes, UNREAD["ragas"])
     assert notes == ["1 of 3 rows has Ragas `rubrics`" + tail]  # a mapped field is read
+
+
+def test_a_deepeval_context_mapped_as_the_contexts_is_split_as_retrieval_context_is(tmp_path):
+    """DeepEval's HallucinationMetric reads a test case's `context`, not its
+    `retrieval_context`; the DeepEval guide maps it (`input: {preset: deepeval,
+    columns: {contexts: context}}`). save_as csv and jsonl join `context` with
+    '|' as they join retrieval_context, and the mapped column was read as one
+    passage 'a|b' (json's list was two). Every format gives the passages."""
+    import csv
+    import json
+    passages = ["Refunds are accepted within 30 days.", "Items must be unused."]
+    row = {"input": "How long is the refund window?", "actual_output": "30 days.",
+           "expected_output": "30 days.", "retrieval_context": None, "name": "refund"}
+    with open(tmp_path / "g.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, [*row, "context"])
+        writer.writeheader()
+        writer.writerow({**row, "context": "|".join(passages)})
+    (tmp_path / "g.jsonl").write_text(json.dumps({**row, "context": "|".join(passages)}) + "\n",
+                                      "utf-8")
+    (tmp_path / "g.json").write_text(json.dumps([{**row, "context": passages}]), "utf-8")
+    columns = source_columns(input_columns("deepeval", {"contexts": "context"}))
+    for name in ("g.csv", "g.jsonl", "g.json"):
+        (case,) = [to_case(raw, columns, src)
+                   for shard in plan_shards(str(tmp_path / name), columns)
+                   for src, raw in read_shard_rows(shard, columns)]
+        assert case.contexts == passages, name

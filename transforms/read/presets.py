@@ -72,10 +72,15 @@ def input_columns(preset: str | None, columns: Mapping[str, Any]) -> dict[str, A
     """The preset's mapping with the config's `input.columns` on top. With the
     promptfoo preset a mapped name is a test's variable: `topic` (or
     `vars.topic`) is read from the test's vars, and from a CSV's `topic` column;
-    `metadata.KEY` from the test's metadata, and a CSV's `__metadata:KEY`."""
+    `metadata.KEY` from the test's metadata, and a CSV's `__metadata:KEY`. With
+    the deepeval preset a column mapped to the contexts (`context`) is split on
+    '|' as save_as joined it."""
     mapped = dict(columns)
     if preset == "promptfoo":
         mapped = {col: _promptfoo_var(col, src) for col, src in mapped.items()}
+    if preset == "deepeval" and type(mapped.get("contexts")) is str:
+        # save_as csv / jsonl join `context` (HallucinationMetric's) with '|' too
+        mapped["contexts"] = Joined(mapped["contexts"], "|")
     merged = {**preset_columns(preset), **mapped}
     if preset == "promptfoo" and merged["tags"] is PRESETS["promptfoo"]["tags"]:
         merged["tags"] = _with_other_vars(merged)
