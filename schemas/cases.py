@@ -567,15 +567,37 @@ def _reference_type(kind: str) -> bool:
 def expected_of_cell(cell: str) -> str | None:
     """The reference answer of a promptfoo CSV `__expected` cell (None: an
     assertion that holds none, such as `contains: refund`)."""
+    kind, value = cell_assertion(cell)
+    return value if kind in REFERENCE_ASSERTIONS else None
+
+
+def cell_assertion(cell: str) -> tuple[str, str | None]:
+    """The assertion type of a promptfoo CSV `__expected` cell and the value
+    after its prefix; a text with no assertion prefix is `equals` of itself."""
     head, colon, rest = cell.partition(":")
     kind = head.split("(")[0].strip().lower()
-    if colon and kind in REFERENCE_ASSERTIONS:
-        return rest.strip() or None
-    if colon and (kind in OTHER_ASSERTIONS or kind.startswith("not-")):
-        return None
+    if colon and (kind in REFERENCE_ASSERTIONS or kind in OTHER_ASSERTIONS
+                  or kind.startswith("not-")):
+        return kind, rest.strip() or None
     if cell.strip() in ("is-json", "contains-json"):
-        return None
-    return cell or None
+        return cell.strip(), None
+    return "equals", cell or None
+
+
+def unchecked_assertions(value: Any) -> list[str]:
+    """The types of a promptfoo test's assertions (its `assert` list, an
+    assert-set's within, or a CSV `__expected` cell) whose value evalbeam does
+    not read: all but the reference answers' (`equals`, `similar`, ...)."""
+    if isinstance(value, str):
+        kinds = [cell_assertion(value)[0]] if value.strip() else []
+    else:
+        items = [value] if isinstance(value, Mapping) else \
+            value if isinstance(value, (list, tuple)) else []
+        kinds = []
+        for item in (i for i in items if isinstance(i, Mapping)):
+            kind = str(item.get("type") or "").split("(")[0].strip()
+            kinds += unchecked_assertions(item.get("assert")) if kind == "assert-set" else [kind]
+    return [k for k in kinds if k and k not in REFERENCE_ASSERTIONS]
 
 
 def _check_sources(raw: Mapping[str, Any], columns: Mapping[str, Source]) -> None:

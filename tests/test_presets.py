@@ -751,3 +751,55 @@ def test_a_deepeval_context_mapped_as_the_contexts_is_split_as_retrieval_context
                    for shard in plan_shards(str(tmp_path / name), columns)
                    for src, raw in read_shard_rows(shard, columns)]
         assert case.contexts == passages, name
+
+
+def test_promptfoo_assertions_evalbeam_does_not_check_are_said_per_type(tmp_path, capsys):
+    """A promptfoo config's `contains`, `llm-rubric` or defaultTest's `latency`
+    assertions were dropped without a word (the DeepEval and Ragas presets say
+    which fields they leave out): a promptfoo user lost checks unsaid. Each
+    assertion type whose value is not read (a reference's, such as `equals`,
+    is the expected answer) is one line before the run, in the manifest's
+    notes and report.md; YAML (an assert-set's too), JSON Lines and CSV cells."""
+    import json
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "defaultTest:\n  assert: [{type: latency, threshold: 5000}]\n"
+        "tests:\n"
+        "  - vars: {question: 'Refund window?', answer: '30 days.'}\n"
+        "    assert: [{type: equals, value: '30 days.'}, {type: icontains, value: days}]\n"
+        "  - vars: {question: 'Canada?', answer: 'Yes.'}\n"
+        "    assert:\n      - type: assert-set\n        assert:\n"
+        "          - {type: llm-rubric, value: Says yes}\n          - {type: icontains, value: yes}\n")
+    (tmp_path / "tests.jsonl").write_text("".join(json.dumps(t) + "\n" for t in [
+        {"vars": {"question": "Hours?", "answer": "9 to 5"},
+         "assert": [{"type": "similar", "value": "9 to 5", "threshold": 0.8}]},
+        {"vars": {"question": "Ship?", "answer": "Yes"},
+         "assert": [{"type": "not-contains", "value": "sorry"}]}]))
+    (tmp_path / "tests.csv").write_text(
+        "question,answer,__expected,__expected1\nRefund?,30 days.,30 days.,contains: 30\n"
+        "Canada?,Yes.,grade: says yes,\nHours?,9 to 5,similar(0.8): 9 to 5,\n")
+    (tmp_path / "pf.yaml").write_text("input: {preset: promptfoo, columns: {answer: answer}}\n")
+    tail = (", which evalbeam does not check (see guides/migrating-promptfoo.md"
+            "#assertions-become-metrics-and-verdict-rules)")
+    said = {}
+    for run_id, name in (("yaml", "promptfooconfig.yaml"), ("jsonl", "tests.jsonl"),
+                         ("csv", "tests.csv")):
+        out = str(tmp_path / "out")
+        assert run_cli("--input", str(tmp_path / name), "--output", out, "--config",
+                       str(tmp_path / "pf.yaml"), "--run-id", run_id,
+                       "--metrics", "exact_match") == 0
+        said[run_id] = [line for line in capsys.readouterr().err.splitlines()
+                        if "does not check" in line]
+        notes = [n for n in manifest(out, run_id)["notes"] if "does not check" in n]
+        assert ["evalbeam: note: " + n for n in notes] == said[run_id]
+        with open(os.path.join(out, "runs", run_id, "report.md"), encoding="utf-8") as fh:
+            report = fh.read()
+        assert all(f"Note: {n}" in report for n in notes), report
+    assert said == {
+        "yaml": ["evalbeam: note: " + n + tail for n in [
+            "2 of 2 rows have a promptfoo `icontains` assertion",
+            "2 of 2 rows have a promptfoo `latency` assertion",
+            "1 of 2 rows has a promptfoo `llm-rubric` assertion"]],
+        "jsonl": ["evalbeam: note: 1 of 2 rows has a promptfoo `not-contains` assertion" + tail],
+        "csv": ["evalbeam: note: " + n + tail for n in [
+            "1 of 3 rows has a promptfoo `contains` assertion",
+            "1 of 3 rows has a promptfoo `grade` assertion"]]}

@@ -232,7 +232,7 @@ def _tally_parquet(pf: pq.ParquetFile, tally: UnreadTally) -> None:
     """The unread fields' columns only (Parquet reads by column): a file
     without them costs its row count."""
     u = tally.unread
-    names = set(u.fields) | ({"turns"} if u.turn_fields else set())
+    names = set(u.fields) | set(u.assertions) | ({"turns"} if u.turn_fields else set())
     wanted = sorted(names & set(pf.schema_arrow.names))
     if not wanted:
         tally.rows += pf.metadata.num_rows

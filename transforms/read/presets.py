@@ -19,9 +19,10 @@ from typing import Any, Mapping
 
 from schemas.cases import (CANONICAL_COLUMNS, DEEPEVAL_TAG_COLUMNS, METADATA_COLUMN, Asserted,
                            Cell, Joined, Metadata, Passage, Scenario, TurnContexts, Var,
-                           deepeval_tags, turn_list)
+                           deepeval_tags, turn_list, unchecked_assertions)
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
+PROMPTFOO_ASSERT_COLUMNS = ("assert", "__expected", *(f"__expected{n}" for n in range(1, 10)))
 
 PRESETS: dict[str, dict[str, Any]] = {
     # Ragas >= 0.2 (SingleTurnSample / MultiTurnSample, EvaluationDataset.to_jsonl / to_csv)
@@ -56,8 +57,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tags": Metadata(("metadata",), METADATA_COLUMN),
         "question": (*(Var(k) for k in PROMPTFOO_QUESTION_VARS),
                      *(Cell(k) for k in PROMPTFOO_QUESTION_VARS)),
-        "expected_answer": (Asserted("assert"), Asserted("__expected"),
-                            *(Asserted(f"__expected{n}") for n in range(1, 10))),
+        "expected_answer": tuple(Asserted(c) for c in PROMPTFOO_ASSERT_COLUMNS),
         "contexts": (Var("context", passage=True), Var("contexts", passage=True),
                      Passage("context"), Passage("contexts"))},
 }
@@ -146,6 +146,7 @@ class Unread:
     guide: str
     fields: tuple[str, ...]
     turn_fields: tuple[str, ...] = ()  # fields of each of a row's `turns`
+    assertions: tuple[str, ...] = ()  # columns of promptfoo assertions, noted by type
 
     def without(self, read) -> "Unread":
         """Less the columns `input.columns` maps (those are read)."""
@@ -166,6 +167,10 @@ UNREAD: dict[str, Unread] = {
         "Ragas", "guides/migrating-ragas.md#fields-evalbeam-does-not-read",
         ("reference_contexts", "reference_tool_calls", "multi_responses", "rubrics",
          "persona_name", "query_style", "query_length")),
+    # promptfoo's assertions: only a reference answer's value is read (the expected answer)
+    "promptfoo": Unread(
+        "promptfoo", "guides/migrating-promptfoo.md#assertions-become-metrics-and-verdict-rules",
+        (), assertions=PROMPTFOO_ASSERT_COLUMNS),
 }
 
 _EMPTY_TEXT = ("", "null", "none", "[]", "{}")  # how csv files write an empty value
@@ -193,6 +198,8 @@ def _maybe_filled(names: tuple[str, ...]) -> re.Pattern:
 def unread_in(unread: Unread, row: Mapping[str, Any]) -> list[str]:
     """The unread fields the row has a value in, as a note names them."""
     found = [f"`{f}`" for f in unread.fields if filled(row.get(f))]
+    found += [f"`{kind}` assertion" for kind in dict.fromkeys(
+        k for c in unread.assertions for k in unchecked_assertions(row.get(c)))]
     turns = row.get("turns")
     if unread.turn_fields and isinstance(turns, str) and not _maybe_filled(
             unread.turn_fields).search(turns):
@@ -218,7 +225,7 @@ class UnreadTally:
 
     def add_line(self, line: bytes) -> None:
         """A JSON Lines record, parsed only when it may hold a value."""
-        names = self.unread.fields + self.unread.turn_fields
+        names = self.unread.fields + self.unread.turn_fields + self.unread.assertions
         text = line.decode("utf-8", "replace")
         if not _maybe_filled(names).search(text):
             self.rows += 1
@@ -233,6 +240,12 @@ class UnreadTally:
         input gives the same lines)."""
         u = self.unread
         names = [f"`{f}`" for f in u.fields] + [f"`{f}` in a turn" for f in u.turn_fields]
-        return [f"{self.found[name]} of {self.rows} row{'s' * (self.rows != 1)} "
-                f"{'has' if self.found[name] == 1 else 'have'} {u.tool} {name}, which "
-                f"evalbeam does not read (see {u.guide})" for name in names if self.found[name]]
+        asserted = sorted(n for n in self.found if n.endswith(" assertion"))
+        return [self._note(name, f"{u.tool} {name}", "read") for name in names
+                if self.found[name]] + [self._note(n, f"a {u.tool} {n}", "check")
+                                        for n in asserted]
+
+    def _note(self, name: str, what: str, verb: str) -> str:
+        n = self.found[name]
+        return (f"{n} of {self.rows} row{'s' * (self.rows != 1)} {'has' if n == 1 else 'have'} "
+                f"{what}, which evalbeam does not {verb} (see {self.unread.guide})")
