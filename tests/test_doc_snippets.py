@@ -5,7 +5,9 @@ run of the bundled example (its first cases, so the test stays short), and
 every `evalbeam ...` command line of the docs parses with the CLI's own
 parser, its Beam flags included, and so does every command written inline in
 a sentence; the Dask launchers' `dask scheduler` / `dask worker` lines use
-only flags of the installed Dask CLI. The calibration guide's commands and
+only flags of the installed Dask CLI. The DeepEval, promptfoo and Ragas
+guides' config files and commands run as written, their models on the test
+server, and the notes they show are the ones printed. The calibration guide's commands and
 query run on labelled cases, and the facts pages quote from elsewhere
 (BENCHMARKS.md's call counts, setup.py's extras, the reader's formats, the
 test server's routes, a run's counters) are checked against their source. A
@@ -625,3 +627,182 @@ def test_every_dask_launcher_of_the_docs_uses_flags_dask_has():
 def test_the_dask_check_finds_a_flag_dask_does_not_have(launcher, problem):
     (_, argv), = dask_commands(f"```bash\n{launcher}\n```\n")
     assert dask_command_problem(argv) == problem
+
+
+# ------------------------------------------------- the migration guides, as written
+
+PRESETS_DIR = os.path.join(ROOT, "examples", "presets")
+JUDGE_KEY = "sk-guide-test-0000"
+
+
+def _guide(name: str) -> str:
+    with open(os.path.join(ROOT, "docs", "guides", name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _named_config(page: str, name: str) -> str:
+    """The page's YAML block that starts `# NAME` (the file the page names)."""
+    (body,) = [b for _, b in code_blocks(page, ("yaml",)) if b.startswith(f"# {name}")]
+    return body
+
+
+def _guide_commands(page: str) -> list[list[str]]:
+    """The argv of each `evalbeam ...` line of the page's bash blocks, in order."""
+    return [shlex.split(line)[1:] for _, body in code_blocks(page, ("bash",))
+            for line in body.splitlines() if line.startswith("evalbeam ")]
+
+
+def _on(server, body: str) -> str:
+    """A config block's service addresses made the test server's."""
+    return re.sub(r"https://api\.openai\.com/v1", server.base_url + "/v1", body)
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _shown_notes(page: str, marker: str) -> list[re.Pattern]:
+    """The note lines a ```text block of the page shows (its `see ...` elided)."""
+    (shown,) = [b for _, b in code_blocks(page, ("text",)) if marker in b]
+    return [shown_as(line.replace("(see ...)", "(see …)")) for line in shown.splitlines()]
+
+
+def test_the_deepeval_guide_runs_as_written(tmp_path, monkeypatch):
+    """migrating-deepeval.md, which no test ran: its deepeval.yaml and command
+    on DeepEval goldens (examples/presets/deepeval.json as goldens.json); its
+    thresholds (judge) and gate blocks in deepeval.yaml, run for main and
+    pr-42 and compared as the CI block does (the gate passes); the notes it
+    shows for fields evalbeam does not read; and its block for
+    HallucinationMetric's `context`, whose answers are then scored against
+    it. Its Python block needs deepeval (not a dependency) and parses."""
+    from tests.fake_server import FakeOpenAI
+    from tests.judge_script import ScriptedJudge
+    from tests.pipeline_helpers import read_rows
+    page = _guide("migrating-deepeval.md")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    shutil.copy(os.path.join(PRESETS_DIR, "deepeval.json"), "goldens.json")
+    preset = _named_config(page, "deepeval.yaml")
+    (tmp_path / "deepeval.yaml").write_text(preset, "utf-8")
+    first, ci_run, compare = _guide_commands(page)
+    code, printed, _ = _run(first)
+    assert code == 0 and "5 input rows, 5 valid, 0 invalid" in printed, printed
+    rules, = [b for _, b in code_blocks(page, ("yaml",)) if "FaithfulnessMetric" in b]
+    gate, = [b for _, b in code_blocks(page, ("yaml",)) if b.startswith("gate:")]
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        (tmp_path / "deepeval.yaml").write_text(preset + _on(server, rules) + gate, "utf-8")
+        main = [a if a != "pr-42" else "main" for a in ci_run]  # main's own CI run
+        for argv in (main, ci_run):
+            code, printed, err = _run(argv)
+            assert code == 0 and "| faithfulness " in printed, printed + err
+        code, printed, err = _run(compare)
+    assert code == 0 and "gate: passed" in printed, printed + err
+    assert {r["metric"] for r in read_rows("evals", "scores")} >= {
+        "faithfulness", "judge_relevance", "context_recall", "safety_toxic"}
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "deepeval")
+    (tmp_path / "preset.yaml").write_text(preset, "utf-8")
+    noted = []
+    for name in ("unread_fields.json", "unread_conversation.json"):
+        noted += _run(["run", "--input", os.path.join(fixtures, name), "--output", "notes",
+                       "--config", "preset.yaml", "--metrics", "exact_match"])[2].splitlines()
+    for pattern in _shown_notes(page, "which evalbeam does not read"):
+        assert any(pattern.fullmatch(line) for line in noted), (pattern.pattern, noted)
+    mapped, = [b for _, b in code_blocks(page, ("yaml",)) if "contexts: context" in b]
+    (tmp_path / "context.yaml").write_text(mapped, "utf-8")
+    goldens = json.load(open("goldens.json", encoding="utf-8"))
+    with open("with_context.json", "w", encoding="utf-8") as fh:  # HallucinationMetric's input
+        json.dump([{**g, "context": g["retrieval_context"], "retrieval_context": None}
+                   for g in goldens], fh)
+    code, _, err = _run(["run", "--input", "with_context.json", "--output", "ctx", "--config",
+                         "context.yaml", "--run-id", "ctx"])
+    assert code == 0 and "`context`" not in err, err
+    values = [r["value"] for r in read_rows("ctx", "scores") if r["metric"] == "hallucination"]
+    assert len(values) == 5 and None not in values
+    for where, body in _python_snippets_of(page):
+        ast.parse(body, where)
+
+
+def _python_snippets_of(page: str) -> list[tuple[str, str]]:
+    return [(f"python block at line {line}", body) for line, body in code_blocks(page, ("python",))]
+
+
+def test_the_promptfoo_guide_runs_as_written(tmp_path, monkeypatch):
+    """migrating-promptfoo.md's bots (two chat models and an http service, on
+    the test server: the service's /chat is its /assistant) with the preset,
+    as promptfoo.yaml; its commands on the bundled promptfoo config and CSV,
+    and its comparison of two bots of run r1, which the run command must name
+    for the compare line to find it; the notes it shows for the assertions
+    evalbeam does not check are the example config's."""
+    from tests.fake_server import FakeOpenAI
+    from tests.pipeline_helpers import read_rows
+    page = _guide("migrating-promptfoo.md")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    shutil.copy(os.path.join(PRESETS_DIR, "promptfooconfig.yaml"), "promptfooconfig.yaml")
+    shutil.copy(os.path.join(PRESETS_DIR, "promptfoo_tests.csv"), "tests.csv")
+    bots, = [b for _, b in code_blocks(page, ("yaml",)) if b.startswith("endpoints:")]
+    preset = _named_config(page, "promptfoo.yaml")
+    commands = _guide_commands(page)
+    assert [c[:3] for c in commands] == [["run", "--input", "promptfooconfig.yaml"]] + [
+        ["run", "--input", "tests.csv"]] * 2 + [["compare", "--output", "out"]]
+    assert commands[2][-2:] == ["--run-id", "r1"]  # the run the compare line reads
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(lambda body: {"reply": {
+            "text": f"About {body['message']}: within 30 days.", "sources": ["30 days."]}})
+        service = (bots.replace("https://api.openai.com/v1", server.base_url + "/v1")
+                   .replace("https://assistant.internal.example", server.base_url)
+                   .replace("path: /chat", "path: /assistant")
+                   .replace("reply.", "data.reply."))  # the test server's envelope
+        (tmp_path / "promptfoo.yaml").write_text(service + preset, "utf-8")
+        code, printed, err = _run(commands[0])
+        assert code == 0 and "4 input rows, 4 valid, 0 invalid, 0 bot errors" in printed, err
+        assert [line.split(":")[0].strip() for line in printed.splitlines()[1:4]] == [
+            "concise", "detailed", "app"]
+        for pattern in _shown_notes(page, "which evalbeam does not check"):
+            assert any(pattern.fullmatch(line) for line in err.splitlines()), (pattern.pattern,
+                                                                                err)
+        for argv in commands[1:3]:
+            code, printed, err = _run(argv)
+            assert code == 0 and "4 input rows, 4 valid" in printed, err
+        code, printed, err = _run(commands[3])
+    assert code == 0 and "compare r1:detailed (candidate) vs r1:concise" in printed, err
+    app = [r for r in read_rows("out", "results") if r["bot"] == "app" and r["run_id"] == "r1"]
+    assert len(app) == 4 and all(r["contexts"] == ["30 days."] for r in app)
+
+
+def test_the_ragas_guide_runs_its_commands_as_written(tmp_path, monkeypatch):
+    """migrating-ragas.md's ragas.yaml and commands on Ragas samples
+    (examples/presets/ragas.jsonl as cases.jsonl): without a judge, the
+    faithfulness its --metrics line asks for is null with a note, as the page
+    says; with its Your LLM block in ragas.yaml (on the test server), it is
+    scored."""
+    from tests.fake_server import FakeOpenAI
+    from tests.judge_script import ScriptedJudge
+    from tests.pipeline_helpers import read_rows
+    page = _guide("migrating-ragas.md")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    shutil.copy(os.path.join(PRESETS_DIR, "ragas.jsonl"), "cases.jsonl")
+    preset = _named_config(page, "ragas.yaml")
+    (tmp_path / "ragas.yaml").write_text(preset, "utf-8")
+    plain, chosen = _guide_commands(page)
+    assert "--metrics" in chosen
+    for argv in (plain, chosen):
+        code, printed, err = _run(argv + ["--run-id", "nojudge"])
+        assert code == 0 and "5 input rows, 5 valid" in printed, err
+    assert "judge metrics are null: faithfulness" in err
+    faithful = [r for r in read_rows("out", "scores") if r["metric"] == "faithfulness"]
+    assert faithful and all(r["value"] is None for r in faithful)
+    llm, = [b for _, b in code_blocks(page, ("yaml",)) if b.startswith("endpoints:")]
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        (tmp_path / "ragas.yaml").write_text(preset + _on(server, llm), "utf-8")
+        code, printed, err = _run(chosen + ["--run-id", "judged"])
+    assert code == 0 and "judge metrics are null" not in err, err
+    faithful = [r for r in read_rows("out", "scores")
+                if r["metric"] == "faithfulness" and r["run_id"] == "judged"]
+    assert sum(r["value"] is not None for r in faithful) >= 3
