@@ -652,6 +652,21 @@ def _guide_commands(page: str) -> list[list[str]]:
             for line in body.splitlines() if line.startswith("evalbeam ")]
 
 
+def _in_guides_folder(tmp_path, monkeypatch, guide: str, inputs: dict[str, str],
+                      config: str) -> tuple[str, str]:
+    """A user's folder for a guide: the bundled examples copied under the
+    names the guide uses, its config file written, the judge's key set.
+    (page, the config's text)."""
+    page = _guide(guide)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
+    for example, name in inputs.items():
+        shutil.copy(os.path.join(PRESETS_DIR, example), name)
+    preset = _named_config(page, config)
+    (tmp_path / config).write_text(preset, "utf-8")
+    return page, preset
+
+
 def _on(server, body: str) -> str:
     """A config block's service addresses made the test server's."""
     return re.sub(r"https://api\.openai\.com/v1", server.base_url + "/v1", body)
@@ -681,12 +696,8 @@ def test_the_deepeval_guide_runs_as_written(tmp_path, monkeypatch):
     from tests.fake_server import FakeOpenAI
     from tests.judge_script import ScriptedJudge
     from tests.pipeline_helpers import read_rows
-    page = _guide("migrating-deepeval.md")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
-    shutil.copy(os.path.join(PRESETS_DIR, "deepeval.json"), "goldens.json")
-    preset = _named_config(page, "deepeval.yaml")
-    (tmp_path / "deepeval.yaml").write_text(preset, "utf-8")
+    page, preset = _in_guides_folder(tmp_path, monkeypatch, "migrating-deepeval.md",
+                                     {"deepeval.json": "goldens.json"}, "deepeval.yaml")
     first, ci_run, compare = _guide_commands(page)
     code, printed, _ = _run(first)
     assert code == 0 and "5 input rows, 5 valid, 0 invalid" in printed, printed
@@ -739,13 +750,11 @@ def test_the_promptfoo_guide_runs_as_written(tmp_path, monkeypatch):
     evalbeam does not check are the example config's."""
     from tests.fake_server import FakeOpenAI
     from tests.pipeline_helpers import read_rows
-    page = _guide("migrating-promptfoo.md")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
-    shutil.copy(os.path.join(PRESETS_DIR, "promptfooconfig.yaml"), "promptfooconfig.yaml")
-    shutil.copy(os.path.join(PRESETS_DIR, "promptfoo_tests.csv"), "tests.csv")
+    page, preset = _in_guides_folder(
+        tmp_path, monkeypatch, "migrating-promptfoo.md",
+        {"promptfooconfig.yaml": "promptfooconfig.yaml", "promptfoo_tests.csv": "tests.csv"},
+        "promptfoo.yaml")
     bots, = [b for _, b in code_blocks(page, ("yaml",)) if b.startswith("endpoints:")]
-    preset = _named_config(page, "promptfoo.yaml")
     commands = _guide_commands(page)
     assert [c[:3] for c in commands] == [["run", "--input", "promptfooconfig.yaml"]] + [
         ["run", "--input", "tests.csv"]] * 2 + [["compare", "--output", "out"]]
@@ -783,12 +792,8 @@ def test_the_ragas_guide_runs_its_commands_as_written(tmp_path, monkeypatch):
     from tests.fake_server import FakeOpenAI
     from tests.judge_script import ScriptedJudge
     from tests.pipeline_helpers import read_rows
-    page = _guide("migrating-ragas.md")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", JUDGE_KEY)
-    shutil.copy(os.path.join(PRESETS_DIR, "ragas.jsonl"), "cases.jsonl")
-    preset = _named_config(page, "ragas.yaml")
-    (tmp_path / "ragas.yaml").write_text(preset, "utf-8")
+    page, preset = _in_guides_folder(tmp_path, monkeypatch, "migrating-ragas.md",
+                                     {"ragas.jsonl": "cases.jsonl"}, "ragas.yaml")
     plain, chosen = _guide_commands(page)
     assert "--metrics" in chosen
     for argv in (plain, chosen):

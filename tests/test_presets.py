@@ -664,6 +664,20 @@ def test_promptfoo_vars_that_are_not_read_are_kept_as_tags(tmp_path):
 DE_UNREAD = "guides/migrating-deepeval.md#fields-evalbeam-does-not-read"
 
 
+def _noted(capsys, marker: str, out: str, run_id: str, cases: str, config: str) -> list[str]:
+    """The stderr notes with `marker` of a run of `cases` (exact_match only),
+    checked to be the manifest's notes and report.md's too."""
+    assert run_cli("--input", cases, "--output", out, "--config", config, "--run-id", run_id,
+                   "--metrics", "exact_match") == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if marker in line]
+    notes = [n for n in manifest(out, run_id)["notes"] if marker in n]
+    assert ["evalbeam: note: " + n for n in notes] == said
+    with open(os.path.join(out, "runs", run_id, "report.md"), encoding="utf-8") as fh:
+        report = fh.read()
+    assert all(f"Note: {n}" in report for n in notes), report
+    return said
+
+
 @pytest.mark.parametrize("file_type", ["json", "jsonl", "csv"])
 def test_values_in_deepeval_fields_evalbeam_does_not_read_are_said_once(tmp_path, capsys,
                                                                         file_type):
@@ -675,17 +689,9 @@ def test_values_in_deepeval_fields_evalbeam_does_not_read_are_said_once(tmp_path
     said = {}
     for run_id, name in [("noted", "unread_fields"), ("chat", "unread_conversation"),
                          ("empty", "sourced_golden"), ("empty_chat", "conversation_extras")]:
-        out = str(tmp_path / "out")
-        assert run_cli("--input", os.path.join(DEEPEVAL_FIXTURES, f"{name}.{file_type}"),
-                       "--output", out, "--config", str(tmp_path / "de.yaml"), "--run-id", run_id,
-                       "--metrics", "exact_match") == 0
-        said[run_id] = [line for line in capsys.readouterr().err.splitlines()
-                        if "which evalbeam does not read" in line]
-        notes = [n for n in manifest(out, run_id)["notes"] if "does not read" in n]
-        assert ["evalbeam: note: " + n for n in notes] == said[run_id]
-        with open(os.path.join(out, "runs", run_id, "report.md"), encoding="utf-8") as fh:
-            report = fh.read()
-        assert all(f"Note: {n}" in report for n in notes), report
+        said[run_id] = _noted(capsys, "which evalbeam does not read", str(tmp_path / "out"),
+                              run_id, os.path.join(DEEPEVAL_FIXTURES, f"{name}.{file_type}"),
+                              str(tmp_path / "de.yaml"))
     tail = f", which evalbeam does not read (see {DE_UNREAD})"
     assert said["noted"] == ["evalbeam: note: " + n + tail for n in [
         "1 of 3 rows has DeepEval `context`", "2 of 3 rows have DeepEval `comments`",
@@ -783,17 +789,8 @@ def test_promptfoo_assertions_evalbeam_does_not_check_are_said_per_type(tmp_path
     said = {}
     for run_id, name in (("yaml", "promptfooconfig.yaml"), ("jsonl", "tests.jsonl"),
                          ("csv", "tests.csv")):
-        out = str(tmp_path / "out")
-        assert run_cli("--input", str(tmp_path / name), "--output", out, "--config",
-                       str(tmp_path / "pf.yaml"), "--run-id", run_id,
-                       "--metrics", "exact_match") == 0
-        said[run_id] = [line for line in capsys.readouterr().err.splitlines()
-                        if "does not check" in line]
-        notes = [n for n in manifest(out, run_id)["notes"] if "does not check" in n]
-        assert ["evalbeam: note: " + n for n in notes] == said[run_id]
-        with open(os.path.join(out, "runs", run_id, "report.md"), encoding="utf-8") as fh:
-            report = fh.read()
-        assert all(f"Note: {n}" in report for n in notes), report
+        said[run_id] = _noted(capsys, "which evalbeam does not check", str(tmp_path / "out"),
+                              run_id, str(tmp_path / name), str(tmp_path / "pf.yaml"))
     assert said == {
         "yaml": ["evalbeam: note: " + n + tail for n in [
             "2 of 2 rows have a promptfoo `icontains` assertion",
