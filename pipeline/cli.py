@@ -605,8 +605,11 @@ LINE_METRICS = ("hallucination", "lexical_relevance", "completeness", "rougeL", 
 
 
 def line_metrics(run_metrics: Sequence[str]) -> list[str]:
-    """The means a bot's line shows: the usual five the run has; a run with none
-    of them (only judge metrics, say) shows its first five, not verdicts alone."""
+    """The means a bot's line shows: a run of five metrics or fewer (chosen
+    ones, such as `--metrics faithfulness,rouge`) shows them all; a larger
+    one the usual five it has, else its first five, not verdicts alone."""
+    if len(run_metrics) <= len(LINE_METRICS):
+        return list(run_metrics)
     usual = [m for m in LINE_METRICS if m in run_metrics]
     return usual or list(run_metrics[:len(LINE_METRICS)])
 

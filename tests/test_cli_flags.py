@@ -118,6 +118,19 @@ def test_the_bot_line_shows_the_chosen_metrics_when_it_has_none_of_its_usual_fiv
     assert "| exact_match 0." in line and "| keyword_recall 0." in line, line
 
 
+def test_the_bot_line_shows_every_chosen_metric_when_they_are_five_or_fewer(tmp_path, capsys):
+    """The Ragas guide's `--metrics faithfulness,rouge` printed `rougeL 0.648`
+    alone: one of the usual five was there, so the metric asked for first
+    (faithfulness) had no mean on the line. A run of five metrics or fewer
+    shows them all."""
+    config = "embeddings: {provider: hashing}\nmetrics: [exact_match, rouge]\n"
+    code, _ = run_sample(tmp_path, config, "chosen")
+    assert code == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("  recorded: "))
+    assert [part.split()[0] for part in line.split(" | ")[1:]] == [
+        "exact_match", "rouge1", "rouge2", "rougeL"], line
+
+
 @pytest.mark.parametrize("flag, meant", [
     ("--run_id=nightly", "--run-id"), ("--metrcs=bleu", "--metrics"),
     ("--allow_empty", "--allow-empty"), ("--detatch", "--detach")])

@@ -808,6 +808,7 @@ def test_the_ragas_guide_runs_its_commands_as_written(tmp_path, monkeypatch):
         (tmp_path / "ragas.yaml").write_text(preset + _on(server, llm), "utf-8")
         code, printed, err = _run(chosen + ["--run-id", "judged"])
     assert code == 0 and "judge metrics are null" not in err, err
+    assert "| faithfulness " in printed, printed  # the metric asked for, on the bot's line
     faithful = [r for r in read_rows("out", "scores")
                 if r["metric"] == "faithfulness" and r["run_id"] == "judged"]
     assert sum(r["value"] is not None for r in faithful) >= 3
