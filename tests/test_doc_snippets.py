@@ -812,3 +812,31 @@ def test_the_ragas_guide_runs_its_commands_as_written(tmp_path, monkeypatch):
     faithful = [r for r in read_rows("out", "scores")
                 if r["metric"] == "faithfulness" and r["run_id"] == "judged"]
     assert sum(r["value"] is not None for r in faithful) >= 3
+
+
+def test_the_ragas_guides_rouge_option_gives_ragas_rouge_score(tmp_path):
+    """The guide said evalbeam's rouge and bleu were rouge-score and sacrebleu
+    themselves, while Ragas' rouge_score stems (RougeScorer(["rougeL"],
+    use_stemmer=True), fmeasure): on the bundled Ragas samples rougeL gave
+    0.526 where Ragas gives 0.632. Its `metric_options` block makes evalbeam's
+    rougeL Ragas' value on every sample (the ones without stemming differ)."""
+    from rouge_score import rouge_scorer
+    from tests.pipeline_helpers import read_rows
+    page = _guide("migrating-ragas.md")
+    option, = [b for _, b in code_blocks(page, ("yaml",)) if "use_stemmer" in b]
+    (tmp_path / "ragas.yaml").write_text("input: {preset: ragas}\nmetrics: [rouge]\n" + option,
+                                         "utf-8")
+    cases = os.path.join(PRESETS_DIR, "ragas.jsonl")
+    assert _run(["run", "--input", cases, "--output", str(tmp_path / "out"), "--config",
+                 str(tmp_path / "ragas.yaml"), "--run-id", "stemmed"])[0] == 0
+    rows = [json.loads(line) for line in open(cases, encoding="utf-8")]
+    ragas = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)  # ragas' RougeScore
+    results = {r["case_id"]: r for r in read_rows(str(tmp_path / "out"), "results")}
+    ours = {results[r["case_id"]]["answer"]: r["value"]
+            for r in read_rows(str(tmp_path / "out"), "scores") if r["metric"] == "rougeL"}
+    theirs = {r["response"]: ragas.score(r["reference"], r["response"])["rougeL"].fmeasure
+              for r in rows if isinstance(r.get("response"), str)}
+    assert len(theirs) >= 4 and {a: ours[a] for a in theirs} == pytest.approx(theirs)
+    unstemmed = rouge_scorer.RougeScorer(["rougeL"]).score
+    assert any(unstemmed(r["reference"], r["response"])["rougeL"].fmeasure != theirs[r["response"]]
+               for r in rows if isinstance(r.get("response"), str))
