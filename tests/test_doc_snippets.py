@@ -742,8 +742,9 @@ def _python_snippets_of(page: str) -> list[tuple[str, str]]:
 
 
 def test_the_promptfoo_guide_runs_as_written(tmp_path, monkeypatch):
-    """migrating-promptfoo.md's bots (two chat models and an http service, on
-    the test server: the service's /chat is its /assistant) with the preset,
+    """migrating-promptfoo.md's bots (three chat models, one with the test's
+    context in its prompt, and an http service, on the test server: the
+    service's /chat is its /assistant) with the preset,
     as promptfoo.yaml; its commands on the bundled promptfoo config and CSV,
     and its comparison of two bots of run r1, which the run command must name
     for the compare line to find it; the notes it shows for the assertions
@@ -769,8 +770,12 @@ def test_the_promptfoo_guide_runs_as_written(tmp_path, monkeypatch):
         (tmp_path / "promptfoo.yaml").write_text(service + preset, "utf-8")
         code, printed, err = _run(commands[0])
         assert code == 0 and "4 input rows, 4 valid, 0 invalid, 0 bot errors" in printed, err
-        assert [line.split(":")[0].strip() for line in printed.splitlines()[1:4]] == [
-            "concise", "detailed", "app"]
+        assert [line.split(":")[0].strip() for line in printed.splitlines()[1:5]] == [
+            "concise", "detailed", "grounded", "app"]
+        systems = {r.json["messages"][0]["content"] for r in server.requests
+                   if r.path.endswith("/chat/completions")}
+        assert ("Answer from the context.\n\nA single Lumenfold Hub can connect up to 16 "
+                "cameras and doorbells.\n\nCameras beyond 16 need a second Hub.") in systems
         for pattern in _shown_notes(page, "which evalbeam does not check"):
             assert any(pattern.fullmatch(line) for line in err.splitlines()), (pattern.pattern,
                                                                                 err)

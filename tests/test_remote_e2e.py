@@ -278,6 +278,27 @@ def test_chat_bot_system_prompt_and_reasoning_trace(tmp_path, key_env):
                for r in results)
 
 
+def test_a_chat_bots_system_prompt_gets_the_cases_contexts(tmp_path, key_env):
+    """promptfoo's RAG prompts put each test's context in the prompt
+    (`{{context}}`; the bundled promptfooconfig.yaml does), and its guide makes
+    each prompt a chat bot: the `{contexts}` of a system prompt was sent as it
+    is, so the bot answered without the passages. It is the case's contexts,
+    one per paragraph (nothing for a case without one)."""
+    bots = ("  - {name: rag, type: chat, endpoint: llm, model: small, "
+            "system_prompt: \"Answer from the context.\\n\\n{contexts}\"}\n")
+    rows = [{"case_id": "two", "question": "Refunds?", "contexts": ["Within 30 days.", "Unused."]},
+            {"case_id": "none", "question": "Hours?"}]
+    with FakeOpenAI(api_key=KEY) as server:
+        cfg = _config(tmp_path, server, bots)
+        out = str(tmp_path / "out")
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", cfg, "--run-id", "c") == 0
+        systems = {r.json["messages"][1]["content"]: r.json["messages"][0]["content"]
+                   for r in server.requests if r.json}
+    assert systems == {"Refunds?": "Answer from the context.\n\nWithin 30 days.\n\nUnused.",
+                       "Hours?": "Answer from the context.\n\n"}
+
+
 def test_remote_config_errors_before_anything_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("E2E_KEY", raising=False)
     with FakeOpenAI() as server:

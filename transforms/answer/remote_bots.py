@@ -68,8 +68,11 @@ class ChatBot:
         return self._conversation(case, case.question)
 
     def _conversation(self, case: EvalCase, last: str) -> list[dict[str, str]]:
-        """The system prompt, the case's earlier turns in order, then `last`."""
-        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        """The system prompt (its `{contexts}` the case's passages, as a RAG
+        prompt holds them), the case's earlier turns in order, then `last`."""
+        msgs = [{"role": "system", "content": fill_placeholders(
+            self.system_prompt, {"contexts": "\n\n".join(case.contexts or [])})}] \
+            if self.system_prompt else []
         return msgs + list(case.messages or []) + [{"role": "user", "content": last}]
 
     async def answer_async(self, case: EvalCase) -> Turn:
