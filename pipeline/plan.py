@@ -406,20 +406,28 @@ def _ask_dask(options: PipelineOptions, question):
     # "timeout": Beam's dest, once its DaskOptions class is imported
     timeout = float(opts.get("dask_connection_timeout") or opts.get("timeout") or 30)
     said: dict[str, Any] = {}
+    connected, settled = threading.Event(), threading.Event()
 
     def ask() -> None:
         try:
             with Client(timeout=timeout, **where) as client:
-                said["answer"] = question(client)
+                connected.set()
+                settled.set()
+                said["answer"] = question(client) if _first_worker(client, timeout) \
+                    else NoWorkers()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             said["error"] = exc
+        finally:
+            settled.set()
 
     # distributed's timeout bounds the TCP connect, not its handshake: a port that
     # accepts and never answers as a scheduler (the dashboard's, any HTTP server)
     # hung the run forever. The thread is a daemon: if it is stuck, it is left.
     asking = threading.Thread(target=ask, name="evalbeam-dask-probe", daemon=True)
     asking.start()
-    asking.join(timeout + 5)
+    settled.wait(timeout + 5)
+    # connected: the wait for a first worker (at most timeout), then the question
+    asking.join(2 * timeout + 5 if connected.is_set() else 1)
     where_s = next(iter(where.values()))
     if asking.is_alive() and "scheduler_file" in where and not os.path.exists(where_s):
         # distributed waits for the file to appear (a scheduler that is starting)
@@ -434,7 +442,28 @@ def _ask_dask(options: PipelineOptions, question):
                          + f"{type(exc).__name__}: {exc}".split("\n")[0]) from None
     if exc is not None:
         raise exc
+    if isinstance(said["answer"], NoWorkers):
+        start = f"dask worker {'' if 'address' in where else '--scheduler-file '}{where_s}"
+        raise UsageError(f"the Dask scheduler {where_s} has no workers: none joined within "
+                         f"{timeout:g} s (--dask_connection_timeout); start them ({start}) "
+                         "before the run (docs/guides/dask.md)")
     return said["answer"]
+
+
+class NoWorkers:
+    """The answer of a scheduler without a worker: the job would wait for one forever."""
+
+
+def _first_worker(client, timeout: float) -> bool:
+    """The cluster has a worker, or one joins within timeout (workers started
+    with the launcher, or scaled up just before it): the job of a scheduler
+    without one waited forever at 0 cases, the up-front checks having asked
+    nobody."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _workers(client) -> list[dict]:

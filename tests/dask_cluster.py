@@ -77,7 +77,8 @@ class DaskCluster:
             self.address = self._wait_for_scheduler()
             for i in range(self.n_workers):
                 self.add_worker(f"worker{i}")
-            self.wait_for_workers(self.n_workers)
+            if self.n_workers:  # workers=0: a scheduler alone
+                self.wait_for_workers(self.n_workers)
         except BaseException:
             self.stop()
             raise

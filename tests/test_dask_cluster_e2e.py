@@ -388,6 +388,31 @@ def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, 
     assert status(out, "gone")[0] == 1
 
 
+def test_a_scheduler_without_workers_is_refused_in_one_line(tmp_path):
+    """A scheduler that is up with no worker (none started yet, or all lost):
+    the up-front checks asked no worker and passed, and the run waited at
+    `0/N cases (0%) · starting` forever. Refused once no worker has joined
+    within --dask_connection_timeout: one line, exit 2, nothing written."""
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    with DaskCluster(workers=0, env=ENV) as cluster:
+        proc = launch("--input", cases, "--output", out, "--run-id", "none",
+                      "--dask_connection_timeout=3", cluster=cluster, cwd=str(tmp_path))
+        try:
+            output = proc.communicate(timeout=60)[0]
+        finally:
+            if proc.poll() is None:  # before: it waited for a worker forever
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 2, output[-3000:]
+    assert output.strip() == (
+        f"evalbeam: error: the Dask scheduler {cluster.address} has no workers: none joined "
+        f"within 3 s (--dask_connection_timeout); start them (dask worker {cluster.address}) "
+        "before the run (docs/guides/dask.md)"), output[-3000:]
+    assert not os.path.exists(out)
+
+
 def test_workers_without_the_key_or_the_model_are_refused_up_front(tmp_path, capsys,
                                                                       monkeypatch):
     """The launcher has OPENAI_API_KEY and the embedding model, the workers have
