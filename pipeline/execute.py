@@ -22,7 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipeline.filesystems import use_filesystems
 from pipeline.graph import build_pipeline
 from pipeline.plan import (DASK_NAMES, DASK_RUNNER, Plan, UsageError, check_direct_workers,
-                           runner_is_local)
+                           driven_from_here, runner_is_local)
 from pipeline.stopping import Terminated, stop_on_signals
 from pipeline.watch import Watch
 from schemas.tables import TABLES
@@ -235,13 +235,16 @@ def run_pipeline(plan: Plan, options: PipelineOptions, lease: leases.Lease,
                     "status says finished)")
         billed = billed_text(info)
         leases.mark_failed(info.output, lease, f"stopped by {name}" + billed)
+        ended = ("its worker processes were ended" if runner_is_local(options) else
+                 "its Dask job was cancelled (a task a worker is running ends first)")
         return (f"evalbeam: error: run {info.run_id} (attempt {info.attempt}) stopped by {name}; "
-                "its worker processes were ended; a new run of the id takes over and cleans up"
+                f"{ended}; a new run of the id takes over and cleans up"
                 + (f"\nevalbeam: error: run {info.run_id}{billed}" if billed else ""))
+    # the Dask runner's job is this process's too: its client leaving cancels it
     on_signals = (stop_on_signals(stopped, lambda s: wait_for_commit(info.output, info.run_id,
                                                                      info.attempt, s),
-                                  worker_log=run_log(info))
-                  if signals and not detach and runner_is_local(options)
+                                  workers=runner_is_local(options), worker_log=run_log(info))
+                  if signals and not detach and driven_from_here(options)
                   else contextlib.nullcontext())
     # from the start (the chart engine and the model take seconds to load) to the
     # end: a stop after the commit says the run is complete

@@ -358,6 +358,85 @@ def test_a_scheduler_lost_mid_run_fails_in_one_line_and_a_rerun_completes(tmp_pa
     assert status(out, "ex")[0] == 0
 
 
+def _stop_error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if not line.startswith("evalbeam: note")
+            and "cases (" not in line]  # the notes before, the progress lines
+
+
+def test_a_launcher_stopped_by_sigterm_says_so_in_one_line_and_a_rerun_completes(tmp_path):
+    """SIGTERM to a Dask run's launcher (a job scheduler's stop, `kill`) while
+    the workers run its bundles: it ended at once, exit -15, nothing said, its
+    lease left `running` (on another machine, `status` said running until
+    the heartbeat went stale). Now as a local run: one line, exit 143, the
+    attempt marked `stopped by SIGTERM`, no completion marker; a re-run of
+    the id completes."""
+    from distributed import Client
+    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
+            "--output", out, "--run-id", "st")
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+        with Client(cluster.address) as client:
+            deadline = time.monotonic() + 120
+            while (_processing_worker_pid(client) is None and proc.poll() is None
+                   and time.monotonic() < deadline):
+                time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before a ParDo bundle was seen"
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 143, output[-3000:]
+        errors = _stop_error_lines(output)
+        assert errors == [f"evalbeam: error: run st (attempt {lease_attempt(out, 'st')}) "
+                          "stopped by SIGTERM; its Dask job was cancelled (a task a worker "
+                          "is running ends first); a new run of the id takes over and "
+                          "cleans up"], output[-3000:]
+        code, said = status(out, "st")
+        assert code == 1 and "stopped by SIGTERM" in said, said
+        assert not os.path.exists(os.path.join(out, "runs", "st", "manifest.json"))
+        proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
+        output = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, output[-3000:]
+    assert status(out, "st")[0] == 0
+
+
+def lease_attempt(out: str, run_id: str) -> str:
+    """The attempt the run id's lease names."""
+    from transforms.publish import lease as leases
+    return leases.read_lease(out, run_id).attempt
+
+
+def test_a_launcher_stopped_while_a_worker_finalizes_leaves_no_completion_marker(tmp_path):
+    """Ctrl-C to the launcher while a worker's Finalize draws the report (paused
+    before the commit): the launcher marks the attempt stopped, but the task
+    already on the worker goes on (Dask does not interrupt a running task).
+    Before, it wrote the completion marker over a run the launcher had said
+    was stopped (with no handler, the launcher printed a traceback): `status`
+    said finished. Now Finalize finds its attempt marked failed and does not
+    publish: exit 130, one line, no marker; `status` says stopped by SIGINT."""
+    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 20), cases)
+    with DaskCluster(workers=1, env={**ENV, PAUSE_AT: "commit:8"}) as cluster:
+        proc = launch("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
+                      "--output", out, "--run-id", "fin", cluster=cluster, cwd=str(tmp_path))
+        paused = os.path.join(out, "_tmp", "fin-*", "paused.commit")
+        deadline = time.monotonic() + 300
+        while not glob.glob(paused):
+            assert proc.poll() is None and time.monotonic() < deadline, "no pause at commit"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=120)[0]
+        deadline = time.monotonic() + 60  # the worker's Finalize wakes up after 8 s
+        while glob.glob(paused) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # what it does then: a commit, before; now an error
+    assert proc.returncode == 130, output[-3000:]
+    assert len(_stop_error_lines(output)) == 1, output[-3000:]
+    assert not os.path.exists(os.path.join(out, "runs", "fin", "manifest.json"))
+    code, said = status(out, "fin")
+    assert code == 1 and "stopped by SIGINT" in said, said
+
+
 def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, monkeypatch):
     """The scheduler answers the plan's check, then stops before the job is
     submitted: the runner's own Client() raised, and the run ended in a

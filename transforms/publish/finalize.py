@@ -108,6 +108,20 @@ def run_counts(planned_rows: int, counted: tuple[str, ...],
     return {"input_rows": planned_rows, **dict.fromkeys(counted, 0), **dict(tallies)}
 
 
+def check_still_running(info: RunInfo) -> None:
+    """LeaseLost unless the lease is still this attempt's and not marked
+    failed: a Dask launcher stopped (SIGTERM, Ctrl-C) marks it failed and says
+    the run was stopped, while a task already on a worker may go on to here."""
+    current = lease.read_lease(info.output, info.run_id)
+    if current is None or current.attempt != info.attempt:
+        raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
+                        f"lease (now: {current.attempt if current else 'nobody'}); "
+                        "it does not publish")
+    if current.state == "failed":
+        raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} was marked failed "
+                        f"({current.reason}); it does not publish")
+
+
 class Finalize(beam.DoFn):
     def __init__(self, info: RunInfo, counted: tuple[str, ...] = ()):
         """counted: the names of the tallies in the `counts` side input."""
@@ -155,12 +169,8 @@ class Finalize(beam.DoFn):
                 self._after_marker(listed_files(info.output, done))
             yield done
             return
-        if info.lease_ttl_s is not None and not lease.holds(info.output, info.run_id,
-                                                            info.attempt):
-            current = lease.read_lease(info.output, info.run_id)
-            raise LeaseLost(f"attempt {info.attempt} of run {info.run_id} no longer holds its "
-                            f"lease (now: {current.attempt if current else 'nobody'}); "
-                            "it does not publish")
+        if info.lease_ttl_s is not None:
+            check_still_running(info)
         verdicts = list(verdicts)
         summary = summary_rows(info.run_id, metric_stats, verdicts, info.lower_is_better,
                                info.sampled_metrics, info.no_direction)
@@ -237,6 +247,8 @@ class Finalize(beam.DoFn):
         # a SIGTERM or Ctrl-C from here to the release waits for it: the run ends
         # committed and released, never marked stopped with its marker in place
         with critical_section(info.output, info.run_id, info.attempt):
+            if info.lease_ttl_s is not None:  # a stop may have come while it drew the report
+                check_still_running(info)
             write_manifest(info.output, info.run_id, manifest)  # the completion marker
             self._after_marker({p for paths in files.values() for p in paths})
         yield manifest
