@@ -90,6 +90,7 @@ BUNDLES_PER_THREAD = 2        # bundles in flight per worker thread (the window)
 MERGE_FAN_IN = 8              # ... after merging this many partitions at a time, a tree
 METRICS_TOPIC = "evalbeam-beam-metrics"
 IDLE_TEARDOWN_S = 120.0   # a job's DoFns idle this long on a worker are torn down
+NO_WORKER_S = 300.0       # a job whose cluster has had no worker this long fails
 CLASS_PATH = "pipeline.dask_runner.DaskRunner"
 
 
@@ -869,6 +870,40 @@ class JobLost(RuntimeError):
     one_line = True
 
 
+class _NoWorkerWatch:
+    """Cancels the job once its cluster has had no worker for NO_WORKER_S:
+    its tasks wait for one forever (every worker lost, none replacing them),
+    while the launcher keeps the run's lease alive and `status` says running."""
+
+    def __init__(self, client, futures: Sequence):
+        self.client, self.futures, self.why = client, futures, ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="evalbeam-dask-no-worker",
+                                        daemon=True)
+
+    def __enter__(self) -> "_NoWorkerWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        limit = NO_WORKER_S
+        since = None
+        while not self._done.wait(min(5.0, limit / 5)):
+            try:
+                workers = len(self.client.nthreads())
+            except Exception:  # the scheduler lost: wait_until_finish says so
+                continue
+            since = None if workers else (since or time.monotonic())
+            if since is not None and time.monotonic() - since >= limit:
+                self.why = (f"the cluster has had no worker for {limit:g} s: every worker "
+                            "was lost and none joined")
+                self.client.cancel(self.futures)
+                return
+
+
 @dataclasses.dataclass
 class DaskRunnerResult(beam_dask.DaskRunnerResult):
     job: str = ""
@@ -877,14 +912,15 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
 
     def wait_until_finish(self, duration=None) -> str:
         try:
-            state = super().wait_until_finish(duration)
+            with _NoWorkerWatch(self.client, self.futures) as no_worker:
+                state = super().wait_until_finish(duration)
             # Beam's loop ends quietly over cancelled futures: a client that lost its
             # scheduler cancels them all, and the job said DONE with nothing computed
             lost = [f for f in self.futures if f.status != "finished"]
             if state == PipelineState.DONE and lost:
                 self._state = PipelineState.FAILED
-                why = ("the launcher lost the scheduler" if self._scheduler_lost()
-                       else "the job was cancelled")
+                why = no_worker.why or ("the launcher lost the scheduler" if self._scheduler_lost()
+                                        else "the job was cancelled")
                 raise JobLost(f"the Dask job did not complete: {len(lost)} of its "
                               f"{len(self.futures)} results {lost[0].status} ({why})")
             return state

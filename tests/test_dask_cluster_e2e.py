@@ -437,6 +437,53 @@ def test_a_launcher_stopped_while_a_worker_finalizes_leaves_no_completion_marker
     assert code == 1 and "stopped by SIGINT" in said, said
 
 
+def test_a_run_whose_every_worker_is_lost_fails_in_one_line_and_a_rerun_completes(
+        tmp_path, capsys, monkeypatch):
+    """The only worker SIGKILLed mid-run, none replacing it: the tasks waited
+    for a worker forever, the launcher kept the lease alive and `status` said
+    running at 0 cases. Once the cluster has had no worker for NO_WORKER_S the
+    job is cancelled: one line, exit 1, no completion marker; a re-run of the
+    id on a new worker completes."""
+    import threading
+
+    import pipeline.dask_runner as dask_runner
+    from distributed import Client
+    from tests.pipeline_helpers import run_cli
+    monkeypatch.setattr(dask_runner, "NO_WORKER_S", 6.0)
+    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
+            "--output", out, "--run-id", "gone")
+
+    def kill_when_busy(cluster: DaskCluster) -> None:
+        with Client(cluster.address) as client:
+            deadline = time.monotonic() + 120
+            while _processing_worker_pid(client) is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+        cluster.kill_worker(0)
+
+    with DaskCluster(workers=1, env=ENV) as cluster:
+        flags = ("--runner=dask", f"--dask_client_address={cluster.address}",
+                 "--shared-filesystem")
+        killer = threading.Thread(target=kill_when_busy, args=(cluster,), daemon=True)
+        killer.start()
+        result: list[int] = []  # before: it never returned
+        runner = threading.Thread(target=lambda: result.append(run_cli(*args, *flags)),
+                                  daemon=True)
+        runner.start()
+        runner.join(120)
+        assert result == [1], "the run did not end"
+        err = _stop_error_lines(capsys.readouterr().err)
+        assert len(err) == 1 and err[0].startswith("evalbeam: error: run gone (attempt "), err
+        assert "the cluster has had no worker for 6 s" in err[0], err
+        assert not os.path.exists(os.path.join(out, "runs", "gone", "manifest.json"))
+        assert status(out, "gone")[0] == 1
+        cluster.add_worker("worker1")
+        cluster.wait_for_workers(1)
+        assert run_cli(*args, *flags) == 0
+    assert status(out, "gone")[0] == 0
+
+
 def test_a_scheduler_gone_after_the_upfront_check_is_one_line(tmp_path, capsys, monkeypatch):
     """The scheduler answers the plan's check, then stops before the job is
     submitted: the runner's own Client() raised, and the run ended in a
