@@ -213,6 +213,25 @@ def _processing_worker_pid(client) -> int | None:
     return None
 
 
+def _forty_cases(tmp_path, run_id: str) -> tuple[str, tuple[str, ...]]:
+    """40 cases of the example: the output folder and the run's arguments."""
+    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
+    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
+    return out, ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
+                 "--output", out, "--run-id", run_id)
+
+
+def _wait_until_busy(cluster: DaskCluster, proc: subprocess.Popen | None = None) -> None:
+    """Until a worker runs a ParDo bundle (at most 120 s; or the launcher ends)."""
+    from distributed import Client
+    with Client(cluster.address) as client:
+        deadline = time.monotonic() + 120
+        while (_processing_worker_pid(client) is None and (proc is None or proc.poll() is None)
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+    assert proc is None or proc.poll() is None, "the run ended before a ParDo bundle was seen"
+
+
 def test_a_worker_killed_mid_run_ends_in_a_complete_run(reference, tmp_path):
     from distributed import Client
     out = str(tmp_path / "out")
@@ -324,19 +343,10 @@ def test_a_scheduler_lost_mid_run_fails_in_one_line_and_a_rerun_completes(tmp_pa
     scheduler, distributed's reconnect error, the crash traceback) and waited
     for the reconnect timeout to end them. One line, exit 1, no completion
     marker; a re-run of the id on a new cluster completes."""
-    from distributed import Client
-    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
-            "--output", out, "--run-id", "ex")
+    out, args = _forty_cases(tmp_path, "ex")
     with DaskCluster(workers=1, env=ENV) as cluster:
         proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
-        with Client(cluster.address) as client:
-            deadline = time.monotonic() + 120
-            while (_processing_worker_pid(client) is None and proc.poll() is None
-                   and time.monotonic() < deadline):
-                time.sleep(0.2)
-        assert proc.poll() is None, "the run ended before a ParDo bundle was seen"
+        _wait_until_busy(cluster, proc)
         os.kill(cluster.scheduler.pid, signal.SIGKILL)
         lost = time.monotonic()
         output = proc.communicate(timeout=120)[0]
@@ -370,19 +380,10 @@ def test_a_launcher_stopped_by_sigterm_says_so_in_one_line_and_a_rerun_completes
     the heartbeat went stale). Now as a local run: one line, exit 143, the
     attempt marked `stopped by SIGTERM`, no completion marker; a re-run of
     the id completes."""
-    from distributed import Client
-    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
-            "--output", out, "--run-id", "st")
+    out, args = _forty_cases(tmp_path, "st")
     with DaskCluster(workers=1, env=ENV) as cluster:
         proc = launch(*args, cluster=cluster, cwd=str(tmp_path))
-        with Client(cluster.address) as client:
-            deadline = time.monotonic() + 120
-            while (_processing_worker_pid(client) is None and proc.poll() is None
-                   and time.monotonic() < deadline):
-                time.sleep(0.2)
-        assert proc.poll() is None, "the run ended before a ParDo bundle was seen"
+        _wait_until_busy(cluster, proc)
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=120)[0]
         assert proc.returncode == 143, output[-3000:]
@@ -447,19 +448,12 @@ def test_a_run_whose_every_worker_is_lost_fails_in_one_line_and_a_rerun_complete
     import threading
 
     import pipeline.dask_runner as dask_runner
-    from distributed import Client
     from tests.pipeline_helpers import run_cli
     monkeypatch.setattr(dask_runner, "NO_WORKER_S", 6.0)
-    out, cases = str(tmp_path / "out"), str(tmp_path / "cases.parquet")
-    pq.write_table(pq.read_table(CASES).slice(0, 40), cases)
-    args = ("--input", cases, "--config", os.path.join(EXAMPLE, "config.yaml"),
-            "--output", out, "--run-id", "gone")
+    out, args = _forty_cases(tmp_path, "gone")
 
     def kill_when_busy(cluster: DaskCluster) -> None:
-        with Client(cluster.address) as client:
-            deadline = time.monotonic() + 120
-            while _processing_worker_pid(client) is None and time.monotonic() < deadline:
-                time.sleep(0.2)
+        _wait_until_busy(cluster)
         cluster.kill_worker(0)
 
     with DaskCluster(workers=1, env=ENV) as cluster:
