@@ -504,6 +504,29 @@ def what_this_process_lacks(cfg, endpoints: Sequence[str], embeds: bool) -> list
     return lacks
 
 
+CODE_PACKAGES = ("evalbeam", "schemas", "transforms", "pipeline")  # setup.py's packages
+
+
+def code_fingerprint() -> str:
+    """A hash of the .py files of evalbeam's packages as this process imports
+    them: a clone and a wheel of one commit give the same one."""
+    import hashlib
+    import importlib.util
+    digest = hashlib.sha256()
+    for name in CODE_PACKAGES:
+        top = list(importlib.util.find_spec(name).submodule_search_locations)[0]
+        for folder, dirs, files in os.walk(top):  # in order: dirs sorted in place
+            dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(folder, d,
+                                                                            "__init__.py")))
+            for file in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, file)
+                name_in_wheel = os.path.relpath(path, os.path.dirname(top)).replace(os.sep, "/")
+                digest.update(name_in_wheel.encode() + b"\0")
+                with open(path, "rb") as fh:
+                    digest.update(fh.read().replace(b"\r\n", b"\n") + b"\0")  # a Windows clone
+    return digest.hexdigest()[:12]
+
+
 def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
                        embeds: bool) -> None:
     """The named cluster's workers have what the run needs (UsageError naming
@@ -513,7 +536,8 @@ def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
         return
     def ask(client):
         try:
-            return client.run(what_this_process_lacks, cfg, sorted(endpoints), embeds)
+            return (client.run(code_fingerprint),
+                    client.run(what_this_process_lacks, cfg, sorted(endpoints), embeds))
         except Exception as exc:  # noqa: BLE001 - a worker could not even run the check
             return exc
     said = _ask_dask(options, ask)
@@ -522,6 +546,15 @@ def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
         raise UsageError(f"the Dask workers could not run evalbeam's check ({why}): install "
                          "this evalbeam on every worker, the launcher's version "
                          "(docs/guides/dask.md)")
+    codes, said = said
+    ours = code_fingerprint()
+    others = sorted(w for w, code in codes.items() if code != ours)
+    if others:  # another commit's steps ran silently with this launcher's plan
+        raise UsageError(f"the Dask workers run another evalbeam than this launcher: on "
+                         f"{len(others)} of {len(codes)} workers ({', '.join(others[:3])}"
+                         f"{', ...' if len(others) > 3 else ''}) its code differs (code "
+                         f"{codes[others[0]]}, here {ours}); install this evalbeam on every "
+                         "worker, the launcher's version (docs/guides/dask.md)")
     by_what: dict[str, list[str]] = {}
     for worker, lacks in sorted(said.items()):
         for what in lacks:

@@ -586,6 +586,34 @@ def test_workers_with_another_evalbeam_are_refused_up_front(tmp_path, capsys):
     assert not os.path.exists(out)
 
 
+
+def test_workers_with_another_commit_of_evalbeam_are_refused_up_front(tmp_path, capsys):
+    """Workers that import another commit of evalbeam (its code changed in one
+    line; an image built before a fix, a clone on another branch) passed the
+    up-front check, which they could run, and ran their own steps with this
+    launcher's plan: the run finished, nothing said the tables came from
+    another evalbeam. Refused up front, in one line, exit 2, nothing written."""
+    import shutil
+    from tests.conftest import SAMPLE_ROWS, write_cases
+    from tests.pipeline_helpers import run_cli
+    other = tmp_path / "other"
+    for name in ("evalbeam", "schemas", "transforms", "pipeline"):  # setup.py's packages
+        shutil.copytree(os.path.join(ROOT, name), other / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "transforms" / "score" / "scoring.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# a change of another commit\n")
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    out = str(tmp_path / "out")
+    with DaskCluster(workers=1, env={"PYTHONPATH": str(other)}) as cluster:
+        code = run_cli("--input", cases, "--output", out, "--run-id", "c", "--runner=dask",
+                       f"--dask_client_address={cluster.address}", "--shared-filesystem")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.startswith("evalbeam: error: the Dask workers run another evalbeam than this "
+                          "launcher: on 1 of 1 workers (tcp://127.0.0.1:"), err
+    assert "install this evalbeam on every worker" in err
+    assert not os.path.exists(out)
+
 LEAKY_METRICS = '''import logging, os, warnings
 
 
