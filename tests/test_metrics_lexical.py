@@ -151,3 +151,23 @@ def test_full_width_punctuation_after_a_figure_in_chinese_is_not_part_of_the_tok
     from transforms.text.tokens import tokenize
     assert tokenize("最低要求 Java 17，发布时") == ["最", "低", "要", "求", "java", "17", "发", "布", "时"]
     assert tokenize("Spring Boot 3.0版") == ["spring", "boot", "3.0", "版"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("दिल्ली भारत की राजधानी है।", ["दिल्ली", "भारत", "की", "राजधानी", "है"]),  # Hindi: vowel signs, virama
+    ("কলকাতা পশ্চিমবঙ্গের রাজধানী", ["কলকাতা", "পশ্চিমবঙ্গের", "রাজধানী"]),  # Bengali
+    ("சென்னை தமிழ்நாட்டின் தலைநகரம்", ["சென்னை", "தமிழ்நாட்டின்", "தலைநகரம்"]),  # Tamil
+    ("تُسترد الاشتراكات السنوية", ["تُسترد", "الاشتراكات", "السنوية"]),  # Arabic with a damma
+    ("שָׁלוֹם עוֹלָם", ["שָׁלוֹם", "עוֹלָם"]),  # Hebrew with vowel points
+])
+def test_a_word_keeps_its_combining_marks(text, words):
+    """re's \\w leaves out most combining marks, so "दिल्ली" was cut into द, ल, ल
+    and Hindi keyword recall compared single consonants."""
+    from transforms.text.tokens import tokenize
+    assert tokenize(text) == words
+
+
+def test_keyword_recall_of_hindi_compares_words_not_consonants():
+    # "दाल" (lentils) is not "दिल्ली" (Delhi): before, both were the consonants द, ल and
+    # the recall was 1.0
+    assert keyword_recall("दाल", "दिल्ली").value == 0.0

@@ -10,14 +10,39 @@ import unicodedata
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Iterable, Iterator
 
 from transforms.text.scripts import is_cjk_char
 
 _WHITESPACE = re.compile(r"\s+")
+
+
 # A word: a run of letters/digits (any script), keeping inner apostrophes,
 # hyphens, dots and commas between digits ("don't", "e-mail", "3.5", "10,000").
 _WORD = re.compile(r"[^\W_]+(?:['’\-.,][^\W_]+)*", re.UNICODE)
+
+# Where Unicode has combining marks: below U+1E950, and the variation selectors.
+_MARK_PLANES = (range(0x300, 0x1E950), range(0xE0100, 0xE01F0))
+
+
+@lru_cache(maxsize=1)
+def _word_with_marks() -> re.Pattern:
+    """_WORD whose letters carry their combining marks (Unicode M*), which re's
+    \\w leaves out: Devanagari, Bengali, Tamil or Thai write vowel signs and
+    viramas with them ("दिल्ली" is द ि ल ् ल ी, six code points, one word), Arabic
+    and Hebrew their vowel points. Built on the first non-ASCII text (~0.1 s);
+    an ASCII text has no mark and keeps _WORD."""
+    marks = [o for plane in _MARK_PLANES for o in plane if unicodedata.category(chr(o))[0] == "M"]
+    ranges = []
+    for o in marks:
+        if ranges and ranges[-1][1] == o - 1:
+            ranges[-1][1] = o
+        else:
+            ranges.append([o, o])
+    cls = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+    letters = rf"[^\W_](?:[^\W_]|[{cls}])*"
+    return re.compile(rf"{letters}(?:['’\-.,]{letters})*")
 
 
 def normalize(text: str) -> str:
@@ -81,7 +106,7 @@ def tokenize(text: str) -> list[str]:
 
 def _tokenize(text: str) -> list[str]:
     text = normalize_digits(unicodedata.normalize("NFKC", text)).lower().replace("’", "'")
-    tokens = _WORD.findall(text)
+    tokens = (_WORD if text.isascii() else _word_with_marks()).findall(text)
     if _WIDE.search(text):
         tokens = [piece for tok in tokens for piece in _split_cjk(tok)]
     return tokens
