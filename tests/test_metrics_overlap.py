@@ -8,8 +8,8 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from transforms.score.metrics.overlap import (ROUGE_TYPES, TOKENIZER_CACHE_LINES, bleu,
-                                             lcs_length, rouge, rouge_multi, rouge_tokens,
-                                             sentence_bleu, tokenize_13a)
+                                             bleu_tokenizer, lcs_length, rouge, rouge_multi,
+                                             rouge_tokens, sentence_bleu, tokenize_13a)
 
 # --------------------------------------------------------------------------
 # (a) Published cases
@@ -177,7 +177,9 @@ def test_bleu_parity_with_sacrebleu():
         if not ref.strip():
             assert ours.value is None and ours.error
             continue
-        theirs = sacrebleu.sentence_bleu(hyp, [ref])
+        # the generated texts hold Chinese and Arabic words: BLEU's tokenizer for those
+        # is sacrebleu's zh or intl (test_bleu_of_other_scripts_is_sacrebleus_with_its_tokenizer)
+        theirs = sacrebleu.sentence_bleu(hyp, [ref], tokenize=bleu_tokenizer([hyp, ref]))
         assert ours.value == pytest.approx(theirs.score / 100, abs=1e-9), (hyp, ref)
         assert ours.details["sys_len"] == theirs.sys_len and ours.details["ref_len"] == theirs.ref_len
         assert ours.details["bp"] == theirs.bp
@@ -338,7 +340,7 @@ def test_bleu_multi_reference_parity_with_sacrebleu():
         if not any(r.strip() for r in refs):
             assert ours.value is None
             continue
-        theirs = sacrebleu.sentence_bleu(hyp, refs)
+        theirs = sacrebleu.sentence_bleu(hyp, refs, tokenize=bleu_tokenizer([hyp, *refs]))
         assert ours.value == pytest.approx(min(1.0, theirs.score / 100), abs=1e-9), (hyp, refs)
         assert ours.details["ref_len"] == theirs.ref_len
         checked += 1
@@ -416,3 +418,39 @@ def test_tokenize_13a_is_sacrebleus_tokenizer_with_a_bounded_cache():
     for i in range(TOKENIZER_CACHE_LINES + 10):
         tokenize_13a(f"line {i}.")
     assert tokenize_13a.cache_info().currsize == TOKENIZER_CACHE_LINES
+
+
+# --------------------------------------------------------------------------
+# (e) Other scripts: sacrebleu with the tokenizer the script needs
+# --------------------------------------------------------------------------
+
+SCRIPT_PAIRS = [  # (answer, reference, sacrebleu's tokenizer for them)
+    ("北京是中国的首都，人口约两千万。", "北京是中国的首都，人口大约两千万人。", "zh"),
+    ("退款需要 5 到 7 个工作日。", "Refunds take 5-7 business days; 退款需要五到七个工作日。", "zh"),
+    ("東京は日本の首都で、人口は約1400万人です。", "東京は日本の首都です。人口は約1400万人。", "char"),
+    ("กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย", "กรุงเทพมหานครเป็นเมืองหลวงของไทย", "char"),
+    ("القاهرة هي عاصمة مصر، ويبلغ عدد سكانها 10 ملايين.", "القاهرة هي عاصمة مصر، وعدد سكانها 10 ملايين.",
+     "intl"),
+    ("दिल्ली भारत की राजधानी है।", "दिल्ली भारत की राजधानी है", "intl"),
+    ("서울은 대한민국의 수도입니다.", "서울은 한국의 수도입니다.", "13a"),
+    ("Москва — столица России.", "Москва является столицей России.", "13a"),
+    ("Refunds take 5-7 days.", "Refunds take five to seven days.", "13a"),
+]
+
+
+@pytest.mark.parametrize("answer, reference, tokenizer", SCRIPT_PAIRS)
+def test_bleu_of_other_scripts_is_sacrebleus_with_its_tokenizer(answer, reference, tokenizer):
+    """13a splits on spaces and ASCII punctuation: a Chinese sentence was one or two
+    tokens, so an answer one character off its reference had BLEU 0 (sacrebleu's
+    zh: 0.73), and Hindi's "है।" was not "है". BLEU is now sacrebleu.sentence_bleu
+    with the tokenizer the script needs, named in the signature."""
+    ours = bleu(answer, reference)
+    theirs = sacrebleu.sentence_bleu(answer, [reference], tokenize=tokenizer)
+    assert ours.value == min(1.0, theirs.score / 100)
+    assert f"tok:{tokenizer}|" in ours.details["signature"]
+    assert ours.details["sys_len"] == theirs.sys_len and ours.details["ref_len"] == theirs.ref_len
+
+
+def test_bleu_of_a_chinese_answer_one_character_off_is_not_zero():
+    assert bleu("北京是中国的首都，人口约两千万。", "北京是中国的首都，人口大约两千万人。").value \
+        == pytest.approx(0.7313, abs=1e-4)

@@ -42,9 +42,11 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "latency_ms": MetricDoc("the bot call's time on the wire in ms (monotonic clock)",
                             ("no latency measured (recorded answer)",), unit="milliseconds"),
     "bleu": MetricDoc(
-        "`sacrebleu.sentence_bleu(answer, [references]).score / 100` with sacrebleu's defaults "
-        "(13a tokenizer, exp smoothing, effective order); n-gram precisions, BP and the "
-        "signature in details", (_EMPTY_REF,)),
+        "`sacrebleu.sentence_bleu(answer, [references], tokenize=T).score / 100` with "
+        "sacrebleu's defaults (exp smoothing, effective order); T is 13a (the default) unless "
+        "a text writes Han (`zh`), kana, Thai, Lao, Khmer or Myanmar (`char`), or Arabic or "
+        "an Indic script (`intl`); n-gram precisions, BP and the signature (with T) in details",
+        (_EMPTY_REF,)),
     "rouge1": MetricDoc(
         "F1 of `rouge_score.RougeScorer` on unigrams (target = expected, prediction = answer; "
         "several references: rouge-score's `score_multi`); precision and recall in details; "

@@ -16,6 +16,7 @@ reference libraries exactly:
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Sequence
@@ -78,14 +79,48 @@ def _bleu_tokens(text: str) -> list[str]:
     return tokenize_13a(text.rstrip()).split()
 
 
-@lru_cache(maxsize=16)
-def _bleu_signature(nrefs: int = 1) -> str:
+@lru_cache(maxsize=64)
+def _bleu_signature(nrefs: int = 1, tokenize: str = "13a") -> str:
     """sacrebleu's signature string for `nrefs` references. sacrebleu knows the
     number of references only after scoring, so one pair is scored once by an
     object of the same settings."""
-    probe = BLEU(effective_order=True)
+    probe = BLEU(effective_order=True, tokenize=tokenize)
     probe.sentence_score("a", ["a"] * nrefs)
     return probe.get_signature().format()
+
+
+# Scripts 13a cannot split into words. Han: a character is about a word
+# (sacrebleu's `zh`, what WMT scores Chinese with). Kana, Thai, Lao, Myanmar,
+# Khmer: no spaces between words and no segmenter installed (sacrebleu's
+# `ja-mecab` needs MeCab), so characters (`char`). Arabic and the Indic scripts
+# put spaces between words but have their own punctuation ("،", "؟", "।"),
+# which 13a leaves on the word; `intl` splits Unicode punctuation.
+_KANA_OR_UNSPACED = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d"
+                               "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_OWN_PUNCTUATION = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\u0900-\u0dff]")
+
+
+def bleu_tokenizer(texts: Sequence[str]) -> str:
+    """The sacrebleu tokenizer BLEU reads these texts (answer and references)
+    with: `13a` (sacrebleu's default) unless one of them writes a script it
+    cannot split, then `char`, `zh` or `intl` (see above), one for all of them
+    so the answer's n-grams and the references' are alike."""
+    if all(t.isascii() for t in texts):  # the common case, without a regex
+        return "13a"
+    if any(_KANA_OR_UNSPACED.search(t) for t in texts):
+        return "char"
+    if any(_HAN.search(t) for t in texts):
+        return "zh"
+    if any(_OWN_PUNCTUATION.search(t) for t in texts):
+        return "intl"
+    return "13a"
+
+
+@lru_cache(maxsize=None)
+def _bleu_for(tokenize: str) -> BLEU:
+    """sentence_bleu's settings with another of sacrebleu's tokenizers."""
+    return BLEU(effective_order=True, tokenize=tokenize)
 
 
 def reference_list(expected: str | Sequence[str] | None) -> list[str] | None:
@@ -111,7 +146,8 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
         return MetricResult.null("no expected answer")
     if all(is_blank(r) for r in refs):
         return MetricResult.null("empty expected answer")
-    score = sentence_bleu(answer, refs)
+    tokenizer = bleu_tokenizer([answer, *refs])
+    score = sentence_bleu(answer, refs, tokenizer)
     return MetricResult(
         min(1.0, score.score / 100.0),  # sacrebleu can give 100.00000000000004
         {
@@ -119,7 +155,7 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
             "bp": score.bp,
             "sys_len": score.sys_len,
             "ref_len": score.ref_len,
-            "signature": _bleu_signature(len(refs)),
+            "signature": _bleu_signature(len(refs), tokenizer),
         },
     )
 
@@ -152,12 +188,18 @@ def bleu_statistics(hypothesis: list[str], references: list[list[str]],
     return [hyp_len, ref_len, *correct, *total]
 
 
-def sentence_bleu(answer: str, references: Sequence[str]) -> Any:
-    """`_BLEU.sentence_score(answer, references)`, the same BLEUScore: sacrebleu's
-    own tokenizer code (13a, `tokenize_13a`) and its own final computation from
-    the statistics; only the n-gram counting is done faster (`bleu_statistics`)."""
-    hyp = _bleu_tokens(answer)
-    refs = [_bleu_tokens(r) for r in references]
+def sentence_bleu(answer: str, references: Sequence[str], tokenize: str = "13a") -> Any:
+    """`BLEU(effective_order=True, tokenize=tokenize).sentence_score(answer,
+    references)`, the same BLEUScore: sacrebleu's own tokenizer code (13a:
+    `tokenize_13a`) and its own final computation from the statistics; only
+    the n-gram counting is done faster (`bleu_statistics`)."""
+    if tokenize == "13a":
+        split = _bleu_tokens
+    else:
+        def split(text: str) -> list[str]:
+            return _bleu_for(tokenize)._preprocess_segment(text).split()
+    hyp = split(answer)
+    refs = [split(r) for r in references]
     return _BLEU._compute_score_from_stats(bleu_statistics(hyp, refs, _BLEU.max_ngram_order))
 
 
