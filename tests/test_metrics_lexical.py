@@ -171,3 +171,23 @@ def test_keyword_recall_of_hindi_compares_words_not_consonants():
     # "दाल" (lentils) is not "दिल्ली" (Delhi): before, both were the consonants द, ल and
     # the recall was 1.0
     assert keyword_recall("दाल", "दिल्ली").value == 0.0
+
+
+@pytest.mark.parametrize("answer, expected", [
+    ("ＡＢＣ１２３", "ABC123"),  # full-width letters and digits (CJK keyboards)
+    ("退款ＩＤ：ＡＢ－１２", "退款ID:AB-12"),  # full-width punctuation in Chinese
+    ("ｶﾀｶﾅ", "カタカナ"),  # half-width katakana
+    ("ﬁle", "file"),  # a ligature
+    ("STRASSE", "Straße"),  # full case folding, not lower()
+    ("١٨٨٩", "1889"),  # Arabic-Indic digits, as tokenize reads them
+    ("東京　タワー", "東京 タワー"),  # the ideographic space is a space
+])
+def test_exact_match_folds_compatibility_forms(answer, expected):
+    """A user sees these as the same text; NFC and lower() did not, so a
+    full-width "ＡＢＣ１２３" against "ABC123" was 0."""
+    assert exact_match(answer, expected).value == 1.0
+
+
+def test_exact_match_still_tells_different_texts_apart():
+    assert exact_match("ABC124", "ＡＢＣ１２３").value == 0.0
+    assert exact_match("東京", "京都").value == 0.0

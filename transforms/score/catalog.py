@@ -28,9 +28,11 @@ _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
 
 METRIC_DOCS: dict[str, MetricDoc] = {
     "exact_match": MetricDoc(
-        "1 if N(answer) = N(expected) else 0, N lower-cases, trims and collapses whitespace "
-        "and composes accents (NFC: a combining accent and its precomposed letter are one); "
-        "with several references 1 when the answer equals any", (_EMPTY_REF,)),
+        "1 if N(answer) = N(expected) else 0, N case-folds, trims and collapses whitespace "
+        "and folds Unicode compatibility forms (NFKC: a combining accent and its precomposed "
+        "letter are one, full-width `ＡＢＣ１２３` is `ABC123`, half-width katakana full-width; "
+        "Arabic-Indic digits read as ASCII); with several references 1 when the answer "
+        "equals any", (_EMPTY_REF,)),
     "keyword_recall": MetricDoc(
         "|E ∩ G| / |E|, E and G the token sets of the expected answer and the answer; the "
         "best over several references", ("expected answer has no tokens",)),

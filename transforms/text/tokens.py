@@ -46,10 +46,14 @@ def _word_with_marks() -> re.Pattern:
 
 
 def normalize(text: str) -> str:
-    """Lower-case, trim and collapse whitespace (the exact-match normal form), in
-    Unicode's canonical composition (NFC): "café" typed as one code point or as
-    "e" and a combining accent is one text."""
-    return unicodedata.normalize("NFC", _WHITESPACE.sub(" ", text).strip().lower())
+    """Case-fold, trim and collapse whitespace (the exact-match normal form), in
+    Unicode's compatibility composition (NFKC): "café" typed as one code point or
+    as "e" and a combining accent is one text, and so are full-width "ＡＢＣ１２３"
+    (a Chinese or Japanese keyboard's) and "ABC123", half-width "ｶﾀｶﾅ" and
+    "カタカナ", "ﬁ" and "fi"; "STRASSE" and "Straße" fold alike (casefold);
+    Arabic-Indic digits read as ASCII ones ("١٨٨٩" is 1889), as in `tokenize`."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return normalize_digits(_WHITESPACE.sub(" ", unicodedata.normalize("NFKC", folded)).strip())
 
 
 # Arabic-Indic and Persian digits (and Arabic separators) read as ASCII ones:
