@@ -8,7 +8,8 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from transforms.score.metrics.overlap import (ROUGE_TYPES, TOKENIZER_CACHE_LINES, bleu,
-                                             bleu_tokenizer, lcs_length, rouge, rouge_multi,
+                                             UnicodeRougeTokenizer, bleu_tokenizer, lcs_length,
+                                             rouge, rouge_multi, rouge_reads_unicode,
                                              rouge_tokens, sentence_bleu, tokenize_13a)
 
 # --------------------------------------------------------------------------
@@ -196,12 +197,14 @@ def _assert_same_rouge(ours, theirs, case) -> None:
 
 @pytest.mark.parametrize("use_stemmer", [False, True])
 def test_rouge_parity_with_rouge_score(use_stemmer):
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
     checked = 0
     for hyp, ref in _pairs(seed=7 + use_stemmer, n=1200):
         ours = rouge(hyp, ref, use_stemmer=use_stemmer)
-        theirs = scorer.score(target=ref, prediction=hyp)
-        if not rouge_tokens(ref, use_stemmer):
+        # the generated texts hold Chinese, Arabic, "café": those pairs are read by
+        # UnicodeRougeTokenizer (test_rouge_of_other_scripts_is_rouge_scores_with_a_unicode_tokenizer)
+        unicode = rouge_reads_unicode(hyp, ref)
+        theirs = _rouge_scorer(use_stemmer, unicode).score(target=ref, prediction=hyp)
+        if not rouge_tokens(ref, use_stemmer, unicode):
             # rouge-score returns 0s here; we say it cannot be computed.
             assert all(theirs[k].fmeasure == 0 for k in ROUGE_TYPES)
             assert all(ours[k].value is None and "no ROUGE tokens" in ours[k].error for k in ROUGE_TYPES)
@@ -242,11 +245,55 @@ def test_bleu_details_and_signature():
     assert "nrefs:1" in sig and "tok:13a" in sig and "smooth:exp" in sig and "eff:yes" in sig
 
 
-def test_rouge_null_for_non_latin_reference_but_bleu_scores_it():
-    for ref in ("退款政策是三十天", "سياسة الاسترداد ثلاثون يوما", "מדיניות החזרים"):
-        result = rouge(ref, ref)
-        assert all(r.value is None and "Chinese" in r.error for r in result.values())
-        assert bleu(ref, ref).value == pytest.approx(1.0)  # 13a keeps any script
+def test_rouge_null_only_for_a_reference_without_letters_or_in_thai():
+    for ref in ("😀 👍🏽", "?!", "…"):
+        result = rouge("😀 ok", ref)
+        assert all(r.value is None and "no ROUGE tokens" in r.error for r in result.values())
+    for answer, ref in (("กรุงเทพ", "กรุงเทพมหานคร"), ("Bangkok", "กรุงเทพมหานคร"),
+                        ("ဗိုလ်", "Yangon")):
+        result = rouge(answer, ref)
+        assert all(r.value is None and "Thai" in r.error for r in result.values())
+    assert bleu("กรุงเทพมหานคร", "กรุงเทพมหานคร").value == pytest.approx(1.0)  # characters
+
+
+def _rouge_scorer(use_stemmer: bool, unicode: bool) -> rouge_scorer.RougeScorer:
+    tokenizer = UnicodeRougeTokenizer(use_stemmer) if unicode else None
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer, tokenizer=tokenizer)
+
+
+ROUGE_SCRIPT_PAIRS = [  # (answer, reference): the reference's words in a script rouge-score drops
+    ("東京は日本の首都で、人口は約1400万人です。", "東京は日本の首都です。人口は約1400万人。"),
+    ("大阪の人口は約1400万人です。", "東京は日本の首都です。人口は約1400万人。"),
+    ("北京是中国的首都，人口约两千万。", "北京是中国的首都，人口大约两千万人。"),
+    ("서울은 대한민국의 수도이며 인구는 약 950만 명입니다.", "부산의 인구는 약 950만 명."),
+    ("القاهرة هي عاصمة مصر، ويبلغ عدد سكانها 10 ملايين.", "الرياض هي عاصمة السعودية، وعدد سكانها 10 ملايين."),
+    ("दिल्ली भारत की राजधानी है।", "मुंबई महाराष्ट्र की राजधानी है।"),
+    ("Москва — столица России.", "Москва является столицей России."),
+    ("Le café ouvre à 8 h.", "Le café ferme à 20 h."),
+]
+
+
+@pytest.mark.parametrize("use_stemmer", [False, True])
+@pytest.mark.parametrize("answer, reference", ROUGE_SCRIPT_PAIRS)
+def test_rouge_of_other_scripts_is_rouge_scores_with_a_unicode_tokenizer(answer, reference,
+                                                                         use_stemmer):
+    """rouge-score's default tokenizer keeps [a-z0-9] only: "東京は日本の首都です。人口は約
+    1400万人。" was the one token "1400", and an answer about Osaka sharing that
+    figure scored ROUGE-1 1.0. Text that is not ASCII is now read by
+    UnicodeRougeTokenizer, given to rouge-score's own RougeScorer(tokenizer=...)."""
+    ours = rouge(answer, reference, use_stemmer=use_stemmer)
+    theirs = _rouge_scorer(use_stemmer, True).score(target=reference, prediction=answer)
+    _assert_same_rouge(ours, theirs, (answer, reference))
+    assert ours["rouge1"].details["tokenizer"] == "unicode"
+    assert ours["rouge1"].value < 1.0
+
+
+def test_rouge_of_ascii_text_is_rouge_scores_default():
+    result = rouge("Refunds take five days.", "Refunds take 5 days")
+    theirs = rouge_scorer.RougeScorer(list(ROUGE_TYPES)).score("Refunds take 5 days",
+                                                               "Refunds take five days.")
+    _assert_same_rouge(result, theirs, "ascii")
+    assert result["rouge1"].details["tokenizer"] == "rouge-score"
 
 
 def test_rouge_empty_candidate_is_a_real_zero():
@@ -349,14 +396,14 @@ def test_bleu_multi_reference_parity_with_sacrebleu():
 
 @pytest.mark.parametrize("use_stemmer", [False, True])
 def test_rouge_multi_reference_parity_with_score_multi(use_stemmer):
-    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer)
     checked = 0
     for hyp, refs in _multi(seed=23 + use_stemmer, n=400):
         ours = rouge_multi(hyp, refs, use_stemmer=use_stemmer)
-        if not any(rouge_tokens(r, use_stemmer) for r in refs):
+        unicode = rouge_reads_unicode(hyp, *refs)
+        if not any(rouge_tokens(r, use_stemmer, unicode) for r in refs):
             assert all(ours[k].value is None for k in ROUGE_TYPES)
             continue
-        theirs = scorer.score_multi(refs, hyp)
+        theirs = _rouge_scorer(use_stemmer, unicode).score_multi(refs, hyp)
         _assert_same_rouge(ours, theirs, (hyp, refs))
         checked += 1
     assert checked >= 350

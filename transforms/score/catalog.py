@@ -21,6 +21,7 @@ class MetricDoc:
 
 
 _EMPTY_REF = "empty expected answer"
+_UNSEGMENTED = "a text is written in Thai, Lao, Myanmar or Khmer (…)"
 _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
                  "`metric_options.{m}.scale` for an overridden template) from the judge's "
                  "`{{\"score\", \"reason\"}}` reply, value (s − low) / (high − low); raw score, "
@@ -51,12 +52,16 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         (_EMPTY_REF,)),
     "rouge1": MetricDoc(
         "F1 of `rouge_score.RougeScorer` on unigrams (target = expected, prediction = answer; "
-        "several references: rouge-score's `score_multi`); precision and recall in details; "
-        "stemming off by default", ("expected answer has no ROUGE tokens",)),
+        "several references: rouge-score's `score_multi`); its default tokenizer for ASCII "
+        "text, `tokenizer=UnicodeRougeTokenizer()` (evalbeam's words in any script, each Han "
+        "or kana character a token) when a text has a letter or digit that is not ASCII "
+        "(`tokenizer` in details); precision and recall in details; stemming off by default",
+        ("expected answer has no ROUGE tokens", _UNSEGMENTED)),
     "rouge2": MetricDoc("F1 of rouge-score's ROUGE-2 (bigrams), otherwise as rouge1",
-                        ("expected answer has no ROUGE tokens (…)",)),
+                        ("expected answer has no ROUGE tokens (…)", _UNSEGMENTED)),
     "rougeL": MetricDoc("F1 of rouge-score's ROUGE-L (the longest common subsequence), "
-                        "otherwise as rouge1", ("expected answer has no ROUGE tokens (…)",)),
+                        "otherwise as rouge1", ("expected answer has no ROUGE tokens (…)",
+                                                _UNSEGMENTED)),
     "lexical_relevance": MetricDoc(
         "(cos_tfidf(Q, R) + Jaccard(Q, R)) / 2 over stems; TF = raw counts, idf(t) = "
         "ln((1+N)/(1+df(t))) + 1 over the run's own corpus, vectors L2-normalised; Jaccard = "

@@ -24,13 +24,15 @@ from typing import Any, Sequence
 from types import SimpleNamespace
 from rouge_score import tokenize as rouge_tokenize
 from rouge_score.scoring import fmeasure
+from rouge_score.tokenizers import Tokenizer as RougeTokenizer
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from schemas.records import MetricResult, is_blank
 from transforms.score.metrics.references import best_result
-from transforms.text.stemming import porter_stem
+from transforms.text.stemming import porter_stem, stem
+from transforms.text.tokens import tokenize
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 
@@ -95,8 +97,9 @@ def _bleu_signature(nrefs: int = 1, tokenize: str = "13a") -> str:
 # `ja-mecab` needs MeCab), so characters (`char`). Arabic and the Indic scripts
 # put spaces between words but have their own punctuation ("،", "؟", "।"),
 # which 13a leaves on the word; `intl` splits Unicode punctuation.
-_KANA_OR_UNSPACED = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d"
-                               "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
+UNSEGMENTED_SCRIPTS = "Thai, Lao, Myanmar or Khmer"
+_KANA_OR_UNSPACED = re.compile(f"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d{_UNSPACED}]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _OWN_PUNCTUATION = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\u0900-\u0dff]")
 
@@ -207,9 +210,41 @@ def sentence_bleu(answer: str, references: Sequence[str], tokenize: str = "13a")
 _STEMMER = SimpleNamespace(stem=porter_stem)
 
 
-def rouge_tokens(text: str, use_stemmer: bool = False) -> list[str]:
-    """rouge-score's DefaultTokenizer tokens: lower-cased [a-z0-9] runs, optionally stemmed."""
+def rouge_tokens(text: str, use_stemmer: bool = False, unicode: bool = False) -> list[str]:
+    """rouge-score's DefaultTokenizer tokens: lower-cased [a-z0-9] runs, optionally
+    stemmed; with `unicode`, UnicodeRougeTokenizer's."""
+    if unicode:
+        return UnicodeRougeTokenizer(use_stemmer).tokenize(text)
     return rouge_tokenize.tokenize(text, _STEMMER if use_stemmer else None)
+
+
+class UnicodeRougeTokenizer(RougeTokenizer):
+    """A rouge-score tokenizer (`RougeScorer(tokenizer=...)`) for text that is not
+    ASCII: evalbeam's words in any script (`transforms.text.tokens.tokenize`:
+    NFKC, lower-cased, letters with their combining marks, each Han or kana
+    character a token), ASCII words Porter-stemmed as rouge-score stems them
+    when `use_stemmer`. rouge-score's default keeps only [a-z0-9]: "東京は日本の首都で、
+    人口は約1400万人です。" was the one token "1400", and a Japanese answer
+    sharing that figure scored ROUGE-1 1.0."""
+
+    def __init__(self, use_stemmer: bool = False) -> None:
+        self.use_stemmer = use_stemmer
+
+    def tokenize(self, text: str) -> list[str]:
+        words = tokenize(text)
+        return [stem(w) for w in words] if self.use_stemmer else words
+
+
+def rouge_reads_unicode(*texts: str) -> bool:
+    """ROUGE reads the texts with UnicodeRougeTokenizer: one of them has a letter
+    or digit rouge-score's default tokenizer would drop (Chinese, Arabic, the
+    "é" of "café"). ASCII texts keep rouge-score's default, so English is as before."""
+    return any(not t.isascii() and any(c.isalnum() and not c.isascii() for c in t) for t in texts)
+
+
+# Letters of scripts written without spaces between words that no installed
+# segmenter splits (a Han or kana character is about a word; a Thai letter is not)
+_UNSEGMENTED = re.compile(f"[{_UNSPACED}]")
 
 
 def _ngram_counts(tokens: list[str], n: int) -> Counter:
@@ -297,27 +332,37 @@ def _as_result(scores: tuple[float, float, float], **details: Any) -> MetricResu
     return MetricResult(f1, {"precision": precision, "recall": recall, **details})
 
 
-def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False) -> dict[str, MetricResult]:
+def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False,
+          unicode: bool | None = None) -> dict[str, MetricResult]:
     """ROUGE-1, ROUGE-2 and ROUGE-L F1 of the answer against the expected answer.
 
     Equal to RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer).score(
     target=expected, prediction=answer), including its conventions (e.g. a
-    one-token reference gives ROUGE-2 = 0). Null when the reference has no
-    token rouge-score can see: its tokenizer keeps only [a-z0-9] runs, so an
-    all-Chinese, Arabic or punctuation-only reference cannot be scored. An
-    answer without tokens against a scorable reference is a real 0.
+    one-token reference gives ROUGE-2 = 0); when a text is not ASCII
+    (`rouge_reads_unicode`), to the same with tokenizer=UnicodeRougeTokenizer(
+    use_stemmer) (`unicode` decides instead when given: rouge_multi's choice for
+    all its references). Null when the reference has no token (punctuation or emoji
+    only), or is written in a script without spaces that nothing here splits
+    into words (Thai: a phrase would be one token). An answer without tokens
+    against a scorable reference is a real 0.
     """
     if answer is None:
         return {k: MetricResult.null("no answer") for k in ROUGE_TYPES}
     if expected is None:
         return {k: MetricResult.null("no expected answer") for k in ROUGE_TYPES}
-    target = rouge_tokens(expected, use_stemmer)
-    if not target:
-        reason = ("expected answer has no ROUGE tokens (rouge-score keeps only "
-                  "ASCII letters and digits, e.g. Chinese or Arabic text cannot be scored)")
+    if any(not t.isascii() and _UNSEGMENTED.search(t) for t in (expected, answer)):
+        reason = (f"a text is written in {UNSEGMENTED_SCRIPTS} (no spaces between words, "
+                  "and no word segmenter here): ROUGE needs words; read bleu (characters)")
         return {k: MetricResult.null(reason) for k in ROUGE_TYPES}
-    prediction = rouge_tokens(answer, use_stemmer)
-    details = {"target_tokens": len(target), "prediction_tokens": len(prediction)}
+    if unicode is None:
+        unicode = rouge_reads_unicode(answer, expected)
+    target = rouge_tokens(expected, use_stemmer, unicode)
+    if not target:
+        reason = "expected answer has no ROUGE tokens (no letter or digit: punctuation or emoji only)"
+        return {k: MetricResult.null(reason) for k in ROUGE_TYPES}
+    prediction = rouge_tokens(answer, use_stemmer, unicode)
+    details = {"target_tokens": len(target), "prediction_tokens": len(prediction),
+               "tokenizer": "unicode" if unicode else "rouge-score"}
     return {
         "rouge1": _as_result(_score_ngrams(target, prediction, 1), **details),
         "rouge2": _as_result(_score_ngrams(target, prediction, 2), **details),
@@ -331,9 +376,10 @@ def rouge_multi(answer: str | None, expected: str | Sequence[str] | None,
     with the highest F1 (the first on ties), as RougeScorer.score_multi. A
     reference without ROUGE tokens scores 0 there; here it is skipped, which
     gives the same maximum, and the result is null only when every reference
-    is such."""
+    is such. One tokenizer reads all the references (as score_multi's one scorer)."""
     refs = reference_list(expected)
     if refs is None or len(refs) == 1:
         return rouge(answer, refs[0] if refs else None, use_stemmer)
-    per_ref = [rouge(answer, ref, use_stemmer) for ref in refs]
+    unicode = answer is not None and rouge_reads_unicode(answer, *refs)
+    per_ref = [rouge(answer, ref, use_stemmer, unicode) for ref in refs]
     return {key: best_result([r[key] for r in per_ref]) for key in ROUGE_TYPES}
