@@ -100,7 +100,7 @@ def test_keyword_recall_other_scripts():
 def test_answer_length_counts_characters_and_tokens():
     result = answer_length("Héllo, wörld!")
     assert result.value == 13.0
-    assert result.details == {"tokens": 2, "chars": 13}
+    assert result.details == {"tokens": 2, "chars": 13, "code_points": 13}
 
 
 def test_answer_length_of_empty_and_other_scripts():
@@ -191,3 +191,21 @@ def test_exact_match_folds_compatibility_forms(answer, expected):
 def test_exact_match_still_tells_different_texts_apart():
     assert exact_match("ABC124", "ＡＢＣ１２３").value == 0.0
     assert exact_match("東京", "京都").value == 0.0
+
+
+@pytest.mark.parametrize("text, chars, code_points", [
+    ("👨‍👩‍👧‍👦", 1, 7),  # a family: four people joined by zero-width joiners
+    ("👍🏽", 1, 2),  # a skin-tone modifier
+    ("🇯🇵", 1, 2),  # a flag: two regional indicators
+    ("क्षि", 1, 4),  # a Devanagari conjunct with its vowel sign
+    ("नमस्ते", 3, 6),  # न म स्ते
+    ("cafe\u0301", 4, 5),  # e and a combining accent
+    ("한국어", 3, 3),
+    ("line\r\nbreak", 10, 11),  # CR LF is one line break
+])
+def test_answer_length_counts_what_a_reader_sees_as_characters(text, chars, code_points):
+    """len() counted code points: a family emoji was 7 characters, a Devanagari
+    conjunct 4, so a limit on answer length hit Hindi and emoji answers early."""
+    result = answer_length(text)
+    assert result.value == chars and result.details["chars"] == chars
+    assert result.details["code_points"] == code_points

@@ -37,8 +37,10 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "keyword_recall": MetricDoc(
         "|E ∩ G| / |E|, E and G the token sets of the expected answer and the answer; the "
         "best over several references", ("expected answer has no tokens",)),
-    "answer_length": MetricDoc("the answer's length in characters; tokens in details",
-                               unit="characters"),
+    "answer_length": MetricDoc(
+        "the answer's length in characters as a reader counts them (Unicode extended "
+        "grapheme clusters: a family emoji, a flag, a Devanagari conjunct or a letter with a "
+        "combining accent is one); tokens and code points in details", unit="characters"),
     "politeness": MetricDoc(
         "min(1, markers found / 2); markers configurable (default \"please\", \"sorry\", "
         "\"happy to help\", \"can help\"), whole-word, case-insensitive"),

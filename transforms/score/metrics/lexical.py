@@ -63,12 +63,25 @@ def keyword_recall(answer: str | None, expected: str | None) -> MetricResult:
     )
 
 
+def characters(text: str) -> int:
+    """User-perceived characters (Unicode extended grapheme clusters, `regex`'s
+    \\X; `regex` comes with sacrebleu): a family emoji "👨‍👩‍👧‍👦" is 7 code points
+    and one character, Devanagari "क्षि" 4 and one, "é" typed as e + accent 2
+    and one, a flag two regional indicators and one."""
+    if text.isascii() and "\r\n" not in text:
+        return len(text)  # every ASCII code point is a character, but CR LF is one
+    import regex  # loaded on the first text that needs it
+    return len(regex.findall(r"\X", text))
+
+
 def answer_length(answer: str | None) -> MetricResult:
-    """Length of the answer in characters (a descriptor, not a [0, 1] score)."""
+    """Length of the answer in characters as a reader counts them (`characters`),
+    not code points (a descriptor, not a [0, 1] score)."""
     if answer is None:
         return MetricResult.null("no answer")
-    chars = len(answer)
-    return MetricResult(float(chars), {"tokens": len(tokenize(answer)), "chars": chars})
+    chars = characters(answer)
+    return MetricResult(float(chars), {"tokens": len(tokenize(answer)), "chars": chars,
+                                       "code_points": len(answer)})
 
 
 @lru_cache(maxsize=32)
