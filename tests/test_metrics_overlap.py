@@ -10,7 +10,8 @@ from rouge_score import rouge_scorer
 from transforms.score.metrics.overlap import (ROUGE_TYPES, TOKENIZER_CACHE_LINES, bleu,
                                              UnicodeRougeTokenizer, bleu_tokenizer, lcs_length,
                                              rouge, rouge_multi, rouge_reads_unicode,
-                                             rouge_tokens, sentence_bleu, tokenize_13a)
+                                             rouge_tokens, same_language, sentence_bleu,
+                                             tokenize_13a)
 
 # --------------------------------------------------------------------------
 # (a) Published cases
@@ -175,7 +176,7 @@ def test_bleu_parity_with_sacrebleu():
     checked = 0
     for hyp, ref in pairs:
         ours = bleu(hyp, ref)
-        if not ref.strip():
+        if not ref.strip() or _other_language(hyp, [ref]):
             assert ours.value is None and ours.error
             continue
         # the generated texts hold Chinese and Arabic words: BLEU's tokenizer for those
@@ -200,6 +201,9 @@ def test_rouge_parity_with_rouge_score(use_stemmer):
     checked = 0
     for hyp, ref in _pairs(seed=7 + use_stemmer, n=1200):
         ours = rouge(hyp, ref, use_stemmer=use_stemmer)
+        if _other_language(hyp, [ref]):
+            assert all(ours[k].value is None and "language" in ours[k].error for k in ROUGE_TYPES)
+            continue
         # the generated texts hold Chinese, Arabic, "café": those pairs are read by
         # UnicodeRougeTokenizer (test_rouge_of_other_scripts_is_rouge_scores_with_a_unicode_tokenizer)
         unicode = rouge_reads_unicode(hyp, ref)
@@ -256,6 +260,41 @@ def test_rouge_null_only_for_a_reference_without_letters_or_in_thai():
     assert bleu("กรุงเทพมหานคร", "กรุงเทพมหานคร").value == pytest.approx(1.0)  # characters
 
 
+def _other_language(answer: str, refs: list[str]) -> bool:
+    """Every non-blank reference is in another language than the answer: BLEU and
+    ROUGE are null (test_bleu_and_rouge_are_null_across_languages)."""
+    return bool(same_language(answer, refs)[1])
+
+
+CROSS_LANGUAGE = [  # (answer, reference): a faithful answer in another language
+    ("Las suscripciones mensuales no son reembolsables, pero puede cancelar en cualquier "
+     "momento.", "Monthly subscriptions are not refundable, but you can cancel at any time."),
+    ("退款需要 5 到 7 个工作日。", "Refunds are issued within 5-7 business days."),
+    ("Возврат средств занимает от 5 до 7 рабочих дней.", "Refunds are issued within 5-7 business days."),
+    ("نعم، تُسترد الاشتراكات السنوية بالكامل إذا أُلغيت خلال 14 يومًا.",
+     "Yes, annual subscriptions are fully refunded if cancelled within 14 days."),
+]
+
+
+@pytest.mark.parametrize("answer, reference", CROSS_LANGUAGE)
+def test_bleu_and_rouge_are_null_across_languages(answer, reference):
+    """A Spanish or Chinese answer shares only figures and names with an English
+    reference: its BLEU and ROUGE were low numbers (ROUGE-1 of the Arabic answer
+    0.1 from "14") that read as a bad answer. Null with the two languages, as
+    hallucination and groundedness already are."""
+    results = [bleu(answer, reference), *rouge(answer, reference).values(),
+               *rouge_multi(answer, [reference, reference]).values()]
+    for result in results:
+        assert result.value is None and "the expected answer in en" in result.error
+
+
+def test_a_reference_in_the_answers_language_is_still_scored():
+    answer, english = CROSS_LANGUAGE[0]
+    spanish = "Las suscripciones mensuales no son reembolsables."
+    assert bleu(answer, [english, spanish]).value == bleu(answer, spanish).value > 0
+    assert rouge_multi(answer, [english, spanish])["rouge1"].details["reference"] == 2
+
+
 def _rouge_scorer(use_stemmer: bool, unicode: bool) -> rouge_scorer.RougeScorer:
     tokenizer = UnicodeRougeTokenizer(use_stemmer) if unicode else None
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=use_stemmer, tokenizer=tokenizer)
@@ -299,7 +338,7 @@ def test_rouge_of_ascii_text_is_rouge_scores_default():
 def test_rouge_empty_candidate_is_a_real_zero():
     result = rouge("", "refunds take thirty days")
     assert all(r.value == 0 and r.error is None for r in result.values())
-    result = rouge("退款", "refunds take thirty days")  # no ASCII tokens in the answer
+    result = rouge("😀 …", "refunds take thirty days")  # no tokens in the answer
     assert all(r.value == 0 and r.error is None for r in result.values())
 
 
@@ -384,9 +423,10 @@ def test_bleu_multi_reference_parity_with_sacrebleu():
     checked = 0
     for hyp, refs in _multi(seed=11, n=400):
         ours = bleu(hyp, refs)
-        if not any(r.strip() for r in refs):
+        if not any(r.strip() for r in refs) or _other_language(hyp, refs):
             assert ours.value is None
             continue
+        refs = same_language(hyp, refs)[0]  # those in the answer's language
         theirs = sacrebleu.sentence_bleu(hyp, refs, tokenize=bleu_tokenizer([hyp, *refs]))
         assert ours.value == pytest.approx(min(1.0, theirs.score / 100), abs=1e-9), (hyp, refs)
         assert ours.details["ref_len"] == theirs.ref_len
@@ -400,6 +440,7 @@ def test_rouge_multi_reference_parity_with_score_multi(use_stemmer):
     for hyp, refs in _multi(seed=23 + use_stemmer, n=400):
         ours = rouge_multi(hyp, refs, use_stemmer=use_stemmer)
         unicode = rouge_reads_unicode(hyp, *refs)
+        refs = [r for r in refs if not r.strip() or not _other_language(hyp, [r])]
         if not any(rouge_tokens(r, use_stemmer, unicode) for r in refs):
             assert all(ours[k].value is None for k in ROUGE_TYPES)
             continue

@@ -22,6 +22,7 @@ class MetricDoc:
 
 _EMPTY_REF = "empty expected answer"
 _UNSEGMENTED = "a text is written in Thai, Lao, Myanmar or Khmer (…)"
+_OTHER_LANGUAGE = "the answer is in …, the expected answer in …: n-gram overlap says nothing across languages"
 _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
                  "`metric_options.{m}.scale` for an overridden template) from the judge's "
                  "`{{\"score\", \"reason\"}}` reply, value (s − low) / (high − low); raw score, "
@@ -50,20 +51,23 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "`sacrebleu.sentence_bleu(answer, [references], tokenize=T).score / 100` with "
         "sacrebleu's defaults (exp smoothing, effective order); T is 13a (the default) unless "
         "a text writes Han (`zh`), kana, Thai, Lao, Khmer or Myanmar (`char`), or Arabic or "
-        "an Indic script (`intl`); n-gram precisions, BP and the signature (with T) in details",
-        (_EMPTY_REF,)),
+        "an Indic script (`intl`); references in another language than the answer are left "
+        "out; n-gram precisions, BP and the signature (with T) in details",
+        (_EMPTY_REF, _OTHER_LANGUAGE)),
     "rouge1": MetricDoc(
         "F1 of `rouge_score.RougeScorer` on unigrams (target = expected, prediction = answer; "
         "several references: rouge-score's `score_multi`); its default tokenizer for ASCII "
         "text, `tokenizer=UnicodeRougeTokenizer()` (evalbeam's words in any script, each Han "
         "or kana character a token) when a text has a letter or digit that is not ASCII "
-        "(`tokenizer` in details); precision and recall in details; stemming off by default",
-        ("expected answer has no ROUGE tokens", _UNSEGMENTED)),
+        "(`tokenizer` in details); a reference in another language than the answer is left out; "
+        "precision and recall in details; stemming off by default",
+        ("expected answer has no ROUGE tokens", _UNSEGMENTED, _OTHER_LANGUAGE)),
     "rouge2": MetricDoc("F1 of rouge-score's ROUGE-2 (bigrams), otherwise as rouge1",
-                        ("expected answer has no ROUGE tokens (…)", _UNSEGMENTED)),
+                        ("expected answer has no ROUGE tokens (…)", _UNSEGMENTED,
+                         _OTHER_LANGUAGE)),
     "rougeL": MetricDoc("F1 of rouge-score's ROUGE-L (the longest common subsequence), "
                         "otherwise as rouge1", ("expected answer has no ROUGE tokens (…)",
-                                                _UNSEGMENTED)),
+                                                _UNSEGMENTED, _OTHER_LANGUAGE)),
     "lexical_relevance": MetricDoc(
         "(cos_tfidf(Q, R) + Jaccard(Q, R)) / 2 over stems; TF = raw counts, idf(t) = "
         "ln((1+N)/(1+df(t))) + 1 over the run's own corpus, vectors L2-normalised; Jaccard = "

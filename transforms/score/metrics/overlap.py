@@ -31,6 +31,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from schemas.records import MetricResult, is_blank
 from transforms.score.metrics.references import best_result
+from transforms.text.languages import other_language
 from transforms.text.stemming import porter_stem, stem
 from transforms.text.tokens import tokenize
 
@@ -133,14 +134,32 @@ def reference_list(expected: str | Sequence[str] | None) -> list[str] | None:
     return list(expected) or None
 
 
+def same_language(answer: str, refs: list[str]) -> tuple[list[str], str | None]:
+    """(the references in the answer's language, the null reason when none is):
+    n-grams of a Spanish answer and an English reference share only figures and
+    names, so their BLEU or ROUGE is a low number that says nothing about the
+    answer. `other_language` decides, as for hallucination and groundedness."""
+    kept, reason = [], None
+    for ref in refs:
+        other = None if is_blank(ref) else other_language(answer, ref)
+        if other is None:
+            kept.append(ref)
+        elif reason is None:
+            reason = (f"the answer is in {other[0]}, the expected answer in {other[1]}: "
+                      "n-gram overlap says nothing across languages")
+    return kept, (reason if not kept else None)
+
+
 def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResult:
     """Sentence BLEU in [0, 1]: sacrebleu.sentence_bleu(answer, references).score / 100,
     with one reference or several (sacrebleu's multi-reference BLEU: n-gram
     counts clipped by the maximum over the references, the closest reference
     length for the brevity penalty).
 
-    Null when there is no reference (empty or whitespace only): sacrebleu would
-    return 0, but that 0 would say nothing about the answer.
+    Null when there is no reference (empty or whitespace only), or every
+    reference is in another language than the answer (`same_language`; the
+    others are left out): sacrebleu would return 0 or a figure's worth, but that
+    would say nothing about the answer.
     """
     refs = reference_list(expected)
     if answer is None:
@@ -149,6 +168,9 @@ def bleu(answer: str | None, expected: str | Sequence[str] | None) -> MetricResu
         return MetricResult.null("no expected answer")
     if all(is_blank(r) for r in refs):
         return MetricResult.null("empty expected answer")
+    refs, other = same_language(answer, refs)
+    if other:
+        return MetricResult.null(other)
     tokenizer = bleu_tokenizer([answer, *refs])
     score = sentence_bleu(answer, refs, tokenizer)
     return MetricResult(
@@ -342,7 +364,8 @@ def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False,
     (`rouge_reads_unicode`), to the same with tokenizer=UnicodeRougeTokenizer(
     use_stemmer) (`unicode` decides instead when given: rouge_multi's choice for
     all its references). Null when the reference has no token (punctuation or emoji
-    only), or is written in a script without spaces that nothing here splits
+    only) or in another language than the answer (`same_language`), or is
+    written in a script without spaces that nothing here splits
     into words (Thai: a phrase would be one token). An answer without tokens
     against a scorable reference is a real 0.
     """
@@ -350,6 +373,10 @@ def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False,
         return {k: MetricResult.null("no answer") for k in ROUGE_TYPES}
     if expected is None:
         return {k: MetricResult.null("no expected answer") for k in ROUGE_TYPES}
+    if not is_blank(expected):
+        other = same_language(answer, [expected])[1]
+        if other:
+            return {k: MetricResult.null(other) for k in ROUGE_TYPES}
     if any(not t.isascii() and _UNSEGMENTED.search(t) for t in (expected, answer)):
         reason = (f"a text is written in {UNSEGMENTED_SCRIPTS} (no spaces between words, "
                   "and no word segmenter here): ROUGE needs words; read bleu (characters)")
