@@ -96,3 +96,44 @@ def test_the_words_of_a_figure_found_in_another_form_are_found_with_it():
     assert result.value == 1.0 and result.details["missing"] == []
     wrong = reference_coverage("Метро открылось 16.05.1935.", ref)
     assert wrong.value < 0.5 and "мая" in wrong.details["missing"]
+
+
+# --- text without spaces between words (Thai, Lao, Myanmar, Khmer) -----------
+
+THAI_Q = "เมืองหลวงของประเทศไทยคืออะไร"
+THAI_ANSWER = "เมืองหลวงของประเทศไทยคือกรุงเทพมหานคร"  # correct: "the capital of Thailand is Bangkok"
+THAI_CONTEXT = "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย มีประชากรประมาณ 10 ล้านคน"
+
+
+def test_word_metrics_of_thai_text_are_null_not_a_misleading_zero():
+    """Thai has no spaces between words and no segmenter is installed, so a
+    sentence was one token: this correct answer scored keyword_recall 0,
+    reference_coverage 0, completeness 0, hallucination 1.0 and groundedness 0.07,
+    and the run FAILed it. Each metric now says it cannot compare the words."""
+    from transforms.score.metrics.groundedness import groundedness
+    from transforms.score.metrics.hallucination import hallucination
+    from transforms.score.metrics.lexical import keyword_recall
+    from transforms.score.metrics.relevance import IdfTable, completeness, lexical_relevance
+    from transforms.text.scripts import UNSEGMENTED
+    results = {
+        "keyword_recall": keyword_recall(THAI_ANSWER, THAI_CONTEXT),
+        "lexical_relevance": lexical_relevance(THAI_Q, THAI_ANSWER, IdfTable.fit([THAI_Q])),
+        "completeness": completeness(THAI_Q, THAI_ANSWER),
+        "hallucination": hallucination(THAI_ANSWER, [THAI_CONTEXT], question=THAI_Q),
+        "groundedness": groundedness(THAI_Q, [THAI_CONTEXT], THAI_ANSWER),
+        "reference_coverage": reference_coverage(THAI_ANSWER, THAI_CONTEXT),
+        "key_fact_recall": key_fact_recall(THAI_Q, THAI_ANSWER, [THAI_CONTEXT]),
+    }
+    for name, result in results.items():
+        assert result.value is None and result.error.startswith(UNSEGMENTED), name
+
+
+def test_thai_figures_are_still_compared_by_reference_coverage():
+    result = reference_coverage("ประชากรประมาณ 10 ล้านคน", THAI_CONTEXT)
+    assert result.value == 1.0 and "figures and dates only" in result.details["compared"]
+
+
+def test_one_thai_name_in_an_english_text_keeps_the_word_metrics():
+    from transforms.score.metrics.lexical import keyword_recall
+    assert keyword_recall("Bangkok (กรุงเทพ) is the capital of Thailand.",
+                          "The capital of Thailand is Bangkok").value == 1.0

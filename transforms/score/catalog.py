@@ -37,7 +37,7 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "equals any", (_EMPTY_REF,)),
     "keyword_recall": MetricDoc(
         "|E ∩ G| / |E|, E and G the token sets of the expected answer and the answer; the "
-        "best over several references", ("expected answer has no tokens",)),
+        "best over several references", ("expected answer has no tokens", _UNSEGMENTED)),
     "answer_length": MetricDoc(
         "the answer's length in characters as a reader counts them (Unicode extended "
         "grapheme clusters: a family emoji, a flag, a Devanagari conjunct or a letter with a "
@@ -71,10 +71,10 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "lexical_relevance": MetricDoc(
         "(cos_tfidf(Q, R) + Jaccard(Q, R)) / 2 over stems; TF = raw counts, idf(t) = "
         "ln((1+N)/(1+df(t))) + 1 over the run's own corpus, vectors L2-normalised; Jaccard = "
-        "|Q ∩ R| / |Q ∪ R|", ("question has no tokens",)),
+        "|Q ∩ R| / |Q ∪ R|", ("question has no tokens", _UNSEGMENTED)),
     "completeness": MetricDoc(
         "share of the question's keywords whose stem occurs in the answer",
-        ("question has no keywords",)),
+        ("question has no keywords", _UNSEGMENTED)),
     "hallucination": MetricDoc(
         "1 − overlap × (1 − S_facts): overlap = share of the answer's distinct content "
         "unigrams and bigrams (stems, stop words left out) found in the contexts; S_facts = "
@@ -82,11 +82,12 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "question) states, 0 when it states none; in another language than the contexts "
         "S_facts alone (see Metrics, Hallucination). The option `window` is accepted and has "
         "no effect (it bounded the claim checks, removed in issue 21)",
-        ("empty answer", "the answer is in …, the contexts in …")),
+        ("empty answer", "the answer is in …, the contexts in …", _UNSEGMENTED)),
     "unsupported_facts": MetricDoc(
         "the number of the answer's figures, dates and names that no context, the question "
         "or an expected answer states; from the same pass as `hallucination`, the facts in "
-        "details", ("empty answer", "the answer is in …, the contexts in …"), unit="count"),
+        "details", ("empty answer", "the answer is in …, the contexts in …", _UNSEGMENTED),
+        unit="count"),
     "reference_coverage": MetricDoc(
         "(content words of the reference found in the answer + 2 × its figures and dates "
         "found by value) / (content words + 2 × figures and dates); recall, so a long answer "
@@ -98,7 +99,8 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "reference_coverage without a reference: the context sentences that share most of "
         "the question's content words (top 3) stand in for it; the answer's coverage of the "
         "best-covered sentence's words that are not in the question",
-        ("question has no content words", "no context sentence matches the question")),
+        ("question has no content words", "no context sentence matches the question",
+         _UNSEGMENTED)),
     "groundedness": MetricDoc(
         "1 / (1 + exp(−(b + Σ w_i (x_i − μ_i) / σ_i))), a logistic regression over signals of "
         "the answer against its contexts: content: share of the answer's content words (stems) "
@@ -111,7 +113,8 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "which reports it leave-one-set-out; the signals in details",
         ("the answer has no content word to look for in the contexts (only stop words, or a "
          "bare yes or no)",
-         "the answer is in …, the contexts in …: word overlap says nothing across languages")),
+         "the answer is in …, the contexts in …: word overlap says nothing across languages",
+         _UNSEGMENTED)),
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
         "several references (a blank one passed over); raw cosine in details; an empty "

@@ -76,3 +76,27 @@ def is_cjk_char(ch: str) -> bool:
     o = ord(ch)
     return 0x3040 <= o < 0x3100 or 0x3400 <= o < 0xA000 or 0xF900 <= o < 0xFB00 \
         or 0x20000 <= o < 0x30000
+
+
+# Scripts written without spaces between words that nothing installed segments
+# (a Han or kana character is about a word; a Thai letter is not): Thai, Lao,
+# Myanmar, Khmer. Their space-separated pieces are phrases, not words.
+_UNSEGMENTED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+UNSEGMENTED = ("a text is written in Thai, Lao, Myanmar or Khmer (no spaces between words, "
+               "and no word segmenter here): its words cannot be compared")
+
+
+def unsegmented(*texts: str | None) -> bool:
+    """A text is mostly (half its letters or more) in a script without spaces
+    between words: word-overlap metrics would compare whole phrases and score a
+    correct answer 0. One Thai name in an English text is not."""
+    for text in texts:
+        if not text or text.isascii():
+            continue
+        head = text[:4000]
+        if _UNSEGMENTED.search(head):
+            letters = [c for c in head if c.isalpha()]
+            if 2 * sum(1 for c in letters if _UNSEGMENTED.match(c)) >= len(letters):
+                return True
+    return False
+

@@ -24,6 +24,7 @@ from schemas.records import MetricResult, is_blank
 from transforms.score.facts.sentences import split_sentences
 from transforms.score.facts.values import prepare_text, scan_values, value_keys
 from transforms.text.languages import detect_language, language_near, other_language
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.stemming import stemmer_for
 from transforms.text.stopwords import stop_words_for
 from transforms.text.tokens import tokenize
@@ -53,6 +54,8 @@ def reference_coverage(answer: str | None, reference: str | None) -> MetricResul
     temporal, numbers = scan_values(prepared, unique=True)
     anchors = (*temporal, *numbers)
     ref_values = {a.norm: a.keys for a in anchors}
+    if unsegmented(answer, reference):  # words cannot be matched; figures and dates can
+        return _values_only(answer, ref_values, UNSEGMENTED)
     other = other_language(answer, reference)
     if other is not None:
         return _values_only(answer, ref_values, f"the answer is in {other[0]}, the expected "
@@ -100,6 +103,8 @@ def key_fact_recall(question: str, answer: str | None,
     usable = [c for c in (contexts or ()) if not is_blank(c)]
     if not usable:
         return MetricResult.null("no contexts")
+    if unsegmented(question, answer, *usable):
+        return MetricResult.null(UNSEGMENTED)
     lang = language_near(question, detect_language(usable[0])) if question \
         else detect_language(usable[0])
     asked = _content(question or "", lang)

@@ -46,6 +46,7 @@ from schemas.records import MetricResult, is_blank
 from transforms.score.facts.sentences import split_sentences
 from transforms.score.facts.support import unsupported_fact_count
 from transforms.text.languages import detect_language, other_language
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.terms import NO_CONTENT, content_stems
 from transforms.text.tokens import tokenize
 
@@ -154,6 +155,8 @@ def groundedness(question: str, contexts: Sequence[str], answer: str | None,
     contexts = [c for c in contexts or () if not is_blank(c)]
     if not contexts:  # only blank passages: nothing to hold the answer, as hallucination says
         return MetricResult.null("no contexts")
+    if unsegmented(answer, "\n".join(contexts)):
+        return MetricResult.null(UNSEGMENTED)
     other = other_language(answer, "\n".join(contexts))
     if other is not None:
         return MetricResult.null(f"the answer is in {other[0]}, the contexts in {other[1]}: "

@@ -36,6 +36,7 @@ from transforms.score.facts.names import name_tokens
 from transforms.score.facts.support import checked_facts
 from transforms.score.facts.values import value_keys
 from transforms.text.languages import detect_language, other_language
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.terms import NO_CONTENT, content_stems
 from transforms.text.tokens import tokenize
 
@@ -135,6 +136,8 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("no contexts")
     if is_blank(answer):
         return MetricResult.null("empty answer")
+    if unsegmented(answer, _joined(tuple(usable))):
+        return MetricResult.null(UNSEGMENTED)
     other = other_language(answer, _joined(tuple(usable)))
     facts = answer_facts(answer, usable, question or "", references, other)
     unsupported = [f for f in facts if not f["supported"]]

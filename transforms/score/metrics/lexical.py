@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 from schemas.records import MetricResult, is_blank
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.tokens import normalize, token_set, tokenize
 
 # How many missing tokens keyword_recall lists in its details: enough to debug
@@ -47,6 +48,8 @@ def keyword_recall(answer: str | None, expected: str | None) -> MetricResult:
         return MetricResult.null("no answer")
     if expected is None:
         return MetricResult.null("no expected answer")
+    if unsegmented(answer, expected):
+        return MetricResult.null(UNSEGMENTED)
     wanted = token_set(expected)
     if not wanted:
         return MetricResult.null("expected answer has no tokens")

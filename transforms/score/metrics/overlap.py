@@ -32,6 +32,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 from schemas.records import MetricResult, is_blank
 from transforms.score.metrics.references import best_result
 from transforms.text.languages import other_language
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.stemming import porter_stem, stem
 from transforms.text.tokens import tokenize
 
@@ -99,7 +100,6 @@ def _bleu_signature(nrefs: int = 1, tokenize: str = "13a") -> str:
 # put spaces between words but have their own punctuation ("،", "؟", "।"),
 # which 13a leaves on the word; `intl` splits Unicode punctuation.
 _UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
-UNSEGMENTED_SCRIPTS = "Thai, Lao, Myanmar or Khmer"
 _KANA_OR_UNSPACED = re.compile(f"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d{_UNSPACED}]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _OWN_PUNCTUATION = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\u0900-\u0dff]")
@@ -264,10 +264,6 @@ def rouge_reads_unicode(*texts: str) -> bool:
     return any(not t.isascii() and any(c.isalnum() and not c.isascii() for c in t) for t in texts)
 
 
-# Letters of scripts written without spaces between words that no installed
-# segmenter splits (a Han or kana character is about a word; a Thai letter is not)
-_UNSEGMENTED = re.compile(f"[{_UNSPACED}]")
-
 
 def _ngram_counts(tokens: list[str], n: int) -> Counter:
     if n == 1:
@@ -377,10 +373,9 @@ def rouge(answer: str | None, expected: str | None, use_stemmer: bool = False,
         other = same_language(answer, [expected])[1]
         if other:
             return {k: MetricResult.null(other) for k in ROUGE_TYPES}
-    if any(not t.isascii() and _UNSEGMENTED.search(t) for t in (expected, answer)):
-        reason = (f"a text is written in {UNSEGMENTED_SCRIPTS} (no spaces between words, "
-                  "and no word segmenter here): ROUGE needs words; read bleu (characters)")
-        return {k: MetricResult.null(reason) for k in ROUGE_TYPES}
+    if unsegmented(expected, answer):
+        return {k: MetricResult.null(f"{UNSEGMENTED}; read bleu (characters)")
+                for k in ROUGE_TYPES}
     if unicode is None:
         unicode = rouge_reads_unicode(answer, expected)
     target = rouge_tokens(expected, use_stemmer, unicode)

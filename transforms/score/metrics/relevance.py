@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 
 from schemas.records import MetricResult
 from transforms.text.languages import detect_language
+from transforms.text.scripts import UNSEGMENTED, unsegmented
 from transforms.text.stemming import stemmer_for
 from transforms.text.terms import keywords, terms
 from transforms.text.tokens import document_frequencies
@@ -108,6 +109,8 @@ def lexical_relevance(question: str, answer: str | None, idf: IdfTable) -> Metri
     """
     if answer is None:
         return MetricResult.null("no answer")
+    if unsegmented(question, answer):
+        return MetricResult.null(UNSEGMENTED)
     lang = detect_language(question or "")
     q_tokens = terms(question or "", lang)
     if not q_tokens:
@@ -128,6 +131,8 @@ def completeness(question: str, answer: str | None) -> MetricResult:
     """
     if answer is None:
         return MetricResult.null("no answer")
+    if unsegmented(question, answer):
+        return MetricResult.null(UNSEGMENTED)
     wanted = keywords(question or "")
     if not wanted:
         return MetricResult.null("question has no keywords")
