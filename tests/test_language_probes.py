@@ -55,3 +55,41 @@ def test_language_probe(probe):
 def test_the_probes_cover_ten_languages_and_every_kind():
     assert len({p["lang"] for p in PROBES}) == 10 and len(PROBES) == 61
     assert {p["kind"] for p in PROBES} == GOOD | WRONG_FACT | {"off_topic"}
+
+
+SCRIPT_CASES = [  # correct answers in scripts 13a, rouge-score or whitespace cannot split
+    {"case_id": "zh", "question": "中国的首都是哪里？", "answer": "中国的首都是北京，人口约两千万。",
+     "expected_answer": "北京是中国的首都，人口大约两千万人。",
+     "contexts": ["北京是中国的首都，人口大约两千万人。"]},
+    {"case_id": "th", "question": "เมืองหลวงของประเทศไทยคืออะไร",
+     "answer": "เมืองหลวงของประเทศไทยคือกรุงเทพมหานคร",
+     "expected_answer": "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย",
+     "contexts": ["กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย มีประชากรประมาณ 10 ล้านคน"]},
+    {"case_id": "fw", "question": "What is the code?", "answer": "ＡＢＣ１２３",
+     "expected_answer": "ABC123", "contexts": ["The code is ABC123."]},
+    {"case_id": "emoji", "question": "How do they rate it?", "answer": "👨‍👩‍👧‍👦 👍🏽",
+     "expected_answer": "👨‍👩‍👧‍👦 👍🏽", "contexts": ["Families rate it 👍🏽."]},
+]
+
+
+def test_other_scripts_through_a_run(tmp_path):
+    """The fixes for other scripts as a run writes them to scores/ and results/
+    (a real pipeline, the Parquet read back): Chinese BLEU with sacrebleu's zh
+    tokenizer (it was 0) and rouge read by characters (it was null), Thai word
+    metrics null instead of 0 (the answer FAILed), full-width exact_match 1 (it
+    was 0), an emoji family one character (it was 7)."""
+    import evalbeam
+    result = evalbeam.evaluate(SCRIPT_CASES, output=str(tmp_path / "out"), progress=False,
+                               config={"bots": [{"name": "recorded", "type": "precomputed"}],
+                                       "embeddings": {"provider": "hashing"}})
+    scores = {(r["case_id"], r["metric"]): r for r in result.scores().to_pylist()}
+    verdicts = {r["case_id"]: r["verdict"] for r in result.results().to_pylist()}
+    assert scores[("zh", "bleu")]["value"] == pytest.approx(0.4472, abs=1e-4)
+    assert "tok:zh" in json.loads(scores[("zh", "bleu")]["details"])["signature"]
+    assert scores[("zh", "rougeL")]["value"] == pytest.approx(0.7333, abs=1e-4)
+    for metric in ("keyword_recall", "hallucination", "groundedness", "completeness"):
+        assert scores[("th", metric)]["value"] is None
+        assert "Thai" in scores[("th", metric)]["error"]
+    assert verdicts["th"] != "FAIL" and verdicts["zh"] == "PASS"
+    assert scores[("fw", "exact_match")]["value"] == 1.0
+    assert scores[("emoji", "answer_length")]["value"] == 3.0  # family, space, thumbs up
