@@ -137,3 +137,14 @@ def test_one_thai_name_in_an_english_text_keeps_the_word_metrics():
     from transforms.score.metrics.lexical import keyword_recall
     assert keyword_recall("Bangkok (กรุงเทพ) is the capital of Thailand.",
                           "The capital of Thailand is Bangkok").value == 1.0
+
+
+def test_hallucination_of_thai_text_checks_its_figures():
+    """With the words of Thai text out of reach, its figures still say something:
+    50 million people where the context says 10 is unsupported (S_facts alone, as
+    for an answer in another language than its contexts)."""
+    from transforms.score.metrics.hallucination import hallucination
+    wrong = hallucination("ประชากรประมาณ 50 ล้านคน", [THAI_CONTEXT])
+    right = hallucination("ประชากรประมาณ 10 ล้านคน", [THAI_CONTEXT])
+    assert wrong.value == 1.0 and right.value == 0.0
+    assert "figures, dates and names only" in wrong.details["compared"]

@@ -79,9 +79,10 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "1 − overlap × (1 − S_facts): overlap = share of the answer's distinct content "
         "unigrams and bigrams (stems, stop words left out) found in the contexts; S_facts = "
         "share of its figures, dates, times and names that no context (or, for a figure, the "
-        "question) states, 0 when it states none; in another language than the contexts "
-        "S_facts alone (see Metrics, Hallucination). The option `window` is accepted and has "
-        "no effect (it bounded the claim checks, removed in issue 21)",
+        "question) states, 0 when it states none; in another language than the contexts, or "
+        "in Thai, Lao, Myanmar or Khmer, S_facts alone (see Metrics, Hallucination). The "
+        "option `window` is accepted and has no effect (it bounded the claim checks, removed "
+        "in issue 21)",
         ("empty answer", "the answer is in …, the contexts in …", _UNSEGMENTED)),
     "unsupported_facts": MetricDoc(
         "the number of the answer's figures, dates and names that no context, the question "

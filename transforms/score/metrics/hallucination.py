@@ -136,13 +136,12 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         return MetricResult.null("no contexts")
     if is_blank(answer):
         return MetricResult.null("empty answer")
-    if unsegmented(answer, _joined(tuple(usable))):
-        return MetricResult.null(UNSEGMENTED)
-    other = other_language(answer, _joined(tuple(usable)))
+    no_words = unsegmented(answer, _joined(tuple(usable)))
+    other = None if no_words else other_language(answer, _joined(tuple(usable)))
     facts = answer_facts(answer, usable, question or "", references, other)
     unsupported = [f for f in facts if not f["supported"]]
     s_facts = len(unsupported) / len(facts) if facts else 0.0
-    overlap = None if other else ngram_overlap(answer, usable)
+    overlap = None if other or no_words else ngram_overlap(answer, usable)
     details = {
         "anchors": facts[:MAX_LISTED],
         "unsupported": unsupported[:MAX_LISTED],
@@ -152,6 +151,11 @@ def hallucination(answer: str | None, contexts: Sequence[str] | None,
         "overlap": overlap,
         "s_facts": s_facts,
     }
+    if no_words:  # Thai: its words cannot be compared, its figures and dates can
+        if not facts:
+            return MetricResult.null(UNSEGMENTED)
+        details["compared"] = f"figures, dates and names only ({UNSEGMENTED})"
+        return MetricResult(s_facts, details)
     if other:
         if not facts:
             return MetricResult.null(f"the answer is in {other[0]}, the contexts in {other[1]}: "
