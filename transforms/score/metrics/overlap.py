@@ -24,7 +24,6 @@ from typing import Any, Sequence
 from types import SimpleNamespace
 from rouge_score import tokenize as rouge_tokenize
 from rouge_score.scoring import fmeasure
-from rouge_score.tokenizers import Tokenizer as RougeTokenizer
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
@@ -240,9 +239,10 @@ def rouge_tokens(text: str, use_stemmer: bool = False, unicode: bool = False) ->
     return rouge_tokenize.tokenize(text, _STEMMER if use_stemmer else None)
 
 
-class UnicodeRougeTokenizer(RougeTokenizer):
-    """A rouge-score tokenizer (`RougeScorer(tokenizer=...)`) for text that is not
-    ASCII: evalbeam's words in any script (`transforms.text.tokens.tokenize`:
+class UnicodeRougeTokenizer:
+    """A rouge-score tokenizer (`RougeScorer(tokenizer=...)` needs only its
+    `tokenize`; rouge_score.tokenizers' base class would import all of nltk at
+    start-up) for text that is not ASCII: evalbeam's words in any script (`transforms.text.tokens.tokenize`:
     NFKC, lower-cased, letters with their combining marks, each Han or kana
     character a token), ASCII words Porter-stemmed as rouge-score stems them
     when `use_stemmer`. rouge-score's default keeps only [a-z0-9]: "東京は日本の首都で、
