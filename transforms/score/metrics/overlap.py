@@ -31,7 +31,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 from schemas.records import MetricResult, is_blank
 from transforms.score.metrics.references import best_result
 from transforms.text.languages import other_language
-from transforms.text.scripts import UNSEGMENTED, unsegmented
+from transforms.text.scripts import UNSEGMENTED, UNSPACED_RANGES, unsegmented
 from transforms.text.stemming import porter_stem, stem
 from transforms.text.tokens import tokenize
 
@@ -98,8 +98,7 @@ def _bleu_signature(nrefs: int = 1, tokenize: str = "13a") -> str:
 # `ja-mecab` needs MeCab), so characters (`char`). Arabic and the Indic scripts
 # put spaces between words but have their own punctuation ("،", "؟", "।"),
 # which 13a leaves on the word; `intl` splits Unicode punctuation.
-_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
-_KANA_OR_UNSPACED = re.compile(f"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d{_UNSPACED}]")
+_KANA_OR_UNSPACED = re.compile(f"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9d{UNSPACED_RANGES}]")
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _OWN_PUNCTUATION = re.compile("[\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\u0900-\u0dff]")
 
