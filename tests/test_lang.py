@@ -32,6 +32,11 @@ def _naive_vote(text: str, script: str) -> str:
             best, best_hits = code, hits
     if best != "en" and sum(1 for t in tokens if t in languages._voters()[0][1]) >= best_hits:
         return "en"
+    if best != "en" and best_hits == 1 and script == "latin" and text[:2000].isascii() \
+            and sum(1 for t in tokens if t.isalpha()) >= 3 \
+            and all(t in stopwords.broad_english_words() for t in tokens
+                    if t in stopwords.stop_words_for(best)):
+        return "en"
     return best
 
 
@@ -104,6 +109,38 @@ def test_a_short_answer_without_stop_words_is_read_in_its_sources_language():
 ])
 def test_a_text_without_stop_words_is_told_by_its_letters(text, code):
     # before, no stop word of any list meant English
+    assert languages.detect_language(text) == code
+
+
+@pytest.mark.parametrize("text, code", [
+    ("रिफंड में पाँच से सात कार्यदिवस लगते हैं।", "hi"), ("আমি ভাত খাই।", "bn"),
+    ("வணக்கம், எப்படி இருக்கிறீர்கள்?", "ta"), ("సమావేశం రేపు ఉంది.", "te"),
+    ("สวัสดีครับ ผมชื่อสมชาย", "th"), ("გამარჯობა, როგორ ხარ?", "ka"),
+    ("Բարեւ, ինչպես ես?", "hy"), ("ሰላም እንዴት ነህ?", "am"),
+    ("Mumbai (मुंबई) is the largest city of Maharashtra.", "en"),
+])
+def test_scripts_of_one_language_are_not_english(text, code):
+    # before, their letters were "other" and every one of these was "en"
+    languages.detect_language.cache_clear()
+    assert languages.detect_language(text) == code
+
+
+def test_a_hindi_answer_to_an_english_reference_is_another_language():
+    from transforms.text.languages import other_language
+    # before: (en, en), so BLEU and ROUGE compared Devanagari with English words
+    assert other_language("रिफंड में पाँच से सात कार्यदिवस लगते हैं।",
+                          "Refunds take five to seven business days after approval.") == ("hi", "en")
+
+
+@pytest.mark.parametrize("text, code", [
+    ("Refunds take 5-7 business days.", "en"),  # Czech "take"
+    ("Come back tomorrow for the results.", "en"),  # Italian "come"
+    ("Ja, das stimmt.", "de"), ("Abre a las 9 de la mañana.", "es"),
+    ("La tienda abre a las nueve", "es"), ("Obchod otevírá v devět.", "cs"),
+    ("Die Garantie gilt 24 Monate.", "de"), ("Le magasin ouvre demain matin", "fr"),
+])
+def test_one_foreign_stop_word_in_a_plain_english_sentence_is_not_a_language(text, code):
+    languages.detect_language.cache_clear()
     assert languages.detect_language(text) == code
 
 

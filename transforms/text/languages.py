@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from transforms.text.scripts import other_scripts, script_of
-from transforms.text.stopwords import stop_words_for
+from transforms.text.scripts import SCRIPT_LANGUAGE, other_scripts, script_of
+from transforms.text.stopwords import broad_english_words, stop_words_for
 from transforms.text.tokens import tokenize
 
 # Languages the stop-word vote chooses between (alphabetic scripts).
@@ -69,6 +69,8 @@ def detect_language(text: str) -> str:
         return "ja" if any(0x3040 <= ord(c) < 0x3100 for c in text[:2000]) else "zh"
     if script in ("hangul", "arabic", "hebrew", "greek"):
         return {"hangul": "ko", "arabic": "ar", "hebrew": "he", "greek": "el"}[script]
+    if script in SCRIPT_LANGUAGE:
+        return SCRIPT_LANGUAGE[script]
     votes = _votes(text)
     best, best_hits = "en", 0
     for lang, hits in votes.items():
@@ -80,6 +82,8 @@ def detect_language(text: str) -> str:
         return _by_letters(text[:2000], _OWN_LETTERS) or "en"
     if best_hits == 0 and script == "cyrillic":  # no stop word: still not English
         return "uk" if any(c in _UKRAINIAN_LETTERS for c in text[:2000].lower()) else "ru"
+    if best != "en" and best_hits == 1 and script == "latin" and _english_looking_vote(text, best):
+        return "en"
     if best != "en":
         if votes["en"] >= best_hits:  # English's hits; ties go to English
             return "en"
@@ -87,6 +91,22 @@ def detect_language(text: str) -> str:
         if len(tied) > 1 and script == "latin":  # "za" is Polish and Czech
             return _by_letters(text[:2000], tied) or best
     return best
+
+
+def _english_looking_vote(text: str, lang: str) -> bool:
+    """A plain ASCII sentence of three words or more whose one stop word of
+    `lang` is also an English word (in the stop-words package's broad English
+    list): the Czech "take" of "Refunds take 5-7 business days.", the Italian
+    "come" of "Come back tomorrow." That is no evidence against English, the
+    common case; the German "die" of "Die Garantie gilt 24 Monate." is."""
+    head = text[:2000]
+    if not head.isascii():
+        return False
+    tokens = tokenize(head)
+    if sum(1 for t in tokens if t.isalpha()) < 3:
+        return False
+    theirs, english = stop_words_for(lang), broad_english_words()
+    return all(t in english for t in tokens if t in theirs)
 
 
 # Letters only one voting language writes: they decide a Latin text that holds

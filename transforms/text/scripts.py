@@ -6,6 +6,7 @@ A metric compares words only within one script, and scripts without spaces
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 # A Han or kana character writes about a word, four or five Latin letters: a
 # Chinese sentence full of code names ("在 JDK 21 里用 Executors.newVirtualThread…")
@@ -14,8 +15,9 @@ CJK_LETTER_WEIGHT = 4
 
 
 def script_of(text: str) -> str:
-    """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | other: the
-    script of most letters (kana and Han count as cjk, CJK_LETTER_WEIGHT each)."""
+    """latin | cjk | hangul | arabic | hebrew | cyrillic | greek | one of
+    BLOCK_SCRIPTS' scripts (devanagari, thai, georgian...) | other: the script
+    of most letters (kana and Han count as cjk, CJK_LETTER_WEIGHT each)."""
     head = text[:2000]
     if head.isascii():  # the common case, without a loop: every ASCII letter is Latin
         return "latin" if _ASCII_LETTER.search(head) else "other"
@@ -58,7 +60,40 @@ def char_script(ch: str) -> str:
         return "cyrillic"
     if 0x370 <= o < 0x400:
         return "greek"
+    i = bisect_right(_BLOCK_STARTS, o) - 1
+    if i >= 0 and o < BLOCK_SCRIPTS[i][1]:
+        return BLOCK_SCRIPTS[i][2]
     return "other"
+
+
+# Scripts that each write one main language, by Unicode block (start, end,
+# script, language): before, their letters were "other" and a Hindi, Thai or
+# Georgian text was detected as English, so a Hindi answer to an English
+# reference was scored by BLEU as if both were English.
+BLOCK_SCRIPTS: tuple[tuple[int, int, str, str], ...] = (
+    (0x0530, 0x0590, "armenian", "hy"),
+    (0x0900, 0x0980, "devanagari", "hi"),
+    (0x0980, 0x0A00, "bengali", "bn"),
+    (0x0A00, 0x0A80, "gurmukhi", "pa"),
+    (0x0A80, 0x0B00, "gujarati", "gu"),
+    (0x0B00, 0x0B80, "oriya", "or"),
+    (0x0B80, 0x0C00, "tamil", "ta"),
+    (0x0C00, 0x0C80, "telugu", "te"),
+    (0x0C80, 0x0D00, "kannada", "kn"),
+    (0x0D00, 0x0D80, "malayalam", "ml"),
+    (0x0D80, 0x0E00, "sinhala", "si"),
+    (0x0E00, 0x0E80, "thai", "th"),
+    (0x0E80, 0x0F00, "lao", "lo"),
+    (0x0F00, 0x1000, "tibetan", "bo"),
+    (0x1000, 0x10A0, "myanmar", "my"),
+    (0x10A0, 0x1100, "georgian", "ka"),
+    (0x1200, 0x13A0, "ethiopic", "am"),
+    (0x1780, 0x1800, "khmer", "km"),
+    (0x1C90, 0x1CC0, "georgian", "ka"),
+    (0x2D00, 0x2D30, "georgian", "ka"),
+)
+_BLOCK_STARTS = tuple(start for start, *_ in BLOCK_SCRIPTS)
+SCRIPT_LANGUAGE = {script: lang for _, _, script, lang in BLOCK_SCRIPTS}
 
 
 def other_scripts(text: str, at_least: int = 10) -> frozenset[str]:

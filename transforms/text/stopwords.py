@@ -58,3 +58,10 @@ def stop_words_of(*langs: str) -> frozenset[str]:
     """The union of several languages' stop words, built once per combination
     (hot paths ask for it per sentence)."""
     return frozenset().union(*(stop_words_for(lang) for lang in langs))
+
+
+def broad_english_words() -> frozenset[str]:
+    """The stop-words package's English list (1,333 words, with common content
+    words such as "take" and "come"): a word in it may well be English, so it
+    is no evidence that a sentence is in another language."""
+    return _package_stop_words("en")
