@@ -195,6 +195,23 @@ def check_judge(cfg) -> None:
         if missing:
             raise ConfigError(f"judge.prompts.{name}: {path} lacks the placeholder "
                               f"{{{missing[0]}}} (placeholders: {', '.join(PLACEHOLDERS)})")
+    check_prompt_limit(cfg.judge)
+
+
+def check_prompt_limit(judge) -> None:
+    """judge.max_prompt_tokens is no smaller than the judge's smallest prompt:
+    below it every judge call is refused and every judge metric is null."""
+    from transforms.enrich.judge.ask import smallest_prompt
+    from transforms.enrich.judge.prompts import load_templates
+    limit = judge.max_prompt_tokens
+    if not limit:
+        return
+    floor, name = smallest_prompt(load_templates(judge.prompts))
+    if limit < floor:
+        raise ConfigError(f"judge.max_prompt_tokens: {limit} is below the judge's smallest "
+                          f"prompt (~{floor} tokens: the system prompt and the {name} template "
+                          "with empty fields), so every judge call would be refused; set it "
+                          "to the judge model's context window")
 
 
 def check_classifier(cfg) -> None:

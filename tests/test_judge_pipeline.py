@@ -4,6 +4,7 @@ second run answered entirely from the call cache, usage per purpose, and the
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -359,6 +360,34 @@ def test_a_prompt_over_judge_max_prompt_tokens_is_not_sent_and_says_so(tmp_path,
     assert (usage["calls"], usage["failures"]) == (1, 2)  # c1 sent; big, hanzi counted unsent
     m = manifest(out, "g")
     assert m["reconciliation"]["ok"] and m["counts"]["judge_errors"] == 2 + 1 + 3  # 3 votes
+
+
+def test_a_prompt_limit_below_the_judges_own_template_is_refused_up_front(tmp_path, monkeypatch,
+                                                                         capsys):
+    """judge.max_prompt_tokens: 50 was accepted, and every judge call of the run
+    was then refused as too large: a whole run of null judge metrics. It is now
+    one line before anything runs, naming the limit and the smallest prompt."""
+    monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS[:1])
+    out = str(tmp_path / "out")
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:
+        cfg = _config(tmp_path, server, "metrics: [faithfulness]\n",
+                      judge_extra=", max_prompt_tokens: 50")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "p") == 2
+        assert server.recorded() == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(
+        r"judge\.max_prompt_tokens: 50 is below the judge's smallest prompt \(~\d+ tokens: the "
+        r"system prompt and the \w+ template with empty fields\)", err[0]), err
+    assert not os.path.exists(out)
+    with FakeOpenAI(api_key=JUDGE_KEY) as server:  # the smallest that can be sent is accepted
+        from transforms.enrich.judge.ask import smallest_prompt
+        from transforms.enrich.judge.prompts import load_templates
+        floor = smallest_prompt(load_templates())[0]
+        server.set_chat_handler(ScriptedJudge())
+        cfg = _config(tmp_path, server, "metrics: [faithfulness]\n",
+                      judge_extra=f", max_prompt_tokens: {floor}")
+        assert run_cli("--input", cases, "--output", out, "--config", cfg, "--run-id", "q") == 0
 
 
 @pytest.mark.parametrize("status", [400, 200, 500])

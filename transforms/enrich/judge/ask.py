@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from transforms.enrich.judge.prompts import render
+from transforms.enrich.judge.prompts import PLACEHOLDERS, render
 from transforms.enrich.judge.replies import Shape, whole_object
 from transforms.remote.cache import ONLY, REFRESH, USE
 from transforms.remote.openai_api import FILTERED, ChatReply, chat, prompt_tokens
@@ -58,6 +58,16 @@ def _read(shape: Shape, text: str, extras: Mapping[str, Any]) -> tuple[Any, str 
     if extras.get("finish_reason") == "length" and not whole_object(text):
         return None, CUT_OFF + (f"; {problem}" if problem else "")
     return value, problem
+
+
+def smallest_prompt(templates: Mapping[str, str]) -> tuple[int, str]:
+    """(estimated tokens, template name) of the smallest request the judge can
+    send: the system prompt and one template with every field empty. A
+    judge.max_prompt_tokens below it refuses every judge call of the run."""
+    empty = {name: "" for name in PLACEHOLDERS}
+    system = prompt_tokens([{"content": templates["system"]}])
+    return min((system + prompt_tokens([{"content": render(text, empty)}]), name)
+               for name, text in templates.items() if name != "system")
 
 
 class Judge:
