@@ -134,6 +134,11 @@ def left_out_runs(location: str) -> list[str]:
     return lines
 
 
+# A DuckDB variable: set to true, the views leave out a run whose listed files
+# do not reconcile instead of refusing every query (one damaged run blocked all)
+SKIP_DAMAGED = "evalbeam_skip_damaged"
+
+
 def duckdb_view(spec: TableSpec, location: str) -> str:
     """A view over a table's files; a run's own tables keep only the files the
     committed attempt's manifest (runs/<run_id>/manifest.json) lists, as a
@@ -141,7 +146,8 @@ def duckdb_view(spec: TableSpec, location: str) -> str:
     runs again, which a nightly run with a new id each night never does. It
     refuses (one line, naming the run) when those files are not all there or
     do not hold the rows the manifest counts: a deleted file would otherwise
-    read as fewer rows."""
+    read as fewer rows. With the DuckDB variable SKIP_DAMAGED set to true, it
+    reads the other runs instead, leaving that one out."""
     where = sql_text(f"{location}/{spec.name}/**/*.parquet")
     committed = spec.name in TABLES
     read = (f"read_parquet(\n  {where}, hive_partitioning = true, "
@@ -156,11 +162,14 @@ def duckdb_view(spec: TableSpec, location: str) -> str:
             f"  JOIN parquet_file_metadata({where}) f ON ends_with(f.file_name, '/' || l.path)\n"
             f"  GROUP BY l.run_id),\n"
             f"checked AS (SELECT m.run_id, CASE WHEN len(m.files) = coalesce(f.n, 0)\n"
-            f"    AND m.n_rows = coalesce(f.got, 0) THEN true ELSE error('run ' || m.run_id\n"
+            f"    AND m.n_rows = coalesce(f.got, 0) THEN true\n"
+            f"    WHEN coalesce(getvariable('{SKIP_DAMAGED}'), false) THEN false\n"
+            f"    ELSE error('run ' || m.run_id\n"
             f"    || ': its completion marker lists ' || len(m.files) || ' {spec.name}/ files '\n"
             f"    || 'of ' || m.n_rows || ' rows, but the folder holds ' || coalesce(f.n, 0)\n"
             f"    || ' of them, of ' || coalesce(f.got, 0) || ' rows (deleted, replaced or '\n"
-            f"    || 'not copied?): run it again to replace them') END AS ok\n"
+            f"    || 'not copied?): run it again to replace them, or SET VARIABLE '\n"
+            f"    || '{SKIP_DAMAGED} = true to read the other runs') END AS ok\n"
             f"  FROM manifests m LEFT JOIN found f USING (run_id))\n"
             f"SELECT t.* EXCLUDE (filename) FROM {read} t\n"
             f"SEMI JOIN (SELECT l.run_id, l.path FROM listed l JOIN checked c USING (run_id)\n"

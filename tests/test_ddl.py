@@ -321,7 +321,8 @@ def test_the_duckdb_views_read_the_listed_files_and_refuse_when_they_do_not_reco
     line = str(refused.value)
     assert "\n" not in line and line.endswith(
         "run r: its completion marker lists 2 results/ files of 8 rows, but the folder holds 1 "
-        "of them, of 4 rows (deleted, replaced or not copied?): run it again to replace them"), line
+        "of them, of 4 rows (deleted, replaced or not copied?): run it again to replace them, "
+        "or SET VARIABLE evalbeam_skip_damaged = true to read the other runs"), line
     with pytest.raises(duckdb.Error, match="run r: its completion marker"):
         con.execute("SELECT count(*) FROM results WHERE bot = 'a'").fetchall()
     assert count("scores") == marker["tables"]["scores"]
@@ -331,6 +332,34 @@ def test_the_duckdb_views_read_the_listed_files_and_refuse_when_they_do_not_reco
     with pytest.raises(duckdb.Error, match=r"lists 2 scores/ files of \d+ rows, but the "
                                            r"folder holds 2 of them, of \d+ rows"):
         count("scores")
+
+
+def test_one_damaged_run_can_be_left_out_so_the_other_runs_stay_readable(tmp_path):
+    """One run with a listed file deleted made every query of the view fail, so
+    no run of the folder could be read until that one was run again. The views
+    still refuse by default; SET VARIABLE evalbeam_skip_damaged = true reads
+    the intact runs and leaves the damaged one out."""
+    config = "embeddings: {provider: hashing}\n"
+    code, out = run_sample(tmp_path, config, "good")
+    assert code == 0
+    code, out = run_sample(tmp_path, config, "bad")
+    assert code == 0
+    good, bad = manifest(out, "good"), manifest(out, "bad")
+    for path in bad["files"]["results"]:
+        os.remove(os.path.join(out, path))
+    con = duckdb.connect()
+    for name in TABLE_NAMES:
+        con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))
+    with pytest.raises(duckdb.Error, match="run bad: its completion marker lists"):
+        con.execute("SELECT count(*) FROM results").fetchall()
+    con.execute("SET VARIABLE evalbeam_skip_damaged = true")
+    assert con.execute("SELECT run_id, count(*) FROM results GROUP BY run_id").fetchall() == [
+        ("good", good["tables"]["results"])]
+    assert con.execute("SELECT count(*) FROM scores WHERE run_id = 'bad'").fetchone()[0] == \
+        bad["tables"]["scores"]  # its intact tables still read
+    con.execute("SET VARIABLE evalbeam_skip_damaged = false")
+    with pytest.raises(duckdb.Error, match="run bad"):
+        con.execute("SELECT count(*) FROM results").fetchall()
 
 
 def test_the_duckdb_views_read_a_run_in_a_folder_named_with_quotes_and_spaces(tmp_path, capsys):
