@@ -382,11 +382,20 @@ def calibrate(args: argparse.Namespace) -> int:
     """`evalbeam calibrate`: exit 0 with the summary printed, 2 with one line."""
     from pipeline.postrun.calibrate import run_calibrate
     from pipeline.postrun.read import RunUnreadable
+    from transforms.publish.write import NotWritten
     try:
         print(run_calibrate(args.output, args.run_id, args.bot))
     except RunUnreadable as exc:
         return _usage_error(str(exc))
+    except NotWritten as exc:
+        return _not_written(exc)
     return 0
+
+
+def _not_written(exc: Exception) -> int:
+    """A post-run command's file not written (a full disk): one line, exit 74."""
+    _usage_error(str(exc))
+    return EXIT_OUTPUT_UNWRITABLE
 
 
 def view(args: argparse.Namespace) -> int:
@@ -459,10 +468,13 @@ def compare(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if extra:
         return _usage_error(f"unexpected argument {_named(extra[0])}")
     remember_config_secrets(args.config)  # as run's: its errors are scrubbed of them
+    from transforms.publish.write import NotWritten
     try:
         failed = run_compare(args)
     except (CompareError, ConfigError, GateError, RunUnreadable) as exc:
         return _usage_error(str(exc))
+    except NotWritten as exc:
+        return _not_written(exc)
     return EXIT_GATE_FAILED if failed else 0
 
 

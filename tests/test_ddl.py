@@ -436,7 +436,8 @@ def test_a_failed_compare_or_calibrate_leaves_the_tables_views_reading(tmp_path)
     calibration/, and every DuckDB view of that table then failed to be made
     or read (`No magic bytes found at end of file`), every earlier comparison
     with it. The file is written under _tmp/ and renamed into place: a failed
-    write leaves the earlier file and nothing else."""
+    write leaves the earlier file and nothing else, and says so in one line
+    (it was a traceback)."""
     labels = ("PASS", "FAIL", "PASS", "WARN")
     rows = [dict(r, label=label) for r, label in zip(SAMPLE_ROWS, labels)]
     code, out = run_sample(tmp_path, "embeddings: {provider: hashing}\nbots: [{name: a, type: "
@@ -453,7 +454,11 @@ def test_a_failed_compare_or_calibrate_leaves_the_tables_views_reading(tmp_path)
         failed = subprocess.run([sys.executable, "-m", "pipeline", *argv], cwd=ROOT,
                                 capture_output=True, text=True, timeout=300,
                                 preexec_fn=_file_size_limited(1024))
-        assert failed.returncode != 0 and "File too large" in failed.stderr, failed.stderr
+        # one line, exit 74 (EX_IOERR), where a traceback and exit 1 were
+        assert failed.returncode == 74 and failed.stderr.count("\n") == 1, failed.stderr
+        assert re.fullmatch(r"evalbeam: error: cannot write \S+/part-f\.\S+\.parquet: File too "
+                            r"large; the earlier file, if any, is left as it was\n",
+                            failed.stderr), failed.stderr
         assert sorted(files_under(os.path.join(out, name))) == before[name], name
         con = duckdb.connect()
         con.execute(table_ddl(EVERY_TABLE[name], "duckdb", out))

@@ -35,7 +35,7 @@ from transforms.decide.rules import decide
 from transforms.publish.calibration_page import (CALIBRATION_PAGE, ranked_metrics,
                                                  render_calibration, summary_text)
 from transforms.publish.rows import to_json
-from transforms.publish.write import partition_dir, write_small_table
+from transforms.publish.write import partition_dir, replace_text_file, write_small_table
 from transforms.score.scoring import recorded_direction
 
 PRECOMPUTED = "precomputed"  # the bot type that answers with the recorded (labelled) answer
@@ -354,8 +354,7 @@ def write_calibration(output: str, result: Calibration) -> tuple[str, str]:
     page = FileSystems.join(output, "runs", result.run_id, CALIBRATION_PAGE)
     text = render_calibration(result.run_id, result.run_date, result.rows,
                               [suggestion_data(s) for s in result.suggestions], result.notes)
-    with FileSystems.create(page) as fh:
-        fh.write(text.encode("utf-8"))
+    replace_text_file(output, page, text)
     return table, page
 
 

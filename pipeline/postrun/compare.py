@@ -37,7 +37,7 @@ from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, TIE, bot_seed, change,
                                        group_rows, passed, transitions)
-from transforms.publish.write import RUN_ID_PATTERN, replace_table_file
+from transforms.publish.write import RUN_ID_PATTERN, replace_table_file, replace_text_file
 from transforms.score.scoring import UNSCALED, recorded_direction
 
 REGRESSED_CASES = 10   # most regressed cases per bot on the pages
@@ -554,9 +554,7 @@ def write_comparison(c: dict[str, Any]) -> dict[str, str]:
     pages = pages_dir(output, cand)
     for ext, render in (("md", render_compare_md), ("html", render_compare_html)):
         paths[ext] = FileSystems.join(pages, f"{stem}.{ext}")
-        with FileSystems.create(paths[ext], "text/plain",
-                                CompressionTypes.UNCOMPRESSED) as fh:
-            fh.write(render(c).encode("utf-8"))
+        replace_text_file(output, paths[ext], render(c))
     return paths
 
 

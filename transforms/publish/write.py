@@ -16,11 +16,12 @@ import re
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
@@ -146,21 +147,55 @@ def ensure_folder(folder: str) -> None:
         FileSystems.mkdirs(folder)  # Beam loses files renamed into missing folders
 
 
-def replace_table_file(output: str, path: str, schema: pa.Schema, rows: list[dict]) -> None:
-    """A post-run command's file of a table (calibration/, comparisons/), which
-    readers see at once: written under `_tmp/`, which no table glob reaches,
-    then renamed over `path`. Written in place, a failed write (a full disk,
-    a kill) left a partial file that failed every query of the table (DuckDB:
-    "No magic bytes found"), and a reader could meet one half-written."""
+class NotWritten(Exception):
+    """A post-run command's file could not be written (a full disk, a folder
+    that is a file or read-only): one line naming it, not a traceback."""
+
+
+def _why(exc: OSError) -> str:
+    """An OSError's reason in a few words; Beam's wraps one per file."""
+    inner = [e for e in (getattr(exc, "exception_details", None) or {}).values()
+             if isinstance(e, OSError)]
+    first = inner[0] if inner else exc
+    text = str(first).strip()
+    return first.strerror or (text.splitlines()[0] if text else type(first).__name__)
+
+
+def replace_file(output: str, path: str, write: Callable[[str], None]) -> None:
+    """A post-run command's file (calibration/, comparisons/, their pages),
+    which readers see at once: `write(temp)` writes it under `_tmp/`, which no
+    table glob reaches, then it is renamed over `path`. Written in place, a
+    failed write (a full disk, a kill) left a partial file that failed every
+    query of the table (DuckDB: "No magic bytes found"), and a reader could
+    meet one half-written."""
     temp = FileSystems.join(output, "_tmp", f"{os.path.basename(path)}.{uuid.uuid4().hex}")
     try:
-        write_table_file(temp, schema, rows)
+        write(temp)
         ensure_folder(path.rsplit("/", 1)[0])
         FileSystems.rename([temp], [path])
-    except BaseException:
-        if FileSystems.exists(temp):
-            FileSystems.delete([temp])
+    except BaseException as exc:
+        try:
+            if FileSystems.exists(temp):
+                FileSystems.delete([temp])
+        except OSError:
+            pass  # the folder it was in is what failed
+        if isinstance(exc, OSError):
+            raise NotWritten(f"cannot write {path}: {_why(exc)}; the earlier file, "
+                             "if any, is left as it was") from None
         raise
+
+
+def replace_table_file(output: str, path: str, schema: pa.Schema, rows: list[dict]) -> None:
+    """A table's file, replaced whole (replace_file)."""
+    replace_file(output, path, lambda temp: write_table_file(temp, schema, rows))
+
+
+def replace_text_file(output: str, path: str, text: str) -> None:
+    """A page, replaced whole (replace_file): a full disk leaves the earlier one."""
+    def write(temp: str) -> None:
+        with FileSystems.create(temp, "text/plain", CompressionTypes.UNCOMPRESSED) as fh:
+            fh.write(text.encode("utf-8"))
+    replace_file(output, path, write)
 
 
 def write_small_table(output: str, spec: TableSpec, run_id: str, run_date: str,
