@@ -4,8 +4,11 @@ reason; nothing paired exits 2; derived case ids come from the inputs, never
 from the answer; an --output with glob characters is refused."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+
+import pyarrow.parquet as pq
 
 import numpy as np
 
@@ -421,3 +424,19 @@ def test_a_config_without_gate_rules_says_nothing_was_gated(tmp_path, capsys):
         assert _compare(out, "--config", cfg) == 0
         assert capsys.readouterr().out.splitlines()[0] == \
             f"gate: none (--config {cfg} has no gate: rules)"
+
+
+def test_a_summary_without_a_column_evalbeam_writes_is_one_line(tmp_path, capsys):
+    """A summary/ file written by hand without higher_is_better crashed compare
+    with DuckDB's Binder Error traceback; it is one line naming the column."""
+    out = str(tmp_path / "out")
+    for run_id, date in (("b", "2026-01-01"), ("c", "2026-01-02")):
+        write_run(out, run_id, date, "bot", IDS, SUITES, {"rougeL": _values()}, VERDICTS)
+    for path in glob.glob(f"{out}/summary/run_date=2026-01-01/*.parquet"):
+        pq.write_table(pq.read_table(path).drop(["higher_is_better"]), path)
+    assert _compare(out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a file lacks the column higher_is_better that evalbeam " \
+        "writes" in err, err
+    assert not os.path.exists(os.path.join(out, "comparisons"))
+

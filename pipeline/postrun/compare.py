@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -139,6 +140,12 @@ class Tables:
             # a listed file gone, or there but not Parquet (cut short by a copy)
             raise CompareError(f"cannot read the tables under {self.output}: "
                                f"{str(exc).splitlines()[0]}") from None
+        except duckdb.BinderException as exc:  # a file without a column evalbeam writes
+            missing = re.search(r'column "([^"]+)" not found', str(exc))
+            raise CompareError(
+                f"cannot read the tables under {self.output}: a file lacks the column "
+                f"{missing[1] if missing else '?'} that evalbeam writes (written by hand or "
+                "by another tool?); see docs/reference/tables.md") from None
 
     def load(self) -> None:
         for name, side in (("res_b", self.baseline), ("res_c", self.candidate)):
