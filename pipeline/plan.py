@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import threading
+import time
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -422,6 +423,9 @@ def _ask_dask(options: PipelineOptions, question):
     opts = options.get_all_options(retain_unknown_options=True)
     # "timeout": Beam's dest, once its DaskOptions class is imported
     timeout = float(opts.get("dask_connection_timeout") or opts.get("timeout") or 30)
+    refused = "address" in where and refused_connection(where["address"])
+    if refused:
+        raise UsageError(f"cannot reach the Dask scheduler {where['address']}: {refused}")
     said: dict[str, Any] = {}
     connected, settled = threading.Event(), threading.Event()
 
@@ -465,6 +469,35 @@ def _ask_dask(options: PipelineOptions, question):
                          f"{timeout:g} s (--dask_connection_timeout); start them ({start}) "
                          "before the run (docs/guides/dask.md)")
     return said["answer"]
+
+
+REFUSED_TRIES, REFUSED_PAUSE_S = 4, 0.5  # a scheduler starting up gets 1.5 s to listen
+
+
+def refused_connection(address: str) -> str | None:
+    """Why a TCP scheduler address refuses connections (None: it may answer).
+    distributed retries a refused connect until its timeout (30 s by default),
+    so a wrong port took half a minute to say so; a refusal is known at once."""
+    import socket
+    from urllib.parse import urlsplit
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None  # distributed says what is wrong with it
+    if parts.scheme != "tcp" or not host or port is None:
+        return None
+    for attempt in range(REFUSED_TRIES):
+        try:
+            with socket.create_connection((host, port), timeout=REFUSED_PAUSE_S * 4):
+                return None
+        except ConnectionRefusedError:
+            if attempt + 1 < REFUSED_TRIES:
+                time.sleep(REFUSED_PAUSE_S)
+        except OSError:
+            return None  # a timeout or a name to resolve: distributed's own wait decides
+    return (f"connection refused (nothing listens on port {port} of {host}: is the scheduler "
+            "started, with this address?)")
 
 
 class NoWorkers:
