@@ -90,7 +90,7 @@ BUNDLES_PER_THREAD = 2        # bundles in flight per worker thread (the window)
 MERGE_FAN_IN = 8              # ... after merging this many partitions at a time, a tree
 METRICS_TOPIC = "evalbeam-beam-metrics"
 IDLE_TEARDOWN_S = 120.0   # a job's DoFns idle this long on a worker are torn down
-NO_WORKER_S = 300.0       # a job whose cluster has had no worker this long fails
+NO_WORKER_S = 300.0       # a job whose cluster has had no worker this long fails (default)
 CLASS_PATH = "pipeline.dask_runner.DaskRunner"
 
 
@@ -870,13 +870,31 @@ class JobLost(RuntimeError):
     one_line = True
 
 
-class _NoWorkerWatch:
-    """Cancels the job once its cluster has had no worker for NO_WORKER_S:
-    its tasks wait for one forever (every worker lost, none replacing them),
-    while the launcher keeps the run's lease alive and `status` says running."""
+def no_worker_timeout(options) -> float:
+    """--dask_no_worker_timeout: how long the cluster may have no worker before
+    the job fails (NO_WORKER_S by default; a cluster whose workers restart
+    slowly, say from an autoscaler, needs longer, a CI job less)."""
+    raw = options.get_all_options(retain_unknown_options=True).get("dask_no_worker_timeout")
+    if raw is None:
+        return NO_WORKER_S
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise ValueError(f"--dask_no_worker_timeout must be a number of seconds above 0, "
+                         f"got {raw!r}")
+    return value
 
-    def __init__(self, client, futures: Sequence):
-        self.client, self.futures, self.why = client, futures, ""
+
+class _NoWorkerWatch:
+    """Cancels the job once its cluster has had no worker for `limit` seconds
+    (--dask_no_worker_timeout): its tasks wait for one forever (every worker
+    lost, none replacing them), while the launcher keeps the run's lease alive
+    and `status` says running."""
+
+    def __init__(self, client, futures: Sequence, limit: float = NO_WORKER_S):
+        self.client, self.futures, self.why, self.limit = client, futures, "", limit
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="evalbeam-dask-no-worker",
                                         daemon=True)
@@ -889,7 +907,7 @@ class _NoWorkerWatch:
         self._done.set()
 
     def _watch(self) -> None:
-        limit = NO_WORKER_S
+        limit = self.limit
         since = None
         while not self._done.wait(min(5.0, limit / 5)):
             try:
@@ -908,11 +926,12 @@ class _NoWorkerWatch:
 class DaskRunnerResult(beam_dask.DaskRunnerResult):
     job: str = ""
     reports: _MetricReports | None = None
+    no_worker_s: float = NO_WORKER_S
     _closed: bool = False
 
     def wait_until_finish(self, duration=None) -> str:
         try:
-            with _NoWorkerWatch(self.client, self.futures) as no_worker:
+            with _NoWorkerWatch(self.client, self.futures, self.no_worker_s) as no_worker:
                 state = super().wait_until_finish(duration)
             # Beam's loop ends quietly over cancelled futures: a client that lost its
             # scheduler cancels them all, and the job said DONE with nothing computed
@@ -1007,4 +1026,5 @@ class DaskRunner(beam_dask.DaskRunner):
         except BaseException:
             client.close()
             raise
-        return DaskRunnerResult(client, futures, job=job, reports=reports)
+        return DaskRunnerResult(client, futures, job=job, reports=reports,
+                                no_worker_s=no_worker_timeout(options))

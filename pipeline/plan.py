@@ -577,6 +577,16 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
+def check_dask_options(options: PipelineOptions) -> None:
+    """evalbeam's own Dask options are valid, before a job is started."""
+    if runner_is_dask(options):
+        from pipeline.dask_runner import no_worker_timeout
+        try:
+            no_worker_timeout(options)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
 def check_dask_workers(options: PipelineOptions, cfg, endpoints: Sequence[str],
                        embeds: bool) -> None:
     """The named cluster's workers have what the run needs (UsageError naming
@@ -1056,6 +1066,7 @@ def make_plan(args: argparse.Namespace, options: PipelineOptions | None = None,
                    allow_empty=bool(getattr(args, "allow_empty", False)))
     endpoints = used_endpoints(cfg, scorers, asked, classifier_metrics)
     if options is not None:
+        check_dask_options(options)
         check_dask_workers(options, cfg, endpoints, any(s.features for s, _ in scorers))
     return Plan(cfg, info, shards, columns, scorers, judge_metrics=asked,
                 classifier_metrics=classifier_metrics, rubric_scales=scales, cache=cache,

@@ -442,14 +442,13 @@ def test_a_run_whose_every_worker_is_lost_fails_in_one_line_and_a_rerun_complete
         tmp_path, capsys, monkeypatch):
     """The only worker SIGKILLed mid-run, none replacing it: the tasks waited
     for a worker forever, the launcher kept the lease alive and `status` said
-    running at 0 cases. Once the cluster has had no worker for NO_WORKER_S the
-    job is cancelled: one line, exit 1, no completion marker; a re-run of the
-    id on a new worker completes."""
+    running at 0 cases. Once the cluster has had no worker for
+    --dask_no_worker_timeout (300 s by default, a constant before) the job is
+    cancelled: one line, exit 1, no completion marker; a re-run of the id on a
+    new worker completes."""
     import threading
 
-    import pipeline.dask_runner as dask_runner
     from tests.pipeline_helpers import run_cli
-    monkeypatch.setattr(dask_runner, "NO_WORKER_S", 6.0)
     out, args = _forty_cases(tmp_path, "gone")
 
     def kill_when_busy(cluster: DaskCluster) -> None:
@@ -458,7 +457,7 @@ def test_a_run_whose_every_worker_is_lost_fails_in_one_line_and_a_rerun_complete
 
     with DaskCluster(workers=1, env=ENV) as cluster:
         flags = ("--runner=dask", f"--dask_client_address={cluster.address}",
-                 "--shared-filesystem")
+                 "--shared-filesystem", "--dask_no_worker_timeout=6")
         killer = threading.Thread(target=kill_when_busy, args=(cluster,), daemon=True)
         killer.start()
         result: list[int] = []  # before: it never returned

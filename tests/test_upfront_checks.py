@@ -331,6 +331,16 @@ def test_an_unreachable_dask_scheduler_is_one_line(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf"])
+def test_a_bad_dask_no_worker_timeout_is_one_line(tmp_path, capsys, value):
+    cases = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS)
+    err = _fails_cleanly(capsys, "--input", cases, "--output", str(tmp_path / "out"),
+                         "--runner=dask", f"--dask_no_worker_timeout={value}")
+    assert err == ("evalbeam: error: --dask_no_worker_timeout must be a number of seconds "
+                   f"above 0, got '{value}'")
+    assert not os.path.exists(tmp_path / "out")
+
+
 def test_a_missing_dask_scheduler_file_is_named(tmp_path, capsys):
     """distributed waits for a scheduler file to appear, and the check's timeout
     said 'no answer as a Dask scheduler ... (is it the dashboard's port?)'."""
