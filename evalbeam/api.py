@@ -422,7 +422,8 @@ def custom_metric(fn: Callable):
                               direction=spec.get("direction"),
                               lower_is_better=bool(spec.get("lower_is_better", False)),
                               options=dict(spec.get("options", {})),
-                              timeout_s=spec.get("timeout_s", DEFAULT_TIMEOUT_S))
+                              timeout_s=spec.get("timeout_s", DEFAULT_TIMEOUT_S),
+                              value_range=spec.get("value_range"))
 
 
 DEEPEVAL_FIELDS = ("name", "input", "turns", "scenario", "expected_outcome", "actual_output",

@@ -243,6 +243,10 @@ class CustomMetricConfig:
     """The time limit of one call, in seconds: a row whose call is not back by then is
     null with `custom metric <name> timed out after 60 s (timeout_s)` and the run goes
     on (the call itself cannot be stopped: it runs on in the background)."""
+    value_range: tuple[float | None, float | None] | None = None
+    """`[low, high]` the values can take (`[0, 1]`; null for an open side): a value
+    outside it is null with `custom metric <name> returned 7.3, outside its
+    value_range [0, 1]`, not a mean and verdicts skewed by it. Unset: any number."""
 
 
 @dataclass(frozen=True)
@@ -913,7 +917,8 @@ def _rubrics(data: Any) -> dict[str, RubricConfig]:
 
 
 def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
-    from transforms.score.custom import NEEDS, direction_problem, timeout_problem
+    from transforms.score.custom import (NEEDS, direction_problem, range_problem,
+                                         timeout_problem, value_range_of)
     if not isinstance(data, list):
         raise ConfigError("custom_metrics must be a list of {name, function, ...}")
     out = []
@@ -928,13 +933,14 @@ def _custom_metrics(data: Any) -> tuple[CustomMetricConfig, ...]:
             raise ConfigError(f"{where}.function must be 'package.module:function', "
                               f"got {m.function!r}")
         problem = direction_problem(m.direction, m.lower_is_better) or timeout_problem(
-            m.timeout_s)
+            m.timeout_s) or range_problem(m.value_range)
         if problem:
             raise ConfigError(f"{where}.{problem}")
         if not isinstance(m.options, Mapping):
             raise ConfigError(f"{where}.options must be a mapping")
         out.append(dataclasses.replace(m, needs=_string_tuple(m.needs, f"{where}.needs", NEEDS),
-                                       options=dict(m.options), timeout_s=float(m.timeout_s)))
+                                       options=dict(m.options), timeout_s=float(m.timeout_s),
+                                       value_range=value_range_of(m.value_range)))
     names = [m.name for m in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

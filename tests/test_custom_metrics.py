@@ -803,3 +803,65 @@ def test_a_module_raising_an_unprintable_exception_at_import_is_one_line(tmp_pat
     err = _refused(tmp_path, capsys, cases, '{name: m, function: "odd_import:weird"}')
     assert err == ("evalbeam: error: custom_metrics[0] (m): importing module 'odd_import' "
                    "failed: Weird: (its message cannot be shown: AttributeError)")
+
+
+RANGED = '''def share(sample):
+    """A 0..1 metric with a bug: 1.5 on case ids ending in 1, -0.2 on those in 2."""
+    return {"1": 1.5, "2": -0.2}.get(sample["case_id"][-1], 0.5)
+'''
+
+
+def test_a_value_outside_the_declared_range_is_null_with_the_reason(tmp_path):
+    """A 0..1 metric that returned 1.5 or -0.2 on some rows was taken as it
+    came: its mean and every verdict rule on it were skewed without a word.
+    value_range: [0, 1] makes such a row null with what came back."""
+    (tmp_path / "ranged.py").write_text(RANGED, "utf-8")
+    cases = write_cases(str(tmp_path / "c.parquet"),
+                        [{"case_id": f"c{i}", "question": "q?", "answer": "a"} for i in range(10)])
+    config = tmp_path / "config.yaml"
+    config.write_text('metrics: [share, open]\ncustom_metrics:\n'
+                      '  - {name: share, function: "ranged:share", value_range: [0, 1]}\n'
+                      '  - {name: open, function: "ranged:share", value_range: [0, null]}\n')
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(config),
+                   "--run-id", "r") == 0
+    scores = {(r["case_id"], r["metric"]): r for r in read_rows(out, "scores")}
+    assert scores[("c1", "share")]["value"] is None
+    assert scores[("c1", "share")]["error"] == ("custom metric share returned 1.5, outside its "
+                                                "value_range [0, 1]")
+    assert scores[("c2", "share")]["error"] == ("custom metric share returned -0.2, outside its "
+                                                "value_range [0, 1]")
+    assert scores[("c1", "open")]["value"] == 1.5  # no upper bound
+    assert scores[("c2", "open")]["error"].endswith("outside its value_range [0, null]")
+    assert all(scores[(f"c{i}", "share")]["value"] == 0.5 for i in (0, 3, 9))
+    summary = {r["metric"]: r for r in read_rows(out, "summary") if r["suite"] == "*"}
+    assert summary["share"]["mean"] == 0.5 and summary["share"]["missing"] == 2
+    assert manifest(out, "r")["reconciliation"]["ok"]
+
+
+@pytest.mark.parametrize("value", ["[1, 0]", "[0]", "[a, 1]", "0.5", "[.inf, 2]", "[true, 2]"])
+def test_a_bad_value_range_is_one_line_before_the_run(tmp_path, capsys, value):
+    cases, _ = _write_run(tmp_path, 2)
+    assert "custom_metrics[0].value_range must be [low, high] (numbers, low < high; null for " \
+        "an open side), got" in _refused(
+            tmp_path, capsys, cases,
+            f'{{name: mine, function: "my_metrics:overlap", value_range: {value}}}')
+
+
+def test_the_decorator_and_evaluate_take_a_value_range(tmp_path):
+    import evalbeam
+    from transforms.score.custom import ATTRIBUTE, CustomMetricError, metric
+    assert getattr(metric()(lambda s: 0.0), ATTRIBUTE)["value_range"] is None
+    with pytest.raises(CustomMetricError, match="value_range must be"):
+        metric(value_range=(2, 1))
+
+    @evalbeam.metric(value_range=(0, 1))
+    def doubled(sample):
+        return 2 * len(sample["answer"]) / 10
+
+    result = evalbeam.evaluate([{"question": "q?", "answer": a} for a in ("ab", "abcdefgh")],
+                               run_id="vr", output=str(tmp_path / "out"), metrics=[doubled])
+    got = sorted(((r["value"], r["error"]) for r in result.scores().to_pylist()),
+                 key=lambda v: v[0] is None)
+    assert got == [(0.4, None), (None, "custom metric doubled returned 1.6, outside its "
+                                       "value_range [0, 1]")]

@@ -100,9 +100,43 @@ def timeout_problem(timeout_s: Any) -> str | None:
     return None
 
 
+def range_problem(value_range: Any) -> str | None:
+    """Why a declared value range is wrong (None: it is absent, or [low, high]
+    of finite numbers, either of them null for an open side, low < high)."""
+    if value_range is None:
+        return None
+    ok = isinstance(value_range, (list, tuple)) and len(value_range) == 2 and all(
+        v is None or not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+        for v in value_range)
+    if ok and None not in value_range and not value_range[0] < value_range[1]:
+        ok = False
+    if not ok:
+        return (f"value_range must be [low, high] (numbers, low < high; null for an open "
+                f"side), got {value_range!r}")[:200]
+    return None
+
+
+def value_range_of(value_range: Any) -> tuple[float | None, float | None] | None:
+    """A checked value range as (low, high) floats."""
+    if value_range is None:
+        return None
+    return tuple(None if v is None else float(v) for v in value_range)  # type: ignore[return-value]
+
+
+def outside(value: float, value_range: tuple[float | None, float | None] | None) -> str | None:
+    """Why a metric's value cannot be right (None: it is inside its range)."""
+    if value_range is None:
+        return None
+    low, high = value_range
+    if (low is None or value >= low) and (high is None or value <= high):
+        return None
+    shown = ", ".join("null" if v is None else f"{v:g}" for v in value_range)
+    return f"returned {value:g}, outside its value_range [{shown}]"
+
+
 def metric(needs=("answer",), lower_is_better: bool = False, options=None,
            name: str | None = None, direction: str | None = None,
-           timeout_s: float = DEFAULT_TIMEOUT_S):
+           timeout_s: float = DEFAULT_TIMEOUT_S, value_range=None):
     """Declare what a metric function needs (`evalbeam.metric`; for functions
     given to evalbeam.evaluate() or published as entry points; a config's
     `needs:` etc. override it):
@@ -114,6 +148,8 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
     direction: "higher" (the default), "lower" (as lower_is_better=True) or
     "none": neither is better, so compare reports a change, never better or worse.
     timeout_s: the time limit of one call (a row past it is null, the run goes on).
+    value_range: (low, high) the values can take, e.g. (0, 1); a value outside
+    it is null with the reason instead of skewing the summary and the verdicts.
     Bare `@evalbeam.metric` (no parentheses) declares the defaults; needs="answer"
     is one need (not its letters).
     """
@@ -121,7 +157,8 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
         return metric()(needs)
     if isinstance(needs, str):
         needs = (needs,)
-    problem = direction_problem(direction, bool(lower_is_better)) or timeout_problem(timeout_s)
+    problem = direction_problem(direction, bool(lower_is_better)) or timeout_problem(
+        timeout_s) or range_problem(value_range)
     if problem:
         raise CustomMetricError(f"@metric: {problem}")
 
@@ -129,7 +166,8 @@ def metric(needs=("answer",), lower_is_better: bool = False, options=None,
         setattr(fn, ATTRIBUTE, {"needs": tuple(needs),
                                 "direction": direction_of(direction, bool(lower_is_better)),
                                 "options": dict(options or {}), "name": name,
-                                "timeout_s": float(timeout_s)})
+                                "timeout_s": float(timeout_s),
+                                "value_range": value_range_of(value_range)})
         return fn
     return mark
 
@@ -407,6 +445,7 @@ class CustomCompute:
     name: str
     fn: Callable
     timeout_s: float = DEFAULT_TIMEOUT_S
+    value_range: tuple[float | None, float | None] | None = None
     calls: TimedCalls = field(default_factory=TimedCalls, compare=False, repr=False)
 
     def __call__(self, turn: Turn, options: Mapping[str, Any], side: Any = None
@@ -425,7 +464,12 @@ class CustomCompute:
             msg = f"custom metric {self.name} failed: {described(exc)}"
             return {self.name: writable_result(MetricResult.null(msg))}
         try:
-            return {self.name: writable_result(to_result(out))}
+            result = to_result(out)
+            wrong = result.value is not None and outside(result.value, self.value_range)
+            if wrong:  # 7.3 from a 0..1 metric: null, not a mean and a verdict skewed by it
+                result = MetricResult.null(f"custom metric {self.name} {wrong}",
+                                           **result.details)
+            return {self.name: writable_result(result)}
         except USER_CODE_FAILURES as exc:  # the value's own code: a __float__, a cycle
             msg = (f"custom metric {self.name} returned a value that cannot be read: "
                    f"{described(exc)}")
@@ -433,8 +477,9 @@ class CustomCompute:
 
 
 def _scorer(name: str, fn: Callable, needs, direction: str, options,
-            timeout_s: float = DEFAULT_TIMEOUT_S) -> Scorer:
-    return Scorer(name, (name,), tuple(needs), CustomCompute(name, fn, float(timeout_s)),
+            timeout_s: float = DEFAULT_TIMEOUT_S, value_range=None) -> Scorer:
+    return Scorer(name, (name,), tuple(needs),
+                  CustomCompute(name, fn, float(timeout_s), value_range_of(value_range)),
                   lower_is_better=frozenset({name} if direction == "lower" else ()),
                   no_direction=frozenset({name} if direction == "none" else ()),
                   option_defaults=dict(options))
@@ -468,7 +513,7 @@ def config_scorers(custom_metrics, search_dir: str | None) -> list[Scorer]:
         except CustomMetricError as exc:
             raise CustomMetricError(f"custom_metrics[{i}] ({m.name}): {exc}") from None
         out.append(_scorer(m.name, fn, m.needs, direction_of(m.direction, m.lower_is_better),
-                           m.options, m.timeout_s))
+                           m.options, m.timeout_s, m.value_range))
     return out
 
 
@@ -495,7 +540,8 @@ def entry_point_scorers(taken: set[str]) -> list[Scorer]:
         out.append(_scorer(ep.name, fn, spec.get("needs", ("answer",)),
                            direction_of(spec.get("direction"),
                                         bool(spec.get("lower_is_better", False))),
-                           spec.get("options", {}), spec.get("timeout_s", DEFAULT_TIMEOUT_S)))
+                           spec.get("options", {}), spec.get("timeout_s", DEFAULT_TIMEOUT_S),
+                           spec.get("value_range")))
     return out
 
 
