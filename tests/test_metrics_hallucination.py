@@ -861,3 +861,19 @@ def test_a_figure_without_a_word_is_decided_by_the_figure():
     assert hallucination("$5", ctx).value == 0.0
     assert hallucination("$7", ctx).value == 1.0
     assert hallucination("Yes, $5.", ctx).value == 0.0
+
+
+@pytest.mark.parametrize("answer, ctx, unsupported", [
+    ("该市人口为五百万。", "该市人口为三百万。", ["五百万"]),     # a wrong figure in characters
+    ("该市人口为五百万。", "该市人口为500万。", []),              # the same figure in digits
+    ("该公司有两千名员工。", "该公司有3000名员工。", ["两千"]),
+    ("票价为一百二十元。", "票价为120元。", []),
+    ("大桥于一九九八年通车。", "大桥于2001年通车。", ["一九九八"]),
+    ("東京の人口は千四百万人です。", "東京の人口は1300万人です。", ["千四百万"]),
+    ("千万不要迟到，万一下雨就带伞。一些人统一行动。", "我们去公园。", []),  # words, not figures
+])
+def test_chinese_and_japanese_numerals_in_characters_are_figures(answer, ctx, unsupported):
+    # before, 五百万 was no figure: a Chinese answer stating 5 million people where
+    # its context says 3 million had no unsupported fact
+    facts = unsupported_facts(hallucination(answer, [ctx])).details.get("facts", [])
+    assert [f["text"] for f in facts if not f["supported"]] == unsupported

@@ -185,6 +185,48 @@ def _names_it(text: str, m: re.Match[str], stops: frozenset[str], lang: str = "e
 
 
 
+# Chinese and Japanese numerals written in characters ("五百万", "千四百万", "一九九八年"):
+# a run starting with a digit character, 十, 百 or 千 (not 万 or 亿: "万一" is
+# "in case"), read only with a multiplier in it or as a year ("一九九八年",
+# "二〇二四"): a lone 一 is "a"/"one" in a hundred words ("一些", "统一",
+# "一样"), "三三两两" is no figure, and "千万" alone is most often the adverb
+# "by all means" ("千万不要"), so it is left out.
+_HAN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5,
+               "六": 6, "七": 7, "八": 8, "九": 9}
+_HAN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_HAN_GROUPS = {"万": 10**4, "萬": 10**4, "亿": 10**8, "億": 10**8}
+_HAN_NUMBER = re.compile(f"[{''.join(_HAN_DIGITS)}{''.join(_HAN_UNITS)}][{''.join(_HAN_DIGITS)}"
+                         f"{''.join(_HAN_UNITS)}{''.join(_HAN_GROUPS)}]*")
+HAN_NUMERAL_LANGUAGES = frozenset({"zh", "ja"})
+
+
+def han_value(run: str) -> int | None:
+    """The integer a run of numeral characters writes ("三千五百万" -> 35000000,
+    "一百零五" -> 105, "一九九八" -> 1998 digit by digit), or None."""
+    if not any(c in _HAN_UNITS or c in _HAN_GROUPS for c in run):
+        return int("".join(str(_HAN_DIGITS[c]) for c in run))
+    total = section = digit = 0
+    for c in run:
+        if c in _HAN_DIGITS:
+            digit = _HAN_DIGITS[c]
+        elif c in _HAN_UNITS:
+            section += (digit or 1) * _HAN_UNITS[c]
+            digit = 0
+        else:
+            total += (section + digit) * _HAN_GROUPS[c]
+            section = digit = 0
+    return total + section + digit
+
+
+def _han_from_match(m: re.Match[str]) -> tuple[str, str] | None:
+    run = m.group()
+    multiplied = any(c in _HAN_UNITS or c in _HAN_GROUPS for c in run)
+    year = len(run) >= 2 and ("〇" in run or m.string.startswith("年", m.end()))
+    if len(run) < 2 or not (multiplied or year) or run == "千万":
+        return None
+    return "number", str(han_value(run))
+
+
 def _spaced_from_match(m: re.Match[str]) -> tuple[str, str] | None:
     return "number", str(int(m.group().replace(" ", "")))
 
@@ -247,6 +289,8 @@ def scan_numbers(text: str, lang: str, spans: Spans, has_digit: bool, unique: bo
         del number_patterns[0]
     elif lang in SPACE_GROUPING:  # "22 950 €": a plain space groups thousands
         number_patterns.insert(0, (_SPACED_NUMBER, _spaced_from_match))
+    if lang in HAN_NUMERAL_LANGUAGES:
+        number_patterns.append((_HAN_NUMBER, _han_from_match))
     for pattern, parse in number_patterns:
         for m in pattern.finditer(text):
             start, end = m.span()
