@@ -520,3 +520,53 @@ def test_a_judge_reply_cut_off_before_any_text_is_asked_once(tmp_path):
         assert "cut off at the token limit" in scores[case]["error"], scores[case]
     assert "raise max_tokens" in scores["null"]["error"]
     assert sorted(e["case_id"] for e in read_rows(out, "errors")) == ["empty", "null", "thinking"]
+
+
+def test_a_gemini_style_answer_in_several_parts_is_their_joined_text(tmp_path):
+    """A Gemini-style reply (candidates[0].content.parts) holds the answer in
+    several text parts, beside thought parts and function calls: answer_path
+    at the parts was an ERROR row ("is list, not text"), and a path at the
+    first part's text scored half the answer or the thinking. Now the text
+    parts are joined, thought parts go to reasoning_content, function calls
+    are skipped, and a reply with no text part is an ERROR row saying why."""
+    thought = {"text": "Maybe 45 days? The policy says 30.", "thought": True}
+    call = {"functionCall": {"name": "lookup_policy", "args": {"topic": "refunds"}}}
+    parts = {"two": [{"text": "Refunds are accepted "}, {"text": "within 30 days."}],
+             "thought": [thought, {"text": ANSWER, "thoughtSignature": "c2ln"}],
+             "call": [call, {"text": ANSWER}],
+             "only_call": [call], "only_thought": [thought]}
+
+    def answer(route, data):
+        if route != "assistant":
+            return None
+        return _raw({"candidates": [{"content": {"role": "model", "parts": parts[data["bot"]]},
+                                     "finishReason": "STOP"}]})
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  web: {{base_url: '{server.base_url}', "
+                       "requests_per_second: 500}\nbots:\n" + "".join(
+                           f"  - {{name: {b}, type: http, endpoint: web, options: {{path: "
+                           f"/assistant, answer_path: candidates.0.content.parts, body: "
+                           f"{{contents: '{{question}}', bot: {b}}}}}}}\n" for b in parts)
+                       + "metrics: [exact_match]\n")
+        out = str(tmp_path / "out")
+        rows = [{"case_id": "c0", "question": "How long is the refund window?",
+                 "expected_answer": ANSWER}]
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--run-id", "gem") == 0
+    results = {r["bot"]: r for r in read_rows(out, "results")}
+    scores = _scores(out)
+    for bot in ("two", "thought", "call"):
+        assert results[bot]["answer"] == ANSWER and results[bot]["error"] is None, results[bot]
+        assert scores[(bot, "c0", "exact_match")]["value"] == 1.0
+    assert json.loads(results["thought"]["bot_details"])["reasoning_content"] == thought["text"]
+    assert results["only_call"]["error"] == (
+        "response does not match the bot's paths: \"'candidates.0.content.parts' has no text "
+        "part: only function calls (lookup_policy)\"")
+    assert results["only_thought"]["error"] == ("'candidates.0.content.parts' is only "
+                                                "reasoning (thinking), no answer")
+    for bot in ("only_call", "only_thought"):
+        assert results[bot]["verdict"] == "ERROR" and results[bot]["answer"] is None
+    assert manifest(out, "gem")["reconciliation"]["ok"]

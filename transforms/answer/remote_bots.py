@@ -199,18 +199,21 @@ class HttpBot:
         answer, contexts, thought = None, None, None
         if rec.ok:
             try:
-                answer = json_path(result.data, self.answer_path)
-                problem = text_problem(answer, f"'{self.answer_path}'")
+                # a reasoning model behind the assistant: its thinking is not the answer;
+                # parts (Gemini's candidates.0.content.parts) are their joined text
+                answer, thought = split_reasoning(json_path(result.data, self.answer_path))
+                only_thought = thought is not None and (answer is None or (
+                    isinstance(answer, str) and not answer.strip()))
+                problem = None if only_thought else text_problem(answer, f"'{self.answer_path}'")
                 if problem:
                     raise KeyError(problem)
                 contexts = self._contexts(result.data)
             except (KeyError, IndexError, TypeError) as exc:
                 rec.ok, rec.error = False, f"response does not match the bot's paths: {exc}"
-        if rec.ok:  # a reasoning model behind the assistant: its thinking is not the answer
-            answer, thought = split_reasoning(answer)
-            if thought is not None and (answer is None or not answer.strip()):
-                rec.ok, rec.error = False, (f"'{self.answer_path}' is only reasoning "
-                                            "(thinking), no answer")
+            else:
+                if only_thought:
+                    rec.ok, rec.error = False, (f"'{self.answer_path}' is only reasoning "
+                                                "(thinking), no answer")
         self.runtime.record(rec, self.log)
         details = {} if self.sends_messages or not case.messages else {
             "note": "the conversation's earlier turns were not sent: the body has no "

@@ -113,6 +113,9 @@ def text_problem(value: Any, what: str) -> str | None:
     """Why a value from a server cannot be used as text (None: it can)."""
     if value is None:
         return f"{what} is null"
+    skipped = _non_text_parts(value)
+    if skipped:
+        return f"{what} has no text part: only {skipped}"
     if not isinstance(value, str):
         return f"{what} is {type(value).__name__}, not text"
     if not value.isascii():
@@ -184,6 +187,11 @@ def read_choices(data: Any) -> tuple[list[str], list[dict[str, Any]], str | None
 
 TEXT_PARTS = ("text", "output_text")
 REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
+# Gemini's parts (candidates[0].content.parts) that are not the answer's text:
+# skipped beside text parts, named when there is no text part
+OTHER_PARTS = {"functionCall": "function calls", "functionResponse": "function responses",
+               "executableCode": "code", "codeExecutionResult": "code results",
+               "inlineData": "inline data", "fileData": "files"}
 _THINK = re.compile(r"\s*<(think|thinking|reasoning)>(.*?)</\1>\s*", re.S | re.I)
 _THINK_OPEN = re.compile(r"\s*<(think|thinking|reasoning)>", re.I)
 _ANY_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
@@ -224,17 +232,43 @@ def _joined_parts(content: Any) -> tuple[Any, str | None]:
     stays a list: a problem)."""
     if not (isinstance(content, list) and content and all(isinstance(p, dict) for p in content)):
         return content, None
-    texts, thoughts = [], []
-    for part in content:
-        kind = part.get("type")
-        if kind in TEXT_PARTS and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind in REASONING_PARTS:
-            thoughts.append(next((t for k in ("thinking", "reasoning", "text")
-                                  if (t := _part_text(part.get(k))) is not None), ""))
-        else:
-            return content, None
+    kinds = [_part_kind(p) for p in content]
+    if "unknown" in kinds or not {"text", "reasoning"} & set(kinds):
+        return content, None  # not parts, or no text in them: a problem (text_problem)
+    texts = [p["text"] for p, k in zip(content, kinds) if k == "text"]
+    thoughts = [next((t for k in ("thinking", "reasoning", "text")
+                      if (t := _part_text(p.get(k))) is not None), "")
+                for p, kind in zip(content, kinds) if kind == "reasoning"]
     return ("".join(texts) if texts else None), ("\n".join(thoughts) if thoughts else None)
+
+
+def _part_kind(part: dict[str, Any]) -> str:
+    """text, reasoning, other (a Gemini function call, code, data) or unknown.
+    Gemini's parts have no type: a text part is {"text"}, a thought part
+    {"text", "thought": true}."""
+    kind = part.get("type")
+    if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+        return "text"
+    if kind in REASONING_PARTS:
+        return "reasoning"
+    if kind is None and isinstance(part.get("text"), str):
+        return "reasoning" if part.get("thought") is True else "text"
+    if kind is None and any(k in part for k in OTHER_PARTS):
+        return "other"
+    return "unknown"
+
+
+def _non_text_parts(value: Any) -> str | None:
+    """'function calls (lookup)' for a list of Gemini parts none of which is text
+    or thinking, else None."""
+    if not (isinstance(value, list) and value and all(isinstance(p, dict) for p in value)
+            and all(_part_kind(p) == "other" for p in value)):
+        return None
+    kinds = dict.fromkeys(OTHER_PARTS[next(k for k in OTHER_PARTS if k in p)] for p in value)
+    names = [str(p["functionCall"].get("name", "?"))[:60] for p in value
+             if isinstance(p.get("functionCall"), dict)]
+    return ", ".join(f"{k} ({', '.join(names)})" if k == "function calls" and names else k
+                     for k in kinds)
 
 
 def split_reasoning(content: Any) -> tuple[Any, str | None]:
