@@ -10,6 +10,8 @@ import difflib
 import math
 import os
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
@@ -448,13 +450,35 @@ class Config:
         return redact(data)
 
 
-# where each section's keys are written, for the hint of a key at the wrong level
-SECTIONS: dict[str, type] = {
-    "input": InputConfig, "endpoints.<name>": EndpointConfig, "bots[]": BotConfig,
-    "embeddings": EmbeddingsConfig, "judge": JudgeConfig, "judge.sample": SampleConfig,
-    "judge.safety": SafetyConfig, "classifier": ClassifierConfig, "cache": CacheConfig,
-    "verdict": VerdictConfig, "verdict.rules[]": VerdictRule, "gate[]": GateRule,
-    "custom_metrics[]": CustomMetricConfig}
+def nested(t: Any) -> tuple[type | None, str]:
+    """The dataclass a key holds (directly, per name, or per list item; unset
+    allowed) and the path suffix of its keys."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return nested(inner[0]) if len(inner) == 1 else (None, "")
+    if dataclasses.is_dataclass(t):
+        return t, "."
+    if origin is dict and dataclasses.is_dataclass(args[1]):
+        return args[1], ".<name>."
+    if origin is tuple and args and dataclasses.is_dataclass(args[0]):
+        return args[0], "[]."
+    return None, ""
+
+
+def config_sections(cls: type, prefix: str = "") -> dict[str, type]:
+    """Every section of the YAML under cls, by where its keys are written
+    (`judge.rubrics.<name>`, `bots[]`), read from the fields so it cannot drift."""
+    out: dict[str, type] = {}
+    hints = typing.get_type_hints(cls)
+    for f in key_fields(cls):
+        inner, suffix = nested(hints[f.name])
+        if inner is not None:
+            path = prefix + f.name + suffix.rstrip(".")
+            out[path] = inner
+            out.update(config_sections(inner, path + "."))
+    return out
+
 
 def redact(value: Any, key: str = "") -> Any:
     """Replace values under secret-looking keys (`*_env` keys hold names, kept)
@@ -492,7 +516,8 @@ def key_hint(key: str, allowed: set[str], where: str) -> str:
     close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.75)
     if close:
         return f"; did you mean '{close[0]}'?"
-    homes = [name for name, cls in SECTIONS.items() if key in _keys(cls) and name != where]
+    homes = [name for name, cls in config_sections(Config).items()
+             if key in _keys(cls) and name != where]
     return f"; it is a key of {' / '.join(homes)}" if homes and len(homes) <= 3 else ""
 
 

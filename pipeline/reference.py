@@ -162,19 +162,6 @@ def type_name(t: Any) -> str:
             Any: "any"}.get(t, getattr(t, "__name__", str(t)))
 
 
-def nested(t: Any) -> tuple[type | None, str]:
-    """The dataclass a key holds (directly, per name, or per list item) and the path
-    suffix of its keys."""
-    origin, args = typing.get_origin(t), typing.get_args(t)
-    if dataclasses.is_dataclass(t):
-        return t, "."
-    if origin is dict and dataclasses.is_dataclass(args[1]):
-        return args[1], ".<name>."
-    if origin is tuple and args and dataclasses.is_dataclass(args[0]):
-        return args[0], "[]."
-    return None, ""
-
-
 def _plain(value: Any) -> Any:
     """A default as YAML data: dataclasses without their default-valued fields."""
     if dataclasses.is_dataclass(value):
@@ -206,7 +193,7 @@ def default_text(f: dataclasses.Field) -> str:
 
 def config_keys(cls: type | None = None, prefix: str = "") -> list[ConfigKey]:
     """Every key the config validator accepts, depth first, with its doc."""
-    from pipeline.config import Config, key_fields
+    from pipeline.config import Config, key_fields, nested
     cls = cls or Config
     docs, hints = attribute_docs(cls), typing.get_type_hints(cls)
     out = []

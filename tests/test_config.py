@@ -313,3 +313,15 @@ def test_an_http_bot_path_with_a_credential_is_refused_without_it(path):
     assert parse_config({"endpoints": {"a": {"base_url": "http://x"}},  # a plain path is fine
                          "bots": [{"name": "b", "type": "http", "endpoint": "a", "options": {
                              "path": "/v1/assistant/ask", "answer_path": "answer"}}]})
+
+
+def test_a_key_at_the_wrong_level_names_every_section_that_holds_it():
+    """The hint 'it is a key of ...' came from a hand-kept list of sections that had
+    drifted: a rubric's `criteria` written one
+    level up named no home. The sections are now read from Config's fields."""
+    with pytest.raises(ConfigError) as err:
+        parse_config({"judge": {"criteria": "Is it polite?"}})
+    assert "it is a key of judge.rubrics.<name>" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        parse_config({"judge": {"per_suite": 5}})
+    assert "it is a key of judge.sample" in str(err.value)
