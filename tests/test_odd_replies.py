@@ -102,6 +102,31 @@ def test_reasoning_sent_in_the_content_is_not_scored_as_the_answer(tmp_path):
     assert set(asked.values()) == {2}  # a bot is measured as it answers: no retry
 
 
+def _run_http_bots(tmp_path, replies: dict, answer_path: str) -> tuple[dict, dict]:
+    """A run of one http bot per entry of `replies` (bot name -> the JSON its
+    assistant answers), over one case: (results by bot, scores)."""
+
+    def answer(route, data):
+        return _raw(replies[data["bot"]]) if route == "assistant" else None
+
+    with FakeOpenAI() as server:
+        server.set_raw_handler(answer)
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  web: {{base_url: '{server.base_url}', "
+                       "requests_per_second: 500}\nbots:\n" + "".join(
+                           f"  - {{name: {b}, type: http, endpoint: web, options: {{path: "
+                           f"/assistant, answer_path: {answer_path}, body: {{question: "
+                           f"'{{question}}', bot: {b}}}}}}}\n" for b in replies)
+                       + "metrics: [exact_match]\n")
+        out = str(tmp_path / "out")
+        rows = [{"case_id": "c0", "question": "How long is the refund window?",
+                 "expected_answer": ANSWER}]
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--run-id", "odd") == 0
+    assert manifest(out, "odd")["reconciliation"]["ok"]
+    return {r["bot"]: r for r in read_rows(out, "results")}, _scores(out)
+
+
 def test_an_http_assistants_thinking_is_not_scored_as_its_answer(tmp_path):
     """An http assistant in front of a reasoning model (DeepSeek-R1 without a
     reasoning parser) passes its <think> block on in the answer: it was scored
@@ -114,27 +139,8 @@ def test_an_http_assistants_thinking_is_not_scored_as_its_answer(tmp_path):
                "closing_only": f"{thinking}\n</think>\n\n{ANSWER}",
                "only": f"<think>\n{thinking}\n</think>\n", "plain": ANSWER}
 
-    def answer(route, data):
-        if route != "assistant":
-            return None
-        return _raw({"data": {"answer": answers[data["bot"]]}})
-
-    with FakeOpenAI() as server:
-        server.set_raw_handler(answer)
-        cfg = tmp_path / "c.yaml"
-        cfg.write_text(f"endpoints:\n  web: {{base_url: '{server.base_url}', "
-                       "requests_per_second: 500}\nbots:\n" + "".join(
-                           f"  - {{name: {b}, type: http, endpoint: web, options: {{path: "
-                           f"/assistant, answer_path: data.answer, body: {{question: "
-                           f"'{{question}}', bot: {b}}}}}}}\n" for b in answers)
-                       + "metrics: [exact_match]\n")
-        out = str(tmp_path / "out")
-        rows = [{"case_id": "c0", "question": "How long is the refund window?",
-                 "expected_answer": ANSWER}]
-        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
-                       out, "--config", str(cfg), "--run-id", "odd") == 0
-    results = {r["bot"]: r for r in read_rows(out, "results")}
-    scores = _scores(out)
+    results, scores = _run_http_bots(
+        tmp_path, {b: {"data": {"answer": a}} for b, a in answers.items()}, "data.answer")
     for bot in ("tagged", "closing_only", "plain"):
         assert results[bot]["answer"] == ANSWER and results[bot]["error"] is None, results[bot]
         assert scores[(bot, "c0", "exact_match")]["value"] == 1.0
@@ -536,28 +542,9 @@ def test_a_gemini_style_answer_in_several_parts_is_their_joined_text(tmp_path):
              "call": [call, {"text": ANSWER}],
              "only_call": [call], "only_thought": [thought]}
 
-    def answer(route, data):
-        if route != "assistant":
-            return None
-        return _raw({"candidates": [{"content": {"role": "model", "parts": parts[data["bot"]]},
-                                     "finishReason": "STOP"}]})
-
-    with FakeOpenAI() as server:
-        server.set_raw_handler(answer)
-        cfg = tmp_path / "c.yaml"
-        cfg.write_text(f"endpoints:\n  web: {{base_url: '{server.base_url}', "
-                       "requests_per_second: 500}\nbots:\n" + "".join(
-                           f"  - {{name: {b}, type: http, endpoint: web, options: {{path: "
-                           f"/assistant, answer_path: candidates.0.content.parts, body: "
-                           f"{{contents: '{{question}}', bot: {b}}}}}}}\n" for b in parts)
-                       + "metrics: [exact_match]\n")
-        out = str(tmp_path / "out")
-        rows = [{"case_id": "c0", "question": "How long is the refund window?",
-                 "expected_answer": ANSWER}]
-        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
-                       out, "--config", str(cfg), "--run-id", "gem") == 0
-    results = {r["bot"]: r for r in read_rows(out, "results")}
-    scores = _scores(out)
+    results, scores = _run_http_bots(tmp_path, {
+        b: {"candidates": [{"content": {"role": "model", "parts": p}, "finishReason": "STOP"}]}
+        for b, p in parts.items()}, "candidates.0.content.parts")
     for bot in ("two", "thought", "call"):
         assert results[bot]["answer"] == ANSWER and results[bot]["error"] is None, results[bot]
         assert scores[(bot, "c0", "exact_match")]["value"] == 1.0
@@ -569,4 +556,3 @@ def test_a_gemini_style_answer_in_several_parts_is_their_joined_text(tmp_path):
                                                 "reasoning (thinking), no answer")
     for bot in ("only_call", "only_thought"):
         assert results[bot]["verdict"] == "ERROR" and results[bot]["answer"] is None
-    assert manifest(out, "gem")["reconciliation"]["ok"]
