@@ -61,16 +61,18 @@ def _votes(text: str) -> dict[str, int]:
     return dict(zip(VOTING_LANGUAGES, stop_word_hits(tokenize(text[:2000]))))
 
 
+# Scripts that decide the language alone (no vote)
+_ONE_LANGUAGE = {"hangul": "ko", "arabic": "ar", "hebrew": "he", "greek": "el", **SCRIPT_LANGUAGE}
+
+
 @lru_cache(maxsize=4096)
 def detect_language(text: str) -> str:
     """ISO 639-1 code of the text's language; "en" when nothing says otherwise."""
     script = script_of(text)
     if script == "cjk":
         return "ja" if any(0x3040 <= ord(c) < 0x3100 for c in text[:2000]) else "zh"
-    if script in ("hangul", "arabic", "hebrew", "greek"):
-        return {"hangul": "ko", "arabic": "ar", "hebrew": "he", "greek": "el"}[script]
-    if script in SCRIPT_LANGUAGE:
-        return SCRIPT_LANGUAGE[script]
+    if script in _ONE_LANGUAGE:
+        return _ONE_LANGUAGE[script]
     votes = _votes(text)
     best, best_hits = "en", 0
     for lang, hits in votes.items():

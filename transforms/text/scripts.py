@@ -116,8 +116,10 @@ def is_cjk_char(ch: str) -> bool:
 # Scripts written without spaces between words that nothing installed segments
 # (a Han or kana character is about a word; a Thai letter is not): Thai, Lao,
 # Myanmar, Khmer. Their space-separated pieces are phrases, not words.
-# Thai, Lao, Myanmar, Khmer: no spaces between words (a regex class body)
-UNSPACED_RANGES = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+UNSPACED_SCRIPTS = ("thai", "lao", "myanmar", "khmer")
+# their BLOCK_SCRIPTS ranges as a regex class body
+UNSPACED_RANGES = "".join(f"{chr(start)}-{chr(end - 1)}" for start, end, script, _ in
+                          BLOCK_SCRIPTS if script in UNSPACED_SCRIPTS)
 _UNSEGMENTED = re.compile(f"[{UNSPACED_RANGES}]")
 UNSEGMENTED = ("a text is written in Thai, Lao, Myanmar or Khmer (no spaces between words, "
                "and no word segmenter here): its words cannot be compared")

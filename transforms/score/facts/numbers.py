@@ -200,10 +200,15 @@ _HAN_NUMBER = re.compile(f"[{''.join(_HAN_DIGITS)}{''.join(_HAN_UNITS)}][{''.joi
 HAN_NUMERAL_LANGUAGES = frozenset({"zh", "ja"})
 
 
-def han_value(run: str) -> int | None:
+def _multiplied(run: str) -> bool:
+    """The run holds a multiplier (十 百 千 万 亿): "五百万", not "一九九八"."""
+    return any(c in _HAN_UNITS or c in _HAN_GROUPS for c in run)
+
+
+def han_value(run: str) -> int:
     """The integer a run of numeral characters writes ("三千五百万" -> 35000000,
-    "一百零五" -> 105, "一九九八" -> 1998 digit by digit), or None."""
-    if not any(c in _HAN_UNITS or c in _HAN_GROUPS for c in run):
+    "一百零五" -> 105, "一九九八" -> 1998 digit by digit)."""
+    if not _multiplied(run):
         return int("".join(str(_HAN_DIGITS[c]) for c in run))
     total = section = digit = 0
     for c in run:
@@ -220,9 +225,8 @@ def han_value(run: str) -> int | None:
 
 def _han_from_match(m: re.Match[str]) -> tuple[str, str] | None:
     run = m.group()
-    multiplied = any(c in _HAN_UNITS or c in _HAN_GROUPS for c in run)
-    year = len(run) >= 2 and ("〇" in run or m.string.startswith("年", m.end()))
-    if len(run) < 2 or not (multiplied or year) or run == "千万":
+    year = "〇" in run or m.string.startswith("年", m.end())
+    if len(run) < 2 or not (_multiplied(run) or year) or run == "千万":
         return None
     return "number", str(han_value(run))
 
