@@ -759,7 +759,9 @@ def parse_text_list(value: str, name: str) -> Any:
             return ast.literal_eval(value)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
-    raise TypeError(f"{name} must be a list of strings, got a plain string")
+    # the usual slip in a CSV: one passage typed into the cell as it is
+    raise TypeError(f"{name} must be a list of strings, got a plain string: write it as a "
+                    'JSON array, ["first", "second"] (one item: ["its text"])')
 
 
 def is_label_error(message: str | None) -> bool:

@@ -313,3 +313,27 @@ def test_a_glob_reads_the_folders_it_matches_as_folders(tmp_path):
     (tmp_path / "_temporary").mkdir()  # skipped as a folder's walk skips it (Spark's)
     write_jsonl(tmp_path / "_temporary" / "part.jsonl", rows[:2])
     assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3
+
+
+def test_a_plain_passage_in_a_csv_contexts_cell_says_how_to_write_a_list(tmp_path):
+    """A CSV cell holding one passage as it is ("The tower is in Paris.") was an
+    errors/ row that said only "contexts must be a list of strings, got a plain
+    string": right, but not how to write the cell. It now shows the JSON array
+    to write (tags too). The run reconciles."""
+    path = tmp_path / "cases.csv"
+    path.write_text('question,answer,contexts,tags\n'
+                    '"Where is it?","Paris.","The tower is in Paris.",\n'
+                    '"And then?","Yes.",,"smoke"\n'
+                    '"Ok?","Ok.","[""It is ok.""]",\n', encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", str(path), "--output", out, "--run-id", "r",
+                   "--metrics", "exact_match") == 0
+    errors = {e["source"].rsplit("/", 1)[-1]: e["message"] for e in read_rows(out, "errors")}
+    assert errors["cases.csv#0"] == (
+        'contexts must be a list of strings, got a plain string: write it as a JSON array, '
+        '["first", "second"] (one item: ["its text"])')
+    assert errors["cases.csv#1"] == (
+        'tags must be a list of strings, got a plain string: write it as a JSON array, '
+        '["first", "second"] (one item: ["its text"])')
+    assert [r["question"] for r in read_rows(out, "results")] == ["Ok?"]
+    assert manifest(out, "r")["counts"]["input_rows"] == 3
