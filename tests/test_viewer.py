@@ -856,7 +856,8 @@ def test_a_bad_run_id_in_an_address_is_not_called_a_flag(viewer):
                        ("/compare?a=r1&b=../../etc", "b= '../../etc' must be"),
                        ("/compare?a=%3Cb%3E&b=r1", "a= '<b>' must be")):
         status, _, body = _get(server, path)
-        message = html.unescape(re.search(r"<h1>400</h1><p>(.*?)</p>", body).group(1))
+        message = html.unescape(re.search(r"<h1>This page cannot be shown</h1><p>(.*?)</p>",
+                                          body).group(1))
         assert status == 400 and want in message and "--" not in message, (path, message)
 
 
@@ -1008,3 +1009,28 @@ def test_one_comparison_opened_in_many_tabs_at_once_builds_once(tmp_path):
 
             failed = [s for s in pool.map(one, range(8)) if s[0] != 200]
             assert failed == [], (a, b, failed[:2])
+
+
+def test_a_run_with_a_listed_file_gone_is_not_listed_as_readable(tmp_path):
+    """A run whose results/ file was deleted after its commit (a clean-up, a
+    partial copy) was listed with 'counts reconcile: yes' and a link, and the
+    link led to a page headed "400" (a bad request: the request was fine). The
+    runs list now names it under "Not shown" with the reason, beside the good
+    run, and its page is a 409 headed "This run cannot be read"."""
+    out = _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n")
+    _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n", run_id="damaged")
+    with open(os.path.join(out, "runs", "damaged", "manifest.json"), encoding="utf-8") as fh:
+        gone = os.path.join(out, json.load(fh)["files"]["results"][0])
+    os.remove(gone)
+    with _serving(out) as server:
+        status, _, body = _get(server, "/")
+        page = _get(server, "/run/damaged")
+        good = _get(server, "/run/r")
+    assert status == 200
+    listed = re.findall(r'<a href="/run/([^"/]+)">', body)
+    assert listed == ["r"], listed
+    shown = html.unescape(re.search(r"<h2>Not shown</h2><ul>(.*)</ul>", body).group(1))
+    assert f"run 'damaged': its completion marker lists the results/ file {gone}, which " \
+           "is missing" in shown, shown
+    assert page[0] == 409 and "<h1>This run cannot be read</h1>" in page[2]
+    assert "which is missing" in html.unescape(page[2]) and good[0] == 200

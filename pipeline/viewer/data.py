@@ -45,6 +45,11 @@ class FolderGone(RunUnreadable):
     """The output folder the viewer serves is not there any more (404)."""
 
 
+class BadRunId(RunUnreadable):
+    """An address's run id that is not one (400: the request is wrong, where a
+    run whose files are damaged is a 409)."""
+
+
 def check_folder(output: str) -> None:
     """FolderGone for a local output folder deleted, moved or unmounted while
     the viewer serves it: not a folder without runs (an object store has no
@@ -244,12 +249,16 @@ class Catalog:
 
     def runs(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Finished runs (newest first) and one line per run id that cannot be
-        read (no completed attempt yet, a corrupt marker)."""
+        read (no completed attempt yet, a corrupt marker, and in a local folder a
+        listed file missing or replaced since the commit: listed with a link, such
+        a run only led to an error page)."""
         check_folder(self.output)
         found, problems = [], []
         for run_id in run_ids(self.output):
             try:
                 run = self._completed(run_id)
+                if "://" not in self.output:  # listed as readable only when it is
+                    run.check_files()       # (a URL output's run page checks its own)
             except RunUnreadable as exc:
                 problems.append(str(exc))
                 continue
@@ -264,7 +273,10 @@ class Catalog:
         `evalbeam status` say it (not the lease's word: a killed process's
         lease still says running). named: what a bad id is called (an
         address's part or parameter, not the command line's --run-id)."""
-        check_run_id(run_id, named)
+        try:
+            check_run_id(run_id, named)
+        except RunUnreadable as exc:
+            raise BadRunId(str(exc)) from None
         check_folder(self.output)
         try:
             return read_completed_run(self.output, run_id)

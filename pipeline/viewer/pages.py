@@ -473,5 +473,12 @@ def no_case_page(rid: str, case_id: str, found) -> bytes:
     return viewer_page("404", parts)
 
 
+# what an error page's heading says: a bare "400" told a reader nothing
+ERROR_HEADINGS = {400: "This page cannot be shown", 404: "Not found",
+                  409: "This run cannot be read", 500: "This page failed"}
+
+
 def error_page(status: int, message: str) -> bytes:
-    return viewer_page(f"{status}", [Raw(f"<h1>{status}</h1><p>{text(message)}</p>")])
+    heading = ERROR_HEADINGS.get(status, "Error")
+    return viewer_page(heading, [Raw(f"<h1>{text(heading)}</h1><p>{text(message)}</p>"
+                                     f'<p class="muted small">HTTP {status}</p>')])

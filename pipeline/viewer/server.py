@@ -27,7 +27,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipeline.viewer import pages
-from pipeline.viewer.data import (PAGE_SIZE, SORTS, Catalog, Filters, FolderGone,
+from pipeline.viewer.data import (PAGE_SIZE, SORTS, BadRunId, Catalog, Filters, FolderGone,
                                   newer_attempt, report_file)
 from schemas.tables import VERDICT_ORDER
 from transforms.publish.completed import NoCompletedAttempt, RunUnreadable
@@ -122,12 +122,12 @@ class Handler(BaseHTTPRequestHandler):
         try:
             with self.server.catalog.in_use():  # type: ignore[attr-defined]
                 status, body, kind = self.route()
-        except BadRequest as exc:
+        except (BadRequest, BadRunId) as exc:
             status, body, kind = 400, pages.error_page(400, str(exc)), None
         except (NoCompletedAttempt, FolderGone) as exc:
             status, body, kind = 404, pages.error_page(404, str(exc)), None
-        except RunUnreadable as exc:
-            status, body, kind = 400, pages.error_page(400, str(exc)), None
+        except RunUnreadable as exc:  # the request is fine; the run's files are not
+            status, body, kind = 409, pages.error_page(409, str(exc)), None
         except Exception as exc:  # a page that fails says so; the server goes on
             status, body, kind = 500, pages.error_page(
                 500, f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"), None
