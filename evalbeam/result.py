@@ -196,7 +196,17 @@ class Result:
 
     def __getitem__(self, key: Any):
         """Ragas' result["faithfulness"] (a metric's scores): refused with where
-        they are, as a run has a value per case and bot, not per sample."""
+        they are, as a run has a value per case and bot, not per sample. A bot's
+        name or an unknown key is told so (pointing a bot's name at a column
+        that does not exist sent the reader to a KeyError)."""
+        if key in self.bots and key not in self.metrics:
+            raise TypeError(f"a Result is not indexed by bot: {key!r} is a bot of this run; "
+                            f"its rows are result.to_pandas() where bot == {key!r}, its means "
+                            f"result.summary() where bot == {key!r}")
+        if key not in self.metrics:
+            raise TypeError(f"a Result is not indexed, and this run has no metric {key!r}: "
+                            f"its metrics are {', '.join(self.metrics) or 'none'}; its bots "
+                            f"{', '.join(self.bots)}")
         raise TypeError(f"a Result is not indexed by metric as Ragas' result is: "
                         f"result.to_pandas()[{key!r}] has the metric's value per case and "
                         "bot, result.summary() its mean per bot")

@@ -693,6 +693,20 @@ def test_a_result_indexed_by_metric_as_ragas_result_is_says_where_the_scores_are
     assert sorted(result.to_pandas()["exact_match"]) == [0.0, 1.0]
     with pytest.raises(TypeError, match="'Result' object is not iterable"):
         list(result)
+    # a bot's name sent the reader to to_pandas()['recorded'], a KeyError; a key
+    # that is neither was called a metric
+    with pytest.raises(TypeError) as refused:
+        result["recorded"]
+    assert str(refused.value) == (
+        "a Result is not indexed by bot: 'recorded' is a bot of this run; its rows are "
+        "result.to_pandas() where bot == 'recorded', its means result.summary() where "
+        "bot == 'recorded'")
+    assert "recorded" not in result.to_pandas().columns
+    with pytest.raises(TypeError) as refused:
+        result["faithfulness"]
+    assert str(refused.value) == (
+        "a Result is not indexed, and this run has no metric 'faithfulness': its metrics "
+        "are exact_match; its bots recorded")
 
 
 def test_a_run_without_metrics_reads_as_an_empty_scores_table(tmp_path):
