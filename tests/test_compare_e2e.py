@@ -15,6 +15,7 @@ import os
 import duckdb
 import pytest
 
+from pipeline.cli import run
 from tests import browser
 from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI
@@ -251,3 +252,28 @@ def test_reports_in_headless_chromium(runs, tmp_path):
             else:
                 assert any(alt == "forest plot of deltas" for alt, _ in images)
             assert len(page.png) > 50_000  # a real page, not a blank one
+
+
+def test_a_metric_no_case_has_on_both_sides_is_named_not_tabled(tmp_path):
+    """latency_ms of two runs of recorded answers has no value on either side:
+    the comparison's table gave it a row of dashes, '0/0/0' and no test, as if
+    it had been compared. Both pages now leave it out of the table and name it
+    below ('Not compared (no case has a value from both): latency_ms.'), as the
+    run report's head to head does."""
+    rows = [{"case_id": f"c{i}", "question": f"q{i}?", "expected_answer": f"a{i}",
+             "answer": f"a{i}" if i % 3 else "no"} for i in range(12)]
+    cases, out = write_cases(str(tmp_path / "c.parquet"), rows), str(tmp_path / "out")
+    for run_id in ("b", "c"):
+        assert run_cli("--input", cases, "--output", out, "--run-id", run_id,
+                       "--metrics", "exact_match,latency_ms") == 0
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c"]) == 0
+    pages = {ext: open(os.path.join(out, "runs", "c", "compare", f"b.{ext}"),
+                       encoding="utf-8").read() for ext in ("md", "html")}
+    for ext, text in pages.items():
+        assert "Not compared (no case has a value from both): latency_ms." in text, ext
+        assert "0/0/0" not in text, ext
+        assert "exact_match" in text, ext
+    changes = pages["md"].split("## Changes, all suites")[1].split("\n## ")[0]
+    table = [line for line in changes.splitlines() if line.startswith("| ")]
+    assert [line.split("|")[1].strip() for line in table] == ["metric", "pass_rate",
+                                                              "exact_match"], table

@@ -59,6 +59,16 @@ def _rows(c: Mapping[str, Any], bot: str, suite: str = "*") -> list[Mapping[str,
     return [r for r in c["rows"] if r["bot"] == bot and r["suite"] == suite]
 
 
+def _compared(rows: list[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], str | None]:
+    """The rows with pairs, and the sentence naming the metrics without any (a
+    row of dashes and 0/0/0 per such metric, as latency_ms of two recorded runs,
+    said nothing; the run report's head to head names them the same way)."""
+    missing = [r["metric"] for r in rows if not r.get("n_pairs")]
+    return ([r for r in rows if r.get("n_pairs")],
+            f"Not compared (no case has a value from both): {', '.join(missing)}."
+            if missing else None)
+
+
 def _suites(c: Mapping[str, Any], bot: str) -> list[str]:
     return sorted({r["suite"] for r in c["rows"] if r["bot"] == bot and r["suite"] != "*"})
 
@@ -131,7 +141,9 @@ def render_compare_md(c: Mapping[str, Any]) -> str:
                                                        right=3)]
     lines += ["## Changes, all suites", ""]
     for bot in c["bots"]:
-        lines += [f"### {bot}", ""] + md_table(CHANGE_HEADERS, map(change_cells, _rows(c, bot)))
+        rows, missing = _compared(_rows(c, bot))
+        lines += [f"### {bot}", ""] + md_table(CHANGE_HEADERS, map(change_cells, rows))
+        lines += [missing, ""] if missing else []
     lines += ["## Verdict transitions (rows: baseline, columns: candidate)", ""]
     for bot in c["bots"]:
         passes = [r for r in _rows(c, bot) if r["metric"] == PASS_RATE]
@@ -219,8 +231,10 @@ def _changes_html(c: Mapping[str, Any], many: bool) -> list[Any]:
         parts.append(_folded(f"Forest plot of the {len(c['bots'])} bots", forest)
                      if many else forest)
     for bot in c["bots"]:
-        rows = _rows(c, bot)
+        rows, missing = _compared(_rows(c, bot))
         changes = table(CHANGE_HEADERS, map(change_cells, rows), numeric=range(1, 9))
+        if missing:
+            changes = Raw(esc(changes) + esc(tag("p", missing, "muted small")))
         if many:
             worse = sum(change(r) == "worse" for r in rows)
             better = sum(change(r) == "better" for r in rows)
