@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipeline.wording import counted
 from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC, TableSpec
 from transforms.publish.completed import CompletedRun, RunUnreadable, read_completed_run
 
@@ -233,8 +234,8 @@ class Result:
         """'N cases × M bots, K invalid rows': the text and the notebook view
         say the same (a run whose rows were all invalid is not just '0 cases')."""
         c, bots = self.counts, len(self.bots)
-        return (f"{c.get('valid_cases', '?')} cases × {bots} bot{'s' * (bots != 1)}, "
-                f"{c.get('invalid_rows', 0)} invalid rows")
+        return (f"{counted(c.get('valid_cases', 0), 'case')} × {counted(bots, 'bot')}, "
+                f"{counted(c.get('invalid_rows', 0), 'invalid row')}")
 
     def __repr__(self) -> str:
         lines = [f"<evalbeam run {self.run_id} ({self.run_date}): {self._sizes()}; "

@@ -33,6 +33,7 @@ from pipeline.execute import (beam_flags, beam_options, print_submitted, run_log
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import Terminated, exit_code, raising_on_stop, stop_on_signals
+from pipeline.wording import counted
 from pipeline.plan import (DEFAULT_TTL_S, MAX_WORKERS_PER_CORE, NO_ANSWERING_BOT, UsageError,
                            check_path_flags, driven_from_here, make_plan)
 from schemas.cases import InputError
@@ -605,12 +606,14 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
 def counts_line(run_id: str, c: Mapping[str, int]) -> str:
     """The run's counts in one line that adds up to its errors/ rows: repeated
     case ids and failed judge questions are named when there are any."""
-    kinds = [f"{c['bot_errors']} bot errors"] + [
-        f"{n} {noun}{'s' * (n != 1)}" for n, noun in
+    kinds = [counted(c["bot_errors"], "bot error")] + [
+        counted(n, noun) for n, noun in
         ((c.get("duplicate_case_ids", 0), "repeated case id"),
          *((c.get(key, 0), noun) for key, noun in CALL_ERROR_STAGES.values())) if n]
-    return (f"run {run_id}: {c['input_rows']} input rows, {c['valid_cases']} valid, "
-            f"{c['invalid_rows']} invalid, {', '.join(kinds)} ({c['errors_rows']} rows in errors/)")
+    return (f"run {run_id}: {counted(c['input_rows'], 'input row')}, {c['valid_cases']} valid, "
+            f"{c['invalid_rows']} invalid, {', '.join(kinds)} "
+            f"({counted(c['errors_rows'], 'row')} in errors/)")
+
 
 
 LINE_METRICS = ("hallucination", "lexical_relevance", "completeness", "rougeL", "bleu")

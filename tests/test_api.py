@@ -732,6 +732,10 @@ def test_the_notebook_view_counts_invalid_rows_as_the_text_does(tmp_path):
                                progress=False, allow_empty=True)
     said = "0 cases × 1 bot, 2 invalid rows"
     assert f"{said};" in repr(result) and f"{said}." in result._repr_html_()
+    # one of each was '1 cases × 1 bot, 1 invalid rows'
+    one = evalbeam.evaluate([{"question": "q1", "answer": "a"}, {"question": "q2", "answer": 7}],
+                            output=tmp_path / "one", metrics=["exact_match"], progress=False)
+    assert "1 case × 1 bot, 1 invalid row;" in repr(one)
 
 
 def test_to_pandas_keeps_the_results_columns_and_suffixes_a_metric_of_the_same_name(tmp_path):

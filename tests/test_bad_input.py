@@ -136,6 +136,15 @@ def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):
             "(2 rows in errors/)") in capsys.readouterr().out
 
 
+def test_the_summary_line_counts_one_of_a_kind_in_the_singular():
+    """'run s: 1 input rows, 1 valid, 0 invalid, 1 bot errors (1 rows in errors/)'."""
+    from pipeline.cli import counts_line
+    one = {"input_rows": 1, "valid_cases": 1, "invalid_rows": 0, "bot_errors": 1,
+           "errors_rows": 1}
+    assert counts_line("s", one) == (
+        "run s: 1 input row, 1 valid, 0 invalid, 1 bot error (1 row in errors/)")
+
+
 def test_a_run_with_valid_cases_has_no_such_note(tmp_path):
     path = write_cases(str(tmp_path / "ok.parquet"), SAMPLE_ROWS)
     out = str(tmp_path / "out")

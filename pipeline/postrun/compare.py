@@ -33,6 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import is_bot_name, load_config
 from pipeline.postrun.gate import check_gate
 from pipeline.postrun.read import check_output, check_writable, read_completed_run
+from pipeline.wording import counted
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
@@ -598,11 +599,6 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
 
 
 LISTED_FAILURES = 10  # failed (and warned) gate checks printed (all of them are on the pages)
-
-
-def counted(n: int, noun: str) -> str:
-    """'1 rule', '2 rules'."""
-    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def _listed(checks: Sequence, label: str, noun: str) -> list[str]:
