@@ -151,6 +151,12 @@ class BotConfig:
     packaged one; other braces are left alone)."""
     system_prompt: str | None = None
     """`chat`, `full_context`: an optional system message."""
+    max_prompt_tokens: int | None = None
+    """`chat`, `full_context`, `http`: the largest request to send, in estimated tokens
+    (as `judge.max_prompt_tokens`: the messages' text, or the http body's JSON). A case
+    whose request is larger is an ERROR row, "not sent", with no request: a pasted log
+    of megabytes costs nothing. None: no limit (a server refuses what its model cannot
+    take, and such a 400 is not retried)."""
     options: dict[str, Any] = field(default_factory=dict)
     """`http`: `path` (no variable is read in it), `body` (JSON with `{question}`,
     `{case_id}`, a value `"{messages}"` for a conversation's earlier turns, and
@@ -1009,6 +1015,12 @@ def _validate_bot(bot: BotConfig, i: int, endpoints: Mapping[str, EndpointConfig
                               f"{yaml_bool_hint(getattr(bot, key))}")
     if not isinstance(bot.options, Mapping):
         raise ConfigError(f"{where}.options must be a mapping, got {shown(bot.options)}")
+    if bot.max_prompt_tokens is not None:
+        _integer(bot.max_prompt_tokens, f"{where}.max_prompt_tokens", 1)
+        if bot.type not in REMOTE_BOT_TYPES:
+            raise ConfigError(f"{where}.max_prompt_tokens applies to the bots that send a "
+                              f"request ({', '.join(REMOTE_BOT_TYPES)}), not to a "
+                              f"{bot.type} bot")
     if bot.type == "faq_match" and not bot.faq:
         raise ConfigError(f"{where}: a faq_match bot needs 'faq' (a Parquet or CSV file)")
     if bot.type in REMOTE_BOT_TYPES:

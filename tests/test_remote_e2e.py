@@ -430,3 +430,58 @@ def test_a_run_with_every_endpoint_priced_says_nothing_of_unpriced_ones(tmp_path
     out = _plain_run(tmp_path, "p", 2)
     assert "unpriced" not in manifest(out, "p")["usage"]
     assert "priced endpoints only" not in _reports(out, "p")["report.md"]
+
+
+def test_a_request_over_a_bots_max_prompt_tokens_is_not_sent(tmp_path, key_env):
+    """A case whose conversation is a pasted log of megabytes was sent to the
+    bot's paid API as it was: bots had no size guard (the judge has
+    judge.max_prompt_tokens). With bots[].max_prompt_tokens such a case is an
+    ERROR row naming the estimate and the limit, no request is made (the fake
+    server sees only the others), usage/ counts a failure without a call, and
+    the counts reconcile; an http bot's body is measured the same way."""
+    huge = "ERROR 500 at /checkout\n" * 20_000  # ~120,000 tokens
+    rows = [{"case_id": "small", "question": "Refunds?", "messages": None},
+            {"case_id": "log", "question": "Why does checkout fail?",
+             "messages": [{"role": "user", "content": huge},
+                          {"role": "assistant", "content": "Let me look."}]},
+            {"case_id": "small2", "question": "Hours?", "messages": None}]
+    bots = ("  - {name: plain, type: chat, endpoint: llm, model: small, "
+            "max_prompt_tokens: 8000}\n"
+            "  - {name: rag, type: http, endpoint: app, max_prompt_tokens: 8000, options: "
+            "{path: /assistant, body: {query: '{question}', history: '{messages}'}, "
+            "answer_path: data.answer}}\n")
+    with FakeOpenAI(api_key=None) as server:
+        server.set_assistant_handler(lambda body: {"answer": "Within 30 days."})
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"endpoints:\n  llm: {{base_url: '{server.openai_base_url}'}}\n"
+                       f"  app: {{base_url: '{server.base_url}'}}\nbots:\n{bots}")
+        out = str(tmp_path / "out")
+        assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
+                       out, "--config", str(cfg), "--metrics", "answer_length", "--run-id",
+                       "g") == 0
+        sent = [r for r in server.requests if r.json]
+    assert len(sent) == 4 and not any("ERROR 500" in json.dumps(r.json) for r in sent)
+    errors = {(e["bot"], e["case_id"]): e["message"] for e in read_rows(out, "errors")}
+    assert set(errors) == {("plain", "log"), ("rag", "log")}
+    assert re.fullmatch(r"request ~\d+ tokens over bot plain's limit 8000 "
+                        r"\(bots\.plain\.max_prompt_tokens\): not sent", errors["plain", "log"])
+    assert "over bot rag's limit 8000" in errors["rag", "log"]
+    usage = {u["purpose"]: u for u in read_rows(out, "usage") if u["purpose"].startswith("bot:")}
+    assert usage["bot:plain"]["calls"] == 2 and usage["bot:plain"]["failures"] == 1
+    m = manifest(out, "g")
+    assert m["reconciliation"]["ok"] and m["counts"]["bot_errors"] == 2
+
+
+def test_bots_max_prompt_tokens_is_checked_in_the_config(tmp_path):
+    from pipeline.config import ConfigError, load_config
+    endpoint = "endpoints: {llm: {base_url: 'http://127.0.0.1:9/v1'}}\n"
+    for bot, said in (("{name: p, type: chat, endpoint: llm, model: m, max_prompt_tokens: 0}",
+                       "bots[0].max_prompt_tokens must be an integer >= 1, got 0"),
+                      ("{name: p, type: chat, endpoint: llm, model: m, max_prompt_tokens: '9k'}",
+                       "bots[0].max_prompt_tokens must be an integer >= 1"),
+                      ("{name: r, type: precomputed, max_prompt_tokens: 100}",
+                       "bots[0].max_prompt_tokens applies to the bots that send a request")):
+        path = tmp_path / "c.yaml"
+        path.write_text(f"{endpoint}bots:\n  - {bot}\n")
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            load_config(str(path))

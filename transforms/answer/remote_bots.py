@@ -7,6 +7,7 @@ A failed call is a Turn with `error` (the row reaches results/ as ERROR).
 from __future__ import annotations
 
 import copy
+import json
 from importlib import resources
 from typing import Any
 
@@ -14,7 +15,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import EvalCase, Turn
 from transforms.remote.client import CallRecord, resolve_env_refs
-from transforms.remote.openai_api import chat, split_reasoning, text_problem
+from transforms.remote.openai_api import (chat, estimate_tokens, prompt_tokens, split_reasoning,
+                                         text_problem)
 from transforms.remote.runtime import AsyncRuntime
 from transforms.text.templates import fill_placeholders
 
@@ -41,6 +43,24 @@ def _call_details(rec: CallRecord) -> dict[str, Any]:
             "completion_tokens": rec.completion_tokens}
 
 
+TOO_LARGE = ("request ~{n} tokens over bot {bot}'s limit {limit} ({where}.max_prompt_tokens): "
+             "not sent")
+
+
+def _too_large(bot, size: int) -> str | None:
+    """Why a bot's request is not sent (None: it is): larger than its max_prompt_tokens."""
+    limit = bot.max_prompt_tokens
+    return TOO_LARGE.format(n=size, bot=bot.name, limit=limit, where=f"bots.{bot.name}") \
+        if limit and size > limit else None
+
+
+def _not_sent(bot, case: EvalCase, reason: str) -> Turn:
+    """An ERROR turn for a request not sent (usage/ counts it as a failure, no call)."""
+    rec = bot.client.refused(bot.model, f"bot:{bot.name}", reason, budget=False).record
+    bot.runtime.record(rec, bot.log)
+    return _turn(case, bot.name, None, rec)
+
+
 def _turn(case: EvalCase, bot: str, answer: str | None, rec: CallRecord,
           contexts: list[str] | None = None, **details: Any) -> Turn:
     if rec.scrubbed:  # results/ says that the answer (or its trace) held a secret
@@ -63,6 +83,7 @@ class ChatBot:
         self.system_prompt = cfg.system_prompt
         self.temperature = float(cfg.options.get("temperature", 0.0))
         self.max_tokens = cfg.options.get("max_tokens")
+        self.max_prompt_tokens = cfg.max_prompt_tokens
 
     def messages(self, case: EvalCase) -> list[dict[str, str]]:
         return self._conversation(case, case.question)
@@ -76,7 +97,11 @@ class ChatBot:
         return msgs + list(case.messages or []) + [{"role": "user", "content": last}]
 
     async def answer_async(self, case: EvalCase) -> Turn:
-        reply = await chat(self.client, self.model, self.messages(case),
+        messages = self.messages(case)
+        too_large = _too_large(self, prompt_tokens(messages) if self.max_prompt_tokens else 0)
+        if too_large:
+            return _not_sent(self, case, too_large)
+        reply = await chat(self.client, self.model, messages,
                            purpose=f"bot:{self.name}", temperature=self.temperature,
                            max_tokens=self.max_tokens)
         extras = reply.message_extras[0] if reply.message_extras else {}
@@ -177,6 +202,7 @@ class HttpBot:
         self.context_field = opts.get("context_field", "text")
         self.model = cfg.model or "http"
         self.sends_messages = _mentions(self.body, MESSAGES)
+        self.max_prompt_tokens = cfg.max_prompt_tokens
 
     def _contexts(self, data: Any) -> list[str] | None:
         if not self.contexts_path:
@@ -193,6 +219,10 @@ class HttpBot:
 
     async def answer_async(self, case: EvalCase) -> Turn:
         body = _substitute(self.body, case.question, case.case_id, case.messages)
+        too_large = _too_large(self, estimate_tokens(json.dumps(body, ensure_ascii=False))
+                               if self.max_prompt_tokens else 0)
+        if too_large:
+            return _not_sent(self, case, too_large)
         result = await self.client.post_json(self.path, body, model=self.model,
                                              purpose=f"bot:{self.name}")
         rec = result.record
