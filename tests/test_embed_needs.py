@@ -15,9 +15,9 @@ class Recording:
     def __init__(self, inner):
         self.inner, self.vec, self.tok = inner, [], []
 
-    def embed(self, texts):
+    def embed_counted(self, texts):
         self.vec.extend(texts)
-        return self.inner.embed(texts)
+        return self.inner.embed_counted(texts)
 
     def embed_tokens(self, texts, special_tokens=False):
         self.tok.extend(texts)

@@ -281,3 +281,7 @@ def test_sentence_vectors_pooled_from_token_vectors_equal_a_direct_pass(minilm):
     pooled = cached.embed(texts)
     assert cached.hits == 3 and cached.misses == 0  # no second forward pass
     np.testing.assert_allclose(pooled, direct, atol=2e-5)
+    # the long text's cut rides with its vector, pooled or direct: 120 x 4 wordpieces
+    # (ref ##und), 254 read
+    assert cached.embed_counted(texts)[1] == {texts[2]: (480, 254)}
+    assert minilm.embed_counted(texts)[1] == {2: (480, 254)}

@@ -14,7 +14,7 @@ from schemas.records import EvalCase, Turn
 from tests.fake_server import FakeOpenAI
 from tests.judge_script import ScriptedJudge, task_of
 from tests.pipeline_helpers import fake_runtime
-from transforms.enrich.embed import VEC_ANSWER, VEC_EXPECTED
+from transforms.enrich.embed import CUT, VEC_ANSWER, VEC_EXPECTED
 from transforms.enrich.judge.ask import Judge
 from transforms.enrich.judge.prompts import load_templates
 from transforms.enrich.judge.tasks import JUDGE_METRICS, SAFETY_METRICS, TurnJudge
@@ -99,6 +99,21 @@ def test_each_metric_follows_its_formula_on_known_verdicts():
                             "safety": 3}
     purposes = {k[2]: v["calls"] for k, v in log.drain()}
     assert purposes["judge:safety"] == 3 and purposes["judge:answer_statements"] == 1
+
+
+def test_answer_correctness_says_when_its_similarity_read_a_truncated_text():
+    """answer_correctness takes a quarter of its value from answer_similarity; an
+    answer the local model read the first 254 wordpieces of is named in its
+    details too, as in the similarity's, and the value is unchanged."""
+    with FakeOpenAI() as server:
+        server.set_chat_handler(ScriptedJudge())
+        (turn,), _ = judge_turns(server, [_turn()])
+    whole = scores(turn, "answer_correctness")["answer_correctness"]
+    cut = turn.evolve(features={**turn.features, CUT: {"answer": (812, 254)}})
+    s = scores(cut, "answer_correctness", "answer_similarity")
+    for metric in ("answer_correctness", "answer_similarity"):
+        assert s[metric].details["truncated"] == "answer: 812 tokens, read 254", metric
+    assert s["answer_correctness"].value == whole.value and "truncated" not in whole.details
 
 
 def test_answers_without_claims_and_missing_inputs_are_null_not_zero():

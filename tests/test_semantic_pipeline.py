@@ -313,3 +313,59 @@ def test_a_tei_batch_limit_below_the_request_size_is_kept_not_fatal(tmp_path):
     assert all(len(r.json["input"]) <= 5 for r in sent if r.status == 200)
     u = usage_totals(read_rows(out, "usage"), "endpoint", "model")[("emb", "m")]
     assert u["calls"] == len(sent) and u["failures"] == len(refused)
+
+
+def test_a_text_the_local_model_read_the_start_of_is_named_in_the_details(tmp_path):
+    """MiniLM reads 256 tokens of a text ([CLS]/[SEP] included): a 2,000-word answer
+    scored 0.9 on its first 200 words with nothing saying its end was never read.
+    Now the details of answer_similarity, answer_relevance and bertscore name each
+    text they compared that was cut ("answer: 659 tokens, read 254"); a short row's
+    say nothing, and the values are the metrics' own on the same vectors."""
+    from tokenizers import Tokenizer
+
+    from transforms.enrich.embeddings.local_minilm import get_local_minilm, resolve_model_dir
+    from transforms.score.metrics import coverage, semantic
+    from transforms.text.sentences import answer_sentences
+    question = "How long do refunds take?"
+    long_answer = ", and ".join(f"order {i} is refunded within {i + 3} days" for i in range(60))
+    long_reference = "Refunds take 30 days, " + ", ".join(f"store {i} pays" for i in range(90))
+    rows = [{"case_id": "long", "question": question, "expected_answer": long_reference,
+             "answer": long_answer + "."},
+            {"case_id": "short", "question": question, "expected_answer": "Refunds take 30 days.",
+             "answer": "Your refund arrives within 30 days."}]
+    code, out = run_sample(tmp_path, "metrics: [answer_similarity, answer_relevance, bertscore]\n",
+                           "t", rows)
+    assert code == 0 and manifest(out, "t")["reconciliation"]["ok"]
+    scores = {(s["case_id"], s["metric"]): s for s in read_rows(out, "scores")}
+
+    whole = Tokenizer.from_file(str(resolve_model_dir() / "tokenizer.json"))
+    whole.no_truncation()
+    count = lambda text: len(whole.encode(text, add_special_tokens=False).ids)  # noqa: E731
+    n_answer, n_reference = count(long_answer + "."), count(long_reference)
+    (sentence,) = answer_sentences(long_answer + ".")
+    assert min(n_answer, n_reference, count(sentence)) > 300  # well over the 254 read
+    want = {"answer_similarity": f"answer: {n_answer} tokens, read 254; "
+                                 f"reference: {n_reference} tokens, read 254",
+            "bertscore": f"answer: {n_answer} tokens, read 254; "
+                         f"reference: {n_reference} tokens, read 254",
+            "answer_relevance": f"sentence 1: {count(sentence)} tokens, read 254"}
+    for metric, said in want.items():
+        assert json.loads(scores["long", metric]["details"])["truncated"] == said, metric
+        assert "truncated" not in json.loads(scores["short", metric]["details"]), metric
+
+    minilm = get_local_minilm()  # the values: the metrics' own on the model's vectors
+    for row in rows:
+        answer, ref = row["answer"], row["expected_answer"]
+        a, r = minilm.embed([answer, ref])
+        cand, ref_tv = minilm.embed_tokens([answer, ref], special_tokens=True)
+        sentences = answer_sentences(answer)
+        q, *s_vecs = minilm.embed([question, *sentences])
+        expected = {
+            "answer_similarity": semantic.answer_similarity(r, a).value,
+            "bertscore": semantic.bertscore(ref_tv.tokens, ref_tv.vectors, cand.tokens,
+                                            cand.vectors).value,
+            "answer_relevance": semantic.answer_relevance(
+                q, np.array(s_vecs), len(sentences), coverage.novelty(question, answer)).value}
+        for metric, value in expected.items():
+            assert scores[row["case_id"], metric]["value"] == pytest.approx(value, abs=1e-5), \
+                (row["case_id"], metric)

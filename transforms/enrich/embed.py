@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from schemas.records import Turn
 from transforms.enrich.features import (  # noqa: F401 (the names are also read from here)
-    EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
-    TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES)
+    CUT, EMBED_ERROR, MINILM_MODELS, MULTILINGUAL_MODELS, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+    TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION, VEC_REFERENCES, reference_role)
 from transforms.enrich.embeddings.base import EmbeddingError
 from transforms.text.sentences import MAX_SENTENCES, answer_sentences
 from transforms.remote.budget import BUDGET_REACHED
@@ -42,13 +42,19 @@ class NotEmbedded(Exception):
 
 class Embedded(dict):
     """Texts -> their vectors (or TokenVectors) from one call; a text the call
-    did not embed raises NotEmbedded with the reason."""
+    did not embed raises NotEmbedded with the reason. `cut`: text -> (its
+    tokens, the tokens read) for the texts the model read only the start of."""
 
     def __init__(self, texts: Sequence[str], embed, *args):
-        """embed(texts, *args) -> one value per text, in order."""
+        """embed(texts, *args) -> one value per text, in order, or (those values,
+        cut) (CachingEmbedder.embed_counted)."""
         self.failure: Exception | None = None
+        self.cut: dict[str, tuple[int, int]] = {}
         try:
-            super().__init__(zip(texts, embed(texts, *args)) if texts else ())
+            got = embed(texts, *args) if texts else ()
+            if isinstance(got, tuple):
+                got, self.cut = got
+            super().__init__(zip(texts, got))
         except Exception as exc:  # recorded on the rows that need it, never fatal
             self.failure = exc
             super().__init__(exc.done if isinstance(exc, EmbeddingError) else {})
@@ -143,7 +149,7 @@ class EmbedTurns(CallingDoFn):
         vec_texts, tok_texts = self._texts(turns, sentences)
         # tokens first: the local model derives these texts' sentence vectors
         tokens = Embedded(tok_texts, self._embedder.embed_tokens, True)
-        vectors = Embedded(vec_texts, self._embedder.embed)
+        vectors = Embedded(vec_texts, self._embedder.embed_counted)
         for t in turns:
             self.count_done("embedded")
             yield t.evolve(features={**t.features,
@@ -175,6 +181,10 @@ class EmbedTurns(CallingDoFn):
                 out.update(group())
             except NotEmbedded as exc:
                 out.setdefault(EMBED_ERROR, exc.args[0])
+        if vectors.cut:  # rare: a text over the model's input length
+            cut = _cut(t, vectors.cut, sentences.get(t.answer, ()))
+            if cut:
+                out[CUT] = cut
         return out
 
 
@@ -185,3 +195,12 @@ def _references(t: Turn, embedded: Embedded, expected: str, answer: str, referen
     if t.case.references:
         out[references] = [embedded[r] for r in t.case.references]
     return out
+
+
+def _cut(t: Turn, cut: Mapping[str, tuple[int, int]], said: Sequence[str]) -> dict:
+    """The CUT feature: the row's texts the embedder read the start of only, by role."""
+    refs = t.case.all_references
+    roles = [("question", t.case.question), ("answer", t.answer)]
+    roles += [(reference_role(i, len(refs)), r) for i, r in enumerate(refs, 1)]
+    roles += [(f"sentence {i}", s) for i, s in enumerate(said[:MAX_SENTENCES], 1)]
+    return {role: cut[text] for role, text in roles if text in cut}

@@ -11,6 +11,16 @@ TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
 # (VEC_EXPECTED and TOK_EXPECTED stay the first reference's).
 VEC_REFERENCES, TOK_REFERENCES = "vec:references", "tok:references"
 EMBED_ERROR = "embed_error"
+# Only on a row one of whose vector texts the embedder read the start of only
+# (the local MiniLM's 256 tokens): {"question" | "answer" | "reference" |
+# "reference <i>" (several) | "sentence <i>": (its tokens, the tokens read)}.
+# (Token vectors say it themselves: TokenVectors.total.)
+CUT = "cut"
 # embeddings.model values of the local provider
 MINILM_MODELS = (None, "all-MiniLM-L6-v2")
 MULTILINGUAL_MODELS = ("multilingual", "universal-sentence-encoder-multilingual-3")
+
+
+def reference_role(i: int, n: int) -> str:
+    """The name of reference i (1-based) of n in CUT and in a metric's details."""
+    return "reference" if n == 1 else f"reference {i}"

@@ -28,6 +28,9 @@ _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
                  "`{{\"score\", \"reason\"}}` reply, value (s − low) / (high − low); raw score, "
                  "scale and reason in details")
 
+_TRUNCATED = ("; a text the embedder read the start of only (the local model: over 256 "
+              "tokens) is named in details `truncated` (`answer: 812 tokens, read 254`)")
+
 METRIC_DOCS: dict[str, MetricDoc] = {
     "exact_match": MetricDoc(
         "1 if N(answer) = N(expected) else 0, N case-folds, trims and collapses whitespace "
@@ -119,17 +122,17 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
         "several references (a blank one passed over); raw cosine in details; an empty "
-        "answer scores 0", (_EMPTY_REF,)),
+        "answer scores 0" + _TRUNCATED, (_EMPTY_REF,)),
     "bertscore": MetricDoc(
         "greedy matching of token vectors as bert_score does: R = Σ_r w_r · max_c cos(r, c) / "
         "Σ w_r over reference tokens, P the converse over answer tokens, value F1 = 2PR/(P+R), "
         "P and R in details; w = 1, or idf over the run's references with "
-        "`metric_options.bertscore.idf: true`", ("reference has no tokens",)),
+        "`metric_options.bertscore.idf: true`" + _TRUNCATED, ("reference has no tokens",)),
     "answer_relevance": MetricDoc(
         "mean of max(0, cos(E(sentence), E(question))) over the better half of the answer's "
         "sentences (first 64), × novelty / 0.3 when novelty (the share of the answer's "
         "content words not in the question) is below 0.3: restating the question is not "
-        "answering it"),
+        "answering it" + _TRUNCATED),
     "faithfulness": MetricDoc(
         "supported claims / claims of the answer, each claim verified against the contexts",
         ("the answer makes no claim",)),

@@ -17,9 +17,9 @@ from schemas.records import MetricResult, Turn, is_blank
 from schemas.tables import PASS_RATE, VERDICT_METRIC
 from transforms.text.tokens import shared_texts
 from transforms.score.metrics import hallucination as hall
-from transforms.enrich.features import (EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
+from transforms.enrich.features import (CUT, EMBED_ERROR, SENTENCES, TOK_ANSWER, TOK_EXPECTED,
                                         TOK_REFERENCES, VEC_ANSWER, VEC_EXPECTED, VEC_QUESTION,
-                                        VEC_REFERENCES)
+                                        VEC_REFERENCES, reference_role)
 from transforms.score.metrics import coverage, groundedness, lexical, overlap, relevance, semantic
 from transforms.score.metrics.references import best_over, best_result
 from transforms.enrich.classifier.score import score as classifier_score
@@ -127,10 +127,12 @@ def _similarity(t: Turn, o, side) -> MetricResult:
     if is_blank(t.answer):
         return MetricResult(0.0, {"note": "empty answer"})
     refs = t.features.get(VEC_REFERENCES) or [t.features[VEC_EXPECTED]]
-    answer = t.features[VEC_ANSWER]
-    return best_result([semantic.answer_similarity(ref, answer) if not is_blank(text)
-                        else MetricResult.null(EMPTY_REFERENCE)
-                        for text, ref in zip(texts, refs)])
+    answer, cut = t.features[VEC_ANSWER], t.features.get(CUT, {})
+    return best_result([semantic.say_truncated(
+        semantic.answer_similarity(ref, answer),
+        cut, ("answer", reference_role(i, len(texts))))
+        if not is_blank(text) else MetricResult.null(EMPTY_REFERENCE)
+        for i, (text, ref) in enumerate(zip(texts, refs), 1)])
 
 
 def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
@@ -143,8 +145,13 @@ def _bertscore(t: Turn, o, bert_idf) -> MetricResult:
 
 def _relevance(t: Turn, o, side) -> MetricResult:
     n_sentences, vectors = t.features[SENTENCES]
-    return semantic.answer_relevance(t.features[VEC_QUESTION], vectors, n_sentences,
-                                     coverage.novelty(t.case.question, t.answer))
+    result = semantic.answer_relevance(t.features[VEC_QUESTION], vectors, n_sentences,
+                                       coverage.novelty(t.case.question, t.answer))
+    cut = t.features.get(CUT)
+    if not cut:
+        return result
+    return semantic.say_truncated(result, cut, [
+        "question", *(f"sentence {i}" for i in range(1, len(vectors) + 1))])
 
 
 SCORERS += (

@@ -15,7 +15,9 @@ are large), so a reference repeated across batches is run once. When the
 inner model's sentence vector is the mean of its token vectors
 (`sentence_from_tokens`, the local MiniLM), the sentence vectors of those
 texts are derived from that same forward pass and cached, so a text needing
-both (expected answer, answer) is run once, not twice.
+both (expected answer, answer) is run once, not twice. A text the inner model
+read the start of only (`embed_counted`: the local MiniLM) keeps its token
+count with its vector, cached or not, so a cache hit says it too.
 
 When the inner embedder raises EmbeddingError for some texts (a remote
 request failed), what it did embed is cached and the error is raised again
@@ -81,7 +83,7 @@ class CachingEmbedder:
             raise ValueError("batch_size must be > 0 and max_items >= 0")
         self.inner = inner
         self.batch_size = batch_size
-        self._cache = _Lru(max_items)                                   # text key -> vector
+        self._cache = _Lru(max_items)          # text key -> (vector, (tokens, read) if cut)
         self._tokens = _Lru(max_token_bytes, lambda tv: tv.vectors.nbytes)  # -> TokenVectors
         self._lock = threading.Lock()
         self.hits = self.misses = self.token_hits = 0
@@ -103,39 +105,51 @@ class CachingEmbedder:
             self._cache.clear()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_counted(texts)[0]
+
+    def embed_counted(self, texts: Sequence[str]
+                      ) -> tuple[np.ndarray, dict[str, tuple[int, int]]]:
+        """embed's rows, and {text: (its tokens, the tokens read)} for the texts
+        the inner model cut to its input length (only an inner model with
+        `embed_counted` says: the local MiniLM; an endpoint's reply does not)."""
         keys = [text_key(t) for t in texts]
         unique: dict[bytes, str] = {}
         for k, t in zip(keys, texts):
             unique.setdefault(k, t)
-        found: dict[bytes, np.ndarray] = {}
+        found: dict[bytes, tuple] = {}  # key -> (row, (tokens, read) or None)
         with self._lock:
             for k in unique:
-                row = self._cache.get(k)
-                if row is not None:
-                    found[k] = row
+                hit = self._cache.get(k)
+                if hit is not None:
+                    found[k] = hit
             self.hits += len(found)
             self.misses += len(unique) - len(found)
         todo = [(k, t) for k, t in unique.items() if k not in found]
         errors: list[EmbeddingError] = []
+        counted = getattr(self.inner, "embed_counted", None)
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start:start + self.batch_size]
+            cut: dict = {}
             try:
-                got = list(zip(chunk, np.asarray(self.inner.embed([t for _, t in chunk]),
-                                                 dtype=np.float32)))
+                batch = [t for _, t in chunk]
+                rows, cut = counted(batch) if counted else (self.inner.embed(batch), cut)
+                got = list(zip(chunk, np.asarray(rows, dtype=np.float32)))
             except EmbeddingError as exc:  # keep what the other requests brought
                 errors.append(exc)
                 got = [((k, t), exc.done[t]) for k, t in chunk if t in exc.done]
             with self._lock:
                 self.embedded_batches += 1
-                for (k, _), row in got:
-                    found[k] = row = np.array(row, dtype=np.float32)  # own it: never pin a batch
-                    self._cache.put(k, row)
+                for i, ((k, _), row) in enumerate(got):
+                    # own the row: never pin a batch
+                    found[k] = hit = (np.array(row, dtype=np.float32), cut.get(i))
+                    self._cache.put(k, hit)
         if errors:
-            raise _partial(errors, {unique[k]: row for k, row in found.items()})
+            raise _partial(errors, {unique[k]: hit[0] for k, hit in found.items()})
+        cut_texts = {unique[k]: hit[1] for k, hit in found.items() if hit[1]}
         if not keys:
             dim = self.inner.dim or 0
-            return np.zeros((0, dim), dtype=np.float32)
-        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+            return np.zeros((0, dim), dtype=np.float32), cut_texts
+        return np.stack([found[k][0] for k in keys]).astype(np.float32, copy=False), cut_texts
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:
@@ -164,8 +178,9 @@ class CachingEmbedder:
                     if tv.vectors.base is not None:  # own it: never pin a whole batch
                         tv = TokenVectors(tv.tokens, tv.ids, tv.vectors.copy(), tv.total)
                     self._tokens.put(keys[t], tv)
-                    if pooled and len(tv.vectors):
-                        self._cache.put(keys[t][0], _pooled(tv.vectors))
+                    if pooled and len(tv.vectors):  # read: the wordpieces, [CLS]/[SEP] not
+                        cut = (tv.total, len(tv.vectors) - 2) if tv.total else None
+                        self._cache.put(keys[t][0], (_pooled(tv.vectors), cut))
         if error is not None:
             raise _partial([error], by_text)
         return [by_text[t] for t in texts]

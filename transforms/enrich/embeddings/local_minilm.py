@@ -11,7 +11,8 @@ sentence-transformers' `encode` (checked to cosine >= 0.999 by
 tests/test_embeddings_local.py):
 
 - wordpiece tokens + [CLS]/[SEP], truncated to `max_seq_length` (256, from
-  sentence_bert_config.json) tokens including the specials;
+  sentence_bert_config.json) tokens including the specials (`embed_counted`
+  and TokenVectors.total give a cut text's whole count: the metrics say so);
 - word + position + token-type(0) embeddings, LayerNorm;
 - 6 encoder layers: fused QKV projection (one GEMM), 12-head self-attention
   with the padding mask, output projection, residual + LayerNorm, FFN with
@@ -472,12 +473,27 @@ class LocalMiniLM:
                 return [fn(b) for b in batches]
             return list(self._executor().map(fn, batches))
 
+    def _total(self, e) -> int | None:
+        """The text's wordpiece count ([CLS]/[SEP] not counted) when max_seq_length
+        cut it, else None: read from the pieces the tokenizer cut off
+        (`overflowing`, each with its own [CLS]/[SEP]), so no second tokenization;
+        a text under the limit costs one len()."""
+        if len(e) < self.max_seq_length or not e.overflowing:
+            return None
+        return sum(len(p) - 2 for p in [e, *e.overflowing])
+
     # ---------------------------------------------------------- API
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_counted(texts)[0]
+
+    def embed_counted(self, texts: Sequence[str]
+                      ) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+        """embed's rows, and for each text cut to max_seq_length, by its index,
+        (its wordpieces, the wordpieces read): the vector is of the text's start."""
         n = len(texts)
         out = np.zeros((n, self.dim), dtype=F32)
         if n == 0:
-            return out
+            return out, {}
         enc = self._encode(texts)
         self._use_kernels(n)
 
@@ -490,7 +506,12 @@ class LocalMiniLM:
 
         for idx, pooled in self._map(one, self._batches(enc)):
             out[idx] = pooled
-        return l2_normalise(out)
+        cut = {}
+        for i, e in enumerate(enc):
+            total = self._total(e)
+            if total:
+                cut[i] = (total, len(e) - 2)
+        return l2_normalise(out), cut
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:
@@ -516,9 +537,8 @@ class LocalMiniLM:
             for i, vectors in part:
                 e = enc[i]
                 keep = slice(None) if special_tokens else slice(1, -1)
-                total = sum(len(p.ids) - 2 for p in [e, *e.overflowing]) if e.overflowing \
-                    else None  # the model's limit cut the text: say how long it was
-                result[i] = TokenVectors(list(e.tokens[keep]), list(e.ids[keep]), vectors, total)
+                result[i] = TokenVectors(list(e.tokens[keep]), list(e.ids[keep]), vectors,
+                                         self._total(e))
         return result  # type: ignore[return-value]
 
     def tokenize(self, text: str) -> list[str]:

@@ -147,6 +147,8 @@ def answer_correctness(turn: Turn, opts, similarity: MetricResult) -> MetricResu
     return MetricResult(value, {"factual_f1": f1, "similarity": similarity.value, "tp": tp,
                                 "fp": fp, "fn": fn, "weights": [fw, sw],
                                 "false_claims": false[:LISTED], "missed": missed[:LISTED],
+                                **({"truncated": similarity.details["truncated"]}
+                                   if "truncated" in similarity.details else {}),
                                 **audit(turn, ANSWER_STATEMENTS, REFERENCE, CORRECTNESS)})
 
 

@@ -12,7 +12,7 @@ tests/test_bertscore_parity.py checks the numbers against the package.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,6 +33,19 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     if na == 0.0 or nb == 0.0:
         return 0.0
     return float(np.dot(a, b) / (na * nb))
+
+
+def say_truncated(result: MetricResult, cut: Mapping[str, tuple[int, int]],
+                  roles: Iterable[str]) -> MetricResult:
+    """`result` with details["truncated"] naming those of the texts it compared
+    (`roles`) that the embedder read the start of only, e.g. "answer: 812
+    tokens, read 254" (cut: role -> (its tokens, the tokens read)); the value
+    is unchanged: it scores what was read."""
+    said = [f"{role}: {cut[role][0]} tokens, read {cut[role][1]}" for role in roles
+            if role in cut]
+    if said and result.value is not None:
+        result.details["truncated"] = "; ".join(said)
+    return result
 
 
 def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
@@ -138,7 +151,7 @@ def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: S
               ref_total: int | None = None, cand_total: int | None = None) -> MetricResult:
     """BERTScore-style F1 of a candidate against a reference (P and R in details).
     ref_total / cand_total: a text's token count when only its first tokens
-    were embedded (the details say so: the score covers that prefix)."""
+    were embedded (details["truncated"] says so: the score covers that prefix)."""
     n_ref = sum(t not in SPECIAL_TOKENS for t in ref_tokens)
     n_cand = sum(t not in SPECIAL_TOKENS for t in cand_tokens)
     if n_ref == 0:
@@ -149,10 +162,9 @@ def bertscore(ref_tokens: Sequence[str], ref_vectors: np.ndarray, cand_tokens: S
     p, r, f = greedy_match(ref_vectors, cand_vectors, ref_w, cand_w)
     details = {"precision": p, "recall": r, "idf": idf is not None, "ref_tokens": n_ref,
                "answer_tokens": n_cand}
-    for side, total, kept in (("answer", cand_total, n_cand), ("reference", ref_total, n_ref)):
-        if total:
-            details[f"{side}_cut"] = f"first {kept} of {total} tokens scored"
-    return MetricResult(on_unit(f), details)
+    cut = {role: (total, kept) for role, total, kept in (("answer", cand_total, n_cand),
+                                                        ("reference", ref_total, n_ref)) if total}
+    return say_truncated(MetricResult(on_unit(f), details), cut, cut)
 
 
 def bertscore_multi(per_reference: list[MetricResult]) -> MetricResult:
