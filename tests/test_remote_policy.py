@@ -31,6 +31,10 @@ def _response(status: int, headers: dict | None = None) -> httpx.Response:
 
 @pytest.mark.parametrize("status, retryable", [
     (429, True), (500, True), (502, True), (503, True), (504, True),
+    # a request timeout, a conflict (OpenAI's "another request holds the lock"),
+    # too early: transient, retried as OpenAI's own client retries them; they
+    # failed the row at once
+    (408, True), (409, True), (425, True),
     (400, False), (401, False), (403, False), (404, False), (422, False)])
 def test_which_statuses_are_retried(status, retryable):
     err = error_for_status(_response(status, {"retry-after": "2"}), "detail")

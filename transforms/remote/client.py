@@ -29,8 +29,8 @@ from transforms.remote.budget import actual_use, settling_may_free, worst_case
 from transforms.remote.cache import (ONLY, REFRESH, SHARED, USE, CallCache, TieredCache,
                                      cache_key)
 from transforms.remote.ratelimit import AdaptiveRateLimiter
-from transforms.remote.retry import (BackoffWait, RemoteCallError, error_for_exception,
-                                     error_for_status, is_retryable)
+from transforms.remote.retry import (TRANSIENT_4XX, BackoffWait, RemoteCallError,
+                                     error_for_exception, error_for_status, is_retryable)
 from transforms.remote.scrub import ENV_TEXT, Scrubber, configured_secrets, redact_url
 
 REQUEST_ID_HEADER = "X-Client-Request-Id"
@@ -665,7 +665,7 @@ def _refused_as_asked(body: bytes) -> bool:
     fields = error if isinstance(error, dict) else data if isinstance(data, dict) else {}
     kinds = {str(fields.get(k, "")).lower() for k in ("type", "code", "error_type")}
     codes = [fields.get(k) for k in ("code", "status")]
-    client_code = any(type(c) is int and 400 <= c < 500 and c not in (408, 409, 425, 429)
+    client_code = any(type(c) is int and 400 <= c < 500 and c not in TRANSIENT_4XX
                       for c in codes)
     return bool(kinds & _REQUEST_ERRORS) or client_code or bool(
         _TOO_LONG.search(_error_detail(body)))

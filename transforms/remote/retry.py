@@ -89,13 +89,18 @@ def ratelimit_reset(headers: httpx.Headers, cap: float | None = MAX_RETRY_AFTER_
     return wait if cap is None else min(wait, cap)
 
 
+# 4xx worth asking again: a request timeout, a conflict (OpenAI: another request
+# holds the resource), too early, too many requests; as OpenAI's own client retries
+TRANSIENT_4XX = frozenset({408, 409, 425, 429})
+
+
 def error_for_status(response: httpx.Response, detail: str) -> RemoteCallError:
     """The attempt's error. A wait longer than MAX_RETRY_AFTER_S (Retry-After:
     86400, a daily quota's reset) is not waited: the call fails now, with
     `retry_after` the whole wait asked (the caller stops its endpoint until then),
     rather than parking the run 5 minutes an attempt to hear it again."""
     status = response.status_code
-    retryable = status == 429 or status >= 500
+    retryable = status in TRANSIENT_4XX or status >= 500
     retry_after = parse_retry_after(response.headers.get("retry-after"), cap=None) \
         if retryable else None
     if retry_after is None and status == 429:
