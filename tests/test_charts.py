@@ -19,7 +19,8 @@ ROW_HEADER = alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", la
 
 
 def _config(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    return chart.configure(font=_FONT).configure_view(stroke="#d0d7de")
+    return chart.configure(font=_FONT).configure_view(stroke="#d0d7de").configure_axis(
+        labelExpr=charts.LABEL)
 
 
 def verdict_bars(verdicts: Sequence[Mapping[str, Any]]) -> alt.Chart:
@@ -42,7 +43,7 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
         interpolate="step-after", strokeWidth=1.6).encode(
         x=alt.X("start:Q", title=None, scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
-        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")),
+        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom", labelExpr=charts.LABEL)),
     ).properties(width=170, height=80).facet(
         facet=alt.Facet("metric:N", title=None), columns=4).resolve_scale(y="independent")
 
@@ -68,7 +69,7 @@ def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
     x = alt.X("run:O", title=None, sort=order, axis=alt.Axis(labelAngle=-40, labelLimit=160))
     line = alt.Chart().mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=None, scale=alt.Scale(zero=False)),
-        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom")))
+        color=alt.Color("bot:N", legend=alt.Legend(orient="bottom", labelExpr=charts.LABEL)))
     bars = alt.Chart().mark_rule(opacity=0.6).encode(
         x=x, y="ci_low:Q", y2="ci_high:Q", color="bot:N")
     return alt.layer(bars, line, data=alt.Data(values=list(points))).properties(
@@ -206,3 +207,39 @@ def test_each_of_twenty_five_bots_is_drawn_its_own_way(name):
         legends  # one legend: each bot its colour and dash
     width = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
     assert width < 1200, width  # the legend in rows, not one row 1,540 px wide
+
+
+def _labels(svg: str) -> list[str]:
+    """Every text drawn in an SVG."""
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def test_bots_alike_at_their_start_are_told_apart_in_every_chart():
+    """Two bots of 64 characters that differ at their end were drawn alike in
+    report.html: an axis or legend label is cut at its right end (180 / 160
+    px), so the verdict bars, the distributions' and trends' legends and the
+    head to head's legend read 'customer_support_assistant_...' twice. A long
+    label now keeps its start and its end, with '…' in the middle."""
+    a, b = "customer_support_assistant_v2_with_retrieval_augmented_generati", \
+        "customer_support_assistant_v2_with_retrieval_augmented_generatb"
+    svgs = {
+        "verdict_bars": charts.verdict_bars([{"bot": bot, "verdict": "PASS", "n": 3}
+                                             for bot in (a, b)]),
+        "histograms": charts.histograms([{"metric": "bleu", "bot": bot, "start": 0.0,
+                                          "share": 0.5} for bot in (a, b)]),
+        "trends": charts.trends([{"run": "2026-01-01", "metric": "bleu", "bot": bot,
+                                  "mean": 0.5, "ci_low": None, "ci_high": None,
+                                  "run_id": "r1"} for bot in (a, b)]),
+        "forest": charts.forest([{"bot": f"{b} − {a}", "metric": "exact_match", "delta": 0.0,
+                                  "ci_low": 0.0, "ci_high": 0.0, "change": "better"}],
+                                legend_labels={"better": f"{b} better", "worse": f"{a} better"}),
+        "metric axis": charts.forest([{"bot": "x", "metric": m, "delta": 0.0, "ci_low": 0.0,
+                                       "ci_high": 0.0, "change": "better"}
+                                      for m in (a + "_one", a + "_two")]),
+    }
+    want = {"verdict_bars": {"i", "b"}, "histograms": {"i", "b"}, "trends": {"i", "b"},
+            "forest": {"b better", "i better"}, "metric axis": {"one", "two"}}
+    for name, spec in svgs.items():
+        cut = [t for t in _labels(chart_engine.to_svg(spec)) if "…" in t]
+        assert {next(e for e in want[name] if t.endswith(e)) for t in cut
+                if any(t.endswith(e) for e in want[name])} == want[name], (name, cut)

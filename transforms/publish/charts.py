@@ -22,8 +22,20 @@ VERDICT_COLOURS = ("#2da44e", "#d4a72c", "#cf222e", "#8c959f")
 CHANGE_COLOURS = {"better": "#1a7f37", "worse": "#cf222e", "no significant change": "#8c959f"}
 _FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"  # what altair 6.3 declares
+# A label longer than an axis or legend has room for (180 / 160 px) was cut at its
+# end, so bots (or metrics) alike in their first ~28 characters were drawn alike
+# ('customer_support_assistant_...' twice): a long one keeps its start and its end
+ELIDE_AT = 26
+
+
+def elide(expr: str) -> str:
+    """A Vega expression: the text `expr` cut in its middle to ELIDE_AT characters."""
+    return f"truncate({expr}, {ELIDE_AT}, 'center')"
+
+
+LABEL = elide("datum.label")
 _CONFIG = {"view": {"continuousWidth": 300, "continuousHeight": 300, "stroke": "#d0d7de"},
-           "font": _FONT}
+           "axis": {"labelExpr": LABEL}, "font": _FONT}
 
 Spec = dict[str, Any]
 
@@ -99,6 +111,8 @@ def _bot_lines(rows: Sequence[Mapping[str, Any]], **props: Any) -> dict[str, Spe
     """The channels that tell a chart's bots apart: a colour each up to 20
     bots; beyond, the colours again with another dash pattern per round of 20
     (one legend, each bot its colour and dash)."""
+    if "legend" in props:
+        props["legend"] = dict(sorted({**props["legend"], "labelExpr": LABEL}.items()))
     bots = sorted({r["bot"] for r in rows})
     if len(bots) <= PALETTE:
         return {"color": _field("bot", "nominal", **props)}
@@ -183,9 +197,10 @@ def forest(deltas: Sequence[Mapping[str, Any]], floor: float = 0.01,
     half = forest_half_width(deltas, floor)
     legend = {"orient": "bottom", "title": None}
     if legend_labels:
-        legend["labelExpr"] = "".join(f"datum.label === {json.dumps(change)} ? "
-                                      f"{json.dumps(label)} : "
-                                      for change, label in legend_labels.items()) + "datum.label"
+        legend["labelExpr"] = elide("".join(f"datum.label === {json.dumps(change)} ? "
+                                            f"{json.dumps(label)} : "
+                                            for change, label in legend_labels.items())
+                                    + "datum.label")
     colour = _field("change", "nominal", legend=legend,
                     scale={"domain": list(CHANGE_COLOURS),
                            "range": list(CHANGE_COLOURS.values())})
