@@ -290,3 +290,23 @@ def test_one_pair_has_no_interval_not_a_zero_wide_one(tmp_path, capsys):
     c = compare(out, Side("b"), Side("c"))
     assert all(r["delta"] == -1.0 and r["ci_low"] is None and r["ci_high"] is None
                for r in c["rows"]), c["rows"]
+
+
+def test_a_compare_of_many_bots_counts_one_suite_as_one(tmp_path, capsys):
+    """With more than a few bots the compare page folds each bot's suites under
+    a line per bot, which read '1 suites, 0 significantly worse' for a run of
+    one suite (12 bots)."""
+    out, ids = str(tmp_path), [f"c{i}" for i in range(12)]
+    verdicts = np.array(["PASS"] * 12)
+    for run_id, shift in (("b", 0.0), ("c", 0.1)):
+        for i in range(12):
+            write_run(out, run_id, "2026-01-01", f"bot_{i:02d}", ids, np.array(["s"] * 12),
+                      _values(12, shift), verdicts)
+            write_run(out, run_id, "2026-01-01", f"two_{i:02d}", ids,
+                      np.array(["s", "t"] * 6), _values(12, shift), verdicts)
+    assert run(["compare", "--output", out, "--baseline", "b", "--candidate", "c"]) == 0
+    capsys.readouterr()
+    with open(os.path.join(out, "runs", "c", "compare", "b.html"), encoding="utf-8") as fh:
+        page = fh.read()
+    assert "<b>bot_00</b>: 1 suite, " in page and "1 suites" not in page
+    assert "<b>two_00</b>: 2 suites, " in page

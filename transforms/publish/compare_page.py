@@ -297,8 +297,9 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
                                   table(CHANGE_HEADERS, map(change_cells, rows),
                                         numeric=range(1, 9))))
         # many bots: a line per bot, its suites inside (25 bots × 5 suites were 125 lines)
-        parts += ([_folded(f"{tag('b', bot)}: {len(suites)} suites, {counts[0]} significantly "
-                           f"worse, {counts[1]} better", Raw("".join(suites)))]
+        n = f"{len(suites)} suite{'' if len(suites) == 1 else 's'}"
+        parts += ([_folded(f"{tag('b', bot)}: {n}, {counts[0]} significantly worse, "
+                           f"{counts[1]} better", Raw("".join(suites)))]
                   if len(c["bots"]) > FEW_BOTS and suites else suites)
     parts += [tag("h2", "Method"), tag("p", METHOD, "small")]
     return page(f"{c['candidate']} vs {c['baseline']}", parts)
