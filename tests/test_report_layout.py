@@ -126,3 +126,27 @@ def test_a_long_suite_name_or_case_id_does_not_make_worst_cases_screens_tall(tmp
         # they read as one case; their end and a hash of the whole id tell them apart
         assert len({case for case, _ in cells}) == 3, cells
         assert {case.split(" #")[0][-1] for case, _ in cells} == {"0", "1", "2"}, cells
+
+
+def test_a_metric_null_on_every_row_is_said_to_have_no_value_and_where_to_look(tmp_path):
+    """bleu and exact_match over cases without an expected answer: both
+    reports showed '– (n=0, missing 3)' in every bot's cell and nothing said
+    that the metric had no value at all, nor where the reason is written."""
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import run_cli
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": "How long is the refund window?",
+         "answer": "Thirty days." if i else "I do not know."} for i in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n  - {name: b, "
+                   "type: precomputed}\nmetrics: [bleu, exact_match, answer_length]\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg),
+                   "--run-id", "x") == 0
+    sentence = ("No value on any row for bleu, exact_match: "
+                "scores/ holds why on each row (its error column).")
+    md = (out / "runs" / "x" / "report.md").read_text(encoding="utf-8")
+    assert sentence.replace("scores/", "`scores/`") in md, md
+    html = (out / "runs" / "x" / "report.html").read_text(encoding="utf-8")
+    assert sentence in html
+    assert md.count("No value on any row") == 1  # answer_length has values: not named

@@ -293,6 +293,18 @@ def sampled_note() -> str:
             "sampled values has no interval (and then neither has the bot's mean).")
 
 
+def no_value_note(summary: Iterable[Mapping[str, Any]], code: str = "") -> str | None:
+    """The metrics with no value on any row of any bot (their cells read '– n=0'),
+    and where the reason of each null is; None when every metric has a value.
+    code: the marks around a table's name (a backtick in report.md)."""
+    rows = [r for r in summary if r["suite"] == ALL_SUITES and r["metric"] != VERDICT_METRIC]
+    empty = sorted({r["metric"] for r in rows} - {r["metric"] for r in rows if r["count"]})
+    if not empty:
+        return None
+    return (f"No value on any row for {', '.join(empty)}: {code}scores/{code} holds why on "
+            "each row (its error column).")
+
+
 def clip(text: str | None, limit: int) -> str:
     """At most `limit` characters, an ellipsis where cut; no text is '–'."""
     return shortened(text or "–", limit)
@@ -540,6 +552,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines += _means_md(summary, bots)
     lines += ["↓ lower is better. Intervals: Student's t for a mean, Wilson for a pass rate "
               "or a 0/1 metric."]
+    lines += ["", n] if (n := no_value_note(summary, "`")) else []
     if any(r.get("sampled") for r in summary):
         lines += [sampled_note()]
     if manifest.get("cascade"):

@@ -17,7 +17,7 @@ from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND_BY_METRIC,
                                       SPEND_TITLE, SPLIT_NOTE, cap_lines, clip, clip_id,
                                       finished_text, left_out_note, lost_request_lines,
-                                      metric_values, ranked_means,
+                                      metric_values, no_value_note, ranked_means,
                                       sampled_cell, sampled_note, spend_tables,
                                       with_interval, worst_shown)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
@@ -317,6 +317,8 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
     ]
+    if note := no_value_note(overall):
+        parts.append(tag("p", note, "muted small"))
     if any(r.get("sampled") for r in overall):
         parts.append(tag("p", sampled_note(), "muted small"))
     if pairs:
