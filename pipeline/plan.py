@@ -362,8 +362,8 @@ def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = No
     if cfg.verdict.rules and not kept:
         verdict = dataclasses.replace(verdict, otherwise=UNDECIDED)
         note = (f"no rule of verdict preset {cfg.verdict.preset!r} applies to this run's "
-                f"metrics, so every row is {UNDECIDED}; write verdict.rules over the metrics "
-                "you chose")
+                f"metrics, so every row a bot answered is {UNDECIDED}; write verdict.rules "
+                "over the metrics you chose")
         (notes if notes is not None else []).append(note)
     return dataclasses.replace(cfg, verdict=verdict)
 

@@ -150,3 +150,31 @@ def test_a_metric_null_on_every_row_is_said_to_have_no_value_and_where_to_look(t
     html = (out / "runs" / "x" / "report.html").read_text(encoding="utf-8")
     assert sentence in html
     assert md.count("No value on any row") == 1  # answer_length has values: not named
+
+
+def test_a_run_whose_every_bot_call_failed_reports_errors_not_warnings(tmp_path):
+    """An http bot at a closed port: every row is ERROR, and the verdicts table
+    says so, but the note above it said 'so every row is WARN' (the preset's
+    rules name no metric of the run, which matters only to rows with an answer)."""
+    import socket
+
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import run_cli
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"c{i}", "question": "How long is the refund window?",
+         "expected_answer": "Thirty days."} for i in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"endpoints:\n  llm: {{base_url: 'http://127.0.0.1:{port}/v1', "
+                   "max_attempts: 1}\nbots:\n  - {name: web, type: http, endpoint: llm, "
+                   "options: {answer_path: a, body: {q: '{question}'}}}\n"
+                   "metrics: [exact_match]\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg),
+                   "--run-id", "x") == 0
+    md = (out / "runs" / "x" / "report.md").read_text(encoding="utf-8")
+    assert "| web | 0 | 0 | 0 | 3 | 0.000 [0.000, " in md, md
+    assert "every row is WARN" not in md and "every row a bot answered is WARN" in md, md
+    assert "No value on any row for exact_match" in md and "nan" not in md.lower(), md

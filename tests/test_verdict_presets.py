@@ -251,6 +251,6 @@ def test_a_run_whose_metrics_no_preset_rule_uses_is_warn_with_a_note(tmp_path, c
     results = read_rows(out, "results")
     assert [r["verdict"] for r in results] == ["WARN"] * 5
     assert {r["verdict_reason"] for r in results} == {"no verdict rule for this run's metrics"}
-    note = ("no rule of verdict preset 'default' applies to this run's metrics, so every row "
-            "is WARN; write verdict.rules over the metrics you chose")
+    note = ("no rule of verdict preset 'default' applies to this run's metrics, so every row a bot "
+            "answered is WARN; write verdict.rules over the metrics you chose")
     assert note in capsys.readouterr().err and note in manifest(out, "idk")["notes"]
