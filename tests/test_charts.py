@@ -45,7 +45,8 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
         y=alt.Y("share:Q", title="share", axis=alt.Axis(format="%")),
         color=alt.Color("bot:N", legend=alt.Legend(orient="bottom", labelExpr=charts.LABEL)),
     ).properties(width=170, height=80).facet(
-        facet=alt.Facet("metric:N", title=None), columns=4).resolve_scale(y="independent")
+        facet=alt.Facet("metric:N", title=None), columns=4).resolve_scale(
+        y="independent").resolve_axis(x="independent")
 
 
 def heatmap(cells: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
@@ -74,7 +75,8 @@ def trends(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
         x=x, y="ci_low:Q", y2="ci_high:Q", color="bot:N")
     return alt.layer(bars, line, data=alt.Data(values=list(points))).properties(
         width=260, height=140).facet(facet=alt.Facet("metric:N", title=None),
-                                     columns=3).resolve_scale(y="independent")
+                                     columns=3).resolve_scale(y="independent").resolve_axis(
+        x="independent")
 
 
 def forest(deltas: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
@@ -243,3 +245,21 @@ def test_bots_alike_at_their_start_are_told_apart_in_every_chart():
         cut = [t for t in _labels(chart_engine.to_svg(spec)) if "…" in t]
         assert {next(e for e in want[name] if t.endswith(e)) for t in cut
                 if any(t.endswith(e) for e in want[name])} == want[name], (name, cut)
+
+
+@pytest.mark.parametrize("name,columns", [("histograms", 4), ("trends", 3)])
+def test_each_panel_has_its_own_x_axis_and_no_axis_sits_under_an_empty_slot(name, columns):
+    """A run of five metrics: the distributions (four panels a row) were drawn
+    with one x axis per column at the bottom of the grid, so three axes stood
+    under empty slots of the second row and the first row's other panels had
+    none (report.html of a one-bot run with bleu, exact_match and rouge)."""
+    metrics = [f"m{i}" for i in range(columns + 1)]
+    if name == "histograms":
+        rows = [{"metric": m, "bot": "a", "start": s / 20, "share": 0.5}
+                for m in metrics for s in range(2)]
+    else:
+        rows = [{"run": f"2026-01-0{s + 1}", "metric": m, "bot": "a", "mean": 0.5,
+                 "ci_low": None, "ci_high": None, "run_id": f"r{s}"}
+                for m in metrics for s in range(2)]
+    svg = chart_engine.to_svg(getattr(charts, name)(rows))
+    assert len(re.findall(r'aria-label="X-axis', svg)) == len(metrics)

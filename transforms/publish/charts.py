@@ -127,6 +127,11 @@ def _bot_lines(rows: Sequence[Mapping[str, Any]], **props: Any) -> dict[str, Spe
                                  scale={"domain": bots, "range": dashes})}
 
 
+# panels in rows of a few: each its own x axis (a shared one is drawn once per column,
+# at the bottom of the grid: under the empty slots of a last row that is not full)
+PANELS = {"axis": {"x": "independent"}, "scale": {"y": "independent"}}
+
+
 def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
     """Share of a bot's values per 0.05-wide bin, one panel per metric
     (rows: metric, bot, start, share)."""
@@ -138,7 +143,7 @@ def histograms(bins: Sequence[Mapping[str, Any]]) -> Spec:
                      x=_field("start", "quantitative", scale={"domain": [0, 1]}, title=None),
                      y=_field("share", "quantitative", axis={"format": "%"}, title="share")),
                  "height": 80, "width": 170},
-        "columns": 4, "resolve": {"scale": {"y": "independent"}}})
+        "columns": 4, "resolve": PANELS})
 
 
 def heatmap(cells: Sequence[Mapping[str, Any]]) -> Spec:
@@ -175,7 +180,7 @@ def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
                                    x=x, y=_field("mean", "quantitative",
                                                  scale={"zero": False}, title=None))}],
             "height": 140, "width": 260},
-        "columns": 3, "resolve": {"scale": {"y": "independent"}}})
+        "columns": 3, "resolve": PANELS})
 
 
 def forest_half_width(deltas: Sequence[Mapping[str, Any]], floor: float) -> float:
