@@ -563,7 +563,7 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     from transforms.publish.commit import checkpoint
     from transforms.publish.completed import RunUnreadable, read_completed_run
-    from transforms.publish.report import cap_lines, outcome_notes
+    from transforms.publish.report import asking_bots, cap_lines, outcome_notes
     checkpoint(info.output, info.run_id, info.attempt, "outcome")
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
         done = read_completed_run(info.output, info.run_id)
@@ -583,7 +583,7 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     for bot in manifest["bots"]:
         print(f"  {bot}: " + (_bot_line(summary, bot, shown) or "no rows"))
     nothing = not allow_empty and not c["valid_cases"]
-    for note in outcome_notes(c):
+    for note in outcome_notes(c, asking_bots(manifest.get("config"))):
         print(f"evalbeam: {'error: run ' + info.run_id if nothing else 'note'}: {note}",
               file=sys.stderr)
     reached = {n: cap for n, cap in manifest.get("spend_caps", {}).items() if cap["reached"]}

@@ -124,6 +124,42 @@ def test_a_file_of_invalid_rows_only_exits_6_unless_allowed(tmp_path, capsys):
     assert run(["status", "--output", out, "--run-id", "i"]) == 0
 
 
+def test_a_run_whose_bots_never_answered_says_so(tmp_path, capsys, monkeypatch):
+    """The bots' endpoint down all night (here a closed port): every answer was
+    an ERROR, and the run said no word of it beyond its counts (its report
+    neither). It now says so on stderr, in the manifest's notes and so in the
+    report; the exit code is unchanged (0: a gate on the pass rate catches it).
+    A run of recorded answers without answers keeps its own note, and one bot
+    that answers is enough for none."""
+    import socket
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DOWN_KEY", "sk-test-down")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"endpoints:\n  llm: {{base_url: 'http://127.0.0.1:{port}/v1', "
+                   "api_key_env: DOWN_KEY, max_attempts: 1}\n"
+                   "bots:\n  - {name: chat, type: chat, endpoint: llm, model: m}\n")
+    path = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS[:3])
+    out = str(tmp_path / "out")
+    args = ("--input", path, "--output", out, "--config", str(cfg), "--metrics", "exact_match")
+    assert run_cli(*args, "--run-id", "down") == 0
+    said = ("no bot answered: all 3 answers are ERROR, so no metric was computed (the reasons "
+            "are in errors/)")
+    err = capsys.readouterr().err
+    assert f"evalbeam: note: {said}" in err and said in manifest(out, "down")["notes"]
+    report = open(os.path.join(out, "runs", "down", "report.md"), encoding="utf-8").read()
+    assert said in report
+    assert sum(e["stage"] == "bot" for e in read_rows(out, "errors")) == 3
+    one = write_cases(str(tmp_path / "one.parquet"), SAMPLE_ROWS[:1])
+    assert run_cli("--input", one, "--output", out, "--config", str(cfg), "--run-id", "one",
+                   "--metrics", "exact_match") == 0
+    assert "no bot answered: the 1 answer is an ERROR" in capsys.readouterr().err
+    # one bot answering is enough: the other bot's errors are in the counts only
+    cfg.write_text(cfg.read_text() + "  - {name: recorded, type: precomputed}\n")
+    assert run_cli(*args, "--run-id", "half") == 0
+    assert "no bot answered" not in capsys.readouterr().err
+
 def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):
     """errors/ also holds repeated case ids (and failed judge questions): the
     line named only invalid rows and bot errors, so 1 + 0 did not make 2."""

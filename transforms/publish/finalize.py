@@ -24,7 +24,7 @@ from transforms.publish.commit import (attempt_temp_dirs, checkpoint, committed,
                                        staged_report_path, supersede, write_manifest)
 from transforms.publish.calibration_page import CALIBRATION_PAGE
 from transforms.publish.head_to_head import ordered_pairs, overall
-from transforms.publish.report import (cap_report, outcome_notes, package_versions,
+from transforms.publish.report import (asking_bots, cap_report, outcome_notes, package_versions,
                                       reconcile, render_report, spend_summary)
 from transforms.publish.report_html import write_html_report
 from transforms.publish.savings import cascade_report, with_savings
@@ -204,7 +204,8 @@ class Finalize(beam.DoFn):
             "reconciliation": reconcile(counts, len(info.bots), len(info.metrics)),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info.started)),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "notes": list(info.notes) + outcome_notes(counts), "config": info.config,
+            "notes": list(info.notes) + outcome_notes(counts, asking_bots(info.config)),
+            "config": info.config,
             "allow_empty": info.allow_empty,
             "versions": package_versions(),
             "usage": spend_summary(usage, unreported),

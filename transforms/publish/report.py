@@ -46,10 +46,31 @@ def reconcile(counts: Mapping[str, int], n_bots: int, n_metrics: int) -> dict[st
             "checks": {k: {"left": a, "right": b, "ok": a == b} for k, (a, b) in checks.items()}}
 
 
-def outcome_notes(counts: Mapping[str, int]) -> list[str]:
-    """Notes that only the finished counts can give: a run with no valid case
-    completes (its tables exist and reconcile), but a nightly job that read an
-    empty or wholly invalid file should say so rather than print empty tables."""
+def asking_bots(config: Mapping[str, Any] | None) -> bool:
+    """Whether a run's bots ask something for their answers (a chat, http or
+    FAQ bot), not only read the answers recorded in the input (`precomputed`)."""
+    return any(b.get("type") != "precomputed" for b in (config or {}).get("bots") or [])
+
+
+def answered_nothing(counts: Mapping[str, int], asking: bool) -> bool:
+    """Every case × bot answer is an ERROR and a bot was asked: the bots'
+    endpoint down all night, a revoked key. (Recorded answers missing from
+    every row are said by their own note: the input has no answers.)"""
+    rows = counts.get("results_rows", 0)
+    return asking and rows > 0 and counts.get("bot_errors", 0) >= rows
+
+
+def outcome_notes(counts: Mapping[str, int], asking: bool = False) -> list[str]:
+    """Notes that only the finished counts can give: a run with no valid case,
+    or whose bots never answered, completes (its tables exist and reconcile),
+    but a nightly job that read an empty or wholly invalid file, or whose bot
+    endpoint was down, should say so rather than print tables of ERRORs only.
+    asking: asking_bots() of the run's config."""
+    if answered_nothing(counts, asking) and counts["valid_cases"]:
+        rows = counts["results_rows"]
+        every = "the 1 answer is an" if rows == 1 else f"all {rows:,} answers are"
+        return [f"no bot answered: {every} ERROR, so no metric was computed (the reasons "
+                "are in errors/)"]
     if counts["valid_cases"]:
         return []
     if not counts["input_rows"]:
