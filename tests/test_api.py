@@ -684,30 +684,24 @@ def test_a_result_indexed_by_metric_as_ragas_result_is_says_where_the_scores_are
     holds them; a Result is still no sequence."""
     result = evalbeam.evaluate(SAMPLE_ROWS[:2], output=tmp_path / "out",
                                metrics=["exact_match"], progress=False)
-    with pytest.raises(TypeError) as refused:
-        result["exact_match"]
-    assert str(refused.value) == (
-        "a Result is not indexed by metric as Ragas' result is: result.to_pandas()"
-        "['exact_match'] has the metric's value per case and bot, result.summary() its mean "
-        "per bot")
-    assert sorted(result.to_pandas()["exact_match"]) == [0.0, 1.0]
-    with pytest.raises(TypeError, match="'Result' object is not iterable"):
-        list(result)
     # a bot's name sent the reader to to_pandas()['recorded'], a KeyError; a key
     # that is neither was called a metric
-    with pytest.raises(TypeError) as refused:
-        result["recorded"]
-    assert str(refused.value) == (
-        "a Result is not indexed by bot: 'recorded' is a bot of this run; its rows are "
-        "result.to_pandas() where bot == 'recorded', its means result.summary() where "
-        "bot == 'recorded'")
+    for key, said in (
+            ("exact_match", "a Result is not indexed by metric as Ragas' result is: "
+                            "result.to_pandas()['exact_match'] has the metric's value per case "
+                            "and bot, result.summary() its mean per bot"),
+            ("recorded", "a Result is not indexed by bot: 'recorded' is a bot of this run; its "
+                         "rows are result.to_pandas() where bot == 'recorded', its means "
+                         "result.summary() where bot == 'recorded'"),
+            ("faithfulness", "a Result is not indexed, and this run has no metric "
+                             "'faithfulness': its metrics are exact_match; its bots recorded")):
+        with pytest.raises(TypeError) as refused:
+            result[key]
+        assert str(refused.value) == said, key
+    assert sorted(result.to_pandas()["exact_match"]) == [0.0, 1.0]
     assert "recorded" not in result.to_pandas().columns
-    with pytest.raises(TypeError) as refused:
-        result["faithfulness"]
-    assert str(refused.value) == (
-        "a Result is not indexed, and this run has no metric 'faithfulness': its metrics "
-        "are exact_match; its bots recorded")
-
+    with pytest.raises(TypeError, match="'Result' object is not iterable"):
+        list(result)
 
 def test_a_run_without_metrics_reads_as_an_empty_scores_table(tmp_path):
     """evaluate(cases, metrics=[]) (verdicts only, or a filtered list that
