@@ -43,7 +43,8 @@ class NotEmbedded(Exception):
 class Embedded(dict):
     """Texts -> their vectors (or TokenVectors) from one call; a text the call
     did not embed raises NotEmbedded with the reason. `cut`: text -> (its
-    tokens, the tokens read) for the texts the model read only the start of."""
+    tokens, the tokens read), or (its characters, the characters read,
+    "characters"), for the texts the model read only the start of."""
 
     def __init__(self, texts: Sequence[str], embed, *args):
         """embed(texts, *args) -> one value per text, in order, or (those values,

@@ -12,8 +12,9 @@ TOK_EXPECTED, TOK_ANSWER = "tok:expected", "tok:answer"
 VEC_REFERENCES, TOK_REFERENCES = "vec:references", "tok:references"
 EMBED_ERROR = "embed_error"
 # Only on a row one of whose vector texts the embedder read the start of only
-# (the local MiniLM's 256 tokens): {"question" | "answer" | "reference" |
-# "reference <i>" (several) | "sentence <i>": (its tokens, the tokens read)}.
+# (the local MiniLM's 256 tokens, the multilingual model's 20,000 characters):
+# {"question" | "answer" | "reference" | "reference <i>" (several) | "sentence <i>":
+# (its tokens, the tokens read) or (its count, the count read, "characters")}.
 # (Token vectors say it themselves: TokenVectors.total.)
 CUT = "cut"
 # embeddings.model values of the local provider

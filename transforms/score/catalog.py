@@ -28,8 +28,12 @@ _JUDGE_RUBRIC = ("rubric score s on the scale [low, high] (default [1, 5], "
                  "`{{\"score\", \"reason\"}}` reply, value (s − low) / (high − low); raw score, "
                  "scale and reason in details")
 
-_TRUNCATED = ("; a text the embedder read the start of only (the local model: over 256 "
-              "tokens) is named in details `truncated` (`answer: 812 tokens, read 254`)")
+_CUT = ("; a text the embedder read the start of only (the local model: over 256 "
+        "tokens) is named in details `truncated` (`answer: 812 tokens, read 254`")
+_TRUNCATED = _CUT + ")"
+# The sentence-vector metrics: the multilingual model cuts at 20,000 characters instead.
+_TRUNCATED_SENTENCE = (_CUT + "; `embeddings.model: multilingual`: over 20,000 characters, "
+                       "`answer: 24312 characters, read 20000`)")
 
 METRIC_DOCS: dict[str, MetricDoc] = {
     "exact_match": MetricDoc(
@@ -122,7 +126,7 @@ METRIC_DOCS: dict[str, MetricDoc] = {
     "answer_similarity": MetricDoc(
         "max(0, cos(E(expected), E(answer))) with E the sentence embedder; the best over "
         "several references (a blank one passed over); raw cosine in details; an empty "
-        "answer scores 0" + _TRUNCATED, (_EMPTY_REF,)),
+        "answer scores 0" + _TRUNCATED_SENTENCE, (_EMPTY_REF,)),
     "bertscore": MetricDoc(
         "greedy matching of token vectors as bert_score does: R = Σ_r w_r · max_c cos(r, c) / "
         "Σ w_r over reference tokens, P the converse over answer tokens, value F1 = 2PR/(P+R), "
@@ -132,7 +136,7 @@ METRIC_DOCS: dict[str, MetricDoc] = {
         "mean of max(0, cos(E(sentence), E(question))) over the better half of the answer's "
         "sentences (first 64), × novelty / 0.3 when novelty (the share of the answer's "
         "content words not in the question) is below 0.3: restating the question is not "
-        "answering it" + _TRUNCATED),
+        "answering it" + _TRUNCATED_SENTENCE),
     "faithfulness": MetricDoc(
         "supported claims / claims of the answer, each claim verified against the contexts",
         ("the answer makes no claim",)),

@@ -16,8 +16,9 @@ inner model's sentence vector is the mean of its token vectors
 (`sentence_from_tokens`, the local MiniLM), the sentence vectors of those
 texts are derived from that same forward pass and cached, so a text needing
 both (expected answer, answer) is run once, not twice. A text the inner model
-read the start of only (`embed_counted`: the local MiniLM) keeps its token
-count with its vector, cached or not, so a cache hit says it too.
+read the start of only (`embed_counted`: the local MiniLM, the multilingual
+model) keeps its length with its vector, cached or not, so a cache hit says it
+too.
 
 When the inner embedder raises EmbeddingError for some texts (a remote
 request failed), what it did embed is cached and the error is raised again
@@ -83,7 +84,7 @@ class CachingEmbedder:
             raise ValueError("batch_size must be > 0 and max_items >= 0")
         self.inner = inner
         self.batch_size = batch_size
-        self._cache = _Lru(max_items)          # text key -> (vector, (tokens, read) if cut)
+        self._cache = _Lru(max_items)          # text key -> (vector, (length, read[, unit]) if cut)
         self._tokens = _Lru(max_token_bytes, lambda tv: tv.vectors.nbytes)  # -> TokenVectors
         self._lock = threading.Lock()
         self.hits = self.misses = self.token_hits = 0
@@ -108,10 +109,11 @@ class CachingEmbedder:
         return self.embed_counted(texts)[0]
 
     def embed_counted(self, texts: Sequence[str]
-                      ) -> tuple[np.ndarray, dict[str, tuple[int, int]]]:
+                      ) -> tuple[np.ndarray, dict[str, tuple]]:
         """embed's rows, and {text: (its tokens, the tokens read)} for the texts
-        the inner model cut to its input length (only an inner model with
-        `embed_counted` says: the local MiniLM; an endpoint's reply does not)."""
+        the inner model cut to its input length ((its characters, the characters
+        read, "characters") from the multilingual model; only an inner model with
+        `embed_counted` says: the local ones; an endpoint's reply does not)."""
         keys = [text_key(t) for t in texts]
         unique: dict[bytes, str] = {}
         for k, t in zip(keys, texts):

@@ -20,7 +20,9 @@ import numpy as np
 from transforms.enrich.embeddings.base import TokenVectors, l2_normalise
 
 MODEL_NAME = "universal-sentence-encoder-multilingual-3"
-MAX_CHARS = 20_000  # USE's cost grows with the text; longer texts are cut (said in details)
+# USE's cost grows with the text: a longer text is read from its first MAX_CHARS
+# characters only (embed_counted says which, and the metrics' details `truncated`)
+MAX_CHARS = 20_000
 
 _USE = None
 _LOCK = threading.Lock()
@@ -47,14 +49,22 @@ class MultilingualEmbedder:
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_counted(texts)[0]
+
+    def embed_counted(self, texts: Sequence[str]
+                      ) -> tuple[np.ndarray, dict[int, tuple[int, int, str]]]:
+        """embed's rows, and for each text cut to MAX_CHARS, by its index,
+        (its characters, the characters read, "characters")."""
+        cut = {i: (len(t), MAX_CHARS, "characters") for i, t in enumerate(texts)
+               if len(t) > MAX_CHARS and t.strip()}
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32), cut
         use = _use()
         out = []
         for i in range(0, len(texts), self.batch_size):
             batch = [t[:MAX_CHARS] if t.strip() else " " for t in texts[i:i + self.batch_size]]
             out.append(np.asarray(use.encode(batch), dtype=np.float32).reshape(len(batch), -1))
-        return l2_normalise(np.concatenate(out))
+        return l2_normalise(np.concatenate(out)), cut
 
     def embed_tokens(self, texts: Sequence[str], special_tokens: bool = False
                      ) -> list[TokenVectors]:

@@ -35,17 +35,22 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (na * nb))
 
 
-def say_truncated(result: MetricResult, cut: Mapping[str, tuple[int, int]],
+def say_truncated(result: MetricResult, cut: Mapping[str, tuple],
                   roles: Iterable[str]) -> MetricResult:
     """`result` with details["truncated"] naming those of the texts it compared
     (`roles`) that the embedder read the start of only, e.g. "answer: 812
-    tokens, read 254" (cut: role -> (its tokens, the tokens read)); the value
-    is unchanged: it scores what was read."""
-    said = [f"{role}: {cut[role][0]} tokens, read {cut[role][1]}" for role in roles
-            if role in cut]
+    tokens, read 254" or, from the multilingual model, "answer: 24312
+    characters, read 20000" (cut: role -> (its tokens, the tokens read) or
+    (its count, the count read, the unit)); the value is unchanged: it scores
+    what was read."""
+    said = [f"{role}: {_read_of(*cut[role])}" for role in roles if role in cut]
     if said and result.value is not None:
         result.details["truncated"] = "; ".join(said)
     return result
+
+
+def _read_of(total: int, read: int, unit: str = "tokens") -> str:
+    return f"{total} {unit}, read {read}"
 
 
 def answer_similarity(expected: np.ndarray, answer: np.ndarray) -> MetricResult:
