@@ -113,7 +113,7 @@ def test_nulls_pair_nothing_and_report_sections():
     md = render_report(manifest, [], worst, [(pair, stats)])
     assert "## Head to head" in md and "### b − a (2 paired cases)" in md
     assert "| b − a [95% CI] |" in md
-    assert "| c&lt;1&gt; | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
+    assert "| c&lt;1&gt; | – | FAIL |" in md and "ref \\| 1" in md and "<script>" not in md
     assert "score 0.10, halluc 0.10" in md  # the metric the reason names comes first
 
 

@@ -33,8 +33,8 @@ def test_report_md_escapes_case_ids_and_the_input_path(tmp_path):
     assert "/in&lt;img src=x onerror=alert(1)&gt;\\|/cases.parquet — " in input_line
     worst = [line for line in report.splitlines() if "onerror" in line and line.startswith("|")]
     assert len(worst) == 3
-    for line in worst:  # 7 cells: 8 unescaped pipes, whatever the case id holds
-        assert len(re.findall(r"(?<!\\)\|", line)) == 8, line
+    for line in worst:  # 8 cells: 9 unescaped pipes, whatever the case id holds
+        assert len(re.findall(r"(?<!\\)\|", line)) == 9, line
 
 
 def test_markdown_in_an_answer_is_shown_as_written_when_report_md_is_rendered(tmp_path):
@@ -71,7 +71,7 @@ def test_markdown_in_an_answer_is_shown_as_written_when_report_md_is_rendered(tm
                             ".find(r => r[0] === 'md_case')")
         inside = page.evaluate("Array.from(document.querySelectorAll('td a, td img, td strong,"
                                " td em, td code')).map(e => e.outerHTML)")
-    assert row is not None and row[3] == "Say *it*?" and row[5] == answer, row
+    assert row is not None and row[4] == "Say *it*?" and row[6] == answer, row
     assert inside == [], inside
     assert not [u for u in page.requests if u.startswith("http")], page.requests
 

@@ -7,6 +7,7 @@ half while the page scrolled sideways)."""
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 
@@ -156,6 +157,19 @@ def test_a_run_whose_every_bot_call_failed_reports_errors_not_warnings(tmp_path)
     """An http bot at a closed port: every row is ERROR, and the verdicts table
     says so, but the note above it said 'so every row is WARN' (the preset's
     rules name no metric of the run, which matters only to rows with an answer)."""
+    out = pathlib.Path(_closed_port_run(tmp_path, [
+        {"case_id": f"c{i}", "question": "How long is the refund window?",
+         "expected_answer": "Thirty days."} for i in range(3)]))
+    md = (out / "runs" / "x" / "report.md").read_text(encoding="utf-8")
+    assert "| web | 0 | 0 | 0 | 3 | – |" in md, md  # no rule decided a row: not 0.000
+    assert "every row is WARN" not in md and "every row a bot answered is WARN" in md, md
+    assert "No value on any row for exact_match" in md and "nan" not in md.lower(), md
+
+
+def _closed_port_run(folder, rows: list[dict], more_bots: str = "") -> str:
+    """One real run (the CLI, Beam for real) of `rows` with metric exact_match, which
+    no rule of the default preset reads: an http bot `web` at a closed port (every
+    row ERROR), and the bots of `more_bots` (config lines); its output folder."""
     import socket
 
     from tests.conftest import write_cases
@@ -163,18 +177,136 @@ def test_a_run_whose_every_bot_call_failed_reports_errors_not_warnings(tmp_path)
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cases = write_cases(str(tmp_path / "c.parquet"), [
-        {"case_id": f"c{i}", "question": "How long is the refund window?",
-         "expected_answer": "Thirty days."} for i in range(3)])
-    cfg = tmp_path / "c.yaml"
+    cases = write_cases(str(folder / "c.parquet"), rows)
+    cfg = folder / "c.yaml"
     cfg.write_text(f"endpoints:\n  llm: {{base_url: 'http://127.0.0.1:{port}/v1', "
                    "max_attempts: 1}\nbots:\n  - {name: web, type: http, endpoint: llm, "
-                   "options: {answer_path: a, body: {q: '{question}'}}}\n"
-                   "metrics: [exact_match]\n")
-    out = tmp_path / "out"
+                   "options: {answer_path: a, body: {q: '{question}'}}}\n" + more_bots
+                   + "metrics: [exact_match]\n")
+    out = folder / "out"
     assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg),
                    "--run-id", "x") == 0
-    md = (out / "runs" / "x" / "report.md").read_text(encoding="utf-8")
-    assert "| web | 0 | 0 | 0 | 3 | 0.000 [0.000, " in md, md
-    assert "every row is WARN" not in md and "every row a bot answered is WARN" in md, md
-    assert "No value on any row for exact_match" in md and "nan" not in md.lower(), md
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def closed_port_run(tmp_path_factory) -> str:
+    """The http bot at a closed port and a recorded bot that lacks one answer (one
+    ERROR, the others WARN: no rule of the preset reads exact_match)."""
+    return _closed_port_run(tmp_path_factory.mktemp("closed"), [
+        {"case_id": f"c{i}", "question": "How long is the refund window?", "suite": "refunds",
+         "expected_answer": "Thirty days.",
+         "answer": ["Thirty days.", "Ninety days.", None][i % 3]} for i in range(4)],
+        "  - {name: recorded, type: precomputed}\n")
+
+
+def _html_tables(html: str) -> list[list[list[str]]]:
+    """Every table of a page: rows of cell texts (<th> and <td>, whitespace folded)."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.text = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.tables.append([])
+            elif tag == "tr":
+                self.tables[-1].append([])
+            elif tag in ("td", "th"):
+                self.text = []
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.tables[-1][-1].append(" ".join("".join(self.text).split()))
+                self.text = None
+
+        def handle_data(self, data):
+            if self.text is not None:
+                self.text.append(data)
+    parser = Cells()
+    parser.feed(html)
+    return parser.tables
+
+
+def _md_tables(md: str) -> list[list[list[str]]]:
+    """Every table of report.md: rows of cell texts (the --- line left out)."""
+    tables, current = [], None
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if current is None:
+                current = []
+                tables.append(current)
+            if not set(line) <= set("|-: "):
+                current.append([c.strip() for c in line.strip()[1:-1].split(" | ")])
+        else:
+            current = None
+    return tables
+
+
+def test_no_pass_rate_where_no_rule_decided_a_row(closed_port_run):
+    """No rule of the preset applies to exact_match and the http bot never
+    answered: both reports showed a pass rate of 0.000 [0.000, 0.490] for both
+    bots, read as "every answer failed". They now show "–" and say why; summary/
+    keeps the pass rate 0 in `mean` (its documented meaning)."""
+    from tests.pipeline_helpers import read_rows
+    run = os.path.join(closed_port_run, "runs", "x")
+    md = open(os.path.join(run, "report.md"), encoding="utf-8").read()
+    html = open(os.path.join(run, "report.html"), encoding="utf-8").read()
+    verdicts = {"md": _md_tables(md)[0], "html": _html_tables(html)[0]}
+    for name, rows in verdicts.items():
+        assert rows[0][-1] == "pass rate [95% CI]", (name, rows)
+        assert {r[0]: r[1:] for r in rows[1:]} == {
+            "recorded": ["0", "3", "0", "1", "–"], "web": ["0", "0", "0", "4", "–"]}, (name, rows)
+    why = ("Pass rate –: no row was decided by a verdict rule, and 0.000 would read as every "
+           "row failed. web: every row is ERROR (the bot did not answer; errors/ holds why); "
+           "recorded: no verdict rule applies to this run's metrics (see the note above), so "
+           "every answered row is WARN.")
+    assert why in md, md
+    assert why.replace("'", "&#x27;") in html
+    assert "0.000 [0.000, 0.490]" not in md and "0.000 [0.000, 0.490]" not in html
+    rates = {r["bot"]: r["mean"] for r in read_rows(closed_port_run, "summary")
+             if r["metric"] == "verdict" and r["suite"] == "*"}
+    assert rates == {"recorded": 0.0, "web": 0.0}, rates
+
+
+def test_a_decided_bot_keeps_its_pass_rate_of_0():
+    """With a rule over the run's metrics a row of WARN or FAIL was decided:
+    a pass rate of 0 is then the finding, shown as 0.000; only where no row
+    could be decided (every row ERROR, or no rule at all) is it "–"."""
+    from transforms.publish import pass_rate
+    row = {"run_id": "x", "bot": "b", "suite": "*", "metric": "verdict", "count": 4,
+           "missing": 0, "mean": 0.0, "ci_low": 0.0, "ci_high": 0.49, "pass_count": 0,
+           "warn_count": 1, "fail_count": 2, "error_count": 1}
+    assert pass_rate.shown([row], True)[0]["mean"] == 0.0
+    assert pass_rate.shown([{**row, "fail_count": 0, "warn_count": 3}], True)[0]["mean"] == 0.0
+    assert pass_rate.shown([{**row, "fail_count": 0, "warn_count": 3}], False)[0]["mean"] is None
+    failed = {**row, "fail_count": 0, "warn_count": 0, "error_count": 4}
+    assert pass_rate.shown([failed], True)[0]["mean"] is None
+    assert pass_rate.note(pass_rate.shown([row], True)) is None
+
+
+def test_worst_cases_of_a_failed_bot_read_the_same_in_both_reports(closed_port_run):
+    """report.md wrote a failed bot's answer as "–" and its metrics as an empty
+    cell, report.html the answer as an empty cell and the metrics as "–", and
+    report.md had no suite column. Both now have the same columns, rows in the
+    same order, and "–" where there is no value."""
+    run = os.path.join(closed_port_run, "runs", "x")
+    md = open(os.path.join(run, "report.md"), encoding="utf-8").read()
+    html = open(os.path.join(run, "report.html"), encoding="utf-8").read()
+    md_worst = _md_tables(md[md.index("## Worst cases"):])
+    html_worst = _html_tables(html[html.index("<h2>Worst cases</h2>"):])
+    assert len(md_worst) == len(html_worst) == 2  # recorded, then web
+    for m, h in zip(md_worst, html_worst):
+        assert m == h, (m, h)
+    header = md_worst[0][0]
+    assert header == ["case", "suite", "verdict", "reason", "question", "reference", "answer",
+                      "metrics"], header
+    errored = [dict(zip(header, r)) for t in md_worst for r in t[1:] if r[2] == "ERROR"]
+    assert len(errored) == 5, errored  # web's four, recorded's c2
+    for row in errored:
+        assert row["answer"] == "–" and row["metrics"] == "–", row
+        assert row["reason"].startswith("bot failed: "), row
+    assert [r[0] for r in md_worst[1][1:]] == ["c3", "c2", "c1", "c0"]
+    assert md_worst[0][1][:3] == ["c2", "refunds", "ERROR"]  # the error first

@@ -47,8 +47,11 @@ def _run(tmp_path, n_bots: int, name: str = "faq_{:02d}") -> tuple[str, str]:
         write_cases(str(tmp_path / f"faq{b}.parquet"), faq[: len(faq) - 4 * b])
         bots.append(f"  - {{name: {name.format(b)}, type: faq_match, faq: faq{b}.parquet}}")
     cfg = tmp_path / "c.yaml"
+    # a rule over the run's metrics: without one every row is WARN and no pass rate
+    # ranks the bots (each is "–")
     cfg.write_text("bots:\n" + "\n".join(bots) + "\nmetrics: [exact_match, rougeL, "
-                   "keyword_recall, answer_similarity]\n")
+                   "keyword_recall, answer_similarity]\nverdict:\n  rules:\n"
+                   "    - {metric: keyword_recall, below: 0.5, verdict: FAIL}\n")
     out = tmp_path / "out"
     assert run_cli("--input", path, "--output", str(out), "--config", str(cfg),
                    "--run-id", "r") == 0
@@ -86,7 +89,7 @@ def test_twelve_bots_over_five_suites_make_a_readable_report(tmp_path):
     text = open(md, encoding="utf-8").read()
     assert len(text.splitlines()) < 400, len(text.splitlines())
     assert text.count("more of ") == 12 and "worst cases are in the manifest" in text
-    md_ids = re.findall(r"^\| (customer\\_support\S*(?: \S+)*?) \| (?:FAIL|WARN|ERROR)",
+    md_ids = re.findall(r"^\| (customer\\_support\S*(?: \S+)*?) \| \w+ \| (?:FAIL|WARN|ERROR)",
                         text, re.M)
     assert len(md_ids) == 60 and all(len(i.replace("\\", "")) <= 120 for i in md_ids)
     worst = text.split("## Worst cases")[1].split("### ")[1:]

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, CALL_ERROR_COUNTS, CALL_ERROR_STAGES, VERDICT_METRIC
 from transforms.publish import head_to_head as h2h
+from transforms.publish import pass_rate
 from transforms.publish.html import num
 from transforms.publish.paired import metric_label
 from transforms.publish.rows import shortened
@@ -354,6 +355,12 @@ FEW_BOTS = 3
 WORST_OF_MANY = 5
 
 
+# the columns of both reports' worst cases; a cell with no value (a failed bot's
+# answer and metrics, a case without a suite or a reference) is "–" in both
+WORST_HEADERS = ("case", "suite", "verdict", "reason", "question", "reference", "answer",
+                 "metrics")
+
+
 def worst_shown(cases: Sequence[Mapping[str, Any]], n_bots: int
                 ) -> tuple[Sequence[Mapping[str, Any]], int]:
     """A bot's worst cases as the reports show them, and how many were left out."""
@@ -543,7 +550,8 @@ RANKED_NOTE = ("Bots ranked by pass rate (best first); each metric's mean over t
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
                   worst: Mapping[str, list[Mapping[str, Any]]],
                   pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
-    summary = [r for r in summary if r["suite"] == ALL_SUITES]
+    summary = pass_rate.shown((r for r in summary if r["suite"] == ALL_SUITES),
+                              pass_rate.run_has_rules(manifest))
     bots = sorted({r["bot"] for r in summary})
     c = manifest["counts"]
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
@@ -568,6 +576,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
             lines.append(f"| {md_cell(md_name(r['bot']), 80)} | {r['pass_count']} | "
                          f"{r['warn_count']} | "
                          f"{r['fail_count']} | {r['error_count']} | {with_interval(r)} |")
+    lines += ["", md_cell(n, 2000)] if (n := pass_rate.note(summary, md_name)) else []
     lines += ["", "## Metric means [95% CI] (null values excluded; missing = could not be "
               "computed)", ""]
     lines += _means_md(summary, bots)
@@ -585,12 +594,13 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     for bot in sorted(worst):
         shown, left_out = worst_shown(worst[bot], len(worst))
         lines += [f"### {md_cell(md_name(bot), 80)}", ""]
-        lines += md_table(["case", "verdict", "reason", "question", "reference", "answer",
-                           "metrics"],
-                          [[md_text(clip_id(w["case_id"])), w["verdict"], clip(w["reason"], 160),
+        lines += md_table(WORST_HEADERS,
+                          [[md_text(clip_id(w["case_id"])),
+                            md_text(clip(w.get("suite"), NAME_CHARS)),
+                            w["verdict"], clip(w["reason"], 160),
                             md_text(clip(w["question"], 80)),
                             md_text(clip(w.get("reference"), 120)),
-                            md_text(clip(w["answer"], 120)), metrics_text(w)]
+                            md_text(clip(w["answer"], 120)), metrics_text(w) or "–"]
                            for w in shown],
                           limit=1000)
         if left_out:

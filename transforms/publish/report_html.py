@@ -11,12 +11,13 @@ from apache_beam.io.filesystems import FileSystems
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 from transforms.publish import charts
 from transforms.publish import head_to_head as h2h
+from transforms.publish import pass_rate
 from transforms.publish.html import (Raw, breakable, esc, figure, isolated, num, page,
                                     table, tag)
 from transforms.publish.paired import change, metric_label
 from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND_BY_METRIC,
-                                      SPEND_TITLE, SPLIT_NOTE, cap_lines, clip, clip_id,
-                                      finished_text, left_out_note, lost_request_lines,
+                                      SPEND_TITLE, SPLIT_NOTE, WORST_HEADERS, cap_lines, clip,
+                                      clip_id, finished_text, left_out_note, lost_request_lines,
                                       metric_values, no_value_note, ranked_means,
                                       sampled_cell, sampled_note, spend_tables,
                                       with_interval, worst_shown)
@@ -142,11 +143,11 @@ def _worst(worst: Mapping[str, list[Mapping[str, Any]]]) -> Raw:
     parts = []
     for bot in sorted(worst):
         shown, left_out = worst_shown(worst[bot], len(worst))
-        rows = table(["case", "suite", "verdict", "reason", "question", "reference",
-                      "answer", "metrics"],
+        rows = table(WORST_HEADERS,
                      [[_case_id(w["case_id"]), clip(w.get("suite"), NAME_CHARS),
                        w["verdict"], w["reason"],
-                       w["question"], w.get("reference"), w["answer"], _metrics_cell(w)]
+                       w["question"], w.get("reference"), w["answer"] or None,
+                       _metrics_cell(w)]
                       for w in shown],
                      text=range(3, 8), stack=True)
         if len(worst) <= FEW_BOTS:
@@ -297,7 +298,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
                        worst: Mapping[str, list[Mapping[str, Any]]],
                        history: Iterable[Mapping[str, Any]],
                        pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
-    summary = list(summary)
+    summary = pass_rate.shown(summary, pass_rate.run_has_rules(manifest))
     overall = [r for r in summary if r["suite"] == ALL_SUITES]
     c = manifest["counts"]
     parts: list[Any] = [
@@ -314,6 +315,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         *[tag("p", line) for line in cap_lines(manifest.get("spend_caps") or {}, False)],
         *[tag("p", line) for line in lost_request_lines(manifest.get("requests"))],
         tag("h2", "Verdicts"), _verdicts(overall),
+        *[tag("p", n, "muted small") for n in [pass_rate.note(overall)] if n],
         tag("h2", "Metric means [95% CI]"), _means(overall),
         tag("p", "↓ lower is better. " + INTERVALS_NOTE, "muted small"),
     ]
