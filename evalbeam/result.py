@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.wording import counted
 from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC, TableSpec
+from transforms.publish import pass_rate
 from transforms.publish.completed import CompletedRun, RunUnreadable, read_completed_run
 
 HEADLINE = ("hallucination", "completeness", "answer_relevance", "rougeL", "faithfulness",
@@ -217,7 +218,8 @@ class Result:
     # ----------------------------------------------------------- display
 
     def _bot_rows(self) -> list[tuple[str, dict, dict]]:
-        rows = self.summary().to_pylist()
+        # the pass rate "–" where no rule decided a row, as in the reports
+        rows = pass_rate.shown(self.summary().to_pylist(), pass_rate.run_has_rules(self.manifest))
         out = []
         for bot in self.bots:
             mine = {r["metric"]: r for r in rows if r["bot"] == bot}

@@ -257,8 +257,8 @@ def test_no_pass_rate_where_no_rule_decided_a_row(closed_port_run):
     verdicts = {"md": _md_tables(md)[0], "html": _html_tables(html)[0]}
     for name, rows in verdicts.items():
         assert rows[0][-1] == "pass rate [95% CI]", (name, rows)
-        assert {r[0]: r[1:] for r in rows[1:]} == {
-            "recorded": ["0", "3", "0", "1", "–"], "web": ["0", "0", "0", "4", "–"]}, (name, rows)
+        assert {r[0]: r[1:] for r in rows[1:]} == {"recorded": ["0", "3", "0", "1", "–"],
+                                                  "web": ["0", "0", "0", "4", "–"]}, rows
     why = ("Pass rate –: no row was decided by a verdict rule, and 0.000 would read as every "
            "row failed. web: every row is ERROR (the bot did not answer; errors/ holds why); "
            "recorded: no verdict rule applies to this run's metrics (see the note above), so "
@@ -310,3 +310,34 @@ def test_worst_cases_of_a_failed_bot_read_the_same_in_both_reports(closed_port_r
         assert row["reason"].startswith("bot failed: "), row
     assert [r[0] for r in md_worst[1][1:]] == ["c3", "c2", "c1", "c0"]
     assert md_worst[0][1][:3] == ["c2", "refunds", "ERROR"]  # the error first
+
+
+def test_the_head_to_head_notebook_view_and_compare_show_no_pass_rate_where_no_rule_decided(
+        closed_port_run, capsys):
+    """The same run: its head to head said 'Pass rate on the 4 paired cases: web
+    0.000, recorded 0.000', its notebook view (Result._repr_html_) 0.000 [0.000,
+    0.490], and `evalbeam compare x:recorded x:web` 'pass rate 0.000 → 0.000'.
+    Each now shows "–" (compare with a note); comparisons/ keeps its 0.0 means
+    and the difference, as its gate reads them."""
+    import evalbeam
+    from pipeline.cli import run
+    from tests.pipeline_helpers import read_rows
+    run_dir = os.path.join(closed_port_run, "runs", "x")
+    md = open(os.path.join(run_dir, "report.md"), encoding="utf-8").read()
+    html = open(os.path.join(run_dir, "report.html"), encoding="utf-8").read()
+    said = "Pass rate on the 4 paired cases: web –, recorded –; recorded − web = +0.000"
+    assert said in md and said in html, md
+    assert "| pass_rate | 4 | – | – | +0.000 [+0.000, +0.000] |" in md, md
+    view = _html_tables(evalbeam.read_run(closed_port_run, "x")._repr_html_())[0]
+    assert view[0][5] == "pass rate" and {r[0]: r[5] for r in view[1:]} == {
+        "web": "–", "recorded": "–"}, view
+    assert run(["compare", "--output", closed_port_run, "--baseline", "x:recorded",
+                "--candidate", "x:web"]) == 0
+    out = capsys.readouterr().out
+    assert "  web: pass rate – → – (Δ +0.000 [+0.000, +0.000], p_holm 1)" in out, out
+    assert "note: a pass rate shown as – is a side none of whose paired rows" in out, out
+    page = open(os.path.join(run_dir, "compare", "x.recorded.vs.web.md"), encoding="utf-8").read()
+    assert "| pass_rate | 4 | – | – | +0.000 [+0.000, +0.000] |" in page, page
+    table = [r for r in read_rows(closed_port_run, "comparisons") if r["metric"] == "pass_rate"
+             and r["suite"] == "*"]
+    assert [(r["baseline_mean"], r["candidate_mean"]) for r in table] == [(0.0, 0.0)], table

@@ -36,7 +36,9 @@ from pipeline.postrun.read import check_output, check_writable, read_completed_r
 from pipeline.wording import counted
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
+from transforms.publish import pass_rate
 from transforms.publish.compare_page import delta_text, render_compare_html, render_compare_md
+from transforms.publish.html import num
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, TIE, bot_seed, change,
                                        group_rows, passed, transitions)
 from transforms.publish.write import RUN_ID_PATTERN, replace_table_file, replace_text_file
@@ -526,6 +528,8 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "gone_suites": tables.gone_suites,
                 "notes": [n for n in [verdict_note(*(tables.runs[s.run_id].manifest
                                                      for s in (baseline, candidate)))] if n],
+                "ruled": [pass_rate.run_has_rules(tables.runs[s.run_id].manifest)
+                          for s in (baseline, candidate)],
                 **{key: {b: n[kind] for b, n in overall.items() if b not in bots and n.get(kind)}
                    for key, kind in (("unpaired_bots", "only_in_baseline"),
                                      ("new_bots", "only_in_candidate"))},
@@ -541,6 +545,15 @@ def table_rows(c: dict[str, Any]) -> list[dict]:
     base, cand = c["baseline_side"], c["candidate_side"]
     return [{**r, "run_id": cand.run_id, "baseline_run_id": base.run_id,
              "baseline_bot": base.bot or r["bot"], "comparison": c["stem"]} for r in c["rows"]]
+
+
+def shown(c: dict[str, Any]) -> dict[str, Any]:
+    """The comparison as its pages and lines show it: a side's pass rate "–"
+    where no rule decided its rows (pass_rate.shown_pairs), and a note saying so.
+    comparisons/ and the gate read `c` itself."""
+    rows = pass_rate.shown_pairs(c["rows"], c.get("ruled", (True, True)))
+    note = pass_rate.paired_note(rows)
+    return {**c, "rows": rows, "notes": [*c.get("notes", ()), *([note] if note else [])]}
 
 
 def write_comparison(c: dict[str, Any]) -> dict[str, str]:
@@ -562,7 +575,7 @@ def write_comparison(c: dict[str, Any]) -> dict[str, str]:
     pages = pages_dir(output, cand)
     for ext, render in (("md", render_compare_md), ("html", render_compare_html)):
         paths[ext] = FileSystems.join(pages, f"{stem}.{ext}")
-        replace_text_file(output, paths[ext], render(c))
+        replace_text_file(output, paths[ext], render(shown(c)))
     return paths
 
 
@@ -580,7 +593,7 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
         worse = [r["metric"] for r in rows if change(r) == "worse"]
         better = [r["metric"] for r in rows if change(r) == "better"]
         pr = next(r for r in rows if r["metric"] == PASS_RATE)
-        text = (f"  {bot}: pass rate {pr['baseline_mean']:.3f} → {pr['candidate_mean']:.3f} "
+        text = (f"  {bot}: pass rate {num(pr['baseline_mean'])} → {num(pr['candidate_mean'])} "
                 f"(Δ {delta_text(pr)}, p_holm {pr['p_adjusted']:.2g})"
                 if pr["n_pairs"] else f"  {bot}: no verdicts paired")
         moved = [r["metric"] for r in rows if change(r) == CHANGED]
@@ -648,7 +661,7 @@ def run_compare(args) -> bool:
     for line in gate_lines(failed, len(cfg.gate), len(checks),
                            [g for g in checks if g.status == "WARN"]):
         print(line)
-    for line in summary_lines(c):
+    for line in summary_lines(shown(c)):
         print(line)
     print(f"table:   {paths['table']}")
     print(f"pages:   {paths['md']}, {paths['html']}")

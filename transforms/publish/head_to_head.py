@@ -246,7 +246,7 @@ def findings(pair: Sequence[str], stats: Mapping[str, Any]) -> list[str]:
                    "worse": f"{a} passes significantly more cases"}.get(
             change(pr), "the pass rates do not differ significantly")
         lines.append(f"Pass rate on the {pr['n_pairs']} paired cases: {a} "
-                     f"{pr['baseline_mean']:.3f}, {b} {pr['candidate_mean']:.3f}; {b} − {a} = "
+                     f"{num(pr['baseline_mean'])}, {b} {num(pr['candidate_mean'])}; {b} − {a} = "
                      f"{signed(pr['delta'])} [{signed(pr['ci_low'])}, {signed(pr['ci_high'])}]: "
                      f"{verdict}.")
         t = pr.get("transitions") or {}

@@ -6,9 +6,10 @@ report that shows 0.000 reads as "every answer failed". The reports, the
 notebook view and compare show "–" for it and a note says why."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+import json
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from schemas.tables import ALL_SUITES, VERDICT_METRIC
+from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 
 
 def run_has_rules(manifest: Mapping[str, Any]) -> bool:
@@ -64,9 +65,49 @@ def note(summary: Iterable[Mapping[str, Any]], name: Callable[[str], str] = str)
             "every row failed. " + "; ".join(parts) + ".")
 
 
-def rate_text(mean: float | None, counts: Mapping[str, Any] | None, ruled: bool,
-              digits: int = 3) -> str:
-    """One side's pass rate in a line of text: "–" when undecided or unknown."""
-    if mean is None or (counts is not None and undecided(counts, ruled)):
-        return "–"
-    return f"{mean:.{digits}f}"
+def side_counts(transitions: Mapping[str, int], side: int) -> dict[str, int]:
+    """One side's verdict counts (side 0: the baseline or a, 1: the candidate or
+    b) from a pass_rate row's transitions {'PASS->FAIL': n, ...}."""
+    out = {f"{v.lower()}_count": 0 for v in VERDICT_ORDER}
+    for key, n in transitions.items():
+        out[f"{key.split('->')[side].lower()}_count"] += n
+    return out
+
+
+def shown_pairs(rows: Iterable[Mapping[str, Any]], ruled: Sequence[bool]) -> list[dict]:
+    """Paired rows (compare's, a head to head's) as the pages show them: a
+    pass_rate row's mean of a side null where none of that side's paired rows
+    was decided by a rule (ruled: whether the baseline's and the candidate's
+    runs have rules). The difference stays: it counts such rows as not passing,
+    as compare's gate does."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        moves = r.get("transitions")
+        if r["metric"] == PASS_RATE and moves:
+            moves = json.loads(moves) if isinstance(moves, str) else moves
+            for side, key in enumerate(("baseline_mean", "candidate_mean")):
+                if undecided(side_counts(moves, side), ruled[side]):
+                    r[key] = None
+        out.append(r)
+    return out
+
+
+PAIRED_NOTE = ("a pass rate shown as – is a side none of whose paired rows a verdict rule "
+               "decided (every row ERROR, or no rule applies to its run's metrics); the "
+               "difference counts those rows as not passing")
+
+
+def paired_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """PAIRED_NOTE when a pass rate of the shown rows is "–" (None else)."""
+    hidden = any(r["metric"] == PASS_RATE and r.get("n_pairs")
+                 and (r.get("baseline_mean") is None or r.get("candidate_mean") is None)
+                 for r in rows)
+    return PAIRED_NOTE if hidden else None
+
+
+def shown_head_to_head(pairs: Iterable[tuple[Sequence[str], Mapping[str, Any]]], ruled: bool
+                       ) -> list[tuple[Sequence[str], dict]]:
+    """A run's pairs of bots (one run: one set of rules) with shown_pairs' rows."""
+    return [(names, {**stats, "rows": shown_pairs(stats["rows"], (ruled, ruled))})
+            for names, stats in pairs]

@@ -298,7 +298,9 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
                        worst: Mapping[str, list[Mapping[str, Any]]],
                        history: Iterable[Mapping[str, Any]],
                        pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
-    summary = pass_rate.shown(summary, pass_rate.run_has_rules(manifest))
+    ruled = pass_rate.run_has_rules(manifest)
+    summary = pass_rate.shown(summary, ruled)
+    pairs = pass_rate.shown_head_to_head(pairs, ruled)
     overall = [r for r in summary if r["suite"] == ALL_SUITES]
     c = manifest["counts"]
     parts: list[Any] = [
