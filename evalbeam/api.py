@@ -29,8 +29,9 @@ RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "l
 
 
 class NothingEvaluated(ValueError):
-    """The run finished but none of its input rows was a valid case (`evalbeam
-    run` exits 6): raised so that a script does not carry on as if it had
+    """The run finished but evaluated nothing (`evalbeam run` exits 6): none of
+    its input rows was a valid case, or its bots were asked and none answered
+    (every answer an ERROR): raised so that a script does not carry on as if it had
     evaluated something; `result` is the finished run (its errors() say why)."""
 
     def __init__(self, message: str, result: Result):
@@ -195,10 +196,11 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     if failed is not None:  # raised here, not in the except: not "during handling of" itself
         raise failed
     result = read_run(plan.info.output, plan.info.run_id)
-    if not result.counts["valid_cases"] and not run_options.get("allow_empty"):
-        from transforms.publish.report import outcome_notes
-        raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts)[0]}; "
-                               "pass allow_empty=True to accept it", result)
+    from transforms.publish.report import asking_bots, evaluated_nothing, outcome_notes
+    asking = asking_bots(result.manifest.get("config"))
+    if evaluated_nothing(result.counts, asking) and not run_options.get("allow_empty"):
+        raise NothingEvaluated(f"run {result.run_id}: {outcome_notes(result.counts, asking)[0]}"
+                               "; pass allow_empty=True to accept it", result)
     return result
 
 

@@ -77,8 +77,10 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         EXIT_NOT_RECONCILED: "the run finished but its counts do not reconcile (a bug: see "
                              "runs/<run_id>/manifest.json)",
         EXIT_NOTHING_EVALUATED: "the run finished but evaluated nothing: every input row "
-                                "is invalid (the reasons are in errors/; one line `evalbeam: "
-                                "error: ...`); --allow-empty makes it exit 0. An input with no "
+                                "is invalid, or its bots were asked and none answered (every "
+                                "answer an ERROR: an endpoint down, a revoked key); the "
+                                "reasons are in errors/, one line `evalbeam: error: ...`; "
+                                "--allow-empty makes it exit 0. An input with no "
                                 "row at all is refused before the run (exit 2) unless "
                                 "--allow-empty",
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C) during a local run: its worker processes are ended, "
@@ -104,7 +106,8 @@ EXIT_CODES: dict[str, dict[int, str]] = {
         3: "finished, but the counts do not reconcile",
         5: "running",
         EXIT_NOTHING_EVALUATED: "finished, but it evaluated nothing: every input row is "
-                                "invalid, and the run was not started with --allow-empty",
+                                "invalid, or no bot answered (every answer an ERROR), and "
+                                "the run was not started with --allow-empty",
         EXIT_SIGTERM: "stopped by SIGTERM: one line `evalbeam: error: status stopped by SIGTERM`",
         EXIT_OUTPUT_UNWRITABLE: _unwritable("status", "the run's state is unknown"),
         EXIT_SIGINT: "stopped by SIGINT (Ctrl-C): one line `evalbeam: error: status stopped "
@@ -281,8 +284,9 @@ def _parser() -> argparse.ArgumentParser:
                           "Dataflow, Flink, Spark) refuses them")
     run.add_argument("--allow-empty", action="store_true",
                      help="run (and exit 0) over an input that holds no case, or whose rows "
-                          f"are all invalid; without it the first is refused (exit "
-                          f"{EXIT_USAGE}) and the second exits {EXIT_NOTHING_EVALUATED}")
+                          "are all invalid, or whose bots all fail to answer; without it the "
+                          f"first is refused (exit {EXIT_USAGE}) and the others exit "
+                          f"{EXIT_NOTHING_EVALUATED}")
     run.add_argument("--attempt", help=argparse.SUPPRESS)  # a detached launch's own process
     status = _command(
         sub, "status", "is a run running, finished or failed?",
@@ -563,7 +567,8 @@ def _start_detached(argv: list[str], info: RunInfo, lease: leases.Lease) -> int:
 def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     from transforms.publish.commit import checkpoint
     from transforms.publish.completed import RunUnreadable, read_completed_run
-    from transforms.publish.report import asking_bots, cap_lines, outcome_notes
+    from transforms.publish.report import (asking_bots, cap_lines, evaluated_nothing,
+                                           outcome_notes)
     checkpoint(info.output, info.run_id, info.attempt, "outcome")
     try:  # the run as every reader sees it (works for gs://, s3:// outputs too)
         done = read_completed_run(info.output, info.run_id)
@@ -582,8 +587,9 @@ def _print_outcome(info: RunInfo, allow_empty: bool = False) -> int:
     shown = line_metrics(manifest.get("metrics", []))
     for bot in manifest["bots"]:
         print(f"  {bot}: " + (_bot_line(summary, bot, shown) or "no rows"))
-    nothing = not allow_empty and not c["valid_cases"]
-    for note in outcome_notes(c, asking_bots(manifest.get("config"))):
+    asking = asking_bots(manifest.get("config"))
+    nothing = not allow_empty and evaluated_nothing(c, asking)
+    for note in outcome_notes(c, asking):
         print(f"evalbeam: {'error: run ' + info.run_id if nothing else 'note'}: {note}",
               file=sys.stderr)
     reached = {n: cap for n, cap in manifest.get("spend_caps", {}).items() if cap["reached"]}

@@ -124,14 +124,17 @@ def test_a_file_of_invalid_rows_only_exits_6_unless_allowed(tmp_path, capsys):
     assert run(["status", "--output", out, "--run-id", "i"]) == 0
 
 
-def test_a_run_whose_bots_never_answered_says_so(tmp_path, capsys, monkeypatch):
+def test_a_run_whose_bots_never_answered_exits_6_unless_allowed(tmp_path, capsys, monkeypatch):
     """The bots' endpoint down all night (here a closed port): every answer was
-    an ERROR, and the run said no word of it beyond its counts (its report
-    neither). It now says so on stderr, in the manifest's notes and so in the
-    report; the exit code is unchanged (0: a gate on the pass rate catches it).
+    an ERROR, and the run exited 0 saying no word of it beyond its counts, so a
+    nightly job looked green. It evaluated nothing: it now exits 6 with one
+    line, as an input of invalid rows does, `evalbeam status` too, and the
+    manifest's notes (so the report) say why; --allow-empty makes it a note
+    and exit 0, and evaluate() raises NothingEvaluated unless allow_empty=True.
     A run of recorded answers without answers keeps its own note, and one bot
     that answers is enough for none."""
     import socket
+    import evalbeam
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -143,22 +146,32 @@ def test_a_run_whose_bots_never_answered_says_so(tmp_path, capsys, monkeypatch):
     path = write_cases(str(tmp_path / "c.parquet"), SAMPLE_ROWS[:3])
     out = str(tmp_path / "out")
     args = ("--input", path, "--output", out, "--config", str(cfg), "--metrics", "exact_match")
-    assert run_cli(*args, "--run-id", "down") == 0
+    assert run_cli(*args, "--run-id", "down") == 6
     said = ("no bot answered: all 3 answers are ERROR, so no metric was computed (the reasons "
             "are in errors/)")
     err = capsys.readouterr().err
-    assert f"evalbeam: note: {said}" in err and said in manifest(out, "down")["notes"]
+    assert f"evalbeam: error: run down: {said}" in err and said in manifest(out, "down")["notes"]
     report = open(os.path.join(out, "runs", "down", "report.md"), encoding="utf-8").read()
     assert said in report
     assert sum(e["stage"] == "bot" for e in read_rows(out, "errors")) == 3
+    assert run(["status", "--output", out, "--run-id", "down"]) == 6
+    assert "it evaluated nothing: no bot answered" in capsys.readouterr().out
+    assert run_cli(*args, "--run-id", "down", "--allow-empty") == 0
+    assert f"evalbeam: note: {said}" in capsys.readouterr().err
+    assert run(["status", "--output", out, "--run-id", "down"]) == 0
+    with pytest.raises(evalbeam.NothingEvaluated, match="no bot answered: all 3 answers"):
+        evalbeam.evaluate(path, config=str(cfg), output=out, run_id="api",
+                          metrics=["exact_match"])
     one = write_cases(str(tmp_path / "one.parquet"), SAMPLE_ROWS[:1])
     assert run_cli("--input", one, "--output", out, "--config", str(cfg), "--run-id", "one",
-                   "--metrics", "exact_match") == 0
+                   "--metrics", "exact_match") == 6
     assert "no bot answered: the 1 answer is an ERROR" in capsys.readouterr().err
     # one bot answering is enough: the other bot's errors are in the counts only
     cfg.write_text(cfg.read_text() + "  - {name: recorded, type: precomputed}\n")
     assert run_cli(*args, "--run-id", "half") == 0
     assert "no bot answered" not in capsys.readouterr().err
+    assert run(["status", "--output", out, "--run-id", "half"]) == 0
+
 
 def test_the_summary_line_accounts_for_every_row_in_errors(tmp_path, capsys):
     """errors/ also holds repeated case ids (and failed judge questions): the

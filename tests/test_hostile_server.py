@@ -122,16 +122,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run_one_chat_bot(tmp_path, name: str, endpoint: str, n_cases: int) -> str:
+def _run_one_chat_bot(tmp_path, name: str, endpoint: str, n_cases: int, code: int = 0) -> str:
     """A run (id `name`) of one chat bot `name` on the endpoint `name` (JSON), with
-    exact_match only; returns the output folder."""
+    exact_match only, that exits `code` (6: no answer, nothing evaluated);
+    returns the output folder."""
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"endpoints:\n  {name}: {endpoint}\n"
                    f"bots:\n  - {{name: {name}, type: chat, endpoint: {name}, model: m}}\n"
                    "metrics: [exact_match]\n")
     out = str(tmp_path / "out")
     assert run_cli("--input", _cases(tmp_path, n_cases), "--output", out, "--config", str(cfg),
-                   "--run-id", name) == 0
+                   "--run-id", name) == code
     return out
 
 
@@ -140,7 +141,7 @@ def test_a_server_that_is_down_trips_the_circuit_breaker(tmp_path):
     refused connections and their backoff); with it the rest fail fast."""
     url = f"http://127.0.0.1:{_free_port()}/v1"
     down = _endpoint(url, max_attempts=6, backoff_initial_s=0.2, backoff_max_s=1.0)
-    out = _run_one_chat_bot(tmp_path, "down", down, 200)
+    out = _run_one_chat_bot(tmp_path, "down", down, 200, code=6)
     results = read_rows(out, "results")
     assert len(results) == 200 and all(r["verdict"] == "ERROR" for r in results)
     opened = [r["error"] for r in results if "circuit open" in r["error"]]
@@ -439,7 +440,8 @@ def test_a_key_in_base_url_path_or_fragment_is_written_nowhere(tmp_path, capfd):
     key, frag = "sk-pathKEY-7Hq2Wm9Zr4Tn8Bv0", "fragTok-Zq81Lm22Xc93"
     with FakeOpenAI() as server:
         host = server.openai_base_url.rsplit("/v1", 1)[0]
-        out = _run_one_chat_bot(tmp_path, "p", _endpoint(f"{host}/key/{key}/v1#token={frag}"), 3)
+        out = _run_one_chat_bot(tmp_path, "p", _endpoint(f"{host}/key/{key}/v1#token={frag}"), 3,
+                               code=6)
         assert any(key in r.path for r in server.requests)  # the key was used, and echoed
     errors = read_rows(out, "errors")
     assert errors and all("Unknown route POST /key/<redacted>/v1" in r["message"] for r in errors)
@@ -474,7 +476,7 @@ def test_a_key_in_an_http_bot_body_is_written_nowhere(tmp_path, monkeypatch, cap
             "', model: Qwen2.5-72B-Instruct}}}\nmetrics: [exact_match]\n")
         out = str(tmp_path / "out")
         assert run_cli("--input", _cases(tmp_path, 3), "--output", out, "--config", str(cfg),
-                       "--run-id", "b") == 0
+                       "--run-id", "b") == 6  # no bot answered
         sent = [r.json for r in server.requests if r.path == "/assistant"]
     assert sent and all(b["api_key"] == literal for b in sent)
     assert all(b["auth"]["bearer"] == f"Bearer {token}" for b in sent)  # read from the env

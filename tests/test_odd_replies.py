@@ -33,10 +33,11 @@ def _raw(reply, content_type: str = "application/json") -> RawReply:
                     content_type=content_type)
 
 
-def _run_bots(tmp_path, replies: dict) -> tuple[str, dict, dict]:
+def _run_bots(tmp_path, replies: dict, code: int = 0) -> tuple[str, dict, dict]:
     """A run of one chat bot per entry of `replies` (bot name -> what its model
-    answers), each on its own endpoint of one server, over two cases:
-    (output folder, results of c0 by bot, chat requests by bot)."""
+    answers), each on its own endpoint of one server, over two cases, that
+    exits `code` (6: no bot answered): (output folder, results of c0 by bot,
+    chat requests by bot)."""
     asked: dict[str, int] = {}
 
     def answer(route, data):
@@ -58,7 +59,7 @@ def _run_bots(tmp_path, replies: dict) -> tuple[str, dict, dict]:
                  "expected_answer": ANSWER} for i in range(2)]
         out = str(tmp_path / "out")
         assert run_cli("--input", write_cases(str(tmp_path / "c.parquet"), rows), "--output",
-                       out, "--config", str(cfg), "--run-id", "odd") == 0
+                       out, "--config", str(cfg), "--run-id", "odd") == code
     assert manifest(out, "odd")["reconciliation"]["ok"]
     results = {r["bot"]: r for r in read_rows(out, "results") if r["case_id"] == "c0"}
     return out, results, asked
@@ -482,7 +483,7 @@ def test_a_200_carrying_vllms_error_shape_is_the_servers_error(tmp_path):
     out, results, asked = _run_bots(tmp_path, {
         "vllm": vllm, "wrapped": _raw({"error": error}),
         "beside": _raw({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
-                        "model": "m", "choices": [], "usage": None, "error": error})})
+                        "model": "m", "choices": [], "usage": None, "error": error})}, code=6)
     for bot in ("vllm", "wrapped", "beside"):
         assert results[bot]["error"] == "HTTP 200 with an error body: The model is overloaded."
         assert json.loads(results[bot]["bot_details"])["attempts"] == 3
@@ -501,7 +502,7 @@ def test_a_200_error_body_that_refuses_the_request_is_not_asked_again(tmp_path):
                          "type": "BadRequestError", "param": None, "code": 400}),
         "toolong": _raw({"error": "Input validation error: `inputs` tokens + "
                                   "`max_new_tokens` must be <= 4096. Given: 5000 `inputs` "
-                                  "tokens (too many input tokens)"})})
+                                  "tokens (too many input tokens)"})}, code=6)
     assert asked == {"typed": 2, "vllm400": 2, "toolong": 2}  # one request per case
     assert results["typed"]["error"] == ("HTTP 200 with an error body: Unrecognized request "
                                          "argument supplied: x")

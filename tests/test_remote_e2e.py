@@ -107,7 +107,7 @@ def test_400_and_404_are_not_retried(tmp_path, key_env, status):
         cfg = _config(tmp_path, server, FULL_CONTEXT)
         out = str(tmp_path / "out")
         assert run_cli("--input", _cases(tmp_path, 20), "--output", out, "--config", cfg,
-                       "--run-id", "s") == 0
+                       "--run-id", "s") == 6  # no bot answered
         stats = server.stats()
     assert stats["total"] == 20 and stats["max_attempts_per_request_id"] == 1
     results = read_rows(out, "results")
@@ -152,7 +152,7 @@ def test_a_refused_key_stops_the_endpoints_calls_after_the_first_replies(tmp_pat
         cfg = _config(tmp_path, server, FULL_CONTEXT, max_concurrency=4)
         out = str(tmp_path / "out")
         assert run_cli("--input", _cases(tmp_path, 60), "--output", out, "--config", cfg,
-                       "--run-id", "key") == 0
+                       "--run-id", "key") == 6  # no bot answered
         stats = server.stats()
     needed = 1 if status == 401 else FORBIDDEN_BEFORE_ACCEPTED
     assert needed <= stats["total"] <= needed + 3 and stats["max_attempts_per_request_id"] == 1
@@ -228,7 +228,7 @@ def test_api_key_never_leaks(tmp_path, key_env):
                                   "--config", cfg, "--run-id", "leak", timeout=300,
                                   env={"E2E_KEY": KEY, "EVALBEAM_PROGRESS_S": "0.2"})
         echoed = [r for r in server.requests if r.status == 401]
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 6, proc.stderr[-2000:]  # no bot answered
     assert echoed, "the server must have rejected (and echoed) the wrong key"
     results = read_rows(out, "results")
     assert any(r["error"] and "<redacted>" in r["error"] for r in results)

@@ -63,10 +63,14 @@ def _finished(output: str, run_id: str, manifest: dict, note: str = "") -> RunSt
     # the folder read, not the manifest's `output`: the folder may have been
     # copied, restored or mounted elsewhere since the run wrote it
     details.append(f"report:   {output}/runs/{run_id}/report.md")
-    if ok and c.get("valid_cases") == 0 and not manifest.get("allow_empty", True):
+    from transforms.publish.report import asking_bots, evaluated_nothing
+    if ok and not manifest.get("allow_empty", True) and evaluated_nothing(
+            c, asking_bots(manifest.get("config"))):
         # as `evalbeam run` exits 6; a manifest from before allow_empty finished as it was
-        return RunStatus("evaluated_nothing", line + "; it evaluated nothing: no input row "
-                         "is a valid case (errors/ says why)", details)
+        why = ("no input row is a valid case" if c.get("valid_cases") == 0 else
+               "no bot answered: every answer is an ERROR")
+        return RunStatus("evaluated_nothing", line + f"; it evaluated nothing: {why} "
+                         "(errors/ says why)", details)
     return RunStatus("finished" if ok else "unreconciled", line, details)
 
 

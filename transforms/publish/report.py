@@ -61,6 +61,14 @@ def answered_nothing(counts: Mapping[str, int], asking: bool) -> bool:
     return asking and rows > 0 and counts.get("bot_errors", 0) >= rows
 
 
+def evaluated_nothing(counts: Mapping[str, int], asking: bool) -> bool:
+    """A run that completed but evaluated nothing, so that `evalbeam run` and
+    `evalbeam status` exit 6 and evaluate() raises (unless --allow-empty): no
+    input row was a valid case, or no bot answered any of them (a nightly job
+    whose bot endpoint was down all night must not look green)."""
+    return not counts.get("valid_cases") or answered_nothing(counts, asking)
+
+
 def outcome_notes(counts: Mapping[str, int], asking: bool = False) -> list[str]:
     """Notes that only the finished counts can give: a run with no valid case,
     or whose bots never answered, completes (its tables exist and reconcile),
