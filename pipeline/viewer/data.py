@@ -311,8 +311,14 @@ class Catalog:
 
     def run(self, run_id: str, named: str = "run id") -> LoadedRun:
         """The run loaded (RunUnreadable when it has no completed attempt); a
-        re-run of the id (another attempt) is loaded afresh."""
+        re-run of the id (another attempt) is loaded afresh. A local run with a
+        listed file that cannot be read (of any table) is refused as the runs
+        list says it, not only once a page reads that table."""
         run = self._completed(run_id, named)
+        if "://" not in self.output:
+            why = self._check_files(run)[1]
+            if why is not None:
+                raise RunUnreadable(why)
         with self._lock:
             loaded = self._loaded.get(run_id)
             if loaded is not None and loaded.run.attempt == run.attempt:

@@ -89,15 +89,21 @@ def unreachable(output: str, exc: Exception, verb: str = "read") -> RunUnreadabl
     """Why `output` cannot be read (or written: verb) here, in one line: for a
     URL, the Beam extra whose filesystem it needs (none for a scheme Beam
     has no filesystem for: memory://, a typo)."""
-    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    first = first_line(exc)
     if "://" in output:
         scheme = output.split("://", 1)[0]
         extra = {"gs": "gcp", "s3": "aws", "hdfs": "hadoop", "azfs": "azure"}.get(scheme)
         needs = (f"install apache-beam[{extra}] and its credentials" if extra else
                  "Beam has no filesystem for it: gs://, s3://, hdfs://, azfs:// or a local path")
         return RunUnreadable(f"cannot {verb} {output}: no usable filesystem for {scheme}:// "
-                             f"here ({needs}): {first[:200]}")
-    return RunUnreadable(f"cannot {verb} {output}: {first[:200]}")
+                             f"here ({needs}): {first}")
+    return RunUnreadable(f"cannot {verb} {output}: {first}")
+
+
+def first_line(exc: Exception, limit: int = 200) -> str:
+    """An error's first line, at most `limit` characters (its type's name when
+    it says nothing)."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:limit]
 
 
 def _read_manifest_bytes(output: str, run_id: str) -> tuple[str, bytes | None]:
@@ -256,29 +262,41 @@ class CompletedRun:
                         shutil.copyfileobj(src, dst, 1 << 20)
                 except Exception as exc:  # a listed file gone, no credentials
                     self.check_files(table)
-                    first = (str(exc).splitlines() or [type(exc).__name__])[0]
                     raise RunUnreadable(f"run {self.run_id!r}: cannot read its {table}/ "
-                                        f"files: {first[:200]}") from None
+                                        f"files: {first_line(exc)}") from None
                 os.replace(local + ".part", local)
             out.append(local)
-        self.check_rows(table, sum(pq.ParquetFile(p).metadata.num_rows for p in out))
+        self.check_rows(table, sum(self.listed_rows(table, local, path)
+                                   for local, path in zip(out, self.files(table))))
         return out
 
     def check_files(self, *tables: str) -> None:
         """RunUnreadable when a file the marker lists (of `tables`; default: of
-        every table) is not there, or does not end as a Parquet file does: the
-        folder lost files after the commit, or a copy cut one short."""
+        every table) cannot be read as the Parquet file it was (listed_rows),
+        or the files hold other rows than the marker counts."""
         for table in tables or list(self.manifest["files"]):
-            for path in self.files(table):
-                if not FileSystems.exists(path):
-                    why = "which is missing (deleted, or not copied with the folder?)"
-                elif not _ends_as_parquet(path):
-                    why = "which is not a whole Parquet file (cut short by a copy?)"
-                else:
-                    continue
-                raise RunUnreadable(f"run {self.run_id!r}: its completion marker lists the "
-                                    f"{table}/ file {path}, {why}; run it again to replace it")
-            self.check_rows(table, sum(_footer_rows(p) for p in self.files(table)))
+            self.check_rows(table, sum(self.listed_rows(table, p) for p in self.files(table)))
+
+    def listed_rows(self, table: str, path: str, named: str | None = None) -> int:
+        """The rows a listed file's Parquet footer counts; RunUnreadable naming
+        the file (`named`: the listed file a local copy at `path` is of) when it
+        is missing (the folder lost it after the commit), does not end as a
+        Parquet file does (a copy cut it short), or its footer cannot be read
+        (bytes of it changed, or its length points outside the file): the one
+        check of every reader, whose own would raise pyarrow's or DuckDB's
+        error instead."""
+        if not FileSystems.exists(path):
+            why = "which is missing (deleted, or not copied with the folder?)"
+        elif not _ends_as_parquet(path):
+            why = "which is not a whole Parquet file (cut short by a copy?)"
+        else:
+            try:
+                return _footer_rows(path)
+            except (OSError, ValueError, pa.ArrowException) as exc:  # OSError: Thrift's,
+                # ValueError: ArrowInvalid (a length outside the file), a name not UTF-8
+                why = f"whose Parquet footer cannot be read ({first_line(exc)})"
+        raise RunUnreadable(f"run {self.run_id!r}: its completion marker lists the "
+                            f"{table}/ file {named or path}, {why}; run it again to replace it")
 
     def check_rows(self, table: str, held: int) -> None:
         """RunUnreadable when a table's listed files hold other than the rows the
@@ -310,21 +328,19 @@ class CompletedRun:
         filesystem, paths, base = _arrow_paths(paths, FileSystems.join(self.output, spec.name))
         partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in spec.partitions]),
                                        flavor="hive")
+        self.check_files(spec.name)  # each listed file whole, its footer sound, its rows
         try:
-            dataset = ds.dataset(paths, format="parquet", partitioning=partitioning,
-                                 partition_base_dir=base, filesystem=filesystem)
-            held = dataset.count_rows()  # the footers only
-        except (OSError, pa.ArrowInvalid) as exc:  # a listed file gone or not Parquet
+            return ds.dataset(paths, format="parquet", partitioning=partitioning,
+                              partition_base_dir=base, filesystem=filesystem)
+        except (OSError, pa.ArrowInvalid) as exc:  # a listed file changed meanwhile
             raise self.unreadable(spec.name, exc) from None
-        self.check_rows(spec.name, held)
-        return dataset
 
     def unreadable(self, table: str, exc: Exception) -> RunUnreadable:
         """The one line for a listed file that cannot be read: missing (said
         so), or there but not Parquet (cut short by a copy, overwritten)."""
         self.check_files(table)
         return RunUnreadable(f"run {self.run_id!r}: cannot read its {table}/ files: "
-                             f"{str(exc).splitlines()[0][:200]}")
+                             f"{first_line(exc)}")
 
     def read(self, spec: TableSpec, columns: Sequence[str] | None = None,
              where: ds.Expression | None = None) -> pa.Table:
@@ -347,10 +363,40 @@ class CompletedRun:
 
 def _footer_rows(path: str) -> int:
     """The rows a whole Parquet file holds, from its footer (read through Beam's
-    FileSystems: a seek, not the whole file)."""
+    FileSystems: a seek, not the whole file). ValueError when the footer
+    places a column's pages outside the file's data or over another column's
+    (or its data page before its dictionary), or its row groups hold other
+    than its rows: pyarrow reads such a footer, and a reader of that column
+    then fails with DuckDB's or pyarrow's own error."""
     with FileSystems.open(path, "application/octet-stream",
                           CompressionTypes.UNCOMPRESSED) as fh:
-        return pq.ParquetFile(fh).metadata.num_rows
+        meta = pq.ParquetFile(fh).metadata
+        fh.seek(0, os.SEEK_END)
+        data_end = fh.tell() - meta.serialized_size - 8  # the footer, its length, PAR1
+    spans = []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            start = (chunk.dictionary_page_offset if chunk.has_dictionary_page
+                     else chunk.data_page_offset)
+            end = start + chunk.total_compressed_size  # none: a row group of no row
+            data = chunk.data_page_offset if group.num_rows else start  # 0 rows: no page
+            named = f"column {chunk.path_in_schema[:100]!r} of row group {g}"
+            if (group.num_rows or end != start) and not (
+                    len(PARQUET_MAGIC) <= start <= data < end <= data_end):
+                raise ValueError(f"it places {named} at bytes {start}-{end}, outside the "
+                                 f"data's {len(PARQUET_MAGIC)}-{data_end}")
+            if end != start:
+                spans.append((start, end, named))
+    spans.sort()
+    for (_, end, named), (start, _, other) in zip(spans, spans[1:]):
+        if start < end:
+            raise ValueError(f"it places {other} over the bytes of {named}")
+    held = sum(meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+    if held != meta.num_rows:
+        raise ValueError(f"its row groups hold {held} rows, it counts {meta.num_rows}")
+    return meta.num_rows
 
 
 def _ends_as_parquet(path: str) -> bool:
