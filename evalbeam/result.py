@@ -219,7 +219,7 @@ class Result:
 
     def _bot_rows(self) -> list[tuple[str, dict, dict]]:
         # the pass rate "–" where no rule decided a row, as in the reports
-        rows = pass_rate.shown(self.summary().to_pylist(), pass_rate.run_has_rules(self.manifest))
+        rows = pass_rate.shown(self.summary().to_pylist(), self.manifest)
         out = []
         for bot in self.bots:
             mine = {r["metric"]: r for r in rows if r["bot"] == bot}

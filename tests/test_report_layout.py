@@ -279,12 +279,19 @@ def test_a_decided_bot_keeps_its_pass_rate_of_0():
     row = {"run_id": "x", "bot": "b", "suite": "*", "metric": "verdict", "count": 4,
            "missing": 0, "mean": 0.0, "ci_low": 0.0, "ci_high": 0.49, "pass_count": 0,
            "warn_count": 1, "fail_count": 2, "error_count": 1}
-    assert pass_rate.shown([row], True)[0]["mean"] == 0.0
-    assert pass_rate.shown([{**row, "fail_count": 0, "warn_count": 3}], True)[0]["mean"] == 0.0
-    assert pass_rate.shown([{**row, "fail_count": 0, "warn_count": 3}], False)[0]["mean"] is None
+    ruled = {"config": {"verdict": {"rules": [{"metric": "bleu", "below": 0.5,
+                                               "verdict": "FAIL"}]}}}
+    unruled = {"config": {"verdict": {"rules": []}}}
+    bleu = {**row, "metric": "bleu", "count": 3, "mean": 0.4}
+    assert pass_rate.shown([row, bleu], ruled)[0]["mean"] == 0.0
+    warned = {**row, "fail_count": 0, "warn_count": 3}
+    assert pass_rate.shown([warned, bleu], ruled)[0]["mean"] == 0.0
+    assert pass_rate.shown([warned, bleu], unruled)[0]["mean"] is None
     failed = {**row, "fail_count": 0, "warn_count": 0, "error_count": 4}
-    assert pass_rate.shown([failed], True)[0]["mean"] is None
-    assert pass_rate.note(pass_rate.shown([row], True)) is None
+    assert pass_rate.shown([failed, bleu], ruled)[0]["mean"] is None
+    assert pass_rate.note(pass_rate.shown([row, bleu], ruled)) is None
+    # the rule's metric without a value on any row: no rule could decide a WARN
+    assert pass_rate.shown([warned, {**bleu, "count": 0, "mean": None}], ruled)[0]["mean"] is None
 
 
 def test_worst_cases_of_a_failed_bot_read_the_same_in_both_reports(closed_port_run):

@@ -17,13 +17,14 @@ pages and all written to `<page>.unpaired.csv`.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -149,6 +150,20 @@ class Tables:
                 f"cannot read the tables under {self.output}: a file lacks the column "
                 f"{missing[1] if missing else '?'} that evalbeam writes (written by hand or "
                 "by another tool?); see docs/reference/tables.md") from None
+
+    def unruled(self, side: Side, rows: Sequence[Mapping[str, Any]]) -> dict:
+        """(bot, suite) -> why no rule could decide the side's rows there
+        (pass_rate.unruled, from its run's summary/ and rules), for the bots
+        and suites of `rows`; a run whose summary/ cannot be read says nothing."""
+        run = self.runs[side.run_id]
+        try:
+            summary = [dict(zip(("bot", "suite", "metric", "count"), r)) for r in self.sql(
+                f"SELECT bot, suite, metric, count FROM {self.scan(side, 'summary')}").fetchall()]
+        except CompareError:
+            return {}
+        why = pass_rate.unruled(run.manifest, summary)
+        keys = {(side.bot or r["bot"], r["suite"]) for r in rows}
+        return {k: w for k in keys if (w := why(*k))}
 
     def load(self) -> None:
         for name, side in (("res_b", self.baseline), ("res_c", self.candidate)):
@@ -528,8 +543,7 @@ def compare(output: str, baseline: Side, candidate: Side,
                 "gone_suites": tables.gone_suites,
                 "notes": [n for n in [verdict_note(*(tables.runs[s.run_id].manifest
                                                      for s in (baseline, candidate)))] if n],
-                "ruled": [pass_rate.run_has_rules(tables.runs[s.run_id].manifest)
-                          for s in (baseline, candidate)],
+                "unruled": [tables.unruled(s, rows) for s in (baseline, candidate)],
                 **{key: {b: n[kind] for b, n in overall.items() if b not in bots and n.get(kind)}
                    for key, kind in (("unpaired_bots", "only_in_baseline"),
                                      ("new_bots", "only_in_candidate"))},
@@ -551,7 +565,10 @@ def shown(c: dict[str, Any]) -> dict[str, Any]:
     """The comparison as its pages and lines show it: a side's pass rate "–"
     where no rule decided its rows (pass_rate.shown_pairs), and a note saying so.
     comparisons/ and the gate read `c` itself."""
-    rows = pass_rate.shown_pairs(c["rows"], c.get("ruled", (True, True)))
+    unruled = c.get("unruled") or ({}, {})
+    bots = [getattr(c.get(f"{s}_side"), "bot", None) for s in ("baseline", "candidate")]
+    rows = pass_rate.shown_pairs(c["rows"], [
+        lambda r, i=i: unruled[i].get((bots[i] or r["bot"], r["suite"])) for i in range(2)])
     note = pass_rate.paired_note(rows)
     return {**c, "rows": rows, "notes": [*c.get("notes", ()), *([note] if note else [])]}
 
@@ -652,6 +669,9 @@ def run_compare(args) -> bool:
     checks = sorted(check_gate(cfg.gate, c["rows"], c["not_compared"], c["unpaired_bots"],
                                c["new_bots"], c["gone_suites"]),
                     key=lambda g: ("FAIL", "WARN", "pass").index(g.status))  # failed first
+    # the findings read as the pages do: a pass rate "–" where no rule decided a side
+    seen = dict(zip(map(id, c["rows"]), shown(c)["rows"]))
+    checks = [dataclasses.replace(g, row=seen.get(id(g.row), g.row)) for g in checks]
     c["gate"] = [{"rule": g.describe(), "finding": g.finding(), "failed": g.failed,
                   "status": g.status} for g in checks]
     paths = write_comparison(c)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.config import GateRule
 from schemas.tables import ALL_SUITES
+from transforms.publish.html import num
 
 
 class GateError(ValueError):
@@ -61,7 +62,8 @@ class GateCheck:
         verdict = (f"{moved} {self.drop:.3g} > {self.rule.max_drop:g}, {p_text} "
                    f"{'<' if self.failed else '≥'} {self.rule.alpha!r}" if above else
                    f"{moved} {self.drop:.3g} (max {self.rule.max_drop:g}), {p_text}")
-        return (f"{where} {r['metric']} {r['baseline_mean']:.3f} → {r['candidate_mean']:.3f} "
+        # a side's pass rate "–" where no rule decided its rows (compare.shown's rows)
+        return (f"{where} {r['metric']} {num(r['baseline_mean'])} → {num(r['candidate_mean'])} "
                 f"({verdict})" + (f"; {self.warning}" if self.warning else ""))
 
 

@@ -165,21 +165,28 @@ def heatmap(cells: Sequence[Mapping[str, Any]]) -> Spec:
 
 def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
     """Mean and 95% interval per run, one panel per headline metric
-    (rows: run, metric, bot, mean, ci_low, ci_high)."""
+    (rows: run, metric, bot, mean, ci_low, ci_high; `undecided` on a pass rate
+    no rule decided: no mean, a gap and a dashed line)."""
     x = _field("run", "ordinal", axis={"labelAngle": -40, "labelLimit": 160},
                sort=sorted({p["run"] for p in points}), title=None)
+    layers = [
+        {"mark": {"type": "rule", "opacity": 0.6},
+         "encoding": _encoding(**_bot_lines(points), x=x,
+                               y=_field("ci_low", "quantitative"),
+                               y2=_field("ci_high", None))},
+        {"mark": {"type": "line", "point": True},
+         "encoding": _encoding(**_bot_lines(points, legend={"orient": "bottom"}),
+                               x=x, y=_field("mean", "quantitative",
+                                             scale={"zero": False}, title=None))}]
+    if any(p.get("undecided") for p in points):
+        # a run whose pass rate no rule decided has no mean: its line breaks there
+        # (never a dip to 0), and a dashed line across the panel marks the run
+        layers.append({"mark": {"type": "rule", "strokeDash": [4, 3], "strokeWidth": 1.5},
+                       "encoding": _encoding(**_bot_lines(points), x=x),
+                       "transform": [{"filter": "datum.undecided"}]})
     return _top_level(points, {
         "facet": _field("metric", "nominal", title=None),
-        "spec": {"layer": [
-            {"mark": {"type": "rule", "opacity": 0.6},
-             "encoding": _encoding(**_bot_lines(points), x=x,
-                                   y=_field("ci_low", "quantitative"),
-                                   y2=_field("ci_high", None))},
-            {"mark": {"type": "line", "point": True},
-             "encoding": _encoding(**_bot_lines(points, legend={"orient": "bottom"}),
-                                   x=x, y=_field("mean", "quantitative",
-                                                 scale={"zero": False}, title=None))}],
-            "height": 140, "width": 260},
+        "spec": {"layer": layers, "height": 140, "width": 260},
         "columns": 3, "resolve": PANELS})
 
 

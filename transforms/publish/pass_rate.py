@@ -1,9 +1,11 @@
 """A pass rate as the reports show it: "–" where no row could be decided by a
-verdict rule. A bot whose rows are all ERROR (its endpoint down) or all WARN
-because no rule of the run applies to its metrics has PASS 0 of n, and
-summary/ keeps that 0 (its `mean` is the pass rate, a stable column), but a
-report that shows 0.000 reads as "every answer failed". The reports, the
-notebook view and compare show "–" for it and a note says why."""
+verdict rule. A bot whose rows are all ERROR (its endpoint down), all WARN
+because no rule of the run applies to its metrics, or all WARN because every
+rule it has reads a metric with no value on any of its rows (every rule
+skipped), has PASS 0 of n, and summary/ keeps that 0 (its `mean` is the pass
+rate, a stable column), but a report, a compare page or a trend that shows
+0.000 reads as "every answer failed". They show "–" (a gap in a trend line)
+and a note says why."""
 from __future__ import annotations
 
 import json
@@ -11,58 +13,96 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from schemas.tables import ALL_SUITES, PASS_RATE, VERDICT_METRIC, VERDICT_ORDER
 
+ERRORED = "every row is ERROR (the bot did not answer; errors/ holds why)"
+SEE_NOTE = " (see the note above)"  # the run's notes, on its own report
+NO_RULE = (f"no verdict rule applies to this run's metrics{SEE_NOTE}, so every answered row "
+           "is WARN")
 
-def run_has_rules(manifest: Mapping[str, Any]) -> bool:
-    """Whether the run's verdict had a rule to apply (its manifest's config,
-    the rules left after those naming no metric of the run were dropped).
-    A manifest without them (an older run) counts as having rules."""
+
+def no_value(metrics: Sequence[str]) -> str:
+    """Why a bot whose rules were all skipped on every row has no pass rate."""
+    return (f"no verdict rule could be evaluated: its rules read {', '.join(metrics)}, which "
+            "have no value on any of its rows (scores/ holds why), so every answered row "
+            "is WARN")
+
+
+def rule_metrics(manifest: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The metrics the run's verdict rules read, in order (the manifest's
+    config: the rules left after those naming no metric of the run were
+    dropped); () for a run without rules; None when the manifest does not list
+    them (an older run: its rules count as able to decide)."""
     verdict = (manifest.get("config") or {}).get("verdict")
-    if not isinstance(verdict, Mapping) or "rules" not in verdict:
-        return True
-    return bool(verdict.get("rules"))
+    if not isinstance(verdict, Mapping) or not isinstance(verdict.get("rules"), list):
+        return None
+    return tuple(dict.fromkeys(r["metric"] for r in verdict["rules"]
+                               if isinstance(r, Mapping) and isinstance(r.get("metric"), str)))
 
 
-def undecided(counts: Mapping[str, Any], ruled: bool) -> bool:
-    """No row of a verdict row's counts (pass_count, ...) could be decided by a
-    rule: none PASS or FAIL, and every row is ERROR or the run had no rule
-    (then its WARNs are the 'no rule applies' WARN). With rules, a WARN may be
-    a rule's verdict, and its 0 pass rate stands."""
+Unruled = Callable[[str, str], "str | None"]
+
+
+def unruled(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]]) -> Unruled:
+    """(bot, suite) -> why no rule could decide any of that bot's rows there
+    (NO_RULE: the run has none; no_value(...): each of its rules reads a metric
+    that has no value on any of those rows, from summary/'s `count`), or None
+    where a rule could (a WARN may then be a rule's verdict, and a 0 stands)."""
+    metrics = rule_metrics(manifest)
+    valued = {(r["bot"], r["suite"]) for r in summary
+              if metrics and r["metric"] in metrics and r.get("count")}
+
+    def why(bot: str, suite: str) -> str | None:
+        if metrics is None or (bot, suite) in valued:
+            return None
+        return no_value(metrics) if metrics else NO_RULE
+    return why
+
+
+def why_undecided(counts: Mapping[str, Any], unruled_why: str | None) -> str | None:
+    """Why no row of a verdict row's counts (pass_count, ...) was decided by a
+    rule, or None when one may have been: none PASS or FAIL, and every row is
+    ERROR or no rule could decide (unruled_why, from unruled())."""
     if counts.get("pass_count") or counts.get("fail_count"):
-        return False
-    return not ruled or not counts.get("warn_count")
+        return None
+    return ERRORED if not counts.get("warn_count") else unruled_why
 
 
-def shown(summary: Iterable[Mapping[str, Any]], ruled: bool) -> list[dict]:
+def shown(summary: Iterable[Mapping[str, Any]], manifest: Mapping[str, Any]) -> list[dict]:
     """The summary rows as the reports show them: the pass rate (mean and
-    interval of each `verdict` row) null where no row was decided by a rule."""
+    interval of each `verdict` row) null where no row was decided by a rule,
+    and why in `undecided`."""
+    summary = list(summary)
+    why = unruled(manifest, summary)
     out = []
     for r in summary:
         r = dict(r)
-        if r["metric"] == VERDICT_METRIC and r.get("count") and undecided(r, ruled):
-            r.update(mean=None, ci_low=None, ci_high=None)
+        if r["metric"] == VERDICT_METRIC and r.get("count"):
+            reason = why_undecided(r, why(r["bot"], r["suite"]))
+            if reason:
+                r.update(mean=None, ci_low=None, ci_high=None, undecided=reason)
         out.append(r)
     return out
+
+
+def reasons(rows: Iterable[tuple[str, str]]) -> str:
+    """(name, why) pairs -> 'a, b: why; c: other why' (names of one reason together)."""
+    by_why: dict[str, list[str]] = {}
+    for name, why in rows:
+        by_why.setdefault(why, []).append(name)
+    return "; ".join(f"{', '.join(names)}: {why}" for why, names in
+                     sorted(by_why.items(), key=lambda kv: kv[0] != ERRORED))
 
 
 def note(summary: Iterable[Mapping[str, Any]], name: Callable[[str], str] = str) -> str | None:
     """What the reports say under the verdicts when a bot's pass rate is "–"
     (summary: the shown rows; name: a bot's name as the report writes it);
     None when every bot has one."""
-    rows = [r for r in summary if r["metric"] == VERDICT_METRIC and r["suite"] == ALL_SUITES
-            and r.get("count") and r.get("mean") is None]
+    rows = [(name(r["bot"]), r["undecided"]) for r in summary
+            if r["metric"] == VERDICT_METRIC and r["suite"] == ALL_SUITES
+            and r.get("count") and r.get("undecided")]
     if not rows:
         return None
-    failed = [name(r["bot"]) for r in rows if r["error_count"] == r["count"]]
-    unruled = [name(r["bot"]) for r in rows if r["error_count"] != r["count"]]
-    parts = []
-    if failed:
-        parts.append(f"{', '.join(failed)}: every row is ERROR (the bot did not answer; "
-                     "errors/ holds why)")
-    if unruled:
-        parts.append(f"{', '.join(unruled)}: no verdict rule applies to this run's metrics "
-                     "(see the note above), so every answered row is WARN")
     return ("Pass rate –: no row was decided by a verdict rule, and 0.000 would read as "
-            "every row failed. " + "; ".join(parts) + ".")
+            "every row failed. " + reasons(rows) + ".")
 
 
 def side_counts(transitions: Mapping[str, int], side: int) -> dict[str, int]:
@@ -74,12 +114,13 @@ def side_counts(transitions: Mapping[str, int], side: int) -> dict[str, int]:
     return out
 
 
-def shown_pairs(rows: Iterable[Mapping[str, Any]], ruled: Sequence[bool]) -> list[dict]:
+def shown_pairs(rows: Iterable[Mapping[str, Any]],
+                sides: Sequence[Callable[[Mapping[str, Any]], str | None]]) -> list[dict]:
     """Paired rows (compare's, a head to head's) as the pages show them: a
     pass_rate row's mean of a side null where none of that side's paired rows
-    was decided by a rule (ruled: whether the baseline's and the candidate's
-    runs have rules). The difference stays: it counts such rows as not passing,
-    as compare's gate does."""
+    was decided by a rule (sides: for the baseline's and the candidate's, a
+    row -> unruled()'s answer for that side's bot and the row's suite). The
+    difference stays: it counts such rows as not passing, as compare's gate does."""
     out = []
     for r in rows:
         r = dict(r)
@@ -87,15 +128,15 @@ def shown_pairs(rows: Iterable[Mapping[str, Any]], ruled: Sequence[bool]) -> lis
         if r["metric"] == PASS_RATE and moves:
             moves = json.loads(moves) if isinstance(moves, str) else moves
             for side, key in enumerate(("baseline_mean", "candidate_mean")):
-                if undecided(side_counts(moves, side), ruled[side]):
+                if why_undecided(side_counts(moves, side), sides[side](r)):
                     r[key] = None
         out.append(r)
     return out
 
 
 PAIRED_NOTE = ("a pass rate shown as – is a side none of whose paired rows a verdict rule "
-               "decided (every row ERROR, or no rule applies to its run's metrics); the "
-               "difference counts those rows as not passing")
+               "decided (every row ERROR, or no rule applies to its run's metrics or could be "
+               "evaluated on them); the difference counts those rows as not passing")
 
 
 def paired_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
@@ -106,8 +147,13 @@ def paired_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
     return PAIRED_NOTE if hidden else None
 
 
-def shown_head_to_head(pairs: Iterable[tuple[Sequence[str], Mapping[str, Any]]], ruled: bool
+def shown_head_to_head(pairs: Iterable[tuple[Sequence[str], Mapping[str, Any]]],
+                       manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]]
                        ) -> list[tuple[Sequence[str], dict]]:
     """A run's pairs of bots (one run: one set of rules) with shown_pairs' rows."""
-    return [(names, {**stats, "rows": shown_pairs(stats["rows"], (ruled, ruled))})
-            for names, stats in pairs]
+    why = unruled(manifest, summary)
+    out = []
+    for names, stats in pairs:
+        sides = [lambda r, bot=bot: why(bot, r["suite"]) for bot in names[:2]]
+        out.append((names, {**stats, "rows": shown_pairs(stats["rows"], sides)}))
+    return out

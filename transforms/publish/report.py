@@ -558,9 +558,9 @@ RANKED_NOTE = ("Bots ranked by pass rate (best first); each metric's mean over t
 def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]],
                   worst: Mapping[str, list[Mapping[str, Any]]],
                   pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
-    ruled = pass_rate.run_has_rules(manifest)
-    summary = pass_rate.shown((r for r in summary if r["suite"] == ALL_SUITES), ruled)
-    pairs = pass_rate.shown_head_to_head(pairs, ruled)
+    summary = list(summary)
+    pairs = pass_rate.shown_head_to_head(pairs, manifest, summary)
+    summary = pass_rate.shown((r for r in summary if r["suite"] == ALL_SUITES), manifest)
     bots = sorted({r["bot"] for r in summary})
     c = manifest["counts"]
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",

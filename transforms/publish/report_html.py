@@ -22,7 +22,7 @@ from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND
                                       sampled_cell, sampled_note, spend_tables,
                                       with_interval, worst_shown)
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
-from transforms.publish.trends import TREND_DATES, load_history
+from transforms.publish.trends import TREND_DATES, load_history, undecided_nights
 from transforms.score.scoring import UNSCALED
 
 INTERVALS_NOTE = ("Means and pass rates carry 95% confidence intervals: Student's t from "
@@ -52,6 +52,12 @@ def heatmap_cells(summary: Iterable[Mapping[str, Any]]) -> list[dict]:
         cells.append({"bot": r["bot"], "suite": r["suite"], "metric": metric,
                       "mean": r["mean"], "good": good})
     return cells
+
+
+# under the trends, when a night's pass rate is a gap
+GAPS_NOTE = ("A gap in a pass_rate line, with a dashed vertical line in the bot's colour, is a "
+             "run with no pass rate: no row was decided by a verdict rule, and 0 would read as "
+             "every row failed. ")
 
 
 def trend_points(history: Iterable[Mapping[str, Any]]) -> list[dict]:
@@ -298,9 +304,9 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
                        worst: Mapping[str, list[Mapping[str, Any]]],
                        history: Iterable[Mapping[str, Any]],
                        pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> str:
-    ruled = pass_rate.run_has_rules(manifest)
-    summary = pass_rate.shown(summary, ruled)
-    pairs = pass_rate.shown_head_to_head(pairs, ruled)
+    summary = list(summary)
+    pairs = pass_rate.shown_head_to_head(pairs, manifest, summary)
+    summary = pass_rate.shown(summary, manifest)
     overall = [r for r in summary if r["suite"] == ALL_SUITES]
     c = manifest["counts"]
     parts: list[Any] = [
@@ -340,6 +346,9 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
         parts.append(figure(charts.render(charts.trends(points), "trend lines of headline "
                                                                   "metrics"),
                             "Mean per run with its 95% interval, all suites."))
+        if gaps := undecided_nights(points):
+            parts.append(tag("p", GAPS_NOTE + pass_rate.reasons(
+                (f"{bot} on {run}", why) for run, bot, why in gaps) + ".", "muted small"))
     else:
         parts.append(tag("p", "Only this run so far: the trends appear once the folder holds "
                               "runs of other dates.", "muted"))
@@ -357,7 +366,8 @@ def write_html_report(path: str, manifest: Mapping[str, Any],
                       pairs: Sequence[tuple[Sequence[str], Mapping[str, Any]]] = ()) -> None:
     """The page (staged at `path`, installed as report.html on commit), with the
     trends of the folder's completed runs."""
-    history = load_history(manifest["output"], manifest["run_id"], manifest["run_date"], summary)
+    history = load_history(manifest["output"], manifest["run_id"], manifest["run_date"], summary,
+                           manifest=manifest)
     with FileSystems.create(path) as fh:
         fh.write(render_html_report(manifest, summary, worst, history, pairs).encode())
 

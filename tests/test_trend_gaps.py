@@ -1,0 +1,162 @@
+"""A pass rate no verdict rule decided, across nights and runs.
+
+Four nightly runs of one folder, for real (the CLI, Beam, a web bot served on
+127.0.0.1): on 2026-11-26 the web bot's endpoint is down (a closed port:
+every web row ERROR); on 2026-11-28 the cases have no expected answer, so the
+only rule's metric (exact_match) has no value on any row and every rule is
+skipped on every row (every row WARN). summary/ holds a pass rate of 0.0 for
+both. report.html's trend chart drew them as a dip to 0 ("everything
+failed"), and the last night's reports, `evalbeam compare` and its gate line
+said 0.000. The trend now breaks its line there and marks the night (a
+dashed line, a sentence saying why); the reports, compare and the gate say
+"–" and why."""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import socket
+
+import pytest
+
+from tests import browser
+from tests.conftest import write_cases
+from tests.fake_server import FakeOpenAI
+from tests.pipeline_helpers import read_rows, run_cli
+
+NIGHTS = ("2026-11-25", "2026-11-26", "2026-11-27", "2026-11-28")
+SHOTS = pathlib.Path("/tmp/h-trend")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _night(folder: pathlib.Path, date: str, base_url: str, references: bool) -> int:
+    """One night's run `n<date>`: web (http) and recorded, exact_match, one rule
+    over it (FAIL below 1, otherwise PASS)."""
+    rows = [{"case_id": f"c{i}", "question": f"How long is the refund window ({i})?",
+             "answer": ["Thirty days.", "Ninety days."][i % 2],
+             **({"expected_answer": "Thirty days."} if references else {})} for i in range(4)]
+    cases = write_cases(str(folder / f"{date}.parquet"), rows)
+    cfg = folder / f"{date}.yaml"
+    cfg.write_text(f"endpoints:\n  web: {{base_url: '{base_url}', max_attempts: 1}}\n"
+                   "bots:\n  - {name: web, type: http, endpoint: web, options: "
+                   "{path: /assistant, body: {q: '{question}'}, answer_path: data.answer}}\n"
+                   "  - {name: recorded, type: precomputed}\n"
+                   "metrics: [exact_match]\n"
+                   "verdict:\n  rules:\n    - {metric: exact_match, below: 1, verdict: FAIL}\n"
+                   "  otherwise: PASS\n")
+    return run_cli("--input", cases, "--output", str(folder / "out"), "--config", str(cfg),
+                   "--run-id", "n" + date.replace("-", ""), "--run-date", date)
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("nights")
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(
+            lambda req: "No idea." if "(3)" in req["q"] else "Thirty days.")
+        for date in NIGHTS:
+            down = date == "2026-11-26"
+            url = f"http://127.0.0.1:{_closed_port()}" if down else server.base_url
+            assert _night(folder, date, url, references=date != "2026-11-28") == 0, date
+    return str(folder / "out")
+
+
+def _report(out: str, run_id: str, ext: str) -> str:
+    return open(os.path.join(out, "runs", run_id, f"report.{ext}"), encoding="utf-8").read()
+
+
+def test_summary_keeps_0_where_no_rule_decided(nights):
+    """The contract: summary/'s verdict `mean` stays the share of PASS rows."""
+    rates = {(r["run_id"], r["bot"]): r["mean"] for r in read_rows(nights, "summary")
+             if r["metric"] == "verdict" and r["suite"] == "*"}
+    assert rates[("n20261126", "web")] == 0.0
+    assert rates[("n20261128", "web")] == rates[("n20261128", "recorded")] == 0.0
+    assert rates[("n20261125", "web")] == 0.75 and rates[("n20261127", "recorded")] == 0.5
+
+
+def test_trend_breaks_its_line_where_no_rule_decided_a_night(nights):
+    """The last night's report.html: its trend of the pass rate has no point at
+    0 for web on 11-26 nor for either bot on 11-28 (a gap and a dashed line
+    instead), and a sentence under the chart says why for each."""
+    from transforms.publish.trends import load_history
+    html = _report(nights, "n20261128", "html")
+    said = re.search(r"A gap in a pass_rate line[^<]*", html)
+    assert said, html[html.index("<h2>Trends"):][:3000]
+    said = said.group(0).replace("&#x27;", "'")
+    assert ("web on 2026-11-26: every row is ERROR (the bot did not answer; errors/ holds "
+            "why)") in said, said
+    assert ("recorded on 2026-11-28, web on 2026-11-28: no verdict rule could be evaluated: "
+            "its rules read exact_match, which have no value on any of its rows") in said, said
+    # what the chart is drawn from: no pass rate of 0 on those nights
+    current = [r for r in read_rows(nights, "summary") if r["run_id"] == "n20261128"]
+    points = load_history(nights, "n20261128", "2026-11-28", current,
+                          manifest={"config": {"verdict": {"rules": [
+                              {"metric": "exact_match", "below": 1, "verdict": "FAIL"}]}}})
+    rates = {(p["run_date"], p["bot"]): p["mean"] for p in points if p["metric"] == "pass_rate"}
+    assert rates == {("2026-11-25", "web"): 0.75, ("2026-11-25", "recorded"): 0.5,
+                     ("2026-11-26", "web"): None, ("2026-11-26", "recorded"): 0.5,
+                     ("2026-11-27", "web"): 0.75, ("2026-11-27", "recorded"): 0.5,
+                     ("2026-11-28", "web"): None, ("2026-11-28", "recorded"): None}, rates
+
+
+def test_trend_chart_as_a_person_sees_it(nights):
+    """The chart in Chromium: the pass_rate panel's lines hold no point at the
+    panel's 0 (the old dip), and a dashed line marks each undecided night."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"{browser.CHROMIUM} is missing")
+        pytest.skip(f"{browser.CHROMIUM} not installed")
+    import base64
+    html = _report(nights, "n20261128", "html")
+    alt = "trend lines of headline metrics"
+    uri = re.search(r'<img[^>]*src="data:image/svg\+xml;base64,([^"]+)"[^>]*alt="' + alt, html)
+    assert uri, "no trend chart"
+    svg = base64.b64decode(uri.group(1)).decode()
+    # the panel's y axis: web's 0.75 and recorded's 0.5 with their intervals; a pass
+    # rate of 0 (the old dip) took it down to a tick 0.0
+    ticks = [float(t) for t in re.findall(r">(\d\.\d+)</text>", svg)]
+    assert ticks and min(ticks) >= 0.1, ticks
+    assert svg.count('stroke-dasharray="4,3"') == 3, svg  # the undecided nights' marks
+    SHOTS.mkdir(exist_ok=True)
+    with browser.Browser(width=1280, loopback=True) as b:
+        shown = b.open(pathlib.Path(nights, "runs", "n20261128", "report.html").as_uri())
+        (SHOTS / "trends-report.png").write_bytes(shown.png)
+        assert shown.evaluate("document.images.length") >= 1
+        # the trend image is drawn (not broken)
+        assert shown.evaluate(f"Array.from(document.images).filter(i => i.alt === '{alt}')"
+                              ".map(i => i.naturalWidth)[0]") > 200
+
+
+def test_last_nights_reports_compare_and_gate_say_no_pass_rate(nights, capsys, tmp_path):
+    """On 11-28 the run has a rule, but it was skipped on every row: report.md,
+    report.html and the notebook view showed 0.000 [0.000, 0.490] per bot; `evalbeam compare`
+    of 11-27 against it 'web: pass rate 0.750 → 0.000' and its gate 'web
+    pass_rate 0.750 → 0.000'. Now "–" and why; the gate's check itself is
+    unchanged (it reads comparisons/' 0.0: a row no rule decided does not pass)."""
+    from pipeline.cli import run
+    md, html = _report(nights, "n20261128", "md"), _report(nights, "n20261128", "html")
+    why = ("recorded, web: no verdict rule could be evaluated: its rules read exact_match, "
+           "which have no value on any of its rows (scores/ holds why), so every answered row "
+           "is WARN.")
+    assert why in md and why in html, md
+    assert "| web | 0 | 4 | 0 | 0 | – |" in md and "| recorded | 0 | 4 | 0 | 0 | – |" in md, md
+    assert "0.000 [0.000, 0.490]" not in md + html
+    import evalbeam  # the notebook view of the run
+    view = evalbeam.read_run(nights, "n20261128")._repr_html_()
+    assert "0.000 [0.000, 0.490]" not in view and "<td>–</td>" in view, view
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("gate:\n  - {metric: pass_rate, max_drop: 0.1}\n")
+    run(["compare", "--output", nights, "--baseline", "n20261127", "--candidate", "n20261128",
+         "--config", str(gate)])
+    out = capsys.readouterr().out
+    assert "web: pass rate 0.750 → – " in out and "recorded: pass rate 0.500 → – " in out, out
+    assert "→ 0.000" not in out, out
+    assert re.search(r"gate: .*web pass_rate 0\.750 → – \(drop 0\.75", out), out
+    page = open(os.path.join(nights, "runs", "n20261128", "compare",
+                             "n20261127.md"), encoding="utf-8").read()
+    assert "| pass_rate | 4 | 0.750 | – |" in page, page
