@@ -21,6 +21,7 @@ from schemas.tables import CALL_ERROR_STAGES, ERRORS, RESULTS, SCORES
 from transforms.answer.bots import AnswerWith
 from transforms.publish.finalize import Finalize
 from transforms.publish.head_to_head import HeadToHead
+from transforms.publish.lease import AttemptWatch
 from transforms.publish.progress_objects import ProgressWriter
 from transforms.score.corpus import (BertIdfFn, DocumentFrequencyFn, ReadCorpus,
                                      TokenizeReferences, corpus_sources)
@@ -45,11 +46,13 @@ WORST_CASES_PER_BOT = 10
 def reporting(dofn, plan: Plan):
     """A calling DoFn that writes the run's progress object from its first call
     (when the run has a lease), so a watcher sees calls and answered or judged
-    turns before any shard is written."""
+    turns before any shard is written, and sends nothing more once the
+    attempt is stopped (its lease marked failed)."""
     info = plan.info
     if info.lease_ttl_s is not None:
         dofn.progress_key = (info.output, info.run_id, info.attempt)
         dofn.progress_writer = ProgressWriter  # given here: remote/ sits below publish/
+        dofn.attempt_watch = AttemptWatch
     return dofn
 
 

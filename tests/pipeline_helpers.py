@@ -9,8 +9,11 @@ import html
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from typing import Callable
 from urllib.parse import quote, quote_plus
 
 import pyarrow.dataset as ds
@@ -86,6 +89,25 @@ def run_cli_subprocess(*args: str, workers: int | None = None, env: dict | None 
         cmd += ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def signal_when(launcher: subprocess.Popen, ready: Callable[[], bool],
+                signum: int = signal.SIGTERM, wait_s: float = 180.0,
+                timeout: float = 120.0) -> str:
+    """Send `signum` to `launcher` (started with start_new_session, stderr
+    piped) once ready() (at most wait_s), wait for its end and return its
+    stderr; its process group is killed if it is still there after."""
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready():
+            assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate()
+            time.sleep(0.05)
+        launcher.send_signal(signum)
+        return launcher.communicate(timeout=timeout)[1]
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
 
 
 def all_output_text(folder: str) -> str:

@@ -18,7 +18,7 @@ from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
 from pipeline.stopping import exit_code
 from schemas.tables import RESULTS
-from tests.pipeline_helpers import ROOT, manifest, read_rows
+from tests.pipeline_helpers import ROOT, manifest, read_rows, signal_when
 
 N = 24
 
@@ -379,17 +379,7 @@ def test_a_signal_writes_what_a_metric_left_unfinished_with_a_key_s_start_masked
                                 text=True, start_new_session=True,
                                 env={**os.environ, "EB_SIG_KEY": key,
                                      "PYTHONPATH": f"{tmp_path}:{ROOT}"})
-    try:
-        deadline = time.monotonic() + 180
-        while not flag.exists():
-            assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate()
-            time.sleep(0.05)
-        launcher.send_signal(signal.SIGTERM)
-        _, err = launcher.communicate(timeout=120)
-    finally:
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait()
+    err = signal_when(launcher, flag.exists)
     assert launcher.returncode == exit_code(signal.SIGTERM), err[-3000:]
     assert "metric uses <redacted>\n" in err and key[:6] not in err, err[-3000:]
     assert err.strip().splitlines()[-1].startswith("evalbeam: error: run f"), err[-3000:]

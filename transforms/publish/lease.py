@@ -466,3 +466,46 @@ class Heartbeat(PerAttempt):
         with self._lock:
             if self._live.get(self.key) is self:
                 self._live.pop(self.key, None)
+
+
+STOP_POLL_S = 1.0  # how often a process that sends requests reads its attempt's lease
+
+
+def stop_reason(output: str, run_id: str, attempt: str) -> str | None:
+    """Why the attempt will not be published (None: it may be), as Finalize's
+    check says, from the lease read back: it was marked failed (its launcher
+    was stopped: SIGTERM, Ctrl-C) or another attempt took it over. A lease
+    that cannot be read (a read that failed, or released after the commit) is
+    no reason: it would fail the calls of a run that goes on to publish."""
+    current = read_lease(output, run_id)
+    if current is None:
+        return None
+    if current.attempt != attempt:
+        return f"attempt {current.attempt} took its lease over"
+    if current.state == "failed":
+        return (current.reason or "marked failed").split(";")[0]
+    return None
+
+
+class AttemptWatch(PerAttempt):
+    """Reads the attempt's lease every STOP_POLL_S on a daemon thread and keeps
+    why it was stopped in `stopped` (None while it runs): what the remote
+    calls of this process check before each request (an attribute read, no
+    file read per request), on any machine that sees the output folder. One
+    per process and attempt, shared by the DoFns that send requests."""
+
+    _live: dict[tuple[str, str, str], "AttemptWatch"] = {}
+
+    def __init__(self, output: str, run_id: str, attempt: str):
+        super().__init__(output, run_id, attempt)
+        self.stopped: str | None = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.stopped = stop_reason(*self.key)
+            except Exception:  # a failed read is no stop; the next one may work
+                pass
+            if self.stopped is not None:
+                return  # for good: a stopped attempt is never published
+            self._stop.wait(STOP_POLL_S)

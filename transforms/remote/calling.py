@@ -34,7 +34,11 @@ class CallingDoFn(beam.DoFn):
     # publish.progress_objects.ProgressWriter, set by the graph beside the key (this
     # package sits below publish/ and does not import it)
     progress_writer: Any = None
+    # publish.lease.AttemptWatch, set by the graph beside the key: the process's
+    # calls go on unsent once the attempt is stopped (its lease marked failed)
+    attempt_watch: Any = None
     _progress = None
+    _watch = None
 
     def start_progress(self) -> None:
         if (self.progress_key is not None and self.progress_writer is not None
@@ -55,6 +59,9 @@ class CallingDoFn(beam.DoFn):
         if remote:  # the HTTP client is imported by DoFns that call out, not by every run
             from transforms.remote.runtime import acquire_runtime
             self._runtime = acquire_runtime(self._endpoints, cache, budget)
+            if self.progress_key is not None and self.attempt_watch is not None:
+                self._watch = self.attempt_watch.start(*self.progress_key)
+                self._runtime.watch(self._watch)
         self._log = CallLog()
         self.start_progress()
         self._counters = call_counters()
@@ -123,5 +130,9 @@ class CallingDoFn(beam.DoFn):
             self._progress = None
         if getattr(self, "_runtime", None) is not None:
             from transforms.remote.runtime import release_runtime
+            if self._watch is not None:
+                self._runtime.unwatch(self._watch)
+                self._watch.stop()
+                self._watch = None
             release_runtime(self._endpoints, self._cache, getattr(self, "_budget", None))
             self._runtime = None

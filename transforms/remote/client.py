@@ -40,6 +40,7 @@ REQUEST_ID_HEADER = "X-Client-Request-Id"
 CALL_FOR: ContextVar[tuple[str | None, tuple[str, ...]]] = ContextVar(
     "evalbeam_call_for", default=(None, ()))
 POOL_CONNECTIONS = 8  # connections per httpx pool (see EndpointClient.__init__)
+STOP_CHECK_S = 0.25  # how often a retry's wait looks whether the run was stopped
 _log = logging.getLogger(__name__)
 
 
@@ -244,8 +245,12 @@ class EndpointClient:
     def __init__(self, name: str, cfg, transport: httpx.AsyncBaseTransport | None = None,
                  backoff: BackoffWait | None = None,
                  cache: CallCache | TieredCache | None = None,
-                 scrubber: Scrubber | None = None, ledger=None, journal=None):
+                 scrubber: Scrubber | None = None, ledger=None, journal=None,
+                 stopped: Callable[[], str | None] | None = None):
         self.name, self.cfg, self.cache = name, cfg, cache
+        # why the run was stopped (None: it runs), checked before each request and
+        # during each retry's wait: a stopped run's calls go on unsent
+        self.stopped = stopped or (lambda: None)
         self.ledger = ledger  # the run's spend caps (transforms/remote/budget.py), if any
         self.journal = journal  # the run's request journal (transforms/remote/journal.py), if any
         self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the call answering it
@@ -448,7 +453,8 @@ class EndpointClient:
         try:
             async for attempt in AsyncRetrying(
                     stop=stop_after_attempt(self.cfg.max_attempts), wait=self._backoff,
-                    retry=retry_if_exception(is_retryable), reraise=True):
+                    retry=retry_if_exception(is_retryable), reraise=True,
+                    sleep=self._wait_unless_stopped):
                 with attempt:
                     data = await self._attempt(path, payload, request_id, estimated_tokens, state)
         except RemoteCallError as exc:
@@ -476,13 +482,27 @@ class EndpointClient:
             record.unreported_tokens = float(estimated_tokens)
         return CallResult(data if error is None else None, _for_whom(record))
 
+    async def _wait_unless_stopped(self, seconds: float) -> None:
+        """A retry's wait, cut short when the run is stopped (its next attempt
+        then ends the call unsent)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0 and self.stopped() is None:
+            await asyncio.sleep(min(left, STOP_CHECK_S))
+
+    def _refuse_if_stopped(self) -> None:
+        why = self.stopped()
+        if why is not None:
+            raise RemoteCallError(f"not sent: the run was stopped ({why})", retryable=False)
+
     async def _attempt(self, path: str, payload: bytes | None, request_id: str, tokens: float,
                        state: dict) -> Any:
+        self._refuse_if_stopped()
         refusal = self.breaker.refusal()
         if refusal:  # the endpoint is unreachable: fail at once, with the reason
             raise RemoteCallError(refusal, retryable=False)
         await self.limiter.acquire(tokens)
         async with self._slots:
+            self._refuse_if_stopped()  # ... or stopped while this one queued
             if self.breaker.credentials_refused is not None:  # refused while this one queued
                 raise RemoteCallError(self.breaker.refusal(), retryable=False)
             held = self.breaker.held()  # ... or told to wait while this one queued

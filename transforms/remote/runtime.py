@@ -31,6 +31,11 @@ class AsyncRuntime:
         self.journal = open_journal(budget.journal if budget is not None else None)
         self.scrubber: Scrubber = scrubber_for(self._configs)  # every endpoint's secrets
         self._clients: dict[str, EndpointClient] = {}
+        # what says the run was stopped (publish.lease.AttemptWatch, given by the
+        # DoFns: this package sits below publish/), checked before each request
+        self._watching: dict[Any, int] = {}  # watch -> how many DoFns gave it
+        self._watches: tuple[Any, ...] = ()  # the same, as read before each request
+        self._watch_lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="evalbeam-remote",
                                         daemon=True)
@@ -52,9 +57,30 @@ class AsyncRuntime:
             async def make() -> EndpointClient:
                 return EndpointClient(name, self._configs[name], cache=self.cache,
                                       scrubber=self.scrubber, ledger=self.ledger,
-                                      journal=self.journal)
+                                      journal=self.journal, stopped=self.stopped)
             client = self._clients.setdefault(name, self.run(make()))
         return client
+
+    def watch(self, watch: Any) -> None:
+        """Send nothing more once `watch.stopped` says why the run was stopped
+        (each DoFn of the process gives it; unwatch when it is torn down)."""
+        with self._watch_lock:
+            self._watching[watch] = self._watching.get(watch, 0) + 1
+            self._watches = tuple(self._watching)
+
+    def unwatch(self, watch: Any) -> None:
+        with self._watch_lock:
+            left = self._watching.pop(watch, 0) - 1
+            if left > 0:
+                self._watching[watch] = left
+            self._watches = tuple(self._watching)
+
+    def stopped(self) -> str | None:
+        """Why the run was stopped (None: it runs): an attribute read per watch."""
+        for watch in self._watches:
+            if watch.stopped is not None:
+                return watch.stopped
+        return None
 
     def record(self, rec: CallRecord, log) -> None:
         """Count a finished call: in the caller's CallLog, in the run's progress, and
