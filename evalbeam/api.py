@@ -22,6 +22,7 @@ import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
 from evalbeam.result import Result
+from transforms.text.wording import counted
 
 # evaluate()'s own keyword options; any other keyword is a Beam pipeline option
 RUN_OPTIONS = ("run_date", "metrics", "custom_metrics", "preset", "progress", "lease_ttl",
@@ -644,7 +645,7 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
     staging = tempfile.mkdtemp(prefix="evalbeam-cases-")
     path = os.path.join(staging, "cases.parquet")
     pq.write_table(table, path)
-    return path, f"{named or label} ({rows} rows, in memory)", staging
+    return path, f"{named or label} ({counted(rows, 'row')}, in memory)", staging
 
 
 def _no_rows(named: str | None, allow_empty: bool) -> tuple[str, str, str]:
@@ -682,7 +683,7 @@ def _as_jsonl(cases: Any, why: Exception, named: str | None = None) -> tuple[str
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cases cannot be read as a table ({why}) nor as JSON ({exc})"
                          ) from None
-    return path, f"{named or label} ({len(rows)} rows, in memory)", staging
+    return path, f"{named or label} ({counted(len(rows), 'row')}, in memory)", staging
 
 
 def _plain(value: Any) -> Any:
@@ -726,8 +727,8 @@ def with_named_index(frame: Any) -> Any:
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice is not None:
         from schemas.cases import InputError
-        raise InputError(f"pandas.DataFrame ({len(frame)} rows, in memory): the column name "
-                         f"{twice!r} occurs {names.count(twice)} times; every column needs its "
+        raise InputError(f"pandas.DataFrame ({counted(len(frame), 'row')}, in memory): the "
+                         f"column name {twice!r} occurs {names.count(twice)} times; every column needs its "
                          "own name")
     return frame.reset_index(level=named) if named else frame
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.wording import counted
+from transforms.text.wording import counted
 from schemas.tables import ALL_SUITES, TABLES, VERDICT_METRIC, TableSpec
 from transforms.publish import pass_rate
 from transforms.publish.completed import CompletedRun, RunUnreadable, read_completed_run

@@ -33,7 +33,7 @@ from pipeline.execute import (beam_flags, beam_options, print_submitted, run_log
 from pipeline.filesystems import (add_filesystem_options, check_command_line, filesystem_args,
                                   use_filesystems)
 from pipeline.stopping import Terminated, exit_code, raising_on_stop, stop_on_signals
-from pipeline.wording import counted
+from transforms.text.wording import counted
 from pipeline.plan import (DEFAULT_TTL_S, MAX_WORKERS_PER_CORE, NO_ANSWERING_BOT, UsageError,
                            check_path_flags, driven_from_here, make_plan)
 from schemas.cases import InputError
@@ -616,8 +616,8 @@ def counts_line(run_id: str, c: Mapping[str, int]) -> str:
         counted(n, noun) for n, noun in
         ((c.get("duplicate_case_ids", 0), "repeated case id"),
          *((c.get(key, 0), noun) for key, noun in CALL_ERROR_STAGES.values())) if n]
-    return (f"run {run_id}: {counted(c['input_rows'], 'input row')}, {c['valid_cases']} valid, "
-            f"{c['invalid_rows']} invalid, {', '.join(kinds)} "
+    return (f"run {run_id}: {counted(c['input_rows'], 'input row')}, {c['valid_cases']:,} valid, "
+            f"{c['invalid_rows']:,} invalid, {', '.join(kinds)} "
             f"({counted(c['errors_rows'], 'row')} in errors/)")
 
 

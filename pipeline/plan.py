@@ -748,8 +748,9 @@ def limit_lines(cfg, workers: int, used=None) -> tuple[str, ...]:
     unused = sorted(set(cfg.endpoints) - used)
     if unused:
         many = len(unused) > 1
-        lines.append(f"endpoint{'s' * many} {', '.join(unused)}: unused (no bot, judge, "
-                     f"classifier or embeddings of this run calls {'them' if many else 'it'})")
+        lines.append(f"{'endpoints' if many else 'endpoint'} {', '.join(unused)}: unused (no "
+                     f"bot, judge, classifier or embeddings of this run calls "
+                     f"{'them' if many else 'it'})")
     return tuple(lines)
 
 

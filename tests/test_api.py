@@ -450,7 +450,7 @@ def test_written_cases_file_is_parquet_and_removed(tmp_path):
     path, label, staging = cases_path([{"question": "q", "answer": "a"}])
     try:
         assert pq.read_table(path).to_pylist() == [{"question": "q", "answer": "a"}]
-        assert label == "list of dicts (1 rows, in memory)"
+        assert label == "list of dicts (1 row, in memory)"
     finally:
         shutil.rmtree(staging)
     assert cases_path("x.parquet") == ("x.parquet", None, None)
@@ -558,7 +558,7 @@ def test_refusals_name_in_memory_cases_as_given_not_their_staged_file(tmp_path):
     from pipeline.plan import UsageError
     with pytest.raises(InputError) as caught:
         evalbeam.evaluate([{"prompt": "hi"}], output=tmp_path / "out")
-    assert str(caught.value).startswith("list of dicts (1 rows, in memory): missing required "
+    assert str(caught.value).startswith("list of dicts (1 row, in memory): missing required "
                                         "column 'question'")
     with pytest.raises(UsageError) as caught:
         evalbeam.evaluate(SAMPLE_ROWS, output="gs://bucket/evals", runner="DataflowRunner")
@@ -769,7 +769,7 @@ def test_a_frame_with_a_repeated_column_name_is_one_input_error(tmp_path):
     frame = pd.DataFrame([["q1", "a", "b"]], columns=["question", "answer", "answer"])
     with pytest.raises(InputError) as caught:
         evalbeam.evaluate(frame, output=tmp_path / "out", progress=False)
-    assert str(caught.value) == ("pandas.DataFrame (1 rows, in memory): the column name "
+    assert str(caught.value) == ("pandas.DataFrame (1 row, in memory): the column name "
                                  "'answer' occurs 2 times; every column needs its own name")
     assert not (tmp_path / "out").exists()
 
@@ -903,7 +903,7 @@ def test_a_deepeval_evaluation_dataset_is_read_with_the_deepeval_preset(tmp_path
     (row,) = result.results().to_pylist()  # the goldens: no recorded answer, so ERROR
     assert (row["case_id"], row["expected_answer"], row["verdict"], row["error"]) == (
         "unanswered", "No.", "ERROR", "no recorded answer in the 'actual_output' column")
-    assert result.manifest["input"] == "deepeval.EvaluationDataset (1 rows, in memory)"
+    assert result.manifest["input"] == "deepeval.EvaluationDataset (1 row, in memory)"
 
 
 def test_deepeval_scenarios_turn_contexts_metadata_and_images(tmp_path):
@@ -1198,7 +1198,7 @@ def test_tuples_generators_arrays_and_dicts_of_columns_are_read_or_refused_in_on
         assert result.to_pandas().set_index("case_id")["exact_match"].to_dict() == {
             "c1": 1.0, "c2": 0.0}
     refused = [
-        ([{}], r"^list of dicts \(1 rows, in memory\): missing required column 'question'"),
+        ([{}], r"^list of dicts \(1 row, in memory\): missing required column 'question'"),
         (rows[0], r"^cases is a dict whose 'case_id' is not a list: a dict is read as columns"),
         ({"question": ["a", "b"], "answer": ["x"]},
          r"^cases is a dict of columns of different lengths \('question' has 2, 'answer' has 1\)"),

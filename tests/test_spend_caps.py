@@ -266,7 +266,7 @@ def test_a_run_past_its_call_cap_completes_and_says_so(tmp_path):
     with open(f"{out}/runs/cap/report.md", encoding="utf-8") as fh:
         assert "Spend cap `judge.max_calls` = 2: used 2, **reached**" in fh.read()
     with open(f"{out}/runs/cap/report.html", encoding="utf-8") as fh:  # the page people open
-        assert "<p>Spend cap judge.max_calls = 2: used 2, reached: 1 calls not sent" in fh.read()
+        assert "<p>Spend cap judge.max_calls = 2: used 2, reached: 1 call not sent" in fh.read()
 
 
 @pytest.mark.parametrize("mode", ["calls", "n"])

@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipeline.config import is_bot_name, load_config
 from pipeline.postrun.gate import check_gate
 from pipeline.postrun.read import check_output, check_writable, read_completed_run
-from pipeline.wording import counted
+from transforms.text.wording import counted
 from schemas.tables import (ALL_SUITES, COMPARISONS, PASS_RATE, VERDICT_METRIC,
                            VERDICT_ORDER as VERDICTS)
 from transforms.publish import pass_rate
@@ -460,7 +460,7 @@ def _rules_text(verdict: dict) -> str:
     """A run's verdict rules in a few words: where they came from, how many."""
     source = "config rules" if verdict.get("explicit") else f"preset {verdict.get('preset')}"
     n = len(verdict.get("rules") or [])
-    return f"{source}, {n} rule{'s' * (n != 1)}, otherwise {verdict.get('otherwise')}"
+    return f"{source}, {counted(n, 'rule')}, otherwise {verdict.get('otherwise')}"
 
 
 def verdict_note(baseline: dict, candidate: dict) -> str | None:
@@ -600,8 +600,8 @@ def summary_lines(c: dict[str, Any]) -> list[str]:
     """What the command prints: the pairing, then one line per bot."""
     unpaired = {k: sum(cnt[k] for cnt in c["unpaired"].values()) for k in UNPAIRED_KINDS}
     lines = [f"compare {c['candidate']} (candidate) vs {c['baseline']} (baseline): "
-             f"{sum(c['paired'].values())} paired cases over {len(c['bots'])} "
-             f"bot{'s' * (len(c['bots']) != 1)}; "
+             f"{counted(sum(c['paired'].values()), 'paired case')} over "
+             f"{counted(len(c['bots']), 'bot')}; "
              f"{unpaired['only_in_baseline']} only in baseline, "
              f"{unpaired['only_in_candidate']} only in candidate, "
              f"{unpaired['duplicate_case_id']} with a repeated case id"]

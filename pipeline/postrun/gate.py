@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from pipeline.config import GateRule
 from schemas.tables import ALL_SUITES
 from transforms.publish.html import num
+from transforms.text.wording import counted
 
 
 class GateError(ValueError):
@@ -118,8 +119,8 @@ def unseen(row: Mapping[str, Any], rule: GateRule, drop: float) -> str | None:
     baseline's cases it left out (not paired, or null in the candidate)."""
     said, n = [], row.get("n_pairs", 0)
     if drop > rule.max_drop + 1e-12:
-        said.append(f"not significant over {n:,} paired case{'s' * (n != 1)} (too few, or too noisy, to tell the "
-                    "drop from chance)")
+        said.append(f"not significant over {counted(n, 'paired case')} (too few, or too "
+                    "noisy, to tell the drop from chance)")
     left = [(row.get("only_in_baseline", 0), "only in the baseline"),
             (row.get("duplicate_case_id", 0), "with a repeated case id"),
             (row.get("baseline_values", n) - n, "null in the candidate")]

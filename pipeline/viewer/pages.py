@@ -19,6 +19,7 @@ from transforms.decide.cascade import BY_ESCALATION, ESCALATION_FAILED, OFFLINE
 from transforms.publish.html import (STACK, Raw, breakable, cell, direction, esc, page,
                                      scrolling)
 from transforms.publish.report import escape_controls, finished_text
+from transforms.text.wording import counted
 
 STYLE = """
 nav{margin-bottom:1rem;font-size:.9rem}nav a{margin-right:1rem}
@@ -244,14 +245,15 @@ def run_counts(run) -> Raw:
     whether the counts reconcile (an invalid input row is in no verdict count)."""
     c, bots = run.counts, len(run.bots)
     n = c.get("errors_rows", 0)
-    errors = (f'<a href="#errors">{n:,} row{"s" * (n != 1)} in errors/</a>' if n
+    errors = (f'<a href="#errors">{counted(n, "row")} in errors/</a>' if n
               else "no row in errors/")
     ok = (run.manifest.get("reconciliation") or {}).get("ok")
     badge = ("" if ok is None else f' · counts reconcile: <span class="badge '
              f'{"pass" if ok else "fail"}">{"yes" if ok else "NO"}</span>')
-    return Raw(f"<p>{c.get('input_rows', 0):,} input rows: {c.get('valid_cases', 0):,} valid, "
-               f"{c.get('invalid_rows', 0):,} invalid · {c.get('valid_cases', 0):,} cases × "
-               f"{bots} bot{'s' * (bots != 1)} = {c.get('results_rows', 0):,} results rows · "
+    return Raw(f"<p>{counted(c.get('input_rows', 0), 'input row')}: "
+               f"{c.get('valid_cases', 0):,} valid, {c.get('invalid_rows', 0):,} invalid · "
+               f"{counted(c.get('valid_cases', 0), 'case')} × {counted(bots, 'bot')} = "
+               f"{counted(c.get('results_rows', 0), 'results row')} · "
                f"{errors}{badge}</p>")
 
 
@@ -263,7 +265,7 @@ def errors_section(rid: str, errors, params: Mapping[str, str], size: int) -> li
     shown = [[r["stage"], link(url("run", rid, "case", r["case_id"]), r["case_id"])
               if r.get("bot") and r.get("case_id") is not None else r.get("case_id"),
               r.get("bot"), r.get("error_type"), r.get("message")] for r in errors.rows]
-    parts = [Raw(f"<h2 id=\"errors\">errors/ ({errors.total:,} row{'s' * (errors.total != 1)})"
+    parts = [Raw(f"<h2 id=\"errors\">errors/ ({counted(errors.total, 'row')})"
                  "</h2>"),
              grid(["stage", "case", "bot", "error type", "message"], shown, "errors", stack=True)]
     if errors.pages > 1:
@@ -462,7 +464,7 @@ def no_case_page(rid: str, case_id: str, found) -> bytes:
                             f"{text(repr(case_id[:200]))}</p>")]
     errors, total = found.rows, found.total
     if total:
-        parts.append(Raw(f"<p>errors/ has {total:,} row{'s' * (total != 1)} for this "
+        parts.append(Raw(f"<p>errors/ has {counted(total, 'row')} for this "
                          "case id:</p>"))
         parts.append(grid(["stage", "bot", "error type", "message"],
                           [[r["stage"], r.get("bot"), r.get("error_type"), r.get("message")]

@@ -15,6 +15,7 @@ from transforms.publish.html import (Raw, esc, figure, isolated, num, p_text, pa
                                     table, tag)
 from transforms.publish.paired import CHANGED, MIN_DIFFERENCE, change, metric_label, wtl
 from transforms.publish.report import FEW_BOTS, clip, md_cell, md_table
+from transforms.text.wording import counted
 
 METHOD = ("Rows pair by (bot, case_id) (bot against bot: by case_id). Δ = candidate − baseline "
           "over the pairs where both have a value; its 95% interval is a percentile bootstrap "
@@ -297,7 +298,7 @@ def render_compare_html(c: Mapping[str, Any]) -> str:
                                   table(CHANGE_HEADERS, map(change_cells, rows),
                                         numeric=range(1, 9))))
         # many bots: a line per bot, its suites inside (25 bots × 5 suites were 125 lines)
-        n = f"{len(suites)} suite{'' if len(suites) == 1 else 's'}"
+        n = counted(len(suites), "suite")
         parts += ([_folded(f"{tag('b', bot)}: {n}, {counts[0]} significantly worse, "
                            f"{counts[1]} better", Raw("".join(suites)))]
                   if len(c["bots"]) > FEW_BOTS and suites else suites)

@@ -30,6 +30,7 @@ from transforms.publish.summary import MergingCombineFn
 from transforms.score.scoring import NO_DIRECTION, higher_is_better
 from transforms.publish.paired import (CHANGED, MIN_DIFFERENCE, bot_seed, change, group_rows,
                                        metric_label, passed, transitions, wtl)
+from transforms.text.wording import counted
 
 _CHUNK = 4096  # rows buffered as Python lists before they become arrays
 
@@ -253,8 +254,8 @@ def findings(pair: Sequence[str], stats: Mapping[str, Any]) -> list[str]:
         gained = sum(n for k, n in t.items() if k.startswith(("WARN->PASS", "FAIL->PASS",
                                                                "ERROR->PASS")))
         lost = sum(n for k, n in t.items() if k.startswith("PASS->") and k != "PASS->PASS")
-        lines.append(f"{b} passes {gained} cases that {a} does not pass, and does not pass "
-                     f"{lost} cases that {a} passes.")
+        lines.append(f"{b} passes {counted(gained, 'case')} that {a} does not pass, and does not "
+                     f"pass {counted(lost, 'case')} that {a} passes.")
     better, worse = _names(rows, "better"), _names(rows, "worse")
     same = sum(1 for r in rows if r["metric"] != PASS_RATE and r["n_pairs"]
                and change(r) == "no significant change")

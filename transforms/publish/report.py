@@ -13,6 +13,7 @@ from transforms.publish import pass_rate
 from transforms.publish.html import num
 from transforms.publish.paired import metric_label
 from transforms.publish.rows import shortened
+from transforms.text.wording import counted
 
 _PACKAGES = ("evalbeam", "apache-beam", "pyarrow", "numpy", "scipy", "sacrebleu", "rouge-score",
              "httpx", "tenacity", "PyYAML")
@@ -84,8 +85,8 @@ def outcome_notes(counts: Mapping[str, int], asking: bool = False) -> list[str]:
         return []
     if not counts["input_rows"]:
         return ["nothing was evaluated: the input has no rows"]
-    return [f"nothing was evaluated: none of the input's {counts['input_rows']} rows is a "
-            "valid case (the reasons are in errors/)"]
+    return [f"nothing was evaluated: none of the input's {counted(counts['input_rows'], 'row')} "
+            "is a valid case (the reasons are in errors/)"]
 
 
 _SPENT = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost")
@@ -138,7 +139,7 @@ def unpriced_sentence(unpriced: Mapping[str, Mapping[str, Any]], total_cost: flo
                       ) -> str:
     """What the reports say of calls to endpoints without a price: a total over
     the priced ones must not read as the run's cost."""
-    names = ", ".join(f"{e} ({v['calls']} calls)" for e, v in unpriced.items())
+    names = ", ".join(f"{e} ({counted(v['calls'], 'call')})" for e, v in unpriced.items())
     if total_cost is None:
         return f"No endpoint called has a price_per_million: {names}."
     return (f"The cost covers the priced endpoints only: no price_per_million for {names}; "
@@ -152,13 +153,13 @@ def unreported_sentence(unreported: Mapping[str, Mapping[str, Any]]) -> str:
         estimate = (f"~{e['estimated_prompt_tokens']} prompt tokens"
                     + (f", ~{e['estimated_cost']:.4f}" if e.get("estimated_cost") is not None
                        else ""))
-        parts.append(f"{e['calls']} calls (endpoint {endpoint}) reported no token counts: "
-                     f"their cost is unknown (estimated {estimate} from prompt length)")
+        parts.append(f"{counted(e['calls'], 'call')} (endpoint {endpoint}) reported no token "
+                     f"counts: their cost is unknown (estimated {estimate} from prompt length)")
     priced = [e for e in unreported.values() if e.get("estimated_cost") is not None]
-    counted = ("tokens and cost count" if len(priced) == len(unreported) else
+    which = ("tokens and cost count" if len(priced) == len(unreported) else
                "tokens count" if not priced else
                "tokens count (and, on the priced endpoints, their cost)")
-    return ("; ".join(parts) + f". Their {counted} as 0 here and in usage/: "
+    return ("; ".join(parts) + f". Their {which} as 0 here and in usage/: "
             "the tokens and costs below are lower bounds.")
 
 
@@ -203,8 +204,8 @@ def lost_request_lines(requests: Mapping[str, Any] | None) -> list[str]:
                      for v in lost.values())
         costs = [v["cost"] for v in lost.values() if v["cost"] is not None]
         cost = f", cost ~{sum(costs):.4f}" if costs else ""
-        lines.append(f"Lost with a worker: {requests['lost_requests']} requests ({where}) were "
-                     f"sent by a worker process lost mid-run and are not in usage/ (~{tokens} "
+        lines.append(f"Lost with a worker: {counted(requests['lost_requests'], 'request')} "
+                     f"({where}) were sent by a worker process lost mid-run and are not in usage/ (~{tokens} "
                      f"tokens{cost}); see the manifest's requests.")
     if not requests.get("ok", True):
         lines.append("The request journal and usage/ disagree: see the manifest's requests.")
@@ -219,8 +220,8 @@ def cap_lines(caps: Mapping[str, Any], markdown: bool = True) -> list[str]:
     lines = []
     for name, c in caps.items():
         used = f"{c['used']:.4f}" if isinstance(c["used"], float) else str(c["used"])
-        state = (f"{strong('reached')}: {c['refused_calls']} calls not sent; their rows' "
-                 f"metrics are null with {code('budget reached')}" if c["reached"]
+        state = (f"{strong('reached')}: {counted(c['refused_calls'], 'call')} not sent; "
+                 f"their rows' metrics are null with {code('budget reached')}" if c["reached"]
                  else "not reached")
         lines.append(f"Spend cap {code(name)} = {c['cap']:g}: used {used}, {state}.")
     return lines
@@ -244,8 +245,8 @@ def spend_tables(spend: Mapping[str, Any]
     total = spend.get("total") or {}
     if not (total.get("calls") or total.get("cache_hits")):
         return None
-    intro = (f"{total.get('calls', 0)} requests, {total.get('cache_hits', 0)} answered from "
-             f"the call cache; tokens {total.get('prompt_tokens', 0)} in, "
+    intro = (f"{counted(total.get('calls', 0), 'request')}, "
+             f"{total.get('cache_hits', 0):,} answered from the call cache; tokens {total.get('prompt_tokens', 0)} in, "
              f"{total.get('completion_tokens', 0)} out; cost {_cost(total.get('cost'))} "
              "(from price_per_million; – where no price is set).")
     if spend.get("unpriced"):
@@ -566,9 +567,9 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
     lines = [f"# evalbeam run `{manifest['run_id']}` ({manifest['run_date']})", "",
              f"Attempt `{manifest.get('attempt', '–')}`, finished {manifest.get('finished_at', '–')}.",
              "",
-             f"Input: {md_cell(manifest['input'], 500)} — {c['input_rows']} rows, "
-             f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
-             f"{c['duplicate_case_ids']} duplicate case ids.",
+             f"Input: {md_cell(manifest['input'], 500)} — {counted(c['input_rows'], 'row')}, "
+             f"{c['valid_cases']:,} valid, {c['invalid_rows']:,} invalid, "
+             f"{counted(c['duplicate_case_ids'], 'duplicate case id')}.",
              f"Bots: {md_cell(', '.join(map(md_name, manifest['bots'])), 500)}. "
              f"Results rows: {c['results_rows']}; "
              f"bot errors: {c['bot_errors']}. Counts reconcile: "
@@ -614,6 +615,7 @@ def render_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, An
                           limit=1000)
         if left_out:
             lines += [md_cell(md_name(left_out_note(bot, left_out)), 500), ""]
-    lines += ["Tables: " + ", ".join(f"`{t}/` ({n} rows)" for t, n in manifest["tables"].items()),
+    lines += ["Tables: " + ", ".join(f"`{t}/` ({counted(n, 'row')})"
+                                     for t, n in manifest["tables"].items()),
               ""]
     return "\n".join(lines)

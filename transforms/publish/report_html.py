@@ -24,6 +24,7 @@ from transforms.publish.report import (FEW_BOTS, NAME_CHARS, SPEND_BY_BOT, SPEND
 from transforms.publish.savings import CASCADE_TITLE, cascade_sentences
 from transforms.publish.trends import TREND_DATES, load_history, undecided_nights
 from transforms.score.scoring import UNSCALED
+from transforms.text.wording import counted
 
 INTERVALS_NOTE = ("Means and pass rates carry 95% confidence intervals: Student's t from "
                   "count, mean and spread; Wilson's score interval for a pass rate or a metric "
@@ -312,9 +313,9 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
     parts: list[Any] = [
         tag("h1", f"evalbeam run {manifest['run_id']}"),
         tag("p", f"{manifest['run_date']} · finished {finished_text(manifest)} · "
-                 f"input {manifest['input']} · {c['input_rows']} rows, "
-                 f"{c['valid_cases']} valid, {c['invalid_rows']} invalid, "
-                 f"{c['duplicate_case_ids']} duplicate case ids · bots: "
+                 f"input {manifest['input']} · {counted(c['input_rows'], 'row')}, "
+                 f"{c['valid_cases']:,} valid, {c['invalid_rows']:,} invalid, "
+                 f"{counted(c['duplicate_case_ids'], 'duplicate case id')} · bots: "
                  f"{', '.join(manifest['bots'])} · bot errors: {c['bot_errors']}", "muted"),
         Raw(f"<p>Counts reconcile: <span class=\"badge "
             f"{'pass' if manifest['reconciliation']['ok'] else 'fail'}\">"
@@ -354,7 +355,7 @@ def render_html_report(manifest: Mapping[str, Any], summary: Iterable[Mapping[st
                               "runs of other dates.", "muted"))
     parts += _cascade_and_spend(manifest)
     parts += [tag("h2", "Worst cases"), _worst(worst),
-              tag("p", "Tables: " + ", ".join(f"{t}/ ({n} rows)"
+              tag("p", "Tables: " + ", ".join(f"{t}/ ({counted(n, 'row')})"
                                               for t, n in manifest["tables"].items()),
                   "muted small")]
     return page(f"evalbeam run {manifest['run_id']}", parts)

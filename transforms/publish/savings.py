@@ -8,6 +8,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from schemas.records import Turn
 from transforms.decide.cascade import DECIDED_OFFLINE
 from transforms.enrich.judge.sample import NOT_SAMPLED
+from transforms.text.wording import counted
 
 REMOTE_PURPOSES = ("judge:", "classifier:")
 
@@ -68,16 +69,16 @@ def cascade_sentences(c: Mapping[str, Any], code=lambda s: f"`{s}`") -> list[str
     def num(x, digits=1):
         return "–" if x is None else f"{x:,.{digits}f}"
     share = "–" if c["escalated_share"] is None else f"{c['escalated_share']:.1%}"
-    return [f"{c['escalated_rows']} of {c['rows']} rows ({share} of the answered ones) were "
-            f"undecided offline (WARN) and escalated to the judge and the classifier; "
-            f"{c['decided_offline_rows']} were decided offline and kept their verdict "
+    return [f"{c['escalated_rows']:,} of {counted(c['rows'], 'row')} ({share} of the "
+            f"answered ones) were undecided offline (WARN) and escalated to the judge and the classifier; "
+            f"{c['decided_offline_rows']:,} were decided offline and kept their verdict "
             f"(results/ {code('decided_by')}).",
-            *([f"{c['escalation_failed_rows']} escalated rows got no judge or classifier "
-               f"metric (a failed call, a spend cap, an open breaker, not sampled) and kept "
+            *([f"{counted(c['escalation_failed_rows'], 'escalated row')} got no judge or "
+               f"classifier metric (a failed call, a spend cap, an open breaker, not sampled) and kept "
                f"their WARN ({code('decided_by')} = escalation_failed; the reason says why)."]
               if c.get("escalation_failed_rows") else []),
-            f"Judge and classifier calls: {c['calls']} ({c['requests']} requests, the rest "
-            f"from the call cache), {num(c['calls_per_1000_rows'])} per 1,000 rows; judging "
+            f"Judge and classifier calls: {c['calls']:,} ({counted(c['requests'], 'request')}, "
+            f"the rest from the call cache), {num(c['calls_per_1000_rows'])} per 1,000 rows; judging "
             f"every row: ≈ {num(c['every_row_calls_per_1000_rows'])} per 1,000 rows (at the "
             f"escalated rows' rate); saved ≈ {num(c['saved_calls'], 0)} calls."]
 

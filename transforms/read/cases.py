@@ -24,6 +24,7 @@ from schemas.cases import (UNREADABLE, InputError, RowProblem, Source, candidate
 from schemas.records import EvalCase
 from transforms.read import formats
 from transforms.read.presets import Unread, UnreadTally, suggest_preset
+from transforms.text.wording import counted
 
 SHARD_ROWS = 5_000  # rows per shard: small enough to balance the workers
 BATCH_ROWS = 2_048   # rows decoded at a time
@@ -102,7 +103,7 @@ def left_out_note(files: list[str]) -> str:
     """The note that names a folder's files the run does not read (a case file
     saved as .tsv or .xlsx beside the others would be left out without a word)."""
     shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    return (f"{len(files)} file{'' if len(files) == 1 else 's'} in the input folder "
+    return (f"{counted(len(files), 'file')} in the input folder "
             f"{'is' if len(files) == 1 else 'are'} not read (a folder is read by its files' "
             f"extensions, and skips names that start with '.' or '_'): {shown}")
 
@@ -255,7 +256,7 @@ def _plan_text(path: str, fmt: str, columns: Mapping[str, Source], notes=None,
             keys = formats.jsonl_keys(sample)
             if sample and not keys:
                 raise InputError(f"cannot read {path} as JSON Lines: none of its first "
-                                 f"{len(sample)} lines is a JSON object")
+                                 f"{counted(len(sample), 'line')} is a JSON object")
             if sample:
                 _check(keys, columns, f"{path} (first {len(sample)} records)", notes)
         else:

@@ -37,6 +37,7 @@ from apache_beam.io.filesystems import CompressionTypes, FileSystems
 from schemas.cases import UNREADABLE, InputError, Source, TooDeep, candidates, parse_text_list
 from schemas.messages import json_kind
 from transforms.read import json_records
+from transforms.text.wording import counted
 
 FORMATS = ("parquet", "jsonl", "csv", "hf", "json", "yaml")
 FORMAT_NAMES = {"parquet": "Parquet", "jsonl": "JSON Lines", "csv": "CSV", "json": "JSON",
@@ -639,7 +640,7 @@ def unclosed_quote(record: list[str]) -> tuple[str, str]:
     row when the field count happens to fit, without a word."""
     after = record[-1].rstrip("\r\n").count("\n")
     return "invalid_csv", (f"a quoted field in this record is never closed, so the rest of "
-                           f"the file ({after} line{'' if after == 1 else 's'}) was read into "
+                           f"the file ({counted(after, 'line')}) was read into "
                            'it: close the quote (a quote inside a quoted cell is written '
                            'twice: "")')
 

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from schemas.cases import (CANONICAL_COLUMNS, DEEPEVAL_TAG_COLUMNS, METADATA_COLUMN, Asserted,
                            Cell, Joined, Metadata, Passage, Scenario, TurnContexts, Var,
                            deepeval_tags, turn_list, unchecked_assertions)
+from transforms.text.wording import counted
 
 PROMPTFOO_QUESTION_VARS = ("question", "query", "input", "prompt")
 PROMPTFOO_ASSERT_COLUMNS = ("assert", "__expected", *(f"__expected{n}" for n in range(1, 10)))
@@ -247,5 +248,5 @@ class UnreadTally:
 
     def _note(self, name: str, what: str, verb: str) -> str:
         n = self.found[name]
-        return (f"{n} of {self.rows} row{'s' * (self.rows != 1)} {'has' if n == 1 else 'have'} "
+        return (f"{n:,} of {counted(self.rows, 'row')} {'has' if n == 1 else 'have'} "
                 f"{what}, which evalbeam does not {verb} (see {self.unread.guide})")

@@ -27,6 +27,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from transforms.text.wording import counted
+
 FORBIDDEN_BEFORE_ACCEPTED = 5  # 403s, with no reply accepted before them, that stop the endpoint
 
 
@@ -80,7 +82,7 @@ class CircuitBreaker:
             self.forbidden += 1
             if self.forbidden < FORBIDDEN_BEFORE_ACCEPTED:
                 return False
-            error = f"{error}; {self.forbidden} requests refused with 403, none accepted"
+            error = f"{error}; {counted(self.forbidden, 'request')} refused with 403, none accepted"
         first = self.credentials_refused is None
         if first:
             self.credentials_refused = error

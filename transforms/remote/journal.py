@@ -53,6 +53,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.remote.budget import cost_of
 from transforms.remote.sqlite_file import PerThread
+from transforms.text.wording import counted
 
 _log = logging.getLogger(__name__)
 
@@ -364,10 +365,11 @@ class Billed:
 
     def line(self) -> str:
         """'before it failed it sent N requests (llm: N requests, T tokens, cost C), ...'"""
-        parts = [f"{endpoint}: {e['requests']} requests, {e['tokens']:,} tokens, "
+        parts = [f"{endpoint}: {counted(e['requests'], 'request')}, "
+                 f"{counted(e['tokens'], 'token')}, "
                  + ("cost unknown" if e["cost"] is None else f"cost {e['cost']:.4g}")
                  for endpoint, e in self.by_endpoint.items()]
-        return (f"before it failed it sent {self.requests} requests (" + "; ".join(parts)
+        return (f"before it failed it sent {counted(self.requests, 'request')} (" + "; ".join(parts)
                 + "), billed and in no usage/ table")
 
 

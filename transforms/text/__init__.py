@@ -10,4 +10,6 @@ Modules, lowest first (each imports only those above it):
 - `nltk_stemmers`, `stemming`: stemmers per language (Porter, Snowball, Korean).
 - `terms`: a text's content words and stemmed terms, in its language.
 - `templates`: {placeholder} filling for prompt and request templates.
+- `wording`: how evalbeam words a count in what it says ('1 row', '12,345 rows'),
+  for the stages' messages, the reports and the command line alike.
 """
