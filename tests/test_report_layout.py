@@ -348,3 +348,61 @@ def test_the_head_to_head_notebook_view_and_compare_show_no_pass_rate_where_no_r
     table = [r for r in read_rows(closed_port_run, "comparisons") if r["metric"] == "pass_rate"
              and r["suite"] == "*"]
     assert [(r["baseline_mean"], r["candidate_mean"]) for r in table] == [(0.0, 0.0)], table
+
+
+# Each word of at most 30 characters (breakable() gives longer runs their own break
+# opportunities) shown in a text cell (not one folded in a closed <details>): its
+# characters' boxes on more than one line means the word was broken inside (a break
+# after a hyphen or a slash is a normal one).
+SPLIT_WORDS = """(() => { const split = [];
+  for (const td of document.querySelectorAll('td.text')) {
+    const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT); let node;
+    while ((node = walk.nextNode())) { const fold = node.parentElement.closest('details');
+      if (fold && !fold.open && !node.parentElement.closest('summary')) continue;
+      const words = /[^\\s\\-\\/\\u2014]+/g; let m;
+      while ((m = words.exec(node.data))) { if (m[0].length > 30) continue;
+        const r = document.createRange(); r.setStart(node, m.index);
+        r.setEnd(node, m.index + m[0].length);
+        const tops = new Set(Array.from(r.getClientRects()).filter(x => x.width > 0)
+                             .map(x => Math.round(x.top)));
+        if (tops.size > 1) split.push(m[0]); } } }
+  return split; })()"""
+
+
+def test_worst_cases_break_no_metric_name_or_word_inside_it(tmp_path):
+    """report.html's Worst cases at 1,280 px showed 'reference_covera' / 'ge 0.00'
+    in the metrics column of the bundled example: the text cells could break any
+    word anywhere (word-break: break-word), so the table squeezed the metrics and
+    reason columns below their longest word. A word now breaks inside only when
+    it is longer than its column could ever be (breakable() cuts runs longer
+    than 30 characters); the table scrolls in its box instead when it must."""
+    _need_chromium()
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import run_cli
+    text = ("Orders are packed in our Reno, Nevada warehouse Monday through Friday and "
+            "leave within one business day; a tracking number follows by email. ") * 3
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": f"case-{i}", "question": text, "expected_answer": text,
+         "answer": "Succulents need very little water; wait until the soil is dry. " * 3,
+         "contexts": [text]} for i in range(3)])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\n"
+                   "metrics: [reference_coverage, context_entities_recall, keyword_recall]\n"
+                   "verdict:\n  rules:\n"
+                   "    - {metric: reference_coverage, below: 0.25, verdict: FAIL}\n"
+                   "  otherwise: PASS\n")
+    out = tmp_path / "out"
+    assert run_cli("--input", cases, "--output", str(out), "--config", str(cfg),
+                   "--run-id", "w") == 0
+    with browser.Browser(width=1280) as b:
+        shown = b.open((out / "runs" / "w" / "report.html").as_uri())
+        (tmp_path / "report.png").write_bytes(shown.png)
+        metrics = shown.evaluate("Array.from(document.querySelectorAll("
+                                 "'h3 + div table tbody tr'), r => r.children[7].innerText)")
+        split = shown.evaluate(SPLIT_WORDS)
+        opened = shown.evaluate("document.querySelectorAll('details').forEach(d => d.open = true),"
+                                f" {SPLIT_WORDS}")
+        width = shown.evaluate("document.documentElement.scrollWidth")
+    assert len(metrics) == 3 and all(m.startswith("reference_coverage") for m in metrics), metrics
+    assert split == [] and opened == [], (split, opened)
+    assert width <= 1280

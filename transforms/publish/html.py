@@ -24,7 +24,7 @@ table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;vertical-align:top;text-align:left}
 td{text-align:start}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.text{max-width:28rem;min-width:7rem;white-space:pre-wrap;word-break:break-word}
+td.text{max-width:28rem;min-width:7rem;white-space:pre-wrap;overflow-wrap:break-word}
 td details{margin:.2rem 0 0}
 .better{color:#1a7f37;font-weight:600}.worse{color:#cf222e;font-weight:600}
 .badge{display:inline-block;padding:.1rem .5rem;border-radius:1rem;font-weight:600}
