@@ -9,7 +9,8 @@ attempt id and run date: every listed Parquet file is rewritten with the new
 run id in its rows and its name, and the completion marker lists the copies,
 as the pipeline's own commit would. The viewer then runs in this process and
 the runs list (/) is fetched over HTTP on 127.0.0.1: once, then `--repeat`
-times. The Parquet footers the list reads on each load are counted.
+times. The Parquet footers and the completion markers (manifest.json) the
+list reads on each load are counted.
 """
 from __future__ import annotations
 
@@ -90,22 +91,27 @@ def main() -> None:
     from pipeline.viewer.server import start_in_thread
     from transforms.publish import completed
     footers, reader = [0], completed._footer_rows
+    markers, parser = [0], completed.parse_manifest
 
     def counted(path: str) -> int:
         footers[0] += 1
         return reader(path)
 
-    completed._footer_rows = counted
+    def parsed(data: bytes, run_id: str, where: str) -> dict:
+        markers[0] += 1
+        return parser(data, run_id, where)
+
+    completed._footer_rows, completed.parse_manifest = counted, parsed
     server = start_in_thread(output, 0)
     port = server.server_address[1]
     print(f"evalbeam view's runs list over {args.runs} runs ({output}); wall and CPU seconds "
           "(the server runs in this process)")
     for label in ["first load"] + [f"load {i + 2}" for i in range(args.repeat)]:
-        footers[0] = 0
+        footers[0] = markers[0] = 0
         status, took, used, size = fetch(port, "/")
         assert status == 200, (label, status)
         print(f"  {label:12s} {took:7.3f}s wall {used:7.3f}s cpu {footers[0]:6d} footers read "
-              f"{size:9,d} bytes")
+              f"{markers[0]:6d} markers parsed {size:9,d} bytes")
     server.shutdown()
 
 

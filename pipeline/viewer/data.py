@@ -29,16 +29,21 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.postrun.status import RunStatus, run_status
 from schemas.tables import ERRORS, RESULTS, SCORES, VERDICT_ORDER
-from transforms.publish.completed import (CompletedRun, NoCompletedAttempt, RunUnreadable,
-                                          check_run_id, read_completed_run, unreachable)
+from transforms.publish.completed import (MANIFEST, CompletedRun, CorruptManifest,
+                                          NoCompletedAttempt, RunUnreadable, check_run_id,
+                                          read_completed_run, unreachable)
 from transforms.publish.commit import staged_report_path
-from transforms.publish.lease import read_lease
+from transforms.publish.lease import LEASE, Lease, read_lease
 
 PAGE_SIZE = 50
 CACHED_RUNS = 4      # runs kept loaded in memory (least recently used dropped)
 LISTED_TEXT = 240    # characters of a question or answer in a list
 SIDE_TEXT = 600      # characters of each answer side by side
 SORTS = {"asc": "lowest first", "desc": "highest first"}  # the explorer's sort by a value
+# what the runs list keeps of each run's marker: what its page shows, and what
+# the check of its files reads (a whole marker is ~40 KB in memory, this ~6 KB)
+LISTED = ("run_id", "run_date", "attempt", "finished_at", "bots", "metrics", "counts",
+          "reconciliation", "tables", "files")
 
 
 class FolderGone(RunUnreadable):
@@ -80,10 +85,20 @@ def newer_attempt(output: str, run_id: str, committed: str | None) -> RunStatus 
     """An attempt of a finished run id newer than its committed one (a re-run,
     running or failed): its pages show the earlier attempt's tables and say so.
     Only a lease of another attempt costs more than one read."""
+    return attempt_after(output, run_id, committed, leased(output, run_id))
+
+
+def leased(output: str, run_id: str) -> Lease | None:
+    """The run id's lease (None: none, or none this version can read)."""
     try:
-        lease = read_lease(output, run_id)
+        return read_lease(output, run_id)
     except (OSError, ValueError):
         return None
+
+
+def attempt_after(output: str, run_id: str, committed: str | None,
+                  lease: Lease | None) -> RunStatus | None:
+    """newer_attempt, the lease read."""
     if lease is None or lease.attempt == committed:
         return None
     return unfinished(output, run_id)
@@ -206,6 +221,10 @@ class Catalog:
         # run id -> (the committed state its listed files were checked in, why
         # they cannot be read or None): only the runs the last list found
         self._checked: dict[str, tuple[tuple, str | None]] = {}
+        # (file, run id) -> (a stat of runs/<run id>/<file>, what was read of it):
+        # the completion marker's run (its LISTED keys) or why it is corrupt, the
+        # lease; only the runs the last list found
+        self._kept: dict[tuple[str, str], tuple[tuple, Any]] = {}
         # a URL output's files (gs://, s3://, hdfs://) are read from copies here
         self._stage = tempfile.mkdtemp(prefix="evalbeam-view-") if "://" in self.output else ""
 
@@ -256,10 +275,10 @@ class Catalog:
         listed file missing or replaced since the commit: listed with a link, such
         a run only led to an error page)."""
         check_folder(self.output)
-        found, problems, checked = [], [], {}
+        found, problems, checked, kept = [], [], {}, {}
         for run_id in run_ids(self.output):
             try:
-                run = self._completed(run_id)
+                run = self._listed(run_id, kept)
                 if "://" not in self.output:  # listed as readable only when it is (a
                     checked[run_id] = known = self._check_files(run)  # URL output's run
                     if known[1] is not None:                          # page checks its own)
@@ -267,12 +286,71 @@ class Catalog:
             except RunUnreadable as exc:
                 problems.append(str(exc))
                 continue
-            found.append(dict(run.manifest, newer_attempt=newer_attempt(
-                self.output, run_id, run.attempt)))
+            found.append(dict(run.manifest, newer_attempt=attempt_after(
+                self.output, run_id, run.attempt, self._lease(run_id, kept))))
         with self._lock:  # runs gone from the folder are forgotten
-            self._checked = checked
+            self._checked, self._kept = checked, kept
         found.sort(key=lambda m: (m.get("finished_at", ""), m["run_id"]), reverse=True)
         return found, problems
+
+    def _listed(self, run_id: str, kept: dict) -> CompletedRun:
+        """self._completed(run_id) for the runs list, of the marker's LISTED
+        keys, a local run's marker read once per stat (_by_stat): reading and
+        parsing 3,000 markers took 1.7 s of CPU a load. Kept: the run, or why
+        the marker is corrupt (both follow from its bytes); a marker missing
+        or unreadable (a folder, no permission) is read again on every load."""
+        def read() -> tuple[CompletedRun | str, bool]:
+            try:
+                run = self._completed(run_id)
+            except CorruptManifest as exc:
+                return str(exc), True
+            return CompletedRun(run.output, run_id, {k: run.manifest[k] for k in LISTED
+                                                     if k in run.manifest}), True
+
+        if "://" in self.output:  # an object store: no stat as cheap as a read
+            return self._completed(run_id)
+        known = self._by_stat(MANIFEST, run_id, read, kept)
+        if isinstance(known, str):
+            raise CorruptManifest(known)
+        return known
+
+    def _lease(self, run_id: str, kept: dict) -> Lease | None:
+        """The run id's lease for the runs list, a local run's read once per
+        stat (_by_stat; it is replaced whole, by a rename, at each change of
+        state), and not at all when a stat finds none (a finished run's is gone):
+        trying to open 3,000 leases took 0.3 s of CPU a load. A lease there
+        but not one this version can read is read again on every load."""
+        def read() -> tuple[Lease | None, bool]:
+            lease = leased(self.output, run_id)
+            return lease, lease is not None
+
+        if "://" in self.output:
+            return leased(self.output, run_id)
+        return self._by_stat(LEASE, run_id, read, kept, read_gone=False)
+
+    def _by_stat(self, name: str, run_id: str, read, kept: dict, read_gone: bool = True
+                 ) -> Any:
+        """What read() says of the local file runs/<run_id>/<name>: read again
+        only when its stat_key changed since (a rewrite, a replacement, a
+        deletion or a restore), else what was kept of it. The stat is taken
+        before the read, so a change during it shows on the next load. read()
+        returns (its value, whether to keep it); a file gone is not kept (and
+        without read_gone, not read: None). Kept in self._kept and in `kept`,
+        the current load's (which replaces it)."""
+        stat = stat_key(os.path.join(self.output, "runs", run_id, name))
+        if stat is None and not read_gone:
+            return None
+        with self._lock:
+            known = self._kept.get((name, run_id))
+        if stat is None or known is None or known[0] != stat:
+            value, keep = read()
+            if stat is None or not keep:
+                return value
+            known = (stat, value)
+            with self._lock:
+                self._kept[(name, run_id)] = known
+        kept[(name, run_id)] = known
+        return known[1]
 
     def _check_files(self, run: CompletedRun) -> tuple[tuple, str | None]:
         """run.check_files() of a local run, once per committed state: (that
@@ -608,20 +686,25 @@ def report_file(output: str, run_id: str, attempt: str) -> str | None:
     return None
 
 
+def stat_key(path: str) -> tuple | None:
+    """What a stat says of a local file's bytes without reading them: its
+    device, inode, size, mtime and ctime (None: it is gone or cannot be
+    stat'ed). Writing, truncating, replacing (a rename) or restoring it
+    changes one; so does os.utime, which sets the ctime to now."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def committed_state(run: CompletedRun) -> tuple:
     """What the check of a local run's listed files depends on: its attempt,
-    the rows its marker counts, and each listed file's stat (inode, size,
-    mtime, ctime; None when it is gone). A re-run's commit, a file deleted,
-    cut short, replaced or restored each change it; a stat is no read."""
-    stats = []
-    for listed in run.manifest["files"].values():
-        for path in (os.path.join(run.output, p) for p in listed):  # run.files's, faster
-            try:
-                st = os.stat(path)
-            except OSError:
-                stats.append((path, None))
-                continue
-            stats.append((path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    the rows its marker counts, and each listed file's stat_key (None when it
+    is gone). A re-run's commit, a file deleted, cut short, replaced or
+    restored each change it; a stat is no read."""
+    stats = [(path, stat_key(path)) for listed in run.manifest["files"].values()
+             for path in (os.path.join(run.output, p) for p in listed)]  # run.files's, faster
     return run.attempt, tuple(sorted(run.manifest["tables"].items())), tuple(stats)
 
 
