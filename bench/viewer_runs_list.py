@@ -93,9 +93,9 @@ def main() -> None:
     footers, reader = [0], completed._footer_rows
     markers, parser = [0], completed.parse_manifest
 
-    def counted(path: str) -> int:
+    def counted(tail) -> int:
         footers[0] += 1
-        return reader(path)
+        return reader(tail)
 
     def parsed(data: bytes, run_id: str, where: str) -> dict:
         markers[0] += 1

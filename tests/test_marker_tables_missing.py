@@ -209,3 +209,25 @@ def test_the_python_api_says_so(folder):
         with pytest.raises(RunUnreadable) as raised:  # before: OSError, ArrowInvalid, and
             evalbeam.read_run(folder, run_id).table(table)  # for p pyarrow's own words
         assert _names(run_id, table, why, str(raised.value)), raised.value
+
+
+def test_on_an_object_store_each_run_says_the_same(folder, capsys):
+    """A listed file's end read once (tests/test_object_store_reads.py) still
+    finds each damage on an object store (gs://, s3://, here the fake one of
+    tests/fake_object_store.py), in the words it has locally: gone, cut short,
+    replaced, a damaged footer, each in status and the Python API."""
+    import evalbeam
+    from tests.fake_object_store import ObjectStore
+    from transforms.publish.completed import RunUnreadable
+    with ObjectStore(folder) as store:
+        for run_id, table in (("d", "results"), ("t", "results"), ("r", "results"),
+                              ("f", "results"), ("l", "scores"), ("p", "results")):
+            said = []
+            for output in (folder, store.url):
+                assert run(["status", "--output", output, "--run-id", run_id]) == 2
+                err = _one_line(capsys)
+                with pytest.raises(RunUnreadable) as raised:
+                    evalbeam.read_run(output, run_id).table(table)
+                said.append([text.replace(output, "OUT") for text in (err, str(raised.value))])
+            assert said[0] == said[1] and f"run {run_id!r}" in said[1][1], said
+        assert evalbeam.read_run(store.url, "a").results().num_rows == 12

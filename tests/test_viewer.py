@@ -1047,10 +1047,8 @@ def test_the_runs_list_reads_a_runs_footers_again_only_once_it_changed(tmp_path,
     import concurrent.futures
     from transforms.publish import completed
     read: list[str] = []
-    footer_rows, ends_as_parquet = completed._footer_rows, completed._ends_as_parquet
-    monkeypatch.setattr(completed, "_footer_rows", lambda p: read.append(p) or footer_rows(p))
-    monkeypatch.setattr(completed, "_ends_as_parquet",
-                        lambda p: read.append(p) or ends_as_parquet(p))
+    read_tail = completed._read_tail  # each listed file's end and footer: one read
+    monkeypatch.setattr(completed, "_read_tail", lambda p: read.append(p) or read_tail(p))
     for run_id in ("a", "b", "c"):
         out = _run(tmp_path, _rows(False)[7:9], "metrics: [exact_match]\n", run_id=run_id)
     listed = {}

@@ -19,6 +19,7 @@ commands print it and exit 2.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -40,6 +41,11 @@ from transforms.publish.write import RUN_ID_PATTERN, glob_characters
 
 MANIFEST = "manifest.json"
 PARQUET_MAGIC = b"PAR1"             # how a whole Parquet file ends
+# a listed file's end is read once (one ranged read on an object store): its
+# footer's length, PAR1 and the footer itself unless larger (then one read
+# more); pyarrow's own first read of a footer is as long, and a smaller file
+# is read whole
+TAIL_BYTES = 64 << 10
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest is small; a bigger file is not one
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")  # \Z: "$" also matches before a last "\n"
 _STEM = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
@@ -275,7 +281,14 @@ class CompletedRun:
         every table) cannot be read as the Parquet file it was (listed_rows),
         or the files hold other rows than the marker counts."""
         for table in tables or list(self.manifest["files"]):
-            self.check_rows(table, sum(self.listed_rows(table, p) for p in self.files(table)))
+            self._checked_tails(table)
+
+    def _checked_tails(self, table: str) -> list[_Tail]:
+        """The end of each listed file of a table, each checked (listed_rows),
+        and their rows checked against the marker's count."""
+        checked = [self._listed(table, path) for path in self.files(table)]
+        self.check_rows(table, sum(rows for _, rows in checked))
+        return [tail for tail, _ in checked]
 
     def listed_rows(self, table: str, path: str, named: str | None = None) -> int:
         """The rows a listed file's Parquet footer counts; RunUnreadable naming
@@ -285,16 +298,29 @@ class CompletedRun:
         (bytes of it changed, or its length points outside the file): the one
         check of every reader, whose own would raise pyarrow's or DuckDB's
         error instead."""
-        if not FileSystems.exists(path):
-            why = "which is missing (deleted, or not copied with the folder?)"
-        elif not _ends_as_parquet(path):
-            why = "which is not a whole Parquet file (cut short by a copy?)"
+        return self._listed(table, path, named)[1]
+
+    def _listed(self, table: str, path: str, named: str | None = None) -> tuple[_Tail, int]:
+        """listed_rows, and the file's end it read (one open, one read of its
+        last TAIL_BYTES: on an object store a size and one ranged read)."""
+        try:
+            tail = _read_tail(path)
+        except Exception as exc:  # noqa: BLE001 - each filesystem says "not found" its own way
+            if not FileSystems.exists(path):
+                why = "which is missing (deleted, or not copied with the folder?)"
+            elif isinstance(exc, (OSError, ValueError)):  # a folder in its place
+                why = "which is not a whole Parquet file (cut short by a copy?)"
+            else:
+                raise
         else:
-            try:
-                return _footer_rows(path)
-            except (OSError, ValueError, pa.ArrowException) as exc:  # OSError: Thrift's,
-                # ValueError: ArrowInvalid (a length outside the file), a name not UTF-8
-                why = f"whose Parquet footer cannot be read ({first_line(exc)})"
+            if not tail.data.endswith(PARQUET_MAGIC):
+                why = "which is not a whole Parquet file (cut short by a copy?)"
+            else:
+                try:
+                    return tail, _footer_rows(tail)
+                except (OSError, ValueError, pa.ArrowException) as exc:  # OSError: Thrift's,
+                    # ValueError: ArrowInvalid (a length outside the file), a name not UTF-8
+                    why = f"whose Parquet footer cannot be read ({first_line(exc)})"
         raise RunUnreadable(f"run {self.run_id!r}: its completion marker lists the "
                             f"{table}/ file {named or path}, {why}; run it again to replace it")
 
@@ -325,10 +351,11 @@ class CompletedRun:
         paths = self.files(spec.name)
         if not paths:
             raise RunUnreadable(self.no_files(spec.name))
-        filesystem, paths, base = _arrow_paths(paths, FileSystems.join(self.output, spec.name))
+        tails = self._checked_tails(spec.name)  # each listed file whole, its footer sound,
+        filesystem, paths, base = _arrow_paths(  # its rows; read from there on an object store
+            paths, FileSystems.join(self.output, spec.name), tails)
         partitioning = ds.partitioning(pa.schema([(p, pa.string()) for p in spec.partitions]),
                                        flavor="hive")
-        self.check_files(spec.name)  # each listed file whole, its footer sound, its rows
         try:
             return ds.dataset(paths, format="parquet", partitioning=partitioning,
                               partition_base_dir=base, filesystem=filesystem)
@@ -361,18 +388,98 @@ class CompletedRun:
             raise self.unreadable(spec.name, exc) from None
 
 
-def _footer_rows(path: str) -> int:
-    """The rows a whole Parquet file holds, from its footer (read through Beam's
-    FileSystems: a seek, not the whole file). ValueError when the footer
-    places a column's pages outside the file's data or over another column's
-    (or its data page before its dictionary), or its row groups hold other
-    than its rows: pyarrow reads such a footer, and a reader of that column
-    then fails with DuckDB's or pyarrow's own error."""
-    with FileSystems.open(path, "application/octet-stream",
-                          CompressionTypes.UNCOMPRESSED) as fh:
-        meta = pq.ParquetFile(fh).metadata
+def _open(path: str):
+    return FileSystems.open(path, "application/octet-stream", CompressionTypes.UNCOMPRESSED)
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """A file's last bytes, read once: its `size` and its last len(data) bytes
+    (all of them for a file of at most TAIL_BYTES)."""
+
+    path: str
+    size: int
+    data: bytes
+
+    @property
+    def start(self) -> int:
+        return self.size - len(self.data)
+
+    def source(self) -> pa.NativeFile:
+        """The file as pyarrow reads it: its end from these bytes, a byte
+        before them from the file itself (opened at the first such read)."""
+        if self.start == 0:
+            return pa.BufferReader(self.data)
+        return pa.PythonFile(_TailedFile(self), mode="r")
+
+
+class _TailedFile(io.RawIOBase):
+    """A file whose end is known (a _Tail): reads there cost nothing."""
+
+    def __init__(self, tail: _Tail) -> None:
+        super().__init__()
+        self.tail, self.pos, self.rest = tail, 0, None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.pos, os.SEEK_END: self.tail.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, buffer) -> int:
+        n = max(0, min(len(buffer), self.tail.size - self.pos))
+        at = self.pos - self.tail.start
+        if at >= 0:
+            chunk = self.tail.data[at:at + n]
+        else:
+            if self.rest is None:
+                self.rest = _open(self.tail.path)
+            self.rest.seek(self.pos)
+            chunk = self.rest.read(n)
+        buffer[:len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+    def close(self) -> None:
+        if self.rest is not None:
+            self.rest.close()
+        super().close()
+
+
+def _read_tail(path: str) -> _Tail:
+    """The file's last TAIL_BYTES (all of a smaller file), read through Beam's
+    FileSystems: a seek and one read (on gs:// or s3:// the size their open
+    asks for and one ranged read); a read more when its footer is longer."""
+    with _open(path) as fh:
         fh.seek(0, os.SEEK_END)
-        data_end = fh.tell() - meta.serialized_size - 8  # the footer, its length, PAR1
+        size = fh.tell()
+        fh.seek(max(0, size - TAIL_BYTES))
+        data = fh.read(size - max(0, size - TAIL_BYTES))
+        if len(data) >= 8 and data.endswith(PARQUET_MAGIC):
+            need = int.from_bytes(data[-8:-4], "little") + 8  # the footer, its length, PAR1
+            if len(data) < need <= size:
+                fh.seek(size - need)
+                data = fh.read(need)
+    return _Tail(path, size, data)
+
+
+def _footer_rows(tail: _Tail) -> int:
+    """The rows a whole Parquet file holds, from its footer (in `tail`, the
+    file's end read once). ValueError when the footer places a column's pages
+    outside the file's data or over another column's (or its data page before
+    its dictionary), or its row groups hold other than its rows: pyarrow
+    reads such a footer, and a reader of that column then fails with DuckDB's
+    or pyarrow's own error."""
+    meta = pq.ParquetFile(tail.source()).metadata
+    data_end = tail.size - meta.serialized_size - 8  # the footer, its length, PAR1
     spans = []
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -399,18 +506,6 @@ def _footer_rows(path: str) -> int:
     return meta.num_rows
 
 
-def _ends_as_parquet(path: str) -> bool:
-    """Whether the file ends with Parquet's footer magic: its last 4 bytes,
-    read through Beam's FileSystems (a seek, not the whole file)."""
-    try:
-        with FileSystems.open(path, "application/octet-stream",
-                              CompressionTypes.UNCOMPRESSED) as fh:
-            fh.seek(-len(PARQUET_MAGIC), os.SEEK_END)
-            return fh.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
-    except (OSError, ValueError):  # shorter than the magic itself
-        return False
-
-
 class _BeamFiles(pafs.FileSystemHandler):
     """pyarrow's read-only view of a URL scheme through Beam's FileSystems, so
     that a run's tables on s3:// or hdfs:// are read with the options the
@@ -418,8 +513,9 @@ class _BeamFiles(pafs.FileSystemHandler):
     pyarrow's own S3 and HDFS clients know none of them (and HDFS's needs a
     local libhdfs)."""
 
-    def __init__(self, scheme: str) -> None:
+    def __init__(self, scheme: str, tails: Mapping[str, _Tail] | None = None) -> None:
         self.scheme = scheme
+        self.tails = dict(tails or {})  # path -> the end of the file, read by the check
 
     def _url(self, path: str) -> str:
         return f"{self.scheme}://{path}"
@@ -436,6 +532,9 @@ class _BeamFiles(pafs.FileSystemHandler):
     def get_file_info(self, paths):
         infos = []
         for path in paths:
+            if path in self.tails:  # its size known: no request
+                infos.append(pafs.FileInfo(path, pafs.FileType.File, size=self.tails[path].size))
+                continue
             found = FileSystems.match([self._url(path)])[0].metadata_list
             size = next((m.size_in_bytes for m in found if m.path == self._url(path)), None)
             infos.append(pafs.FileInfo(path, pafs.FileType.NotFound) if size is None else
@@ -443,8 +542,9 @@ class _BeamFiles(pafs.FileSystemHandler):
         return infos
 
     def open_input_file(self, path: str):
-        return pa.PythonFile(FileSystems.open(self._url(path), "application/octet-stream",
-                                              CompressionTypes.UNCOMPRESSED), mode="r")
+        if path in self.tails:  # its footer (a small file: all of it) already read
+            return self.tails[path].source()
+        return pa.PythonFile(_open(self._url(path)), mode="r")
 
     open_input_stream = open_input_file
 
@@ -456,13 +556,16 @@ class _BeamFiles(pafs.FileSystemHandler):
         open_append_stream = _read_only
 
 
-def _arrow_paths(paths: Sequence[str], base: str) -> tuple[pafs.FileSystem | None, list[str], str]:
-    """Beam's filesystem (as pyarrow's) for URLs (gs://, s3://, hdfs://); None
-    for local paths."""
+def _arrow_paths(paths: Sequence[str], base: str, tails: Sequence[_Tail] = ()
+                 ) -> tuple[pafs.FileSystem | None, list[str], str]:
+    """Beam's filesystem (as pyarrow's) for URLs (gs://, s3://, hdfs://), which
+    answers from `tails` (the files' ends, read by the check) what they hold:
+    sizes, footers, and the whole of a small file; None for local paths."""
     if "://" not in base:
         return None, list(paths), base
     scheme, _, base_path = base.partition("://")
-    filesystem = pafs.PyFileSystem(_BeamFiles(scheme))
+    filesystem = pafs.PyFileSystem(_BeamFiles(scheme, {
+        t.path.partition("://")[2]: t for t in tails}))
     return filesystem, [p.partition("://")[2] for p in paths], base_path
 
 
