@@ -6,6 +6,7 @@ import base64
 import contextlib
 import glob
 import html
+import io
 import json
 import os
 import re
@@ -29,6 +30,17 @@ TABLE_NAMES = ("results", "scores", "summary", "errors", "usage")
 
 def run_cli(*args: str) -> int:
     return run(["run", *args])
+
+
+def cli_in_process(*argv: str) -> subprocess.CompletedProcess:
+    """`evalbeam ARGV` in this process, as subprocess.run(capture_output=True,
+    text=True) gives it (returncode, stdout, stderr): for a `status` or a re-run
+    that is not about the process boundary (a `python -m pipeline` takes ~2.5 s
+    of CPU to import Beam before it does anything)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(list(argv))
+    return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())
 
 
 def run_sample(tmp_path, config: str, run_id: str, rows=None) -> tuple[int, str]:

@@ -18,7 +18,7 @@ from pipeline.config import EndpointConfig
 from pipeline.plan import journal_path
 from tests.conftest import ROOT, SAMPLE_ROWS, write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
-from tests.pipeline_helpers import manifest, read_rows, run_cli
+from tests.pipeline_helpers import cli_in_process, manifest, read_rows, run_cli
 from transforms.publish.report import lost_request_lines
 from transforms.remote.budget import BudgetSpec
 from transforms.remote.journal import (FLUSH_S, IN_OBJECTS_NOTE, NO_JOURNAL, in_objects,
@@ -384,14 +384,16 @@ def test_a_detached_run_that_fails_says_what_it_sent_in_its_lease_and_log(tmp_pa
                                    "--detach", *WORKERS], cwd=ROOT, capture_output=True,
                                   text=True, timeout=120)
         assert launched.returncode == 0 and "run d: started" in launched.stdout, launched
-        deadline, status = time.monotonic() + 300, None
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output",
-                                     out, "--run-id", "d"], cwd=ROOT, capture_output=True,
-                                    text=True, timeout=120)
-            if status.returncode != 5:  # 5: still running
-                break
+            # polled in this process (a `status` process took ~2.5 s of CPU each, every
+            # 0.5 s); what the user reads, below, from the command itself
+            if cli_in_process("status", "--output", out, "--run-id", "d").returncode != 5:
+                break  # 5: still running
             time.sleep(0.5)
+        status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
+                                 "--run-id", "d"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
         sent = server.stats()["total"]
     billed = f"before it failed it sent {sent} requests (llm: {sent} requests, "
     assert status.returncode == 1 and sent > 0, status

@@ -18,9 +18,16 @@ from tests.conftest import write_cases
 from tests.fake_server import FakeOpenAI, ServerConfig
 from pipeline.stopping import exit_code
 from schemas.tables import RESULTS
-from tests.pipeline_helpers import ROOT, manifest, read_rows, signal_when
+from tests.pipeline_helpers import ROOT, cli_in_process, manifest, read_rows, signal_when
 
 N = 24
+
+
+def _argv(cmd: list[str]) -> list[str]:
+    """The CLI's arguments in a command `python -m pipeline run ...` (or `python -c
+    CODE [ARG] run ...`): from `run` on. The status and the re-run after a stop run
+    in this process (cli_in_process): they are not about the process boundary."""
+    return cmd[cmd.index("run"):]
 
 
 def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
@@ -141,12 +148,10 @@ def test_a_signal_stops_the_workers_and_the_run_id_can_run_again(tmp_path, signu
         assert "a new run of the id takes over" in lines[-2]
         # what it was billed for, from its request journal (tests/test_request_journal.py)
         assert lines[-1].startswith("evalbeam: error: run sig; before it failed it sent "), err
-        status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
-                                 "--run-id", "sig"], cwd=ROOT, capture_output=True, text=True)
+        status = cli_in_process("status", "--output", out, "--run-id", "sig")
         assert status.returncode == 1 and "failed" in status.stdout, status
         server.configure(latency_s=0.0)
-        again = subprocess.run(cmd[:-2], cwd=ROOT,
-                               capture_output=True, text=True, timeout=300)
+        again = cli_in_process(*_argv(cmd[:-2]))
     assert again.returncode == 0, again.stderr
     assert manifest(out, "sig")["reconciliation"]["ok"]
     assert len([r for r in read_rows(out, "results") if r["run_id"] == "sig"]) == N
@@ -217,8 +222,7 @@ def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
     last = err.strip().splitlines()[-1]
     assert returncode == exit_code(signum), err[-3000:]
     assert "Traceback" not in err, err[-3000:]
-    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
-                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    status = cli_in_process("status", "--output", out, "--run-id", "f")
     if committed:  # the section ran to its end before the signal took effect
         assert (took >= pause - 0.5) == (step in ("supersede", "release")), took
         assert last.startswith("evalbeam: run f (attempt ") and \
@@ -241,7 +245,7 @@ def test_a_signal_during_the_commit_ends_committed_or_not_never_between(
         assert status.returncode == 1, status
         assert status.stdout.startswith("run f: failed (") and f"stopped by {name}" in \
             status.stdout, status.stdout
-    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = cli_in_process(*_argv(cmd))
     assert again.returncode == 0, again.stderr[-3000:]
     assert ("took over run id 'f'" in again.stderr) == (not committed), again.stderr
     run = read_completed_run(out, "f")
@@ -288,10 +292,9 @@ def test_a_signal_before_the_pipeline_gives_the_run_id_up_at_once(tmp_path, step
     assert said[0].startswith("evalbeam: error: run f (attempt ") and \
         f"stopped by {name} before its pipeline started" in said[0], said
     assert not os.path.exists(lease_path(out, "f"))
-    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
-                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    status = cli_in_process("status", "--output", out, "--run-id", "f")
     assert "running" not in status.stdout, status.stdout
-    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = cli_in_process(*_argv(cmd))
     assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
     assert os.listdir(os.path.join(out, "_tmp")) == []
 
@@ -309,10 +312,9 @@ def test_a_signal_while_the_run_starts_marks_it_stopped_and_a_rerun_takes_over(t
     said = [line for line in err.splitlines() if line.startswith("evalbeam: error:")]
     assert len(said) == 1 and "stopped by SIGTERM;" in said[0], err[-3000:]
     assert read_lease(out, "f").state == "failed"
-    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
-                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    status = cli_in_process("status", "--output", out, "--run-id", "f")
     assert "running" not in status.stdout, status.stdout
-    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = cli_in_process(*_argv(cmd))
     assert again.returncode == 0, again.stderr[-3000:]
 
 
@@ -347,10 +349,9 @@ def test_a_signal_during_a_commit_that_never_ends_stops_the_run_at_the_limit(tmp
         "stopped by SIGTERM after its commit: it is complete" in last, last
     read_completed_run(out, "f").check_files()
     assert not os.path.exists(lease_path(out, "f"))
-    status = subprocess.run([sys.executable, "-m", "pipeline", "status", "--output", out,
-                             "--run-id", "f"], cwd=ROOT, capture_output=True, text=True)
+    status = cli_in_process("status", "--output", out, "--run-id", "f")
     assert status.returncode == 0 and status.stdout.startswith("run f: finished"), status
-    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = cli_in_process(*_argv(cmd))
     assert again.returncode == 0 and "took over" not in again.stderr, again.stderr[-3000:]
 
 
