@@ -330,12 +330,16 @@ def test_what_a_killed_worker_sent_is_counted_in_the_manifest_and_the_reports(tm
     in_usage = sum(u["calls"] + u["retries"] for u in read_rows(out, "usage"))
     requests = manifest(out, "k")["requests"]
     llm = requests["by_endpoint"]["llm"]
-    assert llm["sent_requests"] == received and llm["usage_requests"] == in_usage
-    assert llm["lost"]["requests"] == requests["lost_requests"] == received - in_usage > 0
+    sent = llm["sent_requests"]
+    # the journal writes a request down as it goes out: one the SIGKILL stopped
+    # between that row and the wire is counted (billed or not), never one missed
+    assert received <= sent <= received + llm["lost"]["in_flight"], (sent, received)
+    assert llm["usage_requests"] == in_usage
+    assert llm["lost"]["requests"] == requests["lost_requests"] == sent - in_usage > 0
     assert requests["ok"] and llm["lost"]["cost"] > 0
     for name in ("report.md", "report.html"):
         with open(os.path.join(out, "runs", "k", name), encoding="utf-8") as fh:
-            assert f"Lost with a worker: {received - in_usage} requests" in fh.read()
+            assert f"Lost with a worker: {sent - in_usage} requests" in fh.read()
 
 
 def test_a_scheduler_lost_mid_run_fails_in_one_line_and_a_rerun_completes(tmp_path):
