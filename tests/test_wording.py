@@ -42,3 +42,24 @@ def test_no_module_words_a_plural_by_hand():
               for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
               if INLINE_PLURAL.search(line)]
     assert inline == []
+
+
+def test_status_words_a_runs_counts_like_the_run_did(tmp_path):
+    """`evalbeam status` said 'run o: finished (...; 1 input rows, 1 results rows;
+    ...)' and 'tables:   scores/ 10320 rows' where the run's own line says
+    '1 input row' and the reports 10,320."""
+    from pipeline.postrun.status import run_status
+    from tests.conftest import write_cases
+    from tests.pipeline_helpers import run_cli
+    cases = write_cases(str(tmp_path / "c.parquet"), [
+        {"case_id": "c1", "question": "Refund window?", "expected_answer": "30 days.",
+         "answer": "30 days."}])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("bots:\n  - {name: recorded, type: precomputed}\nmetrics: [exact_match]\n")
+    out = str(tmp_path / "out")
+    assert run_cli("--input", cases, "--output", out, "--config", str(cfg), "--run-id", "o") == 0
+    said = run_status(out, "o")
+    assert said.state == "finished" and "; 1 input row, 1 results row; counts reconcile)" in \
+        said.line, said.line
+    assert "tables:   results/ 1 row" in said.details and \
+        "tables:   errors/ 0 rows" in said.details, said.details

@@ -28,6 +28,7 @@ from transforms.progress.text import figures, progress_line
 from transforms.publish import lease as leases
 from transforms.publish.completed import (CompletedRun, CorruptManifest, RunUnreadable,
                                           check_output, check_run_id, read_manifest)
+from transforms.text.wording import counted
 
 EXIT = {"finished": 0, "failed": 1, "unknown": 2, "corrupt": 2, "unreconciled": 3,
         "running": 5, "evaluated_nothing": 6}
@@ -44,6 +45,12 @@ class RunStatus:
         return EXIT[self.state]
 
 
+
+def _rows(n, noun: str) -> str:
+    """A manifest's count as the other lines word it ('10,320 rows'); '? rows'
+    where the manifest has none (an older or damaged one)."""
+    return counted(n, noun) if isinstance(n, int) else f"? {noun}s"
+
 def _when(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
@@ -56,10 +63,10 @@ def _finished(output: str, run_id: str, manifest: dict, note: str = "") -> RunSt
     ok = manifest.get("reconciliation", {}).get("ok", False)
     c = manifest.get("counts", {})
     line = (f"run {run_id}: finished (attempt {manifest.get('attempt', '?')}, "
-            f"{manifest.get('finished_at', '?')}; {c.get('input_rows', '?')} input rows, "
-            f"{c.get('results_rows', '?')} results rows; counts "
+            f"{manifest.get('finished_at', '?')}; {_rows(c.get('input_rows'), 'input row')}, "
+            f"{_rows(c.get('results_rows'), 'results row')}; counts "
             f"{'reconcile' if ok else 'do NOT reconcile'}){note}")
-    details = [f"tables:   {t}/ {n} rows" for t, n in manifest.get("tables", {}).items()]
+    details = [f"tables:   {t}/ {_rows(n, 'row')}" for t, n in manifest.get("tables", {}).items()]
     # the folder read, not the manifest's `output`: the folder may have been
     # copied, restored or mounted elsewhere since the run wrote it
     details.append(f"report:   {output}/runs/{run_id}/report.md")
