@@ -294,6 +294,30 @@ def test_a_decided_bot_keeps_its_pass_rate_of_0():
     assert pass_rate.shown([warned, {**bleu, "count": 0, "mean": None}], ruled)[0]["mean"] is None
 
 
+def test_a_rule_set_aside_by_unless_on_every_row_decided_none():
+    """A rule with `unless: U` is skipped on a row where U has a value: with U
+    valued on every answered row (its count = the verdict row's count less its
+    ERRORs) the rule decided none, and the pass rate is "–" with why; with U
+    missing on a row the rule could decide there, and a 0 stands."""
+    from transforms.publish import pass_rate
+    warned = {"run_id": "x", "bot": "b", "suite": "*", "metric": "verdict", "count": 4,
+              "missing": 0, "mean": 0.0, "ci_low": 0.0, "ci_high": 0.49, "pass_count": 0,
+              "warn_count": 3, "fail_count": 0, "error_count": 1}
+    em = {**warned, "metric": "exact_match", "count": 3, "mean": 0.5}
+    rc = {**em, "metric": "reference_coverage"}
+    rules = {"config": {"verdict": {"rules": [
+        {"metric": "exact_match", "below": 1, "verdict": "FAIL",
+         "unless": "reference_coverage"}, {"metric": "bleu", "below": 0.5, "verdict": "FAIL"}]}}}
+    shown = pass_rate.shown([warned, em, rc, {**em, "metric": "bleu", "count": 0}], rules)
+    assert shown[0]["mean"] is None and shown[0]["undecided"] == (
+        "no verdict rule could be evaluated: its rules read bleu, which have no value on any "
+        "of its rows (scores/ holds why); its rule on exact_match was skipped on every row: "
+        "unless reference_coverage held (it has a value on each, and no rule decides on it), "
+        "so every answered row is WARN"), shown[0]
+    some = [warned, em, {**rc, "count": 2}, {**em, "metric": "bleu", "count": 0}]
+    assert pass_rate.shown(some, rules)[0]["mean"] == 0.0
+
+
 def test_worst_cases_of_a_failed_bot_read_the_same_in_both_reports(closed_port_run):
     """report.md wrote a failed bot's answer as "–" and its metrics as an empty
     cell, report.html the answer as an empty cell and the metrics as "–", and

@@ -34,9 +34,13 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def _night(folder: pathlib.Path, date: str, base_url: str, references: bool) -> int:
-    """One night's run `n<date>`: web (http) and recorded, exact_match, one rule
-    over it (FAIL below 1, otherwise PASS)."""
+RULE = "{metric: exact_match, below: 1, verdict: FAIL}"
+
+
+def _night(folder: pathlib.Path, date: str, base_url: str, references: bool,
+           metrics: str = "exact_match", rule: str = RULE) -> int:
+    """One night's run `n<date>`: web (http) and recorded, `metrics`, one rule
+    (by default over exact_match: FAIL below 1), otherwise PASS."""
     rows = [{"case_id": f"c{i}", "question": f"How long is the refund window ({i})?",
              "answer": ["Thirty days.", "Ninety days."][i % 2],
              **({"expected_answer": "Thirty days."} if references else {})} for i in range(4)]
@@ -46,8 +50,8 @@ def _night(folder: pathlib.Path, date: str, base_url: str, references: bool) -> 
                    "bots:\n  - {name: web, type: http, endpoint: web, options: "
                    "{path: /assistant, body: {q: '{question}'}, answer_path: data.answer}}\n"
                    "  - {name: recorded, type: precomputed}\n"
-                   "metrics: [exact_match]\n"
-                   "verdict:\n  rules:\n    - {metric: exact_match, below: 1, verdict: FAIL}\n"
+                   f"metrics: [{metrics}]\n"
+                   f"verdict:\n  rules:\n    - {rule}\n"
                    "  otherwise: PASS\n")
     return run_cli("--input", cases, "--output", str(folder / "out"), "--config", str(cfg),
                    "--run-id", "n" + date.replace("-", ""), "--run-date", date)
@@ -160,3 +164,64 @@ def test_last_nights_reports_compare_and_gate_say_no_pass_rate(nights, capsys, t
     page = open(os.path.join(nights, "runs", "n20261128", "compare",
                              "n20261127.md"), encoding="utf-8").read()
     assert "| pass_rate | 4 | 0.750 | – |" in page, page
+
+
+# the rule of the second fixture's last night: set aside wherever reference_coverage has
+# a value, which is every row, and no rule reads reference_coverage
+UNLESS = "{metric: exact_match, below: 1, verdict: FAIL, unless: reference_coverage}"
+SET_ASIDE = ("no verdict rule could be evaluated: its rule on exact_match was skipped on every "
+             "row: unless reference_coverage held (it has a value on each, and no rule decides "
+             "on it)")
+
+
+@pytest.fixture(scope="module")
+def set_aside(tmp_path_factory) -> str:
+    """Two nights of web and recorded over exact_match and reference_coverage,
+    every case with an expected answer: on 11-27 the rule over exact_match
+    decides; on 11-28 it has `unless: reference_coverage`, so it is set aside
+    on every row (every row WARN)."""
+    folder = tmp_path_factory.mktemp("set_aside")
+    with FakeOpenAI() as server:
+        server.set_assistant_handler(
+            lambda req: "No idea." if "(3)" in req["q"] else "Thirty days.")
+        for date, rule in (("2026-11-27", RULE), ("2026-11-28", UNLESS)):
+            assert _night(folder, date, server.base_url, references=True,
+                          metrics="exact_match, reference_coverage", rule=rule) == 0, date
+    return str(folder / "out")
+
+
+def test_a_rule_set_aside_by_unless_on_every_row_is_no_pass_rate(set_aside, capsys, tmp_path):
+    """A rule whose `unless` metric has a value on every row decided none
+    (every row WARN, "exact_match (set aside: ...)"), yet the reports, the
+    notebook view, the trend, `evalbeam compare` and its gate said 0.000 as if
+    every answer had failed: only a rule whose metric had no value counted as
+    unable to decide. Now "–" and why, as for that rule."""
+    from pipeline.cli import run
+    import evalbeam
+    last = [r for r in read_rows(set_aside, "results") if r["run_id"] == "n20261128"]
+    assert {(r["verdict"], r["verdict_reason"]) for r in last} == {
+        ("WARN", "no verdict rule could be evaluated: exact_match (set aside: "
+                 "reference_coverage has a value)")}, last
+    rates = {r["bot"]: r["mean"] for r in read_rows(set_aside, "summary")
+             if r["run_id"] == "n20261128" and r["metric"] == "verdict" and r["suite"] == "*"}
+    assert rates == {"web": 0.0, "recorded": 0.0}  # summary/ keeps its 0
+    md, html = _report(set_aside, "n20261128", "md"), _report(set_aside, "n20261128", "html")
+    why = f"recorded, web: {SET_ASIDE}, so every answered row is WARN."
+    assert why in md and why in html.replace("&#x27;", "'"), md
+    assert "| web | 0 | 4 | 0 | 0 | – |" in md and "| recorded | 0 | 4 | 0 | 0 | – |" in md, md
+    assert "0.000 [0.000, 0.490]" not in md + html
+    view = evalbeam.read_run(set_aside, "n20261128")._repr_html_()
+    assert "0.000 [0.000, 0.490]" not in view and "<td>–</td>" in view, view
+    # the trend: a gap and a dashed mark for each bot on 11-28, and why
+    said = re.search(r"A gap in a pass_rate line[^<]*", html)
+    assert said and f"recorded on 2026-11-28, web on 2026-11-28: {SET_ASIDE}" in said.group(0), \
+        html[html.index("<h2>Trends"):][:3000]
+    # compare 11-27 -> 11-28 and its gate
+    gate = tmp_path / "gate.yaml"
+    gate.write_text("gate:\n  - {metric: pass_rate, max_drop: 0.1}\n")
+    run(["compare", "--output", set_aside, "--baseline", "n20261127", "--candidate",
+         "n20261128", "--config", str(gate)])
+    out = capsys.readouterr().out
+    assert "web: pass rate 0.750 → – " in out and "recorded: pass rate 0.500 → – " in out, out
+    assert "→ 0.000" not in out, out
+    assert re.search(r"gate: .*web pass_rate 0\.750 → – \(drop 0\.75", out), out

@@ -157,8 +157,9 @@ class Tables:
         and suites of `rows`; a run whose summary/ cannot be read says nothing."""
         run = self.runs[side.run_id]
         try:
-            summary = [dict(zip(("bot", "suite", "metric", "count"), r)) for r in self.sql(
-                f"SELECT bot, suite, metric, count FROM {self.scan(side, 'summary')}").fetchall()]
+            columns = ("bot", "suite", "metric", "count", "error_count")
+            summary = [dict(zip(columns, r)) for r in self.sql(
+                f"SELECT {', '.join(columns)} FROM {self.scan(side, 'summary')}").fetchall()]
         except CompareError:
             return {}
         why = pass_rate.unruled(run.manifest, summary)

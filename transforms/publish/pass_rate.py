@@ -1,11 +1,11 @@
 """A pass rate as the reports show it: "–" where no row could be decided by a
 verdict rule. A bot whose rows are all ERROR (its endpoint down), all WARN
 because no rule of the run applies to its metrics, or all WARN because every
-rule it has reads a metric with no value on any of its rows (every rule
-skipped), has PASS 0 of n, and summary/ keeps that 0 (its `mean` is the pass
-rate, a stable column), but a report, a compare page or a trend that shows
-0.000 reads as "every answer failed". They show "–" (a gap in a trend line)
-and a note says why."""
+rule it has reads a metric with no value on any of its rows or was set aside
+by its `unless` on every one (every rule skipped), has PASS 0 of n, and
+summary/ keeps that 0 (its `mean` is the pass rate, a stable column), but a
+report, a compare page or a trend that shows 0.000 reads as "every answer
+failed". They show "–" (a gap in a trend line) and a note says why."""
 from __future__ import annotations
 
 import json
@@ -19,23 +19,31 @@ NO_RULE = (f"no verdict rule applies to this run's metrics{SEE_NOTE}, so every a
            "is WARN")
 
 
-def no_value(metrics: Sequence[str]) -> str:
-    """Why a bot whose rules were all skipped on every row has no pass rate."""
-    return (f"no verdict rule could be evaluated: its rules read {', '.join(metrics)}, which "
-            "have no value on any of its rows (scores/ holds why), so every answered row "
-            "is WARN")
+def no_value(metrics: Sequence[str], set_aside: Sequence[tuple[str, str]] = ()) -> str:
+    """Why a bot whose rules were all skipped on every row has no pass rate:
+    metrics, those its rules read that have no value on any of its rows;
+    set_aside, (metric, unless) of the rules skipped on every row because their
+    `unless` metric has a value on each."""
+    parts = []
+    if metrics:
+        parts.append(f"its rules read {', '.join(metrics)}, which have no value on any of its "
+                     "rows (scores/ holds why)")
+    for metric, unless in set_aside:
+        parts.append(f"its rule on {metric} was skipped on every row: unless {unless} held "
+                     "(it has a value on each, and no rule decides on it)")
+    return ("no verdict rule could be evaluated: " + "; ".join(parts)
+            + ", so every answered row is WARN")
 
 
-def rule_metrics(manifest: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The metrics the run's verdict rules read, in order (the manifest's
-    config: the rules left after those naming no metric of the run were
-    dropped); () for a run without rules; None when the manifest does not list
-    them (an older run: its rules count as able to decide)."""
+def _rules(manifest: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The run's verdict rules as its manifest's config lists them (the rules
+    left after those naming no metric of the run were dropped); None when the
+    manifest does not list them (an older run: its rules count as able to decide)."""
     verdict = (manifest.get("config") or {}).get("verdict")
     if not isinstance(verdict, Mapping) or not isinstance(verdict.get("rules"), list):
         return None
-    return tuple(dict.fromkeys(r["metric"] for r in verdict["rules"]
-                               if isinstance(r, Mapping) and isinstance(r.get("metric"), str)))
+    return [r for r in verdict["rules"]
+            if isinstance(r, Mapping) and isinstance(r.get("metric"), str)]
 
 
 Unruled = Callable[[str, str], "str | None"]
@@ -44,16 +52,36 @@ Unruled = Callable[[str, str], "str | None"]
 def unruled(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]]) -> Unruled:
     """(bot, suite) -> why no rule could decide any of that bot's rows there
     (NO_RULE: the run has none; no_value(...): each of its rules reads a metric
-    that has no value on any of those rows, from summary/'s `count`), or None
-    where a rule could (a WARN may then be a rule's verdict, and a 0 stands)."""
-    metrics = rule_metrics(manifest)
-    valued = {(r["bot"], r["suite"]) for r in summary
-              if metrics and r["metric"] in metrics and r.get("count")}
+    that has no value on any of those rows, from summary/'s `count`, or was
+    set aside on every one by its `unless`: that metric has a value on every
+    answered row, the verdict row's count less its ERRORs), or None where a
+    rule could (a WARN may then be a rule's verdict, and a 0 stands)."""
+    rules = _rules(manifest)
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    answered: dict[tuple[str, str], int] = {}
+    for r in summary:
+        key = (r["bot"], r["suite"])
+        if r["metric"] == VERDICT_METRIC:
+            answered[key] = (r.get("count") or 0) - (r.get("error_count") or 0)
+        else:
+            counts.setdefault(key, {})[r["metric"]] = r.get("count") or 0
 
     def why(bot: str, suite: str) -> str | None:
-        if metrics is None or (bot, suite) in valued:
+        if rules is None:
             return None
-        return no_value(metrics) if metrics else NO_RULE
+        if not rules:
+            return NO_RULE
+        valued, rows = counts.get((bot, suite), {}), answered.get((bot, suite))
+        empty, set_aside = [], []
+        for rule in rules:
+            metric, unless = rule["metric"], rule.get("unless")
+            if not valued.get(metric):
+                empty.append(metric)
+            elif isinstance(unless, str) and rows and valued.get(unless, 0) >= rows:
+                set_aside.append((metric, unless))
+            else:
+                return None  # this rule could decide a row
+        return no_value(tuple(dict.fromkeys(empty)), tuple(dict.fromkeys(set_aside)))
     return why
 
 
