@@ -263,3 +263,24 @@ def test_each_panel_has_its_own_x_axis_and_no_axis_sits_under_an_empty_slot(name
                 for m in metrics for s in range(2)]
     svg = chart_engine.to_svg(getattr(charts, name)(rows))
     assert len(re.findall(r'aria-label="X-axis', svg)) == len(metrics)
+
+
+@pytest.mark.parametrize("runs,bots", [(4, 2), (4, 3), (30, 3)])
+def test_bots_undecided_on_one_run_get_marks_of_their_own(runs, bots):
+    """The dashed marks of bots whose pass rate no rule decided on the same run
+    were drawn at one x, the last over the others (two bots down on one night
+    looked like one): each now has its own x, in its bot's colour, within the
+    run's slot (30 runs: 8.7 px each) and on a whole pixel's centre."""
+    dates = [f"2026-{1 + i // 28:02d}-{1 + i % 28:02d}" for i in range(runs)]
+    names = [f"bot_{i}" for i in range(bots)]
+    points = [{"run": d, "metric": "pass_rate", "bot": b, "mean": None if d == dates[-1] else 0.5,
+               "ci_low": None, "ci_high": None, **({"undecided": "why"} if d == dates[-1] else {})}
+              for d in dates for b in names]
+    svg = chart_engine.to_svg(charts.trends(points))
+    marks = re.findall(r'<line aria-label="run: ([\d-]+); bot: (\w+)"[^>]*translate\(([\d.]+),0\)'
+                       r'[^>]*stroke="(#\w+)"[^>]*stroke-dasharray="4,3"', svg)
+    assert {(d, b) for d, b, _, _ in marks} == {(dates[-1], b) for b in names}, marks
+    xs = sorted(float(x) for _, _, x, _ in marks)
+    assert len(set(xs)) == bots and len({c for *_, c in marks}) == bots, marks
+    assert xs[-1] - xs[0] <= 0.8 * charts.TREND_WIDTH / runs, xs
+    assert all(x % 1 == 0.5 for x in xs) or runs == 30, xs  # crisp where the tick is

@@ -12,6 +12,7 @@ dashed line, a sentence saying why); the reports, compare and the gate say
 "–" and why."""
 from __future__ import annotations
 
+import io
 import os
 import pathlib
 import re
@@ -25,7 +26,7 @@ from tests.fake_server import FakeOpenAI
 from tests.pipeline_helpers import read_rows, run_cli
 
 NIGHTS = ("2026-11-25", "2026-11-26", "2026-11-27", "2026-11-28")
-SHOTS = pathlib.Path("/tmp/h-trend")
+SHOTS = pathlib.Path(os.environ.get("EVALBEAM_SHOTS", "/tmp/h-trend"))  # screenshots
 
 
 def _closed_port() -> int:
@@ -164,6 +165,84 @@ def test_last_nights_reports_compare_and_gate_say_no_pass_rate(nights, capsys, t
     page = open(os.path.join(nights, "runs", "n20261128", "compare",
                              "n20261127.md"), encoding="utf-8").read()
     assert "| pass_rate | 4 | 0.750 | – |" in page, page
+
+
+def _marks(svg_path: pathlib.Path, b) -> tuple[list, dict, "browser.Page"]:
+    """The trend SVG opened by itself in Chromium: its dashed marks as drawn
+    [(aria-label, stroke, left x px, width px)], each bot's line colour, the page."""
+    shown = b.open(svg_path.as_uri())
+    marks = shown.evaluate(
+        "Array.from(document.querySelectorAll('line[stroke-dasharray=\"4,3\"]')).map(l => "
+        "[l.getAttribute('aria-label'), l.getAttribute('stroke'), "
+        "l.getBoundingClientRect().x, l.getBoundingClientRect().width])")
+    lines = shown.evaluate(
+        "Array.from(document.querySelectorAll('path[aria-roledescription=\"line mark\"]'))"
+        ".map(p => [p.getAttribute('aria-label'), p.getAttribute('stroke')])")
+    colours = {re.search(r"bot: (\w+)", label).group(1): stroke for label, stroke in lines}
+    return marks, colours, shown
+
+
+def _columns(png: bytes, box: dict, colour: str, tolerance: int = 40) -> list[int]:
+    """x of the screenshot's columns inside box holding a vertical run of
+    `colour` (a dashed mark: at least 30 px of it; a line or a point has a few)."""
+    from PIL import Image
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    want = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    left, top = int(box["x"]), int(box["y"])
+    out = []
+    for x in range(left, min(left + int(box["width"]), image.width)):
+        n = sum(all(abs(c - w) <= tolerance for c, w in zip(image.getpixel((x, y)), want))
+                for y in range(top, min(top + int(box["height"]), image.height)))
+        if n >= 30:
+            out.append(x)
+    return out
+
+
+def test_two_bots_undecided_on_one_night_are_both_seen(nights):
+    """On 11-28 neither bot's pass rate was decided: both dashed marks were
+    drawn at the night's x (227.5 px in the panel), the second over the first,
+    so the chart showed one mark (web's orange) and recorded's was hidden.
+    They now stand side by side (6 px apart around the night's tick), each in
+    its bot's line colour. Checked in Chromium: the SVG's drawn marks (DOM), and
+    the pixels of report.html's screenshot as a person sees the page."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"{browser.CHROMIUM} is missing")
+        pytest.skip(f"{browser.CHROMIUM} not installed")
+    import base64
+    from PIL import Image
+    alt = "trend lines of headline metrics"
+    report = pathlib.Path(nights, "runs", "n20261128", "report.html")
+    uri = re.search(r'<img[^>]*src="data:image/svg\+xml;base64,([^"]+)"[^>]*alt="' + alt,
+                    report.read_text(encoding="utf-8"))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    svg = SHOTS / "trends.svg"
+    svg.write_bytes(base64.b64decode(uri.group(1)))
+    with browser.Browser(width=1280, loopback=True) as b:
+        marks, colours, alone = _marks(svg, b)
+        (SHOTS / "trends-chart.png").write_bytes(alone.png)
+        page = b.open(report.as_uri())
+        (SHOTS / "trends-page.png").write_bytes(page.png)
+        box = page.evaluate(f"(() => {{ const r = Array.from(document.images).find(i => "
+                            f"i.alt === '{alt}').getBoundingClientRect(); return {{x: r.x + "
+                            "scrollX, y: r.y + scrollY, width: r.width, height: r.height}; })()")
+    # the DOM: one mark per bot and undecided night, in the bot's line colour
+    drawn = {re.search(r"run: ([\d-]+); bot: (\w+)", label).groups(): (stroke, x + w / 2)
+             for label, stroke, x, w in marks}
+    assert set(drawn) == {("2026-11-26", "web"), ("2026-11-28", "web"),
+                          ("2026-11-28", "recorded")}, marks
+    assert all(stroke == colours[bot] for (_, bot), (stroke, _) in drawn.items()), (drawn, colours)
+    (web, x_web), (rec, x_rec) = drawn[("2026-11-28", "web")], drawn[("2026-11-28", "recorded")]
+    assert web != rec and abs(x_web - x_rec) >= 4, drawn  # not one over the other
+    assert abs(drawn[("2026-11-26", "web")][1] - x_web) > 50  # each on its own night
+    # the page as a person sees it: both bots' colours make a dashed column near 11-28's
+    # x, apart (drawn over each other, only the last one's colour was left)
+    Image.open(io.BytesIO(page.png)).crop(
+        (int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
+         int(box["y"] + box["height"]))).save(SHOTS / "trends-crop.png")
+    seen = {bot: _columns(page.png, box, colours[bot]) for bot in ("web", "recorded")}
+    assert seen["recorded"], seen  # recorded's mark is visible at all
+    assert min(abs(a - b) for a in seen["web"] for b in seen["recorded"]) >= 3, seen
 
 
 # the rule of the second fixture's last night: set aside wherever reference_coverage has

@@ -163,10 +163,40 @@ def heatmap(cells: Sequence[Mapping[str, Any]]) -> Spec:
             "height": {"step": 20}, "width": {"step": 34}}})
 
 
+# a trend panel's size; the dashed marks of bots undecided on one run stand this far
+# apart (px), less when a run's slot is narrower (many runs, many such bots). An even
+# number of px keeps each mark on a pixel's centre, as the run's tick is: 5 px apart
+# (offsets of +-2.5) each mark was smeared over two pixels at 3/4 of its colour
+TREND_WIDTH, TREND_HEIGHT = 260, 140
+GAP_SPACING = 6
+
+
+def gap_offsets(points: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """(metric, run, bot) -> the x offset (px) of each undecided point's dashed
+    mark: the bots undecided on one run side by side around the run's tick, in
+    bot order (drawn at one x, the last bot's mark hid the others': two bots
+    down on one night looked like one)."""
+    runs = {p["run"] for p in points}
+    together: dict[tuple[str, str], list[str]] = {}
+    for p in points:
+        if p.get("undecided"):
+            together.setdefault((p["metric"], p["run"]), []).append(p["bot"])
+    out = {}
+    for (metric, run), bots in together.items():
+        bots = sorted(set(bots))
+        # within 80% of the run's slot of the point scale (its step: width / runs)
+        room = 0.8 * TREND_WIDTH / len(runs) / len(bots)
+        spacing = max(2, min(GAP_SPACING, 2 * int(room / 2)))
+        for i, bot in enumerate(bots):
+            out[(metric, run, bot)] = (i - (len(bots) - 1) / 2) * spacing
+    return out
+
+
 def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
     """Mean and 95% interval per run, one panel per headline metric
     (rows: run, metric, bot, mean, ci_low, ci_high; `undecided` on a pass rate
-    no rule decided: no mean, a gap and a dashed line)."""
+    no rule decided: no mean, a gap and a dashed line in the bot's colour,
+    those of bots undecided on one run side by side: gap_offsets)."""
     x = _field("run", "ordinal", axis={"labelAngle": -40, "labelLimit": 160},
                sort=sorted({p["run"] for p in points}), title=None)
     layers = [
@@ -178,15 +208,20 @@ def trends(points: Sequence[Mapping[str, Any]]) -> Spec:
          "encoding": _encoding(**_bot_lines(points, legend={"orient": "bottom"}),
                                x=x, y=_field("mean", "quantitative",
                                              scale={"zero": False}, title=None))}]
-    if any(p.get("undecided") for p in points):
+    if offsets := gap_offsets(points):
         # a run whose pass rate no rule decided has no mean: its line breaks there
         # (never a dip to 0), and a dashed line across the panel marks the run
-        layers.append({"mark": {"type": "rule", "strokeDash": [4, 3], "strokeWidth": 1.5},
+        points = [{**p, "gap_offset": offsets[(p["metric"], p["run"], p["bot"])]}
+                  if p.get("undecided") else p for p in points]
+        # (the offset a mark property read per datum: an xOffset channel made the
+        # layer's x a band scale of its own, off the other layers' runs)
+        layers.append({"mark": {"type": "rule", "strokeDash": [4, 3], "strokeWidth": 1.5,
+                                "xOffset": {"expr": "datum.gap_offset"}},
                        "encoding": _encoding(**_bot_lines(points), x=x),
                        "transform": [{"filter": "datum.undecided"}]})
     return _top_level(points, {
         "facet": _field("metric", "nominal", title=None),
-        "spec": {"layer": layers, "height": 140, "width": 260},
+        "spec": {"layer": layers, "height": TREND_HEIGHT, "width": TREND_WIDTH},
         "columns": 3, "resolve": PANELS})
 
 
