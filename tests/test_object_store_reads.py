@@ -62,10 +62,15 @@ def _most(files: list[str], scan: bool) -> int:
                + 2 * (scan and os.path.getsize(f) > TAIL_BYTES) for f in files)
 
 
-def _requests(store: ObjectStore, read) -> int:
+def _reads(store: ObjectStore, act) -> dict[str, int]:
+    """The requests `act` makes, by kind."""
     store.reset()
-    read()
-    return sum(n for kind, n in store.counts().items() if kind != "bytes")
+    act()
+    return {k: n for k, n in store.counts().items() if k != "bytes"}
+
+
+def _requests(store: ObjectStore, read) -> int:
+    return sum(_reads(store, read).values())
 
 
 def test_reading_a_run_costs_a_size_and_one_read_per_listed_file(folder, capsys):
@@ -116,3 +121,22 @@ def test_larger_files_and_footers_read_the_same_as_locally(folder, capsys):
     local = evalbeam.read_run(folder, "g")
     assert got[0].equals(local.results())
     assert got[1].equals(local.scores()) and got[1].num_rows > 40 * len(BOTS)
+
+
+def test_calibrate_reads_each_listed_file_once(folder, capsys):
+    """Before: calibrate made results/'s dataset three times (for its columns,
+    its unlabelled rows, its labelled rows), each time reading every listed
+    file's size and end again: 6 requests a results/ file where status makes 2
+    (31 reads here, 337 requests for 83 files in bench/object_store_reads.py).
+    It now reads results/ once (one dataset, one scan whose rows it splits by
+    label): a size and one read per listed file of the tables it reads, the
+    manifest's 3, and 2 sizes its writes ask. Its rows are those of the same
+    run read from a local folder."""
+    from pipeline.postrun.calibrate import calibrate
+    read = _listed(folder, "s", "results", "scores", "summary")
+    with ObjectStore(folder) as store:
+        got = _reads(store, lambda: run(["calibrate", "--output", store.url, "--run-id", "s"]))
+        assert "calibration.md" in capsys.readouterr().out
+        rows = calibrate(store.url, "s").rows
+    assert got.get("HEAD", 0) + got.get("GET", 0) <= 2 * len(read) + 3 + 2, got
+    assert rows == calibrate(folder, "s").rows and rows

@@ -370,10 +370,12 @@ class CompletedRun:
                              f"{first_line(exc)}")
 
     def read(self, spec: TableSpec, columns: Sequence[str] | None = None,
-             where: ds.Expression | None = None) -> pa.Table:
+             where: ds.Expression | None = None, dataset: ds.Dataset | None = None
+             ) -> pa.Table:
         """The run's rows of a table (only `columns`, all by default), optionally
-        filtered further."""
-        dataset = self.dataset(spec)
+        filtered further; from `dataset`, self.dataset(spec) already made, when
+        given (each dataset() reads every listed file's end again)."""
+        dataset = self.dataset(spec) if dataset is None else dataset
         columns = list(dataset.schema.names if columns is None else columns)
         missing = [c for c in columns if c not in dataset.schema.names]
         if missing:
