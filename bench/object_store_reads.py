@@ -11,7 +11,8 @@ served by the fake object store of the tests (tests/fake_object_store.py: a
 server on 127.0.0.1 answering HEAD, ranged GET and LIST, and a Beam
 filesystem for it made as Beam's S3 and GCS ones are), and each reader reads
 the run there, in this process: status, read_run(...).results()/.scores()
-.to_pandas(), calibrate and compare. The server counts the requests by kind.
+.to_pandas(), calibrate and compare; then the viewer's runs list, loaded twice.
+The server counts the requests by kind.
 Then the same readers on the local folder, best of --repeat (CPU seconds).
 """
 from __future__ import annotations
@@ -132,6 +133,24 @@ def measure_store(output: str) -> dict:
     return figures
 
 
+def measure_view(output: str) -> dict:
+    """Requests of the viewer's runs list (its 2 runs, big and big2) at the
+    fake object store: its first load and the load after it, nothing changed."""
+    from pipeline.viewer.data import Catalog
+    figures = {}
+    with ObjectStore(output) as store:
+        catalog = Catalog(store.url, prefetch=False)
+        try:
+            for load in ("first load", "reload"):
+                store.reset()
+                finished, problems = catalog.runs()
+                assert len(finished) == 2 and not problems, problems
+                figures[load] = {k: v for k, v in sorted(store.counts().items())}
+        finally:
+            catalog.close()
+    return figures
+
+
 def measure_local(output: str, repeat: int) -> dict:
     figures = {}
     for name, (read, _, _) in readers(output, "b000").items():
@@ -158,6 +177,11 @@ def main() -> None:
                          if k not in ("files", "requests", "per_file", "bytes"))
         print(f"  {name:24s} {f['requests']:5d} requests over {f['files']:3d} files = "
               f"{f['per_file']:5.2f} per file ({kinds}; {f['bytes']:,d} bytes)")
+    print("object store: the viewer's runs list (2 runs), requests per load")
+    for load, got in measure_view(output).items():
+        kinds = " ".join(f"{k} {v}" for k, v in got.items() if k != "bytes")
+        print(f"  {load:24s} {sum(v for k, v in got.items() if k != 'bytes'):5d} requests "
+              f"({kinds}; {got.get('bytes', 0):,d} bytes)")
     print(f"local folder: CPU seconds, best of {args.repeat}")
     for name, took in measure_local(output, args.repeat).items():
         print(f"  {name:24s} {took:.3f} s")

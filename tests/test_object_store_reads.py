@@ -5,9 +5,11 @@ as Beam's S3 and GCS ones are: a size asked by HEAD at each open, each read
 one ranged GET)."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import string
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -140,3 +142,68 @@ def test_calibrate_reads_each_listed_file_once(folder, capsys):
         rows = calibrate(store.url, "s").rows
     assert got.get("HEAD", 0) + got.get("GET", 0) <= 2 * len(read) + 3 + 2, got
     assert rows == calibrate(folder, "s").rows and rows
+
+
+def test_the_viewers_runs_list_reads_a_marker_on_the_store_again_only_once_it_changed(
+        folder, tmp_path):
+    """Before: each load of the viewer's runs list of an object store read every
+    run's completion marker again (whether it exists, an open, a read: 3
+    requests) and asked for its lease (1), though nothing had changed. A
+    marker is now kept per its size and time in the listing the list makes
+    anyway (one LIST): a second load of unchanged runs reads no marker. One
+    rewritten with the same size (its time changes) is read again, and only
+    it; one deleted is seen. A time to the second (S3's, Azure's) not 2 s
+    old when read cannot tell a rewrite in the same second: such a marker is
+    read on every load until it is."""
+    import shutil
+    from pipeline.viewer.data import Catalog
+    out = str(tmp_path / "out")
+    shutil.copytree(folder, out)
+    marker = {r: os.path.join(out, "runs", r, "manifest.json") for r in ("s", "g")}
+    for path in marker.values():  # committed a minute ago
+        os.utime(path, (time.time() - 60.25,) * 2)
+
+    def rewrite(run_id: str, mtime: float) -> str:
+        """The marker's finished_at changed in place (same size), its time set."""
+        with open(marker[run_id], "r+b") as fh:
+            data = fh.read()
+            finished = json.loads(data)["finished_at"]
+            later = finished[:11] + ("00" if finished[11:13] != "00" else "01") + finished[13:]
+            fh.seek(0)
+            fh.write(data.replace(finished.encode(), later.encode()))
+        os.utime(marker[run_id], (mtime, mtime))
+        return later
+
+    with ObjectStore(out) as store:
+        catalog = Catalog(store.url, prefetch=False)
+
+        def load() -> tuple[dict, list, dict]:
+            store.reset()
+            runs, problems = catalog.runs()
+            got = {k: n for k, n in store.counts().items() if k != "bytes"}
+            return {r["run_id"]: r for r in runs}, problems, got
+
+        try:
+            first, problems, got = load()
+            assert sorted(first) == ["g", "s"] and problems == [] and got["GET"] == 2, got
+            again, problems, got = load()
+            assert got == {"LIST": 1} and again == first and problems == []
+
+            later = rewrite("s", time.time() - 30.5)
+            changed, _, got = load()
+            assert got.get("GET") == 1 and changed["s"]["finished_at"] == later, got
+            assert changed["g"] == first["g"]
+            assert load()[2] == {"LIST": 1}
+
+            second = float(int(time.time()) + 10)  # to the second, and not 2 s old
+            os.utime(marker["s"], (second, second))
+            for _ in range(2):
+                assert load()[2].get("GET") == 1
+            later = rewrite("s", second)  # the same size, the same second
+            assert load()[0]["s"]["finished_at"] == later
+
+            os.remove(marker["g"])
+            gone, problems, _ = load()
+            assert sorted(gone) == ["s"] and "run g has no completed attempt" in problems[0]
+        finally:
+            catalog.close()

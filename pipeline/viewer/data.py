@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -44,6 +45,10 @@ SORTS = {"asc": "lowest first", "desc": "highest first"}  # the explorer's sort 
 # the check of its files reads (a whole marker is ~40 KB in memory, this ~6 KB)
 LISTED = ("run_id", "run_date", "attempt", "finished_at", "bots", "metrics", "counts",
           "reconciliation", "tables", "files")
+# a URL output's listing gives each file's size and time; a time to the second
+# (S3's, Azure's) tells a rewrite only once that second is past: a marker whose
+# listed time was not this old when it was read is read again on the next load
+SETTLED_SECONDS = 2.0
 
 
 class FolderGone(RunUnreadable):
@@ -276,9 +281,10 @@ class Catalog:
         a run only led to an error page)."""
         check_folder(self.output)
         found, problems, checked, kept = [], [], {}, {}
-        for run_id in run_ids(self.output):
+        listed = url_listing(self.output) if "://" in self.output else None
+        for run_id in run_ids(self.output) if listed is None else sorted(listed):
             try:
-                run = self._listed(run_id, kept)
+                run = self._listed(run_id, kept, listed)
                 if "://" not in self.output:  # listed as readable only when it is (a
                     checked[run_id] = known = self._check_files(run)  # URL output's run
                     if known[1] is not None:                          # page checks its own)
@@ -287,18 +293,20 @@ class Catalog:
                 problems.append(str(exc))
                 continue
             found.append(dict(run.manifest, newer_attempt=attempt_after(
-                self.output, run_id, run.attempt, self._lease(run_id, kept))))
+                self.output, run_id, run.attempt, self._lease(run_id, kept, listed))))
         with self._lock:  # runs gone from the folder are forgotten
             self._checked, self._kept = checked, kept
         found.sort(key=lambda m: (m.get("finished_at", ""), m["run_id"]), reverse=True)
         return found, problems
 
-    def _listed(self, run_id: str, kept: dict) -> CompletedRun:
+    def _listed(self, run_id: str, kept: dict, listed: dict | None = None) -> CompletedRun:
         """self._completed(run_id) for the runs list, of the marker's LISTED
-        keys, a local run's marker read once per stat (_by_stat): reading and
-        parsing 3,000 markers took 1.7 s of CPU a load. Kept: the run, or why
-        the marker is corrupt (both follow from its bytes); a marker missing
-        or unreadable (a folder, no permission) is read again on every load."""
+        keys, a run's marker read once per stat (_by_stat; a URL output's: per
+        its size and time in `listed`, url_listing's): reading and parsing
+        3,000 local markers took 1.7 s of CPU a load, and on an object store
+        each costs 3 requests. Kept: the run, or why the marker is corrupt
+        (both follow from its bytes); a marker missing or unreadable (a
+        folder, no permission) is read again on every load."""
         def read() -> tuple[CompletedRun | str, bool]:
             try:
                 run = self._completed(run_id)
@@ -307,38 +315,42 @@ class Catalog:
             return CompletedRun(run.output, run_id, {k: run.manifest[k] for k in LISTED
                                                      if k in run.manifest}), True
 
-        if "://" in self.output:  # an object store: no stat as cheap as a read
-            return self._completed(run_id)
-        known = self._by_stat(MANIFEST, run_id, read, kept)
+        known = self._by_stat(MANIFEST, run_id, read, kept, listed=listed)
         if isinstance(known, str):
             raise CorruptManifest(known)
         return known
 
-    def _lease(self, run_id: str, kept: dict) -> Lease | None:
-        """The run id's lease for the runs list, a local run's read once per
-        stat (_by_stat; it is replaced whole, by a rename, at each change of
-        state), and not at all when a stat finds none (a finished run's is gone):
-        trying to open 3,000 leases took 0.3 s of CPU a load. A lease there
-        but not one this version can read is read again on every load."""
+    def _lease(self, run_id: str, kept: dict, listed: dict | None = None) -> Lease | None:
+        """The run id's lease for the runs list, read once per stat (_by_stat;
+        it is replaced whole, by a rename, at each change of state), and not at
+        all when a stat, or a URL output's listing, finds none (a finished
+        run's is gone): trying to open 3,000 leases took 0.3 s of CPU a load.
+        A lease there but not one this version can read is read again on every
+        load."""
         def read() -> tuple[Lease | None, bool]:
             lease = leased(self.output, run_id)
             return lease, lease is not None
 
-        if "://" in self.output:
-            return leased(self.output, run_id)
-        return self._by_stat(LEASE, run_id, read, kept, read_gone=False)
+        return self._by_stat(LEASE, run_id, read, kept, read_gone=False, listed=listed)
 
-    def _by_stat(self, name: str, run_id: str, read, kept: dict, read_gone: bool = True
-                 ) -> Any:
-        """What read() says of the local file runs/<run_id>/<name>: read again
-        only when its stat_key changed since (a rewrite, a replacement, a
-        deletion or a restore), else what was kept of it. The stat is taken
-        before the read, so a change during it shows on the next load. read()
-        returns (its value, whether to keep it); a file gone is not kept (and
-        without read_gone, not read: None). Kept in self._kept and in `kept`,
-        the current load's (which replaces it)."""
-        stat = stat_key(os.path.join(self.output, "runs", run_id, name))
-        if stat is None and not read_gone:
+    def _by_stat(self, name: str, run_id: str, read, kept: dict, read_gone: bool = True,
+                 listed: dict | None = None) -> Any:
+        """What read() says of the file runs/<run_id>/<name>: read again only
+        when its stat_key changed since (a rewrite, a replacement, a deletion
+        or a restore), else what was kept of it; of a URL output, its token in
+        `listed` (url_listing: its size and time; None: the time cannot tell,
+        read every time). The stat (the listing) is taken before the read, so
+        a change during it shows on the next load. read() returns (its value,
+        whether to keep it); a file gone is not kept (and without read_gone,
+        not read: None). Kept in self._kept and in `kept`, the current load's
+        (which replaces it)."""
+        if listed is None:
+            stat = stat_key(os.path.join(self.output, "runs", run_id, name))
+            there = stat is not None
+        else:
+            files = listed.get(run_id, {})
+            stat, there = files.get(name), name in files
+        if not there and not read_gone:
             return None
         with self._lock:
             known = self._kept.get((name, run_id))
@@ -715,11 +727,27 @@ def run_ids(output: str) -> list[str]:
         folder = os.path.join(output, "runs")
         return sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
                       ) if os.path.isdir(folder) else []
+    return sorted(url_listing(output))
+
+
+def url_listing(output: str) -> dict[str, dict[str, tuple | None]]:
+    """A URL output's files runs/<run id>/<name>, from one listing: run id ->
+    name -> what tells a change of the file without reading it: its size and
+    time as listed; None when the time cannot (none listed, or to the second,
+    as S3's and Azure's are, and less than SETTLED_SECONDS old: a rewrite
+    within that second would list the same)."""
     try:  # an object store has no folders: the run ids are in its files' names
         prefix = FileSystems.join(output, "runs") + "/"
         found = FileSystems.match([prefix + "*/*"])[0].metadata_list
     except Exception as exc:  # no filesystem for the scheme, its options, credentials
         raise unreachable(output, exc) from None
-    return sorted({m.path[len(prefix):].split("/")[0] for m in found} - {""})
+    now, runs = time.time(), {}
+    for m in found:
+        run_id, _, name = m.path[len(prefix):].partition("/")
+        if run_id:
+            when = m.last_updated_in_seconds
+            settled = when and (when % 1 or now - when >= SETTLED_SECONDS)
+            runs.setdefault(run_id, {})[name] = (m.size_in_bytes, when) if settled else None
+    return runs
 
 
