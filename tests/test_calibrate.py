@@ -622,3 +622,31 @@ def test_a_run_whose_every_metric_is_null_says_so_instead_of_blaming_the_metrics
     assert f"no suggested rules: {said}" in text and "better than chance" not in text, text
     page = open(os.path.join(out, "runs", "r", "calibration.md")).read()
     assert f"None: {said}." in page
+
+
+def test_unlabelled_rows_contexts_are_not_loaded(tmp_path, monkeypatch):
+    """A nightly run holds many answers and few labels. calibrate reads the
+    question and contexts of the labelled rows only: an earlier read took them
+    for every row and split by label afterwards, so a run of a million rows
+    with a thousand labels held every row's contexts in memory as Python
+    objects (here 2,000 rows of 4 KB contexts for 2 labels)."""
+    from pipeline.postrun import calibrate as calibrate_module
+    from transforms.publish.completed import CompletedRun
+    out = str(tmp_path / "out")
+    answers = [(f"c{i}", ("PASS", "FAIL")[i] if i < 2 else None, "PASS", i / 2000)
+               for i in range(2000)]
+    _handmade_run(out, answers)
+    loaded = []
+    original = CompletedRun.read
+
+    def read(self, spec, columns=None, where=None, dataset=None):
+        table = original(self, spec, columns, where, dataset)
+        if "contexts" in table.column_names:
+            loaded.append(table.num_rows)
+        return table
+
+    monkeypatch.setattr(CompletedRun, "read", read)
+    result = calibrate_module.calibrate(out, "r")
+    assert loaded == [2]
+    verdict = next(r for r in result.rows if r["metric"] == "verdict")
+    assert (verdict["n"], verdict["unlabelled"]) == (2, 1998)

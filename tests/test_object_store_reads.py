@@ -130,8 +130,8 @@ def test_calibrate_reads_each_listed_file_once(folder, capsys):
     its unlabelled rows, its labelled rows), each time reading every listed
     file's size and end again: 6 requests a results/ file where status makes 2
     (31 reads here, 337 requests for 83 files in bench/object_store_reads.py).
-    It now reads results/ once (one dataset, one scan whose rows it splits by
-    label): a size and one read per listed file of the tables it reads, the
+    It now makes results/'s dataset once (its two scans, the unlabelled rows'
+    bots and the labelled rows, share it): a size and one read per listed file of the tables it reads, the
     manifest's 3, and 2 sizes its writes ask. Its rows are those of the same
     run read from a local folder."""
     from pipeline.postrun.calibrate import calibrate

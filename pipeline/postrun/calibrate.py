@@ -254,22 +254,21 @@ def no_labels(run_id: str) -> str:
 
 def load_labels(run: CompletedRun, bots: Sequence[str]) -> list[BotLabels]:
     """The bots' labelled answers from results/ and their values from scores/
-    (only the labelled cases' rows are read). results/ is read once: its rows
-    are split by label here (each read of a table reads every listed file's
-    end again: on an object store a size and a read a file)."""
+    (only the labelled cases' rows are read). results/'s dataset is made once
+    for both reads (making one reads every listed file's end: on an object
+    store a size and a read a file); the unlabelled rows are only counted, so
+    their contexts are never loaded."""
     results = run.dataset(RESULTS)
     if "label" not in results.schema.names:
         raise PostRunError(no_labels(run.run_id))
-    rows = run.read(RESULTS, ["bot", "case_id", "question", "contexts", "verdict", "label"],
-                    _of_bots(bots), dataset=results)
-    missing: Counter[str] = Counter()
+    labelled = ds.field("label").is_valid()
+    unlabelled = run.read(RESULTS, ["bot"], _of_bots(bots) & ~labelled, dataset=results)
+    missing = Counter(unlabelled.column("bot").to_pylist())
     answers: dict[str, list[Answer]] = defaultdict(list)
-    for r in rows.to_pylist():
-        if r["label"] is None:
-            missing[r["bot"]] += 1
-        else:
-            answers[r["bot"]].append(Answer(r["case_id"], r["question"], r["label"],
-                                            r["verdict"] or "ERROR", tuple(r["contexts"] or ())))
+    for r in run.read(RESULTS, ["bot", "case_id", "question", "contexts", "verdict", "label"],
+                      _of_bots(bots) & labelled, dataset=results).to_pylist():
+        answers[r["bot"]].append(Answer(r["case_id"], r["question"], r["label"],
+                                        r["verdict"] or "ERROR", tuple(r["contexts"] or ())))
     case_ids = pa.array(sorted({a.case_id for bot_answers in answers.values()
                                 for a in bot_answers}), pa.string())
     scores = run.read(SCORES, ["bot", "case_id", "metric", "value"],
