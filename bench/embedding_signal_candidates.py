@@ -112,12 +112,22 @@ def add_embedding_signals(sets: dict[str, dict], cost: dict) -> None:
         s["e"] = e
 
 
-def line(label: str, per_set: dict[str, dict]) -> str:
+def table_head(names) -> list[str]:
+    """The head of a table of `line`s with a column per set of `names`."""
+    return ["| groundedness inputs | AUC | BA | " + " | ".join(names)
+            + " | decided | unsupported PASS | supported FAIL |",
+            "|---|---:|---:|" + "---:|" * len(names) + "---:|---:|---:|"]
+
+
+def line(label: str, per_set: dict[str, dict], names=CORE,
+         cell=lambda r: f"{r['auc']:.3f}") -> str:
+    """An arm's row: the means over the goals' sets, then `cell` of each set of
+    `names`, then the verdict's decided share and errors (worst set in brackets)."""
     g = [per_set[n] for n in CORE]
     mean = lambda key: np.mean([x[key] for x in g])  # noqa: E731
     v = [x["verdict"] for x in g]
     return (f"| {label} | {mean('auc'):.4f} | {mean('balanced_accuracy'):.4f} | "
-            + " | ".join(f"{per_set[n]['auc']:.3f}" for n in CORE) + " | "
+            + " | ".join(cell(per_set[n]) for n in names) + " | "
             f"{np.mean([x['decided'] for x in v]):.3f} | "
             f"{np.mean([x['bad_passed'] for x in v]):.3f} ({max(x['bad_passed'] for x in v):.3f}) | "
             f"{np.mean([x['good_failed'] for x in v]):.3f} ({max(x['good_failed'] for x in v):.3f}) |")
@@ -146,9 +156,7 @@ def main() -> int:
              "like the shipped model (mean of the six sets of issue 21's goals; the verdict "
              "columns are groundedness's two fitted cut-offs alone, worst set in brackets; "
              "the script's docstring says how):", "",
-             "| groundedness inputs | AUC | BA | " + " | ".join(CORE)
-             + " | decided | unsupported PASS | supported FAIL |",
-             "|---|---:|---:|" + "---:|" * len(CORE) + "---:|---:|---:|",
+             *table_head(CORE),
              *(line(label, per_set) for label, per_set in arms.items()),
              "| *bigram baseline* | | | " + " | ".join(f"{bigram[n]:.3f}" for n in CORE)
              + " | | | |", "",

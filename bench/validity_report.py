@@ -547,16 +547,20 @@ def _subsection(title: str, path: str) -> list[str]:
     return ["", f"### {title}", "", *lines] if lines else []
 
 
-def ablation_section(path: str = ABLATION, candidates: str | None = None) -> list[str]:
+def ablation_section(path: str = ABLATION, candidates: str | None = None,
+                     cross_encoder: str | None = None) -> list[str]:
     """Issue 21 item 3: every grounding metric and every part of `hallucination`
     against the bigram baseline, as bench/ablate_grounding.py rendered it; then
     the embedder as a candidate signal, as bench/embedding_signal_candidates.py
-    rendered it."""
+    rendered it, and MiniLM as a cross-encoder, as bench/cross_encoder_candidates.py
+    did."""
     tables = _included(path)
     if not tables:
         return []
     extra = _subsection("Meaning rather than words: the embedder as a groundedness signal "
                         "(measured, not shipped)", candidates or EMBEDDING)
+    extra += _subsection("Reading the answer against its source: MiniLM as a "
+                         "cross-encoder (measured, not shipped)", cross_encoder or CROSS_ENCODER)
     return ["## Every grounding metric earns its place", "",
             "`python bench/ablate_grounding.py --rows 200 --checkout <git archive of fbee50a> "
             "--label before --out before.json`, the same for this checkout (`--label after "
@@ -584,6 +588,7 @@ def ablation_section(path: str = ABLATION, candidates: str | None = None) -> lis
 VERDICT_RULES = os.path.join(os.path.dirname(ABLATION), "verdict_rules.md")
 FAIL_RULE = os.path.join(os.path.dirname(ABLATION), "fail_rule_candidates.md")
 EMBEDDING = os.path.join(os.path.dirname(ABLATION), "embedding_candidates.md")
+CROSS_ENCODER = os.path.join(os.path.dirname(ABLATION), "cross_encoder_candidates.md")
 
 
 def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:
