@@ -52,3 +52,12 @@ FAQ_ROWS = [
     {"question": "Which countries do you ship to?",
      "answer": "We ship to the US, Canada and Mexico."},
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_chromium_per_module():
+    """The module's browser tests share a Chromium process (each `with
+    Browser()` block still has a fresh browser context of its own)."""
+    from tests import browser
+    with browser.shared():
+        yield
