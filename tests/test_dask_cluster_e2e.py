@@ -22,6 +22,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pyarrow.parquet as pq
@@ -85,8 +86,11 @@ def _progress_totals(out: str, run_id: str) -> dict | None:
     return read_totals(out, run_id, current.attempt) if current else None
 
 
-def watch(proc: subprocess.Popen, out: str, run_id: str, timeout: float = 900) -> dict:
-    """Wait for the launcher, noting what `status` and the heartbeats said meanwhile."""
+def watch(proc: subprocess.Popen, out: str, run_id: str, timeout: float = 900,
+          calls_shown: threading.Event | None = None) -> dict:
+    """Wait for the launcher, noting what `status` and the heartbeats said
+    meanwhile; calls_shown is set once the progress objects count a call while
+    they count no row written."""
     seen = {"states": set(), "beating": set(), "calls_before_rows": 0}
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
@@ -95,6 +99,8 @@ def watch(proc: subprocess.Popen, out: str, run_id: str, timeout: float = 900) -
         if totals and not totals["turns"]:  # the progress line moves before a shard is written
             seen["calls_before_rows"] = max(seen["calls_before_rows"], sum(
                 c["calls"] for c in totals["calls"].values()))
+            if seen["calls_before_rows"] and calls_shown is not None:
+                calls_shown.set()
         seen["beating"] |= {os.path.basename(p).split(".")[2] for p in glob.glob(
             os.path.join(out, "runs", run_id, "heartbeat.*.json"))}
         if len(seen["states"]) < 3:
@@ -170,12 +176,32 @@ def _requests(server) -> collections.Counter:
                                if r.path.endswith("/chat/completions"))
 
 
+class _HeldAfterTheFirst:
+    """A chat handler that answers the first request at once and holds the
+    later ones until `released` is set, or hold_s after the first came (well
+    inside the endpoint's 60 s timeout, so that no request is sent twice)."""
+
+    def __init__(self, answer, released: threading.Event, hold_s: float = 30):
+        self.answer, self.released, self.hold_s = answer, released, hold_s
+        self._lock, self._until = threading.Lock(), None
+
+    def __call__(self, request: dict):
+        with self._lock:
+            first = self._until is None
+            if first:
+                self._until = time.monotonic() + self.hold_s
+        if not first:
+            self.released.wait(max(0.0, self._until - time.monotonic()))
+        return self.answer(request)
+
+
 def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path, monkeypatch):
     cases = str(tmp_path / "cases.parquet")
     pq.write_table(pq.read_table(CASES).slice(0, 24), cases)
     outs, sent = {}, {}
     with FakeOpenAI(api_key=KEY) as server:
-        server.set_chat_handler(ScriptedJudge())
+        judge = ScriptedJudge()
+        server.set_chat_handler(judge)
         cfg = _judge_config(tmp_path, server)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         outs["fnapi"] = str(tmp_path / "fnapi")
@@ -183,16 +209,20 @@ def test_a_judge_config_on_the_cluster_sends_each_request_once(cluster, tmp_path
                        "--run-id", "j") == 0
         sent["fnapi"] = _requests(server)
         server.reset_stats()
+        # every judge request after the first waits until the progress objects count
+        # a call (no row can be written meanwhile: each row needs several requests)
+        calls_shown = threading.Event()
+        server.set_chat_handler(_HeldAfterTheFirst(judge, calls_shown))
         outs["dask"] = str(tmp_path / "dask")
         proc = launch("--input", cases, "--config", cfg, "--output", outs["dask"],
                       "--run-id", "j", cluster=cluster, cwd=str(tmp_path))
-        watched = watch(proc, outs["dask"], "j")
+        watched = watch(proc, outs["dask"], "j", calls_shown=calls_shown)
         output = watched["output"]
         assert proc.returncode == 0, output[-3000:]
         sent["dask"] = _requests(server)
     # judge calls showed in the progress objects before any row was written (they
     # showed nothing until a shard was written: '0/24 cases · starting' for minutes)
-    assert watched["calls_before_rows"] > 0
+    assert calls_shown.is_set() and watched["calls_before_rows"] > 0
     # the two bots give some equal answers: which of them pays for a question they
     # share is a race (table_equality._usage_over_bots)
     assert table_differences(outs["dask"], "j", outs["fnapi"], "j", bots_share_calls=True) == []
