@@ -7,6 +7,7 @@ says so when Beam fixes it (docs/upstream/ has each write-up)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import apache_beam as beam
@@ -475,6 +476,14 @@ def test_workers_started_with_the_trim_preload_run_the_pipeline(tmp_path):
     assert sorted(lines(out)) == [str(i) for i in range(5)]
 
 
+_RELEASE = threading.Event()
+
+
+def _busy_until_released() -> None:
+    """A task that runs until the test releases it (at most 30 s)."""
+    _RELEASE.wait(30)
+
+
 def test_a_job_whose_results_were_cancelled_fails_instead_of_finishing():
     """A client that loses its scheduler cancels every future, and Beam's
     wait_until_finish went over cancelled futures quietly: the run said DONE with
@@ -485,13 +494,17 @@ def test_a_job_whose_results_were_cancelled_fails_instead_of_finishing():
     from pipeline.dask_runner import DaskRunnerResult, _MetricReports
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                       dashboard_address=None) as local, Client(local) as client:
-        future = client.submit(time.sleep, 30, pure=False)
-        client.cancel([future])
-        result = DaskRunnerResult(client, [future], job="j", reports=_MetricReports("j"))
-        with pytest.raises(RuntimeError, match="the Dask job did not complete: 1 of its 1 "
-                                               "results cancelled"):
-            result.wait_until_finish()
-        assert result.state == PipelineState.FAILED
+        _RELEASE.clear()
+        try:  # (a cancelled task that has started runs on: the cluster's close waited for it)
+            future = client.submit(_busy_until_released, pure=False)
+            client.cancel([future])
+            result = DaskRunnerResult(client, [future], job="j", reports=_MetricReports("j"))
+            with pytest.raises(RuntimeError, match="the Dask job did not complete: 1 of its 1 "
+                                                   "results cancelled"):
+                result.wait_until_finish()
+            assert result.state == PipelineState.FAILED
+        finally:
+            _RELEASE.set()
 
 
 def test_a_local_cluster_run_prints_no_dask_info_logs(tmp_path):
