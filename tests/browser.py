@@ -201,18 +201,21 @@ def shared() -> Iterator[None]:
 
 class Browser:
     def __init__(self, width: int = 1280, timeout_s: float = 60, loopback: bool = False,
-                 mobile: bool = False):
+                 mobile: bool = False, fresh: bool = False):
         """loopback: let the pages reach 127.0.0.1 (a local server under test);
         every other address still goes to the closed proxy. mobile: lay pages out
         as a phone does (the page's viewport meta counts; a page wider than the
         screen is zoomed out, so window.innerWidth grows with it instead of the
-        page scrolling sideways)."""
-        self.width, self.timeout_s, self.mobile = width, timeout_s, mobile
+        page scrolling sideways). fresh: a Chromium process of its own even
+        inside shared(), for a test that compares two renderings box for box (a
+        process's later rendering can differ from its first: a menu 10 px
+        narrower, seen once in three runs)."""
+        self.width, self.timeout_s, self.mobile, self.fresh = width, timeout_s, mobile, fresh
         self._flags = FLAGS if loopback else (*FLAGS, NO_LOOPBACK)
         self._sessions: list[str] = []
 
     def __enter__(self) -> "Browser":
-        self._own = _shared is None
+        self._own = _shared is None or self.fresh
         if self._own:
             self._chromium = _Chromium(self._flags)
         else:

@@ -354,8 +354,8 @@ def test_breaking_long_words_leaves_an_ordinary_run_as_it_was(viewer, monkeypatc
     server, _ = viewer
     base = server.url.rstrip("/")
 
-    def shots() -> list:
-        with browser.Browser(width=1280, loopback=True) as b:
+    def shots() -> list:  # each in a process of its own, as first renderings
+        with browser.Browser(width=1280, loopback=True, fresh=True) as b:
             return [(path, page.evaluate("document.documentElement.outerHTML"),
                      page.evaluate(SIZES), page.png)
                     for path in ORDINARY_PAGES for page in [b.open(base + path)]]
@@ -957,7 +957,19 @@ def test_a_bots_long_details_are_all_on_its_case_page(tmp_path):
     assert json.dumps(long_question) in shown or long_question in shown, shown[-800:]
 
 
-def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(tmp_path):
+@pytest.fixture(scope="module")
+def many_runs(tmp_path_factory) -> tuple[str, list[str]]:
+    """Three more runs than the viewer keeps open, of three cases each (read
+    only: each test serves them with a viewer of its own)."""
+    from pipeline.viewer.data import CACHED_RUNS
+    tmp = tmp_path_factory.mktemp("many")
+    runs = [f"r{i}" for i in range(CACHED_RUNS + 3)]
+    for run_id in runs:
+        out = _run(tmp, _rows(False)[7:10], "metrics: [exact_match]\n", run_id=run_id)
+    return out, runs
+
+
+def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(many_runs):
     """The viewer keeps the last four runs opened; a fifth opened while a page
     of an older one was being made (browser tabs opened together, two people
     on one viewer) dropped the tables that page was reading: about a quarter
@@ -966,10 +978,7 @@ def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(tmp_path):
     page (nor the background search build) is using the catalog."""
     import concurrent.futures
     import random
-    from pipeline.viewer.data import CACHED_RUNS
-    runs = [f"r{i}" for i in range(CACHED_RUNS + 3)]
-    for run_id in runs:
-        out = _run(tmp_path, _rows(False)[7:10], "metrics: [exact_match]\n", run_id=run_id)
+    out, runs = many_runs
 
     def one(i: int) -> tuple[int, str, str]:
         pick = random.Random(i)
@@ -985,16 +994,14 @@ def test_more_runs_than_it_keeps_open_at_once_never_fail_a_page(tmp_path):
     assert failed == [], (len(failed), failed[:3])
 
 
-def test_one_comparison_opened_in_many_tabs_at_once_builds_once(tmp_path):
+def test_one_comparison_opened_in_many_tabs_at_once_builds_once(many_runs):
     """Eight requests for the same two runs' comparison arriving together each
     found the pair not built yet and all created its table at once: DuckDB
     refused all but one ("Catalog write-write conflict on create with
     pair_run1_run0"), a 500 (seen once in 300 requests of the test above)."""
     import concurrent.futures
     import threading
-    runs = ["p0", "p1", "p2", "p3"]
-    for run_id in runs:
-        out = _run(tmp_path, _rows(False)[7:10], "metrics: [exact_match]\n", run_id=run_id)
+    out, runs = many_runs[0], many_runs[1][:4]  # a viewer of its own: no pair built yet
     pairs = [(a, b) for a in runs for b in runs if a != b][:6]
     with _serving(out) as server, concurrent.futures.ThreadPoolExecutor(8) as pool:
         for run_id in runs:  # each run opened first: only the pair is left to build
