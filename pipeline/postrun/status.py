@@ -45,11 +45,11 @@ class RunStatus:
         return EXIT[self.state]
 
 
-
-def _rows(n, noun: str) -> str:
+def _rows(n: object, noun: str) -> str:
     """A manifest's count as the other lines word it ('10,320 rows'); '? rows'
     where the manifest has none (an older or damaged one)."""
     return counted(n, noun) if isinstance(n, int) else f"? {noun}s"
+
 
 def _when(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
