@@ -148,6 +148,9 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
     staging, started, leased = None, False, None
     try:
         path, label, staging = cases_path(cases, named, bool(run_options.get("allow_empty")))
+        read_as = None
+        if label is not None:
+            cfg, read_as = read_as_tool(cfg, path)
         args = argparse.Namespace(input=path, output=output, config=None, run_id=run_id,
                                   run_date=run_options.get("run_date"), attempt=None,
                                   preset=run_options.get("preset"),
@@ -170,7 +173,9 @@ def _evaluate(cases: Any, config: Any, output: str | os.PathLike | None, run_id:
             raise type(exc)(said) from None
         if label is not None:  # the manifest and errors/ name what was evaluated, not a
             shown = label.rsplit(" (", 1)[0]  # temporary file ("list of dicts#3")
-            plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label),
+            notes = (read_as, *plan.info.notes) if read_as else plan.info.notes
+            plan = dataclasses.replace(plan, info=dataclasses.replace(plan.info, input=label,
+                                                                      notes=notes),
                                        shards=[dataclasses.replace(s, shown=shown)
                                                for s in plan.shards])
         lease = take_lease(plan.info, driven_from_here(pipeline_options), adopt=False)
@@ -646,6 +651,47 @@ def cases_path(cases: Any, named: str | None = None, allow_empty: bool = False
     path = os.path.join(staging, "cases.parquet")
     pq.write_table(table, path)
     return path, f"{named or label} ({counted(rows, 'row')}, in memory)", staging
+
+
+def read_as_tool(cfg, path: str) -> tuple[Any, str | None]:
+    """(config, note): in-memory cases in one tool's columns (a Ragas dataset's
+    to_pandas(), DeepEval's test cases as dicts) without evalbeam's `question`
+    are read with that tool's preset, as its dataset object would be: nothing
+    else could read them. The note says so (a file of them is refused with the
+    hint instead, so that a nightly job's config says what it reads). A config
+    that sets input.preset or input.columns is left as it is."""
+    if cfg.input.preset or cfg.input.columns:
+        return cfg, None
+    from schemas.cases import InputError, check_columns, source_columns
+    from transforms.read.presets import tool_preset
+    names = staged_columns(path)
+    try:
+        check_columns(names, source_columns({}), path)
+        return cfg, None  # evalbeam's own columns: read as they are
+    except InputError:
+        pass
+    tool = tool_preset(names)
+    if tool is None:
+        return cfg, None
+    preset, found = tool
+    note = (f"the columns {', '.join(found)} are the '{preset}' preset's and there is no "
+            f"'question' column: read with input.preset: {preset} (pass config={{'input': "
+            f"{{'preset': '{preset}'}}}} to say so)")
+    return dataclasses.replace(cfg, input=dataclasses.replace(cfg.input, preset=preset)), note
+
+
+def staged_columns(path: str) -> list[str]:
+    """The column names of the file cases_path wrote (Parquet, or JSON Lines:
+    every row's keys)."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+        return list(pq.read_schema(path).names)
+    import json
+    names: dict[str, None] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            names.update(dict.fromkeys(json.loads(line)))
+    return list(names)
 
 
 def _no_rows(named: str | None, allow_empty: bool) -> tuple[str, str, str]:

@@ -1069,6 +1069,51 @@ def test_a_ragas_evaluation_dataset_is_read_with_the_ragas_preset(tmp_path):
     assert result.manifest["reconciliation"]["ok"]
 
 
+def test_a_dataframe_in_ragas_columns_is_read_with_the_ragas_preset(tmp_path):
+    """A Ragas dataset's to_pandas() (the shape a Ragas user keeps in a notebook
+    or a CSV) was refused ("missing required column 'question'; ... set
+    input.preset: ragas"), while the same rows as an EvaluationDataset ran. In
+    memory, columns that are one tool's and no 'question' are read with its
+    preset, said in a note; the reference and contexts are read (not only the
+    question and answer)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({
+        "user_input": ["Who wrote Hamlet?", "When did the war end?"],
+        "response": ["William Shakespeare wrote Hamlet.", "It ended in 1946."],
+        "retrieved_contexts": [["Hamlet is a tragedy by William Shakespeare."],
+                               ["The war ended in 1945."]],
+        "reference": ["William Shakespeare", "1945"]})
+    result = evalbeam.evaluate(frame, output=tmp_path / "out", progress=False,
+                               metrics=["exact_match", "reference_coverage", "groundedness"])
+    rows = sorted(result.to_pandas().to_dict("records"), key=lambda r: r["question"])
+    assert [(r["question"], r["expected_answer"], list(r["contexts"])) for r in rows] == [
+        ("When did the war end?", "1945", ["The war ended in 1945."]),
+        ("Who wrote Hamlet?", "William Shakespeare",
+         ["Hamlet is a tragedy by William Shakespeare."])]
+    assert [r["reference_coverage"] for r in rows] == [0.0, 1.0]
+    note = ("the columns user_input, reference, response, retrieved_contexts are the 'ragas' "
+            "preset's and there is no 'question' column: read with input.preset: ragas "
+            "(pass config={'input': {'preset': 'ragas'}} to say so)")
+    assert note in result.manifest["notes"]
+    assert result.manifest["config"]["input"]["preset"] == "ragas"
+    # the same columns beside evalbeam's own 'question': read as they are, with the hint
+    both = frame.assign(question=frame["user_input"], answer=frame["response"])
+    plain = evalbeam.evaluate(both, output=tmp_path / "plain", progress=False,
+                              metrics=["exact_match"])
+    assert not any("there is no 'question' column" in n for n in plain.manifest["notes"])
+    assert any("look like the 'ragas' preset's" in n for n in plain.manifest["notes"])
+    # a list of dicts in DeepEval's columns, and a mapping of one's own left alone
+    cases = [{"input": "Who wrote Hamlet?", "actual_output": "Shakespeare",
+              "expected_output": "Shakespeare"}]
+    deep = evalbeam.evaluate(cases, output=tmp_path / "deep", progress=False,
+                             metrics=["exact_match"])
+    assert deep.to_pandas()["exact_match"].tolist() == [1.0]
+    assert deep.manifest["config"]["input"]["preset"] == "deepeval"
+    with pytest.raises(InputError, match="missing required column 'question'"):
+        evalbeam.evaluate(cases, output=tmp_path / "mapped",
+                          config={"input": {"columns": {"answer": "actual_output"}}})
+
+
 class LLMTestCase(DeepEvalCase):
     """A DeepEval LLMTestCase as evalbeam tells it: its module and class name."""
     __module__ = "deepeval.test_case.llm_test_case"

@@ -122,18 +122,30 @@ _SIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # preset: (all o
 }
 
 
+def _tool_signs(names) -> list[tuple[str, tuple[str, ...]]]:
+    """(preset, the columns that gave it away) for each tool whose files have
+    columns like `names`, in _SIGNS' order."""
+    names = set(names)
+    return [(preset, every + tuple(sorted(names & set(some))))
+            for preset, (every, some) in _SIGNS.items() if set(every) <= names and names & set(some)]
+
+
 def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
     """A hint when a file's columns look like another tool's and neither a preset
     nor a mapping is in use (a Ragas file would otherwise lose its references)."""
     if any(src != col for col, src in columns.items()):
         return None
-    names = set(names)
-    for preset, (every, some) in _SIGNS.items():
-        found = sorted(names & set(some))
-        if set(every) <= names and found:
-            return (f"the columns {', '.join(every + tuple(found))} look like the "
-                    f"'{preset}' preset's: set input.preset: {preset}")
+    for preset, found in _tool_signs(names)[:1]:
+        return (f"the columns {', '.join(found)} look like the "
+                f"'{preset}' preset's: set input.preset: {preset}")
     return None
+
+
+def tool_preset(names) -> tuple[str, tuple[str, ...]] | None:
+    """(preset, the columns that gave it away) when `names` are one tool's
+    columns and no other's; None when they look like no tool's or several."""
+    signs = _tool_signs(names)
+    return signs[0] if len(signs) == 1 else None
 
 
 # ------------------------------------------------------------- unread fields
