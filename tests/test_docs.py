@@ -203,3 +203,61 @@ def test_every_metrics_flag_of_the_docs_names_real_metrics():
                           if len(m) > 1]
     assert len(found) >= 3
     assert [f for f in found if f[1] not in set(METRIC_NAMES) | set(GROUPS)] == []
+
+
+def repeated_passages(text: str, words: int = 8, within: int = 2) -> list[tuple[int, str]]:
+    """(line, passage) of every run of `words` words of the prose that the same
+    run, ending no more than `within` lines earlier, already said: text an
+    edit left behind (a sentence pasted twice, a line kept beside its
+    rewrite). Code blocks and `code spans` are left out (a command or an
+    error message quoted after the prose that says it is no repetition)."""
+    import re
+
+    def blank(match: re.Match) -> str:  # keeps the line numbers
+        return "\n" * match.group(0).count("\n")
+
+    fence = re.compile(r"^( *)```.*?^\1```", re.S | re.M)
+    prose = re.sub(r"``.+?``|`[^`]+`", blank, fence.sub(blank, text), flags=re.S)
+    tokens, line, at = [], 1, 0
+    for m in re.finditer(r"[\w'’-]+", prose):
+        line += prose.count("\n", at, m.start())
+        at = m.start()
+        tokens.append((m.group(0).lower(), line))
+    seen: dict[tuple[str, ...], tuple[int, int]] = {}
+    found = []
+    for i in range(len(tokens) - words + 1):
+        key = tuple(t for t, _ in tokens[i:i + words])
+        here = tokens[i][1]
+        if key in seen:
+            j, first = seen[key]
+            if i - j >= words and 0 < here - first <= within:
+                found.append((here, " ".join(key)))
+        else:
+            seen[key] = (i, here)
+    return found
+
+
+def test_no_page_repeats_a_passage_an_edit_left_behind():
+    """A sentence an edit left twice (guides/cost-control.md had "A re-run of
+    the id (a new attempt, a new tally) asks" on two lines in a row)."""
+    found = []
+    for path in _doc_pages():
+        with open(path, encoding="utf-8") as fh:
+            found += [f"{os.path.relpath(path, ROOT)}:{line}: {passage}"
+                      for line, passage in repeated_passages(fh.read())[:1]]
+    assert found == []
+
+
+def test_the_repetition_check_finds_a_pasted_line_and_passes_quotes_and_code():
+    pasted = ("by that share's unused part. A re-run of the id (a new attempt, a new tally) asks\n"
+              "A re-run of the id (a new attempt, a new tally) asks\n"
+              "what the cap refused.\n")
+    assert repeated_passages(pasted)[0] == (2, "a re-run of the id a new attempt")
+    quoted = ("or no metric has a value for any labelled answer (every answer a bot error: `no\n"
+              "suggested rules: no metric has a value for any labelled answer (every one is\n"
+              "null`).\n")
+    code = ("Run it:\n\n```bash\nevalbeam run --input cases.jsonl --output out --config a.yaml\n"
+            "evalbeam run --input cases.jsonl --output out --config a.yaml --run-id b\n```\n")
+    far = "one two three four five six seven eight.\n" + "x.\n" * 5 + \
+          "one two three four five six seven eight.\n"
+    assert repeated_passages(quoted) == repeated_passages(code) == repeated_passages(far) == []
