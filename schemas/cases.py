@@ -732,6 +732,15 @@ def _string_list(value: Any, name: str) -> list[str] | None:
     return list(value)
 
 
+def _passages(value: Any) -> list[str] | None:
+    """contexts: a list of strings, or one passage written as plain text (a CSV
+    cell typed as it is, a JSON Lines string), as the promptfoo preset reads
+    `vars.context`; text that opens with '[' is read as a list or refused."""
+    if isinstance(value, str) and not value.lstrip().startswith("["):
+        return [value]
+    return _string_list(value, "contexts")
+
+
 def _references(value: Any) -> list[str] | None:
     """expected_answer: one reference (a string) or several (a list of strings)."""
     if value is None or isinstance(value, str):
@@ -873,7 +882,7 @@ def to_case(raw: Mapping[str, Any], columns: Mapping[str, Source], source: str
             case_id=case_id or derive_case_id(_id_content(row, question, messages)),
             question=question,
             expected_answer=references[0] if references else None,
-            contexts=_string_list(row.get("contexts"), "contexts"),
+            contexts=_passages(row.get("contexts")),
             answer=reply if answer is None else answer,
             suite=_optional_text(row.get("suite"), "suite"),
             tags=_string_list(row.get("tags"), "tags") or [],
@@ -903,9 +912,10 @@ def _id_content(row: Mapping[str, Any], question: str, messages) -> dict[str, An
     question, and never nothing (a file of whole conversations in `messages`
     hashed a null question, so every row with one system prompt had one id)."""
     content = dict(row, question=question)
-    for key in ("contexts", "tags"):
-        if isinstance(content.get(key), str):
-            content[key] = _string_list(content[key], key)
+    if isinstance(content.get("contexts"), str):
+        content["contexts"] = _passages(content["contexts"])
+    if isinstance(content.get("tags"), str):
+        content["tags"] = _string_list(content["tags"], "tags")
     refs = content.get("expected_answer")
     if isinstance(refs, (list, tuple)):  # one reference has one id, as a list or a string
         content["expected_answer"] = refs[0] if len(refs) == 1 else list(refs)

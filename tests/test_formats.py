@@ -315,25 +315,43 @@ def test_a_glob_reads_the_folders_it_matches_as_folders(tmp_path):
     assert len(read_mod.list_input_files(str(tmp_path / "*"))) == 3
 
 
-def test_a_plain_passage_in_a_csv_contexts_cell_says_how_to_write_a_list(tmp_path):
+def test_a_plain_passage_in_a_contexts_cell_is_one_passage(tmp_path):
     """A CSV cell holding one passage as it is ("The tower is in Paris.") was an
-    errors/ row that said only "contexts must be a list of strings, got a plain
-    string": right, but not how to write the cell. It now shows the JSON array
-    to write (tags too). The run reconciles."""
+    errors/ row ("contexts must be a list of strings, got a plain string: write
+    it as a JSON array"), although nothing else could be meant and the promptfoo
+    preset reads `vars.context` so. It is one passage now, with the id of the
+    same case written as a JSON array, in CSV and JSON Lines alike; a cell that
+    opens with '[' but is no list is still refused, and so are plain tags (which
+    could be one tag or several)."""
     path = tmp_path / "cases.csv"
     path.write_text('question,answer,contexts,tags\n'
                     '"Where is it?","Paris.","The tower is in Paris.",\n'
+                    '"Where was it?","Paris.","[""The tower is in Paris.""]",\n'
                     '"And then?","Yes.",,"smoke"\n'
+                    '"Broken?","No.","[""not closed",\n'
                     '"Ok?","Ok.","[""It is ok.""]",\n', encoding="utf-8")
     out = str(tmp_path / "out")
     assert run_cli("--input", str(path), "--output", out, "--run-id", "r",
-                   "--metrics", "exact_match") == 0
+                   "--metrics", "exact_match,groundedness") == 0
     errors = {e["source"].rsplit("/", 1)[-1]: e["message"] for e in read_rows(out, "errors")}
-    assert errors["cases.csv#0"] == (
-        'contexts must be a list of strings, got a plain string: write it as a JSON array, '
-        '["first", "second"] (one item: ["its text"])')
-    assert errors["cases.csv#1"] == (
-        'tags must be a list of strings, got a plain string: write it as a JSON array, '
-        '["first", "second"] (one item: ["its text"])')
-    assert [r["question"] for r in read_rows(out, "results")] == ["Ok?"]
-    assert manifest(out, "r")["counts"]["input_rows"] == 3
+    assert errors == {
+        "cases.csv#2": 'tags must be a list of strings, got a plain string: write it as a JSON '
+                       'array, ["first", "second"] (one item: ["its text"])',
+        "cases.csv#3": 'contexts must be a list of strings, got a plain string: write it as a '
+                       'JSON array, ["first", "second"] (one item: ["its text"])'}
+    results = read_rows(out, "results")
+    assert sorted((r["question"], list(r["contexts"])) for r in results) == [
+        ("Ok?", ["It is ok."]), ("Where is it?", ["The tower is in Paris."]),
+        ("Where was it?", ["The tower is in Paris."])]
+    scores = [s for s in read_rows(out, "scores") if s["metric"] == "groundedness"]
+    assert len(scores) == 3 and all(s["value"] is not None for s in scores)
+    assert manifest(out, "r")["counts"]["input_rows"] == 5
+    # the JSON array's case as a JSON Lines string: one passage, the same derived id
+    jsonl = tmp_path / "cases.jsonl"
+    jsonl.write_text(json.dumps({"question": "Where was it?", "answer": "Paris.",
+                                 "contexts": "The tower is in Paris."}) + "\n", encoding="utf-8")
+    assert run_cli("--input", str(jsonl), "--output", out, "--run-id", "j",
+                   "--metrics", "exact_match") == 0
+    [row] = [r for r in read_rows(out, "results") if r["run_id"] == "j"]
+    assert list(row["contexts"]) == ["The tower is in Paris."]
+    assert row["case_id"] == next(r["case_id"] for r in results if r["question"] == "Where was it?")

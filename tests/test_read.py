@@ -17,11 +17,15 @@ COLS = source_columns({})
 def test_to_case_validates_rows():
     ok = to_case({"question": "Hi?", "contexts": ["a", "b"]}, COLS, "f#0")
     assert isinstance(ok, EvalCase) and ok.contexts == ["a", "b"] and ok.case_id.startswith("h-")
+    one = to_case({"question": "Hi?", "contexts": "just text"}, COLS, "f#0")  # one passage
+    assert one.contexts == ["just text"]
+    assert one.case_id == to_case({"question": "Hi?", "contexts": ["just text"]}, COLS, "f#0").case_id
     for raw, kind, words in [
         ({"question": None}, "invalid_value", "question is null"),
         ({"question": "   "}, "invalid_value", "question is empty"),
         ({"question": 42}, "wrong_type", "question must be a string, got int"),
-        ({"question": "q", "contexts": "just text"}, "wrong_type", "list of strings"),
+        ({"question": "q", "contexts": "[just text"}, "wrong_type", "list of strings"),
+        ({"question": "q", "contexts": 7}, "wrong_type", "list of strings, got int"),
         ({"question": "q", "contexts": ["a", 3]}, "wrong_type", "element(s) of type int"),
         ({"question": "q", "expected_answer": 3.5}, "wrong_type", "expected_answer must be"),
     ]:
