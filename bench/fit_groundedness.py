@@ -48,17 +48,19 @@ MARGINS = tuple(round(1.0 - 0.05 * i, 2) for i in range(17))  # 1.0 .. 0.2
 CUTS = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 
 
-def load_sets(folder: str = DATA) -> dict[str, dict]:
+def load_sets(folder: str = DATA, keep_rows: bool = False) -> dict[str, dict]:
     """{set: {x, y, dev, bigram}} with the signals of every row (rows without
-    words are left out: the metric is null there)."""
+    words are left out: the metric is null there); `keep_rows`: also `rows`, the
+    kept rows themselves in the same order (a candidate signal reads them)."""
     out = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.parquet"))):
         rows = pq.read_table(path).to_pylist()
-        xs, ys, dev, big, ids = [], [], [], [], []
+        xs, ys, dev, big, ids, kept = [], [], [], [], [], []
         for r in rows:
             x = signals(r["question"], r["contexts"], r["answer"])
             if x is None:
                 continue
+            kept.append(r)
             ids.append(r["case_id"])
             xs.append([x[s] for s in SIGNALS])
             ys.append(r["label"] == "PASS")
@@ -66,7 +68,7 @@ def load_sets(folder: str = DATA) -> dict[str, dict]:
             big.append(bigram_precision(r["answer"], r["contexts"]) or 0.0)
         out[os.path.basename(path)[:-len(".parquet")]] = {
             "x": np.array(xs, float), "y": np.array(ys), "dev": np.array(dev),
-            "bigram": np.array(big), "case_id": ids}
+            "bigram": np.array(big), "case_id": ids, **({"rows": kept} if keep_rows else {})}
     return out
 
 
