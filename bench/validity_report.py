@@ -548,13 +548,14 @@ def _subsection(title: str, path: str) -> list[str]:
 
 
 def ablation_section(path: str = ABLATION, candidates: str | None = None,
-                     cross_encoder: str | None = None, rarity: str | None = None) -> list[str]:
+                     cross_encoder: str | None = None, rarity: str | None = None,
+                     spans: str | None = None) -> list[str]:
     """Issue 21 item 3: every grounding metric and every part of `hallucination`
     against the bigram baseline, as bench/ablate_grounding.py rendered it; then
     the embedder as a candidate signal, as bench/embedding_signal_candidates.py
     rendered it, MiniLM as a cross-encoder, as bench/cross_encoder_candidates.py
-    did, and the rarity of unsupported words, as bench/rarity_signal_candidates.py
-    did."""
+    did, the rarity of unsupported words, as bench/rarity_signal_candidates.py
+    did, and copied runs of the contexts, as bench/span_signal_candidates.py did."""
     tables = _included(path)
     if not tables:
         return []
@@ -564,6 +565,8 @@ def ablation_section(path: str = ABLATION, candidates: str | None = None,
                          "cross-encoder (measured, not shipped)", cross_encoder or CROSS_ENCODER)
     extra += _subsection("Rare words the contexts lack: rarity-weighted support "
                          "(measured, not shipped)", rarity or RARITY)
+    extra += _subsection("Stitched from the source: copied runs, and summaries that copy "
+                         "(measured, not shipped)", spans or SPANS)
     return ["## Every grounding metric earns its place", "",
             "`python bench/ablate_grounding.py --rows 200 --checkout <git archive of fbee50a> "
             "--label before --out before.json`, the same for this checkout (`--label after "
@@ -593,6 +596,7 @@ FAIL_RULE = os.path.join(os.path.dirname(ABLATION), "fail_rule_candidates.md")
 EMBEDDING = os.path.join(os.path.dirname(ABLATION), "embedding_candidates.md")
 CROSS_ENCODER = os.path.join(os.path.dirname(ABLATION), "cross_encoder_candidates.md")
 RARITY = os.path.join(os.path.dirname(ABLATION), "rarity_candidates.md")
+SPANS = os.path.join(os.path.dirname(ABLATION), "span_candidates.md")
 
 
 def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:
