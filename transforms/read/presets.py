@@ -127,7 +127,8 @@ def _tool_signs(names) -> list[tuple[str, tuple[str, ...]]]:
     columns like `names`, in _SIGNS' order."""
     names = set(names)
     return [(preset, every + tuple(sorted(names & set(some))))
-            for preset, (every, some) in _SIGNS.items() if set(every) <= names and names & set(some)]
+            for preset, (every, some) in _SIGNS.items()
+            if set(every) <= names and names & set(some)]
 
 
 def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
@@ -135,10 +136,12 @@ def suggest_preset(names, columns: Mapping[str, Any]) -> str | None:
     nor a mapping is in use (a Ragas file would otherwise lose its references)."""
     if any(src != col for col, src in columns.items()):
         return None
-    for preset, found in _tool_signs(names)[:1]:
-        return (f"the columns {', '.join(found)} look like the "
-                f"'{preset}' preset's: set input.preset: {preset}")
-    return None
+    signs = _tool_signs(names)
+    if not signs:
+        return None
+    preset, found = signs[0]
+    return (f"the columns {', '.join(found)} look like the '{preset}' preset's: "
+            f"set input.preset: {preset}")
 
 
 def tool_preset(names) -> tuple[str, tuple[str, ...]] | None:
