@@ -549,13 +549,14 @@ def _subsection(title: str, path: str) -> list[str]:
 
 def ablation_section(path: str = ABLATION, candidates: str | None = None,
                      cross_encoder: str | None = None, rarity: str | None = None,
-                     spans: str | None = None) -> list[str]:
+                     spans: str | None = None, copied: str | None = None) -> list[str]:
     """Issue 21 item 3: every grounding metric and every part of `hallucination`
     against the bigram baseline, as bench/ablate_grounding.py rendered it; then
     the embedder as a candidate signal, as bench/embedding_signal_candidates.py
     rendered it, MiniLM as a cross-encoder, as bench/cross_encoder_candidates.py
     did, the rarity of unsupported words, as bench/rarity_signal_candidates.py
-    did, and copied runs of the contexts, as bench/span_signal_candidates.py did."""
+    did, copied runs of the contexts, as bench/span_signal_candidates.py did, and
+    summaries that copy their article, as bench/copied_summaries.py did."""
     tables = _included(path)
     if not tables:
         return []
@@ -567,6 +568,8 @@ def ablation_section(path: str = ABLATION, candidates: str | None = None,
                          "(measured, not shipped)", rarity or RARITY)
     extra += _subsection("Stitched from the source: copied runs, and summaries that copy "
                          "(measured, not shipped)", spans or SPANS)
+    extra += _subsection("Summaries that copy their article: FRANK (measured, not shipped)",
+                         copied or COPIED)
     return ["## Every grounding metric earns its place", "",
             "`python bench/ablate_grounding.py --rows 200 --checkout <git archive of fbee50a> "
             "--label before --out before.json`, the same for this checkout (`--label after "
@@ -597,6 +600,7 @@ EMBEDDING = os.path.join(os.path.dirname(ABLATION), "embedding_candidates.md")
 CROSS_ENCODER = os.path.join(os.path.dirname(ABLATION), "cross_encoder_candidates.md")
 RARITY = os.path.join(os.path.dirname(ABLATION), "rarity_candidates.md")
 SPANS = os.path.join(os.path.dirname(ABLATION), "span_candidates.md")
+COPIED = os.path.join(os.path.dirname(ABLATION), "copied_summaries.md")
 
 
 def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:
