@@ -37,8 +37,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "validation", "public"))
-from bench.fit_groundedness import Fits, held_out, leave_one_out, load_sets  # noqa: E402
-from bench.fit_groundedness import verdict_cuts  # noqa: E402
+from bench.fit_groundedness import (Fits, held_out, leave_one_out, load_sets,  # noqa: E402
+                                    verdict_cuts)
 from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
 from bench.validity_report import write_page  # noqa: E402
 from build import DEFAULT_MIRROR, Snapshot  # noqa: E402  (validation/public/build.py)

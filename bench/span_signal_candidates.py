@@ -48,10 +48,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from bench.embedding_signal_candidates import line, table_head  # noqa: E402
-from bench.fit_groundedness import Fits, held_out, leave_one_out, load_sets  # noqa: E402
-from bench.fit_groundedness import verdict_cuts  # noqa: E402
+from bench.fit_groundedness import (Fits, held_out, leave_one_out, load_sets,  # noqa: E402
+                                    scores, verdict_cuts)
 from bench.fit_groundedness import verdicts as cut_verdicts  # noqa: E402
-from bench.fit_groundedness import scores  # noqa: E402
 from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
 from bench.validity_public import selective  # noqa: E402
 from bench.validity_report import write_page  # noqa: E402

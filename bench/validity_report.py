@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import Any
+from typing import Any, Sequence
 
 from bench.validity_changes import changes_section
 
@@ -547,29 +547,33 @@ def _subsection(title: str, path: str) -> list[str]:
     return ["", f"### {title}", "", *lines] if lines else []
 
 
-def ablation_section(path: str = ABLATION, candidates: str | None = None,
-                     cross_encoder: str | None = None, rarity: str | None = None,
-                     spans: str | None = None, copied: str | None = None) -> list[str]:
+# The candidate signals measured and not shipped, in the page's order: (title,
+# the page its bench script renders into validation/results/).
+CANDIDATE_PAGES = (
+    ("Meaning rather than words: the embedder as a groundedness signal (measured, not "
+     "shipped)", "embedding_candidates.md"),          # bench/embedding_signal_candidates.py
+    ("Reading the answer against its source: MiniLM as a cross-encoder (measured, not "
+     "shipped)", "cross_encoder_candidates.md"),      # bench/cross_encoder_candidates.py
+    ("Rare words the contexts lack: rarity-weighted support (measured, not shipped)",
+     "rarity_candidates.md"),                         # bench/rarity_signal_candidates.py
+    ("Stitched from the source: copied runs, and summaries that copy (measured, not "
+     "shipped)", "span_candidates.md"),               # bench/span_signal_candidates.py
+    ("Summaries that copy their article: FRANK (measured, not shipped)",
+     "copied_summaries.md"))                          # bench/copied_summaries.py
+
+
+def ablation_section(path: str = ABLATION, pages: Sequence[str] | None = None) -> list[str]:
     """Issue 21 item 3: every grounding metric and every part of `hallucination`
     against the bigram baseline, as bench/ablate_grounding.py rendered it; then
-    the embedder as a candidate signal, as bench/embedding_signal_candidates.py
-    rendered it, MiniLM as a cross-encoder, as bench/cross_encoder_candidates.py
-    did, the rarity of unsupported words, as bench/rarity_signal_candidates.py
-    did, copied runs of the contexts, as bench/span_signal_candidates.py did, and
-    summaries that copy their article, as bench/copied_summaries.py did."""
+    each candidate signal's page (CANDIDATE_PAGES; `pages`: their paths in that
+    order, by default in validation/results/), those that exist."""
     tables = _included(path)
     if not tables:
         return []
-    extra = _subsection("Meaning rather than words: the embedder as a groundedness signal "
-                        "(measured, not shipped)", candidates or EMBEDDING)
-    extra += _subsection("Reading the answer against its source: MiniLM as a "
-                         "cross-encoder (measured, not shipped)", cross_encoder or CROSS_ENCODER)
-    extra += _subsection("Rare words the contexts lack: rarity-weighted support "
-                         "(measured, not shipped)", rarity or RARITY)
-    extra += _subsection("Stitched from the source: copied runs, and summaries that copy "
-                         "(measured, not shipped)", spans or SPANS)
-    extra += _subsection("Summaries that copy their article: FRANK (measured, not shipped)",
-                         copied or COPIED)
+    pages = pages or [os.path.join(os.path.dirname(ABLATION), name)
+                      for _, name in CANDIDATE_PAGES]
+    extra = [line for (title, _), page in zip(CANDIDATE_PAGES, pages)
+             for line in _subsection(title, page)]
     return ["## Every grounding metric earns its place", "",
             "`python bench/ablate_grounding.py --rows 200 --checkout <git archive of fbee50a> "
             "--label before --out before.json`, the same for this checkout (`--label after "
@@ -596,11 +600,6 @@ def ablation_section(path: str = ABLATION, candidates: str | None = None,
 
 VERDICT_RULES = os.path.join(os.path.dirname(ABLATION), "verdict_rules.md")
 FAIL_RULE = os.path.join(os.path.dirname(ABLATION), "fail_rule_candidates.md")
-EMBEDDING = os.path.join(os.path.dirname(ABLATION), "embedding_candidates.md")
-CROSS_ENCODER = os.path.join(os.path.dirname(ABLATION), "cross_encoder_candidates.md")
-RARITY = os.path.join(os.path.dirname(ABLATION), "rarity_candidates.md")
-SPANS = os.path.join(os.path.dirname(ABLATION), "span_candidates.md")
-COPIED = os.path.join(os.path.dirname(ABLATION), "copied_summaries.md")
 
 
 def verdict_rules_section(path: str = VERDICT_RULES, candidates: str = FAIL_RULE) -> list[str]:

@@ -175,29 +175,30 @@ def test_the_ablation_section_includes_the_embedding_candidates_page(tmp_path):
     cross, rare = str(tmp_path / "cross.md"), str(tmp_path / "rare.md")
     spans = str(tmp_path / "spans.md")
     copied = str(tmp_path / "copied.md")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied) == []
+    pages = [str(candidates), cross, rare, spans, copied]
+    assert ablation_section(str(ablation), pages) == []
     ablation.write_text("| a |\n|---|\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-2:] == ["|---|", ""]
+    assert ablation_section(str(ablation), pages)[-2:] == ["|---|", ""]
     candidates.write_text("`cmd`: finding\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-4:] == [
+    assert ablation_section(str(ablation), pages)[-4:] == [
         "### Meaning rather than words: the embedder as a groundedness signal "
         "(measured, not shipped)", "", "`cmd`: finding", ""]
     (tmp_path / "cross.md").write_text("`xenc`: finding\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-8:] == [
+    assert ablation_section(str(ablation), pages)[-8:] == [
         "### Meaning rather than words: the embedder as a groundedness signal "
         "(measured, not shipped)", "", "`cmd`: finding", "",
         "### Reading the answer against its source: MiniLM as a cross-encoder "
         "(measured, not shipped)", "", "`xenc`: finding", ""]
     (tmp_path / "rare.md").write_text("`rare`: finding\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-4:] == [
+    assert ablation_section(str(ablation), pages)[-4:] == [
         "### Rare words the contexts lack: rarity-weighted support (measured, not shipped)",
         "", "`rare`: finding", ""]
     (tmp_path / "spans.md").write_text("`spans`: finding\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-4:] == [
+    assert ablation_section(str(ablation), pages)[-4:] == [
         "### Stitched from the source: copied runs, and summaries that copy (measured, not "
         "shipped)", "", "`spans`: finding", ""]
     (tmp_path / "copied.md").write_text("`copied`: finding\n")
-    assert ablation_section(str(ablation), str(candidates), cross, rare, spans, copied)[-4:] == [
+    assert ablation_section(str(ablation), pages)[-4:] == [
         "### Summaries that copy their article: FRANK (measured, not shipped)", "",
         "`copied`: finding", ""]
 
