@@ -38,7 +38,8 @@ sys.path.insert(0, ROOT)
 
 from tests.fake_server import FakeOpenAI  # noqa: E402
 from tests.judge_script import ScriptedJudge  # noqa: E402
-from transforms.decide.presets import PRESETS  # noqa: E402
+from transforms.decide.presets import PRESETS, When  # noqa: E402
+from transforms.decide.rules import when_text  # noqa: E402
 
 ESCALATION_RULES = [{"metric": "grounding_classifier", "below": 0.5, "verdict": "FAIL"},
                     {"metric": "faithfulness", "below": 0.5, "verdict": "FAIL"}]
@@ -51,9 +52,10 @@ def offline_rules() -> list[dict]:
 
 
 def run_metrics() -> list[str]:
-    """The metrics the offline rules read (and their `unless` metrics), then the
+    """The metrics the offline rules read (and their `unless` and `when` metrics), then the
     escalation rules' metrics: whatever the default preset is on this checkout."""
-    names = [m for r in offline_rules() for m in (r["metric"], r.get("unless")) if m]
+    names = [m for r in offline_rules()
+             for m in (r["metric"], r.get("unless"), (r.get("when") or {}).get("metric")) if m]
     return list(dict.fromkeys(names + [r["metric"] for r in ESCALATION_RULES]))
 
 
@@ -140,7 +142,9 @@ def main(argv=None) -> int:
     rules = "; ".join(
         f"{r['metric']} {'>' if 'above' in r else '<'} {r.get('above', r.get('below')):.4g} "
         f"-> {r['verdict']}" + (" (or null)" if r.get("or_null") else "")
-        + (f" unless {r['unless']}" if r.get("unless") else "") for r in offline_rules())
+        + (f" unless {r['unless']}" if r.get("unless") else "")
+        + (f" where {when_text(When(**r['when']))}" if r.get("when") else "")
+        for r in offline_rules())
     report["offline_rules"], report["commit"] = offline_rules(), commit
     lines = [f"Command: `{command}` (at {commit})", "",
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load "

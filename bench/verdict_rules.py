@@ -50,6 +50,7 @@ from bench.validity_public import (BASELINES, auc_of, baseline_values, selective
                                    verdicts_with)
 from pipeline.postrun.agreement import acceptable, verdict_agreement  # noqa: E402
 from transforms.decide.presets import default_rules  # noqa: E402
+from transforms.decide.rules import when_text  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "validation", "results")
 WARN_RULE = ("unsupported_facts", "WARN")
@@ -417,7 +418,8 @@ def main(argv=None) -> int:
                                     capture_output=True, text=True).stdout.strip(),
            "rules": [f"{r.metric} {'<' if r.below is not None else '>'} "
                      f"{r.below if r.below is not None else r.above:g} -> {r.verdict}"
-                     + (" (or null)" if r.or_null else "") for r in rules],
+                     + (" (or null)" if r.or_null else "")
+                     + (f" where {when_text(r.when)}" if r.when else "") for r in rules],
            "signals": signal_evidence(rows, by_case, lodo),
            "warn_rule": warn_rule_evidence(rows, by_case, held),
            "variants_per_set": per_variant,

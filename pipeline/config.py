@@ -371,6 +371,7 @@ from transforms.remote.scrub import (ENV_TEXT, SECRET_NAME, key_like_name,  # no
                                      token_words, url_secrets_in)
 from schemas.tables import MAX_METRIC_NAME, METRIC_NAME_RULE, is_metric_name  # noqa: E402
 from transforms.decide.presets import Rule as VerdictRule  # noqa: E402
+from transforms.decide.presets import When  # noqa: E402
 
 DEFAULT_RULES = PRESETS["default"]
 
@@ -673,12 +674,30 @@ def _texts_at(value: Any, where: str) -> Iterator[tuple[str, str]]:
             yield from _texts_at(v, f"{where}[{i}]")
 
 
-def _rule(data: Any, where: str) -> VerdictRule:
-    rule = _build(VerdictRule, data, where)
-    if (rule.above is None) == (rule.below is None):
+def _bound(item: Any, where: str) -> None:
+    """A rule's or a `when`'s bound: exactly one of above / below, a number."""
+    if (item.above is None) == (item.below is None):
         raise ConfigError(f"{where} needs exactly one of 'above' or 'below'")
-    bound = "above" if rule.above is not None else "below"
-    _number(getattr(rule, bound), f"{where}.{bound}", positive=False, negative=True)
+    bound = "above" if item.above is not None else "below"
+    _number(getattr(item, bound), f"{where}.{bound}", positive=False, negative=True)
+
+
+def _when(data: Any, where: str) -> When:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be a mapping like {{metric: answer_length, above: 140}}"
+                          f", got {shown(data)}")
+    when = _build(When, data, where)
+    if not isinstance(when.metric, str):
+        raise ConfigError(f"{where}.metric must be a metric name, got {shown(when.metric)}")
+    _bound(when, where)
+    return when
+
+
+def _rule(data: Any, where: str) -> VerdictRule:
+    when = data.get("when") if isinstance(data, Mapping) else None
+    rule = _build(VerdictRule, data, where, **(
+        {"when": _when(when, f"{where}.when")} if when is not None else {}))
+    _bound(rule, where)
     if rule.verdict not in VERDICTS:
         raise ConfigError(f"{where}.verdict must be one of {VERDICTS}, got {rule.verdict!r}")
     if rule.unless is not None and not isinstance(rule.unless, str):

@@ -28,7 +28,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipeline.config import REMOTE_BOT_TYPES, Config, ConfigError, load_config, other_secrets
 from schemas.cases import InputError, source_columns
 from transforms.answer.faq_index import check_faq_file
-from transforms.decide.rules import UNDECIDED
+from transforms.decide.rules import UNDECIDED, when_text
 from transforms.publish.completed import unreachable
 from transforms.publish.finalize import RunInfo, new_attempt
 from transforms.publish.lease import DEFAULT_TTL_S
@@ -96,14 +96,19 @@ class Plan:
     def escalation_scorers(self) -> list:
         return [(s, o) for s, o in self.scorers if self._escalated(s)]
 
+    def _reads_escalated(self, rule) -> bool:
+        """The rule reads a metric only escalated rows get (its own or its `when`'s):
+        offline it could never apply."""
+        return rule.metric in self.escalation_metrics or (
+            rule.when is not None and rule.when.metric in self.escalation_metrics)
+
     @property
     def offline_rules(self) -> tuple:
-        return tuple(r for r in self.config.verdict.rules
-                     if r.metric not in self.escalation_metrics)
+        return tuple(r for r in self.config.verdict.rules if not self._reads_escalated(r))
 
     @property
     def escalation_rules(self) -> tuple:
-        return tuple(r for r in self.config.verdict.rules if r.metric in self.escalation_metrics)
+        return tuple(r for r in self.config.verdict.rules if self._reads_escalated(r))
 
 
 def check_remote_bot(bot, endpoints) -> None:
@@ -327,29 +332,37 @@ def spend_caps(cfg, output: str, run_id: str, attempt: str, workers: int) -> Bud
 
 
 def outside_range(rule) -> str | None:
-    """Why a rule's threshold lies outside its built-in metric's [0, 1] (None: it
-    does not): `below: 70` meant as a percentage FAILs every row, `above: 1.5`
-    none, and the run would give no sign of either."""
-    bound = "above" if rule.above is not None else "below"
-    value = getattr(rule, bound)
-    doc = METRIC_DOCS.get(rule.metric)
+    """Why a rule's threshold, or its `when` bound, lies outside its built-in
+    metric's [0, 1] (None: it does not): `below: 70` meant as a percentage FAILs
+    every row, `above: 1.5` none, and the run would give no sign of either."""
+    when = getattr(rule, "when", None)
+    return _outside(rule, "") or (_outside(when, "when.") if when is not None else None)
+
+
+def _outside(item, prefix: str) -> str | None:
+    bound = "above" if item.above is not None else "below"
+    value = getattr(item, bound)
+    doc = METRIC_DOCS.get(item.metric)
     if doc is None or doc.unit != "[0, 1]" or 0 <= value <= 1:
         return None
     every = (bound == "below") == (value > 1)
-    return (f"{bound} {value:g} is outside {rule.metric}'s range [0, 1]: the rule would "
-            f"match {'every' if every else 'no'} row with a value (a share is written "
+    what = "apply to" if prefix else "match"
+    return (f"{prefix}{bound} {value:g} is outside {item.metric}'s range [0, 1]: the rule "
+            f"would {what} {'every' if every else 'no'} row with a value (a share is written "
             "0.7, not 70)")
 
 
 def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = None):
-    """Rules the user wrote must name a metric of the run; default rules whose
-    metric was not selected are dropped (a user who picked `metrics: [bleu]`
-    did not ask for a hallucination gate). When none is left, every row is
-    WARN (undecided) and a note says so: no row PASSes unchecked."""
+    """Rules the user wrote must name a metric of the run (and their `unless`
+    and `when` metrics too); default rules whose metric was not selected are
+    dropped (a user who picked `metrics: [bleu]` did not ask for a
+    hallucination gate), and so are those whose `when` metric was not, with a
+    note naming the metric to add. When none is left, every row is WARN
+    (undecided) and a note says so: no row PASSes unchecked."""
     if cfg.verdict.explicit:
         for i, rule in enumerate(cfg.verdict.rules):
-            for key in ("metric", "unless"):
-                name = getattr(rule, key)
+            for key, name in (("metric", rule.metric), ("unless", rule.unless),
+                              ("when.metric", rule.when and rule.when.metric)):
                 if name is not None and name not in metrics:
                     raise ConfigError(f"verdict.rules[{i}].{key} {name!r} is not a metric "
                                       f"of this run (metrics: {', '.join(metrics)})")
@@ -357,14 +370,21 @@ def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = No
             if problem:
                 raise ConfigError(f"verdict.rules[{i}].{problem}")
         return cfg
+    said = notes if notes is not None else []
     kept = tuple(r for r in cfg.verdict.rules if r.metric in metrics)
+    for rule in kept:
+        if rule.when is not None and rule.when.metric not in metrics:
+            said.append(f"{rule.when.metric} is not a metric of this run, so the "
+                        f"{cfg.verdict.preset} preset's rule on {rule.metric} where "
+                        f"{when_text(rule.when)} is not applied; add {rule.when.metric} to "
+                        "metrics")
+    kept = tuple(r for r in kept if r.when is None or r.when.metric in metrics)
     verdict = dataclasses.replace(cfg.verdict, rules=kept)
     if cfg.verdict.rules and not kept:
         verdict = dataclasses.replace(verdict, otherwise=UNDECIDED)
-        note = (f"no rule of verdict preset {cfg.verdict.preset!r} applies to this run's "
-                f"metrics, so every row a bot answered is {UNDECIDED}; write verdict.rules "
-                "over the metrics you chose")
-        (notes if notes is not None else []).append(note)
+        said.append(f"no rule of verdict preset {cfg.verdict.preset!r} applies to this run's "
+                    f"metrics, so every row a bot answered is {UNDECIDED}; write verdict.rules "
+                    "over the metrics you chose")
     return dataclasses.replace(cfg, verdict=verdict)
 
 

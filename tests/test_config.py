@@ -60,8 +60,8 @@ def test_full_shape_from_architecture_parses(tmp_path):
     ("bots:\n  - {name: a, type: precomputed, nmae: x}\n", "bots[0].nmae"),
     ("verdcit: {}\n", "verdcit"),
     ("endpoints:\n  llm: {base_url: 'http://x', retries: 3}\n", "endpoints.llm.retries"),
-    ("verdict:\n  rules:\n    - {metric: m, above: 1, verdict: FAIL, when: x}\n",
-     "verdict.rules[0].when"),
+    ("verdict:\n  rules:\n    - {metric: m, above: 1, verdict: FAIL, if: x}\n",
+     "verdict.rules[0].if"),
 ])
 def test_unknown_keys_are_named(tmp_path, text, key):
     with pytest.raises(ConfigError) as err:

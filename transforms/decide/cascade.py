@@ -11,9 +11,10 @@ them through without a call and their metrics are null with the reason
 gets the verdict of the escalation rules (the verdict rules on the judge's
 and the classifier's metrics, in their order; `otherwise` when none
 matches; an `or_null` rule matches a failed call, as it does without the
-cascade); when none of those metrics could be computed (a failed call, a
-spend cap, an open breaker, not sampled) the offline WARN stands, decided_by
-says "escalation_failed" (not "offline": the offline rules had left it
+cascade; a rule with `when` needs its `when` metric's value too); when none
+of those metrics could be computed (a failed call, a spend cap, an open
+breaker, not sampled) the offline WARN stands, decided_by says
+"escalation_failed" (not "offline": the offline rules had left it
 undecided) and the reason says why.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from schemas.records import MetricResult, Turn
-from transforms.decide.rules import UNDECIDED, decide, matches_null, skipped_text
+from transforms.decide.rules import UNDECIDED, decide, readable, skipped_text, skip_why
 from transforms.enrich.classifier.reading import SKIP as CLASSIFIER_SKIP
 from transforms.enrich.judge.keys import JUDGE_SKIP
 
@@ -51,11 +52,9 @@ def mark_undecided(turn: Turn) -> Turn:
 def escalated_decision(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
                        offline_verdict: str, offline_reason: str) -> tuple[str, str, str]:
     """(verdict, reason, decided_by) of an escalated row."""
-    if any(scores.get(r.metric) is not None and scores[r.metric].value is not None
-           or matches_null(r, scores.get(r.metric)) for r in rules):
+    if any(readable(r, scores) for r in rules):
         verdict, reason = decide(scores, rules, otherwise)
         return verdict, f"escalated: {reason}", BY_ESCALATION
-    why = skipped_text([(r.metric, scores[r.metric].error if r.metric in scores
-                         else "not computed") for r in rules])
+    why = skipped_text([(r.metric, skip_why(r, scores)) for r in rules])
     return (offline_verdict, f"escalated, but no escalation metric could be computed: {why}; "
             f"offline: {offline_reason}", ESCALATION_FAILED)

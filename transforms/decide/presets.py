@@ -20,13 +20,28 @@
 Rules are (metric, above | below, verdict) and the first that matches decides;
 a rule with `unless: OTHER` is skipped for a row where the metric OTHER has a
 value (a better metric decides there); a rule with `or_null: true` also matches
-a row that has the metric's inputs but got null (the metric could not tell).
+a row that has the metric's inputs but got null (the metric could not tell); a
+rule with `when: {metric: OTHER, above: X}` (or below) applies only to a row where
+OTHER has a value above X, and leaves the others to the next rules.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from transforms.score.metrics.groundedness import verdict_cuts
+
+
+@dataclass(frozen=True)
+class When:
+    """A rule's condition on another metric: the rule applies only to a row where
+    `metric` has a value above (or below) the bound."""
+    metric: str
+    """A metric of the run (e.g. `answer_length`, in characters)."""
+    above: float | None = None
+    """The rule applies where the metric's value is above this (exactly one of above /
+    below)."""
+    below: float | None = None
+    """The rule applies where the metric's value is below this."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,10 @@ class Rule:
     """The rule also matches a row where the metric is null although the row has its
     inputs (the metric could not tell, e.g. groundedness of a bare "yes"); a row
     without the inputs (no contexts, no expected answer) still skips it."""
+    when: When | None = None
+    """`{metric: OTHER, above: X}` (or below): the rule applies only to rows where OTHER
+    has a value that is above / below X; the row is otherwise left to the next rules. A
+    row where OTHER is null (or not computed) skips the rule, and the reason says so."""
 
 
 SEED_RULES: tuple[Rule, ...] = (
@@ -57,16 +76,24 @@ SEED_RULES: tuple[Rule, ...] = (
 )
 
 
-def default_rules(fail_below: float, pass_from: float) -> tuple[Rule, ...]:
+def default_rules(fail_below: float, pass_from: float,
+                  long_answers: tuple[float, float] | None = None) -> tuple[Rule, ...]:
     """The default preset with its two groundedness cut-offs (bench/validity.py
     rebuilds it with cut-offs fitted without a set, to measure it held out).
     FAIL what the evidence contradicts or does not hold; PASS only what it
-    supports; WARN what a person (or a judge) should look at."""
+    supports; WARN what a person (or a judge) should look at. long_answers,
+    (min_chars, pass_from_long): an answer longer than min_chars characters
+    PASSes only from groundedness pass_from_long up."""
+    long_rule = () if long_answers is None else (
+        # long answers: more places for an error word overlap cannot see
+        Rule("groundedness", "WARN", below=long_answers[1],
+             when=When("answer_length", above=long_answers[0])),)
     return (
         Rule("reference_coverage", "FAIL", below=0.25),    # misses most of the expected answer
         Rule("groundedness", "FAIL", below=fail_below),    # the contexts do not support it
         Rule("groundedness", "WARN", below=pass_from,      # word overlap cannot tell, or
              or_null=True),                                # nothing to look for ("yes")
+        *long_rule,
         Rule("unsupported_facts", "WARN", above=0.5),      # a figure, date or name no context
                                                            # or reference states
         Rule("reference_coverage", "WARN", below=0.7),     # misses part of the expected answer

@@ -8,6 +8,14 @@ be evaluated at all is WARN (undecided), never `otherwise`: five "I don't know."
 answers must not PASS because every rule's metric was missing. A rule set aside
 by its `unless` metric counts as not evaluated too: if no rule reads that
 metric, nothing checked the row.
+
+A rule with `when` applies only to a row whose `when` metric has a value
+meeting its bound: on a row where that value does not meet it the rule does
+not apply (it is not skipped: the row was checked, and it is left to the next
+rules); on a row where that metric is null or not computed the rule is
+skipped like any other. A row is WARN (undecided) when a rule was skipped and
+none that applies could be evaluated; when no rule applies at all, it gets
+`otherwise`.
 """
 from __future__ import annotations
 
@@ -47,6 +55,47 @@ def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+def _null_why(result: MetricResult | None) -> str:
+    return "not computed" if result is None else (result.error or "null")
+
+
+def skip_why(rule, scores: Mapping[str, MetricResult]) -> str:
+    """Why a rule that is not readable() was skipped: its `when` metric, else its own."""
+    return when_gap(rule, scores) or _null_why(scores.get(rule.metric))
+
+
+def when_gap(rule, scores: Mapping[str, MetricResult]) -> str | None:
+    """Why a rule with `when` is set aside for a row: its `when` metric has no
+    value (None: it has one, or the rule has no `when`)."""
+    when = getattr(rule, "when", None)
+    if when is None:
+        return None
+    cond = scores.get(when.metric)
+    if cond is not None and cond.value is not None:
+        return None
+    return f"set aside: {when.metric} " + (
+        "not computed" if cond is None else f"null: {cond.error}" if cond.error else "null")
+
+
+def when_text(when, value: float | None = None) -> str:
+    """`answer_length > 140`, or with the row's value `answer_length 240 > 140`."""
+    op, bound = (">", when.above) if when.above is not None else ("<", when.below)
+    shown = "" if value is None else f" {_fmt(value)}"
+    return f"{when.metric}{shown} {op} {_fmt(bound)}"
+
+
+def when_holds(when, value: float) -> bool:
+    return value > when.above if when.above is not None else value < when.below
+
+
+def readable(rule, scores: Mapping[str, MetricResult]) -> bool:
+    """The rule could be evaluated on the row if it applies: its metric has a
+    value (or a null an `or_null` rule matches) and its `when` metric a value."""
+    result = scores.get(rule.metric)
+    return when_gap(rule, scores) is None and (
+        result is not None and result.value is not None or matches_null(rule, result))
+
+
 def matches_null(rule, result: MetricResult | None) -> bool:
     """An `or_null` rule matches a null the metric gave where it was asked and
     could not tell (a failed judge call), not one of a row it was not asked for."""
@@ -61,26 +110,36 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
         return "ERROR", f"bot failed: {bot_error}"
     if not rules:
         return otherwise, "no verdict rule for this run's metrics"
-    skipped = []
+    skipped, evaluated = [], 0
     for rule in rules:
         if rule.unless is not None:
             other = scores.get(rule.unless)
             if other is not None and other.value is not None:  # a better metric decides
                 skipped.append((rule.metric, f"set aside: {rule.unless} has a value"))
                 continue
+        where = ""
+        if getattr(rule, "when", None) is not None:
+            gap = when_gap(rule, scores)
+            if gap:
+                skipped.append((rule.metric, gap))
+                continue
+            cond = scores[rule.when.metric].value
+            if not when_holds(rule.when, cond):
+                continue  # the rule does not apply to this row
+            where = f" where {when_text(rule.when, cond)}"
         result = scores.get(rule.metric)
         if matches_null(rule, result):
-            return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}"
+            return rule.verdict, f"{rule.metric} null: {result.error or 'no value'}{where}"
         if result is None or result.value is None:
-            why = "not computed" if result is None else (result.error or "null")
-            skipped.append((rule.metric, why))
+            skipped.append((rule.metric, _null_why(result)))
             continue
+        evaluated += 1
         v = result.value
         if rule.above is not None and v > rule.above:
-            return rule.verdict, f"{rule.metric} {_fmt(v)} > {_fmt(rule.above)}"
+            return rule.verdict, f"{rule.metric} {_fmt(v)} > {_fmt(rule.above)}{where}"
         if rule.below is not None and v < rule.below:
-            return rule.verdict, f"{rule.metric} {_fmt(v)} < {_fmt(rule.below)}"
-    if len(skipped) == len(rules):
+            return rule.verdict, f"{rule.metric} {_fmt(v)} < {_fmt(rule.below)}{where}"
+    if skipped and not evaluated:
         return UNDECIDED, "no verdict rule could be evaluated: " + skipped_text(skipped)
     reason = "no rule matched"
     if skipped:

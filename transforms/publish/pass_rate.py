@@ -1,11 +1,12 @@
 """A pass rate as the reports show it: "–" where no row could be decided by a
 verdict rule. A bot whose rows are all ERROR (its endpoint down), all WARN
 because no rule of the run applies to its metrics, or all WARN because every
-rule it has reads a metric with no value on any of its rows or was set aside
-by its `unless` on every one (every rule skipped), has PASS 0 of n, and
-summary/ keeps that 0 (its `mean` is the pass rate, a stable column), but a
-report, a compare page or a trend that shows 0.000 reads as "every answer
-failed". They show "–" (a gap in a trend line) and a note says why."""
+rule it has reads a metric (its own or its `when` metric) with no value on
+any of its rows or was set aside by its `unless` on every one (every rule
+skipped), has PASS 0 of n, and summary/ keeps that 0 (its `mean` is the pass
+rate, a stable column), but a report, a compare page or a trend that shows
+0.000 reads as "every answer failed". They show "–" (a gap in a trend line)
+and a note says why."""
 from __future__ import annotations
 
 import json
@@ -74,9 +75,11 @@ def unruled(manifest: Mapping[str, Any], summary: Iterable[Mapping[str, Any]]) -
         valued, rows = counts.get((bot, suite), {}), answered.get((bot, suite))
         empty, set_aside = [], []
         for rule in rules:
-            metric, unless = rule["metric"], rule.get("unless")
-            if not valued.get(metric):
-                empty.append(metric)
+            metric, unless, when = rule["metric"], rule.get("unless"), rule.get("when")
+            read = [metric] + ([when["metric"]] if isinstance(when, Mapping)
+                               and isinstance(when.get("metric"), str) else [])
+            if any(not valued.get(m) for m in read):  # skipped on every row
+                empty += [m for m in read if not valued.get(m)]
             elif isinstance(unless, str) and rows and valued.get(unless, 0) >= rows:
                 set_aside.append((metric, unless))
             else:
