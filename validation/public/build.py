@@ -91,6 +91,10 @@ class Snapshot:
                                     f"{proc.stderr.decode(errors='replace').strip()}")
         return proc.stdout.decode("utf-8")
 
+    def at(self, commit: str) -> "Snapshot":
+        """The same repository at another commit (a set whose files moved)."""
+        return Snapshot(os.path.dirname(os.path.dirname(self.git_dir)), self.repo, commit)
+
     def json(self, path: str):
         return json.loads(self.text(path))
 
@@ -308,6 +312,28 @@ def read_qags(snap: Snapshot) -> Iterator[Item]:
                        clean(" ".join(s["sentence"] for s in sentences)), ok, origin)
 
 
+FRANK_ARTICLES = "5860706bda0641136d10d27ead52c5f6ae79630e"  # later commits dropped the folder
+
+
+def read_frank(snap: Snapshot) -> Iterator[Item]:
+    """FRANK's CNN/DailyMail summaries: supported when every sentence has a majority
+    "no error" (Factuality 1.0). The summaries copy their article (most bigrams are
+    in it), the kind word overlap cannot judge. Its BBC part is left out: those
+    summaries are stored lowercased only, so names cannot be read as names."""
+    articles = snap.at(FRANK_ARTICLES)
+    cache: dict[str, dict] = {}
+    for a in snap.json("data/human_annotations.json"):
+        if a["dataset"] != "cnndm":
+            continue
+        h, model = a["hash"], a["model_name"]
+        if h not in cache:
+            cache[h] = articles.json(f"data/articles-wbertscore-json/{h}.json")
+        art = cache[h]
+        yield Item(f"{h}-{model}", h, SUMMARIZE, (clean(art["article"]),),
+                   clean(art.get(f"{model}_cased") or art[model]), a["Factuality"] == 1.0,
+                   f"cnndm/{model}")
+
+
 SOURCES: tuple[Source, ...] = (
     Source("summedits", "summarisation", "salesforce/factualNLG",
            "0da1dfa62c783218d26208c1796d3a2605bec745", "Apache-2.0", True, read_summedits,
@@ -344,6 +370,13 @@ SOURCES: tuple[Source, ...] = (
            "d400b250147e45c106b18e52254b1060f7c1575d", "BSD-3-Clause", True, read_dialfact,
            "scripts/testsmall.jsonl (the 300-row sample; the full splits are over 4 MiB): "
            "factual responses, SUPPORTS = faithful, REFUTES / NOT ENOUGH INFO = unfaithful"),
+    Source("frank", "summarisation", "artidoro/frank", "80a88fb12cc0bfc17ff6ee2c5ebb0c4f4dd8a5f4",
+           "MIT", True, read_frank,
+           "data/human_annotations.json (labels) with data/articles-wbertscore-json/<hash>.json "
+           f"at {FRANK_ARTICLES[:10]} (articles and summaries): the 1,250 CNN/DailyMail "
+           "summaries of five systems (the cased text where there is one); Factuality 1.0 "
+           "(no sentence with a majority error) = faithful; the BBC part is left out "
+           "(summaries stored lowercased only)"),
     Source("attributionbench", "retrieval_qa", "OSU-NLP-Group/AttributionBench",
            "b33329b29946b791649cf66d33e10b5a5bbdc44d", "none in the repository", False,
            read_attributionbench,
