@@ -300,7 +300,7 @@ def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None,
     (bench/fit_groundedness.py's held_out_scores); the set then also gets
     `verdict_held_out`, the default preset's verdict with them in place of the
     shipped ones (every other rule and metric value as the run has them)."""
-    from transforms.decide.presets import default_rules
+    from transforms.decide.presets import fitted_rules
     import pyarrow as pa
     sets = public_sets() if sets is None else sets
     if not sets:
@@ -328,12 +328,12 @@ def measure_public(checkout: str, tmp: str, sets: dict[str, dict] | None = None,
                                 **set_report(mine, by_case, lower, decision, skip=DESCRIPTIVE)}
         if refitted and name in refitted:
             cuts = refitted[name]["cuts"]
-            held = verdicts_with(mine, by_case, default_rules(cuts["fail_below"],
-                                                              cuts["pass_from"]),
-                                 "groundedness", refitted[name]["scores"])
+            held = verdicts_with(mine, by_case, fitted_rules(cuts), "groundedness",
+                                 refitted[name]["scores"])
             report["sets"][name]["verdict_held_out"] = {
                 **selective([bool(acceptable(r["label"])) for r in mine], held),
-                "fail_below": cuts["fail_below"], "pass_from": cuts["pass_from"]}
+                "fail_below": cuts["fail_below"], "pass_from": cuts["pass_from"],
+                "long_answers": cuts.get("long_answers")}
     return report
 
 

@@ -49,7 +49,7 @@ from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
 from bench.validity_public import (BASELINES, auc_of, baseline_values, selective,  # noqa: E402
                                    verdicts_with)
 from pipeline.postrun.agreement import acceptable, verdict_agreement  # noqa: E402
-from transforms.decide.presets import default_rules  # noqa: E402
+from transforms.decide.presets import fitted_rules  # noqa: E402
 from transforms.decide.rules import when_text  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "validation", "results")
@@ -87,13 +87,13 @@ REUSED: list[str] = []  # the runs found in --work (their CPU is not in this cal
 def variants(cuts: dict) -> dict[str, tuple]:
     """The default rules with each rule left out in turn (the reference rules
     never apply on the public sets: they have no reference)."""
-    rules = default_rules(cuts["fail_below"], cuts["pass_from"])
+    rules = fitted_rules(cuts)
     out = {"as shipped": rules}
     for i, r in enumerate(rules):
         bound = r.below if r.below is not None else r.above
         out[f"without {r.metric} {'<' if r.below is not None else '>'} "
-            f"{'cut' if r.metric == 'groundedness' else bound} -> {r.verdict}"] = (
-            rules[:i] + rules[i + 1:])
+            f"{'cut' if r.metric == 'groundedness' else bound} -> {r.verdict}"
+            + (f" where {r.when.metric} is long" if r.when else "")] = rules[:i] + rules[i + 1:]
     return out
 
 
@@ -119,7 +119,7 @@ def warn_rule_evidence(rows: list[dict], by_case: dict, held: dict) -> dict:
     for name in sorted({r["suite"] for r in rows}):
         mine = [r for r in rows if r["suite"] == name]
         cuts = held[name]["cuts"]
-        rules = [x for x in default_rules(cuts["fail_below"], cuts["pass_from"])
+        rules = [x for x in fitted_rules(cuts)
                  if (x.metric, x.verdict) != WARN_RULE]
         verdicts = verdicts_with(mine, by_case, rules, "groundedness", held[name]["scores"])
         passed = [r for r, v in zip(mine, verdicts) if v == "PASS"]
@@ -216,7 +216,7 @@ def looser_goals(rows: list[dict], by_case: dict, sets: dict, fits: Fits) -> lis
             for name in sorted({r["suite"] for r in rows}):
                 mine = [r for r in rows if r["suite"] == name]
                 cuts = held[name]["cuts"]
-                rules = default_rules(cuts["fail_below"], cuts["pass_from"])
+                rules = fitted_rules(cuts)
                 if variant != "as shipped":
                     rules = tuple(x for x in rules if (x.metric, x.verdict) != WARN_RULE)
                 v = verdicts_with(mine, by_case, rules, "groundedness", held[name]["scores"])
@@ -412,7 +412,7 @@ def main(argv=None) -> int:
     with open(os.path.join(ROOT, "transforms", "data", "groundedness.json")) as fh:
         shipped = json.load(fh)["verdict_cuts"]
     per_variant = held_out_verdicts(rows, by_case, held)
-    rules = default_rules(shipped["fail_below"], shipped["pass_from"])
+    rules = fitted_rules(shipped)
     rep = {"command": COMMAND,
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                     capture_output=True, text=True).stdout.strip(),

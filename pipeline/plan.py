@@ -356,9 +356,12 @@ def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = No
     """Rules the user wrote must name a metric of the run (and their `unless`
     and `when` metrics too); default rules whose metric was not selected are
     dropped (a user who picked `metrics: [bleu]` did not ask for a
-    hallucination gate), and so are those whose `when` metric was not, with a
-    note naming the metric to add. When none is left, every row is WARN
-    (undecided) and a note says so: no row PASSes unchecked."""
+    hallucination gate). A default rule whose `when` metric was not selected
+    applies to every row, with a note naming the metric to add: a preset's
+    conditional rule only holds answers back (long answers need more support
+    to PASS), and without the length every answer is held to it rather than
+    none. When none is left, every row is WARN (undecided) and a note says so:
+    no row PASSes unchecked."""
     if cfg.verdict.explicit:
         for i, rule in enumerate(cfg.verdict.rules):
             for key, name in (("metric", rule.metric), ("unless", rule.unless),
@@ -375,10 +378,11 @@ def applicable_rules(cfg, metrics: tuple[str, ...], notes: list[str] | None = No
     for rule in kept:
         if rule.when is not None and rule.when.metric not in metrics:
             said.append(f"{rule.when.metric} is not a metric of this run, so the "
-                        f"{cfg.verdict.preset} preset's rule on {rule.metric} where "
-                        f"{when_text(rule.when)} is not applied; add {rule.when.metric} to "
-                        "metrics")
-    kept = tuple(r for r in kept if r.when is None or r.when.metric in metrics)
+                        f"{cfg.verdict.preset} preset's rule on {rule.metric} for rows where "
+                        f"{when_text(rule.when)} applies to every row; add {rule.when.metric} "
+                        "to metrics")
+    kept = tuple(r if r.when is None or r.when.metric in metrics
+                 else dataclasses.replace(r, when=None) for r in kept)
     verdict = dataclasses.replace(cfg.verdict, rules=kept)
     if cfg.verdict.rules and not kept:
         verdict = dataclasses.replace(verdict, otherwise=UNDECIDED)

@@ -17,7 +17,8 @@ def test_defaults_run_offline():
     assert [b.type for b in cfg.bots] == ["precomputed"]
     assert [(r.metric, r.verdict) for r in cfg.verdict.rules] == [
         ("reference_coverage", "FAIL"), ("groundedness", "FAIL"),
-        ("groundedness", "WARN"), ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
+        ("groundedness", "WARN"), ("groundedness", "WARN"), ("unsupported_facts", "WARN"),
+        ("reference_coverage", "WARN")]
     assert cfg.verdict.rules[0].below == 0.25 and cfg.verdict.preset == "default"
 
 

@@ -134,6 +134,30 @@ def test_the_verdict_cut_offs_keep_the_wrong_decisions_within_the_goals():
     assert verdicts(np.array([0.05, 0.5, 0.95]), 0.1, 0.9) == ["FAIL", "WARN", "PASS"]
 
 
+def test_long_answers_get_their_own_pass_cut_off_where_it_passes_more():
+    """bench/fit_groundedness.py's banded PASS cut-offs by hand: short answers'
+    unsupported scores reach 0.5, long answers' 0.75 (a copied summary scores
+    high), supported short answers sit at 0.6. One cut-off must be 0.755 and
+    holds the short supported ones at WARN; two PASS them, so the fit splits at
+    the first edge (80 characters) and the verdict applies the higher cut-off
+    only above it."""
+    import numpy as np
+    from bench.fit_groundedness import _pass_cuts, _pass_from, pass_cuts, verdicts
+    unsupported_short, unsupported_long = np.linspace(0.1, 0.5, 10), np.linspace(0.1, 0.75, 10)
+    p = np.r_[unsupported_short, np.full(10, 0.6), unsupported_long, np.full(10, 0.9)]
+    y = np.r_[np.zeros(10), np.ones(10), np.zeros(10), np.ones(10)].astype(bool)
+    chars = np.r_[np.full(20, 50.0), np.full(20, 300.0)]
+    assert _pass_from([p], [y], 0.0, 0.0) == 0.755
+    cuts = _pass_cuts([p], [y], [chars], 0.0, 0.0)
+    assert cuts == {"pass_from": 0.505, "long_answers": {"above_chars": 80, "pass_from": 0.755}}
+    assert list(pass_cuts(np.array([80.0, 81.0]), cuts)) == [0.505, 0.755]
+    assert verdicts(np.array([0.6, 0.6]), 0.1, pass_cuts(np.array([50.0, 300.0]), cuts)) == [
+        "PASS", "WARN"]
+    # where long answers need no more than short ones, one cut-off stays
+    same = _pass_cuts([p[:20]], [y[:20]], [chars[:20]], 0.0, 0.0)
+    assert same == {"pass_from": 0.505, "long_answers": None}
+
+
 def test_a_rows_facts_are_checked_once_for_hallucination_and_groundedness():
     from transforms.score.facts.support import checked_facts
     from transforms.score.metrics.hallucination import hallucination

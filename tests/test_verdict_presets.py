@@ -12,10 +12,11 @@ import pytest
 from pipeline.config import ConfigError, parse_config
 from schemas.records import MetricResult
 from tests.conftest import ROOT
-from transforms.decide.presets import DEFAULT_RULES, PRESETS, SEED_RULES, Rule
+from transforms.decide.presets import DEFAULT_RULES, PRESETS, SEED_RULES, Rule, When
 from transforms.decide.rules import decide
 from transforms.score.metrics.coverage import reference_coverage
-from transforms.score.metrics.groundedness import MODEL_PATH, groundedness
+from transforms.score.metrics.groundedness import (MODEL_PATH, groundedness, long_answer_cut,
+                                                   verdict_cuts)
 
 SNAPSHOT = os.path.join(ROOT, "tests", "fixtures", "seed_verdicts.json")
 
@@ -46,10 +47,26 @@ def test_default_preset_decides_grounding_by_groundedness_and_correctness_by_ref
     assert parse_config({"verdict": {"preset": "default"}}).verdict.rules == DEFAULT_RULES
     assert [(r.metric, r.verdict) for r in DEFAULT_RULES] == [
         ("reference_coverage", "FAIL"), ("groundedness", "FAIL"),
-        ("groundedness", "WARN"), ("unsupported_facts", "WARN"), ("reference_coverage", "WARN")]
+        ("groundedness", "WARN"), ("groundedness", "WARN"), ("unsupported_facts", "WARN"),
+        ("reference_coverage", "WARN")]
     # a fluent wrong answer to a case with an expected answer does not pass
     scores = {"groundedness": MetricResult(0.9), "reference_coverage": MetricResult(0.2)}
     assert decide(scores, DEFAULT_RULES, "PASS")[0] == "FAIL"
+
+
+def test_a_long_answer_needs_the_higher_pass_cut_off():
+    """The same groundedness between the two PASS cut-offs PASSes a short answer
+    and holds a long one (a copied summary's wrong join keeps its bigrams) at
+    WARN, and the reason says why; nothing FAILs for its length."""
+    (edge, pass_long), (_, pass_from) = long_answer_cut(), verdict_cuts()
+    value = (pass_from + pass_long) / 2
+    short = {"groundedness": MetricResult(value), "answer_length": MetricResult(edge)}
+    long = {"groundedness": MetricResult(value), "answer_length": MetricResult(edge + 1)}
+    assert decide(short, DEFAULT_RULES, "PASS")[0] == "PASS"
+    verdict, reason = decide(long, DEFAULT_RULES, "PASS")
+    assert verdict == "WARN" and f"where answer_length {edge + 1:g} > {edge:g}" in reason
+    assert decide({**long, "groundedness": MetricResult(pass_long)}, DEFAULT_RULES,
+                  "PASS")[0] == "PASS"
 
 
 def test_the_default_cut_offs_are_the_fitted_ones():
@@ -59,8 +76,11 @@ def test_the_default_cut_offs_are_the_fitted_ones():
         fitted = json.load(fh)
     cuts = fitted["verdict_cuts"]
     rules = [r for r in DEFAULT_RULES if r.metric == "groundedness"]
-    assert [(r.verdict, r.below) for r in rules] == [("FAIL", cuts["fail_below"]),
-                                                    ("WARN", cuts["pass_from"])]
+    long = cuts.get("long_answers")
+    assert [(r.verdict, r.below, r.when) for r in rules] == [
+        ("FAIL", cuts["fail_below"], None), ("WARN", cuts["pass_from"], None)] + (
+        [("WARN", long["pass_from"], When("answer_length", above=long["above_chars"]))]
+        if long else [])
     assert 0 < cuts["fail_below"] < cuts["pass_from"] < 1
     assert fitted["command"] == "python bench/fit_groundedness.py"
     assert set(fitted["leave_one_set_out"]) == set(fitted["fitted_on"])

@@ -6,10 +6,12 @@
   (bench/fit_groundedness.py, stored in transforms/data/groundedness.json):
   FAIL below the lower one (the contexts do not support the answer), WARN
   between (word overlap cannot tell), and only from the upper one up may the
-  row PASS. A figure, date or name no context or reference states
+  row PASS; an answer longer than the fit's edge (answer_length, characters)
+  PASSes only from a third, higher one (a copied summary's wrong join keeps
+  every bigram of its source). A figure, date or name no context or reference states
   (unsupported_facts) keeps a row from PASS too (WARN). With an expected
   answer, reference_coverage FAILs an answer that misses most of it and WARNs
-  one that misses part. No rule looks at the answer's length, so a short
+  one that misses part. No rule fails an answer for its length, so a short
   correct answer ("yes", "Arthur's Magazine") is judged on its support like
   any other (an empty one: reference_coverage 0 FAILs it; without a reference
   groundedness cannot tell, WARN). A rule whose metric a row cannot compute
@@ -28,7 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.score.metrics.groundedness import verdict_cuts
+from typing import Mapping
+
+from transforms.score.metrics.groundedness import long_answer_cut, verdict_cuts
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,14 @@ def default_rules(fail_below: float, pass_from: float,
     )
 
 
-DEFAULT_RULES: tuple[Rule, ...] = default_rules(*verdict_cuts())
+def fitted_rules(cuts: Mapping) -> tuple[Rule, ...]:
+    """The default preset with a fit's cut-offs as bench/fit_groundedness.py gives
+    them ({fail_below, pass_from, long_answers: {above_chars, pass_from} | None})."""
+    long = cuts.get("long_answers")
+    return default_rules(cuts["fail_below"], cuts["pass_from"],
+                         (long["above_chars"], long["pass_from"]) if long else None)
+
+
+DEFAULT_RULES: tuple[Rule, ...] = default_rules(*verdict_cuts(), long_answer_cut())
 
 PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "seed": SEED_RULES}

@@ -120,8 +120,10 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
         where = ""
         if getattr(rule, "when", None) is not None:
             gap = when_gap(rule, scores)
-            if gap:
-                skipped.append((rule.metric, gap))
+            if gap:  # the rule's own null, where it has one, says more (no contexts)
+                own = scores.get(rule.metric)
+                skipped.append((rule.metric, gap if own is not None and own.value is not None
+                                or matches_null(rule, own) else _null_why(own)))
                 continue
             cond = scores[rule.when.metric].value
             if not when_holds(rule.when, cond):

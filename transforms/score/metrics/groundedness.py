@@ -148,6 +148,15 @@ def verdict_cuts(path: str = MODEL_PATH) -> tuple[float, float]:
     return float(cuts["fail_below"]), float(cuts["pass_from"])
 
 
+@lru_cache(maxsize=1)
+def long_answer_cut(path: str = MODEL_PATH) -> tuple[float, float] | None:
+    """(above_chars, pass_from): the higher PASS cut-off the fit found for answers
+    longer than above_chars characters (answer_length), or None (one cut-off)."""
+    with open(path, encoding="utf-8") as fh:
+        long = json.load(fh)["verdict_cuts"].get("long_answers")
+    return None if not long else (float(long["above_chars"]), float(long["pass_from"]))
+
+
 def groundedness(question: str, contexts: Sequence[str], answer: str | None,
                  model: Model | None = None) -> MetricResult:
     if answer is None:
