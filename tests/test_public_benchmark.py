@@ -4,6 +4,7 @@ splits follow the source a row is grounded in, and overlaps are dropped."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -125,6 +126,56 @@ def test_faithdial_audit_labels():
     assert build.faithdial_label("Uncooperative") is None
 
 
+def _bump_pair(i: int, article_id: int, article: str, reference: str, edited: str,
+               error: str, corrected: str | None = None) -> dict:
+    pair = {"id": i, "article_id": article_id, "article": article,
+            "reference_summary": reference, "edited_summary": edited, "error_type": error,
+            "scores": {}}
+    if corrected is not None:
+        pair["corrected_error_type"] = corrected
+    return pair
+
+
+def test_bump_reference_passes_once_and_each_edit_fails(tmp_path):
+    """A reference summary is the faithful side of its pairs (one row however many
+    pairs or tasks repeat it); each edit is unfaithful, its origin the error type
+    (task 1's corrected one)."""
+    doc = "(CNN) Keefe, 92, posed for the painting in 1943 in Arlington, Vermont."
+    ref = "Keefe posed for the painting in 1943 ."
+    commit = _snapshot(tmp_path, "o/bump", {
+        "data/task1_dataset.json": json.dumps([
+            _bump_pair(0, 7, doc, ref, "Keefe posed for the painting in 1946 .",
+                       "Extrinsic Circumstance Error", "Extrinsic Circumstance Error"),
+            _bump_pair(1, 7, doc, ref, "Rockwell posed for the painting in 1943 .",
+                       "Intrinsic Circumstance Error", "Intrinsic Entity Error")]),
+        "data/task2_dataset.json": json.dumps([
+            _bump_pair(0, 7, doc, ref, "Keefe refused to pose for the painting in 1943 .",
+                       "Extrinsic Predicate")]),
+    })
+    source = build.Source("bump", "summarisation", "o/bump", commit, "MIT", True,
+                          build.read_bump, "t", fitted=False)
+    rows = pq.read_table(io.BytesIO(build.build(str(tmp_path), ["bump"], (source,))["bump"][0]))
+    got = {r["answer"]: (r["label"], [t for t in r["tags"] if t.startswith("origin:")][0])
+           for r in rows.to_pylist()}
+    assert got == {
+        ref: ("PASS", "origin:task1/reference"),
+        "Keefe posed for the painting in 1946 .": ("FAIL", "origin:task1/Extrinsic Circumstance"),
+        "Rockwell posed for the painting in 1943 .": ("FAIL", "origin:task1/Intrinsic Entity"),
+        "Keefe refused to pose for the painting in 1943 .": ("FAIL",
+                                                              "origin:task2/Extrinsic Predicate"),
+    }
+    assert rows.num_rows == 4 and rows.column("contexts").to_pylist()[0] == [doc]
+
+
+def test_a_set_kept_out_of_the_fit_goes_to_local_whatever_its_licence():
+    kept_out = build.Source("x", "summarisation", "o/x", "0" * 40, "MIT", True, build.read_q2,
+                            "t", fitted=False)
+    assert not kept_out.committed
+    assert os.path.basename(os.path.dirname(build.out_path(kept_out))) == "local"
+    assert os.path.basename(os.path.dirname(build.out_path(build.BY_NAME["frank"]))) == "data"
+    assert not build.BY_NAME["bump"].fitted and build.BY_NAME["bump"].redistribute
+
+
 def test_passages_group_sentences():
     words = ["w " * 50] * 5
     out = build.passages(words, words=120)
@@ -153,7 +204,7 @@ def test_committed_file_rebuilds_identically():
 
 def test_committed_files_are_the_redistributable_sets():
     committed = sorted(os.listdir(os.path.join(ROOT, "validation", "public", "data")))
-    assert committed == sorted(f"{s.name}.parquet" for s in build.SOURCES if s.redistribute)
+    assert committed == sorted(f"{s.name}.parquet" for s in build.SOURCES if s.committed)
     for name in committed:
         table = pq.read_table(os.path.join(ROOT, "validation", "public", "data", name))
         assert table.schema.equals(build.SCHEMA)

@@ -23,8 +23,10 @@ dialogue's knowledge, a claim's evidence), from a hash of the group, so no
 source is in both splits: thresholds and weights are fitted on dev only.
 Sets whose licence allows redistribution are written to data/ (committed, with
 attribution in README.md); the others to local/ (git-ignored, for measuring
-only). The Parquet is written with fixed settings and rows in a fixed order,
-so a rebuild is byte for byte identical under the locked pyarrow.
+only), and so is a set kept out of the fit on purpose (`fitted=False`: an
+out-of-sample check of what was fitted on data/). The Parquet is written with
+fixed settings and rows in a fixed order, so a rebuild is byte for byte
+identical under the locked pyarrow.
 
 The maintainers' hidden check uses HaluEval, FaithBench, RAGTruth, WikiEval and
 Ragas' amnesty_qa / fiqa: nothing here is read from or derived from them
@@ -112,9 +114,16 @@ class Source:
     repo: str
     commit: str
     licence: str
-    redistribute: bool     # licence allows redistribution: committed under data/
+    redistribute: bool     # licence allows redistribution: data/ unless fitted=False
     read: Callable[[Snapshot], Iterable[Item]]
     taken: str             # what is read and how it is labelled (README)
+    fitted: bool = True    # False: measuring only on purpose, although the licence
+    #                        would allow committing it (local/, never fitted on)
+
+    @property
+    def committed(self) -> bool:
+        """Written to data/ (committed, fitted on) rather than local/."""
+        return self.redistribute and self.fitted
 
 
 def digest(*parts: str) -> str:
@@ -334,6 +343,24 @@ def read_frank(snap: Snapshot) -> Iterator[Item]:
                    f"cnndm/{model}")
 
 
+BUMP_TASKS = ("task1", "task2")
+
+
+def read_bump(snap: Snapshot) -> Iterator[Item]:
+    """BUMP's minimal pairs: a CNN/DailyMail article's reference summary (faithful:
+    the pair's base, once per article) and each annotator's edit of it that
+    inserts one error (unfaithful; origin: its error type, task 1's corrected one)."""
+    for task in BUMP_TASKS:
+        for x in snap.json(f"data/{task}_dataset.json"):
+            article = clean(x["article"])
+            kind = (x.get("corrected_error_type") or x["error_type"]).strip()
+            kind = kind[:-len(" Error")] if kind.endswith(" Error") else kind
+            yield Item(f"{task}-reference-{x['article_id']}", digest(article), SUMMARIZE,
+                       (article,), clean(x["reference_summary"]), True, f"{task}/reference")
+            yield Item(f"{task}-{x['id']}", digest(article), SUMMARIZE, (article,),
+                       clean(x["edited_summary"]), False, f"{task}/{kind}")
+
+
 SOURCES: tuple[Source, ...] = (
     Source("summedits", "summarisation", "salesforce/factualNLG",
            "0da1dfa62c783218d26208c1796d3a2605bec745", "Apache-2.0", True, read_summedits,
@@ -397,6 +424,13 @@ SOURCES: tuple[Source, ...] = (
            read_qags,
            "data/mturk_{cnndm,xsum}.jsonl: a summary is faithful when the majority accepts "
            "each of its sentences"),
+    Source("bump", "summarisation", "dataminr-ai/BUMP", "86327f14b9e0c16a364a3793b8a622dc703d22fd",
+           "MIT", True, read_bump,
+           "data/{task1,task2}_dataset.json: for each CNN/DailyMail article its reference "
+           "summary = faithful (once per article and text), each annotator's edit of it with "
+           "one inserted error = unfaithful (task 1's corrected_error_type, task 2's "
+           "error_type as origin); measuring only on purpose (fitted=False): an "
+           "out-of-sample check of the cut-offs fitted on data/", fitted=False),
 )
 BY_NAME = {s.name: s for s in SOURCES}
 
@@ -434,7 +468,7 @@ def parquet_bytes(rows: list[dict]) -> bytes:
 
 
 def out_path(source: Source, root: str = HERE) -> str:
-    return os.path.join(root, "data" if source.redistribute else "local", f"{source.name}.parquet")
+    return os.path.join(root, "data" if source.committed else "local", f"{source.name}.parquet")
 
 
 def build(mirror: str, names: Iterable[str], sources: tuple[Source, ...] = SOURCES
