@@ -488,8 +488,9 @@ def public_section(rep: dict | None) -> list[str]:
         "",
     ]
     if local:
-        out += ["Sets without a licence file, built into the git-ignored `validation/public/local/`",
-                "from the snapshots and used for measuring only (nothing is fitted on them):", "",
+        out += ["Sets built into the git-ignored `validation/public/local/` from the snapshots",
+                "(no licence file, or kept out of the fit on purpose as a check nothing is",
+                "fitted on: `validation/public/README.md`), used for measuring only:", "",
                 *PUBLIC_HEADER, *(_public_row(n, sets[n], _best_metric(sets[n])) for n in local),
                 ""]
     out += _leave_one_out_rows(pub.get("leave_one_set_out"), core)
