@@ -49,7 +49,7 @@ from bench.validity_changes import CORE  # noqa: E402  (issue 21's six sets)
 from bench.validity_public import (BASELINES, auc_of, baseline_values, selective,  # noqa: E402
                                    verdicts_with)
 from pipeline.postrun.agreement import acceptable, verdict_agreement  # noqa: E402
-from transforms.decide.presets import fitted_rules  # noqa: E402
+from transforms.decide.presets import DEFAULT_RULES, fitted_rules  # noqa: E402
 from transforms.decide.rules import when_text  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "validation", "results")
@@ -409,10 +409,8 @@ def main(argv=None) -> int:
     fits = Fits(sets)
     held = held_out_scores(sets, fits)
     lodo = leave_one_out(sets, fits)
-    with open(os.path.join(ROOT, "transforms", "data", "groundedness.json")) as fh:
-        shipped = json.load(fh)["verdict_cuts"]
     per_variant = held_out_verdicts(rows, by_case, held)
-    rules = fitted_rules(shipped)
+    rules = DEFAULT_RULES
     rep = {"command": COMMAND,
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                     capture_output=True, text=True).stdout.strip(),

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from typing import Mapping
 
-from transforms.score.metrics.groundedness import long_answer_cut, verdict_cuts
+from transforms.score.metrics.groundedness import fitted_cuts
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,6 @@ def fitted_rules(cuts: Mapping) -> tuple[Rule, ...]:
                          (long["above_chars"], long["pass_from"]) if long else None)
 
 
-DEFAULT_RULES: tuple[Rule, ...] = default_rules(*verdict_cuts(), long_answer_cut())
+DEFAULT_RULES: tuple[Rule, ...] = fitted_rules(fitted_cuts())
 
 PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "seed": SEED_RULES}

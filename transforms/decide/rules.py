@@ -60,8 +60,13 @@ def _null_why(result: MetricResult | None) -> str:
 
 
 def skip_why(rule, scores: Mapping[str, MetricResult]) -> str:
-    """Why a rule that is not readable() was skipped: its `when` metric, else its own."""
-    return when_gap(rule, scores) or _null_why(scores.get(rule.metric))
+    """Why a rule that is not readable() was skipped: its own metric's null where
+    it has one that the rule cannot match (it says more: "no contexts"), else its
+    `when` metric's gap."""
+    own = scores.get(rule.metric)
+    if (own is None or own.value is None) and not matches_null(rule, own):
+        return _null_why(own)
+    return when_gap(rule, scores) or _null_why(own)
 
 
 def when_gap(rule, scores: Mapping[str, MetricResult]) -> str | None:
@@ -119,11 +124,8 @@ def decide(scores: Mapping[str, MetricResult], rules: Sequence, otherwise: str,
                 continue
         where = ""
         if getattr(rule, "when", None) is not None:
-            gap = when_gap(rule, scores)
-            if gap:  # the rule's own null, where it has one, says more (no contexts)
-                own = scores.get(rule.metric)
-                skipped.append((rule.metric, gap if own is not None and own.value is not None
-                                or matches_null(rule, own) else _null_why(own)))
+            if when_gap(rule, scores):
+                skipped.append((rule.metric, skip_why(rule, scores)))
                 continue
             cond = scores[rule.when.metric].value
             if not when_holds(rule.when, cond):

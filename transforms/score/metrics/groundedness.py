@@ -139,21 +139,25 @@ def load_model(path: str = MODEL_PATH) -> Model:
 
 
 @lru_cache(maxsize=1)
-def verdict_cuts(path: str = MODEL_PATH) -> tuple[float, float]:
-    """(fail_below, pass_from): the default verdict's cut-offs on this score, fitted
-    with the model by bench/fit_groundedness.py (FAIL below the first, PASS from the
-    second up, WARN between)."""
+def fitted_cuts(path: str = MODEL_PATH) -> dict:
+    """The default verdict's cut-offs on this score as bench/fit_groundedness.py
+    fitted them with the model: {fail_below, pass_from, long_answers:
+    {above_chars, pass_from} | None, ...} (FAIL below the first, PASS from the
+    second up, or from the long answers' one above their edge, WARN between)."""
     with open(path, encoding="utf-8") as fh:
-        cuts = json.load(fh)["verdict_cuts"]
+        return json.load(fh)["verdict_cuts"]
+
+
+def verdict_cuts(path: str = MODEL_PATH) -> tuple[float, float]:
+    """(fail_below, pass_from) of fitted_cuts."""
+    cuts = fitted_cuts(path)
     return float(cuts["fail_below"]), float(cuts["pass_from"])
 
 
-@lru_cache(maxsize=1)
 def long_answer_cut(path: str = MODEL_PATH) -> tuple[float, float] | None:
     """(above_chars, pass_from): the higher PASS cut-off the fit found for answers
     longer than above_chars characters (answer_length), or None (one cut-off)."""
-    with open(path, encoding="utf-8") as fh:
-        long = json.load(fh)["verdict_cuts"].get("long_answers")
+    long = fitted_cuts(path).get("long_answers")
     return None if not long else (float(long["above_chars"]), float(long["pass_from"]))
 
 
